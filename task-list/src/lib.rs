@@ -1,0 +1,2 @@
+//! A concurrent-safe task-list store, file-compatible with the reference agent harness.
+#![deny(missing_docs)]
