@@ -1,0 +1,5 @@
+//! The `tasks` binary.
+
+fn main() -> anyhow::Result<()> {
+    Ok(())
+}
