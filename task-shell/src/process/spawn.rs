@@ -1,0 +1,217 @@
+//! Starting a shell command the way SPEC §5 asks: own process group, output straight to a file,
+//! stdin closed, `GIT_EDITOR=true`, and (on Linux) death with the supervisor.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+
+use tokio::process::{Child, Command};
+
+use crate::error::ShellError;
+
+/// The shell used when the caller names none.
+pub const DEFAULT_SHELL: &str = "/bin/sh";
+
+/// Exit code reported for a command killed on request (128 + SIGKILL).
+pub const EXIT_KILLED: i32 = 137;
+/// Exit code reported for a command killed by its timeout (128 + SIGTERM, as the reference).
+pub const EXIT_TIMED_OUT: i32 = 143;
+/// Exit code reported when the command could not be started.
+pub const EXIT_SPAWN_FAILED: i32 = 1;
+
+/// What the child's stdin is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum StdinMode {
+    /// `/dev/null`: a `read` gets end-of-file at once (the default, as in the reference).
+    #[default]
+    Null,
+    /// A pipe the caller can write to.
+    Piped,
+}
+
+/// A validated shell command line and how to run it.
+#[derive(Debug, Clone)]
+pub struct CommandSpec {
+    command: String,
+    shell: PathBuf,
+    cwd: Option<PathBuf>,
+    env: Vec<(OsString, OsString)>,
+    stdin: StdinMode,
+    die_with_parent: bool,
+}
+
+impl CommandSpec {
+    /// A command line run as `/bin/sh -c {command}`.
+    ///
+    /// # Errors
+    /// [`ShellError::EmptyCommand`] when `command` is empty or only whitespace.
+    pub fn new(command: impl Into<String>) -> Result<Self, ShellError> {
+        let command = command.into();
+        if command.trim().is_empty() {
+            return Err(ShellError::EmptyCommand);
+        }
+        Ok(Self {
+            command,
+            shell: PathBuf::from(DEFAULT_SHELL),
+            cwd: None,
+            env: Vec::new(),
+            stdin: StdinMode::Null,
+            die_with_parent: true,
+        })
+    }
+
+    /// Runs the command with another POSIX shell (it must accept `-c`), such as the user's `$SHELL`.
+    #[must_use]
+    pub fn shell(mut self, shell: impl Into<PathBuf>) -> Self {
+        self.shell = shell.into();
+        self
+    }
+
+    /// Runs the command in `dir`, which must exist when the task is spawned.
+    #[must_use]
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    /// Adds one environment variable to the inherited environment.
+    #[must_use]
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Chooses what stdin is.
+    #[must_use]
+    pub fn stdin(mut self, stdin: StdinMode) -> Self {
+        self.stdin = stdin;
+        self
+    }
+
+    /// Lets the command outlive a crashed supervisor (Linux `PR_SET_PDEATHSIG` is not set).
+    #[must_use]
+    pub fn detached(mut self) -> Self {
+        self.die_with_parent = false;
+        self
+    }
+
+    /// The command line as given.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// The stdin mode.
+    pub fn stdin_mode(&self) -> StdinMode {
+        self.stdin
+    }
+
+    /// Checks what can be checked before spawning, so errors are specific.
+    ///
+    /// # Errors
+    /// [`ShellError::MissingWorkingDir`] when the working directory is not a directory.
+    pub fn validate(&self) -> Result<(), ShellError> {
+        match &self.cwd {
+            Some(dir) if !dir.is_dir() => Err(ShellError::MissingWorkingDir { path: dir.clone() }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Starts the command in a new process group with `stdout` and `stderr` as its output.
+    ///
+    /// Call this from a tokio worker thread or another long-lived thread, never from
+    /// `spawn_blocking`: Linux delivers the parent-death signal when the *thread* that forked the
+    /// child exits, and blocking-pool threads exit after a short idle time.
+    ///
+    /// # Errors
+    /// [`ShellError::MissingWorkingDir`] or [`ShellError::Spawn`].
+    pub fn spawn(&self, stdout: Stdio, stderr: Stdio) -> Result<Child, ShellError> {
+        self.validate()?;
+        let mut cmd = Command::new(&self.shell);
+        cmd.arg("-c")
+            .arg(&self.command)
+            .env("GIT_EDITOR", "true")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(match self.stdin {
+                StdinMode::Null => Stdio::null(),
+                StdinMode::Piped => Stdio::piped(),
+            })
+            .stdout(stdout)
+            .stderr(stderr)
+            .process_group(0)
+            .kill_on_drop(false);
+        if let Some(dir) = &self.cwd {
+            cmd.current_dir(dir);
+        }
+        if self.die_with_parent {
+            die_with_parent(&mut cmd);
+        }
+        cmd.spawn().map_err(|source| ShellError::Spawn { shell: self.shell.clone(), source })
+    }
+
+    /// The working directory, if one was set.
+    pub fn working_dir(&self) -> Option<&Path> {
+        self.cwd.as_deref()
+    }
+}
+
+/// Makes the child receive `SIGKILL` when the thread that spawned it exits (Linux only).
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut Command) {
+    use rustix::process::{Signal, getpid, getppid, set_parent_process_death_signal};
+    let parent = getpid();
+    // SAFETY: `pre_exec` runs the closure in the forked child before `exec`, where only
+    // async-signal-safe work is allowed. The closure makes two raw system calls through rustix
+    // (`prctl(PR_SET_PDEATHSIG)` and `getppid`), which neither allocate nor take locks, and builds
+    // an `io::Error` from a raw errno, which does not allocate either.
+    unsafe {
+        cmd.pre_exec(move || {
+            set_parent_process_death_signal(Some(Signal::KILL))?;
+            // The supervisor may have died between fork and prctl; then no signal will ever come.
+            if getppid() != Some(parent) {
+                return Err(rustix::io::Errno::SRCH.into());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_cmd: &mut Command) {}
+
+/// The exit code a finished process reports: its own code, or 128 + the signal that killed it.
+pub fn exit_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().or_else(|| status.signal().map(|signal| 128 + signal)).unwrap_or(EXIT_SPAWN_FAILED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blank_commands_are_rejected() {
+        assert!(matches!(CommandSpec::new(""), Err(ShellError::EmptyCommand)));
+        assert!(matches!(CommandSpec::new(" \n\t"), Err(ShellError::EmptyCommand)));
+    }
+
+    #[test]
+    fn a_missing_working_dir_is_named() {
+        let spec = CommandSpec::new("true").map(|s| s.current_dir("/definitely/not/here"));
+        match spec.and_then(|s| s.validate()) {
+            Err(ShellError::MissingWorkingDir { path }) => {
+                assert_eq!(path, PathBuf::from("/definitely/not/here"));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn exit_codes_include_signals() {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(exit_code(ExitStatus::from_raw(0)), 0);
+        assert_eq!(exit_code(ExitStatus::from_raw(3 << 8)), 3);
+        assert_eq!(exit_code(ExitStatus::from_raw(9)), 137);
+        assert_eq!(exit_code(ExitStatus::from_raw(15)), 143);
+    }
+}

@@ -1,0 +1,192 @@
+//! The stall and size watchdogs as state machines (SPEC §5).
+//!
+//! They hold no timers and do no I/O: the supervisor stats the output file on its own schedule,
+//! feeds the size and the current instant in, and does what the returned step says. That keeps the
+//! rules testable without clocks and the I/O in one place.
+
+use std::time::{Duration, Instant};
+
+use crate::prompt::looks_like_prompt;
+
+/// What the supervisor should do after feeding the stall watchdog an observation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StallStep {
+    /// Nothing to do until the next check.
+    Wait,
+    /// The output has been quiet for the threshold: read its tail and call
+    /// [`StallWatchdog::judge`].
+    InspectTail,
+    /// The watchdog has fired; stop checking.
+    Done,
+}
+
+/// Detects a command that stopped producing output because it waits on a prompt.
+///
+/// The output must stay the same size for `threshold`; then the last line of the tail is tested
+/// against the prompt patterns. No match restarts the quiet clock, so a slow but progressing
+/// command never triggers. A match fires once; after that the watchdog is done.
+#[derive(Debug, Clone)]
+pub struct StallWatchdog {
+    threshold: Duration,
+    last_size: Option<u64>,
+    quiet_since: Instant,
+    fired: bool,
+}
+
+impl StallWatchdog {
+    /// A watchdog whose quiet clock starts at `now`.
+    pub fn new(threshold: Duration, now: Instant) -> Self {
+        Self { threshold, last_size: None, quiet_since: now, fired: false }
+    }
+
+    /// Feeds the output size seen at `now`.
+    pub fn observe(&mut self, size: u64, now: Instant) -> StallStep {
+        if self.fired {
+            return StallStep::Done;
+        }
+        if self.last_size != Some(size) {
+            self.last_size = Some(size);
+            self.quiet_since = now;
+            return StallStep::Wait;
+        }
+        if now.saturating_duration_since(self.quiet_since) >= self.threshold {
+            StallStep::InspectTail
+        } else {
+            StallStep::Wait
+        }
+    }
+
+    /// Judges the output tail read after [`StallStep::InspectTail`]; `true` means "notify now"
+    /// and is returned at most once.
+    pub fn judge(&mut self, tail: &str, now: Instant) -> bool {
+        if self.fired {
+            return false;
+        }
+        if looks_like_prompt(tail) {
+            self.fired = true;
+        } else {
+            self.quiet_since = now;
+        }
+        self.fired
+    }
+}
+
+/// The output-size cap of a backgrounded command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SizeCap {
+    bytes: u64,
+}
+
+impl SizeCap {
+    /// A cap of `bytes`.
+    pub fn new(bytes: u64) -> Self {
+        Self { bytes }
+    }
+
+    /// Whether an output of `size` bytes is past the cap.
+    pub fn is_exceeded(&self, size: u64) -> bool {
+        size > self.bytes
+    }
+
+    /// The message appended to the output when the command is killed for passing the cap, e.g.
+    /// `Background command killed: output file exceeded 5GB`.
+    pub fn kill_message(&self) -> String {
+        format!("Background command killed: output file exceeded {}", human_size(self.bytes))
+    }
+}
+
+/// `bytes` in the largest binary unit that divides it exactly (`5GB`, `64KB`, `1000B`).
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "KB")];
+    UNITS
+        .iter()
+        .find(|(unit, _)| bytes >= *unit && bytes % unit == 0)
+        .map_or_else(|| format!("{bytes}B"), |(unit, name)| format!("{}{name}", bytes / unit))
+}
+
+/// A duration as the reference prints it in `Command timed out after {duration}`: `250ms`, `30s`,
+/// `2m 0s`, `1h 5m 0s`.
+pub fn human_duration(duration: Duration) -> String {
+    let millis = duration.as_millis();
+    if millis < 1_000 {
+        return format!("{millis}ms");
+    }
+    let secs = duration.as_secs();
+    let (hours, minutes, seconds) = (secs / 3_600, secs / 60 % 60, secs % 60);
+    match (hours, minutes) {
+        (0, 0) => format!("{seconds}s"),
+        (0, _) => format!("{minutes}m {seconds}s"),
+        _ => format!("{hours}h {minutes}m {seconds}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const THRESHOLD: Duration = Duration::from_secs(45);
+
+    fn at(start: Instant, secs: u64) -> Instant {
+        start + Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn quiet_output_is_inspected_after_the_threshold() {
+        let t0 = Instant::now();
+        let mut dog = StallWatchdog::new(THRESHOLD, t0);
+        assert_eq!(dog.observe(10, t0), StallStep::Wait);
+        assert_eq!(dog.observe(10, at(t0, 40)), StallStep::Wait);
+        assert_eq!(dog.observe(10, at(t0, 45)), StallStep::InspectTail);
+    }
+
+    #[test]
+    fn growth_restarts_the_clock() {
+        let t0 = Instant::now();
+        let mut dog = StallWatchdog::new(THRESHOLD, t0);
+        dog.observe(10, t0);
+        assert_eq!(dog.observe(11, at(t0, 44)), StallStep::Wait);
+        assert_eq!(dog.observe(11, at(t0, 80)), StallStep::Wait);
+        assert_eq!(dog.observe(11, at(t0, 89)), StallStep::InspectTail);
+    }
+
+    #[test]
+    fn no_match_restarts_the_clock_and_a_match_fires_once() {
+        let t0 = Instant::now();
+        let mut dog = StallWatchdog::new(THRESHOLD, t0);
+        dog.observe(10, t0);
+        assert_eq!(dog.observe(10, at(t0, 45)), StallStep::InspectTail);
+        assert!(!dog.judge("compiling...\n", at(t0, 45)));
+        assert_eq!(dog.observe(10, at(t0, 50)), StallStep::Wait);
+        assert_eq!(dog.observe(10, at(t0, 90)), StallStep::InspectTail);
+        assert!(dog.judge("Continue? [y/N] ", at(t0, 90)));
+        assert!(!dog.judge("Continue? [y/N] ", at(t0, 95)));
+        assert_eq!(dog.observe(10, at(t0, 200)), StallStep::Done);
+    }
+
+    #[test]
+    fn size_cap_is_strictly_greater() {
+        let cap = SizeCap::new(1024);
+        assert!(!cap.is_exceeded(1024));
+        assert!(cap.is_exceeded(1025));
+    }
+
+    #[test]
+    fn kill_message_names_the_cap() {
+        assert_eq!(
+            SizeCap::new(crate::config::DEFAULT_SIZE_CAP_BYTES).kill_message(),
+            "Background command killed: output file exceeded 5GB"
+        );
+        assert_eq!(human_size(64 * 1024), "64KB");
+        assert_eq!(human_size(3 << 20), "3MB");
+        assert_eq!(human_size(1000), "1000B");
+    }
+
+    #[test]
+    fn durations_read_like_the_reference() {
+        assert_eq!(human_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(human_duration(Duration::from_secs(30)), "30s");
+        assert_eq!(human_duration(Duration::from_secs(120)), "2m 0s");
+        assert_eq!(human_duration(Duration::from_secs(3_900)), "1h 5m 0s");
+    }
+}
