@@ -1,0 +1,298 @@
+//! The capped disk writer: a flat queue of chunks drained by one loop into one file handle.
+//!
+//! [`DiskWriter::append`] never blocks on the disk: it queues the chunk and, if no drain is
+//! running, starts one. Inside a tokio runtime the drain runs on the blocking pool
+//! (`spawn_blocking`); outside one it runs inline on the appending thread, so the crate also
+//! serves synchronous programs. Each pass of the drain takes every queued chunk, joins them
+//! into one buffer and makes one append; the chunks are freed as soon as they are written.
+//!
+//! The writer accepts at most [`DiskWriterConfig::cap_bytes`] bytes. The first chunk that would
+//! pass the cap is cut at the cap, [`CAP_NOTICE`] is appended once, and every later byte is
+//! dropped, so the file never grows past the cap plus the notice.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::mem;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use bytes::{Bytes, BytesMut};
+use tokio::sync::Notify;
+
+use crate::OutputError;
+use crate::open::{create_output_file, open_output_append};
+
+/// The default cap on the bytes one writer puts in its file: 5 GiB.
+pub const MAX_TASK_OUTPUT_BYTES: u64 = 5 * 1024 * 1024 * 1024;
+
+/// Appended once when the cap is reached. The text names the default cap whatever the
+/// configured one is, as the reference does.
+pub const CAP_NOTICE: &str = "\n[output truncated: exceeded 5GB disk cap]\n";
+
+/// Settings of a [`DiskWriter`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskWriterConfig {
+    /// The most bytes the file may hold before [`CAP_NOTICE`] (default
+    /// [`MAX_TASK_OUTPUT_BYTES`]).
+    pub cap_bytes: u64,
+}
+
+impl Default for DiskWriterConfig {
+    fn default() -> Self {
+        Self {
+            cap_bytes: MAX_TASK_OUTPUT_BYTES,
+        }
+    }
+}
+
+/// Appends chunks to one output file through a queue, up to a cap.
+#[derive(Debug)]
+pub struct DiskWriter {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    path: PathBuf,
+    cap_bytes: u64,
+    state: Mutex<State>,
+    /// The file handle; only the single running drain uses it.
+    file: Mutex<Option<File>>,
+    /// Woken whenever a drain finishes.
+    idle: Notify,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    queue: Vec<Bytes>,
+    /// Bytes counted against the cap (the file's length when opened plus every accepted byte).
+    accepted: u64,
+    capped: bool,
+    draining: bool,
+    /// The first write failure not yet reported by `flush`.
+    error: Option<OutputError>,
+}
+
+impl DiskWriter {
+    /// Creates the output file (`O_EXCL|O_NOFOLLOW`, mode `0600`) and a writer for it.
+    pub fn create(path: impl Into<PathBuf>, config: DiskWriterConfig) -> Result<Self, OutputError> {
+        let path = path.into();
+        let file = create_output_file(&path)?;
+        Ok(Self::with_file(path, file, 0, config))
+    }
+
+    /// Opens an existing output file for appending (`O_APPEND|O_NOFOLLOW`); the bytes already in
+    /// it count against the cap.
+    pub fn open_append(
+        path: impl Into<PathBuf>,
+        config: DiskWriterConfig,
+    ) -> Result<Self, OutputError> {
+        let path = path.into();
+        let file = open_output_append(&path)?;
+        let len = file
+            .metadata()
+            .map_err(|err| OutputError::from_io(&path, err))?
+            .len();
+        Ok(Self::with_file(path, file, len, config))
+    }
+
+    fn with_file(path: PathBuf, file: File, len: u64, config: DiskWriterConfig) -> Self {
+        let state = State {
+            accepted: len,
+            capped: len > config.cap_bytes,
+            ..State::default()
+        };
+        Self {
+            shared: Arc::new(Shared {
+                path,
+                cap_bytes: config.cap_bytes,
+                state: Mutex::new(state),
+                file: Mutex::new(Some(file)),
+                idle: Notify::new(),
+            }),
+        }
+    }
+
+    /// The path of the file being written.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// Queues `chunk` for writing and makes sure a drain is running. Bytes past the cap are
+    /// dropped (after the one-time [`CAP_NOTICE`]).
+    pub fn append(&self, chunk: Bytes) {
+        let start_drain = {
+            let mut state = self.shared.lock_state();
+            state.accept(chunk, self.shared.cap_bytes);
+            let idle = !state.draining && !state.queue.is_empty();
+            state.draining |= idle;
+            idle
+        };
+        if start_drain {
+            self.start_drain();
+        }
+    }
+
+    /// Queues a copy of `bytes`; see [`append`](Self::append).
+    pub fn write(&self, bytes: &[u8]) {
+        self.append(Bytes::copy_from_slice(bytes));
+    }
+
+    /// Whether the cap has been reached (later bytes are dropped).
+    pub fn is_capped(&self) -> bool {
+        self.shared.lock_state().capped
+    }
+
+    /// Bytes counted against the cap so far (excluding the notice), written or still queued.
+    pub fn accepted_bytes(&self) -> u64 {
+        self.shared.lock_state().accepted
+    }
+
+    /// Waits until every queued chunk has been handed to the operating system (this is not an
+    /// `fsync`), then reports the first write failure since the last flush, if any.
+    pub async fn flush(&self) -> Result<(), OutputError> {
+        loop {
+            let notified = self.shared.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut state = self.shared.lock_state();
+                if !state.draining {
+                    return state.error.take().map_or(Ok(()), Err);
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Writes what is queued, then closes the file handle and keeps the file.
+    pub async fn evict(self) -> Result<(), OutputError> {
+        let flushed = self.flush().await;
+        self.shared.lock_file().take();
+        flushed
+    }
+
+    /// Drops whatever is still queued, closes the file handle and deletes the file.
+    pub async fn cleanup(self) -> Result<(), OutputError> {
+        {
+            let mut state = self.shared.lock_state();
+            state.queue.clear();
+            state.capped = true;
+        }
+        // Ignore write errors: the file is going away.
+        let _ = self.flush().await;
+        self.shared.lock_file().take();
+        match std::fs::remove_file(&self.shared.path) {
+            Err(err) if err.kind() != io::ErrorKind::NotFound => {
+                Err(OutputError::from_io(&self.shared.path, err))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn start_drain(&self) {
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let shared = Arc::clone(&self.shared);
+                runtime.spawn_blocking(move || shared.drain());
+            }
+            Err(_) => self.shared.drain(),
+        }
+    }
+}
+
+impl State {
+    fn accept(&mut self, chunk: Bytes, cap_bytes: u64) {
+        if self.capped || chunk.is_empty() {
+            return;
+        }
+        let room = cap_bytes.saturating_sub(self.accepted);
+        let len = chunk.len() as u64;
+        if len <= room {
+            self.accepted += len;
+            self.queue.push(chunk);
+            return;
+        }
+        // `room < len <= usize::MAX`, so the cast is lossless.
+        let kept = chunk.slice(..room as usize);
+        if !kept.is_empty() {
+            self.queue.push(kept);
+        }
+        self.queue.push(Bytes::from_static(CAP_NOTICE.as_bytes()));
+        self.accepted = cap_bytes;
+        self.capped = true;
+        tracing::warn!(
+            cap_bytes,
+            "output reached its disk cap; later output is dropped"
+        );
+    }
+}
+
+impl Shared {
+    fn lock_state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_file(&self) -> MutexGuard<'_, Option<File>> {
+        self.file.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The drain loop: one pass per batch of queued chunks, until the queue is empty.
+    fn drain(&self) {
+        let mut file = self.lock_file();
+        loop {
+            let batch = {
+                let mut state = self.lock_state();
+                if state.queue.is_empty() {
+                    state.draining = false;
+                    break;
+                }
+                mem::take(&mut state.queue)
+            };
+            let buffer = join(batch);
+            let written = match file.as_mut() {
+                Some(file) => write_with_one_retry(file, &buffer),
+                None => Err(io::Error::other("the writer's file handle is closed")),
+            };
+            if let Err(err) = written {
+                tracing::warn!(path = %self.path.display(), error = %err, "output write failed");
+                self.lock_state()
+                    .error
+                    .get_or_insert_with(|| OutputError::from_io(&self.path, err));
+            }
+        }
+        drop(file);
+        self.idle.notify_waiters();
+    }
+}
+
+/// Joins a batch into one buffer (without copying when the batch is one chunk).
+fn join(batch: Vec<Bytes>) -> Bytes {
+    if let [single] = &batch[..] {
+        return single.clone();
+    }
+    let mut joined = BytesMut::with_capacity(batch.iter().map(Bytes::len).sum());
+    for chunk in batch {
+        joined.extend_from_slice(&chunk);
+    }
+    joined.freeze()
+}
+
+/// Writes all of `buffer`, retrying once after a failed write (from where it stopped).
+fn write_with_one_retry(file: &mut File, buffer: &[u8]) -> io::Result<()> {
+    let mut written = 0;
+    let mut retried = false;
+    while written < buffer.len() {
+        match file.write(&buffer[written..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(count) => written += count,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) if !retried => {
+                tracing::debug!(error = %err, "output write failed; retrying once");
+                retried = true;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
