@@ -141,7 +141,8 @@ impl PipeOutput {
     }
 
     /// The stdout seen so far. After the spill: the [`SPILLED_STDOUT_LINES`] most recent lines
-    /// followed by `\nOutput truncated ({sizeKB}KB total). Full output saved to: {path}`.
+    /// followed by `\nOutput truncated ({sizeKB}KB total). Full output saved to: {path}`
+    /// (`sizeKB` counts both streams, rounded; without lines, the notice has no leading `\n`).
     pub fn stdout(&self) -> String {
         if self.disk.is_none() {
             return decode_lossy(&self.stdout);
@@ -151,11 +152,11 @@ impl PipeOutput {
             "Output truncated ({size_kb}KB total). Full output saved to: {}",
             self.path.display()
         );
-        let recent = self.recent.last(SPILLED_STDOUT_LINES);
+        let recent = self.recent.last(SPILLED_STDOUT_LINES).join("\n");
         if recent.is_empty() {
             notice
         } else {
-            format!("{}\n{notice}", recent.join("\n"))
+            format!("{recent}\n{notice}")
         }
     }
 

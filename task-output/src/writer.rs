@@ -279,7 +279,7 @@ fn join(batch: Vec<Bytes>) -> Bytes {
 }
 
 /// Writes all of `buffer`, retrying once after a failed write (from where it stopped).
-fn write_with_one_retry(file: &mut File, buffer: &[u8]) -> io::Result<()> {
+fn write_with_one_retry(file: &mut impl Write, buffer: &[u8]) -> io::Result<()> {
     let mut written = 0;
     let mut retried = false;
     while written < buffer.len() {
@@ -295,4 +295,52 @@ fn write_with_one_retry(file: &mut File, buffer: &[u8]) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink whose first `failures` writes fail; later writes take at most 3 bytes.
+    struct Flaky {
+        failures: usize,
+        written: Vec<u8>,
+    }
+
+    impl Write for Flaky {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.failures > 0 {
+                self.failures -= 1;
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let count = buf.len().min(3);
+            self.written.extend_from_slice(&buf[..count]);
+            Ok(count)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn one_failure_is_retried_from_where_the_write_stopped() {
+        let mut sink = Flaky {
+            failures: 1,
+            written: Vec::new(),
+        };
+        write_with_one_retry(&mut sink, b"0123456789").unwrap_or_else(|err| panic!("{err}"));
+        assert_eq!(sink.written, b"0123456789");
+    }
+
+    #[test]
+    fn a_second_failure_is_reported() {
+        let mut sink = Flaky {
+            failures: 2,
+            written: Vec::new(),
+        };
+        let err = write_with_one_retry(&mut sink, b"0123456789").err();
+        assert_eq!(err.map(|err| err.kind()), Some(io::ErrorKind::WouldBlock));
+        assert!(sink.written.is_empty());
+    }
 }
