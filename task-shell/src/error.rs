@@ -3,6 +3,9 @@
 use std::io;
 use std::path::PathBuf;
 
+use task_core::{IdError, KillError, RegistryError, TaskId, TaskStatus};
+use task_output::OutputError;
+
 /// Why a shell or monitor operation failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -24,4 +27,53 @@ pub enum ShellError {
         /// The operating system's reason.
         source: io::Error,
     },
+    /// The WebSocket of a monitor could not be opened or failed while open.
+    #[error("websocket {url}: {source}")]
+    WebSocket {
+        /// The URL of the socket.
+        url: String,
+        /// The protocol or I/O error.
+        source: Box<tokio_tungstenite::tungstenite::Error>,
+    },
+    /// The subprotocol list cannot be sent as an HTTP header.
+    #[error("invalid websocket subprotocols {protocols:?}")]
+    InvalidProtocols {
+        /// The subprotocols given.
+        protocols: Vec<String>,
+    },
+    /// No task has this id (never registered, or already evicted).
+    #[error("no task with id {0}")]
+    UnknownTask(TaskId),
+    /// The task has already ended, so there is nothing left to do.
+    #[error("task {id} has already finished ({status})")]
+    AlreadyFinished {
+        /// The task.
+        id: TaskId,
+        /// The status it ended with.
+        status: TaskStatus,
+    },
+    /// A task id could not be drawn.
+    #[error(transparent)]
+    Id(#[from] IdError),
+    /// The output file could not be created or opened.
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    /// The registry refused a change.
+    #[error(transparent)]
+    Registry(RegistryError),
+    /// The registry could not kill the task.
+    #[error(transparent)]
+    Kill(KillError),
+    /// The task's supervisor stopped without reporting an outcome (its runtime shut down).
+    #[error("the supervisor of task {0} stopped before the task ended")]
+    SupervisorGone(TaskId),
+}
+
+impl From<RegistryError> for ShellError {
+    fn from(error: RegistryError) -> Self {
+        match error {
+            RegistryError::NotFound(id) => ShellError::UnknownTask(id),
+            other => ShellError::Registry(other),
+        }
+    }
 }

@@ -1,0 +1,194 @@
+//! Bookkeeping in the task-core registry: every status change, exit code and notification of
+//! shell and monitor tasks goes through here, so the lifecycle rules live in one place.
+
+use std::sync::Arc;
+
+use task_core::summary::{self, ShellEnd};
+use task_core::{
+    Delivery, Notification, Priority, Registry, TaskId, TaskKind, TaskState,
+    TaskStatus,
+};
+
+pub(crate) use task_core::summary::MonitorEnd;
+
+use crate::error::ShellError;
+use crate::process::{EXIT_KILLED, EXIT_SPAWN_FAILED};
+
+/// The summary of one monitor event: `Monitor "{desc}" event` (the line itself goes in
+/// `<event>`).
+pub fn monitor_event_summary(description: &str) -> String {
+    format!("Monitor \"{description}\" event")
+}
+
+/// A handle on the registry with the operations shell and monitor tasks need.
+#[derive(Debug, Clone)]
+pub(crate) struct Book {
+    registry: Arc<Registry>,
+}
+
+impl Book {
+    pub(crate) fn new(registry: Arc<Registry>) -> Self {
+        Self { registry }
+    }
+
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Inserts a new `pending` task.
+    pub(crate) fn register(&self, state: TaskState) -> Result<(), ShellError> {
+        self.registry.register(state)?;
+        Ok(())
+    }
+
+    /// `pending→running` once the process exists.
+    pub(crate) fn mark_running(&self, id: &TaskId) {
+        if let Err(error) = self.registry.transition(id, TaskStatus::Running) {
+            tracing::warn!(task = %id, %error, "could not mark the task running");
+        }
+    }
+
+    /// `pending→failed` with exit code 1: the process could not be started. The caller gets the
+    /// error directly, so the notification is silent.
+    pub(crate) fn mark_spawn_failed(&self, id: &TaskId) {
+        match self.registry.transition_with(id, TaskStatus::Failed, set_exit(EXIT_SPAWN_FAILED)) {
+            Ok(state) => {
+                let summary = summary::shell(&state.base.description, ShellEnd::Failed(EXIT_SPAWN_FAILED));
+                let note = Notification::for_task(&state, TaskStatus::Failed.terminal(), summary);
+                self.registry.notify_once(id, note, Delivery::Silent);
+            }
+            Err(error) => tracing::warn!(task = %id, %error, "could not record the spawn failure"),
+        }
+    }
+
+    /// See [`mark_killed`].
+    pub(crate) fn mark_killed(&self, id: &TaskId) {
+        mark_killed(&self.registry, id);
+    }
+
+    /// Records a shell command's exit (0 → completed, else failed) and sends its one
+    /// notification: queued with priority `later` when backgrounded, silent when a foreground
+    /// caller receives the result itself. Returns the task's final status, which stays
+    /// `killed` if a kill got there first.
+    pub(crate) fn finish_shell(&self, id: &TaskId, exit_code: i32) -> TaskStatus {
+        let (to, end) = match exit_code {
+            0 => (TaskStatus::Completed, ShellEnd::Completed(0)),
+            code => (TaskStatus::Failed, ShellEnd::Failed(code)),
+        };
+        self.finish(id, to, exit_code, |state| {
+            let background = shell_state(state).is_some_and(|s| s.is_backgrounded);
+            let delivery = if background { Delivery::Queue(Priority::Later) } else { Delivery::Silent };
+            (summary::shell(&state.base.description, end), delivery)
+        })
+    }
+
+    /// Records a monitor's end and queues its one notification with priority `next`.
+    pub(crate) fn finish_monitor(
+        &self,
+        id: &TaskId,
+        to: TaskStatus,
+        exit_code: i32,
+        end: MonitorEnd,
+    ) -> TaskStatus {
+        self.finish(id, to, exit_code, |state| {
+            (summary::monitor(&state.base.description, end), Delivery::Queue(Priority::Next))
+        })
+    }
+
+    fn finish(
+        &self,
+        id: &TaskId,
+        to: TaskStatus,
+        exit_code: i32,
+        notice: impl FnOnce(&TaskState) -> (String, Delivery),
+    ) -> TaskStatus {
+        match self.registry.transition_with(id, to, set_exit(exit_code)) {
+            Ok(state) => {
+                let (summary, delivery) = notice(&state);
+                let note = Notification::for_task(&state, to.terminal(), summary);
+                self.registry.notify_once(id, note, delivery);
+                to
+            }
+            Err(error) => {
+                tracing::debug!(task = %id, %error, "the task had already ended");
+                self.registry.get(id).map_or(to, |state| state.status())
+            }
+        }
+    }
+
+    /// Queues the stall warning of SPEC §3 (no `<status>`, priority `next`, with its trailer).
+    pub(crate) fn notify_stall(&self, id: &TaskId, tail: &str) {
+        if let Some(state) = self.registry.get(id) {
+            self.registry.notifications().enqueue(Notification::stall(&state, tail), Priority::Next);
+        }
+    }
+
+    /// Queues one monitor event with priority `next`.
+    pub(crate) fn monitor_event(&self, id: &TaskId, line: String) {
+        if let Some(state) = self.registry.get(id) {
+            let summary = monitor_event_summary(&state.base.description);
+            let note = Notification { event: Some(line), ..Notification::for_task(&state, None, summary) };
+            self.registry.notifications().enqueue(note, Priority::Next);
+        }
+    }
+
+    /// Moves a foreground shell task to the background.
+    pub(crate) fn set_backgrounded(&self, id: &TaskId) -> Result<(), ShellError> {
+        let mut finished = None;
+        self.registry.update(id, |state| {
+            if state.status().is_terminal() {
+                finished = Some(state.status());
+                return None;
+            }
+            finished = None;
+            let mut next = state.clone();
+            match &mut next.kind {
+                TaskKind::Shell(shell) if !shell.is_backgrounded => shell.is_backgrounded = true,
+                _ => return None,
+            }
+            Some(next)
+        })?;
+        match finished {
+            Some(status) => Err(ShellError::AlreadyFinished { id: *id, status }),
+            None => Ok(()),
+        }
+    }
+
+    /// The status of `id`, or [`ShellError::UnknownTask`].
+    pub(crate) fn status(&self, id: &TaskId) -> Result<TaskStatus, ShellError> {
+        self.registry.get(id).map(|s| s.status()).ok_or(ShellError::UnknownTask(*id))
+    }
+}
+
+/// `→killed` with exit code 137 and the notified latch set: the caller asked for the kill,
+/// so no notification follows (SPEC §3).
+pub(crate) fn mark_killed(registry: &Registry, id: &TaskId) {
+    match registry.transition_with(id, TaskStatus::Killed, set_exit(EXIT_KILLED)) {
+        Ok(state) => {
+            let summary = match shell_state(&state).map(|s| s.kind) {
+                Some(task_core::ShellKind::Monitor) => {
+                    summary::monitor(&state.base.description, MonitorEnd::Stopped)
+                }
+                _ => summary::shell(&state.base.description, ShellEnd::Stopped),
+            };
+            let note = Notification::for_task(&state, TaskStatus::Killed.terminal(), summary);
+            registry.notify_once(id, note, Delivery::Silent);
+        }
+        Err(error) => tracing::debug!(task = %id, %error, "kill found the task already ended"),
+    }
+}
+
+fn shell_state(state: &TaskState) -> Option<&task_core::ShellState> {
+    match &state.kind {
+        TaskKind::Shell(shell) => Some(shell),
+        _ => None,
+    }
+}
+
+fn set_exit(exit_code: i32) -> impl FnMut(&mut TaskState) {
+    move |state| {
+        if let TaskKind::Shell(shell) = &mut state.kind {
+            shell.exit_code = Some(exit_code);
+        }
+    }
+}

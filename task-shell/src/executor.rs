@@ -1,0 +1,318 @@
+//! The executor: starts shell and monitor tasks, moves them to the background, kills them.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use task_core::{
+    KillError, KillOutcome, Registry, ShellKind, ShellState, Task, TaskId, TaskKind, TaskState,
+    TaskType,
+};
+use task_output::open::{child_stdio, create_output_file, open_output_append};
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::watch;
+
+use crate::book::{Book, mark_killed};
+use crate::config::ShellConfig;
+use crate::error::ShellError;
+use crate::monitor::supervisor::{LiveSource, MonitorRun};
+use crate::monitor::{MonitorRequest, MonitorSource};
+use crate::shell::ShellRequest;
+use crate::shell::supervisor::ShellRun;
+use crate::supervise::{Control, Outcome, Supervisors};
+
+/// Runs `local_bash` and `monitor_mcp` tasks over real processes and sockets, recording their
+/// lifecycle in a task-core [`Registry`].
+///
+/// Creating one registers it with the registry as the executor of both types, so
+/// [`Registry::kill`] and [`Registry::kill_tasks_for_agent`] reach its processes. Each task is
+/// supervised by one tokio task (no thread per task).
+#[derive(Debug, Clone)]
+pub struct ShellExecutor {
+    book: Book,
+    config: Arc<ShellConfig>,
+    output_dir: PathBuf,
+    supervisors: Arc<Supervisors>,
+}
+
+impl ShellExecutor {
+    /// An executor writing output files to `{output_dir}/{id}.output` (the directory must exist).
+    pub fn new(registry: Arc<Registry>, output_dir: impl Into<PathBuf>, config: ShellConfig) -> Self {
+        let supervisors = Arc::new(Supervisors::default());
+        let killer: Arc<dyn Task> = Arc::new(Killer { supervisors: Arc::clone(&supervisors) });
+        registry.register_executor(TaskType::LocalBash, Arc::clone(&killer));
+        registry.register_executor(TaskType::MonitorMcp, killer);
+        Self {
+            book: Book::new(registry),
+            config: Arc::new(config),
+            output_dir: output_dir.into(),
+            supervisors,
+        }
+    }
+
+    /// The registry this executor records into.
+    pub fn registry(&self) -> &Arc<Registry> {
+        self.book.registry()
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &ShellConfig {
+        &self.config
+    }
+
+    /// Starts a shell command (SPEC §5): registers it `pending`, spawns it, marks it `running`
+    /// and supervises it until it ends.
+    ///
+    /// Must be called inside a tokio runtime, from a worker thread or another long-lived thread
+    /// (not from `spawn_blocking`; see [`CommandSpec::spawn`](crate::process::CommandSpec::spawn)).
+    ///
+    /// # Errors
+    /// [`ShellError::MissingWorkingDir`] before anything is registered; [`ShellError::Output`]
+    /// when the output file cannot be created; [`ShellError::Spawn`] when the shell cannot
+    /// start (the task is then `failed` with exit code 1).
+    pub fn spawn(&self, request: ShellRequest) -> Result<TaskHandle, ShellError> {
+        let ShellRequest { spec, description, tool_use_id, agent_id, background, timeout } = request;
+        spec.validate()?;
+        let shell = ShellState {
+            command: spec.command().to_owned(),
+            agent_id,
+            is_backgrounded: background,
+            kind: ShellKind::Shell,
+            exit_code: None,
+        };
+        let prepared = self.prepare(TaskType::LocalBash, description, tool_use_id, shell)?;
+        let (stdout, stderr) = child_stdio(&prepared.output)?;
+        let mut child = prepared.start(&self.book, || spec.spawn(stdout, stderr))?;
+        let Prepared { id, output, control } = prepared;
+        let pid = child.id();
+        let stdin = child.stdin.take();
+        let (outcome, watcher) = watch::channel(None);
+        let run = ShellRun {
+            id,
+            child,
+            pid: pid.unwrap_or_default(),
+            output: output.clone(),
+            timeout,
+            backgrounded: background,
+            control,
+            outcome,
+        };
+        tokio::spawn(run.supervise(self.book.clone(), Arc::clone(&self.config), Arc::clone(&self.supervisors)));
+        Ok(TaskHandle { id, output, pid, stdin, outcome: watcher })
+    }
+
+    /// Starts a monitor (SPEC §6): a command whose stdout lines are events, or a WebSocket whose
+    /// frames are. Monitors always run in the background; every event is queued with priority
+    /// `next`.
+    ///
+    /// # Errors
+    /// As [`spawn`](Self::spawn). A WebSocket that cannot be reached is not an error here: the
+    /// monitor then ends `failed` and notifies.
+    pub fn spawn_monitor(&self, request: MonitorRequest) -> Result<TaskHandle, ShellError> {
+        let MonitorRequest { source, description, tool_use_id, agent_id, timeout, persistent } =
+            request;
+        if let MonitorSource::Command(spec) = &source {
+            spec.validate()?;
+        }
+        let shell = ShellState {
+            command: source.to_string(),
+            agent_id,
+            is_backgrounded: true,
+            kind: ShellKind::Monitor,
+            exit_code: None,
+        };
+        let prepared = self.prepare(TaskType::MonitorMcp, description, tool_use_id, shell)?;
+        let output_file = open_output_append(&prepared.output)?;
+        let (live, pid) = match source {
+            MonitorSource::Command(spec) => {
+                let (_, stderr) = child_stdio(&prepared.output)?;
+                let mut child = prepared.start(&self.book, || spec.spawn(Stdio::piped(), stderr))?;
+                let pid = child.id();
+                let stdout = child.stdout.take().ok_or(ShellError::SupervisorGone(prepared.id))?;
+                (LiveSource::Process { child, pid: pid.unwrap_or_default(), stdout }, pid)
+            }
+            MonitorSource::WebSocket(target) => {
+                self.book.mark_running(&prepared.id);
+                (LiveSource::Socket(target), None)
+            }
+        };
+        let Prepared { id, output, control } = prepared;
+        let (outcome, watcher) = watch::channel(None);
+        let run = MonitorRun {
+            id,
+            source: live,
+            output: output.clone(),
+            output_file,
+            timeout: self.config.monitor_timeout(timeout, persistent),
+            max_line_bytes: self.config.monitor_max_line_bytes,
+            control,
+            outcome,
+        };
+        tokio::spawn(run.supervise(self.book.clone(), Arc::clone(&self.supervisors)));
+        Ok(TaskHandle { id, output, pid, stdin: None, outcome: watcher })
+    }
+
+    /// Moves a foreground shell task to the background: the flag flips and its completion will
+    /// be notified; nothing is restarted.
+    ///
+    /// # Errors
+    /// [`ShellError::UnknownTask`], or [`ShellError::AlreadyFinished`] when it has ended.
+    pub async fn background(&self, id: &TaskId) -> Result<(), ShellError> {
+        self.book.set_backgrounded(id)?;
+        self.supervisors.send(id, Control::Background).await;
+        Ok(())
+    }
+
+    /// Kills a task's whole process tree (SPEC §5): status `killed`, exit code 137, no
+    /// notification. Same as [`Registry::kill`] with errors of this crate.
+    ///
+    /// # Errors
+    /// [`ShellError::UnknownTask`]; [`ShellError::AlreadyFinished`] when the task had ended
+    /// (nothing is done).
+    pub async fn kill(&self, id: &TaskId) -> Result<(), ShellError> {
+        match self.registry().kill(id).await {
+            Ok(KillOutcome::Killed) => Ok(()),
+            Ok(KillOutcome::AlreadyFinished(status)) => {
+                Err(ShellError::AlreadyFinished { id: *id, status })
+            }
+            Err(KillError::NotFound(id)) => Err(ShellError::UnknownTask(id)),
+            Err(error) => match self.book.status(id) {
+                Ok(status) if status.is_terminal() => {
+                    Err(ShellError::AlreadyFinished { id: *id, status })
+                }
+                _ => Err(ShellError::Kill(error)),
+            },
+            Ok(_) => Err(ShellError::Kill(KillError::NotFound(*id))),
+        }
+    }
+
+    /// Creates the output file, opens the supervisor's control channel and registers the task.
+    fn prepare(
+        &self,
+        task_type: TaskType,
+        description: String,
+        tool_use_id: Option<String>,
+        shell: ShellState,
+    ) -> Result<Prepared, ShellError> {
+        let id = TaskId::generate(task_type)?;
+        let output = output_path(&self.output_dir, &id);
+        drop(create_output_file(&output)?);
+        let mut state = TaskState::new(id, description, &output, TaskKind::Shell(shell))
+            .map_err(|error| ShellError::Registry(error.into()))?;
+        state.base.tool_use_id = tool_use_id;
+        // The control channel exists before the task is visible, so a kill that arrives while
+        // the process is being started waits for the supervisor instead of being lost.
+        let control = self.supervisors.open(id);
+        if let Err(error) = self.book.register(state) {
+            self.supervisors.close(&id);
+            return Err(error);
+        }
+        Ok(Prepared { id, output, control })
+    }
+}
+
+/// A registered `pending` task whose process is not started yet.
+#[derive(Debug)]
+struct Prepared {
+    id: TaskId,
+    output: PathBuf,
+    control: tokio::sync::mpsc::Receiver<Control>,
+}
+
+impl Prepared {
+    /// Starts the process: `running` on success, `failed` (exit 1) on error.
+    fn start(
+        &self,
+        book: &Book,
+        spawn: impl FnOnce() -> Result<Child, ShellError>,
+    ) -> Result<Child, ShellError> {
+        match spawn() {
+            Ok(child) => {
+                book.mark_running(&self.id);
+                Ok(child)
+            }
+            Err(error) => {
+                book.mark_spawn_failed(&self.id);
+                Err(error)
+            }
+        }
+    }
+}
+
+/// `{dir}/{id}.output`; the id is a validated [`TaskId`], so no traversal is possible.
+fn output_path(dir: &Path, id: &TaskId) -> PathBuf {
+    dir.join(format!("{id}.output"))
+}
+
+/// A started shell or monitor task.
+#[derive(Debug)]
+pub struct TaskHandle {
+    id: TaskId,
+    output: PathBuf,
+    pid: Option<u32>,
+    stdin: Option<ChildStdin>,
+    outcome: watch::Receiver<Option<Outcome>>,
+}
+
+impl TaskHandle {
+    /// The task's id.
+    pub fn id(&self) -> TaskId {
+        self.id
+    }
+
+    /// The absolute path of its output file.
+    pub fn output_file(&self) -> &Path {
+        &self.output
+    }
+
+    /// The pid of its shell (also its process group id); `None` for a WebSocket monitor.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// The write end of its stdin, when [`StdinMode::Piped`](crate::process::StdinMode) was
+    /// asked for (once).
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.stdin.take()
+    }
+
+    /// Waits until the task has ended and its end is recorded.
+    ///
+    /// # Errors
+    /// [`ShellError::SupervisorGone`] if the runtime shut down before the task ended.
+    pub async fn wait(&mut self) -> Result<Outcome, ShellError> {
+        match self.outcome.wait_for(Option::is_some).await {
+            Ok(outcome) => outcome.clone().ok_or(ShellError::SupervisorGone(self.id)),
+            Err(_) => Err(ShellError::SupervisorGone(self.id)),
+        }
+    }
+}
+
+/// The [`Task`] implementation the registry calls to kill shells and monitors.
+#[derive(Debug)]
+struct Killer {
+    supervisors: Arc<Supervisors>,
+}
+
+#[async_trait]
+impl Task for Killer {
+    async fn kill(&self, registry: &Registry, id: &TaskId) -> Result<(), KillError> {
+        if self.supervisors.kill(id).await {
+            return Ok(());
+        }
+        // No live supervisor: the task ended after the registry's check, or it was never
+        // supervised by this process. Record the kill if it is still unfinished.
+        match registry.get(id).map(|state| state.status()) {
+            Some(status) if status.is_terminal() => Err(KillError::Failed {
+                id: *id,
+                source: Box::new(ShellError::AlreadyFinished { id: *id, status }),
+            }),
+            Some(_) => {
+                mark_killed(registry, id);
+                Ok(())
+            }
+            None => Err(KillError::NotFound(*id)),
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! `local_bash` tasks: a shell command whose output goes straight to its output file.
+
+pub(crate) mod supervisor;
+
+use std::time::Duration;
+
+use crate::process::CommandSpec;
+
+/// What to run as a `local_bash` task, and how.
+///
+/// ```
+/// use std::time::Duration;
+/// use task_shell::process::CommandSpec;
+/// use task_shell::shell::ShellRequest;
+///
+/// let request = ShellRequest::new(CommandSpec::new("cargo build")?, "build")
+///     .background(true)
+///     .timeout(Duration::from_secs(600))
+///     .agent_id("agent-1");
+/// # Ok::<(), task_shell::ShellError>(())
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ShellRequest {
+    /// The command line and how to spawn it.
+    pub spec: CommandSpec,
+    /// The one-line description shown in notifications.
+    pub description: String,
+    /// The tool call that started the task, if any.
+    pub tool_use_id: Option<String>,
+    /// The agent that spawned the task; its end kills the task (orphan cleanup).
+    pub agent_id: Option<String>,
+    /// Whether the task starts in the background (its completion is then notified).
+    pub background: bool,
+    /// Kill the command after this long (exit code 143).
+    pub timeout: Option<Duration>,
+}
+
+impl ShellRequest {
+    /// A foreground request without timeout, tool use or owning agent.
+    pub fn new(spec: CommandSpec, description: impl Into<String>) -> Self {
+        Self {
+            spec,
+            description: description.into(),
+            tool_use_id: None,
+            agent_id: None,
+            background: false,
+            timeout: None,
+        }
+    }
+
+    /// Starts the task in the background (or not).
+    #[must_use]
+    pub fn background(mut self, background: bool) -> Self {
+        self.background = background;
+        self
+    }
+
+    /// Kills the command after `timeout`.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Records the tool call that started the task.
+    #[must_use]
+    pub fn tool_use_id(mut self, tool_use_id: impl Into<String>) -> Self {
+        self.tool_use_id = Some(tool_use_id.into());
+        self
+    }
+
+    /// Records the agent that spawned the task.
+    #[must_use]
+    pub fn agent_id(mut self, agent_id: impl Into<String>) -> Self {
+        self.agent_id = Some(agent_id.into());
+        self
+    }
+}

@@ -1,0 +1,158 @@
+//! The per-task supervisor of a `local_bash` task: one tokio task that waits for the process,
+//! obeys kill and background requests, enforces the timeout and runs the watchdogs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use task_core::{TaskId, TaskStatus};
+use tokio::process::Child;
+use tokio::sync::{mpsc, watch};
+use tokio::time::{Instant, Interval, MissedTickBehavior, interval_at};
+
+use crate::book::Book;
+use crate::config::ShellConfig;
+use crate::output::{append_line, output_size, output_tail};
+use crate::process::{EXIT_KILLED, EXIT_TIMED_OUT, exit_code};
+use crate::supervise::{Control, Outcome, Supervisors, deadline, kill_and_reap};
+use crate::watchdog::{SizeCap, StallStep, StallWatchdog, human_duration};
+
+/// Why the supervision loop stopped.
+#[derive(Debug)]
+enum End {
+    Exited(i32),
+    Killed,
+    TimedOut(Duration),
+    OverCap(SizeCap),
+}
+
+/// Everything one supervisor owns.
+#[derive(Debug)]
+pub(crate) struct ShellRun {
+    pub(crate) id: TaskId,
+    pub(crate) child: Child,
+    pub(crate) pid: u32,
+    pub(crate) output: PathBuf,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) backgrounded: bool,
+    pub(crate) control: mpsc::Receiver<Control>,
+    pub(crate) outcome: watch::Sender<Option<Outcome>>,
+}
+
+/// The stall and size watchdogs of one task, with their schedules.
+#[derive(Debug)]
+struct Watchdogs {
+    stall: StallWatchdog,
+    stall_tick: Interval,
+    stall_done: bool,
+    size_cap: SizeCap,
+    size_tick: Interval,
+}
+
+impl Watchdogs {
+    fn new(config: &ShellConfig) -> Self {
+        let now = Instant::now();
+        let every = |period: Duration| {
+            let mut tick = interval_at(now + period, period);
+            tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            tick
+        };
+        Self {
+            stall: StallWatchdog::new(config.stall_threshold, now.into_std()),
+            stall_tick: every(config.stall_check_interval),
+            stall_done: false,
+            size_cap: SizeCap::new(config.size_cap_bytes),
+            size_tick: every(config.size_check_interval),
+        }
+    }
+}
+
+impl ShellRun {
+    /// Supervises the task until it ends, records the end and tells the waiting caller.
+    pub(crate) async fn supervise(
+        mut self,
+        book: Book,
+        config: Arc<ShellConfig>,
+        supervisors: Arc<Supervisors>,
+    ) {
+        let end = self.run(&book, &config).await;
+        supervisors.close(&self.id);
+        let outcome = self.settle(&book, end);
+        self.outcome.send_replace(Some(outcome));
+    }
+
+    async fn run(&mut self, book: &Book, config: &ShellConfig) -> End {
+        let mut dogs = Watchdogs::new(config);
+        let timeout = deadline(self.timeout);
+        tokio::pin!(timeout);
+        loop {
+            tokio::select! {
+                status = self.child.wait() => {
+                    return End::Exited(status.map_or(EXIT_KILLED, exit_code));
+                }
+                Some(control) = self.control.recv() => match control {
+                    Control::Kill { done } => {
+                        book.mark_killed(&self.id);
+                        kill_and_reap(&mut self.child, self.pid).await;
+                        let _ = done.send(());
+                        return End::Killed;
+                    }
+                    Control::Background => self.backgrounded = true,
+                },
+                () = &mut timeout => {
+                    kill_and_reap(&mut self.child, self.pid).await;
+                    return End::TimedOut(self.timeout.unwrap_or_default());
+                }
+                _ = dogs.stall_tick.tick(), if self.backgrounded && !dogs.stall_done => {
+                    dogs.stall_done = self.check_stall(book, config, &mut dogs.stall);
+                }
+                _ = dogs.size_tick.tick(), if self.backgrounded => {
+                    if dogs.size_cap.is_exceeded(output_size(&self.output)) {
+                        kill_and_reap(&mut self.child, self.pid).await;
+                        return End::OverCap(dogs.size_cap);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One stall check; returns whether the watchdog is done.
+    fn check_stall(&self, book: &Book, config: &ShellConfig, stall: &mut StallWatchdog) -> bool {
+        let size = output_size(&self.output);
+        let now = std::time::Instant::now();
+        match stall.observe(size, now) {
+            StallStep::Wait => false,
+            StallStep::Done => true,
+            StallStep::InspectTail => {
+                let tail = output_tail(&self.output, size, config.stall_tail_bytes);
+                let fired = stall.judge(&tail, now);
+                if fired {
+                    book.notify_stall(&self.id, tail.trim());
+                }
+                fired
+            }
+        }
+    }
+
+    /// Records the end in the registry (exit mapping of SPEC §5) and builds the caller's outcome.
+    fn settle(&self, book: &Book, end: End) -> Outcome {
+        let (exit_code, message) = match end {
+            End::Exited(code) => (code, None),
+            End::Killed => (EXIT_KILLED, None),
+            End::TimedOut(limit) => {
+                (EXIT_TIMED_OUT, Some(format!("Command timed out after {}", human_duration(limit))))
+            }
+            End::OverCap(cap) => (EXIT_KILLED, Some(cap.kill_message())),
+        };
+        if let Some(message) = &message
+            && let Err(error) = append_line(&self.output, message)
+        {
+            tracing::warn!(task = %self.id, %error, "could not append the end message");
+        }
+        let status = match end {
+            End::Killed => TaskStatus::Killed,
+            _ => book.finish_shell(&self.id, exit_code),
+        };
+        Outcome { status, exit_code, message }
+    }
+}

@@ -1,0 +1,99 @@
+//! What every supervised task shares: the control channel a kill or a backgrounding travels on,
+//! the table of live supervisors, and killing a child's whole tree and reaping it.
+
+use std::time::Duration;
+
+use dashmap::DashMap;
+use task_core::{TaskId, TaskStatus};
+use tokio::process::Child;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::process::kill_tree;
+
+/// How many control messages may wait for a supervisor (kills and backgroundings are rare).
+const CONTROL_CAPACITY: usize = 4;
+
+/// How a shell or monitor task ended, as its caller sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Outcome {
+    /// `completed`, `failed` or `killed`.
+    pub status: TaskStatus,
+    /// The exit code: the process's own, 137 when killed, 143 when timed out; for a WebSocket
+    /// monitor 0 when the peer closed the socket and 1 when the connection failed.
+    pub exit_code: i32,
+    /// The text appended to the output when the supervisor ended the task (timeout, size cap,
+    /// connection error), as the command's stderr would carry it.
+    pub message: Option<String>,
+}
+
+/// A request to a running task's supervisor.
+#[derive(Debug)]
+pub(crate) enum Control {
+    /// Kill the task now; the reply is sent once its process is reaped.
+    Kill {
+        /// Answered when the kill is done.
+        done: oneshot::Sender<()>,
+    },
+    /// The task moved to the background: start the watchdogs.
+    Background,
+}
+
+/// The control ends of every live supervisor, by task id.
+#[derive(Debug, Default)]
+pub(crate) struct Supervisors {
+    controls: DashMap<TaskId, mpsc::Sender<Control>>,
+}
+
+impl Supervisors {
+    /// Registers a supervisor for `id` and returns the receiving end it listens on.
+    pub(crate) fn open(&self, id: TaskId) -> mpsc::Receiver<Control> {
+        let (sender, receiver) = mpsc::channel(CONTROL_CAPACITY);
+        self.controls.insert(id, sender);
+        receiver
+    }
+
+    /// Forgets the supervisor of `id` (it has finished).
+    pub(crate) fn close(&self, id: &TaskId) {
+        self.controls.remove(id);
+    }
+
+    /// Sends `control` to the supervisor of `id`; `false` when there is none any more.
+    pub(crate) async fn send(&self, id: &TaskId, control: Control) -> bool {
+        let Some(sender) = self.controls.get(id).map(|entry| entry.value().clone()) else {
+            return false;
+        };
+        sender.send(control).await.is_ok()
+    }
+
+    /// Asks the supervisor of `id` to kill its task and waits until it has; `false` when the
+    /// task had already finished (its supervisor was gone or ended before reading the request).
+    pub(crate) async fn kill(&self, id: &TaskId) -> bool {
+        let (done, finished) = oneshot::channel();
+        self.send(id, Control::Kill { done }).await && finished.await.is_ok()
+    }
+}
+
+/// SIGKILLs the tree of `child` (pid `pid`) and reaps `child`.
+///
+/// The tree walk reads `/proc` and signals, bounded by the size of the tree; it runs on the
+/// blocking pool so a large tree cannot stall the runtime. `child` is not polled meanwhile, so
+/// its pid cannot be reused before the walk is done.
+pub(crate) async fn kill_and_reap(child: &mut Child, pid: u32) {
+    match tokio::task::spawn_blocking(move || kill_tree(pid)).await {
+        Ok(Ok(count)) => tracing::debug!(pid, count, "killed process tree"),
+        Ok(Err(error)) => tracing::warn!(pid, %error, "process tree kill incomplete"),
+        Err(error) => tracing::warn!(pid, %error, "process tree kill did not run"),
+    }
+    if let Err(error) = child.wait().await {
+        tracing::warn!(pid, %error, "could not reap killed child");
+    }
+}
+
+/// A future that completes after `limit`, or never when there is none.
+pub(crate) async fn deadline(limit: Option<Duration>) {
+    match limit {
+        Some(limit) => tokio::time::sleep(limit).await,
+        None => std::future::pending().await,
+    }
+}
