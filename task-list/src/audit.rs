@@ -1,0 +1,151 @@
+//! The append-only audit log, `.events.jsonl` in the list directory.
+//!
+//! One JSON object per line, appended under the list lock after the change it describes is
+//! durable: `{"time":"2025-01-02T03:04:05.678Z","actor":"alice","op":"update","taskId":"3",
+//! "fields":["status"]}`. The log is never truncated or garbage-collected and survives the
+//! deletion of the tasks it mentions. The reference reads only `{digits}.json`, so it ignores it.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::fsutil;
+use crate::id::TaskId;
+use crate::store::{FileProblem, TaskList};
+
+/// The audit log's file name.
+pub const AUDIT_LOG_FILE: &str = ".events.jsonl";
+
+/// What kind of change an audit record describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AuditOp {
+    /// A task was created.
+    Create,
+    /// Fields of a task changed (including edges added).
+    Update,
+    /// A task was deleted.
+    Delete,
+    /// A `TaskCreated` hook refused a task and it was removed again.
+    Rollback,
+    /// A task was claimed.
+    Claim,
+    /// An agent's tasks were unassigned.
+    Unassign,
+    /// Every task was removed.
+    Reset,
+    /// `doctor --fix` repaired something.
+    Repair,
+}
+
+/// One line of the audit log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditRecord {
+    /// UTC time, RFC 3339 with milliseconds.
+    pub time: String,
+    /// Who made the change.
+    pub actor: String,
+    /// What kind of change.
+    pub op: AuditOp,
+    /// The task concerned, if the change concerns one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<TaskId>,
+    /// The fields that changed, in the reference's `updatedFields` vocabulary.
+    #[serde(default)]
+    pub fields: Vec<String>,
+}
+
+impl AuditRecord {
+    /// A record stamped now.
+    pub(crate) fn now(
+        actor: &str,
+        op: AuditOp,
+        task_id: Option<TaskId>,
+        fields: Vec<String>,
+    ) -> Self {
+        Self {
+            time: rfc3339(SystemTime::now()),
+            actor: actor.to_string(),
+            op,
+            task_id,
+            fields,
+        }
+    }
+}
+
+impl TaskList {
+    pub(crate) fn append_audit(&self, record: &AuditRecord) -> Result<()> {
+        let line = serde_json::to_string(record).unwrap_or_default();
+        fsutil::append_line(&self.dir().join(AUDIT_LOG_FILE), &line)
+    }
+
+    /// Reads the audit log. Lines that do not parse (a torn last line after a crash) are
+    /// reported, not fatal.
+    pub fn audit_log(&self) -> Result<(Vec<AuditRecord>, Vec<FileProblem>)> {
+        let path = self.dir().join(AUDIT_LOG_FILE);
+        let bytes = fsutil::read_optional(&path)?.unwrap_or_default();
+        let mut records = Vec::new();
+        let mut problems = Vec::new();
+        for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
+            if line.is_empty() {
+                continue;
+            }
+            match serde_json::from_slice(line) {
+                Ok(record) => records.push(record),
+                Err(e) => problems.push(FileProblem {
+                    file: format!("{AUDIT_LOG_FILE}:{}", n + 1),
+                    message: e.to_string(),
+                }),
+            }
+        }
+        Ok((records, problems))
+    }
+}
+
+/// Formats a time as RFC 3339 UTC with milliseconds (`2025-01-02T03:04:05.678Z`).
+pub(crate) fn rfc3339(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (year, month, day) = civil_from_days(days as i64);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since.subsec_millis()
+    )
+}
+
+/// Howard Hinnant's days-to-civil conversion.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn formats_rfc3339() {
+        let t = UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+        assert_eq!(rfc3339(t), "2023-11-14T22:13:20.123Z");
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00.000Z"
+        );
+    }
+}

@@ -1,0 +1,120 @@
+//! Tunables. Every `Default` is the reference's value (SPEC §12); tests use milliseconds.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How locks are taken (the reference's `proper-lockfile` settings by default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockConfig {
+    /// A lock directory whose mtime is older than this is stale and is taken over (10 s).
+    pub stale_after: Duration,
+    /// How often a held lock directory's mtime is refreshed (5 s, half of `stale_after`).
+    pub refresh_every: Duration,
+    /// Retries after the first failed attempt (30).
+    pub retries: u32,
+    /// First backoff (5 ms); doubles each retry.
+    pub min_backoff: Duration,
+    /// Backoff ceiling (100 ms).
+    pub max_backoff: Duration,
+}
+
+impl Default for LockConfig {
+    fn default() -> Self {
+        Self {
+            stale_after: Duration::from_secs(10),
+            refresh_every: Duration::from_secs(5),
+            retries: 30,
+            min_backoff: Duration::from_millis(5),
+            max_backoff: Duration::from_millis(100),
+        }
+    }
+}
+
+/// One hook command: a program and its arguments, run without a shell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookCommand {
+    /// The program to run.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+}
+
+impl HookCommand {
+    /// A command with arguments.
+    pub fn new(
+        program: impl Into<PathBuf>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// The `TaskCreated` / `TaskCompleted` hooks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookConfig {
+    /// Run after a task file is written; a blocking result deletes the task.
+    pub task_created: Vec<HookCommand>,
+    /// Run before a task is marked completed; a blocking result refuses the update.
+    pub task_completed: Vec<HookCommand>,
+    /// A hook still running after this long is killed, with its process group (60 s).
+    pub timeout: Duration,
+}
+
+impl Default for HookConfig {
+    fn default() -> Self {
+        Self {
+            task_created: Vec::new(),
+            task_completed: Vec::new(),
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// How [`crate::TaskList::watch`] notices changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchConfig {
+    /// Quiet time after the last filesystem event before a change is reported (50 ms).
+    pub debounce: Duration,
+    /// Fallback re-read interval while incomplete tasks exist (5 s).
+    pub poll_every: Duration,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        Self {
+            debounce: Duration::from_millis(50),
+            poll_every: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Everything a [`crate::TaskList`] handle is configured with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreConfig {
+    /// Lock protocol settings.
+    pub lock: LockConfig,
+    /// Hook commands and their timeout.
+    pub hooks: HookConfig,
+    /// Watch timing.
+    pub watch: WatchConfig,
+    /// Agent swarms ("teammates") enabled: auto-ownership on `in_progress` and
+    /// `task_assignment` mailbox messages (off by default, as in the reference).
+    pub teammates: bool,
+    /// Whether completing the last of 3+ tasks with no verification task returns the nudge (on).
+    pub verification_nudge: bool,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            lock: LockConfig::default(),
+            hooks: HookConfig::default(),
+            watch: WatchConfig::default(),
+            teammates: false,
+            verification_nudge: true,
+        }
+    }
+}

@@ -1,0 +1,368 @@
+//! `doctor`: integrity check of a list, and its repair (`--fix`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::audit::{AuditOp, AuditRecord};
+use crate::error::{IoContext, Result};
+use crate::graph::Graph;
+use crate::id::TaskId;
+use crate::lock::lock_age;
+use crate::record::Task;
+use crate::store::{HIGH_WATER_MARK_FILE, Snapshot, TaskList};
+use crate::txn::Txn;
+
+/// One integrity problem.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Problem {
+    /// An edge recorded on one task only. Fixed by writing the other side.
+    AsymmetricEdge {
+        /// The blocking task.
+        blocker: TaskId,
+        /// The blocked task.
+        blocked: TaskId,
+        /// The task whose record lacks the edge.
+        missing_on: TaskId,
+    },
+    /// A reference to a task that does not exist. Fixed by removing it.
+    DanglingReference {
+        /// The task holding the reference.
+        task: TaskId,
+        /// The id it refers to.
+        target: TaskId,
+    },
+    /// A task that blocks itself. Fixed by removing the edge.
+    SelfEdge {
+        /// The task.
+        task: TaskId,
+    },
+    /// The same id listed twice in one edge list. Fixed by removing the copy.
+    DuplicateReference {
+        /// The task holding it.
+        task: TaskId,
+        /// The repeated id.
+        target: TaskId,
+    },
+    /// A dependency cycle, as a closed path. Fixed by removing its last edge.
+    Cycle {
+        /// `a → … → a`.
+        path: Vec<TaskId>,
+    },
+    /// The high-water mark is below an id that was issued (per the files, the edges or the
+    /// audit log), or unreadable: the next create could reuse an id. Fixed by raising it.
+    HighWaterMarkDrift {
+        /// The mark on disk (0 if missing or unreadable).
+        high_water_mark: u64,
+        /// The highest id known to have been issued.
+        highest_issued: u64,
+    },
+    /// A task file that does not parse. Reported only: nothing is deleted.
+    CorruptFile {
+        /// File name.
+        file: String,
+        /// Parser message.
+        message: String,
+    },
+    /// A lock directory older than the stale limit (a crashed holder). Fixed by removing it.
+    StaleLock {
+        /// Its name in the list directory.
+        name: String,
+        /// Time since its last refresh.
+        age_ms: u64,
+    },
+    /// A lock directory currently held (informational: a writer is active, or died less than
+    /// the stale limit ago).
+    LockHeld {
+        /// Its name in the list directory.
+        name: String,
+        /// Time since its last refresh.
+        age_ms: u64,
+    },
+}
+
+/// The answer of [`TaskList::doctor`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DoctorReport {
+    /// What was found (before fixing).
+    pub problems: Vec<Problem>,
+    /// Whether the fixable problems were repaired.
+    pub fixed: bool,
+}
+
+impl DoctorReport {
+    /// No problem at all (a held lock counts as one: a writer is active).
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+impl TaskList {
+    /// Checks the list; with `fix`, repairs what can be repaired without losing data, under the
+    /// list lock, and records each repair in the audit log.
+    pub fn doctor(&self, fix: bool) -> Result<DoctorReport> {
+        if !fix {
+            let snapshot = self.snapshot()?;
+            return Ok(DoctorReport {
+                problems: self.find_problems(&snapshot)?,
+                fixed: false,
+            });
+        }
+        let mut txn = Txn::begin(self)?;
+        let snapshot = self.snapshot()?;
+        let problems = self.find_problems(&snapshot)?;
+        self.repair(&mut txn, &snapshot, &problems)?;
+        txn.commit()?;
+        Ok(DoctorReport {
+            problems,
+            fixed: true,
+        })
+    }
+
+    fn find_problems(&self, snapshot: &Snapshot) -> Result<Vec<Problem>> {
+        let mut problems: Vec<Problem> = snapshot
+            .problems
+            .iter()
+            .map(|p| Problem::CorruptFile {
+                file: p.file.clone(),
+                message: p.message.clone(),
+            })
+            .collect();
+        problems.extend(edge_problems(&snapshot.tasks));
+        let (repaired, _) = repaired_edges(&snapshot.tasks);
+        problems.extend(
+            Graph::from_tasks(&repaired)
+                .cycles()
+                .into_iter()
+                .map(|path| Problem::Cycle { path }),
+        );
+        let high_water_mark = self.high_water_mark()?;
+        let highest_issued = self.highest_issued(snapshot)?;
+        let highest_file = snapshot.tasks.keys().next_back().map_or(0, |id| id.get());
+        if highest_issued > high_water_mark.max(highest_file)
+            || self.high_water_mark_unreadable()?
+        {
+            problems.push(Problem::HighWaterMarkDrift {
+                high_water_mark,
+                highest_issued: highest_issued.max(highest_file),
+            });
+        }
+        problems.extend(self.lock_problems()?);
+        Ok(problems)
+    }
+
+    /// The highest id named anywhere: files, edges, the audit log.
+    fn highest_issued(&self, snapshot: &Snapshot) -> Result<u64> {
+        let in_edges = snapshot
+            .tasks
+            .values()
+            .flat_map(|t| t.blocks.iter().chain(&t.blocked_by))
+            .chain(snapshot.tasks.keys())
+            .map(|id| id.get());
+        let (records, _) = self.audit_log()?;
+        let in_log = records.iter().filter_map(|r| r.task_id).map(TaskId::get);
+        Ok(in_edges.chain(in_log).max().unwrap_or(0))
+    }
+
+    fn high_water_mark_unreadable(&self) -> Result<bool> {
+        let path = self.dir().join(HIGH_WATER_MARK_FILE);
+        Ok(crate::fsutil::read_optional(&path)?.is_some_and(|bytes| {
+            String::from_utf8_lossy(&bytes)
+                .trim()
+                .parse::<u64>()
+                .is_err()
+        }))
+    }
+
+    fn lock_problems(&self) -> Result<Vec<Problem>> {
+        let mut problems = Vec::new();
+        for entry in std::fs::read_dir(self.dir()).at("list", self.dir())? {
+            let entry = entry.at("list", self.dir())?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.ends_with(".lock") || !entry.file_type().at("stat", &entry.path())?.is_dir() {
+                continue;
+            }
+            let Some(age) = lock_age(&entry.path())? else {
+                continue;
+            };
+            let age_ms = millis(age);
+            problems.push(if age > self.config.lock.stale_after {
+                Problem::StaleLock { name, age_ms }
+            } else {
+                Problem::LockHeld { name, age_ms }
+            });
+        }
+        Ok(problems)
+    }
+
+    fn repair(&self, txn: &mut Txn<'_>, snapshot: &Snapshot, problems: &[Problem]) -> Result<()> {
+        let (mut repaired, _) = repaired_edges(&snapshot.tasks);
+        break_cycles(&mut repaired);
+        for (id, task) in &repaired {
+            let Some(before) = snapshot.tasks.get(id) else {
+                continue;
+            };
+            if before.blocks == task.blocks && before.blocked_by == task.blocked_by {
+                continue;
+            }
+            if let Some(mut locked) = txn.lock(*id)? {
+                locked.task.blocks.clone_from(&task.blocks);
+                locked.task.blocked_by.clone_from(&task.blocked_by);
+                txn.save(&locked.task)?;
+                let fields = vec!["blocks".into(), "blockedBy".into()];
+                txn.record(AuditRecord::now(
+                    &self.actor.name,
+                    AuditOp::Repair,
+                    Some(*id),
+                    fields,
+                ));
+            }
+        }
+        for problem in problems {
+            match problem {
+                Problem::HighWaterMarkDrift { highest_issued, .. } => {
+                    txn.raise_high_water_mark(*highest_issued)?;
+                    txn.record(AuditRecord::now(
+                        &self.actor.name,
+                        AuditOp::Repair,
+                        None,
+                        vec!["highwatermark".into()],
+                    ));
+                }
+                Problem::StaleLock { name, .. } => self.remove_stale_lock(name)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn remove_stale_lock(&self, name: &str) -> Result<()> {
+        let path = self.dir().join(name);
+        if lock_age(&path)?.is_some_and(|age| age > self.config.lock.stale_after) {
+            match std::fs::remove_dir(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).at("rmdir", &path);
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+fn edge_problems(tasks: &BTreeMap<TaskId, Task>) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for task in tasks.values() {
+        for (list, this_blocks) in [(&task.blocks, true), (&task.blocked_by, false)] {
+            let mut seen = BTreeSet::new();
+            for &target in list {
+                if !seen.insert(target) {
+                    problems.push(Problem::DuplicateReference {
+                        task: task.id,
+                        target,
+                    });
+                } else if target == task.id {
+                    if this_blocks {
+                        problems.push(Problem::SelfEdge { task: task.id });
+                    }
+                } else if let Some(other) = tasks.get(&target) {
+                    let mirrored = if this_blocks {
+                        &other.blocked_by
+                    } else {
+                        &other.blocks
+                    };
+                    if !mirrored.contains(&task.id) {
+                        let (blocker, blocked) = if this_blocks {
+                            (task.id, target)
+                        } else {
+                            (target, task.id)
+                        };
+                        problems.push(Problem::AsymmetricEdge {
+                            blocker,
+                            blocked,
+                            missing_on: target,
+                        });
+                    }
+                } else {
+                    problems.push(Problem::DanglingReference {
+                        task: task.id,
+                        target,
+                    });
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// The tasks with clean, symmetric edges: self-edges, dangling ids and duplicates removed,
+/// one-sided edges completed. Also returns the edge set.
+fn repaired_edges(
+    tasks: &BTreeMap<TaskId, Task>,
+) -> (BTreeMap<TaskId, Task>, BTreeSet<(TaskId, TaskId)>) {
+    let mut edges = BTreeSet::new();
+    for task in tasks.values() {
+        edges.extend(task.blocks.iter().map(|&b| (task.id, b)));
+        edges.extend(task.blocked_by.iter().map(|&b| (b, task.id)));
+    }
+    edges.retain(|(a, b)| a != b && tasks.contains_key(a) && tasks.contains_key(b));
+    (with_edges(tasks, &edges), edges)
+}
+
+/// `tasks` with their edge lists rebuilt from `edges`, keeping each list's existing order.
+fn with_edges(
+    tasks: &BTreeMap<TaskId, Task>,
+    edges: &BTreeSet<(TaskId, TaskId)>,
+) -> BTreeMap<TaskId, Task> {
+    let mut outs: BTreeMap<TaskId, Vec<TaskId>> = BTreeMap::new();
+    let mut ins: BTreeMap<TaskId, Vec<TaskId>> = BTreeMap::new();
+    for &(from, to) in edges {
+        outs.entry(from).or_default().push(to);
+        ins.entry(to).or_default().push(from);
+    }
+    let mut out = tasks.clone();
+    for task in out.values_mut() {
+        keep_order(&mut task.blocks, outs.remove(&task.id).unwrap_or_default());
+        keep_order(
+            &mut task.blocked_by,
+            ins.remove(&task.id).unwrap_or_default(),
+        );
+    }
+    out
+}
+
+/// Makes `list` hold exactly `wanted`: existing entries keep their order, new ones go last.
+fn keep_order(list: &mut Vec<TaskId>, wanted: Vec<TaskId>) {
+    let wanted_set: BTreeSet<TaskId> = wanted.iter().copied().collect();
+    let mut seen = BTreeSet::new();
+    list.retain(|t| wanted_set.contains(t) && seen.insert(*t));
+    list.extend(wanted.into_iter().filter(|t| seen.insert(*t)));
+}
+
+/// Removes the closing edge of each cycle until none is left.
+fn break_cycles(tasks: &mut BTreeMap<TaskId, Task>) {
+    loop {
+        let cycles = Graph::from_tasks(tasks).cycles();
+        if cycles.is_empty() {
+            return;
+        }
+        for cycle in cycles {
+            if let [.., from, to] = cycle[..] {
+                if let Some(t) = tasks.get_mut(&from) {
+                    t.blocks.retain(|&b| b != to);
+                }
+                if let Some(t) = tasks.get_mut(&to) {
+                    t.blocked_by.retain(|&b| b != from);
+                }
+            }
+        }
+    }
+}
+
+/// How long ago, in whole milliseconds (for reports).
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

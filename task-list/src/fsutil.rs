@@ -1,0 +1,100 @@
+//! Small filesystem helpers: atomic writes, no-follow opens, directory scans.
+
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{IoContext, Result};
+use crate::id::TaskId;
+
+fn nofollow() -> i32 {
+    rustix::fs::OFlags::NOFOLLOW.bits() as i32
+}
+
+/// Reads a whole file without following a symlink at its last component.
+/// `Ok(None)` when it does not exist.
+pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(nofollow())
+        .open(path);
+    let mut file = match file {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).at("open", path),
+    };
+    let mut bytes = Vec::with_capacity(512);
+    file.read_to_end(&mut bytes).at("read", path)?;
+    Ok(Some(bytes))
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Replaces `dir/name` atomically: a temp file in the same directory (created `O_EXCL`,
+/// `O_NOFOLLOW`), fsync, rename over the target. The directory is *not* fsynced here:
+/// call [`sync_dir`] once after a batch of writes.
+pub(crate) fn write_atomic(dir: &Path, name: &str, contents: &[u8]) -> Result<()> {
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let temp = dir.join(format!(".{name}.tmp.{}.{n}", std::process::id()));
+    let target = dir.join(name);
+    let result = write_new(&temp, contents)
+        .and_then(|()| std::fs::rename(&temp, &target).at("rename", &target));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+fn write_new(path: &Path, contents: &[u8]) -> Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(nofollow())
+        .open(path)
+        .at("create", path)?;
+    file.write_all(contents).at("write", path)?;
+    file.sync_all().at("fsync", path)
+}
+
+/// Fsyncs a directory so renames and unlinks in it are durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).at("fsync", dir)
+}
+
+/// Appends one line to a file (created if missing, `O_APPEND`, `O_NOFOLLOW`) and fsyncs it.
+pub(crate) fn append_line(path: &Path, line: &str) -> Result<()> {
+    let mut file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .custom_flags(nofollow())
+        .open(path)
+        .at("open", path)?;
+    let mut buf = String::with_capacity(line.len() + 1);
+    buf.push_str(line);
+    buf.push('\n');
+    file.write_all(buf.as_bytes()).at("append", path)?;
+    file.sync_data().at("fsync", path)
+}
+
+/// Removes a file; a missing file is not an error.
+pub(crate) fn remove_if_exists(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != ErrorKind::NotFound => Err(e).at("remove", path),
+        _ => Ok(()),
+    }
+}
+
+/// The ids of every `{digits}.json` file in `dir`, sorted.
+pub(crate) fn task_ids(dir: &Path) -> Result<Vec<TaskId>> {
+    let mut ids = Vec::new();
+    for entry in std::fs::read_dir(dir).at("list", dir)? {
+        let entry = entry.at("list", dir)?;
+        if let Some(id) = entry.file_name().to_str().and_then(TaskId::from_file_name) {
+            ids.push(id);
+        }
+    }
+    ids.sort_unstable();
+    Ok(ids)
+}

@@ -1,0 +1,293 @@
+//! Locking: the reference's `mkdir F.lock` protocol plus a kernel `flock`.
+//!
+//! The reference (via `proper-lockfile`) locks a file `F` by creating the directory `F.lock`,
+//! refreshes its mtime while held, treats it as stale once the mtime is older than
+//! [`LockConfig::stale_after`], and removes it to release. This crate takes the same directories
+//! so that it and a running reference harness exclude each other. Between processes of this
+//! crate, an exclusive `flock` on the list's `.lock` file is taken first: it is released by the
+//! kernel when a holder dies, and it orders our own writers fairly without backoff loops.
+
+use std::fs::{File, OpenOptions};
+use std::io::ErrorKind;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+use crate::config::LockConfig;
+use crate::error::{Error, IoContext, Result};
+
+/// The list-level lock file (empty, as in the reference).
+pub(crate) const LIST_LOCK_FILE: &str = ".lock";
+
+/// The lock directory for a file: `F` → `F.lock`.
+pub(crate) fn lock_dir_for(file: &Path) -> PathBuf {
+    let mut name = file.as_os_str().to_os_string();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+/// Lock directories currently held by this guard, refreshed in the background.
+type HeldSet = Arc<Mutex<Vec<PathBuf>>>;
+
+/// A held `F.lock` directory; removed on drop.
+#[derive(Debug)]
+pub(crate) struct DirLock {
+    path: PathBuf,
+    held: Option<HeldSet>,
+}
+
+impl DirLock {
+    /// Takes `lock_dir`, retrying with exponential backoff and taking over a stale one.
+    pub(crate) fn acquire(lock_dir: PathBuf, config: &LockConfig) -> Result<Self> {
+        let mut backoff = config.min_backoff;
+        for attempt in 0..=config.retries {
+            if try_mkdir(&lock_dir, config)? {
+                return Ok(Self {
+                    path: lock_dir,
+                    held: None,
+                });
+            }
+            if attempt < config.retries {
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(config.max_backoff);
+            }
+        }
+        Err(Error::LockBusy {
+            path: lock_dir,
+            attempts: config.retries + 1,
+        })
+    }
+
+    fn register(mut self, held: &HeldSet) -> Self {
+        lock_set(held).push(self.path.clone());
+        self.held = Some(Arc::clone(held));
+        self
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        if let Some(held) = &self.held {
+            lock_set(held).retain(|p| p != &self.path);
+        }
+        if let Err(e) = std::fs::remove_dir(&self.path) {
+            tracing::warn!(path = %self.path.display(), error = %e, "could not release lock directory");
+        }
+    }
+}
+
+fn lock_set(held: &HeldSet) -> std::sync::MutexGuard<'_, Vec<PathBuf>> {
+    held.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One attempt: `Ok(true)` when the directory is now ours.
+fn try_mkdir(lock_dir: &Path, config: &LockConfig) -> Result<bool> {
+    match std::fs::create_dir(lock_dir) {
+        Ok(()) => return Ok(true),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e).at("mkdir", lock_dir),
+    }
+    if !is_stale(lock_dir, config.stale_after)? {
+        return Ok(false);
+    }
+    tracing::warn!(path = %lock_dir.display(), "taking over a stale lock");
+    match std::fs::remove_dir(lock_dir) {
+        Err(e) if e.kind() != ErrorKind::NotFound => return Err(e).at("rmdir", lock_dir),
+        _ => {}
+    }
+    match std::fs::create_dir(lock_dir) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e).at("mkdir", lock_dir),
+    }
+}
+
+/// Whether a lock directory's mtime is older than `stale_after` (a vanished one counts as stale).
+pub(crate) fn is_stale(lock_dir: &Path, stale_after: Duration) -> Result<bool> {
+    Ok(lock_age(lock_dir)?.is_none_or(|age| age > stale_after))
+}
+
+/// How long ago a lock directory was last refreshed; `None` if it does not exist.
+pub(crate) fn lock_age(lock_dir: &Path) -> Result<Option<Duration>> {
+    match std::fs::symlink_metadata(lock_dir) {
+        Ok(meta) => {
+            let modified = meta.modified().at("stat", lock_dir)?;
+            Ok(Some(
+                SystemTime::now()
+                    .duration_since(modified)
+                    .unwrap_or_default(),
+            ))
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).at("stat", lock_dir),
+    }
+}
+
+/// Sets a lock directory's mtime to now.
+fn touch(path: &Path) {
+    let now = rustix::fs::Timespec {
+        tv_sec: 0,
+        tv_nsec: rustix::fs::UTIME_NOW,
+    };
+    let times = rustix::fs::Timestamps {
+        last_access: now,
+        last_modification: now,
+    };
+    if let Err(e) = rustix::fs::utimensat(
+        rustix::fs::CWD,
+        path,
+        &times,
+        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+    ) {
+        tracing::debug!(path = %path.display(), error = %e, "could not refresh lock");
+    }
+}
+
+/// Refreshes the mtime of every held lock directory until dropped.
+#[derive(Debug)]
+struct Refresher {
+    stop: Option<Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Refresher {
+    fn start(held: HeldSet, every: Duration) -> Self {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("task-list-lock-refresh".into())
+            .spawn(move || {
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                    for path in lock_set(&held).iter() {
+                        touch(path);
+                    }
+                }
+            });
+        match thread {
+            Ok(thread) => Self {
+                stop: Some(stop),
+                thread: Some(thread),
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, "could not start the lock refresher");
+                Self {
+                    stop: None,
+                    thread: None,
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Refresher {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The list lock: `flock(.lock)` then the `.lock.lock` directory, refreshed while held.
+/// Task-file locks (`{id}.json.lock`) are taken through it so they are refreshed too.
+#[derive(Debug)]
+pub(crate) struct ListGuard {
+    // Field order is drop order: stop refreshing, remove the directory, then release the flock.
+    _refresher: Refresher,
+    _dir_lock: DirLock,
+    _kernel: File,
+    held: HeldSet,
+    config: LockConfig,
+}
+
+impl ListGuard {
+    /// Locks the list in `dir`.
+    pub(crate) fn acquire(dir: &Path, config: &LockConfig) -> Result<Self> {
+        let lock_file = dir.join(LIST_LOCK_FILE);
+        let kernel = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&lock_file)
+            .at("open", &lock_file)?;
+        rustix::fs::flock(&kernel, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(std::io::Error::from)
+            .at("flock", &lock_file)?;
+        let held: HeldSet = Arc::default();
+        let dir_lock = DirLock::acquire(lock_dir_for(&lock_file), config)?.register(&held);
+        Ok(Self {
+            _refresher: Refresher::start(Arc::clone(&held), config.refresh_every),
+            _dir_lock: dir_lock,
+            _kernel: kernel,
+            held,
+            config: config.clone(),
+        })
+    }
+
+    /// Takes the reference's lock on one task file (`{file}.lock`) for as long as the result lives.
+    pub(crate) fn lock_file(&self, file: &Path) -> Result<DirLock> {
+        Ok(DirLock::acquire(lock_dir_for(file), &self.config)?.register(&self.held))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn fast() -> LockConfig {
+        LockConfig {
+            stale_after: Duration::from_millis(200),
+            refresh_every: Duration::from_millis(20),
+            retries: 3,
+            min_backoff: Duration::from_millis(1),
+            max_backoff: Duration::from_millis(2),
+        }
+    }
+
+    #[test]
+    fn busy_lock_gives_up_after_retries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1.json.lock");
+        let _held = DirLock::acquire(path.clone(), &fast()).unwrap();
+        match DirLock::acquire(path, &fast()) {
+            Err(Error::LockBusy { attempts, .. }) => assert_eq!(attempts, 4),
+            other => panic!("expected LockBusy, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn stale_lock_is_taken_over_and_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1.json.lock");
+        std::fs::create_dir(&path).unwrap();
+        let old = std::time::SystemTime::now() - Duration::from_secs(60);
+        File::open(&path).unwrap().set_modified(old).unwrap();
+        let lock = DirLock::acquire(path.clone(), &fast()).unwrap();
+        assert!(lock_age(&path).unwrap().unwrap() < Duration::from_secs(30));
+        drop(lock);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn held_list_lock_is_refreshed() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = fast();
+        let guard = ListGuard::acquire(dir.path(), &config).unwrap();
+        let lock_dir = dir.path().join(".lock.lock");
+        let old = std::time::SystemTime::now() - Duration::from_secs(60);
+        File::open(&lock_dir).unwrap().set_modified(old).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while lock_age(&lock_dir).unwrap().unwrap() > Duration::from_secs(30) {
+            assert!(std::time::Instant::now() < deadline, "lock never refreshed");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(guard);
+        assert!(!lock_dir.exists());
+        assert!(dir.path().join(".lock").exists());
+    }
+}

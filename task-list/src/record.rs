@@ -1,0 +1,135 @@
+//! The task record, exactly as the reference stores it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::id::TaskId;
+
+/// Arbitrary key/value data attached to a task (key order preserved).
+pub type Metadata = serde_json::Map<String, serde_json::Value>;
+
+/// The status stored in a task file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// Not started.
+    Pending,
+    /// Being worked on.
+    InProgress,
+    /// Done.
+    Completed,
+}
+
+impl TaskStatus {
+    /// The wire name (`pending`, `in_progress`, `completed`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::InProgress => "in_progress",
+            Self::Completed => "completed",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One task: the record of SPEC §12, with exactly the reference's fields in the reference's order.
+///
+/// Serialised as 2-space indented JSON with no trailing newline ([`Task::to_file_json`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    /// The decimal id.
+    pub id: TaskId,
+    /// Short title.
+    pub subject: String,
+    /// What needs to be done.
+    #[serde(default)]
+    pub description: String,
+    /// Present-tense form shown while the task is in progress.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_form: Option<String>,
+    /// The agent that owns the task.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "empty_as_none"
+    )]
+    pub owner: Option<String>,
+    /// Lifecycle status.
+    pub status: TaskStatus,
+    /// Tasks this one blocks (downstream).
+    #[serde(default)]
+    pub blocks: Vec<TaskId>,
+    /// Tasks that block this one (upstream).
+    #[serde(default)]
+    pub blocked_by: Vec<TaskId>,
+    /// Free-form key/value data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+}
+
+fn empty_as_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let owner = Option::<String>::deserialize(d)?;
+    Ok(owner.filter(|o| !o.is_empty()))
+}
+
+impl Task {
+    /// A new pending task with no edges.
+    pub fn new(id: TaskId, subject: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            id,
+            subject: subject.into(),
+            description: description.into(),
+            active_form: None,
+            owner: None,
+            status: TaskStatus::Pending,
+            blocks: Vec::new(),
+            blocked_by: Vec::new(),
+            metadata: None,
+        }
+    }
+
+    /// The file contents the reference writes: 2-space indented JSON, no trailing newline.
+    pub fn to_file_json(&self) -> String {
+        // Serialising a struct of strings, ids and JSON values into a String cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Parses a task file's contents.
+    pub fn from_file_json(text: &[u8]) -> serde_json::Result<Self> {
+        serde_json::from_slice(text)
+    }
+
+    /// Whether the reference's TaskList hides this task (`metadata._internal` is truthy).
+    pub fn is_internal(&self) -> bool {
+        self.metadata
+            .as_ref()
+            .and_then(|m| m.get("_internal"))
+            .is_some_and(|v| !matches!(v, serde_json::Value::Null | serde_json::Value::Bool(false)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn serialises_fields_in_reference_order() {
+        let mut task = Task::new(TaskId::new(2).unwrap(), "Write API", "second");
+        task.active_form = Some("Writing API".into());
+        task.blocked_by.push(TaskId::new(1).unwrap());
+        let expected = "{\n  \"id\": \"2\",\n  \"subject\": \"Write API\",\n  \"description\": \"second\",\n  \"activeForm\": \"Writing API\",\n  \"status\": \"pending\",\n  \"blocks\": [],\n  \"blockedBy\": [\n    \"1\"\n  ]\n}";
+        assert_eq!(task.to_file_json(), expected);
+    }
+
+    #[test]
+    fn empty_owner_reads_as_none() {
+        let task = Task::from_file_json(br#"{"id":"1","subject":"s","description":"","owner":"","status":"pending","blocks":[],"blockedBy":[]}"#).unwrap();
+        assert_eq!(task.owner, None);
+    }
+}

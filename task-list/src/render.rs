@@ -1,0 +1,101 @@
+//! The texts the reference returns to its model (SPEC §13, `observed.md`).
+
+use std::fmt::Write as _;
+
+use crate::api::{CreateResult, GetResult, ListResult, UpdateResult};
+use crate::ops::TASK_NOT_FOUND;
+
+/// The agent type the verification nudge asks for.
+pub const VERIFICATION_AGENT_TYPE: &str = "verification";
+
+/// `TaskList`'s text when the list is empty.
+pub const NO_TASKS: &str = "No tasks found";
+
+impl CreateResult {
+    /// `Task #1 created successfully: {subject}`.
+    pub fn model_text(&self) -> String {
+        format!(
+            "Task #{} created successfully: {}",
+            self.task.id, self.task.subject
+        )
+    }
+}
+
+impl UpdateResult {
+    /// `Updated task #2 blockedBy` (the changed fields, comma-separated), plus the verification
+    /// nudge when needed; on failure, the error.
+    pub fn model_text(&self) -> String {
+        if !self.success {
+            return self
+                .error
+                .clone()
+                .unwrap_or_else(|| TASK_NOT_FOUND.to_string());
+        }
+        let mut text = format!("Updated task #{}", self.task_id);
+        if !self.updated_fields.is_empty() {
+            let _ = write!(text, " {}", self.updated_fields.join(", "));
+        }
+        if self.verification_nudge_needed {
+            let _ = write!(
+                text,
+                "\n\nNOTE: You just closed out 3+ tasks and none of them was a verification step. \
+                 Before writing your final summary, spawn the verification agent \
+                 (subagent_type=\"{VERIFICATION_AGENT_TYPE}\"). You cannot self-assign PARTIAL by \
+                 listing caveats in your summary — only the verifier issues a verdict."
+            );
+        }
+        text
+    }
+}
+
+impl GetResult {
+    /// `Task #2: two` / `Status: pending` / `Description: d2` / `Blocked by: #2, #1` /
+    /// `Blocks: #2, #1` (edge lines only when non-empty), or `Task not found`.
+    pub fn model_text(&self) -> String {
+        let Some(task) = &self.task else {
+            return TASK_NOT_FOUND.to_string();
+        };
+        let mut text = format!(
+            "Task #{}: {}\nStatus: {}\nDescription: {}",
+            task.id, task.subject, task.status, task.description
+        );
+        if !task.blocked_by.is_empty() {
+            let _ = write!(text, "\nBlocked by: {}", hash_list(&task.blocked_by));
+        }
+        if !task.blocks.is_empty() {
+            let _ = write!(text, "\nBlocks: {}", hash_list(&task.blocks));
+        }
+        text
+    }
+}
+
+impl ListResult {
+    /// One line per task: `#2 [pending] Write API [blocked by #1]`, `#1 [completed] one (alice)`.
+    pub fn model_text(&self) -> String {
+        if self.tasks.is_empty() {
+            return NO_TASKS.to_string();
+        }
+        let lines: Vec<String> = self
+            .tasks
+            .iter()
+            .map(|t| {
+                let mut line = format!("#{} [{}] {}", t.id, t.status, t.subject);
+                if let Some(owner) = &t.owner {
+                    let _ = write!(line, " ({owner})");
+                }
+                if !t.blocked_by.is_empty() {
+                    let _ = write!(line, " [blocked by {}]", hash_list(&t.blocked_by));
+                }
+                line
+            })
+            .collect();
+        lines.join("\n")
+    }
+}
+
+fn hash_list(ids: &[crate::id::TaskId]) -> String {
+    ids.iter()
+        .map(|id| format!("#{id}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
