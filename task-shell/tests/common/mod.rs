@@ -60,3 +60,50 @@ pub async fn read_pid_file(path: &Path) -> u32 {
     .await;
     pid.unwrap()
 }
+
+use std::sync::Arc;
+
+use task_core::{Registry, TaskId, TaskKind, TaskState};
+use task_shell::{ShellConfig, ShellExecutor};
+
+/// A registry, an executor writing into a temp dir, and the temp dir.
+pub struct Fixture {
+    pub registry: Arc<Registry>,
+    pub executor: ShellExecutor,
+    pub dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    pub fn new(config: ShellConfig) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = Arc::new(Registry::default());
+        let executor = ShellExecutor::new(Arc::clone(&registry), dir.path(), config);
+        Fixture { registry, executor, dir }
+    }
+
+    pub fn state(&self, id: &TaskId) -> Arc<TaskState> {
+        self.registry.get(id).expect("task is registered")
+    }
+
+    pub fn exit_code(&self, id: &TaskId) -> Option<i32> {
+        match &self.state(id).kind {
+            TaskKind::Shell(shell) => shell.exit_code,
+            other => panic!("not a shell task: {other:?}"),
+        }
+    }
+
+    /// Waits until at least one notification is queued.
+    pub async fn wait_for_notification(&self) {
+        let waited = tokio::time::timeout(DEADLINE, self.registry.notifications().wait_nonempty()).await;
+        assert!(waited.is_ok(), "timed out waiting for a notification");
+    }
+}
+
+/// A config with millisecond watchdogs for tests.
+pub fn fast_config() -> ShellConfig {
+    let mut config = ShellConfig::default();
+    config.stall_check_interval = Duration::from_millis(10);
+    config.stall_threshold = Duration::from_millis(150);
+    config.size_check_interval = Duration::from_millis(10);
+    config
+}
