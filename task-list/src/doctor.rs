@@ -52,8 +52,8 @@ pub enum Problem {
         /// `a → … → a`.
         path: Vec<TaskId>,
     },
-    /// The high-water mark is below an id that was issued (per the files, the edges or the
-    /// audit log), or unreadable: the next create could reuse an id. Fixed by raising it.
+    /// The high-water mark is below an id that was issued (per the task files or the audit
+    /// log), or unreadable: the next create could reuse an id. Fixed by raising it.
     HighWaterMarkDrift {
         /// The mark on disk (0 if missing or unreadable).
         high_water_mark: u64,
@@ -154,17 +154,12 @@ impl TaskList {
         Ok(problems)
     }
 
-    /// The highest id named anywhere: files, edges, the audit log.
+    /// The highest id known to have been issued: task files and the audit log.
     fn highest_issued(&self, snapshot: &Snapshot) -> Result<u64> {
-        let in_edges = snapshot
-            .tasks
-            .values()
-            .flat_map(|t| t.blocks.iter().chain(&t.blocked_by))
-            .chain(snapshot.tasks.keys())
-            .map(|id| id.get());
+        let in_files = snapshot.tasks.keys().map(|id| id.get());
         let (records, _) = self.audit_log()?;
         let in_log = records.iter().filter_map(|r| r.task_id).map(TaskId::get);
-        Ok(in_edges.chain(in_log).max().unwrap_or(0))
+        Ok(in_files.chain(in_log).max().unwrap_or(0))
     }
 
     fn high_water_mark_unreadable(&self) -> Result<bool> {
