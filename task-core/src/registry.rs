@@ -1,0 +1,447 @@
+//! The registry: every live task, its lifecycle rules, the notified latch and eviction.
+
+use std::fmt;
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use dashmap::mapref::entry::Entry;
+use futures_util::future::join_all;
+use serde_json::{Map, Value};
+use tokio::sync::broadcast;
+
+use crate::config::millis;
+use crate::event::{TaskEvent, TaskPatch};
+use crate::executor::{KillError, KillOutcome, Task};
+use crate::notification::{Notification, NotificationQueue, Priority};
+use crate::slot::{Slot, SlotUpdate};
+use crate::state::now_ms;
+use crate::{RegistryConfig, StateError, TaskId, TaskState, TaskStatus, TaskType};
+
+/// Why the registry refused a change. Nothing was written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// No task has this id (never registered, or evicted).
+    #[error("no task with id {0}")]
+    NotFound(TaskId),
+    /// The lifecycle does not allow this status change (SPEC §2).
+    #[error("task {id}: illegal transition {from} → {to}")]
+    IllegalTransition {
+        /// The task.
+        id: TaskId,
+        /// Its status.
+        from: TaskStatus,
+        /// The status asked for.
+        to: TaskStatus,
+    },
+    /// An update tried to change a task's id or type.
+    #[error("task {0}: an update cannot change a task's id or type")]
+    IdentityChanged(TaskId),
+    /// An update tried to clear the notified latch, which only ever goes from false to true.
+    #[error("task {0}: the notified latch cannot be cleared")]
+    LatchCleared(TaskId),
+    /// The state is inconsistent (type and id or data disagree).
+    #[error(transparent)]
+    InvalidState(#[from] StateError),
+}
+
+/// What [`Registry::register`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registration {
+    /// A new task: `task_started` was emitted.
+    Started,
+    /// The id was already registered: its UI-held fields were carried forward and no
+    /// `task_started` was emitted.
+    Resumed,
+}
+
+/// What [`Registry::update`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpdateOutcome {
+    /// The new state was stored; here it is.
+    Written(Arc<TaskState>),
+    /// The updater returned nothing: nothing was written and no subscriber was woken.
+    Unchanged,
+}
+
+/// How a task's one notification is delivered by [`Registry::notify_once`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Queued for the model with this priority.
+    Queue(Priority),
+    /// Not shown to the model (a kill the caller asked for, a dream): only the latch is set
+    /// and the `task_notification` event emitted.
+    Silent,
+}
+
+/// Every live task of a process. Share it as `Arc<Registry>`; every method takes `&self`.
+///
+/// Each task sits in its own slot; [`update`](Registry::update) is a compare-and-set on that
+/// slot, so no caller code runs under a lock and no write is based on a stale state.
+pub struct Registry {
+    tasks: DashMap<TaskId, Arc<Slot>>,
+    executors: DashMap<TaskType, Arc<dyn Task>>,
+    notifications: NotificationQueue,
+    events: broadcast::Sender<TaskEvent>,
+    config: RegistryConfig,
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("tasks", &self.tasks.len())
+            .field(
+                "executors",
+                &self.executors.iter().map(|e| *e.key()).collect::<Vec<_>>(),
+            )
+            .field("notifications", &self.notifications.len())
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry::new(RegistryConfig::default())
+    }
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new(config: RegistryConfig) -> Self {
+        let (events, _) = broadcast::channel(config.event_capacity.max(1));
+        Registry {
+            tasks: DashMap::new(),
+            executors: DashMap::new(),
+            notifications: NotificationQueue::new(),
+            events,
+            config,
+        }
+    }
+
+    /// The registry's timing.
+    pub fn config(&self) -> &RegistryConfig {
+        &self.config
+    }
+
+    /// Inserts a task. If its id is already registered (a resume), `retain`, `startTime`,
+    /// `messages`, `diskLoaded` and `pendingMessages` are carried forward from the old state
+    /// and no `task_started` is emitted; otherwise `task_started` is emitted.
+    pub fn register(&self, state: TaskState) -> Result<Registration, RegistryError> {
+        state.validate()?;
+        let started = TaskEvent::TaskStarted {
+            task_id: state.id(),
+            tool_use_id: state.base.tool_use_id.clone(),
+            description: state.base.description.clone(),
+            task_type: state.base.task_type,
+        };
+        let registration = match self.tasks.entry(state.id()) {
+            Entry::Occupied(entry) => {
+                entry.get().replace(|previous| state.resumed_over(previous));
+                Registration::Resumed
+            }
+            Entry::Vacant(entry) => {
+                entry.insert(Arc::new(Slot::new(state)));
+                Registration::Started
+            }
+        };
+        if registration == Registration::Started {
+            self.emit(started);
+        }
+        Ok(registration)
+    }
+
+    /// The task's current state.
+    pub fn get(&self, id: &TaskId) -> Option<Arc<TaskState>> {
+        self.slot(id)?.load()
+    }
+
+    /// The current state of every task, in no particular order.
+    pub fn snapshot(&self) -> Vec<Arc<TaskState>> {
+        let slots: Vec<_> = self.tasks.iter().map(|e| Arc::clone(e.value())).collect();
+        slots.iter().filter_map(|slot| slot.load()).collect()
+    }
+
+    /// How many tasks are registered.
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether no task is registered.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// Updates a task: `updater` gets the current state and returns a new one, or `None` for
+    /// "unchanged" (nothing written, no event).
+    ///
+    /// This is a compare-and-set: `updater` runs without any lock held and, if another writer
+    /// got in first, runs again on the fresh state, so it must be a pure function of its
+    /// argument. The lifecycle is enforced on the result: a status change must be allowed
+    /// (SPEC §2), id and type cannot change, the notified latch cannot be cleared. On entering
+    /// a terminal status `end_time` is set if the updater left it empty, and the eviction grace
+    /// of the type applies (finished agents: `panel_grace`; killed teammates:
+    /// `stopped_display`). A change of status or end time emits `task_updated`.
+    pub fn update(
+        &self,
+        id: &TaskId,
+        mut updater: impl FnMut(&TaskState) -> Option<TaskState>,
+    ) -> Result<UpdateOutcome, RegistryError> {
+        let slot = self.slot(id).ok_or(RegistryError::NotFound(*id))?;
+        let outcome = slot.update(|current| match updater(current) {
+            None => Ok(None),
+            Some(next) => self.checked(current, next).map(Some),
+        })?;
+        match outcome {
+            SlotUpdate::Written { previous, current } => {
+                self.emit_status_change(&previous, &current);
+                Ok(UpdateOutcome::Written(current))
+            }
+            SlotUpdate::Unchanged => Ok(UpdateOutcome::Unchanged),
+            SlotUpdate::Retired => Err(RegistryError::NotFound(*id)),
+        }
+    }
+
+    /// Moves a task to status `to`; an illegal transition is an error and changes nothing.
+    pub fn transition(&self, id: &TaskId, to: TaskStatus) -> Result<Arc<TaskState>, RegistryError> {
+        self.transition_with(id, to, |_| {})
+    }
+
+    /// Moves a task to status `to` and applies `edit` in the same atomic step (an exit code,
+    /// a result, `notified = true` for a kill). `edit` may run more than once.
+    pub fn transition_with(
+        &self,
+        id: &TaskId,
+        to: TaskStatus,
+        mut edit: impl FnMut(&mut TaskState),
+    ) -> Result<Arc<TaskState>, RegistryError> {
+        let mut refused = None;
+        let outcome = self.update(id, |current| {
+            let from = current.status();
+            if !from.can_transition_to(to) {
+                refused = Some(RegistryError::IllegalTransition { id: *id, from, to });
+                return None;
+            }
+            let mut next = current.clone();
+            next.base.status = to;
+            edit(&mut next);
+            Some(next)
+        })?;
+        match (outcome, refused) {
+            (UpdateOutcome::Written(state), _) => Ok(state),
+            (UpdateOutcome::Unchanged, refused) => {
+                Err(refused.unwrap_or(RegistryError::NotFound(*id)))
+            }
+        }
+    }
+
+    /// The one-way latch: sets `notified` and returns true for exactly one caller ever per
+    /// task; every other caller (and an unknown id) gets false.
+    pub fn mark_notified(&self, id: &TaskId) -> bool {
+        let outcome = self.update(id, |current| {
+            (!current.base.notified).then(|| {
+                let mut next = current.clone();
+                next.base.notified = true;
+                next
+            })
+        });
+        matches!(outcome, Ok(UpdateOutcome::Written(_)))
+    }
+
+    /// Sends a task's one notification: if this caller wins the latch, queues `notification`
+    /// (unless `delivery` is silent), emits `task_notification` and returns true; otherwise
+    /// does nothing and returns false.
+    pub fn notify_once(&self, id: &TaskId, notification: Notification, delivery: Delivery) -> bool {
+        if !self.mark_notified(id) {
+            return false;
+        }
+        self.emit(TaskEvent::TaskNotification {
+            task_id: *id,
+            tool_use_id: notification.tool_use_id.clone(),
+            status: notification.status.map(Into::into),
+            output_file: notification.output_file.to_string_lossy().into_owned(),
+            summary: notification.summary.clone(),
+        });
+        if let Delivery::Queue(priority) = delivery {
+            self.notifications.enqueue(notification, priority);
+        }
+        true
+    }
+
+    /// Keeps a task (someone is looking at it) or lets it go: letting a finished task go gives
+    /// it `panel_grace` before eviction.
+    pub fn set_retained(&self, id: &TaskId, retain: bool) -> Result<(), RegistryError> {
+        let grace_end = now_ms().saturating_add(millis(self.config.panel_grace));
+        self.update(id, |current| {
+            let mut next = current.clone();
+            next.base.retain = retain;
+            next.base.evict_after =
+                (!retain && current.status().is_terminal()).then_some(grace_end);
+            (next != *current).then_some(next)
+        })?;
+        Ok(())
+    }
+
+    /// Emits a `task_progress` event for a task with executor-specific `detail`.
+    pub fn emit_progress(&self, id: &TaskId, detail: Map<String, Value>) {
+        let tool_use_id = self.get(id).and_then(|s| s.base.tool_use_id.clone());
+        self.emit(TaskEvent::TaskProgress {
+            task_id: *id,
+            tool_use_id,
+            detail,
+        });
+    }
+
+    /// Evicts a task now if it may leave (terminal, notified, not retained, past
+    /// `evict_after`); returns whether it did. Its output file is left alone.
+    pub fn evict(&self, id: &TaskId) -> bool {
+        self.evict_at(id, now_ms())
+    }
+
+    /// Evicts every task that may leave; returns their ids.
+    pub fn evict_expired(&self) -> Vec<TaskId> {
+        let now = now_ms();
+        let candidates: Vec<TaskId> = self
+            .snapshot()
+            .into_iter()
+            .filter(|state| state.may_evict(now))
+            .map(|state| state.id())
+            .collect();
+        candidates
+            .into_iter()
+            .filter(|id| self.evict_at(id, now))
+            .collect()
+    }
+
+    /// Makes `executor` the one [`kill`](Registry::kill) uses for tasks of `task_type`.
+    pub fn register_executor(&self, task_type: TaskType, executor: Arc<dyn Task>) {
+        self.executors.insert(task_type, executor);
+    }
+
+    /// Kills a task through the executor registered for its type. A task that already ended
+    /// is left alone ([`KillOutcome::AlreadyFinished`]).
+    pub async fn kill(&self, id: &TaskId) -> Result<KillOutcome, KillError> {
+        let state = self.get(id).ok_or(KillError::NotFound(*id))?;
+        if state.status().is_terminal() {
+            return Ok(KillOutcome::AlreadyFinished(state.status()));
+        }
+        let task_type = state.base.task_type;
+        let executor = self
+            .executors
+            .get(&task_type)
+            .map(|e| Arc::clone(e.value()))
+            .ok_or(KillError::NoExecutor(task_type))?;
+        executor.kill(self, id).await?;
+        Ok(KillOutcome::Killed)
+    }
+
+    /// Orphan cleanup (SPEC §5): kills every unfinished task whose owner is `agent_id`, then
+    /// drops that agent's queued notifications. Returns each kill's result.
+    pub async fn kill_tasks_for_agent(
+        &self,
+        agent_id: &str,
+    ) -> Vec<(TaskId, Result<KillOutcome, KillError>)> {
+        let owned: Vec<TaskId> = self
+            .snapshot()
+            .into_iter()
+            .filter(|s| !s.status().is_terminal() && s.owner_agent_id() == Some(agent_id))
+            .map(|s| s.id())
+            .collect();
+        let results = join_all(
+            owned
+                .into_iter()
+                .map(|id| async move { (id, self.kill(&id).await) }),
+        )
+        .await;
+        let dropped = self
+            .notifications
+            .drop_matching(|n| n.agent_id.as_deref() == Some(agent_id));
+        tracing::debug!(agent_id, killed = results.len(), dropped, "orphan cleanup");
+        results
+    }
+
+    /// The queue of notifications waiting for the model.
+    pub fn notifications(&self) -> &NotificationQueue {
+        &self.notifications
+    }
+
+    /// A receiver of every event emitted from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<TaskEvent> {
+        self.events.subscribe()
+    }
+
+    pub(crate) fn emit(&self, event: TaskEvent) {
+        // No subscriber is not an error: events are for whoever listens.
+        let _ = self.events.send(event);
+    }
+
+    fn slot(&self, id: &TaskId) -> Option<Arc<Slot>> {
+        self.tasks.get(id).map(|entry| Arc::clone(entry.value()))
+    }
+
+    fn evict_at(&self, id: &TaskId, now: u64) -> bool {
+        let removed = self
+            .tasks
+            .remove_if(id, |_, slot| slot.retire_if(|state| state.may_evict(now)))
+            .is_some();
+        if removed {
+            self.emit(TaskEvent::TaskEvicted { task_id: *id });
+        }
+        removed
+    }
+
+    /// Enforces the lifecycle on an updater's result and applies the terminal rules.
+    fn checked(
+        &self,
+        current: &TaskState,
+        mut next: TaskState,
+    ) -> Result<TaskState, RegistryError> {
+        let id = current.id();
+        if next.base.id != id || next.base.task_type != current.base.task_type {
+            return Err(RegistryError::IdentityChanged(id));
+        }
+        next.validate()?;
+        if current.base.notified && !next.base.notified {
+            return Err(RegistryError::LatchCleared(id));
+        }
+        let (from, to) = (current.status(), next.status());
+        if from != to {
+            if !from.can_transition_to(to) {
+                return Err(RegistryError::IllegalTransition { id, from, to });
+            }
+            if to.is_terminal() {
+                self.settle_terminal(&mut next);
+            }
+        }
+        Ok(next)
+    }
+
+    /// End time and eviction grace of a task entering a terminal status.
+    fn settle_terminal(&self, next: &mut TaskState) {
+        let now = now_ms();
+        let base = &mut next.base;
+        base.end_time.get_or_insert(now);
+        if base.retain || base.evict_after.is_some() {
+            return;
+        }
+        let grace = match (base.task_type, base.status) {
+            (TaskType::LocalAgent, _) => Some(self.config.panel_grace),
+            (TaskType::InProcessTeammate, TaskStatus::Killed) => Some(self.config.stopped_display),
+            _ => None,
+        };
+        base.evict_after = grace.map(|g| now.saturating_add(millis(g)));
+    }
+
+    fn emit_status_change(&self, previous: &TaskState, current: &TaskState) {
+        let (before, after) = (&previous.base, &current.base);
+        if before.status != after.status || before.end_time != after.end_time {
+            self.emit(TaskEvent::TaskUpdated {
+                task_id: after.id,
+                patch: TaskPatch {
+                    status: after.status,
+                    end_time: after.end_time,
+                },
+            });
+        }
+    }
+}

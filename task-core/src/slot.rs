@@ -1,0 +1,305 @@
+//! One task's cell in the registry: the compare-and-set at the heart of `update`.
+//!
+//! A slot holds the current state behind an `Arc` and a version number. An update reads a
+//! snapshot (a short lock), runs the caller's function on it with no lock held, then commits
+//! only if the version is still the one it read (a second short lock); otherwise it retries on
+//! the fresh state. So no caller code ever runs under a lock, and no write is ever based on a
+//! stale state. The lock is a type parameter so the model-checking tests can run this very
+//! code under shuttle's scheduler.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::TaskState;
+
+/// The mutual exclusion a slot needs: run a closure with exclusive access.
+pub(crate) trait Lock<T>: Send + Sync {
+    /// Wraps `value`.
+    fn new(value: T) -> Self;
+    /// Runs `f` with exclusive access to the value.
+    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R;
+}
+
+/// The production lock: `std::sync::Mutex`. No caller code runs under it, so poisoning
+/// cannot leave a half-written state and is ignored.
+#[derive(Debug)]
+pub(crate) struct StdLock<T>(Mutex<T>);
+
+impl<T: Send> Lock<T> for StdLock<T> {
+    fn new(value: T) -> Self {
+        StdLock(Mutex::new(value))
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        f(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// What a slot protects.
+#[derive(Debug)]
+pub(crate) struct Cell {
+    state: Arc<TaskState>,
+    version: u64,
+    /// Set when the task leaves the registry; a retired slot takes no more writes.
+    retired: bool,
+}
+
+/// The result of [`Slot::update`].
+#[derive(Debug)]
+pub(crate) enum SlotUpdate {
+    /// The function returned a new state and it was stored.
+    Written {
+        previous: Arc<TaskState>,
+        current: Arc<TaskState>,
+    },
+    /// The function returned nothing: nothing was written.
+    Unchanged,
+    /// The task left the registry.
+    Retired,
+}
+
+/// One task's cell.
+#[derive(Debug)]
+pub(crate) struct Slot<L = StdLock<Cell>> {
+    cell: L,
+}
+
+impl<L: Lock<Cell>> Slot<L> {
+    pub(crate) fn new(state: TaskState) -> Self {
+        Slot {
+            cell: L::new(Cell {
+                state: Arc::new(state),
+                version: 0,
+                retired: false,
+            }),
+        }
+    }
+
+    /// The current state, or `None` once retired.
+    pub(crate) fn load(&self) -> Option<Arc<TaskState>> {
+        self.cell
+            .with(|cell| (!cell.retired).then(|| Arc::clone(&cell.state)))
+    }
+
+    /// Compare-and-set update: `f` sees the current state and returns a new one, nothing, or
+    /// an error; it may run more than once if another writer got in between, always on the
+    /// freshest state.
+    pub(crate) fn update<E>(
+        &self,
+        mut f: impl FnMut(&TaskState) -> Result<Option<TaskState>, E>,
+    ) -> Result<SlotUpdate, E> {
+        loop {
+            let Some((snapshot, version)) = self
+                .cell
+                .with(|cell| (!cell.retired).then(|| (Arc::clone(&cell.state), cell.version)))
+            else {
+                return Ok(SlotUpdate::Retired);
+            };
+            let Some(next) = f(&snapshot)? else {
+                return Ok(SlotUpdate::Unchanged);
+            };
+            let next = Arc::new(next);
+            let committed = self.cell.with(|cell| {
+                if cell.retired {
+                    Some(false)
+                } else if cell.version == version {
+                    cell.state = Arc::clone(&next);
+                    cell.version += 1;
+                    Some(true)
+                } else {
+                    None
+                }
+            });
+            match committed {
+                Some(true) => {
+                    return Ok(SlotUpdate::Written {
+                        previous: snapshot,
+                        current: next,
+                    });
+                }
+                Some(false) => return Ok(SlotUpdate::Retired),
+                None => continue,
+            }
+        }
+    }
+
+    /// Replaces the state outright with `f(current)` under the lock (used by a resume, which
+    /// holds the registry's entry so nothing else can retire the slot meanwhile).
+    pub(crate) fn replace(&self, f: impl FnOnce(&TaskState) -> TaskState) -> Arc<TaskState> {
+        self.cell.with(|cell| {
+            cell.state = Arc::new(f(&cell.state));
+            cell.version += 1;
+            cell.retired = false;
+            Arc::clone(&cell.state)
+        })
+    }
+
+    /// Retires the slot if `may_retire(current)` holds; true if it did.
+    pub(crate) fn retire_if(&self, may_retire: impl FnOnce(&TaskState) -> bool) -> bool {
+        self.cell.with(|cell| {
+            if !cell.retired && may_retire(&cell.state) {
+                cell.retired = true;
+                true
+            } else {
+                false
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod model_tests {
+    //! Model-checked tests (shuttle, exhaustive DFS over all interleavings of these small
+    //! programs) of the latch and of the compare-and-set, on the real `Slot` code.
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::sync::Arc;
+
+    use shuttle::sync::Mutex;
+    use shuttle::thread;
+
+    use super::*;
+    use crate::{ShellState, TaskId, TaskKind, TaskStatus};
+
+    struct ShuttleLock<T>(Mutex<T>);
+
+    impl<T: Send> Lock<T> for ShuttleLock<T> {
+        fn new(value: T) -> Self {
+            ShuttleLock(Mutex::new(value))
+        }
+        fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+            f(&mut self.0.lock().unwrap())
+        }
+    }
+
+    type ModelSlot = Slot<ShuttleLock<Cell>>;
+
+    fn running_task() -> TaskState {
+        let id = TaskId::parse("b00000001").unwrap();
+        let mut state =
+            TaskState::new(id, "t", "/tmp/t", TaskKind::Shell(ShellState::default())).unwrap();
+        state.base.status = TaskStatus::Running;
+        state
+    }
+
+    fn mark_notified(slot: &ModelSlot) -> bool {
+        let outcome = slot
+            .update(|s| {
+                Ok::<_, ()>((!s.base.notified).then(|| {
+                    let mut next = s.clone();
+                    next.base.notified = true;
+                    next
+                }))
+            })
+            .unwrap();
+        matches!(outcome, SlotUpdate::Written { .. })
+    }
+
+    fn transition(slot: &ModelSlot, to: TaskStatus) -> bool {
+        let outcome = slot
+            .update(|s| {
+                Ok::<_, ()>(s.base.status.can_transition_to(to).then(|| {
+                    let mut next = s.clone();
+                    next.base.status = to;
+                    next
+                }))
+            })
+            .unwrap();
+        matches!(outcome, SlotUpdate::Written { .. })
+    }
+
+    /// Runs `body` under every interleaving shuttle's DFS can find (bounded for safety).
+    fn check_all(body: impl Fn() + Send + Sync + 'static) {
+        shuttle::check_dfs(body, Some(100_000));
+    }
+
+    #[test]
+    fn model_latch_has_exactly_one_winner() {
+        check_all(|| {
+            let slot = Arc::new(ModelSlot::new(running_task()));
+            let winners: Vec<_> = (0..3)
+                .map(|_| {
+                    let slot = Arc::clone(&slot);
+                    thread::spawn(move || mark_notified(&slot))
+                })
+                .collect();
+            let won = winners
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .filter(|&w| w)
+                .count();
+            assert_eq!(won, 1);
+            assert!(slot.load().unwrap().base.notified);
+        });
+    }
+
+    #[test]
+    fn model_completion_races_kill_one_terminal_status_one_notification() {
+        check_all(|| {
+            let slot = Arc::new(ModelSlot::new(running_task()));
+            let racers: Vec<_> = [TaskStatus::Completed, TaskStatus::Killed]
+                .into_iter()
+                .map(|to| {
+                    let slot = Arc::clone(&slot);
+                    thread::spawn(move || {
+                        let moved = transition(&slot, to);
+                        let notified = mark_notified(&slot);
+                        (moved, notified)
+                    })
+                })
+                .collect();
+            let results: Vec<_> = racers.into_iter().map(|h| h.join().unwrap()).collect();
+            assert_eq!(results.iter().filter(|r| r.0).count(), 1, "one transition");
+            assert_eq!(
+                results.iter().filter(|r| r.1).count(),
+                1,
+                "one notification"
+            );
+            assert!(slot.load().unwrap().status().is_terminal());
+        });
+    }
+
+    #[test]
+    fn model_update_never_loses_a_write() {
+        check_all(|| {
+            let slot = Arc::new(ModelSlot::new(running_task()));
+            let writers: Vec<_> = (0..2)
+                .map(|_| {
+                    let slot = Arc::clone(&slot);
+                    thread::spawn(move || {
+                        slot.update(|s| {
+                            let mut next = s.clone();
+                            next.base.output_offset += 1;
+                            Ok::<_, ()>(Some(next))
+                        })
+                        .unwrap();
+                    })
+                })
+                .collect();
+            // A third writer moves the status meanwhile; the offset writers must keep it.
+            assert!(transition(&slot, TaskStatus::Killed));
+            writers.into_iter().for_each(|h| h.join().unwrap());
+            let state = slot.load().unwrap();
+            assert_eq!(state.base.output_offset, 2);
+            assert_eq!(state.status(), TaskStatus::Killed);
+        });
+    }
+
+    #[test]
+    fn model_no_write_lands_after_retirement() {
+        check_all(|| {
+            let slot = Arc::new(ModelSlot::new(running_task()));
+            let writer = {
+                let slot = Arc::clone(&slot);
+                thread::spawn(move || mark_notified(&slot))
+            };
+            let retired = slot.retire_if(|s| s.base.notified);
+            let wrote = writer.join().unwrap();
+            // Retirement needs the latch set, so it can only win after the write landed.
+            assert!(!retired || wrote);
+            if retired {
+                assert!(slot.load().is_none());
+                assert!(!mark_notified(&slot));
+            }
+        });
+    }
+}

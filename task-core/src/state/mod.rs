@@ -1,0 +1,368 @@
+//! What a task is at one moment: the base state every task carries (SPEC §2) and the data of
+//! its type (SPEC §5–11). Data only: executors add behaviour in their own crates.
+
+mod agent;
+mod capped;
+mod other;
+mod shell;
+
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+pub use agent::{
+    AgentProgress, AgentState, MessageUsage, RECENT_ACTIVITIES_CAP, TEAMMATE_MESSAGES_CAP,
+    TeammateIdentity, TeammateState, ToolActivity, Worktree,
+};
+pub use capped::CappedVec;
+pub use other::{
+    DREAM_TURNS_CAP, DreamPhase, DreamState, DreamTurn, RemoteState, RemoteSubtype, WorkflowState,
+    WorkflowStep,
+};
+pub use shell::{ShellKind, ShellState};
+
+use crate::{TaskId, TaskStatus, TaskType};
+
+/// Milliseconds since the Unix epoch, the unit of every time in a task's state.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The fields every task carries (SPEC §2). JSON names are camelCase (`toolUseId`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStateBase {
+    /// The task's id.
+    pub id: TaskId,
+    /// The task's type; always the type of `id`'s prefix.
+    #[serde(rename = "type")]
+    pub task_type: TaskType,
+    /// Where the task is in its life.
+    pub status: TaskStatus,
+    /// What the task is for, in the caller's words.
+    pub description: String,
+    /// The tool call that started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+    /// When it was registered (ms epoch).
+    pub start_time: u64,
+    /// When it reached a terminal status (ms epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_time: Option<u64>,
+    /// Time spent paused, if it was ever paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_paused_ms: Option<u64>,
+    /// The absolute path of its output file.
+    pub output_file: PathBuf,
+    /// Bytes of output consumed so far.
+    #[serde(default)]
+    pub output_offset: u64,
+    /// The one-way latch: set once the task's one notification has been sent (or suppressed).
+    #[serde(default)]
+    pub notified: bool,
+    /// Held in the registry while someone looks at it (never evicted while set).
+    #[serde(default)]
+    pub retain: bool,
+    /// Not evicted before this time (ms epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evict_after: Option<u64>,
+}
+
+impl TaskStateBase {
+    /// The base of a new task: `pending`, offset 0, not notified, started now.
+    pub fn new(
+        id: TaskId,
+        description: impl Into<String>,
+        output_file: impl Into<PathBuf>,
+    ) -> Self {
+        TaskStateBase {
+            id,
+            task_type: id.task_type(),
+            status: TaskStatus::Pending,
+            description: description.into(),
+            tool_use_id: None,
+            start_time: now_ms(),
+            end_time: None,
+            total_paused_ms: None,
+            output_file: output_file.into(),
+            output_offset: 0,
+            notified: false,
+            retain: false,
+            evict_after: None,
+        }
+    }
+}
+
+/// The data of a task's type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TaskKind {
+    /// `local_bash` (kind `shell`) or `monitor_mcp` (kind `monitor`).
+    Shell(ShellState),
+    /// `local_agent`, including the main session.
+    Agent(AgentState),
+    /// `in_process_teammate`.
+    Teammate(TeammateState),
+    /// `local_workflow`.
+    Workflow(WorkflowState),
+    /// `remote_agent`.
+    Remote(RemoteState),
+    /// `dream`.
+    Dream(DreamState),
+}
+
+impl TaskKind {
+    /// Whether this data belongs to a task of `task_type`.
+    pub fn fits(&self, task_type: TaskType) -> bool {
+        match self {
+            TaskKind::Shell(shell) => match shell.kind {
+                ShellKind::Shell => task_type == TaskType::LocalBash,
+                ShellKind::Monitor => task_type == TaskType::MonitorMcp,
+            },
+            TaskKind::Agent(_) => task_type == TaskType::LocalAgent,
+            TaskKind::Teammate(_) => task_type == TaskType::InProcessTeammate,
+            TaskKind::Workflow(_) => task_type == TaskType::LocalWorkflow,
+            TaskKind::Remote(_) => task_type == TaskType::RemoteAgent,
+            TaskKind::Dream(_) => task_type == TaskType::Dream,
+        }
+    }
+
+    /// Keeps the UI-held fields of `previous` (messages, diskLoaded, pendingMessages) when a
+    /// task is registered again under the same id (a resume).
+    fn carry_forward(&mut self, previous: &TaskKind) {
+        match (self, previous) {
+            (TaskKind::Agent(next), TaskKind::Agent(prev)) => {
+                next.messages.clone_from(&prev.messages);
+                next.disk_loaded = prev.disk_loaded;
+                next.pending_messages.clone_from(&prev.pending_messages);
+            }
+            (TaskKind::Teammate(next), TaskKind::Teammate(prev)) => {
+                next.messages.clone_from(&prev.messages);
+                next.pending_messages.clone_from(&prev.pending_messages);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Why a state cannot be stored.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// `base.task_type` is not the type of the id's prefix.
+    #[error("task {id}: type {task_type} does not match the id's prefix (a {expected} id)")]
+    TypeMismatch {
+        /// The task.
+        id: TaskId,
+        /// The type the state claims.
+        task_type: TaskType,
+        /// The type of the id's prefix.
+        expected: TaskType,
+    },
+    /// The per-type data is for another type.
+    #[error("task {id}: its data does not belong to a {task_type} task")]
+    KindMismatch {
+        /// The task.
+        id: TaskId,
+        /// The task's type.
+        task_type: TaskType,
+    },
+}
+
+/// A task: its base state and the data of its type.
+///
+/// Serialized flat: the base fields at the top level (SPEC §2 names), the type's data under
+/// `kind` (`{"id": …, "type": "local_bash", …, "kind": {"shell": {"command": …}}}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskState {
+    /// The fields every task has.
+    #[serde(flatten)]
+    pub base: TaskStateBase,
+    /// The data of its type.
+    pub kind: TaskKind,
+}
+
+impl TaskState {
+    /// A new `pending` task, checking that `kind` fits the type of `id`.
+    pub fn new(
+        id: TaskId,
+        description: impl Into<String>,
+        output_file: impl Into<PathBuf>,
+        kind: TaskKind,
+    ) -> Result<TaskState, StateError> {
+        let state = TaskState {
+            base: TaskStateBase::new(id, description, output_file),
+            kind,
+        };
+        state.validate()?;
+        Ok(state)
+    }
+
+    /// This state with `tool_use_id` set.
+    #[must_use]
+    pub fn with_tool_use_id(mut self, tool_use_id: impl Into<String>) -> TaskState {
+        self.base.tool_use_id = Some(tool_use_id.into());
+        self
+    }
+
+    /// Checks that the type agrees with the id and with the data.
+    pub fn validate(&self) -> Result<(), StateError> {
+        let TaskStateBase { id, task_type, .. } = self.base;
+        if id.task_type() != task_type {
+            return Err(StateError::TypeMismatch {
+                id,
+                task_type,
+                expected: id.task_type(),
+            });
+        }
+        if !self.kind.fits(task_type) {
+            return Err(StateError::KindMismatch { id, task_type });
+        }
+        Ok(())
+    }
+
+    /// The task's id.
+    pub fn id(&self) -> TaskId {
+        self.base.id
+    }
+
+    /// The task's status.
+    pub fn status(&self) -> TaskStatus {
+        self.base.status
+    }
+
+    /// The agent whose tasks this one belongs to (shells and monitors record it): when that
+    /// agent ends, this task is killed and its queued notifications dropped.
+    pub fn owner_agent_id(&self) -> Option<&str> {
+        match &self.kind {
+            TaskKind::Shell(shell) => shell.agent_id.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Whether eviction may remove this task at `now` (ms): terminal, notified, not retained,
+    /// and past `evict_after` if set.
+    pub fn may_evict(&self, now: u64) -> bool {
+        let base = &self.base;
+        base.status.is_terminal()
+            && base.notified
+            && !base.retain
+            && base.evict_after.is_none_or(|at| now >= at)
+    }
+
+    /// This state as it should be after a resume that re-registers `self` over `previous`:
+    /// retain, startTime, messages, diskLoaded and pendingMessages come from `previous`.
+    pub(crate) fn resumed_over(mut self, previous: &TaskState) -> TaskState {
+        self.base.retain = previous.base.retain;
+        self.base.start_time = previous.base.start_time;
+        self.kind.carry_forward(&previous.kind);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn shell(id: TaskId) -> TaskState {
+        TaskState::new(
+            id,
+            "build",
+            "/tmp/x.output",
+            TaskKind::Shell(ShellState {
+                command: "make".into(),
+                ..ShellState::default()
+            }),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn new_task_starts_pending_at_offset_zero_not_notified() {
+        let state = shell(TaskId::generate(TaskType::LocalBash).unwrap());
+        assert_eq!(state.status(), TaskStatus::Pending);
+        assert_eq!(state.base.output_offset, 0);
+        assert!(!state.base.notified);
+        assert_eq!(state.base.task_type, TaskType::LocalBash);
+    }
+
+    #[test]
+    fn kind_must_fit_the_type() {
+        let id = TaskId::generate(TaskType::MonitorMcp).unwrap();
+        let err = TaskState::new(id, "d", "/o", TaskKind::Shell(ShellState::default()));
+        assert!(matches!(err, Err(StateError::KindMismatch { .. })));
+        let monitor = ShellState {
+            kind: ShellKind::Monitor,
+            ..ShellState::default()
+        };
+        assert!(TaskState::new(id, "d", "/o", TaskKind::Shell(monitor)).is_ok());
+        let agent = TaskId::main_session().unwrap();
+        assert!(TaskState::new(agent, "d", "/o", TaskKind::Agent(AgentState::default())).is_ok());
+    }
+
+    #[test]
+    fn base_fields_use_spec_json_names() {
+        let mut state = shell(TaskId::parse("bsubuniyr").unwrap()).with_tool_use_id("toolu_1");
+        state.base.end_time = Some(5);
+        let json = serde_json::to_value(&state).unwrap();
+        for key in [
+            "id",
+            "type",
+            "status",
+            "description",
+            "toolUseId",
+            "startTime",
+            "endTime",
+            "outputFile",
+            "outputOffset",
+            "notified",
+            "retain",
+        ] {
+            assert!(json.get(key).is_some(), "missing {key} in {json}");
+        }
+        assert_eq!(json["type"], "local_bash");
+        assert_eq!(json["kind"]["shell"]["command"], "make");
+        let back: TaskState = serde_json::from_value(json).unwrap();
+        assert_eq!(back, state);
+    }
+
+    #[test]
+    fn token_count_uses_latest_input_and_summed_output() {
+        let mut progress = AgentProgress::default();
+        let usage = |input, output| MessageUsage {
+            input_tokens: input,
+            cache_creation_input_tokens: 10,
+            cache_read_input_tokens: 100,
+            output_tokens: output,
+        };
+        progress.record_usage(usage(1000, 50));
+        progress.record_usage(usage(1200, 70));
+        assert_eq!(progress.latest_input_tokens, 1310);
+        assert_eq!(progress.cumulative_output_tokens, 120);
+        assert_eq!(progress.token_count, 1430);
+    }
+
+    #[test]
+    fn eviction_needs_terminal_notified_unretained_and_past_deadline() {
+        let mut state = shell(TaskId::generate(TaskType::LocalBash).unwrap());
+        state.base.status = TaskStatus::Completed;
+        assert!(!state.may_evict(100), "not notified");
+        state.base.notified = true;
+        assert!(state.may_evict(100));
+        state.base.retain = true;
+        assert!(!state.may_evict(100), "retained");
+        state.base.retain = false;
+        state.base.evict_after = Some(200);
+        assert!(!state.may_evict(199));
+        assert!(state.may_evict(200));
+        state.base.status = TaskStatus::Pending;
+        assert!(
+            !state.may_evict(200),
+            "pending tasks that are notified are kept"
+        );
+    }
+}

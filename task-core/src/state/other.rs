@@ -1,0 +1,127 @@
+//! Per-type state of workflows, dreams and remote agents (SPEC §9–11).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::CappedVec;
+use crate::TaskStatus;
+
+/// How many turns a dream keeps.
+pub const DREAM_TURNS_CAP: usize = 30;
+
+/// One step of a workflow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowStep {
+    /// The step's name.
+    pub step: String,
+    /// Where the step is.
+    pub status: TaskStatus,
+    /// Anything else the workflow reports about the step.
+    #[serde(flatten)]
+    pub detail: Map<String, Value>,
+}
+
+/// The data of a `local_workflow` task.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowState {
+    /// The steps, in order.
+    pub steps: Vec<WorkflowStep>,
+}
+
+/// A dream's phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DreamPhase {
+    /// Before its first file edit or write.
+    #[default]
+    Starting,
+    /// After it.
+    Updating,
+}
+
+/// One turn of a dream, for display.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DreamTurn {
+    /// What the dream said.
+    pub text: String,
+    /// Tool uses in the turn.
+    pub tool_use_count: u32,
+}
+
+/// The data of a `dream` task.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DreamState {
+    /// Starting or updating.
+    pub phase: DreamPhase,
+    /// How many sessions it reviews.
+    pub sessions_reviewing: u32,
+    /// Files it edited or wrote.
+    #[serde(default)]
+    pub files_touched: Vec<String>,
+    /// The newest 30 turns.
+    #[serde(default)]
+    pub turns: CappedVec<DreamTurn, DREAM_TURNS_CAP>,
+    /// The consolidation lock's mtime (ms) before this dream took it; restored on kill or failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior_mtime: Option<u64>,
+}
+
+impl DreamState {
+    /// Records a file edit or write: the phase becomes `updating`.
+    pub fn record_file_touched(&mut self, path: impl Into<String>) {
+        let path = path.into();
+        if !self.files_touched.contains(&path) {
+            self.files_touched.push(path);
+        }
+        self.phase = DreamPhase::Updating;
+    }
+}
+
+/// The kind of remote session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RemoteSubtype {
+    /// `remote-agent`
+    #[default]
+    RemoteAgent,
+    /// `ultraplan`
+    Ultraplan,
+    /// `ultrareview`
+    Ultrareview,
+    /// `autofix-pr`
+    AutofixPr,
+    /// `background-pr`
+    BackgroundPr,
+}
+
+/// The data of a `remote_agent` task (mirrors the resume sidecar of SPEC §11).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteState {
+    /// Which kind of remote work.
+    pub remote_task_type: RemoteSubtype,
+    /// The remote session.
+    pub session_id: String,
+    /// Its title.
+    #[serde(default)]
+    pub title: String,
+    /// The command that started it.
+    #[serde(default)]
+    pub command: String,
+    /// When it was spawned (ms epoch).
+    #[serde(default)]
+    pub spawned_at: u64,
+    /// Whether it is expected to run long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_long_running: Option<bool>,
+    /// Consecutive polls that saw the session idle (idle is trusted after 5).
+    #[serde(default)]
+    pub idle_polls: u32,
+    /// Subtype-specific data, passed to the completion checker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_task_metadata: Option<Value>,
+}
