@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use task_core::summary::{self, ShellEnd};
 use task_core::{
-    Delivery, Notification, Priority, Registry, TaskId, TaskKind, TaskState,
-    TaskStatus,
+    Delivery, Notification, Priority, Registry, TaskId, TaskKind, TaskState, TaskStatus,
 };
 
 pub(crate) use task_core::summary::MonitorEnd;
@@ -51,9 +50,13 @@ impl Book {
     /// `pending→failed` with exit code 1: the process could not be started. The caller gets the
     /// error directly, so the notification is silent.
     pub(crate) fn mark_spawn_failed(&self, id: &TaskId) {
-        match self.registry.transition_with(id, TaskStatus::Failed, set_exit(EXIT_SPAWN_FAILED)) {
+        match self
+            .registry
+            .transition_with(id, TaskStatus::Failed, set_exit(EXIT_SPAWN_FAILED))
+        {
             Ok(state) => {
-                let summary = summary::shell(&state.base.description, ShellEnd::Failed(EXIT_SPAWN_FAILED));
+                let summary =
+                    summary::shell(&state.base.description, ShellEnd::Failed(EXIT_SPAWN_FAILED));
                 let note = Notification::for_task(&state, TaskStatus::Failed.terminal(), summary);
                 self.registry.notify_once(id, note, Delivery::Silent);
             }
@@ -77,7 +80,11 @@ impl Book {
         };
         self.finish(id, to, exit_code, |state| {
             let background = shell_state(state).is_some_and(|s| s.is_backgrounded);
-            let delivery = if background { Delivery::Queue(Priority::Later) } else { Delivery::Silent };
+            let delivery = if background {
+                Delivery::Queue(Priority::Later)
+            } else {
+                Delivery::Silent
+            };
             (summary::shell(&state.base.description, end), delivery)
         })
     }
@@ -91,7 +98,10 @@ impl Book {
         end: MonitorEnd,
     ) -> TaskStatus {
         self.finish(id, to, exit_code, |state| {
-            (summary::monitor(&state.base.description, end), Delivery::Queue(Priority::Next))
+            (
+                summary::monitor(&state.base.description, end),
+                Delivery::Queue(Priority::Next),
+            )
         })
     }
 
@@ -119,7 +129,9 @@ impl Book {
     /// Queues the stall warning of SPEC §3 (no `<status>`, priority `next`, with its trailer).
     pub(crate) fn notify_stall(&self, id: &TaskId, tail: &str) {
         if let Some(state) = self.registry.get(id) {
-            self.registry.notifications().enqueue(Notification::stall(&state, tail), Priority::Next);
+            self.registry
+                .notifications()
+                .enqueue(Notification::stall(&state, tail), Priority::Next);
         }
     }
 
@@ -127,7 +139,10 @@ impl Book {
     pub(crate) fn monitor_event(&self, id: &TaskId, line: String) {
         if let Some(state) = self.registry.get(id) {
             let summary = monitor_event_summary(&state.base.description);
-            let note = Notification { event: Some(line), ..Notification::for_task(&state, None, summary) };
+            let note = Notification {
+                event: Some(line),
+                ..Notification::for_task(&state, None, summary)
+            };
             self.registry.notifications().enqueue(note, Priority::Next);
         }
     }
@@ -156,7 +171,10 @@ impl Book {
 
     /// The status of `id`, or [`ShellError::UnknownTask`].
     pub(crate) fn status(&self, id: &TaskId) -> Result<TaskStatus, ShellError> {
-        self.registry.get(id).map(|s| s.status()).ok_or(ShellError::UnknownTask(*id))
+        self.registry
+            .get(id)
+            .map(|s| s.status())
+            .ok_or(ShellError::UnknownTask(*id))
     }
 }
 

@@ -48,7 +48,11 @@ impl Default for ShellConfig {
 impl ShellConfig {
     /// The lifetime of a monitor: `None` when persistent, else the requested timeout (or the
     /// default) clamped to the maximum.
-    pub fn monitor_timeout(&self, requested: Option<Duration>, persistent: bool) -> Option<Duration> {
+    pub fn monitor_timeout(
+        &self,
+        requested: Option<Duration>,
+        persistent: bool,
+    ) -> Option<Duration> {
         if persistent {
             return None;
         }
@@ -69,14 +73,20 @@ mod tests {
         assert_eq!(config.stall_tail_bytes, 1024);
         assert_eq!(config.size_check_interval, Duration::from_secs(5));
         assert_eq!(config.size_cap_bytes, 5_368_709_120);
-        assert_eq!(config.monitor_default_timeout, Duration::from_millis(300_000));
+        assert_eq!(
+            config.monitor_default_timeout,
+            Duration::from_millis(300_000)
+        );
         assert_eq!(config.monitor_max_timeout, Duration::from_millis(3_600_000));
     }
 
     #[test]
     fn monitor_timeout_defaults_clamps_and_ignores_persistent() {
         let config = ShellConfig::default();
-        assert_eq!(config.monitor_timeout(None, false), Some(Duration::from_millis(300_000)));
+        assert_eq!(
+            config.monitor_timeout(None, false),
+            Some(Duration::from_millis(300_000))
+        );
         assert_eq!(
             config.monitor_timeout(Some(Duration::from_secs(7_200)), false),
             Some(Duration::from_millis(3_600_000))
@@ -85,6 +95,9 @@ mod tests {
             config.monitor_timeout(Some(Duration::from_secs(10)), false),
             Some(Duration::from_secs(10))
         );
-        assert_eq!(config.monitor_timeout(Some(Duration::from_secs(10)), true), None);
+        assert_eq!(
+            config.monitor_timeout(Some(Duration::from_secs(10)), true),
+            None
+        );
     }
 }

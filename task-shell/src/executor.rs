@@ -38,9 +38,15 @@ pub struct ShellExecutor {
 
 impl ShellExecutor {
     /// An executor writing output files to `{output_dir}/{id}.output` (the directory must exist).
-    pub fn new(registry: Arc<Registry>, output_dir: impl Into<PathBuf>, config: ShellConfig) -> Self {
+    pub fn new(
+        registry: Arc<Registry>,
+        output_dir: impl Into<PathBuf>,
+        config: ShellConfig,
+    ) -> Self {
         let supervisors = Arc::new(Supervisors::default());
-        let killer: Arc<dyn Task> = Arc::new(Killer { supervisors: Arc::clone(&supervisors) });
+        let killer: Arc<dyn Task> = Arc::new(Killer {
+            supervisors: Arc::clone(&supervisors),
+        });
         registry.register_executor(TaskType::LocalBash, Arc::clone(&killer));
         registry.register_executor(TaskType::MonitorMcp, killer);
         Self {
@@ -72,7 +78,14 @@ impl ShellExecutor {
     /// when the output file cannot be created; [`ShellError::Spawn`] when the shell cannot
     /// start (the task is then `failed` with exit code 1).
     pub fn spawn(&self, request: ShellRequest) -> Result<TaskHandle, ShellError> {
-        let ShellRequest { spec, description, tool_use_id, agent_id, background, timeout } = request;
+        let ShellRequest {
+            spec,
+            description,
+            tool_use_id,
+            agent_id,
+            background,
+            timeout,
+        } = request;
         spec.validate()?;
         let shell = ShellState {
             command: spec.command().to_owned(),
@@ -84,7 +97,11 @@ impl ShellExecutor {
         let prepared = self.prepare(TaskType::LocalBash, description, tool_use_id, shell)?;
         let (stdout, stderr) = child_stdio(&prepared.output)?;
         let mut child = prepared.start(&self.book, || spec.spawn(stdout, stderr))?;
-        let Prepared { id, output, control } = prepared;
+        let Prepared {
+            id,
+            output,
+            control,
+        } = prepared;
         let pid = child.id();
         let stdin = child.stdin.take();
         let (outcome, watcher) = watch::channel(None);
@@ -98,8 +115,18 @@ impl ShellExecutor {
             control,
             outcome,
         };
-        tokio::spawn(run.supervise(self.book.clone(), Arc::clone(&self.config), Arc::clone(&self.supervisors)));
-        Ok(TaskHandle { id, output, pid, stdin, outcome: watcher })
+        tokio::spawn(run.supervise(
+            self.book.clone(),
+            Arc::clone(&self.config),
+            Arc::clone(&self.supervisors),
+        ));
+        Ok(TaskHandle {
+            id,
+            output,
+            pid,
+            stdin,
+            outcome: watcher,
+        })
     }
 
     /// Starts a monitor (SPEC §6): a command whose stdout lines are events, or a WebSocket whose
@@ -110,8 +137,14 @@ impl ShellExecutor {
     /// As [`spawn`](Self::spawn). A WebSocket that cannot be reached is not an error here: the
     /// monitor then ends `failed` and notifies.
     pub fn spawn_monitor(&self, request: MonitorRequest) -> Result<TaskHandle, ShellError> {
-        let MonitorRequest { source, description, tool_use_id, agent_id, timeout, persistent } =
-            request;
+        let MonitorRequest {
+            source,
+            description,
+            tool_use_id,
+            agent_id,
+            timeout,
+            persistent,
+        } = request;
         if let MonitorSource::Command(spec) = &source {
             spec.validate()?;
         }
@@ -127,17 +160,32 @@ impl ShellExecutor {
         let (live, pid) = match source {
             MonitorSource::Command(spec) => {
                 let (_, stderr) = child_stdio(&prepared.output)?;
-                let mut child = prepared.start(&self.book, || spec.spawn(Stdio::piped(), stderr))?;
+                let mut child =
+                    prepared.start(&self.book, || spec.spawn(Stdio::piped(), stderr))?;
                 let pid = child.id();
-                let stdout = child.stdout.take().ok_or(ShellError::SupervisorGone(prepared.id))?;
-                (LiveSource::Process { child, pid: pid.unwrap_or_default(), stdout }, pid)
+                let stdout = child
+                    .stdout
+                    .take()
+                    .ok_or(ShellError::SupervisorGone(prepared.id))?;
+                (
+                    LiveSource::Process {
+                        child,
+                        pid: pid.unwrap_or_default(),
+                        stdout,
+                    },
+                    pid,
+                )
             }
             MonitorSource::WebSocket(target) => {
                 self.book.mark_running(&prepared.id);
                 (LiveSource::Socket(target), None)
             }
         };
-        let Prepared { id, output, control } = prepared;
+        let Prepared {
+            id,
+            output,
+            control,
+        } = prepared;
         let (outcome, watcher) = watch::channel(None);
         let run = MonitorRun {
             id,
@@ -150,7 +198,13 @@ impl ShellExecutor {
             outcome,
         };
         tokio::spawn(run.supervise(self.book.clone(), Arc::clone(&self.supervisors)));
-        Ok(TaskHandle { id, output, pid, stdin: None, outcome: watcher })
+        Ok(TaskHandle {
+            id,
+            output,
+            pid,
+            stdin: None,
+            outcome: watcher,
+        })
     }
 
     /// Moves a foreground shell task to the background: the flag flips and its completion will
@@ -208,7 +262,11 @@ impl ShellExecutor {
             self.supervisors.close(&id);
             return Err(error);
         }
-        Ok(Prepared { id, output, control })
+        Ok(Prepared {
+            id,
+            output,
+            control,
+        })
     }
 }
 

@@ -25,7 +25,10 @@ pub struct LineSplitter {
 impl LineSplitter {
     /// A splitter that cuts lines longer than `max_line_bytes` (at least 4, so a character fits).
     pub fn new(max_line_bytes: usize) -> Self {
-        Self { pending: Vec::new(), max_line_bytes: max_line_bytes.max(4) }
+        Self {
+            pending: Vec::new(),
+            max_line_bytes: max_line_bytes.max(4),
+        }
     }
 
     /// Feeds a chunk and calls `emit` with every line it completes, in order.
@@ -111,7 +114,10 @@ mod tests {
         let text = "aé€😀b\n".as_bytes();
         let lines = split_all(&[text], 4);
         assert_eq!(lines.concat(), "aé€😀b");
-        assert!(lines.iter().all(|line| !line.contains('\u{FFFD}')), "{lines:?}");
+        assert!(
+            lines.iter().all(|line| !line.contains('\u{FFFD}')),
+            "{lines:?}"
+        );
     }
 
     #[test]

@@ -32,11 +32,19 @@ pub(crate) fn output_tail(path: &Path, size: u64, max_bytes: u64) -> String {
 /// would carry, such as `Command timed out after 2m 0s`).
 pub(crate) fn append_line(path: &Path, line: &str) -> Result<(), OutputError> {
     let mut file = open_output_append(path)?;
-    let size = file.metadata().map_err(|err| OutputError::from_io(path, err))?.len();
-    let needs_newline = size > 0
-        && read_delta(path, size - 1, 1).is_ok_and(|last| last.bytes.as_ref() != b"\n");
-    let text = if needs_newline { format!("\n{line}\n") } else { format!("{line}\n") };
-    file.write_all(text.as_bytes()).map_err(|err| OutputError::from_io(path, err))
+    let size = file
+        .metadata()
+        .map_err(|err| OutputError::from_io(path, err))?
+        .len();
+    let needs_newline =
+        size > 0 && read_delta(path, size - 1, 1).is_ok_and(|last| last.bytes.as_ref() != b"\n");
+    let text = if needs_newline {
+        format!("\n{line}\n")
+    } else {
+        format!("{line}\n")
+    };
+    file.write_all(text.as_bytes())
+        .map_err(|err| OutputError::from_io(path, err))
 }
 
 /// Appends raw bytes (monitor events) to the output file through an already open handle.
@@ -45,5 +53,6 @@ pub(crate) fn append_bytes(
     path: &Path,
     bytes: &[u8],
 ) -> Result<(), OutputError> {
-    file.write_all(bytes).map_err(|err| OutputError::from_io(path, err))
+    file.write_all(bytes)
+        .map_err(|err| OutputError::from_io(path, err))
 }

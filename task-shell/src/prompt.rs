@@ -50,7 +50,10 @@ mod tests {
     #[test]
     fn patterns_compile() {
         assert!(PROMPTS.is_some());
-        assert_eq!(PROMPTS.as_ref().map(RegexSet::len), Some(PROMPT_PATTERNS.len()));
+        assert_eq!(
+            PROMPTS.as_ref().map(RegexSet::len),
+            Some(PROMPT_PATTERNS.len())
+        );
     }
 
     #[test]
@@ -96,7 +99,9 @@ mod tests {
     #[test]
     fn only_the_last_line_counts() {
         assert!(!looks_like_prompt("Continue? [y/N]\nline 1\nline 2\n"));
-        assert!(looks_like_prompt("line 1\nline 2\nOverwrite existing config? (y/n) "));
+        assert!(looks_like_prompt(
+            "line 1\nline 2\nOverwrite existing config? (y/n) "
+        ));
         assert!(looks_like_prompt("progress\r\nContinue?\r\n"));
     }
 

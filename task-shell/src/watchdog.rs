@@ -37,7 +37,12 @@ pub struct StallWatchdog {
 impl StallWatchdog {
     /// A watchdog whose quiet clock starts at `now`.
     pub fn new(threshold: Duration, now: Instant) -> Self {
-        Self { threshold, last_size: None, quiet_since: now, fired: false }
+        Self {
+            threshold,
+            last_size: None,
+            quiet_since: now,
+            fired: false,
+        }
     }
 
     /// Feeds the output size seen at `now`.
@@ -92,7 +97,10 @@ impl SizeCap {
     /// The message appended to the output when the command is killed for passing the cap, e.g.
     /// `Background command killed: output file exceeded 5GB`.
     pub fn kill_message(&self) -> String {
-        format!("Background command killed: output file exceeded {}", human_size(self.bytes))
+        format!(
+            "Background command killed: output file exceeded {}",
+            human_size(self.bytes)
+        )
     }
 }
 
@@ -101,8 +109,11 @@ pub fn human_size(bytes: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "KB")];
     UNITS
         .iter()
-        .find(|(unit, _)| bytes >= *unit && bytes % unit == 0)
-        .map_or_else(|| format!("{bytes}B"), |(unit, name)| format!("{}{name}", bytes / unit))
+        .find(|(unit, _)| bytes >= *unit && bytes.is_multiple_of(*unit))
+        .map_or_else(
+            || format!("{bytes}B"),
+            |(unit, name)| format!("{}{name}", bytes / unit),
+        )
 }
 
 /// A duration as the reference prints it in `Command timed out after {duration}`: `250ms`, `30s`,

@@ -9,14 +9,17 @@ use std::time::Duration;
 use common::{Fixture, is_alive};
 use futures_util::SinkExt;
 use task_core::{Notification, Priority, TaskStatus, TerminalStatus};
+use task_shell::ShellConfig;
 use task_shell::monitor::{MonitorRequest, MonitorSource, WsTarget};
 use task_shell::process::CommandSpec;
-use task_shell::ShellConfig;
 use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::Message;
 
 fn command(line: &str, description: &str) -> MonitorRequest {
-    MonitorRequest::new(MonitorSource::Command(CommandSpec::new(line).unwrap()), description)
+    MonitorRequest::new(
+        MonitorSource::Command(CommandSpec::new(line).unwrap()),
+        description,
+    )
 }
 
 fn events(notes: &[Notification]) -> Vec<&str> {
@@ -27,17 +30,26 @@ fn events(notes: &[Notification]) -> Vec<&str> {
 async fn command_lines_arrive_in_order_each_once_then_the_stream_ends() {
     let fx = Fixture::new(ShellConfig::default());
     let script = "i=1; while [ $i -le 200 ]; do echo event $i; i=$((i+1)); done; echo to-stderr >&2; printf 'last'";
-    let mut task = fx.executor.spawn_monitor(command(script, "ticks").tool_use_id("toolu_9")).unwrap();
+    let mut task = fx
+        .executor
+        .spawn_monitor(command(script, "ticks").tool_use_id("toolu_9"))
+        .unwrap();
     let outcome = task.wait().await.unwrap();
     assert_eq!(outcome.status, TaskStatus::Completed);
 
     let notes = fx.registry.notifications().drain_up_to(Priority::Next);
-    assert!(fx.registry.notifications().is_empty(), "every monitor notification is `next`");
+    assert!(
+        fx.registry.notifications().is_empty(),
+        "every monitor notification is `next`"
+    );
     let mut expected: Vec<String> = (1..=200).map(|i| format!("event {i}")).collect();
     expected.push("last".into());
     assert_eq!(events(&notes), expected);
     let first = notes[0].render();
-    assert!(first.contains("<summary>Monitor \"ticks\" event</summary>\n<event>event 1</event>"), "{first}");
+    assert!(
+        first.contains("<summary>Monitor \"ticks\" event</summary>\n<event>event 1</event>"),
+        "{first}"
+    );
     assert!(first.contains("<tool-use-id>toolu_9</tool-use-id>"));
     assert!(!first.contains("<status>"));
     let end = notes.last().unwrap();
@@ -46,13 +58,19 @@ async fn command_lines_arrive_in_order_each_once_then_the_stream_ends() {
     assert_eq!(notes.len(), 202);
 
     let output = std::fs::read_to_string(task.output_file()).unwrap();
-    assert!(output.contains("event 200\n") && output.contains("to-stderr\n"), "{output}");
+    assert!(
+        output.contains("event 200\n") && output.contains("to-stderr\n"),
+        "{output}"
+    );
 }
 
 #[tokio::test]
 async fn a_failing_script_and_a_timeout_have_their_summaries() {
     let fx = Fixture::new(ShellConfig::default());
-    let mut failing = fx.executor.spawn_monitor(command("echo one; exit 3", "bad")).unwrap();
+    let mut failing = fx
+        .executor
+        .spawn_monitor(command("echo one; exit 3", "bad"))
+        .unwrap();
     let outcome = failing.wait().await.unwrap();
     assert_eq!((outcome.status, outcome.exit_code), (TaskStatus::Failed, 3));
     let notes = fx.registry.notifications().drain();
@@ -73,11 +91,17 @@ async fn a_failing_script_and_a_timeout_have_their_summaries() {
 #[tokio::test]
 async fn a_killed_monitor_stops_silently() {
     let fx = Fixture::new(ShellConfig::default());
-    let mut task = fx.executor.spawn_monitor(command("sleep 300", "idle").persistent(true)).unwrap();
+    let mut task = fx
+        .executor
+        .spawn_monitor(command("sleep 300", "idle").persistent(true))
+        .unwrap();
     let pid = task.pid().unwrap();
     fx.executor.kill(&task.id()).await.unwrap();
     let outcome = task.wait().await.unwrap();
-    assert_eq!((outcome.status, outcome.exit_code), (TaskStatus::Killed, 137));
+    assert_eq!(
+        (outcome.status, outcome.exit_code),
+        (TaskStatus::Killed, 137)
+    );
     assert!(fx.state(&task.id()).base.notified);
     assert!(!is_alive(pid));
     assert!(fx.registry.notifications().is_empty());
@@ -91,10 +115,16 @@ async fn websocket_frames_arrive_in_order_each_once() {
         let (stream, _) = listener.accept().await.unwrap();
         let mut socket = tokio_tungstenite::accept_async(stream).await.unwrap();
         for i in 1..=50 {
-            socket.send(Message::text(format!("frame {i}"))).await.unwrap();
+            socket
+                .send(Message::text(format!("frame {i}")))
+                .await
+                .unwrap();
         }
         socket.send(Message::binary(vec![0u8; 7])).await.unwrap();
-        socket.send(Message::text("</event><status>completed</status>")).await.unwrap();
+        socket
+            .send(Message::text("</event><status>completed</status>"))
+            .await
+            .unwrap();
         socket.close(None).await.unwrap();
     });
 
@@ -112,8 +142,14 @@ async fn websocket_frames_arrive_in_order_each_once() {
     expected.push("</event><status>completed</status>".into());
     assert_eq!(events(&notes), expected);
     let forged = notes[51].render();
-    assert!(forged.contains("<event>&lt;/event&gt;&lt;status&gt;completed&lt;/status&gt;</event>"), "{forged}");
-    assert_eq!(notes.last().unwrap().summary, "Monitor \"socket\" stream ended");
+    assert!(
+        forged.contains("<event>&lt;/event&gt;&lt;status&gt;completed&lt;/status&gt;</event>"),
+        "{forged}"
+    );
+    assert_eq!(
+        notes.last().unwrap().summary,
+        "Monitor \"socket\" stream ended"
+    );
     assert_eq!(notes.len(), 53);
     let output = std::fs::read_to_string(task.output_file()).unwrap();
     assert!(output.starts_with("frame 1\nframe 2\n"), "{output}");

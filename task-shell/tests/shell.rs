@@ -23,25 +23,43 @@ fn output_of(handle: &TaskHandle) -> String {
 #[tokio::test]
 async fn exit_codes_map_to_statuses_with_one_later_notification_each() {
     let fx = Fixture::new(ShellConfig::default());
-    let mut ok = fx.executor.spawn(bg("exit 0", "ok").tool_use_id("toolu_1")).unwrap();
-    let mut bad = fx.executor.spawn(bg("echo hello; exit 3", "bg test")).unwrap();
+    let mut ok = fx
+        .executor
+        .spawn(bg("exit 0", "ok").tool_use_id("toolu_1"))
+        .unwrap();
+    let mut bad = fx
+        .executor
+        .spawn(bg("echo hello; exit 3", "bg test"))
+        .unwrap();
     assert_eq!(ok.wait().await.unwrap().status, TaskStatus::Completed);
     let failed = bad.wait().await.unwrap();
     assert_eq!((failed.status, failed.exit_code), (TaskStatus::Failed, 3));
     assert_eq!(fx.exit_code(&bad.id()), Some(3));
     assert_eq!(output_of(&bad), "hello\n");
 
-    assert!(fx.registry.notifications().drain_up_to(Priority::Next).is_empty(), "completions are `later`");
+    assert!(
+        fx.registry
+            .notifications()
+            .drain_up_to(Priority::Next)
+            .is_empty(),
+        "completions are `later`"
+    );
     let notes = fx.registry.notifications().drain();
     assert_eq!(notes.len(), 2);
     let ok_note = notes.iter().find(|n| n.task_id == ok.id()).unwrap();
     assert_eq!(ok_note.status, Some(TerminalStatus::Completed));
-    assert_eq!(ok_note.summary, "Background command \"ok\" completed (exit code 0)");
+    assert_eq!(
+        ok_note.summary,
+        "Background command \"ok\" completed (exit code 0)"
+    );
     assert_eq!(ok_note.tool_use_id.as_deref(), Some("toolu_1"));
     let bad_note = notes.iter().find(|n| n.task_id == bad.id()).unwrap();
     let rendered = bad_note.render();
     assert!(rendered.contains("<status>failed</status>"), "{rendered}");
-    assert!(rendered.contains("<summary>Background command \"bg test\" failed with exit code 3</summary>"));
+    assert!(
+        rendered
+            .contains("<summary>Background command \"bg test\" failed with exit code 3</summary>")
+    );
     assert!(fx.state(&bad.id()).base.notified);
 }
 
@@ -58,7 +76,9 @@ async fn child_gets_git_editor_null_stdin_and_one_output_file_for_both_streams()
 async fn piped_stdin_reaches_the_command() {
     use tokio::io::AsyncWriteExt;
     let fx = Fixture::new(ShellConfig::default());
-    let spec = CommandSpec::new("read line; echo got $line").unwrap().stdin(task_shell::process::StdinMode::Piped);
+    let spec = CommandSpec::new("read line; echo got $line")
+        .unwrap()
+        .stdin(task_shell::process::StdinMode::Piped);
     let mut task = fx.executor.spawn(ShellRequest::new(spec, "stdin")).unwrap();
     let mut stdin = task.take_stdin().unwrap();
     stdin.write_all(b"y\n").await.unwrap();
@@ -70,35 +90,69 @@ async fn piped_stdin_reaches_the_command() {
 #[tokio::test]
 async fn a_spawn_error_is_pending_to_failed_with_exit_code_1() {
     let fx = Fixture::new(ShellConfig::default());
-    let spec = CommandSpec::new("true").unwrap().shell("/nonexistent/shell");
-    let err = fx.executor.spawn(ShellRequest::new(spec, "broken").background(true)).unwrap_err();
+    let spec = CommandSpec::new("true")
+        .unwrap()
+        .shell("/nonexistent/shell");
+    let err = fx
+        .executor
+        .spawn(ShellRequest::new(spec, "broken").background(true))
+        .unwrap_err();
     assert!(matches!(err, ShellError::Spawn { .. }), "{err}");
     let state = fx.registry.snapshot().pop().unwrap();
     assert_eq!(state.status(), TaskStatus::Failed);
     assert_eq!(fx.exit_code(&state.id()), Some(1));
-    assert!(state.base.notified, "the caller got the error; no notification follows");
+    assert!(
+        state.base.notified,
+        "the caller got the error; no notification follows"
+    );
     assert!(fx.registry.notifications().is_empty());
 }
 
 #[tokio::test]
 async fn bad_input_gets_clear_errors() {
     let fx = Fixture::new(ShellConfig::default());
-    assert!(matches!(CommandSpec::new("  "), Err(ShellError::EmptyCommand)));
+    assert!(matches!(
+        CommandSpec::new("  "),
+        Err(ShellError::EmptyCommand)
+    ));
     let missing = fx.dir.path().join("missing");
     let spec = CommandSpec::new("true").unwrap().current_dir(&missing);
-    let err = fx.executor.spawn(ShellRequest::new(spec, "cwd")).unwrap_err();
+    let err = fx
+        .executor
+        .spawn(ShellRequest::new(spec, "cwd"))
+        .unwrap_err();
     assert!(err.to_string().contains("missing"), "{err}");
-    assert!(fx.registry.is_empty(), "nothing registered for a bad working dir");
+    assert!(
+        fx.registry.is_empty(),
+        "nothing registered for a bad working dir"
+    );
 
     let unknown = TaskId::parse("b00000000").unwrap();
-    assert!(matches!(fx.executor.kill(&unknown).await, Err(ShellError::UnknownTask(id)) if id == unknown));
-    assert!(matches!(fx.executor.background(&unknown).await, Err(ShellError::UnknownTask(_))));
+    assert!(
+        matches!(fx.executor.kill(&unknown).await, Err(ShellError::UnknownTask(id)) if id == unknown)
+    );
+    assert!(matches!(
+        fx.executor.background(&unknown).await,
+        Err(ShellError::UnknownTask(_))
+    ));
 
     let mut done = fx.executor.spawn(bg("true", "done")).unwrap();
     done.wait().await.unwrap();
     let err = fx.executor.kill(&done.id()).await.unwrap_err();
-    assert!(matches!(err, ShellError::AlreadyFinished { status: TaskStatus::Completed, .. }), "{err}");
-    assert_eq!(err.to_string(), format!("task {} has already finished (completed)", done.id()));
+    assert!(
+        matches!(
+            err,
+            ShellError::AlreadyFinished {
+                status: TaskStatus::Completed,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("task {} has already finished (completed)", done.id())
+    );
     assert_eq!(fx.state(&done.id()).status(), TaskStatus::Completed);
 }
 
@@ -113,23 +167,40 @@ async fn kill_is_137_killed_notified_at_kill_time_and_silent() {
     assert!(state.base.notified);
     assert_eq!(fx.exit_code(&task.id()), Some(137));
     let outcome = task.wait().await.unwrap();
-    assert_eq!((outcome.status, outcome.exit_code), (TaskStatus::Killed, 137));
+    assert_eq!(
+        (outcome.status, outcome.exit_code),
+        (TaskStatus::Killed, 137)
+    );
     assert!(!is_alive(pid));
-    assert!(fx.registry.notifications().is_empty(), "a requested kill is not notified");
+    assert!(
+        fx.registry.notifications().is_empty(),
+        "a requested kill is not notified"
+    );
 }
 
 #[tokio::test]
 async fn timeout_kills_with_143_and_says_so() {
     let fx = Fixture::new(ShellConfig::default());
-    let mut task =
-        fx.executor.spawn(bg("echo started; sleep 300", "slow").timeout(Duration::from_millis(200))).unwrap();
+    let mut task = fx
+        .executor
+        .spawn(bg("echo started; sleep 300", "slow").timeout(Duration::from_millis(200)))
+        .unwrap();
     let outcome = task.wait().await.unwrap();
-    assert_eq!((outcome.status, outcome.exit_code), (TaskStatus::Failed, 143));
-    assert_eq!(outcome.message.as_deref(), Some("Command timed out after 200ms"));
+    assert_eq!(
+        (outcome.status, outcome.exit_code),
+        (TaskStatus::Failed, 143)
+    );
+    assert_eq!(
+        outcome.message.as_deref(),
+        Some("Command timed out after 200ms")
+    );
     assert_eq!(output_of(&task), "started\nCommand timed out after 200ms\n");
     let notes = fx.registry.notifications().drain();
     assert_eq!(notes.len(), 1);
-    assert_eq!(notes[0].summary, "Background command \"slow\" failed with exit code 143");
+    assert_eq!(
+        notes[0].summary,
+        "Background command \"slow\" failed with exit code 143"
+    );
 }
 
 #[tokio::test]
@@ -159,14 +230,24 @@ async fn stall_notes(fx: &Fixture, task: &TaskHandle) -> Vec<task_core::Notifica
 #[tokio::test]
 async fn a_prompt_produces_exactly_one_stall_notification() {
     let fx = Fixture::new(fast_config());
-    let task = fx.executor.spawn(bg("printf 'Continue? [y/N] '; sleep 300", "ask")).unwrap();
+    let task = fx
+        .executor
+        .spawn(bg("printf 'Continue? [y/N] '; sleep 300", "ask"))
+        .unwrap();
     fx.wait_for_notification().await;
     let notes = stall_notes(&fx, &task).await;
     assert_eq!(notes.len(), 1, "{notes:?}");
     let rendered = notes[0].render();
     assert!(!rendered.contains("<status>"), "{rendered}");
-    assert!(rendered.contains("<summary>Background command \"ask\" appears to be waiting for interactive input</summary>"));
-    assert!(rendered.contains("</task-notification>\nLast output:\nContinue? [y/N]\n\nThe command is likely blocked"), "{rendered}");
+    assert!(rendered.contains(
+        "<summary>Background command \"ask\" appears to be waiting for interactive input</summary>"
+    ));
+    assert!(
+        rendered.contains(
+            "</task-notification>\nLast output:\nContinue? [y/N]\n\nThe command is likely blocked"
+        ),
+        "{rendered}"
+    );
 }
 
 #[tokio::test]
@@ -191,18 +272,29 @@ async fn slow_output_without_a_prompt_produces_none() {
     assert_eq!(task.wait().await.unwrap().status, TaskStatus::Completed);
     let notes = fx.registry.notifications().drain();
     assert_eq!(notes.len(), 1, "{notes:?}");
-    assert_eq!(notes[0].summary, "Background command \"slow progress\" completed (exit code 0)");
+    assert_eq!(
+        notes[0].summary,
+        "Background command \"slow progress\" completed (exit code 0)"
+    );
 }
 
 #[tokio::test]
 async fn foreground_tasks_move_to_the_background_without_restarting() {
     let fx = Fixture::new(ShellConfig::default());
     let gate = fx.dir.path().join("gate");
-    let command = format!("echo once; while [ ! -e {} ]; do sleep 0.01; done; exit 4", gate.display());
-    let mut task = fx.executor.spawn(ShellRequest::new(CommandSpec::new(command).unwrap(), "fg")).unwrap();
+    let command = format!(
+        "echo once; while [ ! -e {} ]; do sleep 0.01; done; exit 4",
+        gate.display()
+    );
+    let mut task = fx
+        .executor
+        .spawn(ShellRequest::new(CommandSpec::new(command).unwrap(), "fg"))
+        .unwrap();
     let pid = task.pid().unwrap();
     fx.executor.background(&task.id()).await.unwrap();
-    assert!(matches!(&fx.state(&task.id()).kind, task_core::TaskKind::Shell(s) if s.is_backgrounded));
+    assert!(
+        matches!(&fx.state(&task.id()).kind, task_core::TaskKind::Shell(s) if s.is_backgrounded)
+    );
     std::fs::write(&gate, "").unwrap();
     let outcome = task.wait().await.unwrap();
     assert_eq!((outcome.status, outcome.exit_code), (TaskStatus::Failed, 4));
@@ -210,7 +302,10 @@ async fn foreground_tasks_move_to_the_background_without_restarting() {
     assert_eq!(output_of(&task), "once\n", "the command ran once");
     let notes = fx.registry.notifications().drain();
     assert_eq!(notes.len(), 1);
-    assert_eq!(notes[0].summary, "Background command \"fg\" failed with exit code 4");
+    assert_eq!(
+        notes[0].summary,
+        "Background command \"fg\" failed with exit code 4"
+    );
     let err = fx.executor.background(&task.id()).await.unwrap_err();
     assert!(matches!(err, ShellError::AlreadyFinished { .. }), "{err}");
 }
@@ -218,9 +313,15 @@ async fn foreground_tasks_move_to_the_background_without_restarting() {
 #[tokio::test]
 async fn foreground_completion_is_not_notified() {
     let fx = Fixture::new(ShellConfig::default());
-    let mut task = fx.executor.spawn(ShellRequest::new(CommandSpec::new("exit 0").unwrap(), "fg")).unwrap();
+    let mut task = fx
+        .executor
+        .spawn(ShellRequest::new(CommandSpec::new("exit 0").unwrap(), "fg"))
+        .unwrap();
     assert_eq!(task.wait().await.unwrap().status, TaskStatus::Completed);
-    assert!(fx.state(&task.id()).base.notified, "evictable: its one notification went to the caller");
+    assert!(
+        fx.state(&task.id()).base.notified,
+        "evictable: its one notification went to the caller"
+    );
     assert!(fx.registry.notifications().is_empty());
 }
 
@@ -231,8 +332,14 @@ async fn orphan_cleanup_kills_exactly_the_shells_of_the_ended_agent() {
     let mut a1 = fx.executor.spawn(owned("agent-a")).unwrap();
     let mut a2 = fx.executor.spawn(owned("agent-a")).unwrap();
     let mut b = fx.executor.spawn(owned("agent-b")).unwrap();
-    let mut a_done = fx.executor.spawn(bg("true", "quick").agent_id("agent-a")).unwrap();
-    let mut b_done = fx.executor.spawn(bg("true", "quick").agent_id("agent-b")).unwrap();
+    let mut a_done = fx
+        .executor
+        .spawn(bg("true", "quick").agent_id("agent-a"))
+        .unwrap();
+    let mut b_done = fx
+        .executor
+        .spawn(bg("true", "quick").agent_id("agent-b"))
+        .unwrap();
     a_done.wait().await.unwrap();
     b_done.wait().await.unwrap();
     assert_eq!(fx.registry.notifications().len(), 2);
@@ -249,8 +356,18 @@ async fn orphan_cleanup_kills_exactly_the_shells_of_the_ended_agent() {
     }
     assert_eq!(fx.state(&b.id()).status(), TaskStatus::Running);
     assert!(is_alive(b.pid().unwrap()));
-    let left: Vec<_> = fx.registry.notifications().drain().into_iter().map(|n| n.task_id).collect();
-    assert_eq!(left, [b_done.id()], "agent-a's queued notification was dropped");
+    let left: Vec<_> = fx
+        .registry
+        .notifications()
+        .drain()
+        .into_iter()
+        .map(|n| n.task_id)
+        .collect();
+    assert_eq!(
+        left,
+        [b_done.id()],
+        "agent-a's queued notification was dropped"
+    );
 
     fx.executor.kill(&b.id()).await.unwrap();
     b.wait().await.unwrap();
@@ -287,7 +404,10 @@ async fn kill_racing_natural_exit_across_1000_tasks_settles_each_once() {
                 killed += 1;
             }
             TaskStatus::Completed => {
-                assert!(matches!(kill, Err(ShellError::AlreadyFinished { .. })), "{kill:?}");
+                assert!(
+                    matches!(kill, Err(ShellError::AlreadyFinished { .. })),
+                    "{kill:?}"
+                );
                 assert_eq!(mine, 1);
                 completed += 1;
             }
@@ -302,9 +422,10 @@ async fn kill_racing_natural_exit_across_1000_tasks_settles_each_once() {
 async fn a_child_outlives_the_tokio_task_that_spawned_it() {
     let fx = Fixture::new(ShellConfig::default());
     let executor = fx.executor.clone();
-    let mut task = tokio::spawn(async move { executor.spawn(bg("sleep 300", "survivor")).unwrap() })
-        .await
-        .unwrap();
+    let mut task =
+        tokio::spawn(async move { executor.spawn(bg("sleep 300", "survivor")).unwrap() })
+            .await
+            .unwrap();
     let pid = task.pid().unwrap();
     // The spawning task has ended; the child must still be running, then die only by our kill.
     wait_until("the child to be running", || is_alive(pid)).await;
@@ -318,11 +439,18 @@ fn a_child_dies_with_the_thread_that_supervised_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_path_buf();
     let pid = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         runtime.block_on(async {
             let registry = std::sync::Arc::new(task_core::Registry::default());
             let executor = task_shell::ShellExecutor::new(registry, &path, ShellConfig::default());
-            executor.spawn(bg("sleep 300", "orphan")).unwrap().pid().unwrap()
+            executor
+                .spawn(bg("sleep 300", "orphan"))
+                .unwrap()
+                .pid()
+                .unwrap()
         })
     })
     .join()
@@ -332,7 +460,10 @@ fn a_child_dies_with_the_thread_that_supervised_it() {
     // reaper has not already.
     let start = std::time::Instant::now();
     while is_alive(pid) {
-        assert!(start.elapsed() < DEADLINE, "the orphaned child {pid} is still running");
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the orphaned child {pid} is still running"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     let raw = rustix::process::Pid::from_raw(pid as i32).unwrap();

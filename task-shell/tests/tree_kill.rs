@@ -17,8 +17,14 @@ async fn tree_with_setsid_great_grandchild_is_fully_gone_after_kill() {
     let dir = &fx.dir;
     let write = |name: &str, body: String| std::fs::write(dir.path().join(name), body).unwrap();
     let d = dir.path().display();
-    write("child.sh", format!("echo $$ > {d}/child; sh {d}/grand.sh & exec sleep 300\n"));
-    write("grand.sh", format!("echo $$ > {d}/grand; setsid sh {d}/great.sh & exec sleep 300\n"));
+    write(
+        "child.sh",
+        format!("echo $$ > {d}/child; sh {d}/grand.sh & exec sleep 300\n"),
+    );
+    write(
+        "grand.sh",
+        format!("echo $$ > {d}/grand; setsid sh {d}/great.sh & exec sleep 300\n"),
+    );
     write("great.sh", format!("echo $$ > {d}/great; exec sleep 300\n"));
     let script = format!("sh {d}/child.sh & exec sleep 300");
     let request = ShellRequest::new(CommandSpec::new(script).unwrap(), "tree").background(true);
@@ -31,12 +37,20 @@ async fn tree_with_setsid_great_grandchild_is_fully_gone_after_kill() {
         stat(great).is_some_and(|s| s.session == great && s.pgrp == great)
     })
     .await;
-    assert_eq!(stat(grand).unwrap().pgrp, root_pid, "grandchild stays in the task's group");
+    assert_eq!(
+        stat(grand).unwrap().pgrp,
+        root_pid,
+        "grandchild stays in the task's group"
+    );
 
     fx.registry.kill(&task.id()).await.unwrap();
     assert_eq!(task.wait().await.unwrap().status, TaskStatus::Killed);
 
-    for (name, pid) in [("child", child), ("grandchild", grand), ("great-grandchild", great)] {
+    for (name, pid) in [
+        ("child", child),
+        ("grandchild", grand),
+        ("great-grandchild", great),
+    ] {
         wait_until(&format!("{name} {pid} to die"), || !is_alive(pid)).await;
     }
     assert!(!is_alive(root_pid));

@@ -91,9 +91,22 @@ impl Events<'_> {
 impl MonitorRun {
     /// Runs the watch until it ends, records the end and tells the waiting caller.
     pub(crate) async fn supervise(self, book: Book, supervisors: Arc<Supervisors>) {
-        let MonitorRun { id, mut source, output, mut output_file, timeout, max_line_bytes, mut control, outcome } =
-            self;
-        let mut events = Events { id, book: &book, output: &output, file: &mut output_file };
+        let MonitorRun {
+            id,
+            mut source,
+            output,
+            mut output_file,
+            timeout,
+            max_line_bytes,
+            mut control,
+            outcome,
+        } = self;
+        let mut events = Events {
+            id,
+            book: &book,
+            output: &output,
+            file: &mut output_file,
+        };
         let end = tokio::select! {
             end = watch(&mut source, &mut events, max_line_bytes) => end,
             () = deadline(timeout) => End::TimedOut,
@@ -102,7 +115,9 @@ impl MonitorRun {
                 End::Killed(done)
             }
         };
-        if let (End::Killed(_) | End::TimedOut, LiveSource::Process { child, pid, .. }) = (&end, &mut source) {
+        if let (End::Killed(_) | End::TimedOut, LiveSource::Process { child, pid, .. }) =
+            (&end, &mut source)
+        {
             kill_and_reap(child, *pid).await;
         }
         supervisors.close(&id);
@@ -150,10 +165,30 @@ async fn watch(source: &mut LiveSource, events: &mut Events<'_>, max_line_bytes:
 /// Records the end in the registry, answers a kill request and builds the caller's outcome.
 fn settle(book: &Book, id: TaskId, output: &Path, end: End) -> Outcome {
     let (status, exit_code, message, notify) = match end {
-        End::Exited(0) | End::Closed => (TaskStatus::Completed, 0, None, Some(MonitorEnd::StreamEnded)),
-        End::Exited(code) => (TaskStatus::Failed, code, None, Some(MonitorEnd::ScriptFailed(code))),
-        End::Broken(error) => (TaskStatus::Failed, 1, Some(error), Some(MonitorEnd::ScriptFailed(1))),
-        End::TimedOut => (TaskStatus::Killed, EXIT_KILLED, None, Some(MonitorEnd::Stopped)),
+        End::Exited(0) | End::Closed => (
+            TaskStatus::Completed,
+            0,
+            None,
+            Some(MonitorEnd::StreamEnded),
+        ),
+        End::Exited(code) => (
+            TaskStatus::Failed,
+            code,
+            None,
+            Some(MonitorEnd::ScriptFailed(code)),
+        ),
+        End::Broken(error) => (
+            TaskStatus::Failed,
+            1,
+            Some(error),
+            Some(MonitorEnd::ScriptFailed(1)),
+        ),
+        End::TimedOut => (
+            TaskStatus::Killed,
+            EXIT_KILLED,
+            None,
+            Some(MonitorEnd::Stopped),
+        ),
         End::Killed(done) => {
             let _ = done.send(());
             (TaskStatus::Killed, EXIT_KILLED, None, None)
@@ -168,7 +203,11 @@ fn settle(book: &Book, id: TaskId, output: &Path, end: End) -> Outcome {
         Some(end) => book.finish_monitor(&id, status, exit_code, end),
         None => status,
     };
-    Outcome { status, exit_code, message }
+    Outcome {
+        status,
+        exit_code,
+        message,
+    }
 }
 
 /// Completes with the reply channel when a kill request arrives (background requests mean

@@ -20,7 +20,10 @@ pub struct WsTarget {
 impl WsTarget {
     /// A target without subprotocols.
     pub fn new(url: impl Into<String>) -> Self {
-        Self { url: url.into(), protocols: Vec::new() }
+        Self {
+            url: url.into(),
+            protocols: Vec::new(),
+        }
     }
 }
 
@@ -39,13 +42,24 @@ pub(crate) async fn stream_events(
         url: target.url.clone(),
         source: Box::new(source),
     };
-    let mut request = target.url.as_str().into_client_request().map_err(ws_error)?;
+    let mut request = target
+        .url
+        .as_str()
+        .into_client_request()
+        .map_err(ws_error)?;
     if !target.protocols.is_empty() {
-        let offered = HeaderValue::from_str(&target.protocols.join(", "))
-            .map_err(|_| ShellError::InvalidProtocols { protocols: target.protocols.clone() })?;
-        request.headers_mut().insert(SEC_WEBSOCKET_PROTOCOL, offered);
+        let offered = HeaderValue::from_str(&target.protocols.join(", ")).map_err(|_| {
+            ShellError::InvalidProtocols {
+                protocols: target.protocols.clone(),
+            }
+        })?;
+        request
+            .headers_mut()
+            .insert(SEC_WEBSOCKET_PROTOCOL, offered);
     }
-    let (mut socket, _response) = tokio_tungstenite::connect_async(request).await.map_err(ws_error)?;
+    let (mut socket, _response) = tokio_tungstenite::connect_async(request)
+        .await
+        .map_err(ws_error)?;
     tracing::debug!(url = %target.url, "monitor websocket connected");
     while let Some(message) = socket.next().await {
         match message {

@@ -146,7 +146,10 @@ impl CommandSpec {
         if self.die_with_parent {
             die_with_parent(&mut cmd);
         }
-        cmd.spawn().map_err(|source| ShellError::Spawn { shell: self.shell.clone(), source })
+        cmd.spawn().map_err(|source| ShellError::Spawn {
+            shell: self.shell.clone(),
+            source,
+        })
     }
 
     /// The working directory, if one was set.
@@ -182,7 +185,10 @@ fn die_with_parent(_cmd: &mut Command) {}
 /// The exit code a finished process reports: its own code, or 128 + the signal that killed it.
 pub fn exit_code(status: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
-    status.code().or_else(|| status.signal().map(|signal| 128 + signal)).unwrap_or(EXIT_SPAWN_FAILED)
+    status
+        .code()
+        .or_else(|| status.signal().map(|signal| 128 + signal))
+        .unwrap_or(EXIT_SPAWN_FAILED)
 }
 
 #[cfg(test)]
@@ -191,8 +197,14 @@ mod tests {
 
     #[test]
     fn blank_commands_are_rejected() {
-        assert!(matches!(CommandSpec::new(""), Err(ShellError::EmptyCommand)));
-        assert!(matches!(CommandSpec::new(" \n\t"), Err(ShellError::EmptyCommand)));
+        assert!(matches!(
+            CommandSpec::new(""),
+            Err(ShellError::EmptyCommand)
+        ));
+        assert!(matches!(
+            CommandSpec::new(" \n\t"),
+            Err(ShellError::EmptyCommand)
+        ));
     }
 
     #[test]

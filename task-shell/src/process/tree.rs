@@ -108,7 +108,9 @@ fn children_from_stat_scan(parent: Pid) -> Vec<Pid> {
         .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(|n| {
             let stat = read_stat(n)?;
-            (stat.ppid == parent.as_raw_nonzero().get()).then(|| to_pid(n).ok()).flatten()
+            (stat.ppid == parent.as_raw_nonzero().get())
+                .then(|| to_pid(n).ok())
+                .flatten()
         })
         .collect()
 }
@@ -166,20 +168,37 @@ mod tests {
 
     #[test]
     fn pid_zero_is_rejected() {
-        assert_eq!(kill_tree(0).map_err(|e| e.kind()).err(), Some(io::ErrorKind::InvalidInput));
+        assert_eq!(
+            kill_tree(0).map_err(|e| e.kind()).err(),
+            Some(io::ErrorKind::InvalidInput)
+        );
     }
 
     #[test]
     fn stat_of_self_parses() {
         let stat = read_stat(std::process::id());
-        assert!(matches!(stat, Some(ProcStat { state: 'R' | 'S', .. })), "{stat:?}");
-        assert_eq!(stat.map(|s| s.ppid), Some(std::os::unix::process::parent_id() as i32));
+        assert!(
+            matches!(
+                stat,
+                Some(ProcStat {
+                    state: 'R' | 'S',
+                    ..
+                })
+            ),
+            "{stat:?}"
+        );
+        assert_eq!(
+            stat.map(|s| s.ppid),
+            Some(std::os::unix::process::parent_id() as i32)
+        );
     }
 
     #[test]
     fn pid_lists_parse() {
-        let pids: Vec<i32> =
-            parse_pids("12 34 \n").iter().map(|p| p.as_raw_nonzero().get()).collect();
+        let pids: Vec<i32> = parse_pids("12 34 \n")
+            .iter()
+            .map(|p| p.as_raw_nonzero().get())
+            .collect();
         assert_eq!(pids, [12, 34]);
         assert!(parse_pids("").is_empty());
     }

@@ -139,9 +139,10 @@ impl ShellRun {
         let (exit_code, message) = match end {
             End::Exited(code) => (code, None),
             End::Killed => (EXIT_KILLED, None),
-            End::TimedOut(limit) => {
-                (EXIT_TIMED_OUT, Some(format!("Command timed out after {}", human_duration(limit))))
-            }
+            End::TimedOut(limit) => (
+                EXIT_TIMED_OUT,
+                Some(format!("Command timed out after {}", human_duration(limit))),
+            ),
             End::OverCap(cap) => (EXIT_KILLED, Some(cap.kill_message())),
         };
         if let Some(message) = &message
@@ -153,6 +154,10 @@ impl ShellRun {
             End::Killed => TaskStatus::Killed,
             _ => book.finish_shell(&self.id, exit_code),
         };
-        Outcome { status, exit_code, message }
+        Outcome {
+            status,
+            exit_code,
+            message,
+        }
     }
 }

@@ -22,7 +22,12 @@ pub fn stat(pid: u32) -> Option<Stat> {
     let mut fields = rest.split_ascii_whitespace();
     let state = fields.next()?.chars().next()?;
     let mut num = || fields.next()?.parse::<u32>().ok();
-    Some(Stat { state: state, ppid: num()?, pgrp: num()?, session: num()? })
+    Some(Stat {
+        state,
+        ppid: num()?,
+        pgrp: num()?,
+        session: num()?,
+    })
 }
 
 /// Alive means present and not a zombie.
@@ -54,7 +59,9 @@ pub async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
 pub async fn read_pid_file(path: &Path) -> u32 {
     let mut pid = None;
     wait_until(&format!("pid file {}", path.display()), || {
-        pid = std::fs::read_to_string(path).ok().and_then(|t| t.trim().parse().ok());
+        pid = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse().ok());
         pid.is_some()
     })
     .await;
@@ -78,7 +85,11 @@ impl Fixture {
         let dir = tempfile::tempdir().unwrap();
         let registry = Arc::new(Registry::default());
         let executor = ShellExecutor::new(Arc::clone(&registry), dir.path(), config);
-        Fixture { registry, executor, dir }
+        Fixture {
+            registry,
+            executor,
+            dir,
+        }
     }
 
     pub fn state(&self, id: &TaskId) -> Arc<TaskState> {
@@ -94,7 +105,8 @@ impl Fixture {
 
     /// Waits until at least one notification is queued.
     pub async fn wait_for_notification(&self) {
-        let waited = tokio::time::timeout(DEADLINE, self.registry.notifications().wait_nonempty()).await;
+        let waited =
+            tokio::time::timeout(DEADLINE, self.registry.notifications().wait_nonempty()).await;
         assert!(waited.is_ok(), "timed out waiting for a notification");
     }
 }
