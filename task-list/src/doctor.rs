@@ -7,12 +7,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::audit::{AuditOp, AuditRecord};
 use crate::error::{IoContext, Result};
+use crate::fsutil::{self, is_temp_file};
 use crate::graph::Graph;
 use crate::id::TaskId;
 use crate::lock::lock_age;
 use crate::record::Task;
 use crate::store::{HIGH_WATER_MARK_FILE, Snapshot, TaskList};
-use crate::txn::Txn;
+use crate::txn::{JOURNAL_FILE, Txn};
 
 /// One integrity problem.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,6 +75,14 @@ pub enum Problem {
         /// Time since its last refresh.
         age_ms: u64,
     },
+    /// A temp file left by a writer killed before its rename. Fixed by removing it (the
+    /// target file was never touched).
+    LeftoverTempFile {
+        /// Its name in the list directory.
+        name: String,
+    },
+    /// The journal of a writer killed mid-commit. Fixed (by any writer) by replaying it.
+    UnfinishedJournal,
     /// A lock directory currently held (informational: a writer is active, or died less than
     /// the stale limit ago).
     LockHeld {
@@ -150,7 +159,7 @@ impl TaskList {
                 highest_issued: highest_issued.max(highest_file),
             });
         }
-        problems.extend(self.lock_problems()?);
+        problems.extend(self.leftovers()?);
         Ok(problems)
     }
 
@@ -164,7 +173,7 @@ impl TaskList {
 
     fn high_water_mark_unreadable(&self) -> Result<bool> {
         let path = self.dir().join(HIGH_WATER_MARK_FILE);
-        Ok(crate::fsutil::read_optional(&path)?.is_some_and(|bytes| {
+        Ok(fsutil::read_optional(&path)?.is_some_and(|bytes| {
             String::from_utf8_lossy(&bytes)
                 .trim()
                 .parse::<u64>()
@@ -172,11 +181,20 @@ impl TaskList {
         }))
     }
 
-    fn lock_problems(&self) -> Result<Vec<Problem>> {
+    /// Lock directories, temp files and a journal left in the list directory.
+    fn leftovers(&self) -> Result<Vec<Problem>> {
         let mut problems = Vec::new();
         for entry in std::fs::read_dir(self.dir()).at("list", self.dir())? {
             let entry = entry.at("list", self.dir())?;
             let name = entry.file_name().to_string_lossy().into_owned();
+            if is_temp_file(&name) {
+                problems.push(Problem::LeftoverTempFile { name });
+                continue;
+            }
+            if name == JOURNAL_FILE {
+                problems.push(Problem::UnfinishedJournal);
+                continue;
+            }
             if !name.ends_with(".lock") || !entry.file_type().at("stat", &entry.path())?.is_dir() {
                 continue;
             }
@@ -204,9 +222,9 @@ impl TaskList {
                 continue;
             }
             if let Some(mut locked) = txn.lock(*id)? {
-                locked.task.blocks.clone_from(&task.blocks);
-                locked.task.blocked_by.clone_from(&task.blocked_by);
-                txn.save(&locked.task)?;
+                locked.blocks.clone_from(&task.blocks);
+                locked.blocked_by.clone_from(&task.blocked_by);
+                txn.save(&locked)?;
                 let fields = vec!["blocks".into(), "blockedBy".into()];
                 txn.record(AuditRecord::now(
                     &self.actor.name,
@@ -228,6 +246,9 @@ impl TaskList {
                     ));
                 }
                 Problem::StaleLock { name, .. } => self.remove_stale_lock(name)?,
+                Problem::LeftoverTempFile { name } => {
+                    fsutil::remove_if_exists(&self.dir().join(name))?
+                }
                 _ => {}
             }
         }

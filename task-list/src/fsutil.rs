@@ -47,6 +47,11 @@ pub(crate) fn write_atomic(dir: &Path, name: &str, contents: &[u8]) -> Result<()
     result
 }
 
+/// Whether `name` is one of [`write_atomic`]'s temp files (`.{name}.tmp.{pid}.{n}`).
+pub(crate) fn is_temp_file(name: &str) -> bool {
+    name.starts_with('.') && name.contains(".tmp.")
+}
+
 fn write_new(path: &Path, contents: &[u8]) -> Result<()> {
     let mut file = OpenOptions::new()
         .write(true)

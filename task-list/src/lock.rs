@@ -61,6 +61,11 @@ impl DirLock {
         })
     }
 
+    /// Whether this is the lock of `file`.
+    pub(crate) fn protects(&self, file: &Path) -> bool {
+        self.path == lock_dir_for(file)
+    }
+
     fn register(mut self, held: &HeldSet) -> Self {
         lock_set(held).push(self.path.clone());
         self.held = Some(Arc::clone(held));

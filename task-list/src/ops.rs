@@ -124,9 +124,9 @@ impl TaskList {
         let Some(locked) = txn.lock(id)? else {
             return Ok(None);
         };
-        let status = locked.task.status;
+        let status = locked.status;
         txn.raise_high_water_mark(id.get())?;
-        txn.remove(locked)?;
+        txn.remove(id)?;
         for other in self.snapshot()?.tasks.values() {
             if other.blocks.contains(&id) || other.blocked_by.contains(&id) {
                 strip(&mut txn, other.id, id)?;
@@ -151,7 +151,7 @@ impl TaskList {
             txn.raise_high_water_mark(highest.get())?;
         }
         for &id in &ids {
-            txn.remove_id(id)?;
+            txn.remove(id)?;
         }
         txn.record(AuditRecord::now(
             &self.actor.name,
@@ -167,9 +167,9 @@ impl TaskList {
 /// Removes `gone` from `id`'s edges, under `id`'s file lock.
 pub(crate) fn strip(txn: &mut Txn<'_>, id: TaskId, gone: TaskId) -> Result<()> {
     if let Some(mut locked) = txn.lock(id)? {
-        locked.task.blocks.retain(|&b| b != gone);
-        locked.task.blocked_by.retain(|&b| b != gone);
-        txn.save(&locked.task)?;
+        locked.blocks.retain(|&b| b != gone);
+        locked.blocked_by.retain(|&b| b != gone);
+        txn.save(&locked)?;
     }
     Ok(())
 }

@@ -18,7 +18,7 @@ impl TaskList {
         let Some(mut locked) = txn.lock(id)? else {
             return Ok(refusal(ClaimFailure::TaskNotFound, None));
         };
-        let task = &locked.task;
+        let task = &locked;
         if task.owner.as_deref().is_some_and(|owner| owner != claimant) {
             return Ok(refusal(ClaimFailure::AlreadyClaimed, Some(task)));
         }
@@ -37,7 +37,7 @@ impl TaskList {
         if !blocked_by_tasks.is_empty() {
             return Ok(ClaimResult {
                 blocked_by_tasks,
-                ..refusal(ClaimFailure::Blocked, Some(&locked.task))
+                ..refusal(ClaimFailure::Blocked, Some(&locked))
             });
         }
         if options.check_agent_busy {
@@ -55,13 +55,13 @@ impl TaskList {
             if !busy_with_tasks.is_empty() {
                 return Ok(ClaimResult {
                     busy_with_tasks,
-                    ..refusal(ClaimFailure::AgentBusy, Some(&locked.task))
+                    ..refusal(ClaimFailure::AgentBusy, Some(&locked))
                 });
             }
         }
-        if locked.task.owner.is_none() {
-            locked.task.owner = Some(claimant.to_string());
-            txn.save(&locked.task)?;
+        if locked.owner.is_none() {
+            locked.owner = Some(claimant.to_string());
+            txn.save(&locked)?;
             txn.record(AuditRecord::now(
                 &self.actor.name,
                 AuditOp::Claim,
@@ -69,13 +69,11 @@ impl TaskList {
                 vec!["owner".into()],
             ));
         }
-        let task = locked.task.clone();
-        drop(locked);
         txn.commit()?;
         Ok(ClaimResult {
             success: true,
             reason: None,
-            task: Some(task),
+            task: Some(locked),
             busy_with_tasks: Vec::new(),
             blocked_by_tasks: Vec::new(),
         })
@@ -93,14 +91,12 @@ impl TaskList {
             let Some(mut locked) = txn.lock(task.id)? else {
                 continue;
             };
-            if locked.task.owner.as_deref() != Some(owner)
-                || locked.task.status == TaskStatus::Completed
-            {
+            if locked.owner.as_deref() != Some(owner) || locked.status == TaskStatus::Completed {
                 continue;
             }
-            locked.task.owner = None;
-            locked.task.status = TaskStatus::Pending;
-            txn.save(&locked.task)?;
+            locked.owner = None;
+            locked.status = TaskStatus::Pending;
+            txn.save(&locked)?;
             txn.record(AuditRecord::now(
                 &self.actor.name,
                 AuditOp::Unassign,
@@ -109,7 +105,7 @@ impl TaskList {
             ));
             unassigned.push(TaskRef {
                 id: task.id,
-                subject: locked.task.subject.clone(),
+                subject: locked.subject.clone(),
             });
         }
         txn.commit()?;

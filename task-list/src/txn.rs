@@ -1,45 +1,62 @@
-//! A write transaction: the list lock held, per-file locks for the files it rewrites, atomic
-//! writes, one directory fsync and the audit records at the end.
+//! A write transaction: the list lock held, the reference's lock on every task file it reads
+//! for writing, and all writes applied at commit through a journal, so a multi-file change
+//! (an edge, a delete) is all-or-nothing even if the writer is killed half way.
+//!
+//! Commit: if more than one file changes, the new contents are first written to `.journal`
+//! (atomically, fsynced); then each file is replaced atomically (temp file, fsync, rename) or
+//! removed, the directory is fsynced, the journal removed, and the audit records appended. The
+//! next transaction on the list finds a leftover journal (its writer died) and replays it
+//! before anything else. The reference reads only `{digits}.json`, so it ignores the journal.
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
+
 use crate::audit::AuditRecord;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::id::TaskId;
 use crate::lock::{DirLock, ListGuard};
 use crate::record::Task;
 use crate::store::{HIGH_WATER_MARK_FILE, TaskList, read_task};
 
-/// A task read under the reference's lock on its file; the lock is held while this lives.
-#[derive(Debug)]
-pub(crate) struct Locked {
-    pub(crate) task: Task,
-    _lock: DirLock,
+/// The journal of a transaction in flight.
+pub(crate) const JOURNAL_FILE: &str = ".journal";
+
+/// One file change: new contents, or removal.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct FileChange {
+    name: String,
+    contents: Option<String>,
 }
 
 /// The list locked for writing.
 #[derive(Debug)]
 pub(crate) struct Txn<'a> {
     pub(crate) list: &'a TaskList,
+    // Field order is drop order: task-file locks go before the list lock.
+    file_locks: Vec<DirLock>,
     guard: ListGuard,
     cache: HashMap<TaskId, Option<Task>>,
-    dirty: bool,
+    changes: Vec<FileChange>,
     audit: Vec<AuditRecord>,
 }
 
 impl<'a> Txn<'a> {
     pub(crate) fn begin(list: &'a TaskList) -> Result<Self> {
-        Ok(Self {
+        let txn = Self {
             list,
+            file_locks: Vec::new(),
             guard: ListGuard::acquire(list.dir(), &list.config.lock)?,
             cache: HashMap::new(),
-            dirty: false,
+            changes: Vec::new(),
             audit: Vec::new(),
-        })
+        };
+        txn.replay_journal()?;
+        Ok(txn)
     }
 
-    /// Reads a task (cached for the rest of the transaction).
+    /// Reads a task (cached for the rest of the transaction, including its own writes).
     pub(crate) fn get(&mut self, id: TaskId) -> Result<Option<&Task>> {
         if !self.cache.contains_key(&id) {
             let task = self.list.get(id)?;
@@ -48,56 +65,52 @@ impl<'a> Txn<'a> {
         Ok(self.cache.get(&id).and_then(Option::as_ref))
     }
 
-    /// Locks a task file and reads it fresh. `None` if the task does not exist.
-    pub(crate) fn lock(&mut self, id: TaskId) -> Result<Option<Locked>> {
-        let path = self.list.task_path(id);
-        let lock = self.guard.lock_file(&path)?;
-        let task = read_task(&path)?;
+    /// Takes the reference's lock on a task file (held until commit) and reads the task fresh.
+    /// `None` if the task does not exist.
+    pub(crate) fn lock(&mut self, id: TaskId) -> Result<Option<Task>> {
+        self.lock_file(id)?;
+        let task = match self.changes.iter().any(|c| c.name == id.file_name()) {
+            true => self.cache.get(&id).cloned().flatten(),
+            false => read_task(&self.list.task_path(id))?,
+        };
         self.cache.insert(id, task.clone());
-        Ok(task.map(|task| Locked { task, _lock: lock }))
+        Ok(task)
     }
 
-    /// Writes a task atomically. Existing tasks must be held through [`Txn::lock`].
-    pub(crate) fn save(&mut self, task: &Task) -> Result<()> {
-        fsutil::write_atomic(
-            self.list.dir(),
-            &task.id.file_name(),
-            task.to_file_json().as_bytes(),
-        )?;
-        self.cache.insert(task.id, Some(task.clone()));
-        self.dirty = true;
+    fn lock_file(&mut self, id: TaskId) -> Result<()> {
+        let path = self.list.task_path(id);
+        if !self.file_locks.iter().any(|l| l.protects(&path)) {
+            self.file_locks.push(self.guard.lock_file(&path)?);
+        }
         Ok(())
     }
 
-    /// Removes a locked task's file.
-    pub(crate) fn remove(&mut self, locked: Locked) -> Result<()> {
-        self.unlink(locked.task.id)
+    /// Stages a task's new contents. Existing tasks must have been read through [`Txn::lock`].
+    pub(crate) fn save(&mut self, task: &Task) -> Result<()> {
+        self.stage(task.id.file_name(), Some(task.to_file_json()));
+        self.cache.insert(task.id, Some(task.clone()));
+        Ok(())
     }
 
-    /// Removes a task file under its lock, without reading it.
-    pub(crate) fn remove_id(&mut self, id: TaskId) -> Result<()> {
-        let _lock = self.guard.lock_file(&self.list.task_path(id))?;
-        self.unlink(id)
-    }
-
-    fn unlink(&mut self, id: TaskId) -> Result<()> {
-        fsutil::remove_if_exists(&self.list.task_path(id))?;
+    /// Stages the removal of a task file (locking it first).
+    pub(crate) fn remove(&mut self, id: TaskId) -> Result<()> {
+        self.lock_file(id)?;
+        self.stage(id.file_name(), None);
         self.cache.insert(id, None);
-        self.dirty = true;
         Ok(())
     }
 
     /// Raises the high-water mark to at least `id` (never lowers it).
     pub(crate) fn raise_high_water_mark(&mut self, id: u64) -> Result<()> {
         if self.list.high_water_mark()? < id {
-            fsutil::write_atomic(
-                self.list.dir(),
-                HIGH_WATER_MARK_FILE,
-                id.to_string().as_bytes(),
-            )?;
-            self.dirty = true;
+            self.stage(HIGH_WATER_MARK_FILE.to_string(), Some(id.to_string()));
         }
         Ok(())
+    }
+
+    fn stage(&mut self, name: String, contents: Option<String>) {
+        self.changes.retain(|c| c.name != name);
+        self.changes.push(FileChange { name, contents });
     }
 
     /// Queues an audit record, written at commit.
@@ -105,15 +118,70 @@ impl<'a> Txn<'a> {
         self.audit.push(record);
     }
 
-    /// Makes the writes durable, then appends the audit records, then releases the locks.
+    /// Applies the staged changes (through the journal when there are several), then appends
+    /// the audit records, then releases the locks.
     pub(crate) fn commit(self) -> Result<()> {
-        if self.dirty {
-            fsutil::sync_dir(self.list.dir())?;
+        let dir = self.list.dir();
+        let journaled = self.changes.len() > 1;
+        if journaled {
+            let journal = serde_json::to_vec(&self.changes).unwrap_or_default();
+            fsutil::write_atomic(dir, JOURNAL_FILE, &journal)?;
+            fsutil::sync_dir(dir)?;
+        }
+        apply(self.list, &self.changes)?;
+        if journaled {
+            fsutil::remove_if_exists(&dir.join(JOURNAL_FILE))?;
         }
         for record in &self.audit {
             self.list.append_audit(record)?;
         }
-        drop(self.guard);
         Ok(())
     }
+
+    /// Finishes the transaction of a writer that died after writing its journal.
+    fn replay_journal(&self) -> Result<()> {
+        let dir = self.list.dir();
+        let path = dir.join(JOURNAL_FILE);
+        let Some(bytes) = fsutil::read_optional(&path)? else {
+            return Ok(());
+        };
+        // A journal is renamed into place complete, so one that does not parse cannot exist
+        // unless something else wrote it: keep it for inspection and refuse to guess.
+        let changes: Vec<FileChange> =
+            serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+        let mut locks = Vec::new();
+        for change in &changes {
+            let valid = change.name == HIGH_WATER_MARK_FILE
+                || TaskId::from_file_name(&change.name).is_some();
+            if !valid {
+                return Err(Error::Corrupt {
+                    path,
+                    message: format!("journal names a file outside the list: {:?}", change.name),
+                });
+            }
+            if change.name != HIGH_WATER_MARK_FILE {
+                locks.push(self.guard.lock_file(&dir.join(&change.name))?);
+            }
+        }
+        tracing::warn!(list = %self.list.list_id(), files = changes.len(), "replaying the journal of an interrupted write");
+        apply(self.list, &changes)?;
+        fsutil::remove_if_exists(&path)
+    }
+}
+
+fn apply(list: &TaskList, changes: &[FileChange]) -> Result<()> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let dir = list.dir();
+    for change in changes {
+        match &change.contents {
+            Some(contents) => fsutil::write_atomic(dir, &change.name, contents.as_bytes())?,
+            None => fsutil::remove_if_exists(&dir.join(&change.name))?,
+        }
+    }
+    fsutil::sync_dir(dir)
 }

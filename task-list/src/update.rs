@@ -69,17 +69,17 @@ impl TaskList {
         if let Err(message) = check_edges(&mut txn, edges)? {
             return Ok(UpdateResult::failed(raw_id, message));
         }
-        let from = locked.task.status;
-        let mut fields = apply_fields(&mut locked.task, request, self);
+        let from = locked.status;
+        let mut fields = apply_fields(&mut locked, request, self);
         let mut others = Vec::new();
         for (field, list) in [
             ("blocks", edge_targets(id, edges, true)),
             ("blockedBy", edge_targets(id, edges, false)),
         ] {
             let side = if field == "blocks" {
-                &mut locked.task.blocks
+                &mut locked.blocks
             } else {
-                &mut locked.task.blocked_by
+                &mut locked.blocked_by
             };
             let added: Vec<TaskId> = list.iter().copied().filter(|t| !side.contains(t)).collect();
             side.extend(&added);
@@ -89,10 +89,9 @@ impl TaskList {
             others.extend(list.into_iter().map(|other| (other, field == "blocks")));
         }
         if !fields.is_empty() {
-            txn.save(&locked.task)?;
+            txn.save(&locked)?;
         }
-        let task = locked.task.clone();
-        drop(locked);
+        let task = locked;
         for (other, other_is_blocked) in others {
             add_reverse_edge(&mut txn, other, id, other_is_blocked)?;
         }
@@ -312,13 +311,13 @@ fn add_reverse_edge(
         return Ok(());
     };
     let side = if other_is_blocked {
-        &mut locked.task.blocked_by
+        &mut locked.blocked_by
     } else {
-        &mut locked.task.blocks
+        &mut locked.blocks
     };
     if !side.contains(&id) {
         side.push(id);
-        txn.save(&locked.task)?;
+        txn.save(&locked)?;
     }
     Ok(())
 }

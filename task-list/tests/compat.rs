@@ -10,7 +10,9 @@ use common::{add_blocked_by, create, fast_config, id, open};
 use task_list::{Error, LockConfig, StoreConfig, TaskList, TaskStatus, UpdateRequest};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/reference")
+        .join(name)
 }
 
 /// Copies a reference list into a temp lists root and opens it.
@@ -25,7 +27,10 @@ fn open_fixture(name: &str, root: &Path) -> TaskList {
 }
 
 fn observed() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/observed.md")).unwrap()
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/observed.md"),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -35,16 +40,25 @@ fn reference_lists_load() {
     let snapshot = list.snapshot().unwrap();
     assert!(snapshot.problems.is_empty());
     let one = &snapshot.tasks[&id(1)];
-    assert_eq!((one.owner.as_deref(), one.status), (Some("alice"), TaskStatus::Completed));
+    assert_eq!(
+        (one.owner.as_deref(), one.status),
+        (Some("alice"), TaskStatus::Completed)
+    );
     assert_eq!(one.metadata.as_ref().unwrap()["z"], "x");
     assert_eq!(snapshot.tasks[&id(2)].blocked_by, vec![id(2), id(1)]);
     assert_eq!(list.high_water_mark().unwrap(), 3);
     // The reference's final TaskList text, as observed.
     let text = list.list().unwrap().model_text();
-    assert_eq!(text, "#1 [completed] one (alice) [blocked by #2]\n#2 [pending] two [blocked by #2]");
+    assert_eq!(
+        text,
+        "#1 [completed] one (alice) [blocked by #2]\n#2 [pending] two [blocked by #2]"
+    );
     assert!(observed().contains(&text));
     let get = list.get_details(id(2)).unwrap().model_text();
-    assert_eq!(get, "Task #2: two\nStatus: pending\nDescription: d2\nBlocked by: #2, #1\nBlocks: #2, #1");
+    assert_eq!(
+        get,
+        "Task #2: two\nStatus: pending\nDescription: d2\nBlocked by: #2, #1\nBlocks: #2, #1"
+    );
     assert!(observed().contains(&get));
     // Deleted id 3 stays retired.
     assert_eq!(create(&list, "next"), id(4));
@@ -55,8 +69,16 @@ fn reference_damage_is_found_by_doctor() {
     let root = tempfile::tempdir().unwrap();
     let list = open_fixture("delete-owner-metadata", root.path());
     let problems = list.doctor(false).unwrap().problems;
-    assert!(problems.contains(&task_list::Problem::SelfEdge { task: id(2) }), "{problems:?}");
-    assert!(problems.iter().any(|p| matches!(p, task_list::Problem::Cycle { .. })), "{problems:?}");
+    assert!(
+        problems.contains(&task_list::Problem::SelfEdge { task: id(2) }),
+        "{problems:?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| matches!(p, task_list::Problem::Cycle { .. })),
+        "{problems:?}"
+    );
     list.doctor(true).unwrap();
     assert!(list.doctor(false).unwrap().is_clean());
 }
@@ -66,21 +88,36 @@ fn files_we_write_are_byte_identical_to_the_reference() {
     // Replay what produced `schema-and-edges`: two creates, then 2 blockedBy 1.
     let root = tempfile::tempdir().unwrap();
     let list = open(root.path());
-    let first = list.create(&task_list::CreateRequest::new("Set up schema", "first")).unwrap();
+    let first = list
+        .create(&task_list::CreateRequest::new("Set up schema", "first"))
+        .unwrap();
     let mut second = task_list::CreateRequest::new("Write API", "second");
     second.active_form = Some("Writing API".into());
     let second = list.create(&second).unwrap();
     let edge = add_blocked_by(&list, 2, &[1]);
     for text in [first.model_text(), second.model_text(), edge.model_text()] {
-        assert!(observed().contains(&format!("```\n{text}\n```")), "{text:?} not observed");
+        assert!(
+            observed().contains(&format!("```\n{text}\n```")),
+            "{text:?} not observed"
+        );
     }
-    assert_eq!(list.list().unwrap().model_text(), "#1 [pending] Set up schema\n#2 [pending] Write API [blocked by #1]");
+    assert_eq!(
+        list.list().unwrap().model_text(),
+        "#1 [pending] Set up schema\n#2 [pending] Write API [blocked by #1]"
+    );
     for name in ["1.json", "2.json", ".lock"] {
         let ours = std::fs::read(list.dir().join(name)).unwrap();
         let theirs = std::fs::read(fixture("schema-and-edges").join(name)).unwrap();
-        assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&theirs), "{name}");
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&theirs),
+            "{name}"
+        );
     }
-    assert!(!list.dir().join(".highwatermark").exists(), "the reference writes it only on delete");
+    assert!(
+        !list.dir().join(".highwatermark").exists(),
+        "the reference writes it only on delete"
+    );
     // Nothing else the reference would read as a task.
     let task_like: Vec<String> = std::fs::read_dir(list.dir())
         .unwrap()
@@ -126,11 +163,17 @@ fn a_held_reference_lock_is_respected_and_a_stale_one_taken_over() {
     std::fs::create_dir(&lock).unwrap();
     let mut rename = UpdateRequest::new(1);
     rename.subject = Some("renamed".into());
-    assert!(matches!(impatient.update(&rename), Err(Error::LockBusy { .. })));
+    assert!(matches!(
+        impatient.update(&rename),
+        Err(Error::LockBusy { .. })
+    ));
     assert_eq!(patient.get(id(1)).unwrap().unwrap().subject, "a");
     // The reference holds the list lock: creates wait too.
     std::fs::create_dir(patient.dir().join(".lock.lock")).unwrap();
-    assert!(matches!(impatient.create(&task_list::CreateRequest::new("b", "")), Err(Error::LockBusy { .. })));
+    assert!(matches!(
+        impatient.create(&task_list::CreateRequest::new("b", "")),
+        Err(Error::LockBusy { .. })
+    ));
     // Once the holder is gone for longer than the stale limit, the locks are taken over.
     let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
     for dir in [&lock, &patient.dir().join(".lock.lock")] {
@@ -138,7 +181,10 @@ fn a_held_reference_lock_is_respected_and_a_stale_one_taken_over() {
     }
     assert!(patient.update(&rename).unwrap().success);
     assert_eq!(patient.get(id(1)).unwrap().unwrap().subject, "renamed");
-    assert!(!lock.exists() && !patient.dir().join(".lock.lock").exists(), "released after use");
+    assert!(
+        !lock.exists() && !patient.dir().join(".lock.lock").exists(),
+        "released after use"
+    );
 }
 
 #[test]

@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{create, fast_config, id, wait_until};
-use task_list::{CreateRequest, Error, HookCommand, StoreConfig, TaskList, TaskStatus, UpdateRequest, UpdateStatus};
+use task_list::{
+    CreateRequest, Error, HookCommand, StoreConfig, TaskList, TaskStatus, UpdateRequest,
+    UpdateStatus,
+};
 
 /// Writes an executable shell script.
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
@@ -38,12 +41,20 @@ fn blocking_created_hook_rolls_the_task_back() {
     let hook = script(
         root.path(),
         "gate.sh",
-        &format!("cat > '{}'\necho 'subjects must name a ticket' >&2\nexit 2", input.display()),
+        &format!(
+            "cat > '{}'\necho 'subjects must name a ticket' >&2\nexit 2",
+            input.display()
+        ),
     );
-    let list = list_with(root.path(), |c| c.hooks.task_created = vec![HookCommand::new(&hook, Vec::<String>::new())]);
+    let list = list_with(root.path(), |c| {
+        c.hooks.task_created = vec![HookCommand::new(&hook, Vec::<String>::new())]
+    });
     match list.create(&CreateRequest::new("vague", "desc")) {
         Err(e @ Error::CreateBlocked { .. }) => {
-            assert_eq!(e.to_string(), "TaskCreated hook feedback:\nsubjects must name a ticket");
+            assert_eq!(
+                e.to_string(),
+                "TaskCreated hook feedback:\nsubjects must name a ticket"
+            );
         }
         other => panic!("expected CreateBlocked, got {other:?}"),
     }
@@ -54,7 +65,10 @@ fn blocking_created_hook_rolls_the_task_back() {
         serde_json::json!({"hook_event_name": "TaskCreated", "task_id": "1", "task_subject": "vague", "task_description": "desc"})
     );
     let ops: Vec<task_list::AuditOp> = list.audit_log().unwrap().0.iter().map(|r| r.op).collect();
-    assert_eq!(ops, vec![task_list::AuditOp::Create, task_list::AuditOp::Rollback]);
+    assert_eq!(
+        ops,
+        vec![task_list::AuditOp::Create, task_list::AuditOp::Rollback]
+    );
     // The rolled-back id is never reused.
     let free = list_with(root.path(), |_| {});
     assert_eq!(create(&free, "next"), id(2));
@@ -63,14 +77,29 @@ fn blocking_created_hook_rolls_the_task_back() {
 #[test]
 fn blocking_completed_hook_leaves_the_status_unchanged() {
     let root = tempfile::tempdir().unwrap();
-    let hook = script(root.path(), "tests.sh", "cat >/dev/null\necho '3 tests failing' >&2\nexit 2");
-    let list = list_with(root.path(), |c| c.hooks.task_completed = vec![HookCommand::new(&hook, Vec::<String>::new())]);
+    let hook = script(
+        root.path(),
+        "tests.sh",
+        "cat >/dev/null\necho '3 tests failing' >&2\nexit 2",
+    );
+    let list = list_with(root.path(), |c| {
+        c.hooks.task_completed = vec![HookCommand::new(&hook, Vec::<String>::new())]
+    });
     create(&list, "ship");
     let result = complete(&list, 1);
     assert!(!result.success);
-    assert_eq!(result.error.as_deref(), Some("TaskCompleted hook feedback:\n3 tests failing"));
-    assert_eq!(result.model_text(), "TaskCompleted hook feedback:\n3 tests failing");
-    assert_eq!(list.get(id(1)).unwrap().unwrap().status, TaskStatus::Pending);
+    assert_eq!(
+        result.error.as_deref(),
+        Some("TaskCompleted hook feedback:\n3 tests failing")
+    );
+    assert_eq!(
+        result.model_text(),
+        "TaskCompleted hook feedback:\n3 tests failing"
+    );
+    assert_eq!(
+        list.get(id(1)).unwrap().unwrap().status,
+        TaskStatus::Pending
+    );
 }
 
 #[test]
@@ -83,10 +112,17 @@ fn non_blocking_hook_failure_is_a_warning() {
     });
     let created = list.create(&CreateRequest::new("a", "")).unwrap();
     assert_eq!(created.warnings.len(), 1);
-    assert!(created.warnings[0].contains("oops"), "{:?}", created.warnings);
+    assert!(
+        created.warnings[0].contains("oops"),
+        "{:?}",
+        created.warnings
+    );
     let done = complete(&list, 1);
     assert!(done.success && done.warnings.len() == 1);
-    assert_eq!(list.get(id(1)).unwrap().unwrap().status, TaskStatus::Completed);
+    assert_eq!(
+        list.get(id(1)).unwrap().unwrap().status,
+        TaskStatus::Completed
+    );
 }
 
 #[test]
@@ -98,16 +134,27 @@ fn hung_hook_is_killed_with_its_process_group_and_reported() {
         "hang.sh",
         &format!("sleep 300 &\necho $! > '{}'\nsleep 300", pids.display()),
     );
-    let list = list_with(root.path(), |c| c.hooks.task_completed = vec![HookCommand::new(&hook, Vec::<String>::new())]);
+    let list = list_with(root.path(), |c| {
+        c.hooks.task_completed = vec![HookCommand::new(&hook, Vec::<String>::new())]
+    });
     create(&list, "a");
     let result = complete(&list, 1);
     assert!(result.success, "a hung hook does not block");
-    assert!(result.warnings[0].contains("timed out after 300 ms and was killed"), "{:?}", result.warnings);
-    let background: i32 = std::fs::read_to_string(&pids).unwrap().trim().parse().unwrap();
+    assert!(
+        result.warnings[0].contains("timed out after 300 ms and was killed"),
+        "{:?}",
+        result.warnings
+    );
+    let background: i32 = std::fs::read_to_string(&pids)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     let pid = rustix::process::Pid::from_raw(background).unwrap();
     // The grandchild was in the hook's group: it is gone (ESRCH once its zombie is reaped by init).
     wait_until("the hook's background sleep to die", || {
         rustix::process::test_kill_process(pid).is_err()
-            || std::fs::read_to_string(format!("/proc/{background}/stat")).is_ok_and(|s| s.contains(") Z "))
+            || std::fs::read_to_string(format!("/proc/{background}/stat"))
+                .is_ok_and(|s| s.contains(") Z "))
     });
 }

@@ -6,8 +6,8 @@ mod common;
 use common::{add_blocked_by, create, id, open};
 use serde_json::json;
 use task_list::{
-    AuditOp, ClaimFailure, ClaimOptions, CreateRequest, NotReadyReason, StoreConfig, TaskList, TaskStatus,
-    UnassignReason, UpdateRequest, UpdateStatus,
+    AuditOp, ClaimFailure, ClaimOptions, CreateRequest, NotReadyReason, StoreConfig, TaskList,
+    TaskStatus, UnassignReason, UpdateRequest, UpdateStatus,
 };
 
 fn status(list: &TaskList, task: u64, status: UpdateStatus) -> task_list::UpdateResult {
@@ -26,7 +26,10 @@ fn create_numbers_from_files_and_high_water_mark() {
     assert_eq!(create(&list, "c"), id(8));
     let created = list.create(&CreateRequest::new("d", "x")).unwrap();
     assert_eq!(created.model_text(), "Task #9 created successfully: d");
-    assert_eq!(serde_json::to_value(&created).unwrap(), json!({"task": {"id": "9", "subject": "d"}}));
+    assert_eq!(
+        serde_json::to_value(&created).unwrap(),
+        json!({"task": {"id": "9", "subject": "d"}})
+    );
 }
 
 #[test]
@@ -42,12 +45,18 @@ fn ids_are_never_reused_after_delete_or_reset() {
         serde_json::to_value(&deleted).unwrap(),
         json!({"success": true, "taskId": "3", "updatedFields": ["deleted"], "statusChange": {"from": "pending", "to": "deleted"}})
     );
-    assert_eq!(std::fs::read_to_string(list.dir().join(".highwatermark")).unwrap(), "3");
+    assert_eq!(
+        std::fs::read_to_string(list.dir().join(".highwatermark")).unwrap(),
+        "3"
+    );
     assert_eq!(create(&list, "d"), id(4));
     assert_eq!(list.reset().unwrap(), 3);
     assert!(list.snapshot().unwrap().tasks.is_empty());
     assert_eq!(create(&list, "e"), id(5));
-    assert_eq!(status(&list, 99, UpdateStatus::Deleted).model_text(), "Task not found");
+    assert_eq!(
+        status(&list, 99, UpdateStatus::Deleted).model_text(),
+        "Task not found"
+    );
 }
 
 #[test]
@@ -58,20 +67,32 @@ fn get_and_list_render_the_reference_texts() {
     create(&list, "two");
     assert!(add_blocked_by(&list, 2, &[1]).success);
     let got = list.get_details(id(2)).unwrap();
-    assert_eq!(got.model_text(), "Task #2: two\nStatus: pending\nDescription: about two\nBlocked by: #1");
+    assert_eq!(
+        got.model_text(),
+        "Task #2: two\nStatus: pending\nDescription: about two\nBlocked by: #1"
+    );
     assert_eq!(
         serde_json::to_value(&got).unwrap(),
         json!({"task": {"id": "2", "subject": "two", "description": "about two", "status": "pending", "blocks": [], "blockedBy": ["1"]}})
     );
-    assert_eq!(list.get_details(id(3)).unwrap().model_text(), "Task not found");
-    assert_eq!(serde_json::to_value(list.get_details(id(3)).unwrap()).unwrap(), json!({"task": null}));
+    assert_eq!(
+        list.get_details(id(3)).unwrap().model_text(),
+        "Task not found"
+    );
+    assert_eq!(
+        serde_json::to_value(list.get_details(id(3)).unwrap()).unwrap(),
+        json!({"task": null})
+    );
 
     let mut own = UpdateRequest::new(1);
     own.owner = Some("alice".into());
     own.status = Some(UpdateStatus::Completed);
     list.update(&own).unwrap();
     let listing = list.list().unwrap();
-    assert_eq!(listing.model_text(), "#1 [completed] one (alice)\n#2 [pending] two");
+    assert_eq!(
+        listing.model_text(),
+        "#1 [completed] one (alice)\n#2 [pending] two"
+    );
     assert_eq!(
         serde_json::to_value(&listing).unwrap(),
         json!({"tasks": [
@@ -100,14 +121,23 @@ fn update_fields_metadata_and_status_in_reference_order() {
     let mut second = UpdateRequest::new(1);
     second.metadata = Some(json!({"k": null}).as_object().unwrap().clone());
     second.owner = Some("alice".into());
-    assert_eq!(list.update(&second).unwrap().model_text(), "Updated task #1 owner, metadata");
+    assert_eq!(
+        list.update(&second).unwrap().model_text(),
+        "Updated task #1 owner, metadata"
+    );
     let mut third = UpdateRequest::new(1);
     third.subject = Some("uno".into());
     third.description = Some("d".into());
     third.active_form = Some("Doing uno".into());
-    assert_eq!(list.update(&third).unwrap().model_text(), "Updated task #1 subject, description, activeForm");
+    assert_eq!(
+        list.update(&third).unwrap().model_text(),
+        "Updated task #1 subject, description, activeForm"
+    );
     let task = list.get(id(1)).unwrap().unwrap();
-    assert_eq!(task.metadata.unwrap(), *json!({"z": "x"}).as_object().unwrap());
+    assert_eq!(
+        task.metadata.unwrap(),
+        *json!({"z": "x"}).as_object().unwrap()
+    );
     assert_eq!(task.owner.as_deref(), Some("alice"));
     assert_eq!(task.status, TaskStatus::InProgress);
     let mut clear = UpdateRequest::new(1);
@@ -115,8 +145,17 @@ fn update_fields_metadata_and_status_in_reference_order() {
     assert_eq!(list.update(&clear).unwrap().updated_fields, vec!["owner"]);
     assert_eq!(list.get(id(1)).unwrap().unwrap().owner, None);
     let missing = list.update(&UpdateRequest::new(42)).unwrap();
-    assert_eq!((missing.success, missing.error.as_deref()), (false, Some("Task not found")));
-    assert_eq!(list.update(&UpdateRequest::new("../1")).unwrap().error.as_deref(), Some("Task not found"));
+    assert_eq!(
+        (missing.success, missing.error.as_deref()),
+        (false, Some("Task not found"))
+    );
+    assert_eq!(
+        list.update(&UpdateRequest::new("../1"))
+            .unwrap()
+            .error
+            .as_deref(),
+        Some("Task not found")
+    );
 }
 
 #[test]
@@ -128,7 +167,10 @@ fn edges_are_written_on_both_tasks() {
     }
     let mut request = UpdateRequest::new(1);
     request.add_blocks = Some(vec!["2".into(), "3".into()]);
-    assert_eq!(list.update(&request).unwrap().model_text(), "Updated task #1 blocks");
+    assert_eq!(
+        list.update(&request).unwrap().model_text(),
+        "Updated task #1 blocks"
+    );
     assert_eq!(list.get(id(1)).unwrap().unwrap().blocks, vec![id(2), id(3)]);
     assert_eq!(list.get(id(3)).unwrap().unwrap().blocked_by, vec![id(1)]);
     // Adding an existing edge again changes nothing.
@@ -143,14 +185,22 @@ fn refused_edges_say_why_and_write_nothing() {
         create(&list, s);
     }
     let self_edge = add_blocked_by(&list, 2, &[2]);
-    assert_eq!(self_edge.error.as_deref(), Some("Cannot add dependency: task #2 cannot block itself"));
+    assert_eq!(
+        self_edge.error.as_deref(),
+        Some("Cannot add dependency: task #2 cannot block itself")
+    );
     let missing = add_blocked_by(&list, 2, &[99]);
     assert_eq!(
         missing.error.as_deref(),
         Some("Cannot add dependency: task #99 does not exist (it may have been deleted)")
     );
     status(&list, 4, UpdateStatus::Deleted);
-    assert!(add_blocked_by(&list, 2, &[4]).error.unwrap().contains("task #4 does not exist"));
+    assert!(
+        add_blocked_by(&list, 2, &[4])
+            .error
+            .unwrap()
+            .contains("task #4 does not exist")
+    );
     assert!(add_blocked_by(&list, 5, &[3]).success);
     let cycle = add_blocked_by(&list, 3, &[5]);
     assert!(!cycle.success);
@@ -160,14 +210,22 @@ fn refused_edges_say_why_and_write_nothing() {
     );
     // A longer cycle, and a request whose own edges close one.
     assert!(add_blocked_by(&list, 1, &[5]).success);
-    assert!(add_blocked_by(&list, 3, &[1]).error.unwrap().ends_with("1 → 3 → 5 → 1"));
+    assert!(
+        add_blocked_by(&list, 3, &[1])
+            .error
+            .unwrap()
+            .ends_with("1 → 3 → 5 → 1")
+    );
     let mut both = UpdateRequest::new(2);
     both.add_blocks = Some(vec!["1".into()]);
     both.add_blocked_by = Some(vec!["1".into()]);
     both.subject = Some("not applied".into());
     assert!(!list.update(&both).unwrap().success);
     let two = list.get(id(2)).unwrap().unwrap();
-    assert_eq!((two.subject.as_str(), two.blocks.len(), two.blocked_by.len()), ("b", 0, 0));
+    assert_eq!(
+        (two.subject.as_str(), two.blocks.len(), two.blocked_by.len()),
+        ("b", 0, 0)
+    );
     assert!(list.doctor(false).unwrap().is_clean());
 }
 
@@ -187,7 +245,10 @@ fn delete_strips_references_everywhere() {
     assert!(status(&list, 2, UpdateStatus::Deleted).success);
     assert!(!list.dir().join("2.json").exists());
     for task in list.snapshot().unwrap().tasks.values() {
-        assert!(!task.blocks.contains(&id(2)) && !task.blocked_by.contains(&id(2)), "{task:?}");
+        assert!(
+            !task.blocks.contains(&id(2)) && !task.blocked_by.contains(&id(2)),
+            "{task:?}"
+        );
     }
 }
 
@@ -200,26 +261,49 @@ fn claim_reports_every_reason() {
     }
     add_blocked_by(&list, 2, &[1]);
     let no = ClaimOptions::default();
-    let busy = ClaimOptions { check_agent_busy: true };
+    let busy = ClaimOptions {
+        check_agent_busy: true,
+    };
     let reason = |r: task_list::ClaimResult| r.reason;
-    assert_eq!(reason(list.claim(id(9), "ann", no).unwrap()), Some(ClaimFailure::TaskNotFound));
+    assert_eq!(
+        reason(list.claim(id(9), "ann", no).unwrap()),
+        Some(ClaimFailure::TaskNotFound)
+    );
     let blocked = list.claim(id(2), "ann", no).unwrap();
-    assert_eq!((blocked.reason, blocked.blocked_by_tasks.clone()), (Some(ClaimFailure::Blocked), vec![id(1)]));
+    assert_eq!(
+        (blocked.reason, blocked.blocked_by_tasks.clone()),
+        (Some(ClaimFailure::Blocked), vec![id(1)])
+    );
     let won = list.claim(id(1), "ann", no).unwrap();
     assert!(won.success);
     assert_eq!(won.task.unwrap().owner.as_deref(), Some("ann"));
-    assert!(list.claim(id(1), "ann", no).unwrap().success, "re-claim by the owner");
-    assert_eq!(reason(list.claim(id(1), "bob", no).unwrap()), Some(ClaimFailure::AlreadyClaimed));
+    assert!(
+        list.claim(id(1), "ann", no).unwrap().success,
+        "re-claim by the owner"
+    );
+    assert_eq!(
+        reason(list.claim(id(1), "bob", no).unwrap()),
+        Some(ClaimFailure::AlreadyClaimed)
+    );
     let agent_busy = list.claim(id(3), "ann", busy).unwrap();
-    assert_eq!((agent_busy.reason, agent_busy.busy_with_tasks.clone()), (Some(ClaimFailure::AgentBusy), vec![id(1)]));
+    assert_eq!(
+        (agent_busy.reason, agent_busy.busy_with_tasks.clone()),
+        (Some(ClaimFailure::AgentBusy), vec![id(1)])
+    );
     assert_eq!(
         serde_json::to_value(&agent_busy).unwrap()["reason"],
         json!("agent_busy")
     );
     status(&list, 4, UpdateStatus::Completed);
-    assert_eq!(reason(list.claim(id(4), "bob", no).unwrap()), Some(ClaimFailure::AlreadyResolved));
+    assert_eq!(
+        reason(list.claim(id(4), "bob", no).unwrap()),
+        Some(ClaimFailure::AlreadyResolved)
+    );
     status(&list, 1, UpdateStatus::Completed);
-    assert!(list.claim(id(2), "bob", no).unwrap().success, "unblocked once #1 is completed");
+    assert!(
+        list.claim(id(2), "bob", no).unwrap().success,
+        "unblocked once #1 is completed"
+    );
 }
 
 #[test]
@@ -230,34 +314,59 @@ fn unassign_returns_tasks_to_pending_with_the_reference_message() {
         create(&list, s);
     }
     for n in 1..=3 {
-        list.claim(id(n), "worker-1", ClaimOptions::default()).unwrap();
+        list.claim(id(n), "worker-1", ClaimOptions::default())
+            .unwrap();
     }
     status(&list, 2, UpdateStatus::InProgress);
     status(&list, 3, UpdateStatus::Completed);
-    let result = list.unassign("worker-1", UnassignReason::Terminated).unwrap();
+    let result = list
+        .unassign("worker-1", UnassignReason::Terminated)
+        .unwrap();
     assert_eq!(
         result.notification_message.as_deref(),
-        Some("worker-1 was terminated. 2 task(s) were unassigned: #1 \"alpha\", #2 \"beta\". Use TaskList to check availability and TaskUpdate with owner to reassign them to idle teammates.")
+        Some(
+            "worker-1 was terminated. 2 task(s) were unassigned: #1 \"alpha\", #2 \"beta\". Use TaskList to check availability and TaskUpdate with owner to reassign them to idle teammates."
+        )
     );
     let two = list.get(id(2)).unwrap().unwrap();
     assert_eq!((two.owner, two.status), (None, TaskStatus::Pending));
-    assert_eq!(list.get(id(3)).unwrap().unwrap().owner.as_deref(), Some("worker-1"));
+    assert_eq!(
+        list.get(id(3)).unwrap().unwrap().owner.as_deref(),
+        Some("worker-1")
+    );
     list.claim(id(1), "w2", ClaimOptions::default()).unwrap();
     let shut = list.unassign("w2", UnassignReason::Shutdown).unwrap();
-    assert!(shut.notification_message.unwrap().starts_with("w2 has shut down. 1 task(s) were unassigned: #1 \"alpha\"."));
-    assert!(list.unassign("nobody", UnassignReason::Shutdown).unwrap().notification_message.is_none());
+    assert!(
+        shut.notification_message
+            .unwrap()
+            .starts_with("w2 has shut down. 1 task(s) were unassigned: #1 \"alpha\".")
+    );
+    assert!(
+        list.unassign("nobody", UnassignReason::Shutdown)
+            .unwrap()
+            .notification_message
+            .is_none()
+    );
 }
 
 #[test]
 fn auto_ownership_and_assignment_mailbox_when_teammates_are_enabled() {
     let root = tempfile::tempdir().unwrap();
-    let config = StoreConfig { teammates: true, ..common::fast_config() };
-    let list = TaskList::open(root.path(), "team", config).unwrap().with_actor(task_list::Actor::new("lead"));
+    let config = StoreConfig {
+        teammates: true,
+        ..common::fast_config()
+    };
+    let list = TaskList::open(root.path(), "team", config)
+        .unwrap()
+        .with_actor(task_list::Actor::new("lead"));
     create(&list, "a");
     create(&list, "b");
     let started = status(&list, 1, UpdateStatus::InProgress);
     assert_eq!(started.updated_fields, vec!["owner", "status"]);
-    assert_eq!(list.get(id(1)).unwrap().unwrap().owner.as_deref(), Some("lead"));
+    assert_eq!(
+        list.get(id(1)).unwrap().unwrap().owner.as_deref(),
+        Some("lead")
+    );
     let mut assign = UpdateRequest::new(2);
     assign.owner = Some("bob".into());
     list.update(&assign).unwrap();
@@ -271,7 +380,10 @@ fn auto_ownership_and_assignment_mailbox_when_teammates_are_enabled() {
     let solo_root = tempfile::tempdir().unwrap();
     let solo = open(solo_root.path());
     create(&solo, "x");
-    assert_eq!(status(&solo, 1, UpdateStatus::InProgress).updated_fields, vec!["status"]);
+    assert_eq!(
+        status(&solo, 1, UpdateStatus::InProgress).updated_fields,
+        vec!["status"]
+    );
 }
 
 #[test]
@@ -285,7 +397,10 @@ fn verification_nudge_on_closing_the_last_of_three() {
     assert!(!status(&list, 2, UpdateStatus::Completed).verification_nudge_needed);
     let last = status(&list, 3, UpdateStatus::Completed);
     assert!(last.verification_nudge_needed);
-    assert!(last.model_text().starts_with("Updated task #3 status\n\nNOTE: You just closed out 3+ tasks"));
+    assert!(
+        last.model_text()
+            .starts_with("Updated task #3 status\n\nNOTE: You just closed out 3+ tasks")
+    );
     let other_root = tempfile::tempdir().unwrap();
     let other = open(other_root.path());
     for s in ["a", "b", "Verify the build"] {
@@ -305,14 +420,28 @@ fn torn_file_is_reported_by_name_and_the_rest_loads() {
     }
     std::fs::write(list.dir().join("2.json"), "{\n  \"id\": \"2\",\n  \"subj").unwrap();
     let snapshot = list.snapshot().unwrap();
-    assert_eq!(snapshot.tasks.keys().copied().collect::<Vec<_>>(), vec![id(1), id(3)]);
+    assert_eq!(
+        snapshot.tasks.keys().copied().collect::<Vec<_>>(),
+        vec![id(1), id(3)]
+    );
     assert_eq!(snapshot.problems.len(), 1);
     assert_eq!(snapshot.problems[0].file, "2.json");
     assert_eq!(list.list().unwrap().tasks.len(), 2);
-    assert!(matches!(list.get(id(2)), Err(task_list::Error::Corrupt { .. })));
+    assert!(matches!(
+        list.get(id(2)),
+        Err(task_list::Error::Corrupt { .. })
+    ));
     let report = list.doctor(true).unwrap();
-    assert!(report.problems.iter().any(|p| matches!(p, task_list::Problem::CorruptFile { file, .. } if file == "2.json")));
-    assert!(list.dir().join("2.json").exists(), "doctor never deletes data");
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| matches!(p, task_list::Problem::CorruptFile { file, .. } if file == "2.json"))
+    );
+    assert!(
+        list.dir().join("2.json").exists(),
+        "doctor never deletes data"
+    );
     assert_eq!(create(&list, "d"), id(4));
 }
 
@@ -332,13 +461,36 @@ fn ready_ranks_and_explains() {
     lone.blocked_by.push(id(77));
     std::fs::write(list.dir().join("4.json"), lone.to_file_json()).unwrap();
     let report = list.ready().unwrap();
-    let ready: Vec<(u64, usize)> = report.ready.iter().map(|r| (r.id.get(), r.unblocks)).collect();
+    let ready: Vec<(u64, usize)> = report
+        .ready
+        .iter()
+        .map(|r| (r.id.get(), r.unblocks))
+        .collect();
     assert_eq!(ready, vec![(1, 2)]);
-    let why = |n: u64| report.not_ready.iter().find(|r| r.id == id(n)).unwrap().reasons.clone();
-    assert_eq!(why(2), vec![NotReadyReason::BlockedBy { tasks: vec![id(1)] }]);
-    assert_eq!(why(4), vec![NotReadyReason::MissingBlocker { task: id(77) }]);
+    let why = |n: u64| {
+        report
+            .not_ready
+            .iter()
+            .find(|r| r.id == id(n))
+            .unwrap()
+            .reasons
+            .clone()
+    };
+    assert_eq!(
+        why(2),
+        vec![NotReadyReason::BlockedBy { tasks: vec![id(1)] }]
+    );
+    assert_eq!(
+        why(4),
+        vec![NotReadyReason::MissingBlocker { task: id(77) }]
+    );
     assert_eq!(why(5), vec![NotReadyReason::Completed]);
-    assert_eq!(why(6), vec![NotReadyReason::Owned { owner: "ann".into() }]);
+    assert_eq!(
+        why(6),
+        vec![NotReadyReason::Owned {
+            owner: "ann".into()
+        }]
+    );
 }
 
 #[test]
@@ -354,7 +506,10 @@ fn audit_log_records_every_change_and_survives_deletion() {
     list.reset().unwrap();
     let (records, problems) = list.audit_log().unwrap();
     assert!(problems.is_empty());
-    let ops: Vec<(AuditOp, Option<u64>)> = records.iter().map(|r| (r.op, r.task_id.map(|i| i.get()))).collect();
+    let ops: Vec<(AuditOp, Option<u64>)> = records
+        .iter()
+        .map(|r| (r.op, r.task_id.map(|i| i.get())))
+        .collect();
     assert_eq!(
         ops,
         vec![
@@ -366,7 +521,11 @@ fn audit_log_records_every_change_and_survives_deletion() {
             (AuditOp::Reset, None),
         ]
     );
-    assert!(records.iter().all(|r| r.actor == "ann" && r.time.ends_with('Z')));
+    assert!(
+        records
+            .iter()
+            .all(|r| r.actor == "ann" && r.time.ends_with('Z'))
+    );
     assert_eq!(records[2].fields, vec!["blockedBy"]);
 }
 
@@ -391,15 +550,28 @@ fn doctor_finds_and_fixes_every_kind_of_damage() {
     std::fs::remove_file(list.dir().join("4.json")).unwrap(); // 4 issued, now gone: drift
     std::fs::create_dir(list.dir().join("3.json.lock")).unwrap();
     let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
-    std::fs::File::open(list.dir().join("3.json.lock")).unwrap().set_modified(old).unwrap();
+    std::fs::File::open(list.dir().join("3.json.lock"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
 
     let report = list.doctor(false).unwrap();
     let kinds: std::collections::BTreeSet<String> = report
         .problems
         .iter()
-        .map(|p| serde_json::to_value(p).unwrap()["kind"].as_str().unwrap().to_string())
+        .map(|p| {
+            serde_json::to_value(p).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
-    for kind in ["cycle", "dangling_reference", "high_water_mark_drift", "stale_lock"] {
+    for kind in [
+        "cycle",
+        "dangling_reference",
+        "high_water_mark_drift",
+        "stale_lock",
+    ] {
         assert!(kinds.contains(kind), "{kind} not found in {kinds:?}");
     }
     assert!(!report.fixed);
@@ -407,7 +579,11 @@ fn doctor_finds_and_fixes_every_kind_of_damage() {
     assert!(fixed.fixed);
     let after = list.doctor(false).unwrap();
     assert!(after.is_clean(), "{:?}", after.problems);
-    assert_eq!(create(&list, "e"), id(5), "the fixed high-water mark keeps 4 retired");
+    assert_eq!(
+        create(&list, "e"),
+        id(5),
+        "the fixed high-water mark keeps 4 retired"
+    );
 
     let asym_root = tempfile::tempdir().unwrap();
     let asym = open(asym_root.path());
@@ -418,7 +594,11 @@ fn doctor_finds_and_fixes_every_kind_of_damage() {
     std::fs::write(asym.dir().join("1.json"), x.to_file_json()).unwrap();
     assert_eq!(
         asym.doctor(false).unwrap().problems,
-        vec![task_list::Problem::AsymmetricEdge { blocker: id(1), blocked: id(2), missing_on: id(2) }]
+        vec![task_list::Problem::AsymmetricEdge {
+            blocker: id(1),
+            blocked: id(2),
+            missing_on: id(2)
+        }]
     );
     asym.doctor(true).unwrap();
     assert_eq!(asym.get(id(2)).unwrap().unwrap().blocked_by, vec![id(1)]);
@@ -432,7 +612,10 @@ fn graph_exports_text_and_dot() {
     create(&list, "api \"v2\"");
     add_blocked_by(&list, 2, &[1]);
     let graph = list.graph().unwrap();
-    assert_eq!(graph.to_text(), "#1 [pending] schema → #2\n#2 [pending] api \"v2\"\n");
+    assert_eq!(
+        graph.to_text(),
+        "#1 [pending] schema → #2\n#2 [pending] api \"v2\"\n"
+    );
     let dot = graph.to_dot(list.list_id());
     assert!(dot.contains("\"1\" -> \"2\";"), "{dot}");
     assert!(dot.contains("api \\\"v2\\\""), "{dot}");
@@ -458,6 +641,9 @@ fn watch_reports_changes_from_another_handle() {
     }
     assert_eq!((seen.created, seen.updated), (vec![id(2)], vec![id(1)]));
     status(&other, 2, UpdateStatus::Deleted);
-    let change = watcher.next_change(Some(std::time::Duration::from_secs(20))).unwrap().unwrap();
+    let change = watcher
+        .next_change(Some(std::time::Duration::from_secs(20)))
+        .unwrap()
+        .unwrap();
     assert_eq!(change.deleted, vec![id(2)]);
 }

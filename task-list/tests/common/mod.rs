@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use task_list::{CreateRequest, LockConfig, StoreConfig, TaskId, TaskList, UpdateRequest, UpdateResult};
+use task_list::{
+    CreateRequest, LockConfig, StoreConfig, TaskId, TaskList, UpdateRequest, UpdateResult,
+};
 
 /// Millisecond-scale lock timings.
 pub fn fast_config() -> StoreConfig {
@@ -24,7 +26,10 @@ pub fn open(root: &std::path::Path) -> TaskList {
 }
 
 pub fn create(list: &TaskList, subject: &str) -> TaskId {
-    list.create(&CreateRequest::new(subject, format!("about {subject}"))).unwrap().task.id
+    list.create(&CreateRequest::new(subject, format!("about {subject}")))
+        .unwrap()
+        .task
+        .id
 }
 
 pub fn id(n: u64) -> TaskId {
