@@ -79,7 +79,7 @@ impl AuditRecord {
 impl TaskList {
     pub(crate) fn append_audit(&self, record: &AuditRecord) -> Result<()> {
         let line = serde_json::to_string(record).unwrap_or_default();
-        fsutil::append_line(&self.dir().join(AUDIT_LOG_FILE), &line)
+        fsutil::append_line(&self.dir().join(AUDIT_LOG_FILE), &line, self.config.durable)
     }
 
     /// Reads the audit log. Lines that do not parse (a torn last line after a crash) are

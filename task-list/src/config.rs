@@ -105,6 +105,10 @@ pub struct StoreConfig {
     pub teammates: bool,
     /// Whether completing the last of 3+ tasks with no verification task returns the nudge (on).
     pub verification_nudge: bool,
+    /// fsync every file and the directory before a change counts as done (on). Writes are
+    /// atomic (temp file + rename) either way, so a killed process never leaves a torn file;
+    /// turning this off only gives up durability across power loss or an OS crash.
+    pub durable: bool,
 }
 
 impl Default for StoreConfig {
@@ -115,6 +119,7 @@ impl Default for StoreConfig {
             watch: WatchConfig::default(),
             teammates: false,
             verification_nudge: true,
+            durable: true,
         }
     }
 }

@@ -33,13 +33,13 @@ pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Replaces `dir/name` atomically: a temp file in the same directory (created `O_EXCL`,
-/// `O_NOFOLLOW`), fsync, rename over the target. The directory is *not* fsynced here:
-/// call [`sync_dir`] once after a batch of writes.
-pub(crate) fn write_atomic(dir: &Path, name: &str, contents: &[u8]) -> Result<()> {
+/// `O_NOFOLLOW`), fsync (when `durable`), rename over the target. The directory is *not*
+/// fsynced here: call [`sync_dir`] once after a batch of writes.
+pub(crate) fn write_atomic(dir: &Path, name: &str, contents: &[u8], durable: bool) -> Result<()> {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
     let temp = dir.join(format!(".{name}.tmp.{}.{n}", std::process::id()));
     let target = dir.join(name);
-    let result = write_new(&temp, contents)
+    let result = write_new(&temp, contents, durable)
         .and_then(|()| std::fs::rename(&temp, &target).at("rename", &target));
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
@@ -52,7 +52,7 @@ pub(crate) fn is_temp_file(name: &str) -> bool {
     name.starts_with('.') && name.contains(".tmp.")
 }
 
-fn write_new(path: &Path, contents: &[u8]) -> Result<()> {
+fn write_new(path: &Path, contents: &[u8], durable: bool) -> Result<()> {
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -60,16 +60,23 @@ fn write_new(path: &Path, contents: &[u8]) -> Result<()> {
         .open(path)
         .at("create", path)?;
     file.write_all(contents).at("write", path)?;
-    file.sync_all().at("fsync", path)
+    if durable {
+        file.sync_all().at("fsync", path)?;
+    }
+    Ok(())
 }
 
-/// Fsyncs a directory so renames and unlinks in it are durable.
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+/// Fsyncs a directory (when `durable`) so renames and unlinks in it are durable.
+pub(crate) fn sync_dir(dir: &Path, durable: bool) -> Result<()> {
+    if !durable {
+        return Ok(());
+    }
     File::open(dir).and_then(|d| d.sync_all()).at("fsync", dir)
 }
 
-/// Appends one line to a file (created if missing, `O_APPEND`, `O_NOFOLLOW`) and fsyncs it.
-pub(crate) fn append_line(path: &Path, line: &str) -> Result<()> {
+/// Appends one line to a file (created if missing, `O_APPEND`, `O_NOFOLLOW`) in a single
+/// `write`, and fsyncs it when `durable`.
+pub(crate) fn append_line(path: &Path, line: &str, durable: bool) -> Result<()> {
     let mut file = OpenOptions::new()
         .append(true)
         .create(true)
@@ -80,7 +87,10 @@ pub(crate) fn append_line(path: &Path, line: &str) -> Result<()> {
     buf.push_str(line);
     buf.push('\n');
     file.write_all(buf.as_bytes()).at("append", path)?;
-    file.sync_data().at("fsync", path)
+    if durable {
+        file.sync_data().at("fsync", path)?;
+    }
+    Ok(())
 }
 
 /// Removes a file; a missing file is not an error.

@@ -11,9 +11,8 @@ use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use crate::config::LockConfig;
@@ -29,14 +28,62 @@ pub(crate) fn lock_dir_for(file: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Lock directories currently held by this guard, refreshed in the background.
-type HeldSet = Arc<Mutex<Vec<PathBuf>>>;
+/// Lock directories held by this process, refreshed by one background thread.
+#[derive(Debug)]
+struct Held {
+    paths: Mutex<Vec<PathBuf>>,
+    /// Signalled when the set stops being empty.
+    wake: Condvar,
+    /// The refresh period in milliseconds (the smallest any holder asked for).
+    tick_ms: AtomicU64,
+}
+
+/// The process-wide set of held lock directories. The first call starts the refresher thread;
+/// it sleeps while nothing is held and touches every held directory each tick otherwise.
+fn held() -> &'static Held {
+    static HELD: OnceLock<Held> = OnceLock::new();
+    HELD.get_or_init(|| {
+        if let Err(e) = std::thread::Builder::new()
+            .name("task-list-lock-refresh".into())
+            .spawn(refresh_forever)
+        {
+            tracing::warn!(error = %e, "could not start the lock refresher");
+        }
+        Held {
+            paths: Mutex::default(),
+            wake: Condvar::new(),
+            tick_ms: AtomicU64::new(u64::MAX),
+        }
+    })
+}
+
+fn refresh_forever() {
+    let held = held();
+    let mut paths = lock_paths(held);
+    loop {
+        if paths.is_empty() {
+            paths = held
+                .wake
+                .wait(paths)
+                .unwrap_or_else(PoisonError::into_inner);
+            continue;
+        }
+        let tick = Duration::from_millis(held.tick_ms.load(Ordering::Relaxed));
+        paths = match held.wake.wait_timeout(paths, tick) {
+            Ok((paths, _)) => paths,
+            Err(poisoned) => poisoned.into_inner().0,
+        };
+        for path in paths.iter() {
+            touch(path);
+        }
+    }
+}
 
 /// A held `F.lock` directory; removed on drop.
 #[derive(Debug)]
 pub(crate) struct DirLock {
     path: PathBuf,
-    held: Option<HeldSet>,
+    registered: bool,
 }
 
 impl DirLock {
@@ -47,7 +94,7 @@ impl DirLock {
             if try_mkdir(&lock_dir, config)? {
                 return Ok(Self {
                     path: lock_dir,
-                    held: None,
+                    registered: false,
                 });
             }
             if attempt < config.retries {
@@ -66,17 +113,28 @@ impl DirLock {
         self.path == lock_dir_for(file)
     }
 
-    fn register(mut self, held: &HeldSet) -> Self {
-        lock_set(held).push(self.path.clone());
-        self.held = Some(Arc::clone(held));
+    /// Keeps the lock's mtime fresh (every `refresh_every`) until it is released.
+    fn refreshed(mut self, refresh_every: Duration) -> Self {
+        let held = held();
+        let ms = u64::try_from(refresh_every.as_millis()).unwrap_or(u64::MAX);
+        held.tick_ms.fetch_min(ms, Ordering::Relaxed);
+        let mut paths = lock_paths(held);
+        if paths.is_empty() {
+            held.wake.notify_one();
+        }
+        paths.push(self.path.clone());
+        self.registered = true;
         self
     }
 }
 
 impl Drop for DirLock {
     fn drop(&mut self) {
-        if let Some(held) = &self.held {
-            lock_set(held).retain(|p| p != &self.path);
+        if self.registered {
+            let mut paths = lock_paths(held());
+            if let Some(at) = paths.iter().position(|p| p == &self.path) {
+                paths.swap_remove(at);
+            }
         }
         if let Err(e) = std::fs::remove_dir(&self.path) {
             tracing::warn!(path = %self.path.display(), error = %e, "could not release lock directory");
@@ -84,8 +142,8 @@ impl Drop for DirLock {
     }
 }
 
-fn lock_set(held: &HeldSet) -> std::sync::MutexGuard<'_, Vec<PathBuf>> {
-    held.lock().unwrap_or_else(PoisonError::into_inner)
+fn lock_paths(held: &Held) -> std::sync::MutexGuard<'_, Vec<PathBuf>> {
+    held.paths.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// One attempt: `Ok(true)` when the directory is now ours.
@@ -151,59 +209,13 @@ fn touch(path: &Path) {
     }
 }
 
-/// Refreshes the mtime of every held lock directory until dropped.
-#[derive(Debug)]
-struct Refresher {
-    stop: Option<Sender<()>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Refresher {
-    fn start(held: HeldSet, every: Duration) -> Self {
-        let (stop, stopped) = mpsc::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("task-list-lock-refresh".into())
-            .spawn(move || {
-                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
-                    for path in lock_set(&held).iter() {
-                        touch(path);
-                    }
-                }
-            });
-        match thread {
-            Ok(thread) => Self {
-                stop: Some(stop),
-                thread: Some(thread),
-            },
-            Err(e) => {
-                tracing::warn!(error = %e, "could not start the lock refresher");
-                Self {
-                    stop: None,
-                    thread: None,
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Refresher {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
 /// The list lock: `flock(.lock)` then the `.lock.lock` directory, refreshed while held.
 /// Task-file locks (`{id}.json.lock`) are taken through it so they are refreshed too.
 #[derive(Debug)]
 pub(crate) struct ListGuard {
-    // Field order is drop order: stop refreshing, remove the directory, then release the flock.
-    _refresher: Refresher,
+    // Field order is drop order: remove the directory, then release the flock.
     _dir_lock: DirLock,
     _kernel: File,
-    held: HeldSet,
     config: LockConfig,
 }
 
@@ -222,20 +234,21 @@ impl ListGuard {
         rustix::fs::flock(&kernel, rustix::fs::FlockOperation::LockExclusive)
             .map_err(std::io::Error::from)
             .at("flock", &lock_file)?;
-        let held: HeldSet = Arc::default();
-        let dir_lock = DirLock::acquire(lock_dir_for(&lock_file), config)?.register(&held);
+        let dir_lock =
+            DirLock::acquire(lock_dir_for(&lock_file), config)?.refreshed(config.refresh_every);
         Ok(Self {
-            _refresher: Refresher::start(Arc::clone(&held), config.refresh_every),
             _dir_lock: dir_lock,
             _kernel: kernel,
-            held,
             config: config.clone(),
         })
     }
 
     /// Takes the reference's lock on one task file (`{file}.lock`) for as long as the result lives.
     pub(crate) fn lock_file(&self, file: &Path) -> Result<DirLock> {
-        Ok(DirLock::acquire(lock_dir_for(file), &self.config)?.register(&self.held))
+        Ok(
+            DirLock::acquire(lock_dir_for(file), &self.config)?
+                .refreshed(self.config.refresh_every),
+        )
     }
 }
 

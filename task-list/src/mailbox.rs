@@ -62,7 +62,11 @@ impl TaskList {
             assigned_by: self.actor.name.clone(),
             timestamp: rfc3339(SystemTime::now()),
         };
-        fsutil::append_line(&path, &serde_json::to_string(&message).unwrap_or_default())
+        fsutil::append_line(
+            &path,
+            &serde_json::to_string(&message).unwrap_or_default(),
+            self.config.durable,
+        )
     }
 
     /// Reads `agent`'s inbox, oldest first (lines that do not parse are skipped).

@@ -122,11 +122,12 @@ impl<'a> Txn<'a> {
     /// the audit records, then releases the locks.
     pub(crate) fn commit(self) -> Result<()> {
         let dir = self.list.dir();
+        let durable = self.list.config.durable;
         let journaled = self.changes.len() > 1;
         if journaled {
             let journal = serde_json::to_vec(&self.changes).unwrap_or_default();
-            fsutil::write_atomic(dir, JOURNAL_FILE, &journal)?;
-            fsutil::sync_dir(dir)?;
+            fsutil::write_atomic(dir, JOURNAL_FILE, &journal, durable)?;
+            fsutil::sync_dir(dir, durable)?;
         }
         apply(self.list, &self.changes)?;
         if journaled {
@@ -177,11 +178,14 @@ fn apply(list: &TaskList, changes: &[FileChange]) -> Result<()> {
         return Ok(());
     }
     let dir = list.dir();
+    let durable = list.config.durable;
     for change in changes {
         match &change.contents {
-            Some(contents) => fsutil::write_atomic(dir, &change.name, contents.as_bytes())?,
+            Some(contents) => {
+                fsutil::write_atomic(dir, &change.name, contents.as_bytes(), durable)?
+            }
             None => fsutil::remove_if_exists(&dir.join(&change.name))?,
         }
     }
-    fsutil::sync_dir(dir)
+    fsutil::sync_dir(dir, durable)
 }

@@ -50,3 +50,174 @@ pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// The env var that turns a test binary into a stress worker: `{root}|{worker}|{ops}|{seed}|{report}`.
+pub const WORKER_ENV: &str = "TASK_LIST_TEST_WORKER";
+
+/// A successful, state-changing operation as a worker reports it: `{op} {task}`.
+pub fn report_line(op: &str, task: TaskId) -> String {
+    format!("{op} {task}\n")
+}
+
+/// A tiny deterministic PRNG (xorshift64*).
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed.max(1))
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
+    }
+}
+
+/// Runs as a worker if the env var says so; returns whether it did.
+pub fn run_worker_from_env() -> bool {
+    let Ok(spec) = std::env::var(WORKER_ENV) else {
+        return false;
+    };
+    let parts: Vec<&str> = spec.split('|').collect();
+    let [root, worker, ops, seed, report] = parts[..] else {
+        panic!("bad worker spec {spec}")
+    };
+    // Process kills, not power loss, are what these workers survive: skip the fsyncs.
+    let config = StoreConfig {
+        durable: false,
+        ..fast_config()
+    };
+    let list = TaskList::open(root, "list", config)
+        .unwrap()
+        .with_actor(task_list::Actor::new(worker));
+    let mut report = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(report)
+        .unwrap();
+    run_worker(
+        &list,
+        worker,
+        ops.parse().unwrap(),
+        seed.parse().unwrap(),
+        &mut report,
+    );
+    true
+}
+
+/// `ops` random operations (create, claim, status update, add edge, delete); every successful
+/// state-changing one is reported, one line each, written before the next operation starts.
+pub fn run_worker(
+    list: &TaskList,
+    worker: &str,
+    ops: u64,
+    seed: u64,
+    report: &mut impl std::io::Write,
+) {
+    use task_list::{ClaimOptions, UpdateStatus};
+    let mut rng = Rng::new(seed);
+    let mut claimed = std::collections::HashSet::new();
+    let mut highest = list
+        .snapshot()
+        .unwrap()
+        .tasks
+        .keys()
+        .next_back()
+        .map_or(1, |id| id.get())
+        .max(1);
+    for _ in 0..ops {
+        let pick = id(1 + rng.below(highest + 2));
+        let line = match rng.below(10) {
+            0..=2 => {
+                let created = list
+                    .create(&CreateRequest::new(format!("{worker} task"), "stress"))
+                    .unwrap();
+                highest = highest.max(created.task.id.get());
+                Some(report_line("create", created.task.id))
+            }
+            3..=4 => {
+                let result = list.claim(pick, worker, ClaimOptions::default()).unwrap();
+                (result.success && claimed.insert(pick)).then(|| report_line("claim", pick))
+            }
+            5..=6 => {
+                let mut request = UpdateRequest::new(pick);
+                request.status = Some(if rng.below(2) == 0 {
+                    UpdateStatus::InProgress
+                } else {
+                    UpdateStatus::Completed
+                });
+                changed(list.update(&request).unwrap()).then(|| report_line("update", pick))
+            }
+            7..=8 => {
+                let other = 1 + rng.below(highest + 1);
+                changed(add_blocked_by(list, pick.get(), &[other]))
+                    .then(|| report_line("update", pick))
+            }
+            _ => {
+                let mut request = UpdateRequest::new(pick);
+                request.status = Some(UpdateStatus::Deleted);
+                list.update(&request)
+                    .unwrap()
+                    .success
+                    .then(|| report_line("delete", pick))
+            }
+        };
+        if let Some(line) = line {
+            report.write_all(line.as_bytes()).unwrap();
+        }
+    }
+}
+
+fn changed(result: UpdateResult) -> bool {
+    result.success && !result.updated_fields.is_empty()
+}
+
+/// Starts this test binary as a worker running only `test_name`.
+pub fn spawn_worker(test_name: &str, spec: &str) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test_name, "--test-threads=1", "--quiet"])
+        .env(WORKER_ENV, spec)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The invariants every list must satisfy after any number of writers, dead or alive.
+pub fn assert_consistent(list: &TaskList) {
+    let snapshot = list.snapshot().unwrap();
+    assert!(
+        snapshot.problems.is_empty(),
+        "torn or malformed files: {:?}",
+        snapshot.problems
+    );
+    for task in snapshot.tasks.values() {
+        for b in &task.blocks {
+            let other = snapshot
+                .tasks
+                .get(b)
+                .unwrap_or_else(|| panic!("#{} blocks missing #{b}", task.id));
+            assert!(
+                other.blocked_by.contains(&task.id),
+                "asymmetric edge {} → {b}",
+                task.id
+            );
+        }
+        for b in &task.blocked_by {
+            let other = snapshot
+                .tasks
+                .get(b)
+                .unwrap_or_else(|| panic!("#{} blocked by missing #{b}", task.id));
+            assert!(
+                other.blocks.contains(&task.id),
+                "asymmetric edge {b} → {}",
+                task.id
+            );
+        }
+    }
+    assert!(
+        list.graph().unwrap().cycles().is_empty(),
+        "cycle in the graph"
+    );
+}
