@@ -1,5 +1,36 @@
-//! The `tasks` binary.
+//! The `tasks` binary: parse, execute, and turn any error into one line on stderr and an exit
+//! code (see `tasks --help`).
 
-fn main() -> anyhow::Result<()> {
-    Ok(())
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+use task_cli::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        let _ = writeln!(std::io::stderr(), "tasks: internal error: {info}");
+    }));
+    let cli = Cli::parse();
+    init_tracing(matches!(cli.command, Command::Supervise));
+    match task_cli::commands::execute(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            let _ = writeln!(std::io::stderr(), "tasks: {error}");
+            ExitCode::from(error.exit_code())
+        }
+    }
+}
+
+/// Diagnostics go to stderr: warnings by default (`TASKS_LOG` overrides), info for the
+/// supervisor, whose stderr is its log file.
+fn init_tracing(supervisor: bool) {
+    let default = if supervisor { "info" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TASKS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
 }

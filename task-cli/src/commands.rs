@@ -1,0 +1,353 @@
+//! One function per subcommand: parse ids, call the session layer, print.
+
+use std::time::Duration;
+
+use clap::CommandFactory;
+use serde_json::json;
+use task_core::{TaskId, TaskStatus};
+
+use crate::cli::{
+    Cli, Command, CompletionShell, KillArgs, MonitorArgs, NotificationsArgs, OutputArgs, PsArgs,
+    RunArgs, WaitArgs,
+};
+use crate::error::{Result, exit};
+use crate::notice::Notice;
+use crate::paths::SessionPaths;
+use crate::protocol::{StartMonitor, StartShell};
+use crate::render::{self, Row, Spinner};
+use crate::session::{Session, WaitOutcome};
+use crate::snapshot::Snapshot;
+
+/// Runs the parsed command line; returns the process exit code.
+pub fn execute(cli: Cli) -> Result<u8> {
+    let paths = || SessionPaths::resolve(cli.root.clone(), cli.session.clone());
+    let session = || paths().and_then(Session::open);
+    let json = cli.json;
+    match cli.command {
+        Command::Run(args) => run(&session()?, args, json),
+        Command::Monitor(args) => monitor(&session()?, args, json),
+        Command::Ps(args) => ps(&session()?, &args, json),
+        Command::Output(args) => output(&session()?, &args, json),
+        Command::Wait(args) => wait(&session()?, &args, json),
+        Command::Kill(args) => kill(&session()?, &args, json),
+        Command::Notifications(args) => notifications(&session()?, &args, json),
+        Command::List(args) => crate::list_cmd::execute(&paths()?, args, json),
+        Command::Completions(args) => completions(args.shell),
+        Command::Supervise => crate::supervisor::run(paths()?).map(|()| exit::OK),
+    }
+}
+
+/// Turns `tasks run -- …` arguments into shell text: one argument is taken as shell text
+/// (`tasks run -- 'make | tee log'`); several are quoted word by word, so nothing in them is
+/// interpreted by the shell.
+pub fn shell_text(words: &[String]) -> String {
+    match words {
+        [single] => single.clone(),
+        _ => words
+            .iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+fn shell_quote(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+fn parse_ids(inputs: &[String]) -> Result<Vec<TaskId>> {
+    inputs
+        .iter()
+        .map(|input| Session::parse_id(input))
+        .collect()
+}
+
+fn cwd() -> Option<std::path::PathBuf> {
+    std::env::current_dir().ok()
+}
+
+fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
+    let command = shell_text(&args.command);
+    let id = session.start_shell(StartShell {
+        description: args.description.unwrap_or_else(|| command.clone()),
+        command,
+        timeout_ms: args.timeout,
+        agent_id: args.agent_id,
+        tool_use_id: None,
+        cwd: cwd(),
+    })?;
+    if !args.wait {
+        let output_file = session.paths().output(&id);
+        return if json {
+            render::json(&json!({ "id": id, "outputFile": output_file })).map(|()| exit::OK)
+        } else {
+            render::out(&format!("{id}\n")).map(|()| exit::OK)
+        };
+    }
+    if !json {
+        render::out(&format!("{id}\n"))?;
+    }
+    let WaitOutcome::Ended(tasks) = session.wait(&[id.clone()], None, spin(json))? else {
+        return Ok(exit::WAIT_TIMEOUT);
+    };
+    let task = &tasks[0];
+    let notice = session.claim_completion(task)?;
+    if json {
+        render::json(&json!({
+            "id": id, "status": task.status, "exitCode": task.exit_code,
+            "notification": notice.as_ref().map(Notice::text),
+        }))?;
+    } else if let Some(notice) = notice {
+        render::out(&format!("{}\n", notice.text()))?;
+    }
+    Ok(exit_code(task))
+}
+
+fn monitor(session: &Session, args: MonitorArgs, json: bool) -> Result<u8> {
+    let command = shell_text(&args.command);
+    let id = session.start_monitor(StartMonitor {
+        description: args.description.unwrap_or_else(|| command.clone()),
+        command,
+        timeout_ms: args.timeout_ms,
+        persistent: args.persistent,
+        cwd: cwd(),
+    })?;
+    if json {
+        render::json(&json!({ "id": id, "outputFile": session.paths().output(&id) }))?;
+    } else {
+        render::out(&format!("{id}\n"))?;
+    }
+    Ok(exit::OK)
+}
+
+fn ps(session: &Session, args: &PsArgs, json: bool) -> Result<u8> {
+    loop {
+        let listing = session.tasks()?;
+        for problem in &listing.problems {
+            tracing::warn!("{problem}");
+            eprintln_one(&format!("warning: {problem}"));
+        }
+        let rows: Vec<Row<'_>> = listing
+            .tasks
+            .iter()
+            .map(|task| Row {
+                output_bytes: std::fs::metadata(session.output_path(task)).map_or(0, |m| m.len()),
+                notified: crate::notice::is_notified(session.paths(), &task.id),
+                task,
+            })
+            .filter(|row| args.all || !is_settled(row))
+            .collect();
+        if json {
+            return render::json(&rows).map(|()| exit::OK);
+        }
+        let table = render::table(&rows, render::stdout_is_terminal());
+        if !args.watch {
+            return render::out(&table).map(|()| exit::OK);
+        }
+        render::out(&format!("\x1b[H\x1b[2J{table}"))?;
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// A task `ps` hides without `--all`: ended, and nothing left to deliver about it.
+fn is_settled(row: &Row<'_>) -> bool {
+    row.task.status.is_terminal() && (row.notified || row.task.notification.is_none())
+}
+
+fn eprintln_one(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "tasks: {line}");
+}
+
+fn output(session: &Session, args: &OutputArgs, json: bool) -> Result<u8> {
+    let id = Session::parse_id(&args.id)?;
+    let max_bytes = args
+        .max_bytes
+        .map_or(task_output::read::DEFAULT_MAX_READ_BYTES, |m| {
+            usize::try_from(m).unwrap_or(usize::MAX)
+        });
+    if args.for_model {
+        let text = session.output_for_model(&id)?;
+        return if json {
+            render::json(&json!({ "id": id, "output": text }))
+        } else {
+            render::out(&text)
+        }
+        .map(|()| exit::OK);
+    }
+    if let Some(lines) = args.tail {
+        let lines = session.tail(&id, lines)?;
+        return if json {
+            render::json(&json!({ "id": id, "lines": lines }))
+        } else {
+            render::out(&lines.iter().map(|l| format!("{l}\n")).collect::<String>())
+        }
+        .map(|()| exit::OK);
+    }
+    let offset = args.offset.unwrap_or(0);
+    if args.follow {
+        return follow(session, &id, offset, max_bytes);
+    }
+    if json {
+        let delta = session.read_text_delta(&id, offset, max_bytes)?;
+        let status = session.task(&id)?.status;
+        render::json(&json!({
+            "id": id, "offset": offset, "newOffset": delta.new_offset,
+            "status": status, "output": delta.text,
+        }))?;
+    } else {
+        render::out_bytes(&session.read_delta(&id, offset, max_bytes)?.bytes)?;
+    }
+    Ok(exit::OK)
+}
+
+/// Prints output as it grows until the task is terminal and everything was printed.
+fn follow(session: &Session, id: &TaskId, mut offset: u64, max_bytes: usize) -> Result<u8> {
+    loop {
+        // Look at the status before reading, so the last read sees everything written before
+        // the task ended.
+        let ended = session.task(id)?.status.is_terminal();
+        let delta = session.read_delta(id, offset, max_bytes)?;
+        render::out_bytes(&delta.bytes)?;
+        offset = delta.new_offset;
+        if delta.bytes.is_empty() {
+            if ended {
+                return Ok(exit::OK);
+            }
+            std::thread::sleep(session.config().poll_interval);
+        }
+    }
+}
+
+fn spin(json: bool) -> impl FnMut(&[Snapshot]) {
+    let mut spinner = Spinner::new(!json);
+    move |tasks: &[Snapshot]| {
+        let live = tasks.iter().filter(|t| !t.status.is_terminal()).count();
+        spinner.tick(&format!("waiting for {live} task(s)"));
+    }
+}
+
+fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
+    let ids = parse_ids(&args.ids)?;
+    let mut spinner = Spinner::new(!json);
+    let outcome = session.wait(&ids, args.timeout.map(Duration::from_millis), |tasks| {
+        let live = tasks.iter().filter(|t| !t.status.is_terminal()).count();
+        spinner.tick(&format!("waiting for {live} task(s)"));
+    })?;
+    spinner.clear();
+    let (tasks, code) = match &outcome {
+        WaitOutcome::Ended(tasks) => (
+            tasks,
+            tasks.iter().map(exit_code).find(|&c| c != 0).unwrap_or(0),
+        ),
+        WaitOutcome::TimedOut(tasks) => (tasks, exit::WAIT_TIMEOUT),
+    };
+    if json {
+        let items: Vec<_> = tasks
+            .iter()
+            .map(|t| json!({ "id": t.id, "status": t.status, "exitCode": t.exit_code, "exit": exit_code(t) }))
+            .collect();
+        render::json(
+            &json!({ "timedOut": code == exit::WAIT_TIMEOUT && matches!(outcome, WaitOutcome::TimedOut(_)), "tasks": items }),
+        )?;
+    } else {
+        let lines: String = tasks
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} {}{}\n",
+                    t.id,
+                    t.status.as_str(),
+                    t.exit_code
+                        .map(|c| format!(" (exit code {c})"))
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        render::out(&lines)?;
+    }
+    Ok(code)
+}
+
+/// The exit status `wait` mirrors: the command's own code, 137 when killed, 1 for a failure
+/// without one (a dead supervisor, a spawn error), 124 for a task still live.
+pub fn exit_code(task: &Snapshot) -> u8 {
+    match task.status {
+        TaskStatus::Completed => exit::OK,
+        TaskStatus::Killed => exit::KILLED,
+        TaskStatus::Failed => task
+            .exit_code
+            .and_then(|c| u8::try_from(c).ok())
+            .filter(|&c| c != 0)
+            .unwrap_or(1),
+        TaskStatus::Pending | TaskStatus::Running => exit::WAIT_TIMEOUT,
+    }
+}
+
+fn kill(session: &Session, args: &KillArgs, json: bool) -> Result<u8> {
+    let ids = parse_ids(&args.ids)?;
+    let outcomes = session.kill(&ids)?;
+    if json {
+        render::json(&outcomes)?;
+    } else {
+        render::out(
+            &outcomes
+                .iter()
+                .map(|o| format!("{} {}\n", o.id, o.outcome.replace('_', " ")))
+                .collect::<String>(),
+        )?;
+    }
+    Ok(exit::OK)
+}
+
+fn notifications(session: &Session, args: &NotificationsArgs, json: bool) -> Result<u8> {
+    loop {
+        for notice in session.drain_notifications()? {
+            print_notice(&notice, json)?;
+        }
+        if !args.follow {
+            return Ok(exit::OK);
+        }
+        std::thread::sleep(session.config().poll_interval);
+    }
+}
+
+fn print_notice(notice: &Notice, json: bool) -> Result<()> {
+    if json {
+        render::json(&json!({
+            "taskId": notice.task_id(), "priority": notice.priority, "atMs": notice.at_ms,
+            "text": notice.text(), "notification": notice.notification,
+        }))
+    } else {
+        render::out(&format!("{}\n", notice.text()))
+    }
+}
+
+fn completions(shell: CompletionShell) -> Result<u8> {
+    let shell = match shell {
+        CompletionShell::Bash => clap_complete::Shell::Bash,
+        CompletionShell::Zsh => clap_complete::Shell::Zsh,
+        CompletionShell::Fish => clap_complete::Shell::Fish,
+    };
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "tasks", &mut script);
+    render::out_bytes(&script).map(|()| exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_word_is_shell_text_and_several_are_quoted() {
+        assert_eq!(shell_text(&["echo a | wc -c".into()]), "echo a | wc -c");
+        let words = ["printf".into(), r"%s\n".into(), "it's $HOME".into()];
+        assert_eq!(shell_text(&words), r"printf '%s\n' 'it'\''s $HOME'");
+        assert_eq!(shell_text(&["true".into(), "".into()]), "true ''");
+    }
+}

@@ -1,0 +1,158 @@
+//! Supervisor and client settings: defaults are the SPEC values, overridable per session by
+//! `{session}/config.json` and then by environment variables (so tests can shorten them).
+//!
+//! | key in `config.json`        | environment variable          | default  |
+//! |-----------------------------|-------------------------------|----------|
+//! | `idle_exit_ms`              | `TASKS_IDLE_EXIT_MS`          | 30 000   |
+//! | `stall_check_interval_ms`   | `TASKS_STALL_CHECK_MS`        | 5 000    |
+//! | `stall_threshold_ms`        | `TASKS_STALL_THRESHOLD_MS`    | 45 000   |
+//! | `size_check_interval_ms`    | `TASKS_SIZE_CHECK_MS`         | 5 000    |
+//! | `size_cap_bytes`            | `TASKS_SIZE_CAP_BYTES`        | 5 GiB    |
+//! | `start_timeout_ms`          | `TASKS_START_TIMEOUT_MS`      | 5 000    |
+//! | `poll_interval_ms`          | `TASKS_POLL_MS`               | 100      |
+//!
+//! The supervisor reads these once when it starts; it inherits the environment of the `tasks`
+//! command that started it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use task_shell::ShellConfig;
+
+use crate::error::{CliError, Result};
+
+/// Settings of one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Config {
+    /// The supervisor exits after this long with no live task and no client.
+    pub idle_exit: Duration,
+    /// How long a client waits for a supervisor it started to accept connections.
+    pub start_timeout: Duration,
+    /// How often `wait`, `output --follow` and `--follow` readers look at the files.
+    pub poll_interval: Duration,
+    /// The shell executors' settings (stall and size watchdogs, monitor timeouts).
+    pub shell: ShellConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            idle_exit: Duration::from_millis(30_000),
+            start_timeout: Duration::from_millis(5_000),
+            poll_interval: Duration::from_millis(100),
+            shell: ShellConfig::default(),
+        }
+    }
+}
+
+/// The optional `config.json` of a session; every key is optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    idle_exit_ms: Option<u64>,
+    stall_check_interval_ms: Option<u64>,
+    stall_threshold_ms: Option<u64>,
+    size_check_interval_ms: Option<u64>,
+    size_cap_bytes: Option<u64>,
+    start_timeout_ms: Option<u64>,
+    poll_interval_ms: Option<u64>,
+}
+
+impl Config {
+    /// Loads `config_file` (absent is fine) and applies the environment over it.
+    pub fn load(config_file: &Path) -> Result<Self> {
+        let file = match std::fs::read(config_file) {
+            Ok(bytes) => serde_json::from_slice::<ConfigFile>(&bytes).map_err(|e| {
+                CliError::CorruptState {
+                    path: config_file.to_owned(),
+                    reason: e.to_string(),
+                }
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ConfigFile::default(),
+            Err(e) => return Err(CliError::io("read", config_file, e)),
+        };
+        let env = |name: &str| std::env::var(name).ok();
+        Self::from_sources(file, env)
+    }
+
+    fn from_sources(file: ConfigFile, env: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let number = |var: &str, from_file: Option<u64>| -> Result<Option<u64>> {
+            match env(var) {
+                Some(text) => text.trim().parse().map(Some).map_err(|_| {
+                    CliError::Invalid(format!("{var}={text:?} is not a non-negative integer"))
+                }),
+                None => Ok(from_file),
+            }
+        };
+        let ms = |var: &str, from_file: Option<u64>, default: Duration| -> Result<Duration> {
+            Ok(number(var, from_file)?.map_or(default, Duration::from_millis))
+        };
+        let mut config = Config::default();
+        config.idle_exit = ms("TASKS_IDLE_EXIT_MS", file.idle_exit_ms, config.idle_exit)?;
+        config.start_timeout = ms(
+            "TASKS_START_TIMEOUT_MS",
+            file.start_timeout_ms,
+            config.start_timeout,
+        )?;
+        config.poll_interval = ms("TASKS_POLL_MS", file.poll_interval_ms, config.poll_interval)?;
+        let shell = &mut config.shell;
+        shell.stall_check_interval = ms(
+            "TASKS_STALL_CHECK_MS",
+            file.stall_check_interval_ms,
+            shell.stall_check_interval,
+        )?;
+        shell.stall_threshold = ms(
+            "TASKS_STALL_THRESHOLD_MS",
+            file.stall_threshold_ms,
+            shell.stall_threshold,
+        )?;
+        shell.size_check_interval = ms(
+            "TASKS_SIZE_CHECK_MS",
+            file.size_check_interval_ms,
+            shell.size_check_interval,
+        )?;
+        if let Some(cap) = number("TASKS_SIZE_CAP_BYTES", file.size_cap_bytes)? {
+            shell.size_cap_bytes = cap;
+        }
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn environment_overrides_the_file_which_overrides_the_defaults() {
+        let file = ConfigFile {
+            idle_exit_ms: Some(10),
+            stall_threshold_ms: Some(20),
+            ..ConfigFile::default()
+        };
+        let env = |name: &str| (name == "TASKS_STALL_THRESHOLD_MS").then(|| "30".to_owned());
+        let config = Config::from_sources(file, env).unwrap();
+        assert_eq!(config.idle_exit, Duration::from_millis(10));
+        assert_eq!(config.shell.stall_threshold, Duration::from_millis(30));
+        assert_eq!(config.shell.stall_check_interval, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_bad_number_is_an_error_naming_the_variable() {
+        let env = |name: &str| (name == "TASKS_POLL_MS").then(|| "soon".to_owned());
+        let err = Config::from_sources(ConfigFile::default(), env).unwrap_err();
+        assert!(err.to_string().contains("TASKS_POLL_MS"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_file_gives_the_defaults_and_a_malformed_one_names_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.json");
+        assert_eq!(Config::load(&path).unwrap().shell, ShellConfig::default());
+        std::fs::write(&path, "{\"idle_exit_ms\": \"x\"}").unwrap();
+        let err = Config::load(&path).unwrap_err();
+        assert!(err.to_string().contains("config.json"), "{err}");
+    }
+}

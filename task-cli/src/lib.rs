@@ -1,0 +1,44 @@
+//! The `tasks` binary as a library: the session layer that the CLI (and the MCP server) drive.
+//!
+//! Tasks outlive the command that starts them. `tasks run` hands the command to the session's
+//! supervisor, one daemon per session started on demand ([`supervisor`]), which runs every task
+//! of the session in one process and mirrors each task's state to `{id}.json`
+//! ([`snapshot`]). Every other command reads those files ([`session::Session`]); completions and
+//! events are delivered exactly once across processes by atomic file claims ([`notice`]).
+//!
+//! # Example
+//!
+//! Reading a session from files alone (no supervisor is started by reads):
+//!
+//! ```
+//! use task_cli::paths::SessionPaths;
+//! use task_cli::session::Session;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let root = tempfile::tempdir()?;
+//! let session = Session::open(SessionPaths::new(root.path(), "default")?)?;
+//! assert!(session.tasks()?.tasks.is_empty());
+//! assert!(session.drain_notifications()?.is_empty());
+//! assert!(Session::parse_id("../etc").is_err());
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+pub mod cli;
+pub mod client;
+pub mod commands;
+pub mod config;
+mod engine;
+pub mod error;
+mod list_cmd;
+pub mod lock;
+pub mod notice;
+pub mod paths;
+pub mod protocol;
+pub mod render;
+pub mod session;
+pub mod snapshot;
+pub mod supervisor;
+
+pub use error::{CliError, Result};

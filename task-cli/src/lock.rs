@@ -1,0 +1,78 @@
+//! The supervisor lock: an `flock`ed file that only the live supervisor of a session holds.
+//!
+//! The kernel drops an `flock` when its holder dies, however it dies, so "the lock is free" is a
+//! reliable "no supervisor is alive" (unlike a pid file, which survives its process).
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Seek, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use rustix::fs::{FlockOperation, flock};
+
+use crate::error::{CliError, Result};
+
+/// A held exclusive lock on a session's `supervisor.lock`; released when dropped.
+#[derive(Debug)]
+pub struct SupervisorLock {
+    file: File,
+}
+
+impl SupervisorLock {
+    /// Takes the lock if nobody holds it; `None` if another process does.
+    pub fn try_acquire(path: &Path) -> Result<Option<Self>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| CliError::io("open", path, e))?;
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => Ok(Some(Self { file })),
+            Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
+            Err(e) => Err(CliError::io("lock", path, e.into())),
+        }
+    }
+
+    /// Records `pid` as the lock holder (the file's whole content).
+    pub fn write_pid(&mut self, pid: u32) -> io::Result<()> {
+        self.file.set_len(0)?;
+        self.file.rewind()?;
+        write!(self.file, "{pid}")?;
+        self.file.sync_data()
+    }
+}
+
+/// Whether a live process holds the lock at `path` (a missing file means no).
+///
+/// Probing takes the lock for an instant when it is free; a supervisor starting at that very
+/// moment retries (see [`crate::supervisor`]).
+pub fn is_held(path: &Path) -> Result<bool> {
+    if !path.exists() {
+        return Ok(false);
+    }
+    Ok(SupervisorLock::try_acquire(path)?.is_none())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_held_lock_is_exclusive_and_released_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("supervisor.lock");
+        assert!(!is_held(&path).unwrap());
+        let mut held = SupervisorLock::try_acquire(&path).unwrap().unwrap();
+        held.write_pid(42).unwrap();
+        assert!(SupervisorLock::try_acquire(&path).unwrap().is_none());
+        assert!(is_held(&path).unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "42");
+        drop(held);
+        assert!(!is_held(&path).unwrap());
+    }
+}

@@ -1,0 +1,187 @@
+//! The session directory layout (DESIGN "Persistence and processes").
+//!
+//! ```text
+//! {root}/{session}/tasks/{id}.output     output file of a task
+//! {root}/{session}/tasks/{id}.json       state snapshot, replaced atomically
+//! {root}/{session}/tasks/{id}.notified   the completion latch (O_CREAT|O_EXCL)
+//! {root}/{session}/events/pending/       non-terminal events waiting for a reader
+//! {root}/{session}/events/delivered/     events claimed by a reader (rename)
+//! {root}/{session}/notifications.jsonl   every delivered notification, in order
+//! {root}/{session}/supervisor.sock       the supervisor's socket (JSON lines)
+//! {root}/{session}/supervisor.lock       flock'd by the live supervisor; holds its pid
+//! {root}/{session}/supervisor.log        the supervisor's stderr
+//! {root}/{session}/config.json           optional supervisor settings
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use task_core::TaskId;
+
+use crate::error::{CliError, Result};
+
+/// The paths of one session. Building one validates the session name; ids are typed, so no path
+/// is ever built from unvalidated input.
+#[derive(Debug, Clone)]
+pub struct SessionPaths {
+    root: PathBuf,
+    name: String,
+    dir: PathBuf,
+}
+
+impl SessionPaths {
+    /// Resolves the root (`root`, else `$XDG_STATE_HOME/tasks`, else `~/.local/state/tasks`; the
+    /// `$TASKS_ROOT` variable reaches `root` through the command line parser) and the session
+    /// (`session`, else `default`).
+    pub fn resolve(root: Option<PathBuf>, session: Option<String>) -> Result<Self> {
+        let root = match root {
+            Some(root) => root,
+            None => default_root().ok_or(CliError::NoRoot)?,
+        };
+        Self::new(root, session.as_deref().unwrap_or("default"))
+    }
+
+    /// The paths of session `name` under `root`.
+    pub fn new(root: impl Into<PathBuf>, name: &str) -> Result<Self> {
+        validate_session(name)?;
+        let root = absolute(root.into())?;
+        let dir = root.join(name);
+        Ok(Self {
+            root,
+            name: name.to_owned(),
+            dir,
+        })
+    }
+
+    /// The state root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The session name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `{root}/{session}`.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// `{root}/{session}/tasks`.
+    pub fn tasks_dir(&self) -> PathBuf {
+        self.dir.join("tasks")
+    }
+
+    /// The output file of `id`.
+    pub fn output(&self, id: &TaskId) -> PathBuf {
+        self.tasks_dir().join(format!("{id}.output"))
+    }
+
+    /// The state snapshot of `id`.
+    pub fn snapshot(&self, id: &TaskId) -> PathBuf {
+        self.tasks_dir().join(format!("{id}.json"))
+    }
+
+    /// The completion latch of `id`.
+    pub fn notified(&self, id: &TaskId) -> PathBuf {
+        self.tasks_dir().join(format!("{id}.notified"))
+    }
+
+    /// Events written by the supervisor, not yet claimed.
+    pub fn pending_events(&self) -> PathBuf {
+        self.dir.join("events").join("pending")
+    }
+
+    /// Events claimed by a reader.
+    pub fn delivered_events(&self) -> PathBuf {
+        self.dir.join("events").join("delivered")
+    }
+
+    /// The log of delivered notifications.
+    pub fn notifications_log(&self) -> PathBuf {
+        self.dir.join("notifications.jsonl")
+    }
+
+    /// The supervisor's socket.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.join("supervisor.sock")
+    }
+
+    /// The supervisor's lock (and pid) file.
+    pub fn lock(&self) -> PathBuf {
+        self.dir.join("supervisor.lock")
+    }
+
+    /// The supervisor's log file.
+    pub fn log(&self) -> PathBuf {
+        self.dir.join("supervisor.log")
+    }
+
+    /// The optional settings file.
+    pub fn config(&self) -> PathBuf {
+        self.dir.join("config.json")
+    }
+
+    /// Creates the session's directories (idempotent).
+    pub fn create_dirs(&self) -> Result<()> {
+        for dir in [
+            self.tasks_dir(),
+            self.pending_events(),
+            self.delivered_events(),
+        ] {
+            std::fs::create_dir_all(&dir).map_err(|e| CliError::io("create", &dir, e))?;
+        }
+        Ok(())
+    }
+}
+
+fn default_root() -> Option<PathBuf> {
+    let from_env = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    from_env("XDG_STATE_HOME")
+        .map(|state| state.join("tasks"))
+        .or_else(|| from_env("HOME").map(|home| home.join(".local/state/tasks")))
+}
+
+fn absolute(path: PathBuf) -> Result<PathBuf> {
+    std::path::absolute(&path).map_err(|e| CliError::io("resolve", path, e))
+}
+
+fn validate_session(name: &str) -> Result<()> {
+    let valid_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    if name.is_empty() || name.starts_with('.') || !name.chars().all(valid_char) {
+        return Err(CliError::InvalidSession(name.to_owned()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn session_names_that_could_escape_the_root_are_rejected() {
+        for bad in ["", "..", ".hidden", "a/b", "a b", "x\0"] {
+            assert!(matches!(
+                SessionPaths::new("/tmp", bad),
+                Err(CliError::InvalidSession(_))
+            ));
+        }
+        let paths = SessionPaths::new("/tmp/r", "work-1.a_b").unwrap();
+        assert_eq!(paths.dir(), Path::new("/tmp/r/work-1.a_b"));
+        assert_eq!(
+            paths.socket(),
+            Path::new("/tmp/r/work-1.a_b/supervisor.sock")
+        );
+    }
+
+    #[test]
+    fn relative_roots_become_absolute() {
+        let paths = SessionPaths::new("rel", "default").unwrap();
+        assert!(paths.root().is_absolute());
+    }
+}

@@ -1,0 +1,186 @@
+//! Human and JSON output: the task table, ages, sizes, colours and the spinner.
+
+use std::io::{self, IsTerminal, Write};
+
+use serde::Serialize;
+use task_core::TaskStatus;
+
+use crate::error::{CliError, Result};
+use crate::snapshot::{Snapshot, now_ms};
+
+/// Writes to stdout; a closed pipe (`tasks ps | head`) is not an error worth a message.
+pub fn out(text: &str) -> Result<()> {
+    let mut stdout = io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            Err(CliError::io("write", "standard output", e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes raw bytes to stdout.
+pub fn out_bytes(bytes: &[u8]) -> Result<()> {
+    let mut stdout = io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            Err(CliError::io("write", "standard output", e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes one JSON document (or one JSON line) to stdout.
+pub fn json(value: &impl Serialize) -> Result<()> {
+    let text = serde_json::to_string(value)
+        .map_err(|e| CliError::Invalid(format!("cannot encode output: {e}")))?;
+    out(&format!("{text}\n"))
+}
+
+/// One row of `tasks ps`: the snapshot plus what is measured at listing time.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Row<'a> {
+    /// The snapshot.
+    #[serde(flatten)]
+    pub task: &'a Snapshot,
+    /// Size of the output file in bytes.
+    pub output_bytes: u64,
+    /// Whether the completion notification was delivered.
+    pub notified: bool,
+}
+
+/// The `tasks ps` table.
+pub fn table(rows: &[Row<'_>], color: bool) -> String {
+    let mut text = format!(
+        "{:<10} {:<12} {:<10} {:>6} {:>8}  {}\n",
+        "ID", "TYPE", "STATUS", "AGE", "OUTPUT", "DESCRIPTION"
+    );
+    let now = now_ms();
+    for row in rows {
+        let task = row.task;
+        let status = format!("{:<10}", task.status.as_str());
+        text.push_str(&format!(
+            "{:<10} {:<12} {} {:>6} {:>8}  {}\n",
+            task.id,
+            task.task_type.as_str(),
+            if color {
+                paint(task.status, &status)
+            } else {
+                status
+            },
+            age(now.saturating_sub(task.start_time)),
+            size(row.output_bytes),
+            one_line(&task.description, 60),
+        ));
+    }
+    text
+}
+
+fn paint(status: TaskStatus, text: &str) -> String {
+    let code = match status {
+        TaskStatus::Running | TaskStatus::Pending => "33",
+        TaskStatus::Completed => "32",
+        TaskStatus::Failed => "31",
+        TaskStatus::Killed => "35",
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
+}
+
+/// `950ms`-free ages: `12s`, `4m`, `3h`, `2d`.
+pub fn age(ms: u64) -> String {
+    let secs = ms / 1000;
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs / 60),
+        3600..86_400 => format!("{}h", secs / 3600),
+        _ => format!("{}d", secs / 86_400),
+    }
+}
+
+/// Byte sizes: `512B`, `12K`, `3.4M`, `1.0G`.
+pub fn size(bytes: u64) -> String {
+    const K: u64 = 1024;
+    match bytes {
+        0..K => format!("{bytes}B"),
+        K..1_048_576 => format!("{}K", bytes / K),
+        1_048_576..1_073_741_824 => format!("{:.1}M", bytes as f64 / 1_048_576.0),
+        _ => format!("{:.1}G", bytes as f64 / 1_073_741_824.0),
+    }
+}
+
+fn one_line(text: &str, max_chars: usize) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    if line.chars().count() <= max_chars && !text.contains('\n') {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(max_chars.saturating_sub(1)).collect();
+    format!("{cut}…")
+}
+
+/// Whether stdout is a terminal (tables, colour, in-place refresh).
+pub fn stdout_is_terminal() -> bool {
+    io::stdout().is_terminal()
+}
+
+/// A spinner on stderr, drawn only when stderr is a terminal.
+#[derive(Debug)]
+pub struct Spinner {
+    frame: usize,
+    enabled: bool,
+}
+
+impl Spinner {
+    const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+    /// A spinner, enabled when stderr is a terminal and `allowed`.
+    pub fn new(allowed: bool) -> Self {
+        Self {
+            frame: 0,
+            enabled: allowed && io::stderr().is_terminal(),
+        }
+    }
+
+    /// Draws the next frame with `message`.
+    pub fn tick(&mut self, message: &str) {
+        if self.enabled {
+            let glyph = Self::FRAMES[self.frame % Self::FRAMES.len()];
+            self.frame += 1;
+            let _ = write!(io::stderr(), "\r\x1b[2K{glyph} {message}");
+        }
+    }
+
+    /// Erases the spinner line.
+    pub fn clear(&mut self) {
+        if self.enabled && self.frame > 0 {
+            let _ = write!(io::stderr(), "\r\x1b[2K");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_and_sizes_are_compact() {
+        assert_eq!(age(59_999), "59s");
+        assert_eq!(age(60_000), "1m");
+        assert_eq!(age(7_200_000), "2h");
+        assert_eq!(age(172_800_000), "2d");
+        assert_eq!(size(1023), "1023B");
+        assert_eq!(size(2048), "2K");
+        assert_eq!(size(3 * 1_048_576 + 400_000), "3.4M");
+        assert_eq!(size(1_073_741_824), "1.0G");
+    }
+
+    #[test]
+    fn descriptions_are_cut_to_one_line() {
+        assert_eq!(one_line("short", 10), "short");
+        assert_eq!(one_line("a\nb", 10), "a…");
+        assert_eq!(one_line("abcdefghijkl", 5), "abcd…");
+    }
+}

@@ -1,0 +1,546 @@
+//! End-to-end tests: the built `tasks` binary, run as separate processes, each test on its own
+//! temporary `TASKS_ROOT`. Every process a test causes (supervisors, task trees) carries that
+//! root in its environment; the [`Sandbox`] guard kills all of them by pid when the test ends,
+//! pass or fail.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+struct Sandbox {
+    root: tempfile::TempDir,
+    env: Vec<(&'static str, String)>,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Self::with_env(&[])
+    }
+
+    fn with_env(extra: &[(&'static str, &str)]) -> Self {
+        let root = tempfile::tempdir().unwrap();
+        let mut env = vec![
+            ("TASKS_IDLE_EXIT_MS", "3000".to_owned()),
+            ("TASKS_POLL_MS", "10".to_owned()),
+        ];
+        env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+        Self { root, env }
+    }
+
+    fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    fn session_dir(&self) -> PathBuf {
+        self.root().join("default")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tasks"));
+        command
+            .args(args)
+            .env("TASKS_ROOT", self.root())
+            .env_remove("TASKS_SESSION")
+            .env_remove("TASK_MAX_OUTPUT_LENGTH")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    /// Runs and expects success; returns stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.run(args);
+        assert!(
+            output.status.success(),
+            "tasks {args:?} failed: {:?}\nstderr: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut full = args.to_vec();
+        full.push("--json");
+        serde_json::from_str(&self.ok(&full)).unwrap()
+    }
+
+    fn start(&self, command: &str) -> String {
+        self.ok(&["run", "--", command]).trim().to_owned()
+    }
+
+    fn task(&self, id: &str) -> Value {
+        let all = self.json(&["ps", "--all"]);
+        all.as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id} not listed in {all}"))
+    }
+
+    fn supervisor_pid(&self) -> i32 {
+        let text = std::fs::read_to_string(self.session_dir().join("supervisor.lock")).unwrap();
+        text.trim().parse().unwrap()
+    }
+
+    /// Every live process whose environment names this sandbox's root.
+    fn processes(&self) -> Vec<i32> {
+        let marker = format!("TASKS_ROOT={}", self.root().display());
+        let me = std::process::id() as i32;
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|&pid| pid != me && is_alive(pid))
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == marker.as_bytes()))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = self.processes();
+            if left.is_empty() || Instant::now() > deadline {
+                return;
+            }
+            for pid in left {
+                sigkill(pid);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+fn sigkill(pid: i32) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+}
+
+/// Alive and not a zombie.
+fn is_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+            !matches!(state.and_then(|s| s.chars().next()), Some('Z' | 'X') | None)
+        }
+        Err(_) => false,
+    }
+}
+
+fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = probe() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn code(output: &Output) -> i32 {
+    output.status.code().unwrap_or(-1)
+}
+
+fn stderr_line(output: &Output) -> String {
+    let text = String::from_utf8(output.stderr.clone()).unwrap();
+    assert_eq!(
+        text.lines().count(),
+        1,
+        "expected one stderr line, got {text:?}"
+    );
+    assert!(
+        !text.contains("panicked") && !text.contains("backtrace"),
+        "{text}"
+    );
+    text
+}
+
+#[test]
+fn a_task_started_by_one_invocation_is_listed_read_waited_and_killed_by_later_ones() {
+    let sandbox = Sandbox::new();
+    let id = sandbox.start("echo hello; echo world");
+    assert_eq!(sandbox.run(&["wait", &id]).status.code(), Some(0));
+    assert_eq!(sandbox.ok(&["output", &id]), "hello\nworld\n");
+    assert_eq!(sandbox.ok(&["output", &id, "--tail", "1"]), "world\n");
+    let delta = sandbox.json(&["output", &id, "--offset", "6"]);
+    assert_eq!(delta["output"], "world\n");
+    assert_eq!(delta["newOffset"], 12);
+    assert_eq!(sandbox.task(&id)["status"], "completed");
+
+    let sleeper = sandbox.start("sleep 1000");
+    let live = sandbox.json(&["ps"]);
+    assert!(
+        live.as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["id"] == sleeper && t["status"] == "running")
+    );
+    let killed = sandbox.json(&["kill", &sleeper]);
+    assert_eq!(killed[0]["outcome"], "killed");
+    assert_eq!(code(&sandbox.run(&["wait", &sleeper])), 137);
+    assert_eq!(sandbox.task(&sleeper)["status"], "killed");
+    assert!(
+        !sandbox.ok(&["ps"]).contains(&sleeper),
+        "a killed task is hidden without --all"
+    );
+}
+
+#[test]
+fn output_follows_a_task_until_it_ends_and_formats_for_the_model() {
+    let sandbox = Sandbox::new();
+    let gate = sandbox.root().join("gate");
+    let script = format!(
+        "echo first; while [ ! -e {0} ]; do sleep 0.01; done; echo last",
+        gate.display()
+    );
+    let id = sandbox.start(&script);
+    let follower = sandbox
+        .command(&["output", &id, "--follow"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    eventually("first line", || {
+        sandbox
+            .ok(&["output", &id])
+            .starts_with("first")
+            .then_some(())
+    });
+    std::fs::write(&gate, "").unwrap();
+    let followed = follower.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8(followed.stdout).unwrap(), "first\nlast\n");
+    let for_model = sandbox.ok(&["output", &id, "--for-model"]);
+    assert_eq!(for_model, "first\nlast\n");
+    let long = sandbox.start("yes x | head -c 50000");
+    sandbox.ok(&["wait", &long]);
+    let truncated = sandbox
+        .command(&["output", &long, "--for-model"])
+        .env("TASK_MAX_OUTPUT_LENGTH", "1000")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(truncated.stdout).unwrap();
+    assert!(text.starts_with("[Truncated. Full output: "), "{text:.80}");
+    assert!(text.chars().count() <= 1000);
+}
+
+#[test]
+fn killing_a_tree_leaves_no_survivor() {
+    let sandbox = Sandbox::new();
+    let pids = sandbox.root().join("pids");
+    let script = format!(
+        "sleep 1001 & echo $! >> {0}; (sleep 1002 & echo $! >> {0}; wait) & \
+         setsid sleep 1003 & echo $! >> {0}; wait",
+        pids.display()
+    );
+    let id = sandbox.start(&script);
+    let tree: Vec<i32> = eventually("three pids", || {
+        let text = std::fs::read_to_string(&pids).ok()?;
+        let pids: Vec<i32> = text.lines().filter_map(|l| l.parse().ok()).collect();
+        (pids.len() == 3).then_some(pids)
+    });
+    assert!(tree.iter().all(|&pid| is_alive(pid)));
+    sandbox.ok(&["kill", &id]);
+    eventually("every process of the tree gone", || {
+        tree.iter().all(|&pid| !is_alive(pid)).then_some(())
+    });
+    assert_eq!(sandbox.task(&id)["status"], "killed");
+}
+
+#[test]
+fn a_prompt_waiting_command_shows_up_as_a_stall_warning() {
+    let sandbox = Sandbox::with_env(&[
+        ("TASKS_STALL_CHECK_MS", "20"),
+        ("TASKS_STALL_THRESHOLD_MS", "100"),
+    ]);
+    let id = sandbox.start("printf 'Overwrite existing file? (y/n) '; sleep 1000");
+    let warning = eventually("a stall warning", || {
+        let lines = sandbox.ok(&["notifications", "--json"]);
+        lines
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|n| n["taskId"] == id)
+    });
+    let text = warning["text"].as_str().unwrap();
+    assert!(
+        text.contains("appears to be waiting for interactive input"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("<status>"),
+        "a stall warning has no status: {text}"
+    );
+    assert!(text.contains("Last output:"), "{text}");
+    assert_eq!(warning["priority"], "next");
+    assert_eq!(sandbox.task(&id)["status"], "running");
+    sandbox.ok(&["kill", &id]);
+}
+
+#[test]
+fn each_completion_is_delivered_exactly_once_when_two_readers_race() {
+    let sandbox = Sandbox::new();
+    let ids: Vec<String> = (0..8)
+        .map(|i| sandbox.start(&format!("exit {}", i % 2)))
+        .collect();
+    let mut args = vec!["wait"];
+    args.extend(ids.iter().map(String::as_str));
+    sandbox.run(&args);
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            sandbox
+                .command(&["notifications", "--json"])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let delivered: Vec<String> = readers
+        .into_iter()
+        .flat_map(|reader| {
+            let out = reader.wait_with_output().unwrap();
+            String::from_utf8(out.stdout)
+                .unwrap()
+                .lines()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .map(|line| {
+            serde_json::from_str::<Value>(&line).unwrap()["taskId"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    let mut sorted = delivered.clone();
+    sorted.sort();
+    let mut expected = ids.clone();
+    expected.sort();
+    assert_eq!(
+        sorted, expected,
+        "each completion exactly once: {delivered:?}"
+    );
+    assert_eq!(
+        sandbox.ok(&["notifications"]),
+        "",
+        "nothing is delivered twice"
+    );
+    let log = std::fs::read_to_string(sandbox.session_dir().join("notifications.jsonl")).unwrap();
+    assert_eq!(log.lines().count(), ids.len());
+}
+
+#[test]
+fn wait_mirrors_exit_codes() {
+    let sandbox = Sandbox::new();
+    let ok = sandbox.start("true");
+    let three = sandbox.start("exit 3");
+    assert_eq!(code(&sandbox.run(&["wait", &ok])), 0);
+    assert_eq!(code(&sandbox.run(&["wait", &three])), 3);
+    assert_eq!(code(&sandbox.run(&["wait", &ok, &three])), 3);
+    assert_eq!(code(&sandbox.run(&["run", "--wait", "--", "exit 5"])), 5);
+    let sleeper = sandbox.start("sleep 1000");
+    assert_eq!(
+        code(&sandbox.run(&["wait", &sleeper, "--timeout", "50"])),
+        124
+    );
+    sandbox.ok(&["kill", &sleeper]);
+    assert_eq!(code(&sandbox.run(&["wait", &sleeper])), 137);
+}
+
+#[test]
+fn run_wait_prints_the_id_and_the_notification_once() {
+    let sandbox = Sandbox::new();
+    let out = sandbox.ok(&["run", "--wait", "--", "echo", "hello"]);
+    let (id, envelope) = out.split_once('\n').unwrap();
+    assert!(envelope.starts_with("<task-notification>\n"), "{out}");
+    assert!(
+        envelope.contains(&format!("<task-id>{id}</task-id>")),
+        "{out}"
+    );
+    assert!(envelope.contains("<status>completed</status>"), "{out}");
+    assert!(
+        envelope.contains("Background command &quot;echo hello&quot; completed (exit code 0)")
+            || envelope.contains("Background command \"echo hello\" completed (exit code 0)"),
+        "{out}"
+    );
+    assert_eq!(sandbox.ok(&["notifications"]), "");
+}
+
+#[test]
+fn a_supervisor_killed_with_sigkill_leaves_its_task_marked_failed() {
+    let sandbox = Sandbox::new();
+    let pidfile = sandbox.root().join("pid");
+    let id = sandbox.start(&format!("echo $$ > {}; sleep 1000", pidfile.display()));
+    let child: i32 = eventually("the task's pid", || {
+        std::fs::read_to_string(&pidfile).ok()?.trim().parse().ok()
+    });
+    sigkill(sandbox.supervisor_pid());
+    let task = eventually("the task marked failed", || {
+        let task = sandbox.task(&id);
+        (task["status"] == "failed").then_some(task)
+    });
+    assert!(
+        task["error"].as_str().unwrap().contains("supervisor"),
+        "{task}"
+    );
+    eventually("the orphaned command gone", || {
+        (!is_alive(child)).then_some(())
+    });
+    let notices = sandbox.ok(&["notifications"]);
+    assert!(notices.contains("<status>failed</status>"), "{notices}");
+    // A new supervisor starts for the next task.
+    let next = sandbox.start("true");
+    assert_eq!(code(&sandbox.run(&["wait", &next])), 0);
+}
+
+#[test]
+fn a_corrupt_state_file_is_reported_by_name_and_the_others_are_still_listed() {
+    let sandbox = Sandbox::new();
+    let id = sandbox.start("true");
+    sandbox.ok(&["wait", &id]);
+    let corrupt = sandbox.session_dir().join("tasks").join("bcorrupt1.json");
+    std::fs::write(&corrupt, "{\"id\": \"bcorrupt1\", \"sta").unwrap();
+    let listed = sandbox.run(&["ps", "--all"]);
+    assert!(listed.status.success());
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(&id));
+    let warning = String::from_utf8(listed.stderr).unwrap();
+    assert!(
+        warning.contains(&corrupt.display().to_string()),
+        "{warning}"
+    );
+    let error = sandbox.run(&["output", "bcorrupt1"]);
+    assert_ne!(code(&error), 0);
+    assert!(stderr_line(&error).contains("bcorrupt1.json"));
+}
+
+#[test]
+fn bad_ids_get_clear_errors_with_distinct_exit_codes() {
+    let sandbox = Sandbox::new();
+    for args in [
+        &["output", "../etc/passwd"][..],
+        &["wait", "B12345678"],
+        &["kill", "b1234"],
+    ] {
+        let out = sandbox.run(args);
+        assert_eq!(code(&out), 65, "{args:?}");
+        assert!(stderr_line(&out).contains("malformed task id"));
+    }
+    for args in [
+        &["output", "b12345678"][..],
+        &["wait", "b12345678"],
+        &["kill", "b12345678"],
+    ] {
+        let out = sandbox.run(args);
+        assert_eq!(code(&out), 66, "{args:?}");
+        assert!(stderr_line(&out).contains("no task b12345678"));
+    }
+    let file_root = sandbox.root().join("not-a-dir");
+    std::fs::write(&file_root, "").unwrap();
+    let out = sandbox
+        .command(&["ps"])
+        .env("TASKS_ROOT", &file_root)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 74);
+    assert!(stderr_line(&out).contains("not-a-dir"));
+}
+
+#[test]
+fn racing_starters_converge_on_one_detached_supervisor_that_exits_when_idle() {
+    let sandbox = Sandbox::with_env(&[("TASKS_IDLE_EXIT_MS", "300")]);
+    let starters: Vec<_> = (0..6)
+        .map(|_| {
+            sandbox
+                .command(&["run", "--", "true"])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let ids: Vec<String> = starters
+        .into_iter()
+        .map(|s| {
+            let out = s.wait_with_output().unwrap();
+            assert!(out.status.success());
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        })
+        .collect();
+    let supervisors = || {
+        sandbox
+            .processes()
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.split(|&b| b == 0).any(|a| a == b"__supervise"))
+            })
+            .collect::<Vec<_>>()
+    };
+    let supervisor = eventually("exactly one supervisor", || match supervisors()[..] {
+        [one] => Some(one),
+        _ => None,
+    });
+    assert_eq!(supervisor, sandbox.supervisor_pid());
+    let stat = std::fs::read_to_string(format!("/proc/{supervisor}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        fields[3],
+        supervisor.to_string(),
+        "the supervisor leads its own session"
+    );
+    for id in &ids {
+        sandbox.ok(&["wait", id]);
+    }
+    eventually("the idle supervisor gone", || {
+        supervisors().is_empty().then_some(())
+    });
+    assert!(!sandbox.session_dir().join("supervisor.sock").exists());
+}
+
+#[test]
+fn help_and_completions_cover_every_subcommand() {
+    let sandbox = Sandbox::new();
+    let help = sandbox.ok(&["--help"]);
+    for sub in [
+        "run",
+        "monitor",
+        "ps",
+        "output",
+        "wait",
+        "kill",
+        "notifications",
+        "list",
+        "completions",
+    ] {
+        assert!(help.contains(sub), "{sub} missing from --help");
+    }
+    assert!(!help.contains("__supervise"));
+    for shell in ["bash", "zsh", "fish"] {
+        let script = sandbox.ok(&["completions", shell]);
+        assert!(script.contains("notifications"), "{shell}");
+    }
+    let list_help = sandbox.ok(&["list", "--help"]);
+    for op in [
+        "create", "get", "update", "delete", "claim", "unassign", "ready", "graph", "doctor",
+        "watch",
+    ] {
+        assert!(list_help.contains(op), "{op} missing from list --help");
+    }
+}
