@@ -9,7 +9,7 @@ Environment:
   TASKS_ROOT       state root (default $XDG_STATE_HOME/tasks, else ~/.local/state/tasks)
   TASKS_SESSION    session name (default \"default\")
   TASKS_LIST_ROOT  task-list root (default {root}/lists)
-  TASKS_LIST_ID    task-list id (default: the session name)
+  TASKS_LIST_ID    task-list id (default \"default\")
   Supervisor settings (TASKS_IDLE_EXIT_MS, TASKS_STALL_*): see the task-cli README.
 
 Exit codes:
@@ -183,7 +183,7 @@ pub enum CompletionShell {
 /// `tasks list`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// The list id (default: $TASKS_LIST_ID, else the session name).
+    /// The list id (default: $TASKS_LIST_ID, else `default`; with --claude the reference's chain).
     #[arg(long = "list", global = true, env = "TASKS_LIST_ID", value_name = "ID")]
     pub list: Option<String>,
     /// Lists root directory (default {root}/lists).

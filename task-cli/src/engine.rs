@@ -8,7 +8,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
+use std::time::Duration;
+
 use task_core::{Notification, Priority, Registry, RegistryConfig, TaskEvent, TaskId, TaskState};
+use task_shell::monitor::{MonitorRequest, MonitorSource};
+use task_shell::process::CommandSpec;
+use task_shell::shell::ShellRequest;
+use task_shell::{ShellError, ShellExecutor, TaskHandle};
 use tokio::sync::{Notify, broadcast, oneshot};
 
 use crate::config::Config;
@@ -21,10 +27,9 @@ use crate::snapshot::{self, Snapshot};
 /// The registry and executors of one supervisor, and the mirror to disk.
 #[derive(Debug)]
 pub struct Engine {
-    paths: SessionPaths,
-    config: Config,
     registry: Arc<Registry>,
-    executors: Executors,
+    executor: ShellExecutor,
+    groups: ProcessGroups,
     mirror: Mirror,
     changed: Arc<Notify>,
 }
@@ -33,12 +38,18 @@ impl Engine {
     /// Builds the registry and executors, and starts the mirror (call inside the runtime).
     pub fn start(paths: SessionPaths, config: Config) -> Result<Self> {
         let registry = Arc::new(Registry::new(RegistryConfig::default()));
-        let executors = Executors::new(Arc::clone(&registry), &config);
+        let executor = ShellExecutor::new(
+            Arc::clone(&registry),
+            paths.tasks_dir(),
+            config.shell.clone(),
+        );
         let completions = Arc::new(Mutex::new(HashMap::new()));
+        let groups = Arc::new(Mutex::new(HashMap::new()));
         let mirror = Mirror::spawn(
             paths.clone(),
             Arc::clone(&registry),
             Arc::clone(&completions),
+            Arc::clone(&groups),
         )?;
         let changed = Arc::new(Notify::new());
         tokio::spawn(watch_events(
@@ -54,10 +65,9 @@ impl Engine {
             completions,
         ));
         Ok(Self {
-            paths,
-            config,
             registry,
-            executors,
+            executor,
+            groups,
             mirror,
             changed,
         })
@@ -82,26 +92,35 @@ impl Engine {
         self.changed.notify_one();
     }
 
-    /// Starts a shell command; returns once its snapshot is on disk.
+    /// Starts a background shell command; returns once its snapshot is on disk.
     pub async fn start_shell(&self, start: StartShell) -> Result<TaskId> {
-        let id = TaskId::generate(task_core::TaskType::LocalBash)
-            .map_err(|e| CliError::Supervisor(e.to_string()))?;
-        let output = self.paths.output(&id);
-        self.executors
-            .spawn_shell(id, output, start, &self.config)
-            .await?;
-        self.mirror.write_now(id).await;
-        Ok(id)
+        let mut request = ShellRequest::new(
+            command_spec(&start.command, start.cwd.as_deref())?,
+            start.description,
+        )
+        .background(true);
+        request.timeout = start.timeout_ms.map(Duration::from_millis);
+        request.agent_id = start.agent_id;
+        request.tool_use_id = start.tool_use_id;
+        let handle = self.executor.spawn(request).map_err(shell_error)?;
+        self.started(&handle).await
     }
 
     /// Starts a monitor; returns once its snapshot is on disk.
     pub async fn start_monitor(&self, start: StartMonitor) -> Result<TaskId> {
-        let id = TaskId::generate(task_core::TaskType::MonitorMcp)
-            .map_err(|e| CliError::Supervisor(e.to_string()))?;
-        let output = self.paths.output(&id);
-        self.executors
-            .spawn_monitor(id, output, start, &self.config)
-            .await?;
+        let source = MonitorSource::Command(command_spec(&start.command, start.cwd.as_deref())?);
+        let mut request =
+            MonitorRequest::new(source, start.description).persistent(start.persistent);
+        request.timeout = start.timeout_ms.map(Duration::from_millis);
+        let handle = self.executor.spawn_monitor(request).map_err(shell_error)?;
+        self.started(&handle).await
+    }
+
+    async fn started(&self, handle: &TaskHandle) -> Result<TaskId> {
+        let id = handle.id();
+        if let Some(pid) = handle.pid().and_then(|pid| i32::try_from(pid).ok()) {
+            lock(&self.groups).insert(id, pid);
+        }
         self.mirror.write_now(id).await;
         Ok(id)
     }
@@ -208,6 +227,14 @@ fn drain_with_priority(registry: &Registry) -> Vec<(Priority, Notification)> {
 
 type Completions = Arc<Mutex<HashMap<TaskId, Notice>>>;
 
+/// The process group of each started task (its shell's pid), recorded in snapshots so a reader
+/// can kill the tree of a task whose supervisor died.
+type ProcessGroups = Arc<Mutex<HashMap<TaskId, i32>>>;
+
+fn shell_error(error: ShellError) -> CliError {
+    CliError::Supervisor(error.to_string())
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -234,11 +261,18 @@ impl Mirror {
         paths: SessionPaths,
         registry: Arc<Registry>,
         completions: Completions,
+        groups: ProcessGroups,
     ) -> Result<Self> {
         let (sender, receiver) = mpsc::channel();
+        let state = Mirrored {
+            paths,
+            registry,
+            completions,
+            groups,
+        };
         std::thread::Builder::new()
             .name("snapshot-writer".into())
-            .spawn(move || write_loop(&paths, &registry, &completions, &receiver))
+            .spawn(move || state.write_loop(&receiver))
             .map_err(|e| CliError::io("start", "the snapshot writer", e))?;
         Ok(Self { sender })
     }
@@ -260,32 +294,43 @@ impl Mirror {
     }
 }
 
-fn write_loop(
-    paths: &SessionPaths,
-    registry: &Registry,
-    completions: &Mutex<HashMap<TaskId, Notice>>,
-    requests: &mpsc::Receiver<WriteRequest>,
-) {
-    while let Ok(request) = requests.recv() {
-        match request {
-            WriteRequest::Write(id) => {
-                let Some(state) = registry.get(&id) else {
-                    continue;
-                };
-                let notice = lock(completions).get(&id).cloned();
-                let snapshot = to_snapshot(paths, &state, notice);
-                if let Err(e) = snapshot::write(paths, &snapshot) {
-                    tracing::error!("cannot mirror {id}: {e}");
+/// What the writer thread reads to build a snapshot.
+struct Mirrored {
+    paths: SessionPaths,
+    registry: Arc<Registry>,
+    completions: Completions,
+    groups: ProcessGroups,
+}
+
+impl Mirrored {
+    fn write_loop(&self, requests: &mpsc::Receiver<WriteRequest>) {
+        while let Ok(request) = requests.recv() {
+            match request {
+                WriteRequest::Write(id) => self.write(id),
+                WriteRequest::Flush(done) => {
+                    let _ = done.send(());
                 }
             }
-            WriteRequest::Flush(done) => {
-                let _ = done.send(());
-            }
+        }
+    }
+
+    fn write(&self, id: TaskId) {
+        let Some(state) = self.registry.get(&id) else {
+            return;
+        };
+        let mut snapshot = to_snapshot(&self.paths, &state);
+        if state.status().is_terminal() {
+            snapshot.notification = lock(&self.completions).get(&id).cloned();
+        } else {
+            snapshot.pgid = lock(&self.groups).get(&id).copied();
+        }
+        if let Err(e) = snapshot::write(&self.paths, &snapshot) {
+            tracing::error!("cannot mirror {id}: {e}");
         }
     }
 }
 
-fn to_snapshot(paths: &SessionPaths, state: &TaskState, notice: Option<Notice>) -> Snapshot {
+fn to_snapshot(paths: &SessionPaths, state: &TaskState) -> Snapshot {
     let base = &state.base;
     let shell = match &state.kind {
         task_core::TaskKind::Shell(shell) => Some(shell),
@@ -301,43 +346,14 @@ fn to_snapshot(paths: &SessionPaths, state: &TaskState, notice: Option<Notice>) 
     snapshot.start_time = base.start_time;
     snapshot.end_time = base.end_time;
     snapshot.exit_code = shell.and_then(|s| s.exit_code);
-    snapshot.notification = notice.filter(|_| base.status.is_terminal());
     snapshot
 }
 
-/// The task-shell executors of this supervisor.
-#[derive(Debug)]
-struct Executors {
-    registry: Arc<Registry>,
-}
-
-impl Executors {
-    fn new(registry: Arc<Registry>, _config: &Config) -> Self {
-        Self { registry }
-    }
-
-    async fn spawn_shell(
-        &self,
-        _id: TaskId,
-        _output: std::path::PathBuf,
-        _start: StartShell,
-        _config: &Config,
-    ) -> Result<()> {
-        let _ = &self.registry;
-        Err(CliError::Supervisor(
-            "the shell executor is not wired yet".into(),
-        ))
-    }
-
-    async fn spawn_monitor(
-        &self,
-        _id: TaskId,
-        _output: std::path::PathBuf,
-        _start: StartMonitor,
-        _config: &Config,
-    ) -> Result<()> {
-        Err(CliError::Supervisor(
-            "the monitor executor is not wired yet".into(),
-        ))
-    }
+/// Converts a start request into a task-shell command, in the client's working directory.
+fn command_spec(command: &str, cwd: Option<&std::path::Path>) -> Result<CommandSpec> {
+    let spec = CommandSpec::new(command).map_err(|e| CliError::Invalid(e.to_string()))?;
+    Ok(match cwd {
+        Some(dir) => spec.current_dir(dir),
+        None => spec,
+    })
 }

@@ -1,10 +1,261 @@
-//! `tasks list …`: the task-list store (SPEC §12).
+//! `tasks list …`: the task-list store (SPEC §12), printed as the reference shows it to its model
+//! (or as the reference's JSON shapes with `--json`).
 
-use crate::cli::ListArgs;
-use crate::error::{CliError, Result};
+use serde::Serialize;
+use task_list::{
+    Actor, ClaimOptions, CreateRequest, EnvValues, Layout, ListIdHints, Metadata, NotReadyReason,
+    TaskId, TaskList, UpdateRequest, UpdateStatus,
+};
+
+use crate::cli::{ListArgs, ListOp, ListUpdateArgs, UnassignReason};
+use crate::error::{CliError, Result, exit};
 use crate::paths::SessionPaths;
+use crate::render;
 
 /// Runs one `tasks list` operation.
-pub fn execute(_paths: &SessionPaths, _args: ListArgs, _json: bool) -> Result<u8> {
-    Err(CliError::List("task lists are not wired yet".into()))
+pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool) -> Result<u8> {
+    let list = open(paths, &args)?;
+    match args.op {
+        ListOp::Create {
+            subject,
+            description,
+            active_form,
+            metadata,
+        } => {
+            let request = CreateRequest {
+                active_form,
+                metadata: metadata.as_deref().map(parse_metadata).transpose()?,
+                ..CreateRequest::new(subject, description)
+            };
+            let created = list.create(&request).map_err(list_error)?;
+            print(json, &created, &created.model_text(), true)
+        }
+        ListOp::Get { id } => {
+            let found = list.get_details(parse_id(&id)?).map_err(list_error)?;
+            print(json, &found, &found.model_text(), found.task.is_some())
+        }
+        ListOp::Update(update) => {
+            let result = list.update(&update_request(update)?).map_err(list_error)?;
+            print(json, &result, &result.model_text(), result.success)
+        }
+        ListOp::Delete { id } => {
+            let result = list.delete(parse_id(&id)?).map_err(list_error)?;
+            print(json, &result, &result.model_text(), result.success)
+        }
+        ListOp::Claim {
+            id,
+            owner,
+            check_busy,
+        } => {
+            let options = ClaimOptions {
+                check_agent_busy: check_busy,
+            };
+            let result = list
+                .claim(parse_id(&id)?, &owner, options)
+                .map_err(list_error)?;
+            let text = match result.reason {
+                None => format!("Claimed task #{id} for {owner}"),
+                Some(reason) => format!("Cannot claim task #{id}: {}", to_word(&reason)),
+            };
+            print(json, &result, &text, result.success)
+        }
+        ListOp::Unassign { owner, reason } => {
+            let reason = match reason {
+                UnassignReason::Terminated => task_list::UnassignReason::Terminated,
+                UnassignReason::Shutdown => task_list::UnassignReason::Shutdown,
+            };
+            let result = list.unassign(&owner, reason).map_err(list_error)?;
+            let text = result
+                .notification_message
+                .clone()
+                .unwrap_or_else(|| format!("{owner} had no unfinished task"));
+            print(json, &result, &text, true)
+        }
+        ListOp::Ready => {
+            let report = list.ready().map_err(list_error)?;
+            let mut text: Vec<String> = report
+                .ready
+                .iter()
+                .map(|t| format!("#{} ready: {} (unblocks {})", t.id, t.subject, t.unblocks))
+                .collect();
+            text.extend(report.not_ready.iter().map(|t| {
+                let reasons: Vec<String> = t.reasons.iter().map(not_ready).collect();
+                format!(
+                    "#{} not ready: {} ({})",
+                    t.id,
+                    t.subject,
+                    reasons.join("; ")
+                )
+            }));
+            text.extend(
+                report
+                    .problems
+                    .iter()
+                    .map(|p| format!("{}: {}", p.file, p.message)),
+            );
+            print(json, &report, &text.join("\n"), true)
+        }
+        ListOp::Graph { dot } => {
+            let graph = list.graph().map_err(list_error)?;
+            let text = if dot {
+                graph.to_dot(list.list_id())
+            } else {
+                graph.to_text()
+            };
+            if json {
+                render::json(
+                    &serde_json::json!({ "tasks": graph.tasks(), "edges": graph.edges() }),
+                )?;
+            } else {
+                render::out(&with_newline(&text))?;
+            }
+            Ok(exit::OK)
+        }
+        ListOp::Doctor { fix } => {
+            let report = list.doctor(fix).map_err(list_error)?;
+            let text = if report.is_clean() {
+                "No problems found".to_owned()
+            } else {
+                let lines: Vec<String> = report.problems.iter().map(to_word).collect();
+                format!(
+                    "{}{}",
+                    lines.join("\n"),
+                    if report.fixed { "\nRepaired." } else { "" }
+                )
+            };
+            print(json, &report, &text, report.is_clean() || report.fixed)
+        }
+        ListOp::Watch => watch(&list, json),
+    }
+}
+
+fn open(paths: &SessionPaths, args: &ListArgs) -> Result<TaskList> {
+    let mut env = EnvValues::from_env();
+    env.tasks_root = Some(paths.root().to_string_lossy().into_owned());
+    if let Some(root) = &args.lists_root {
+        env.tasks_list_root = Some(root.to_string_lossy().into_owned());
+    }
+    let layout = if args.claude {
+        Layout::Claude
+    } else {
+        Layout::Auto
+    };
+    let hints = ListIdHints {
+        explicit: args.list.as_deref(),
+        ..ListIdHints::default()
+    };
+    let root = task_list::resolve_lists_root(&env, layout).map_err(list_error)?;
+    let id = task_list::resolve_list_id(&env, layout, hints).map_err(list_error)?;
+    let list = TaskList::open(root, &id, task_list::StoreConfig::default()).map_err(list_error)?;
+    Ok(match &args.actor {
+        Some(actor) => list.with_actor(Actor::new(actor.clone())),
+        None => list,
+    })
+}
+
+fn update_request(args: ListUpdateArgs) -> Result<UpdateRequest> {
+    let status =
+        args.status
+            .map(|s| {
+                serde_json::from_value::<UpdateStatus>(serde_json::Value::String(s.clone()))
+                    .map_err(|_| {
+                        CliError::Invalid(format!(
+                            "invalid status {s:?}: use pending, in_progress, completed or deleted"
+                        ))
+                    })
+            })
+            .transpose()?;
+    let edges = |ids: Vec<String>| (!ids.is_empty()).then_some(ids);
+    Ok(UpdateRequest {
+        subject: args.subject,
+        description: args.description,
+        active_form: args.active_form,
+        status,
+        owner: args.owner,
+        add_blocks: edges(args.add_blocks),
+        add_blocked_by: edges(args.add_blocked_by),
+        metadata: args.metadata.as_deref().map(parse_metadata).transpose()?,
+        ..UpdateRequest::new(parse_id(&args.id)?)
+    })
+}
+
+fn watch(list: &TaskList, json: bool) -> Result<u8> {
+    let mut watcher = list.watch().map_err(list_error)?;
+    loop {
+        let Some(change) = watcher.next_change(None).map_err(list_error)? else {
+            continue;
+        };
+        if json {
+            render::json(&change)?;
+        } else {
+            let listing = list.list().map_err(list_error)?;
+            render::out(&format!("{}\n\n", listing.model_text()))?;
+        }
+    }
+}
+
+fn print(json: bool, value: &impl Serialize, text: &str, success: bool) -> Result<u8> {
+    if json {
+        render::json(value)?;
+    } else {
+        render::out(&with_newline(text))?;
+    }
+    Ok(if success { exit::OK } else { exit::OTHER })
+}
+
+fn with_newline(text: &str) -> String {
+    if text.is_empty() || text.ends_with('\n') {
+        text.to_owned()
+    } else {
+        format!("{text}\n")
+    }
+}
+
+fn not_ready(reason: &NotReadyReason) -> String {
+    let ids = |ids: &[TaskId]| {
+        ids.iter()
+            .map(|id| format!("#{id}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match reason {
+        NotReadyReason::Completed => "completed".to_owned(),
+        NotReadyReason::InProgress => "in progress".to_owned(),
+        NotReadyReason::Owned { owner } => format!("owned by {owner}"),
+        NotReadyReason::BlockedBy { tasks } => format!("blocked by {}", ids(tasks)),
+        NotReadyReason::MissingBlocker { task } => format!("blocker #{task} does not exist"),
+        other => to_word(other),
+    }
+}
+
+/// A compact one-line rendering of a serializable value (a reason, a problem).
+fn to_word(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn parse_id(text: &str) -> Result<TaskId> {
+    TaskId::parse(text).map_err(|_| CliError::MalformedId {
+        input: text.to_owned(),
+    })
+}
+
+fn parse_metadata(text: &str) -> Result<Metadata> {
+    serde_json::from_str(text)
+        .map_err(|e| CliError::Invalid(format!("--metadata must be a JSON object: {e}")))
+}
+
+fn list_error(error: task_list::Error) -> CliError {
+    match error {
+        task_list::Error::Io { op, path, source } => CliError::io(op, path, source),
+        task_list::Error::InvalidId(input) => CliError::MalformedId { input },
+        task_list::Error::Corrupt { path, message } => CliError::CorruptState {
+            path,
+            reason: message,
+        },
+        other => CliError::List(other.to_string()),
+    }
 }

@@ -13,6 +13,7 @@
 //! {root}/{session}/config.json           optional supervisor settings
 //! ```
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use task_core::TaskId;
@@ -122,14 +123,18 @@ impl SessionPaths {
         self.dir.join("config.json")
     }
 
-    /// Creates the session's directories (idempotent).
+    /// Creates the session's directories, private to the user (idempotent).
     pub fn create_dirs(&self) -> Result<()> {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true).mode(0o700);
         for dir in [
             self.tasks_dir(),
             self.pending_events(),
             self.delivered_events(),
         ] {
-            std::fs::create_dir_all(&dir).map_err(|e| CliError::io("create", &dir, e))?;
+            builder
+                .create(&dir)
+                .map_err(|e| CliError::io("create", &dir, e))?;
         }
         Ok(())
     }

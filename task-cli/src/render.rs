@@ -65,7 +65,7 @@ pub fn table(rows: &[Row<'_>], color: bool) -> String {
         let status = format!("{:<10}", task.status.as_str());
         text.push_str(&format!(
             "{:<10} {:<12} {} {:>6} {:>8}  {}\n",
-            task.id,
+            task.id.as_str(),
             task.task_type.as_str(),
             if color {
                 paint(task.status, &status)

@@ -1,0 +1,193 @@
+//! What every tool call shares: the session, the task list, and the tasks this server runs in
+//! the foreground; plus the two ways a call can fail.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, Content};
+use serde::Serialize;
+use task_core::TaskId;
+use task_list::TaskList;
+use tokio::time::Instant;
+
+use crate::error::CliError;
+use crate::session::Session;
+use crate::snapshot::Snapshot;
+
+use super::notify::Delivery;
+use super::text;
+
+/// The state of one `tasks mcp` server.
+#[derive(Debug)]
+pub(crate) struct Context {
+    /// The session whose tasks the tools start and read.
+    pub session: Session,
+    /// The task list the `Task*` list tools work on.
+    pub list: TaskList,
+    /// Whether pushed notifications deliver, or only announce, pending envelopes.
+    pub delivery: Delivery,
+    /// Foreground `Bash` tasks still running: their completion is the call's result, never a
+    /// notification.
+    foreground: Mutex<HashSet<TaskId>>,
+}
+
+impl Context {
+    /// A context over `session` and `list`.
+    pub fn new(session: Session, list: TaskList, delivery: Delivery) -> Arc<Self> {
+        Arc::new(Self {
+            session,
+            list,
+            delivery,
+            foreground: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// Whether `id` is a foreground `Bash` task still owned by a call.
+    pub fn is_foreground(&self, id: &TaskId) -> bool {
+        lock(&self.foreground).contains(id)
+    }
+
+    /// Marks `id` as run in the foreground until the returned guard is finished or dropped (a
+    /// dropped guard, a call the client cancelled, kills the task).
+    pub fn foreground(self: &Arc<Self>, id: TaskId) -> ForegroundGuard {
+        lock(&self.foreground).insert(id);
+        ForegroundGuard {
+            context: Arc::clone(self),
+            id,
+            finished: false,
+        }
+    }
+
+    /// The snapshot of one task, read off the async threads.
+    pub async fn task(&self, id: TaskId) -> Result<Snapshot, CliError> {
+        let session = self.session.clone();
+        blocking(move || session.task(&id)).await
+    }
+
+    /// Waits until `id` is terminal or `limit` passes; the flag says whether it ended.
+    pub async fn wait_terminal(&self, id: TaskId, limit: Duration) -> Result<(Snapshot, bool), CliError> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let task = self.task(id).await?;
+            if task.status.is_terminal() {
+                return Ok((task, true));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok((task, false));
+            }
+            tokio::time::sleep(self.session.config().poll_interval.min(deadline - now)).await;
+        }
+    }
+}
+
+/// Keeps a task marked as foreground; see [`Context::foreground`].
+#[derive(Debug)]
+pub(crate) struct ForegroundGuard {
+    context: Arc<Context>,
+    id: TaskId,
+    finished: bool,
+}
+
+impl ForegroundGuard {
+    /// The call is done with the task (it ended, and its notification was claimed).
+    pub fn finish(mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for ForegroundGuard {
+    fn drop(&mut self) {
+        lock(&self.context.foreground).remove(&self.id);
+        if !self.finished {
+            let (session, id) = (self.context.session.clone(), self.id);
+            tracing::info!(task = %id, "foreground call abandoned: killing its task");
+            tokio::task::spawn_blocking(move || {
+                if let Err(error) = session.kill(&[id]) {
+                    tracing::warn!(task = %id, %error, "could not kill an abandoned foreground task");
+                }
+            });
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs blocking session work on the blocking pool.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, CliError> + Send + 'static,
+) -> Result<T, CliError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| CliError::Invalid(format!("internal error: a blocking job failed: {e}")))?
+}
+
+/// Why a tool call failed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The request itself is wrong (a malformed id, an argument out of range): a JSON-RPC error.
+    Protocol(ErrorData),
+    /// The tool ran and failed; the model reads the text (`isError: true`).
+    Tool(String),
+}
+
+impl Failure {
+    /// An invalid-argument error.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Failure::Protocol(ErrorData::invalid_params(message.into(), None))
+    }
+}
+
+impl From<CliError> for Failure {
+    fn from(error: CliError) -> Self {
+        match error {
+            CliError::MalformedId { .. } => Failure::invalid(error.to_string()),
+            CliError::UnknownTask { id, .. } => Failure::Tool(text::no_such_task(&id)),
+            other => Failure::Tool(other.to_string()),
+        }
+    }
+}
+
+impl From<task_list::Error> for Failure {
+    fn from(error: task_list::Error) -> Self {
+        match error {
+            task_list::Error::InvalidId(_) => Failure::invalid(error.to_string()),
+            other => Failure::Tool(other.to_string()),
+        }
+    }
+}
+
+/// A successful tool result: the text for the model and the reference's JSON shape.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    /// What the model reads.
+    pub text: String,
+    /// `structuredContent`.
+    pub structured: serde_json::Value,
+}
+
+impl Reply {
+    /// A reply whose structured content is `shape`.
+    pub fn new(text: String, shape: &impl Serialize) -> Result<Self, Failure> {
+        let structured = serde_json::to_value(shape)
+            .map_err(|e| Failure::Tool(format!("internal error: cannot encode a result: {e}")))?;
+        Ok(Self { text, structured })
+    }
+}
+
+/// The MCP answer of a tool call.
+pub(crate) fn into_response(outcome: Result<Reply, Failure>) -> Result<CallToolResult, ErrorData> {
+    match outcome {
+        Ok(reply) => {
+            let mut result = CallToolResult::success(vec![Content::text(reply.text)]);
+            result.structured_content = Some(reply.structured);
+            Ok(result)
+        }
+        Err(Failure::Tool(message)) => Ok(CallToolResult::error(vec![Content::text(message)])),
+        Err(Failure::Protocol(error)) => Err(error),
+    }
+}

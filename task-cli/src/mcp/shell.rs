@@ -1,0 +1,234 @@
+//! `Bash`, `TaskOutput`, `TaskStop` and `Monitor`: background tasks of the session, run by its
+//! supervisor exactly as `tasks run` runs them (so `tasks ps` in another terminal sees them).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use task_core::{TaskId, TaskStatus};
+use task_output::format::format_for_model;
+use task_output::read::{DEFAULT_MAX_READ_BYTES, read_tail};
+
+use crate::protocol::{StartMonitor, StartShell};
+use crate::session::Session;
+use crate::snapshot::Snapshot;
+
+use super::context::{Context, Failure, Reply, blocking};
+use super::schema::{
+    BashInput, BashOutput, DEFAULT_BASH_TIMEOUT_MS, MAX_TIMEOUT_MS, MonitorInput, MonitorOutput,
+    RetrievalStatus, TaskOutputInput, TaskOutputResult, TaskStopInput, TaskStopOutput, TaskView,
+};
+use super::text;
+
+/// The exit code of a command the supervisor killed at its timeout (128 + SIGTERM).
+const EXIT_TIMED_OUT: i32 = 143;
+
+/// How much longer than the command's own timeout a foreground call waits for the supervisor
+/// to report the end, before killing the task itself.
+const TIMEOUT_GRACE: Duration = Duration::from_secs(5);
+
+/// `Bash`: a foreground command (its output is the result) or a background one (its id is).
+pub(crate) async fn bash(context: &Arc<Context>, input: BashInput) -> Result<Reply, Failure> {
+    if input.command.trim().is_empty() {
+        return Err(Failure::invalid("command is empty"));
+    }
+    let timeout_ms = input.timeout.unwrap_or(DEFAULT_BASH_TIMEOUT_MS);
+    if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
+        return Err(Failure::invalid(format!(
+            "timeout must be between 1 and {MAX_TIMEOUT_MS} ms, got {timeout_ms}"
+        )));
+    }
+    let background = input.run_in_background.unwrap_or(false);
+    let start = StartShell {
+        description: input.description.unwrap_or_else(|| input.command.clone()),
+        command: input.command,
+        timeout_ms: (!background).then_some(timeout_ms),
+        agent_id: None,
+        tool_use_id: None,
+        cwd: std::env::current_dir().ok(),
+    };
+    let session = context.session.clone();
+    let id = blocking(move || session.start_shell(start)).await?;
+    if background {
+        let output = context.session.paths().output(&id);
+        let shape = BashOutput {
+            stdout: String::new(),
+            stderr: String::new(),
+            interrupted: false,
+            background_task_id: Some(id.to_string()),
+            exit_code: None,
+        };
+        return Reply::new(text::background_started(&id, &output), &shape);
+    }
+    foreground(context, id, Duration::from_millis(timeout_ms)).await
+}
+
+/// Waits for a foreground command, claims its completion (a foreground run never notifies)
+/// and returns its output, cut to `BASH_MAX_OUTPUT_LENGTH` the way SPEC §4 cuts.
+async fn foreground(context: &Arc<Context>, id: TaskId, timeout: Duration) -> Result<Reply, Failure> {
+    let guard = context.foreground(id);
+    let started = Instant::now();
+    let (mut task, ended) = context.wait_terminal(id, timeout + TIMEOUT_GRACE).await?;
+    if !ended {
+        let session = context.session.clone();
+        blocking(move || session.kill(&[id])).await?;
+        task = context.task(id).await?;
+    }
+    let session = context.session.clone();
+    let claimed = task.clone();
+    blocking(move || session.claim_completion(&claimed)).await?;
+    guard.finish();
+    let interrupted = !ended
+        || (task.status == TaskStatus::Failed
+            && task.exit_code == Some(EXIT_TIMED_OUT)
+            && started.elapsed() >= timeout);
+    let stderr = if interrupted {
+        format!(
+            "Command timed out after {}",
+            task_shell::watchdog::human_duration(timeout)
+        )
+    } else {
+        String::new()
+    };
+    let limit = text::bash_max_output(std::env::var(text::BASH_MAX_OUTPUT_ENV).ok().as_deref());
+    let session = context.session.clone();
+    let output = blocking(move || read_for_model(&session, &task, limit)).await?;
+    let exit_code = context.task(id).await?.exit_code;
+    let shape = BashOutput {
+        stdout: output.clone(),
+        stderr: stderr.clone(),
+        interrupted,
+        background_task_id: None,
+        exit_code,
+    };
+    Reply::new(text::foreground_result(&output, &stderr, exit_code), &shape)
+}
+
+/// The end of a task's output, cut to `limit` characters with the `[Truncated. …]` header.
+fn read_for_model(session: &Session, task: &Snapshot, limit: usize) -> crate::Result<String> {
+    let path = session.output_path(task);
+    match read_tail(&path, DEFAULT_MAX_READ_BYTES) {
+        Ok(text) => Ok(format_for_model(&text, &path, limit)),
+        Err(task_output::OutputError::NotFound { .. }) => Ok(String::new()),
+        Err(error) => Err(crate::CliError::io(
+            "read",
+            path,
+            std::io::Error::other(error.to_string()),
+        )),
+    }
+}
+
+/// `TaskOutput`: the task's state and output, after waiting for its end if asked to.
+pub(crate) async fn task_output(context: &Context, input: TaskOutputInput) -> Result<Reply, Failure> {
+    if input.timeout > MAX_TIMEOUT_MS {
+        return Err(Failure::invalid(format!(
+            "timeout must be at most {MAX_TIMEOUT_MS} ms, got {}",
+            input.timeout
+        )));
+    }
+    let id = Session::parse_id(&input.task_id)?;
+    let task = context.task(id).await?;
+    let (task, status) = if task.status.is_terminal() {
+        (task, RetrievalStatus::Success)
+    } else if !input.block {
+        (task, RetrievalStatus::NotReady)
+    } else {
+        match context.wait_terminal(id, Duration::from_millis(input.timeout)).await? {
+            (task, true) => (task, RetrievalStatus::Success),
+            (task, false) => (task, RetrievalStatus::Timeout),
+        }
+    };
+    let session = context.session.clone();
+    let output = blocking(move || session.output_for_model(&id)).await?;
+    let view = TaskView {
+        task_id: task.id.to_string(),
+        task_type: task.task_type.as_str().to_owned(),
+        status: task.status.as_str().to_owned(),
+        description: task.description,
+        output,
+        exit_code: task.exit_code,
+        error: task.error,
+    };
+    let text = text::task_output(status, &view);
+    Reply::new(text, &TaskOutputResult {
+        retrieval_status: status,
+        task: Some(view),
+    })
+}
+
+/// `TaskStop`: kills a running task and its whole process tree.
+pub(crate) async fn task_stop(context: &Context, input: TaskStopInput) -> Result<Reply, Failure> {
+    let raw = input
+        .task_id
+        .or(input.shell_id)
+        .ok_or_else(|| Failure::invalid("TaskStop needs task_id (or the deprecated shell_id)"))?;
+    let id = Session::parse_id(&raw)?;
+    let task = context.task(id).await?;
+    if !task.status.is_terminal() {
+        let session = context.session.clone();
+        let outcomes = blocking(move || session.kill(&[id])).await?;
+        if outcomes.iter().any(|o| o.id == id.as_str() && o.outcome == "killed") {
+            let shape = TaskStopOutput {
+                message: format!("Successfully stopped task: {id} ({})", task.command),
+                task_id: id.to_string(),
+                task_type: task.task_type.as_str().to_owned(),
+                command: task.command,
+            };
+            let text = serde_json::to_string(&shape)
+                .map_err(|e| Failure::Tool(format!("internal error: {e}")))?;
+            return Reply::new(text, &shape);
+        }
+    }
+    let status = context.task(id).await?.status;
+    Err(Failure::Tool(format!(
+        "Task {id} is not running (status: {})",
+        status.as_str()
+    )))
+}
+
+/// `Monitor`: starts a command whose stdout lines become event notifications.
+pub(crate) async fn monitor(context: &Context, input: MonitorInput) -> Result<Reply, Failure> {
+    let shell_config = &context.session.config().shell;
+    let max_ms = duration_ms(shell_config.monitor_max_timeout);
+    if let Some(requested) = input.timeout_ms.filter(|&ms| ms > max_ms) {
+        return Err(Failure::invalid(format!(
+            "timeout_ms must be at most {max_ms}, got {requested}"
+        )));
+    }
+    let command = match (input.command, input.ws) {
+        (Some(command), None) if !command.trim().is_empty() => command,
+        (Some(_), Some(_)) => return Err(Failure::invalid("give either command or ws, not both")),
+        (None, Some(_)) => {
+            return Err(Failure::Tool(
+                "WebSocket monitors are not available through `tasks mcp` yet: give a command \
+                 (for example one that runs a WebSocket client) instead"
+                    .into(),
+            ));
+        }
+        _ => return Err(Failure::invalid("Monitor needs a non-empty command")),
+    };
+    let lifetime = shell_config.monitor_timeout(
+        input.timeout_ms.map(Duration::from_millis),
+        input.persistent,
+    );
+    let start = StartMonitor {
+        command,
+        description: input.description,
+        timeout_ms: input.timeout_ms,
+        persistent: input.persistent,
+        cwd: std::env::current_dir().ok(),
+    };
+    let session = context.session.clone();
+    let id = blocking(move || session.start_monitor(start)).await?;
+    let shape = MonitorOutput {
+        task_id: id.to_string(),
+        timeout_ms: lifetime.map_or(0, duration_ms),
+        persistent: input.persistent,
+    };
+    let output = context.session.paths().output(&id);
+    let text = text::monitor_started(&id, &output, shape.timeout_ms, shape.persistent);
+    Reply::new(text, &shape)
+}
+
+fn duration_ms(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
