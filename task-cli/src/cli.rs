@@ -60,6 +60,8 @@ pub enum Command {
     List(ListArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
+    /// Serve the task tools over the Model Context Protocol on stdio (for agents).
+    Mcp(crate::mcp::McpArgs),
     /// Run the session supervisor (started on demand by `run`; not for direct use).
     #[command(name = "__supervise", hide = true)]
     Supervise,

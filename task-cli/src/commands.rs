@@ -33,6 +33,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Notifications(args) => notifications(&session()?, &args, json),
         Command::List(args) => crate::list_cmd::execute(&paths()?, args, json),
         Command::Completions(args) => completions(args.shell),
+        Command::Mcp(args) => crate::mcp::run(paths()?, args),
         Command::Supervise => crate::supervisor::run(paths()?).map(|()| exit::OK),
     }
 }

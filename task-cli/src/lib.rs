@@ -33,6 +33,7 @@ mod engine;
 pub mod error;
 mod list_cmd;
 pub mod lock;
+pub mod mcp;
 pub mod notice;
 pub mod paths;
 pub mod protocol;

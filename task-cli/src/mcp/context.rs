@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, Content};
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde::Serialize;
 use task_core::TaskId;
 use task_list::TaskList;
@@ -67,7 +67,11 @@ impl Context {
     }
 
     /// Waits until `id` is terminal or `limit` passes; the flag says whether it ended.
-    pub async fn wait_terminal(&self, id: TaskId, limit: Duration) -> Result<(Snapshot, bool), CliError> {
+    pub async fn wait_terminal(
+        &self,
+        id: TaskId,
+        limit: Duration,
+    ) -> Result<(Snapshot, bool), CliError> {
         let deadline = Instant::now() + limit;
         loop {
             let task = self.task(id).await?;
@@ -183,11 +187,11 @@ impl Reply {
 pub(crate) fn into_response(outcome: Result<Reply, Failure>) -> Result<CallToolResult, ErrorData> {
     match outcome {
         Ok(reply) => {
-            let mut result = CallToolResult::success(vec![Content::text(reply.text)]);
+            let mut result = CallToolResult::success(vec![ContentBlock::text(reply.text)]);
             result.structured_content = Some(reply.structured);
             Ok(result)
         }
-        Err(Failure::Tool(message)) => Ok(CallToolResult::error(vec![Content::text(message)])),
+        Err(Failure::Tool(message)) => Ok(CallToolResult::error(vec![ContentBlock::text(message)])),
         Err(Failure::Protocol(error)) => Err(error),
     }
 }

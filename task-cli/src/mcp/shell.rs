@@ -6,18 +6,16 @@ use std::time::{Duration, Instant};
 
 use task_core::{TaskId, TaskStatus};
 use task_output::format::format_for_model;
-use task_output::read::{DEFAULT_MAX_READ_BYTES, read_tail};
 
 use crate::protocol::{StartMonitor, StartShell};
 use crate::session::Session;
-use crate::snapshot::Snapshot;
 
 use super::context::{Context, Failure, Reply, blocking};
 use super::schema::{
     BashInput, BashOutput, DEFAULT_BASH_TIMEOUT_MS, MAX_TIMEOUT_MS, MonitorInput, MonitorOutput,
     RetrievalStatus, TaskOutputInput, TaskOutputResult, TaskStopInput, TaskStopOutput, TaskView,
 };
-use super::text;
+use super::{resources, text};
 
 /// The exit code of a command the supervisor killed at its timeout (128 + SIGTERM).
 const EXIT_TIMED_OUT: i32 = 143;
@@ -64,7 +62,11 @@ pub(crate) async fn bash(context: &Arc<Context>, input: BashInput) -> Result<Rep
 
 /// Waits for a foreground command, claims its completion (a foreground run never notifies)
 /// and returns its output, cut to `BASH_MAX_OUTPUT_LENGTH` the way SPEC §4 cuts.
-async fn foreground(context: &Arc<Context>, id: TaskId, timeout: Duration) -> Result<Reply, Failure> {
+async fn foreground(
+    context: &Arc<Context>,
+    id: TaskId,
+    timeout: Duration,
+) -> Result<Reply, Failure> {
     let guard = context.foreground(id);
     let started = Instant::now();
     let (mut task, ended) = context.wait_terminal(id, timeout + TIMEOUT_GRACE).await?;
@@ -90,9 +92,10 @@ async fn foreground(context: &Arc<Context>, id: TaskId, timeout: Duration) -> Re
         String::new()
     };
     let limit = text::bash_max_output(std::env::var(text::BASH_MAX_OUTPUT_ENV).ok().as_deref());
+    let exit_code = task.exit_code;
     let session = context.session.clone();
-    let output = blocking(move || read_for_model(&session, &task, limit)).await?;
-    let exit_code = context.task(id).await?.exit_code;
+    let tail = blocking(move || resources::output_tail(&session, &task)).await?;
+    let output = format_for_model(&tail, &context.session.paths().output(&id), limit);
     let shape = BashOutput {
         stdout: output.clone(),
         stderr: stderr.clone(),
@@ -103,22 +106,11 @@ async fn foreground(context: &Arc<Context>, id: TaskId, timeout: Duration) -> Re
     Reply::new(text::foreground_result(&output, &stderr, exit_code), &shape)
 }
 
-/// The end of a task's output, cut to `limit` characters with the `[Truncated. …]` header.
-fn read_for_model(session: &Session, task: &Snapshot, limit: usize) -> crate::Result<String> {
-    let path = session.output_path(task);
-    match read_tail(&path, DEFAULT_MAX_READ_BYTES) {
-        Ok(text) => Ok(format_for_model(&text, &path, limit)),
-        Err(task_output::OutputError::NotFound { .. }) => Ok(String::new()),
-        Err(error) => Err(crate::CliError::io(
-            "read",
-            path,
-            std::io::Error::other(error.to_string()),
-        )),
-    }
-}
-
 /// `TaskOutput`: the task's state and output, after waiting for its end if asked to.
-pub(crate) async fn task_output(context: &Context, input: TaskOutputInput) -> Result<Reply, Failure> {
+pub(crate) async fn task_output(
+    context: &Context,
+    input: TaskOutputInput,
+) -> Result<Reply, Failure> {
     if input.timeout > MAX_TIMEOUT_MS {
         return Err(Failure::invalid(format!(
             "timeout must be at most {MAX_TIMEOUT_MS} ms, got {}",
@@ -132,7 +124,10 @@ pub(crate) async fn task_output(context: &Context, input: TaskOutputInput) -> Re
     } else if !input.block {
         (task, RetrievalStatus::NotReady)
     } else {
-        match context.wait_terminal(id, Duration::from_millis(input.timeout)).await? {
+        match context
+            .wait_terminal(id, Duration::from_millis(input.timeout))
+            .await?
+        {
             (task, true) => (task, RetrievalStatus::Success),
             (task, false) => (task, RetrievalStatus::Timeout),
         }
@@ -149,10 +144,13 @@ pub(crate) async fn task_output(context: &Context, input: TaskOutputInput) -> Re
         error: task.error,
     };
     let text = text::task_output(status, &view);
-    Reply::new(text, &TaskOutputResult {
-        retrieval_status: status,
-        task: Some(view),
-    })
+    Reply::new(
+        text,
+        &TaskOutputResult {
+            retrieval_status: status,
+            task: Some(view),
+        },
+    )
 }
 
 /// `TaskStop`: kills a running task and its whole process tree.
@@ -166,7 +164,10 @@ pub(crate) async fn task_stop(context: &Context, input: TaskStopInput) -> Result
     if !task.status.is_terminal() {
         let session = context.session.clone();
         let outcomes = blocking(move || session.kill(&[id])).await?;
-        if outcomes.iter().any(|o| o.id == id.as_str() && o.outcome == "killed") {
+        if outcomes
+            .iter()
+            .any(|o| o.id == id.as_str() && o.outcome == "killed")
+        {
             let shape = TaskStopOutput {
                 message: format!("Successfully stopped task: {id} ({})", task.command),
                 task_id: id.to_string(),

@@ -19,11 +19,10 @@ pub const BASH_MAX_OUTPUT_UPPER_LIMIT: usize = 150_000;
 /// (capped at 150 000), else 30 000.
 pub fn bash_max_output(value: Option<&str>) -> usize {
     match value.map(|v| v.trim().parse::<u64>()) {
-        Some(Ok(limit)) if limit > 0 => {
-            usize::try_from(limit).map_or(BASH_MAX_OUTPUT_UPPER_LIMIT, |limit| {
+        Some(Ok(limit)) if limit > 0 => usize::try_from(limit)
+            .map_or(BASH_MAX_OUTPUT_UPPER_LIMIT, |limit| {
                 limit.min(BASH_MAX_OUTPUT_UPPER_LIMIT)
-            })
-        }
+            }),
         _ => BASH_MAX_OUTPUT_DEFAULT,
     }
 }
@@ -95,7 +94,10 @@ pub fn task_output(status: RetrievalStatus, task: &TaskView) -> String {
         text.push_str(&format!("\n\n<error>{}</error>", escape(error)));
     }
     if !task.output.is_empty() {
-        text.push_str(&format!("\n\n<output>\n{}\n</output>", escape(task.output.trim_end())));
+        text.push_str(&format!(
+            "\n\n<output>\n{}\n</output>",
+            escape(task.output.trim_end())
+        ));
     }
     text
 }

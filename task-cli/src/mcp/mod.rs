@@ -1,0 +1,121 @@
+//! `tasks mcp`: the task system as a Model Context Protocol server on stdio.
+//!
+//! The server speaks MCP over stdin/stdout (stdout carries the protocol alone; diagnostics go
+//! to stderr) and exposes the reference harness's tools (SPEC §13) over the same session and
+//! task list as the CLI: a task an agent starts here is visible to `tasks ps` in another
+//! terminal, and the other way round.
+//!
+//! | tool         | does                                                              |
+//! |--------------|-------------------------------------------------------------------|
+//! | `Bash`       | runs a command in the foreground, or in the background            |
+//! | `TaskOutput` | reads a background task's output, waiting for its end if asked    |
+//! | `TaskStop`   | kills a task and its process tree                                 |
+//! | `Monitor`    | starts a command whose stdout lines become event notifications    |
+//! | `TaskCreate`, `TaskGet`, `TaskUpdate`, `TaskList` | the task list (SPEC §12)     |
+//!
+//! Notifications reach the agent in tool results and as pushed `notifications/message`
+//! messages (see [`notify`] for the exact payload); task outputs are resources at
+//! `tasks://{id}/output` with `notifications/resources/updated` while they grow.
+
+mod context;
+mod list;
+pub mod notify;
+mod resources;
+pub mod schema;
+mod server;
+mod shell;
+mod text;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use rmcp::ServiceExt;
+use task_list::{Actor, EnvValues, Layout, ListIdHints, StoreConfig, TaskList};
+
+use crate::error::{CliError, Result, exit};
+use crate::paths::SessionPaths;
+use crate::session::Session;
+
+pub use notify::{Delivery, WatchSettings};
+pub use server::TasksServer;
+
+/// `tasks mcp`.
+#[derive(Debug, Clone, Args)]
+pub struct McpArgs {
+    /// The task list of the Task* list tools (default: $TASKS_LIST_ID, else the session name).
+    #[arg(long = "list", env = "TASKS_LIST_ID", value_name = "ID")]
+    pub list: Option<String>,
+    /// Lists root directory (default {root}/lists).
+    #[arg(long, env = "TASKS_LIST_ROOT", value_name = "DIR")]
+    pub lists_root: Option<PathBuf>,
+    /// Use the reference harness's lists ($CLAUDE_CONFIG_DIR/tasks, else ~/.claude/tasks).
+    #[arg(long, conflicts_with = "lists_root")]
+    pub claude: bool,
+    /// Who is acting on the list (recorded in its audit log).
+    #[arg(long, env = "TASKS_ACTOR", value_name = "NAME", default_value = "mcp")]
+    pub actor: String,
+    /// Who delivers notifications: `result` (the next tool result; pushes only announce) or
+    /// `push` (the pushed `notifications/message` is the delivery).
+    #[arg(long, value_enum, default_value_t = Delivery::Result)]
+    pub deliver: Delivery,
+    /// How often to look for notifications and output changes to push, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    pub watch_ms: u64,
+}
+
+/// Serves MCP on stdio for the session at `paths` until the client closes the connection.
+pub fn run(paths: SessionPaths, args: McpArgs) -> Result<u8> {
+    let session = Session::open(paths)?;
+    let list = open_list(&session, &args)?;
+    let context = context::Context::new(session, list, args.deliver);
+    let watch = WatchSettings {
+        interval: Duration::from_millis(args.watch_ms.max(1)),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::io("start", "the async runtime", e))?;
+    runtime.block_on(serve(TasksServer::new(context, watch)))?;
+    Ok(exit::OK)
+}
+
+async fn serve(server: TasksServer) -> Result<()> {
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| CliError::Invalid(format!("mcp: the client did not initialize: {e}")))?;
+    tracing::info!("serving MCP on stdio");
+    let reason = running
+        .waiting()
+        .await
+        .map_err(|e| CliError::Invalid(format!("mcp: the server stopped: {e}")))?;
+    tracing::info!(?reason, "MCP client gone");
+    Ok(())
+}
+
+/// The list the `Task*` list tools use: resolved as `tasks list` resolves it.
+fn open_list(session: &Session, args: &McpArgs) -> Result<TaskList> {
+    let list_error = |e: task_list::Error| CliError::List(e.to_string());
+    let mut env = EnvValues::from_env();
+    env.tasks_root = Some(session.paths().root().to_string_lossy().into_owned());
+    env.tasks_list_root = args
+        .lists_root
+        .as_ref()
+        .map(|root| root.to_string_lossy().into_owned());
+    let layout = if args.claude {
+        Layout::Claude
+    } else {
+        Layout::Auto
+    };
+    let root = task_list::resolve_lists_root(&env, layout).map_err(list_error)?;
+    let hints = ListIdHints {
+        explicit: Some(args.list.as_deref().unwrap_or(session.paths().name())),
+        ..ListIdHints::default()
+    };
+    let id = task_list::resolve_list_id(&env, layout, hints).map_err(list_error)?;
+    Ok(TaskList::open(root, &id, StoreConfig::default())
+        .map_err(list_error)?
+        .with_actor(Actor::new(args.actor.clone())))
+}

@@ -1,0 +1,339 @@
+//! Notifications, both ways an agent can get them.
+//!
+//! * **In tool results** (every client): after each tool call the server claims every pending
+//!   notification of the session (the same cross-process claims as `tasks notifications`: the
+//!   `.notified` latch for completions, a rename for events), in SPEC §3 priority order, and
+//!   appends each to the result as one more text block: the reference's framing, then the
+//!   `<task-notification>` envelope.
+//! * **Pushed** (clients that surface server messages): a watcher looks at the session every
+//!   [`WatchSettings::interval`] and sends each new notification once as a standard
+//!   `notifications/message` (MCP logging, logger `tasks`), the one server-to-client message
+//!   that every client SDK hands to its application (the Python SDK's `logging_callback`, rmcp's
+//!   `on_logging_message`); a custom method would be dropped by most of them. By default the
+//!   push only *announces* (`"delivered": false`): the envelope is still delivered once, in a
+//!   tool result. With `--deliver push` the push claims the notification and is its delivery.
+//!
+//! The watcher also sends `notifications/resources/updated` for every subscribed
+//! `tasks://{id}/output` whose output grew or whose task ended, and
+//! `notifications/resources/list_changed` when tasks appear.
+//!
+//! The logging and subscription methods are those of the session protocol (2025-11-25 and
+//! older, which `initialize`-based clients speak); rmcp marks them deprecated in favour of the
+//! 2026-07-28 subscription stream, which this server does not offer yet.
+#![allow(deprecated)]
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::{
+    LoggingLevel, LoggingMessageNotificationParam, ResourceUpdatedNotificationParam,
+};
+use rmcp::service::{Peer, RoleServer};
+use serde_json::json;
+use task_core::{TaskId, TaskStatus, TerminalStatus};
+
+use crate::error::CliError;
+use crate::notice::{self, Notice};
+use crate::session::Session;
+
+use super::context::{Context, blocking};
+use super::resources;
+
+/// Who delivers a notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Delivery {
+    /// The next tool result carries the envelope; pushes only announce it.
+    #[default]
+    Result,
+    /// The push claims and carries the envelope; tool results carry what no push took yet.
+    Push,
+}
+
+/// The watcher's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchSettings {
+    /// How often the session is looked at.
+    pub interval: Duration,
+}
+
+impl Default for WatchSettings {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_millis(500),
+        }
+    }
+}
+
+/// What the client asked to hear: subscribed outputs and the lowest logging level.
+#[derive(Debug, Default)]
+pub(crate) struct Interest {
+    /// Subscribed task outputs, with what was last seen of each (size, status).
+    subscribed: Mutex<HashMap<TaskId, Option<(u64, TaskStatus)>>>,
+    /// The level set by `logging/setLevel` (none: everything is sent).
+    level: Mutex<Option<LoggingLevel>>,
+}
+
+impl Interest {
+    /// Starts reporting changes of `id`'s output.
+    pub fn subscribe(&self, id: TaskId) {
+        lock(&self.subscribed).entry(id).or_insert(None);
+    }
+
+    /// Stops reporting changes of `id`'s output.
+    pub fn unsubscribe(&self, id: &TaskId) {
+        lock(&self.subscribed).remove(id);
+    }
+
+    /// Sets the lowest level pushed.
+    pub fn set_level(&self, level: LoggingLevel) {
+        *lock(&self.level) = Some(level);
+    }
+
+    fn wants(&self, level: LoggingLevel) -> bool {
+        lock(&self.level).is_none_or(|min| rank(level) >= rank(min))
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+/// Claims every pending notification for a tool result, in priority order; a failure is
+/// logged and leaves them pending.
+pub(crate) async fn claim_for_result(context: &Context) -> Vec<Notice> {
+    let session = context.session.clone();
+    match blocking(move || session.drain_notifications()).await {
+        Ok(notices) => notices,
+        Err(error) => {
+            tracing::warn!(%error, "could not collect pending notifications");
+            Vec::new()
+        }
+    }
+}
+
+/// The text block a notification adds to a tool result (framing, then envelope).
+pub(crate) fn for_model(notice: &Notice) -> String {
+    notice.notification.render_for_model()
+}
+
+/// Pushes notifications and resource changes to `peer` until the connection closes.
+pub(crate) async fn watch(
+    context: Arc<Context>,
+    interest: Arc<Interest>,
+    peer: Peer<RoleServer>,
+    settings: WatchSettings,
+) {
+    let mut pushed = HashSet::new();
+    let mut known_tasks = HashSet::new();
+    loop {
+        match look(&context, &interest, &mut pushed, &mut known_tasks).await {
+            Ok(messages) => {
+                if send(&peer, messages).await.is_err() {
+                    tracing::info!("client gone: the notification watcher stops");
+                    return;
+                }
+            }
+            Err(error) => tracing::warn!(%error, "could not look at the session"),
+        }
+        tokio::time::sleep(settings.interval).await;
+    }
+}
+
+/// One message for the client.
+enum Message {
+    Log(LoggingMessageNotificationParam),
+    Updated(String),
+    ListChanged,
+}
+
+async fn send(peer: &Peer<RoleServer>, messages: Vec<Message>) -> Result<(), rmcp::ServiceError> {
+    for message in messages {
+        match message {
+            Message::Log(param) => peer.notify_logging_message(param).await?,
+            Message::Updated(uri) => {
+                peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                    .await?;
+            }
+            Message::ListChanged => peer.notify_resource_list_changed().await?,
+        }
+    }
+    Ok(())
+}
+
+/// One look at the session: what to push now.
+async fn look(
+    context: &Arc<Context>,
+    interest: &Arc<Interest>,
+    pushed: &mut HashSet<String>,
+    known_tasks: &mut HashSet<TaskId>,
+) -> Result<Vec<Message>, CliError> {
+    let (job_context, job_interest) = (Arc::clone(context), Arc::clone(interest));
+    let seen = blocking(move || Seen::collect(&job_context, &job_interest)).await?;
+    let mut messages = Vec::new();
+    for (key, notice) in seen.notices {
+        if pushed.insert(key) {
+            let level = level(&notice);
+            if interest.wants(level) {
+                messages.push(Message::Log(log_param(&notice, level, context.delivery)));
+            }
+        }
+    }
+    let mut subscribed = lock(&interest.subscribed);
+    for (id, state) in seen.outputs {
+        if let Some(last) = subscribed.get_mut(&id)
+            && *last != Some(state)
+        {
+            *last = Some(state);
+            messages.push(Message::Updated(resources::output_uri(&id)));
+        }
+    }
+    if seen.tasks.iter().any(|id| !known_tasks.contains(id)) {
+        known_tasks.extend(seen.tasks);
+        messages.push(Message::ListChanged);
+    }
+    Ok(messages)
+}
+
+/// What one look found.
+struct Seen {
+    /// Notifications to push, keyed so each is pushed once.
+    notices: Vec<(String, Notice)>,
+    /// Output size and status of each subscribed task.
+    outputs: Vec<(TaskId, (u64, TaskStatus))>,
+    /// Every task of the session.
+    tasks: Vec<TaskId>,
+}
+
+impl Seen {
+    fn collect(context: &Context, interest: &Interest) -> Result<Self, CliError> {
+        let session = &context.session;
+        let listing = session.tasks()?;
+        let notices = match context.delivery {
+            Delivery::Push => session
+                .drain_notifications()?
+                .into_iter()
+                .map(|n| (key_of(&n), n))
+                .collect(),
+            Delivery::Result => peek(context, &listing.tasks)?,
+        };
+        let subscribed: Vec<TaskId> = lock(&interest.subscribed).keys().copied().collect();
+        let outputs = listing
+            .tasks
+            .iter()
+            .filter(|task| subscribed.contains(&task.id))
+            .map(|task| {
+                let size = std::fs::metadata(session.output_path(task)).map_or(0, |m| m.len());
+                (task.id, (size, task.status))
+            })
+            .collect();
+        let tasks = listing.tasks.iter().map(|task| task.id).collect();
+        Ok(Self {
+            notices,
+            outputs,
+            tasks,
+        })
+    }
+}
+
+/// Pending notifications, read without claiming them: completions not yet delivered (except
+/// those of foreground calls) and the events waiting in `events/pending/`.
+fn peek(
+    context: &Context,
+    tasks: &[crate::snapshot::Snapshot],
+) -> Result<Vec<(String, Notice)>, CliError> {
+    let paths = context.session.paths();
+    let mut found: Vec<(String, Notice)> = tasks
+        .iter()
+        .filter(|t| t.status.is_terminal() && !context.is_foreground(&t.id))
+        .filter(|t| !notice::is_notified(paths, &t.id))
+        .filter_map(|t| {
+            t.notification
+                .clone()
+                .map(|n| (format!("done:{}", t.id), n))
+        })
+        .collect();
+    found.extend(pending_events(&context.session)?);
+    found.sort_by_key(|(_, n)| (n.priority, n.at_ms));
+    Ok(found)
+}
+
+fn pending_events(session: &Session) -> Result<Vec<(String, Notice)>, CliError> {
+    let dir = session.paths().pending_events();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(CliError::io("list", &dir, e)),
+    };
+    let mut events = Vec::new();
+    for entry in entries.flatten() {
+        // A file claimed by a reader meanwhile is simply gone; one that cannot be parsed is
+        // left for `tasks notifications` to report.
+        let Ok(bytes) = std::fs::read(entry.path()) else {
+            continue;
+        };
+        if let Ok(notice) = serde_json::from_slice::<Notice>(&bytes) {
+            events.push((
+                format!("event:{}", entry.file_name().to_string_lossy()),
+                notice,
+            ));
+        }
+    }
+    Ok(events)
+}
+
+/// The key of a claimed notification (claims are unique, so any stable key will do).
+fn key_of(notice: &Notice) -> String {
+    format!(
+        "claimed:{}:{}:{}",
+        notice.task_id(),
+        notice.at_ms,
+        notice.notification.summary
+    )
+}
+
+/// Completed: notice; failed or killed: warning; a stall warning: warning; a monitor event:
+/// info.
+fn level(notice: &Notice) -> LoggingLevel {
+    match notice.notification.status {
+        Some(TerminalStatus::Completed) => LoggingLevel::Notice,
+        Some(_) => LoggingLevel::Warning,
+        None if notice.notification.event.is_some() => LoggingLevel::Info,
+        None => LoggingLevel::Warning,
+    }
+}
+
+/// The `notifications/message` of a notification: `data` is an object with the envelope's
+/// fields, the model-facing text, and whether this push is the delivery.
+fn log_param(
+    notice: &Notice,
+    level: LoggingLevel,
+    delivery: Delivery,
+) -> LoggingMessageNotificationParam {
+    let n = &notice.notification;
+    let data = json!({
+        "type": "task-notification",
+        "taskId": n.task_id,
+        "status": n.status,
+        "priority": notice.priority,
+        "summary": n.summary,
+        "event": n.event,
+        "outputFile": n.output_file,
+        "delivered": delivery == Delivery::Push,
+        "text": for_model(notice),
+    });
+    LoggingMessageNotificationParam::new(level, data).with_logger("tasks")
+}

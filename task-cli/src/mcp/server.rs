@@ -1,0 +1,272 @@
+//! The MCP server: the tool router, and the handler that adds notifications to tool results,
+//! serves task outputs as resources and starts the push watcher.
+#![allow(deprecated)] // logging and resources/subscribe: see the `notify` module
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_router};
+
+use super::context::{Context, into_response};
+use super::notify::{self, Interest, WatchSettings};
+use super::schema::{
+    BashInput, BashOutput, MonitorInput, MonitorOutput, TaskCreateInput, TaskGetInput,
+    TaskListInput, TaskOutputInput, TaskOutputResult, TaskStopInput, TaskStopOutput,
+    TaskUpdateInput,
+};
+use super::{list, resources, shell};
+
+const INSTRUCTIONS: &str = "Background tasks and task lists. Start commands with Bash \
+(run_in_background for long ones), read them with TaskOutput, stop them with TaskStop. \
+When a background task ends, stalls on a prompt, or a Monitor emits, a <task-notification> \
+is appended to the result of your next tool call (and announced as a notifications/message \
+log message). Task outputs are resources at tasks://{id}/output.";
+
+/// The `tasks mcp` server.
+#[derive(Debug, Clone)]
+pub struct TasksServer {
+    context: Arc<Context>,
+    interest: Arc<Interest>,
+    watch: WatchSettings,
+    watching: Arc<AtomicBool>,
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl TasksServer {
+    pub(crate) fn new(context: Arc<Context>, watch: WatchSettings) -> Self {
+        Self {
+            context,
+            interest: Arc::default(),
+            watch,
+            watching: Arc::default(),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Runs a shell command. In the foreground the output (at most BASH_MAX_OUTPUT_LENGTH
+    /// characters, default 30000, the end kept) is the result; with run_in_background the
+    /// task id is, and a notification follows when the command ends.
+    #[tool(name = "Bash", output_schema = rmcp::handler::server::tool::schema_for_output::<BashOutput>())]
+    async fn bash(
+        &self,
+        Parameters(input): Parameters<BashInput>,
+    ) -> Result<CallToolResult, ErrorData> {
+        into_response(shell::bash(&self.context, input).await)
+    }
+
+    /// Retrieves the output of a background task. Waits for it to end when block is true (up
+    /// to timeout ms); retrieval_status is success, timeout or not_ready.
+    #[tool(name = "TaskOutput", output_schema = rmcp::handler::server::tool::schema_for_output::<TaskOutputResult>())]
+    async fn task_output(
+        &self,
+        Parameters(input): Parameters<TaskOutputInput>,
+    ) -> Result<CallToolResult, ErrorData> {
+        into_response(shell::task_output(&self.context, input).await)
+    }
+
+    /// Stops a running background task and its whole process tree.
+    #[tool(name = "TaskStop", output_schema = rmcp::handler::server::tool::schema_for_output::<TaskStopOutput>())]
+    async fn task_stop(
+        &self,
+        Parameters(input): Parameters<TaskStopInput>,
+    ) -> Result<CallToolResult, ErrorData> {
+        into_response(shell::task_stop(&self.context, input).await)
+    }
+
+    /// Starts a background watch: every line the command prints on stdout is delivered as an
+    /// event notification, until the command exits, the timeout passes, or TaskStop.
+    #[tool(name = "Monitor", output_schema = rmcp::handler::server::tool::schema_for_output::<MonitorOutput>())]
+    async fn monitor(
+        &self,
+        Parameters(input): Parameters<MonitorInput>,
+    ) -> Result<CallToolResult, ErrorData> {
+        into_response(shell::monitor(&self.context, input).await)
+    }
+
+    /// Creates a task in the task list.
+    #[tool(name = "TaskCreate")]
+    async fn task_create(
+        &self,
+        Parameters(input): Parameters<TaskCreateInput>,
+    ) -> Result<CallToolResult, ErrorData> {
+        into_response(list::create(&self.context.list, input).await)
+    }
+
+    /// Retrieves a task from the task list by its ID.
+    #[tool(name = "TaskGet")]
+    async fn task_get(
+        &self,
+        Parameters(input): Parameters<TaskGetInput>,
+    ) -> Result<CallToolResult, ErrorData> {
+        into_response(list::get(&self.context.list, input).await)
+    }
+
+    /// Updates a task in the task list: fields, status (deleted removes it), owner,
+    /// dependencies (addBlocks, addBlockedBy) and metadata.
+    #[tool(name = "TaskUpdate")]
+    async fn task_update(
+        &self,
+        Parameters(input): Parameters<TaskUpdateInput>,
+    ) -> Result<CallToolResult, ErrorData> {
+        into_response(list::update(&self.context.list, input).await)
+    }
+
+    /// Lists all tasks in the task list.
+    #[tool(name = "TaskList")]
+    async fn task_list(
+        &self,
+        Parameters(_input): Parameters<TaskListInput>,
+    ) -> Result<CallToolResult, ErrorData> {
+        into_response(list::list(&self.context.list).await)
+    }
+}
+
+impl TasksServer {
+    /// Appends every pending notification to a finished call's result.
+    async fn with_notifications(&self, response: CallToolResponse) -> CallToolResponse {
+        let CallToolResponse::Complete(mut result) = response else {
+            return response;
+        };
+        for notice in notify::claim_for_result(&self.context).await {
+            result
+                .content
+                .push(ContentBlock::text(notify::for_model(&notice)));
+        }
+        CallToolResponse::Complete(result)
+    }
+
+    fn unknown_tool(&self, name: &str) -> ErrorData {
+        let known: Vec<String> = self
+            .tool_router
+            .list_all()
+            .into_iter()
+            .map(|tool| tool.name.to_string())
+            .collect();
+        ErrorData::invalid_params(
+            format!(
+                "unknown tool {name:?}; this server has: {}",
+                known.join(", ")
+            ),
+            None,
+        )
+    }
+}
+
+impl ServerHandler for TasksServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_resources_list_changed()
+            .enable_tools()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("tasks", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if !self.tool_router.has_route(&request.name) {
+            return Err(self.unknown_tool(&request.name));
+        }
+        let response = self
+            .tool_router
+            .call(ToolCallContext::new(self, request, context))
+            .await?;
+        Ok(self.with_notifications(response).await)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
+        Ok(rmcp::model::ListToolsResult::with_all_items(
+            self.tool_router.list_all(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.tool_router.get(name).cloned()
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if !self.watching.swap(true, Ordering::SeqCst) {
+            tokio::spawn(notify::watch(
+                Arc::clone(&self.context),
+                Arc::clone(&self.interest),
+                context.peer,
+                self.watch,
+            ));
+        }
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.interest.set_level(request.level);
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        resources::list(&self.context).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(resources::templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        resources::read(&self.context, &request.uri)
+            .await
+            .map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.interest.subscribe(resources::parse_uri(&request.uri)?);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.interest
+            .unsubscribe(&resources::parse_uri(&request.uri)?);
+        Ok(())
+    }
+}
