@@ -52,6 +52,7 @@
 
 mod error;
 pub mod format;
+mod lines;
 pub mod open;
 pub mod pipe;
 pub mod read;
@@ -64,3 +65,17 @@ pub use error::OutputError;
 pub use pipe::{PipeConfig, PipeOutput};
 pub use read::{Delta, ProgressTail, TextDelta};
 pub use writer::{DiskWriter, DiskWriterConfig};
+
+#[cfg(test)]
+mod tests {
+    /// Public types can move between and be shared by threads (checked at compile time).
+    #[test]
+    fn public_types_are_send_and_sync() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<super::OutputError>();
+        send_sync::<super::DiskWriter>();
+        send_sync::<super::PipeOutput>();
+        send_sync::<super::Delta>();
+        send_sync::<super::ProgressTail>();
+    }
+}

@@ -12,9 +12,10 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use bytes::Bytes;
-use memchr::memrchr;
+use memchr::memrchr_iter;
 
 use crate::OutputError;
+use crate::lines::{last_lines_of, split_lines, without_cut_line};
 use crate::utf8::{ceil_char_boundary, complete_prefix_len, decode_lossy};
 
 /// The default and usual upper bound of one delta or tail read: 8 MiB.
@@ -29,8 +30,12 @@ pub const PROGRESS_LAST_LINES: usize = 5;
 /// How many lines [`ProgressTail::recent_lines`] holds.
 pub const PROGRESS_RECENT_LINES: usize = 100;
 
-/// Block size of the backwards scan in [`last_lines`].
-const SCAN_BLOCK_BYTES: usize = 64 * 1024;
+/// Size of the first block the backwards scan of [`last_lines`] reads; each next block doubles,
+/// up to [`MAX_SCAN_BLOCK_BYTES`].
+const FIRST_SCAN_BLOCK_BYTES: usize = 4 * 1024;
+
+/// Largest block of the backwards scan.
+const MAX_SCAN_BLOCK_BYTES: usize = 64 * 1024;
 
 /// The bytes a delta read returned and where the next read should start.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,7 +162,7 @@ pub fn last_lines_within(
     }
     let tail = scan_back_for_lines(&file, len, n, max_scan_bytes)
         .map_err(|err| OutputError::from_io(path, err))?;
-    Ok(split_lines(&tail))
+    Ok(last_lines_of(&tail, n))
 }
 
 /// Reads the last [`PROGRESS_TAIL_BYTES`] of `path` and returns its last lines and an estimate
@@ -172,13 +177,10 @@ pub fn progress_tail(path: &Path) -> Result<ProgressTail, OutputError> {
     let window =
         read_exact_at(&file, start, wanted).map_err(|err| OutputError::from_io(path, err))?;
     let whole_file = start == 0;
-    let text = if whole_file {
-        &window[..]
-    } else {
-        match memchr::memchr(b'\n', &window) {
-            Some(newline) if newline + 1 < window.len() => &window[newline + 1..],
-            _ => &window[ceil_char_boundary(&window, 1)..],
-        }
+    let text = match window.split_first() {
+        Some((&before, rest)) if !whole_file && before != b'\n' => without_cut_line(rest),
+        Some((_, rest)) if !whole_file => rest,
+        _ => &window[..],
     };
     let mut lines = split_lines(text);
     let total_lines = if whole_file {
@@ -207,34 +209,30 @@ fn estimate_total_lines(window: &[u8], len: u64) -> u64 {
     u64::try_from(estimate).unwrap_or(u64::MAX).max(1)
 }
 
-/// Scans backwards from the end of `file` until `n` lines are found (a trailing `\n` excluded),
-/// the start of the file, or `max_scan` bytes; returns the bytes of those lines.
+/// Scans backwards from the end of `file` until `n` lines are found (a trailing `\n`
+/// excluded), the start of the file, or `max_scan` bytes; returns the bytes scanned, which end
+/// with those lines. Blocks grow from 4 KiB to 64 KiB, so short lines cost small reads.
 fn scan_back_for_lines(file: &File, len: u64, n: usize, max_scan: usize) -> io::Result<Vec<u8>> {
     let floor = len.saturating_sub(max_scan as u64);
     let mut blocks: Vec<Vec<u8>> = Vec::new();
     let mut block_start = len;
-    let mut newlines_seen = 0;
-    let mut skip_final_newline = true;
+    let mut block_len = FIRST_SCAN_BLOCK_BYTES;
+    let mut newlines = 0;
     while block_start > floor {
-        let block_len = clamp_len(block_start - floor, SCAN_BLOCK_BYTES);
-        block_start -= block_len as u64;
-        let block = read_exact_at(file, block_start, block_len)?;
-        let mut end = block.len();
-        if skip_final_newline {
-            skip_final_newline = false;
-            if block.last() == Some(&b'\n') {
-                end -= 1;
-            }
-        }
-        while let Some(newline) = memrchr(b'\n', &block[..end]) {
-            newlines_seen += 1;
-            if newlines_seen == n {
-                blocks.push(block[newline + 1..].to_vec());
-                return Ok(join_reversed(blocks));
-            }
-            end = newline;
-        }
+        let read_len = clamp_len(block_start - floor, block_len);
+        block_start -= read_len as u64;
+        let block = read_exact_at(file, block_start, read_len)?;
+        let counted = if blocks.is_empty() {
+            block.strip_suffix(b"\n").unwrap_or(&block)
+        } else {
+            &block[..]
+        };
+        newlines += memrchr_iter(b'\n', counted).take(n - newlines).count();
         blocks.push(block);
+        if newlines == n {
+            return Ok(join_reversed(blocks));
+        }
+        block_len = (block_len * 2).min(MAX_SCAN_BLOCK_BYTES);
     }
     let mut tail = join_reversed(blocks);
     if floor > 0 {
@@ -250,15 +248,6 @@ fn join_reversed(blocks: Vec<Vec<u8>>) -> Vec<u8> {
         joined.extend_from_slice(&block);
     }
     joined
-}
-
-/// Splits text into lines, dropping one trailing `\n` so `"a\nb\n"` gives two lines.
-fn split_lines(bytes: &[u8]) -> Vec<String> {
-    if bytes.is_empty() {
-        return Vec::new();
-    }
-    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-    bytes.split(|&b| b == b'\n').map(decode_lossy).collect()
 }
 
 fn open_with_len(path: &Path) -> Result<(File, u64), OutputError> {

@@ -1,125 +1,66 @@
-//! A ring of the most recent lines of a byte stream, kept in one buffer.
+//! The most recent output of a stream, for showing its last lines.
 
-use std::collections::VecDeque;
+use crate::lines::{last_lines_of, without_cut_line};
 
-use memchr::memrchr;
-
-use crate::utf8::{ceil_char_boundary, decode_lossy};
-
-/// The most recent lines of a stream, bounded by a line count and a byte count.
+/// The last bytes of a stream (at most `max_bytes`), from which the last lines (at most
+/// `max_lines`) are split when asked for.
 ///
-/// Lines live in one byte buffer with a queue of their start offsets, so pushing a chunk costs
-/// a copy of (at most) its last `max_lines` lines and a `memchr` over them, with no allocation
-/// per line.
+/// Pushing a chunk costs one copy of (at most `max_bytes` of) it and no per-line work; the
+/// buffer is compacted once its dead prefix reaches `max_bytes`, so it never exceeds twice
+/// that and each byte is moved at most once more.
 #[derive(Debug)]
 pub(crate) struct RecentLines {
     buffer: Vec<u8>,
-    /// Start offsets in `buffer` of the kept lines; the last one is the line still being written
-    /// (empty when the stream ends with `\n`).
-    starts: VecDeque<usize>,
+    /// Where the kept bytes start in `buffer`.
+    start: usize,
+    /// The byte pushed just before the kept ones, if any: unless it is `\n`, the first kept
+    /// line was cut.
+    before: Option<u8>,
     max_lines: usize,
     max_bytes: usize,
 }
-
-/// Below this many dead bytes the buffer is not compacted.
-const MIN_COMPACT_BYTES: usize = 64 * 1024;
 
 impl RecentLines {
     pub(crate) fn new(max_lines: usize, max_bytes: usize) -> Self {
         Self {
             buffer: Vec::new(),
-            starts: VecDeque::from([0]),
-            max_lines: max_lines.max(1),
+            start: 0,
+            before: None,
+            max_lines,
             max_bytes: max_bytes.max(1),
         }
     }
 
     pub(crate) fn push(&mut self, chunk: &[u8]) {
-        let (mut part, mut reset) = self.relevant_part(chunk);
-        if part.len() > self.max_bytes {
-            part = drop_cut_line(&part[part.len() - self.max_bytes..]);
-            reset = true;
-        }
-        if reset {
+        if chunk.len() >= self.max_bytes {
+            let cut_at = chunk.len() - self.max_bytes;
+            self.before = match cut_at {
+                0 => self.buffer.last().copied().or(self.before),
+                _ => Some(chunk[cut_at - 1]),
+            };
             self.buffer.clear();
-            self.starts.clear();
-            self.starts.push_back(0);
-        }
-        let base = self.buffer.len();
-        self.buffer.extend_from_slice(part);
-        self.starts
-            .extend(memchr::memchr_iter(b'\n', part).map(|newline| base + newline + 1));
-        self.trim();
-    }
-
-    /// The last `n` complete-or-current lines, oldest first (a line cut by the byte bound
-    /// starts at a character boundary).
-    pub(crate) fn last(&self, n: usize) -> Vec<String> {
-        let mut ends: Vec<usize> = self.starts.iter().skip(1).map(|&start| start - 1).collect();
-        ends.push(self.buffer.len());
-        let mut lines: Vec<(usize, usize)> = self.starts.iter().copied().zip(ends).collect();
-        if lines.last().is_some_and(|&(start, end)| start == end) {
-            lines.pop();
-        }
-        let skip = lines.len().saturating_sub(n);
-        lines[skip..]
-            .iter()
-            .map(|&(start, end)| {
-                let line = &self.buffer[start..end];
-                decode_lossy(&line[ceil_char_boundary(line, 0)..])
-            })
-            .collect()
-    }
-
-    /// The part of `chunk` that can still matter, and whether it replaces everything kept.
-    fn relevant_part<'a>(&self, chunk: &'a [u8]) -> (&'a [u8], bool) {
-        let mut end = chunk.len();
-        for _ in 0..=self.max_lines {
-            match memrchr(b'\n', &chunk[..end]) {
-                Some(newline) => end = newline,
-                None => return (chunk, false),
-            }
-        }
-        (&chunk[end + 1..], true)
-    }
-
-    fn trim(&mut self) {
-        // One more start than lines: the (possibly empty) line being written.
-        while self.starts.len() > self.max_lines + 1 {
-            self.starts.pop_front();
-        }
-        while self.starts.len() > 1 && self.live_bytes() > self.max_bytes {
-            self.starts.pop_front();
-        }
-        if self.live_bytes() > self.max_bytes
-            && let Some(first) = self.starts.front_mut()
-        {
-            *first = self.buffer.len() - self.max_bytes;
-        }
-        self.compact();
-    }
-
-    fn live_bytes(&self) -> usize {
-        self.buffer.len() - self.starts.front().copied().unwrap_or(0)
-    }
-
-    fn compact(&mut self) {
-        let dead = self.starts.front().copied().unwrap_or(0);
-        if dead < MIN_COMPACT_BYTES || dead < self.buffer.len() / 2 {
+            self.buffer.extend_from_slice(&chunk[cut_at..]);
+            self.start = 0;
             return;
         }
-        self.buffer.drain(..dead);
-        for start in &mut self.starts {
-            *start -= dead;
+        self.buffer.extend_from_slice(chunk);
+        if self.buffer.len() - self.start > self.max_bytes {
+            self.start = self.buffer.len() - self.max_bytes;
+            self.before = Some(self.buffer[self.start - 1]);
+        }
+        if self.start >= self.max_bytes {
+            self.buffer.drain(..self.start);
+            self.start = 0;
         }
     }
-}
 
-/// Drops the (cut) first line of `bytes`, unless it is the only line.
-fn drop_cut_line(bytes: &[u8]) -> &[u8] {
-    match memchr::memchr(b'\n', bytes) {
-        Some(newline) if newline + 1 < bytes.len() => &bytes[newline + 1..],
-        _ => bytes,
+    /// The last `n` lines (at most `max_lines`), oldest first. A line cut by the byte bound is
+    /// left out unless it is the only one, which then starts at a character boundary.
+    pub(crate) fn last(&self, n: usize) -> Vec<String> {
+        let kept = &self.buffer[self.start..];
+        let cut = self.before.is_some_and(|byte| byte != b'\n');
+        let kept = if cut { without_cut_line(kept) } else { kept };
+        last_lines_of(kept, n.min(self.max_lines))
     }
 }
 
@@ -143,7 +84,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_most_recent_lines_are_kept() {
+    fn only_the_most_recent_lines_are_returned() {
         let mut ring = RecentLines::new(3, 1024);
         for i in 0..10 {
             ring.push(format!("line {i}\n").as_bytes());
@@ -155,7 +96,7 @@ mod tests {
     }
 
     #[test]
-    fn byte_bound_cuts_old_lines_then_the_start_of_a_long_line() {
+    fn byte_bound_drops_cut_lines_and_cuts_a_single_long_line_on_a_character() {
         let mut ring = RecentLines::new(100, 8);
         ring.push(b"abc\ndef\n");
         assert_eq!(lines(&ring), ["abc", "def"]);
@@ -167,19 +108,19 @@ mod tests {
         assert_eq!(lines(&ring), ["23456789"]);
         ring.push("é€".as_bytes());
         assert_eq!(lines(&ring), ["789é€"]);
+        ring.push(b"x");
+        assert_eq!(lines(&ring), ["89é€x"]);
+        ring.push(b"\n12345678");
+        assert_eq!(lines(&ring), ["12345678"]);
     }
 
     #[test]
-    fn compaction_keeps_offsets_right() {
-        let mut ring = RecentLines::new(2, 1 << 20);
-        let line = vec![b'x'; 1000];
-        for i in 0..500 {
-            ring.push(&line);
+    fn compaction_keeps_the_buffer_within_twice_the_bound() {
+        let mut ring = RecentLines::new(2, 4096);
+        for i in 0..5000 {
             ring.push(format!("{i}\n").as_bytes());
+            assert!(ring.buffer.len() <= 2 * 4096);
         }
-        let last = ring.last(1);
-        assert_eq!(last.len(), 1);
-        assert!(last[0].ends_with("499") && last[0].len() == 1003);
-        assert!(ring.buffer.len() < 4 * MIN_COMPACT_BYTES);
+        assert_eq!(lines(&ring), ["4998", "4999"]);
     }
 }

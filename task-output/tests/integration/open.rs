@@ -1,6 +1,7 @@
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::Path;
 use std::process::Command;
 
 use task_output::open::{child_stdio, create_output_file, open_output_append};
@@ -97,17 +98,22 @@ fn append_open_appends_and_needs_an_existing_file() {
     assert_eq!(fs::read(&path).unwrap(), b"one\ntwo\n");
 }
 
-#[test]
-fn child_writes_stdout_and_stderr_into_one_file_in_order() {
-    let (_dir, path) = output_path();
-    let (stdout, stderr) = child_stdio(&path).unwrap();
+/// Runs `script` with `sh -c`, its stdout and stderr on the output file at `path`.
+fn run_shell_into(path: &Path, script: &str) {
+    let (stdout, stderr) = child_stdio(path).unwrap();
     let status = Command::new("sh")
-        .args(["-c", "echo out1; echo err1 >&2; echo out2; echo err2 >&2"])
+        .args(["-c", script])
         .stdout(stdout)
         .stderr(stderr)
         .status()
         .unwrap();
     assert!(status.success());
+}
+
+#[test]
+fn child_writes_stdout_and_stderr_into_one_file_in_order() {
+    let (_dir, path) = output_path();
+    run_shell_into(&path, "echo out1; echo err1 >&2; echo out2; echo err2 >&2");
     assert_eq!(
         fs::read_to_string(&path).unwrap(),
         "out1\nerr1\nout2\nerr2\n"
@@ -120,14 +126,7 @@ fn child_writes_stdout_and_stderr_into_one_file_in_order() {
 fn child_stdio_appends_to_an_existing_file() {
     let (_dir, path) = output_path();
     fs::write(&path, b"before\n").unwrap();
-    let (stdout, stderr) = child_stdio(&path).unwrap();
-    let status = Command::new("sh")
-        .args(["-c", "echo after"])
-        .stdout(stdout)
-        .stderr(stderr)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    run_shell_into(&path, "echo after");
     assert_eq!(fs::read_to_string(&path).unwrap(), "before\nafter\n");
 }
 
