@@ -207,54 +207,34 @@ mod model_tests {
         matches!(outcome, SlotUpdate::Written { .. })
     }
 
-    /// Runs `body` under every interleaving shuttle's DFS can find (bounded for safety).
+    /// Runs `body` under every interleaving (shuttle's exhaustive depth-first search).
     fn check_all(body: impl Fn() + Send + Sync + 'static) {
-        shuttle::check_dfs(body, Some(100_000));
+        shuttle::check_dfs(body, None);
+    }
+
+    /// Runs `body` under 2_000 schedules of the PCT algorithm (bugs needing up to 3
+    /// preemptions are found with high probability): for programs too big to enumerate.
+    fn check_sampled(body: impl Fn() + Send + Sync + 'static) {
+        shuttle::check_pct(body, 2_000, 3);
+    }
+
+    fn spawn_all<T: Send + 'static>(
+        jobs: impl IntoIterator<Item = Box<dyn FnOnce() -> T + Send>>,
+    ) -> Vec<T> {
+        let handles: Vec<_> = jobs.into_iter().map(thread::spawn).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
     }
 
     #[test]
     fn model_latch_has_exactly_one_winner() {
         check_all(|| {
             let slot = Arc::new(ModelSlot::new(running_task()));
-            let winners: Vec<_> = (0..3)
-                .map(|_| {
-                    let slot = Arc::clone(&slot);
-                    thread::spawn(move || mark_notified(&slot))
-                })
-                .collect();
-            let won = winners
-                .into_iter()
-                .map(|h| h.join().unwrap())
-                .filter(|&w| w)
-                .count();
-            assert_eq!(won, 1);
+            let won = spawn_all((0..2).map(|_| {
+                let slot = Arc::clone(&slot);
+                Box::new(move || mark_notified(&slot)) as Box<dyn FnOnce() -> bool + Send>
+            }));
+            assert_eq!(won.iter().filter(|&&w| w).count(), 1);
             assert!(slot.load().unwrap().base.notified);
-        });
-    }
-
-    #[test]
-    fn model_completion_races_kill_one_terminal_status_one_notification() {
-        check_all(|| {
-            let slot = Arc::new(ModelSlot::new(running_task()));
-            let racers: Vec<_> = [TaskStatus::Completed, TaskStatus::Killed]
-                .into_iter()
-                .map(|to| {
-                    let slot = Arc::clone(&slot);
-                    thread::spawn(move || {
-                        let moved = transition(&slot, to);
-                        let notified = mark_notified(&slot);
-                        (moved, notified)
-                    })
-                })
-                .collect();
-            let results: Vec<_> = racers.into_iter().map(|h| h.join().unwrap()).collect();
-            assert_eq!(results.iter().filter(|r| r.0).count(), 1, "one transition");
-            assert_eq!(
-                results.iter().filter(|r| r.1).count(),
-                1,
-                "one notification"
-            );
-            assert!(slot.load().unwrap().status().is_terminal());
         });
     }
 
@@ -262,25 +242,41 @@ mod model_tests {
     fn model_update_never_loses_a_write() {
         check_all(|| {
             let slot = Arc::new(ModelSlot::new(running_task()));
-            let writers: Vec<_> = (0..2)
-                .map(|_| {
-                    let slot = Arc::clone(&slot);
-                    thread::spawn(move || {
-                        slot.update(|s| {
-                            let mut next = s.clone();
-                            next.base.output_offset += 1;
-                            Ok::<_, ()>(Some(next))
-                        })
-                        .unwrap();
+            spawn_all((0..2).map(|_| {
+                let slot = Arc::clone(&slot);
+                Box::new(move || {
+                    slot.update(|s| {
+                        let mut next = s.clone();
+                        next.base.output_offset += 1;
+                        Ok::<_, ()>(Some(next))
                     })
+                    .unwrap();
+                }) as Box<dyn FnOnce() + Send>
+            }));
+            assert_eq!(slot.load().unwrap().base.output_offset, 2);
+        });
+    }
+
+    #[test]
+    fn model_offset_write_never_overwrites_a_kill() {
+        check_all(|| {
+            let slot = Arc::new(ModelSlot::new(running_task()));
+            let reader = {
+                let slot = Arc::clone(&slot);
+                thread::spawn(move || {
+                    slot.update(|fresh| {
+                        let mut next = fresh.clone();
+                        next.base.output_offset = 10;
+                        Ok::<_, ()>(Some(next))
+                    })
+                    .unwrap();
                 })
-                .collect();
-            // A third writer moves the status meanwhile; the offset writers must keep it.
+            };
             assert!(transition(&slot, TaskStatus::Killed));
-            writers.into_iter().for_each(|h| h.join().unwrap());
+            reader.join().unwrap();
             let state = slot.load().unwrap();
-            assert_eq!(state.base.output_offset, 2);
             assert_eq!(state.status(), TaskStatus::Killed);
+            assert_eq!(state.base.output_offset, 10);
         });
     }
 
@@ -300,6 +296,37 @@ mod model_tests {
                 assert!(slot.load().is_none());
                 assert!(!mark_notified(&slot));
             }
+        });
+    }
+
+    #[test]
+    fn model_completion_races_kill_one_terminal_status_one_notification() {
+        check_sampled(|| {
+            let slot = Arc::new(ModelSlot::new(running_task()));
+            let results = spawn_all([TaskStatus::Completed, TaskStatus::Killed].map(|to| {
+                let slot = Arc::clone(&slot);
+                Box::new(move || (transition(&slot, to), mark_notified(&slot)))
+                    as Box<dyn FnOnce() -> (bool, bool) + Send>
+            }));
+            assert_eq!(results.iter().filter(|r| r.0).count(), 1, "one transition");
+            assert_eq!(
+                results.iter().filter(|r| r.1).count(),
+                1,
+                "one notification"
+            );
+            assert!(slot.load().unwrap().status().is_terminal());
+        });
+    }
+
+    #[test]
+    fn model_latch_among_four_racers() {
+        check_sampled(|| {
+            let slot = Arc::new(ModelSlot::new(running_task()));
+            let won = spawn_all((0..4).map(|_| {
+                let slot = Arc::clone(&slot);
+                Box::new(move || mark_notified(&slot)) as Box<dyn FnOnce() -> bool + Send>
+            }));
+            assert_eq!(won.iter().filter(|&&w| w).count(), 1);
         });
     }
 }

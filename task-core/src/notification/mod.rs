@@ -114,12 +114,13 @@ impl Notification {
     }
 
     /// The stall warning for a shell task that seems to wait for input: no `<status>`, and
-    /// the last output with the advice after the closing tag. Deliver it with
-    /// [`Priority::Next`].
+    /// the last output (trailing whitespace trimmed, as the reference shows it) with the
+    /// advice after the closing tag. Deliver it with [`Priority::Next`].
     pub fn stall(task: &TaskState, last_output: &str) -> Self {
         Notification {
             trailer: Some(format!(
-                "Last output:\n{last_output}\n\n{}",
+                "Last output:\n{}\n\n{}",
+                last_output.trim_end(),
                 summary::STALL_ADVICE
             )),
             ..Notification::for_task(task, None, summary::stall(&task.base.description))

@@ -1,0 +1,95 @@
+//! Builders shared by the tests.
+
+use std::time::Duration;
+
+use task_core::{
+    AgentState, Registry, RegistryConfig, ShellState, TaskEvent, TaskId, TaskKind, TaskState,
+    TaskStatus, TaskType,
+};
+use tokio::sync::broadcast;
+
+/// A new `pending` shell task.
+pub fn shell_task(description: &str) -> TaskState {
+    shell_task_owned_by(description, None)
+}
+
+/// A new `pending` shell task started by `agent_id`.
+pub fn shell_task_owned_by(description: &str, agent_id: Option<&str>) -> TaskState {
+    let id = TaskId::generate(TaskType::LocalBash).unwrap();
+    let shell = ShellState {
+        command: format!("echo {description}"),
+        agent_id: agent_id.map(str::to_owned),
+        ..ShellState::default()
+    };
+    TaskState::new(
+        id,
+        description,
+        format!("/tmp/tasks/{id}.output"),
+        TaskKind::Shell(shell),
+    )
+    .unwrap()
+}
+
+/// A new `pending` agent task.
+pub fn agent_task(description: &str) -> TaskState {
+    let id = TaskId::generate(TaskType::LocalAgent).unwrap();
+    let agent = AgentState {
+        agent_id: format!("agent-{id}"),
+        agent_type: "general-purpose".into(),
+        ..AgentState::default()
+    };
+    TaskState::new(
+        id,
+        description,
+        format!("/tmp/tasks/{id}.output"),
+        TaskKind::Agent(agent),
+    )
+    .unwrap()
+}
+
+/// Registers `state` and moves it to `status` along legal transitions.
+pub fn registered_at(registry: &Registry, state: TaskState, status: TaskStatus) -> TaskId {
+    let id = state.id();
+    registry.register(state).unwrap();
+    let path: &[TaskStatus] = match status {
+        TaskStatus::Pending => &[],
+        TaskStatus::Running => &[TaskStatus::Running],
+        terminal => &[TaskStatus::Running, terminal],
+    };
+    for &step in path {
+        registry.transition(&id, step).unwrap();
+    }
+    id
+}
+
+/// Millisecond timings for tests.
+pub fn fast_config() -> RegistryConfig {
+    RegistryConfig {
+        poll_interval: Duration::from_millis(5),
+        panel_grace: Duration::from_millis(0),
+        stopped_display: Duration::from_millis(0),
+        ..RegistryConfig::default()
+    }
+}
+
+/// Every event already in `events`, without waiting.
+pub fn pending_events(events: &mut broadcast::Receiver<TaskEvent>) -> Vec<TaskEvent> {
+    std::iter::from_fn(|| events.try_recv().ok()).collect()
+}
+
+/// Waits (with a deadline) for the first event matching `pred`.
+pub async fn wait_for_event(
+    events: &mut broadcast::Receiver<TaskEvent>,
+    mut pred: impl FnMut(&TaskEvent) -> bool,
+) -> TaskEvent {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let event = events.recv().await.unwrap();
+            if pred(&event) {
+                return event;
+            }
+        }
+    })
+    .await
+    .expect("event within the deadline")
+}
