@@ -13,6 +13,10 @@ use crate::{Registry, TaskId, TaskStatus, TaskType};
 #[async_trait]
 pub trait Task: Send + Sync {
     /// Stops task `id`, which was not terminal when the registry checked.
+    ///
+    /// If the task ended on its own before it could be killed, return `Ok(())` without
+    /// changing it: [`Registry::kill`] then reports [`KillOutcome::AlreadyFinished`] from
+    /// the task's state.
     async fn kill(&self, registry: &Registry, id: &TaskId) -> Result<(), KillError>;
 }
 

@@ -319,7 +319,8 @@ impl Registry {
     }
 
     /// Kills a task through the executor registered for its type. A task that already ended
-    /// is left alone ([`KillOutcome::AlreadyFinished`]).
+    /// is left alone ([`KillOutcome::AlreadyFinished`]), also when it ended while the executor
+    /// was killing it (the executor then returns `Ok(())` and the state tells).
     pub async fn kill(&self, id: &TaskId) -> Result<KillOutcome, KillError> {
         let state = self.get(id).ok_or(KillError::NotFound(*id))?;
         if state.status().is_terminal() {
@@ -332,7 +333,14 @@ impl Registry {
             .map(|e| Arc::clone(e.value()))
             .ok_or(KillError::NoExecutor(task_type))?;
         executor.kill(self, id).await?;
-        Ok(KillOutcome::Killed)
+        // The task may have ended on its own between the check above and the executor's
+        // kill: the state, not the executor's return, says which.
+        Ok(match self.get(id).map(|s| s.status()) {
+            Some(status) if status.is_terminal() && status != TaskStatus::Killed => {
+                KillOutcome::AlreadyFinished(status)
+            }
+            _ => KillOutcome::Killed,
+        })
     }
 
     /// Orphan cleanup (SPEC §5): kills every unfinished task whose owner is `agent_id`, then

@@ -169,3 +169,27 @@ async fn orphan_cleanup_kills_exactly_the_agents_unfinished_tasks_and_drops_its_
         Delivery::Queue(Priority::Later)
     ));
 }
+
+/// An executor that finds the task already finished (it completed on its own between the
+/// registry's check and the kill) and leaves it alone.
+struct TooLateExecutor;
+
+#[async_trait]
+impl Task for TooLateExecutor {
+    async fn kill(&self, registry: &Registry, id: &TaskId) -> Result<(), KillError> {
+        // The process exited 0 just before the signal could be sent.
+        registry.transition(id, TaskStatus::Completed).unwrap();
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_task_that_ends_during_its_kill_is_reported_already_finished() {
+    let registry = Registry::default();
+    registry.register_executor(TaskType::LocalBash, Arc::new(TooLateExecutor));
+    let id = registered_at(&registry, shell_task("t"), TaskStatus::Running);
+    assert_eq!(
+        registry.kill(&id).await.unwrap(),
+        KillOutcome::AlreadyFinished(TaskStatus::Completed)
+    );
+}
