@@ -93,6 +93,15 @@ pub(crate) fn append_line(path: &Path, line: &str, durable: bool) -> Result<()> 
     Ok(())
 }
 
+/// Whether `path` exists (without following a final symlink).
+pub(crate) fn exists(path: &Path) -> Result<bool> {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e).at("stat", path),
+    }
+}
+
 /// Removes a file; a missing file is not an error.
 pub(crate) fn remove_if_exists(path: &Path) -> Result<()> {
     match std::fs::remove_file(path) {

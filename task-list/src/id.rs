@@ -39,11 +39,6 @@ impl TaskId {
         self.0
     }
 
-    /// The id that follows this one.
-    pub(crate) fn next(self) -> Self {
-        Self(self.0.saturating_add(1))
-    }
-
     /// The task's file name, `{id}.json`.
     pub fn file_name(self) -> String {
         format!("{}.json", self.0)

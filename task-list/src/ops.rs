@@ -1,5 +1,7 @@
 //! Create, read, list, delete and reset.
 
+use std::sync::atomic::Ordering;
+
 use crate::api::{
     CreateRequest, CreateResult, GetResult, ListEntry, ListResult, StatusChange, TaskDetails,
     TaskRef, UpdateResult,
@@ -56,13 +58,26 @@ impl TaskList {
         Ok(task)
     }
 
-    /// The next id; call with the list lock held.
+    /// The next id, max(highest file id, high-water mark) + 1; call with the list lock held.
+    ///
+    /// The first call on a handle scans the directory. Later calls start from the highest id
+    /// seen and probe upwards: every id above the high-water mark up to the highest file exists
+    /// (creates are sequential and a delete raises the mark to the deleted id, here and in the
+    /// reference), so the first missing file above max(hint, mark) is the answer.
     fn next_id(&self) -> Result<TaskId> {
-        let highest_file = fsutil::task_ids(self.dir())?
-            .last()
-            .map_or(0, |id| id.get());
-        TaskId::new(highest_file.max(self.high_water_mark()?))
-            .map_or_else(|_| TaskId::new(1), |id| Ok(id.next()))
+        let mut highest = match self.id_hint.load(Ordering::Acquire) {
+            0 => fsutil::task_ids(self.dir())?
+                .last()
+                .map_or(0, |id| id.get()),
+            hint => hint,
+        }
+        .max(self.high_water_mark()?);
+        while fsutil::exists(&self.dir().join(format!("{}.json", highest + 1)))? {
+            highest += 1;
+        }
+        let next = TaskId::new(highest + 1)?;
+        self.id_hint.store(next.get(), Ordering::Release);
+        Ok(next)
     }
 
     /// `TaskGet`: the task's details, or `{task: null}`.

@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use crate::config::StoreConfig;
 use crate::error::{Error, IoContext, Result};
@@ -66,6 +68,8 @@ pub struct TaskList {
     list_id: String,
     pub(crate) config: StoreConfig,
     pub(crate) actor: Actor,
+    /// The highest id this handle has seen issued (0: not scanned yet); see `next_id`.
+    pub(crate) id_hint: Arc<AtomicU64>,
 }
 
 impl TaskList {
@@ -85,6 +89,7 @@ impl TaskList {
             list_id,
             config,
             actor: Actor::default(),
+            id_hint: Arc::default(),
         })
     }
 

@@ -33,6 +33,21 @@ fn create_numbers_from_files_and_high_water_mark() {
 }
 
 #[test]
+fn handles_see_each_others_ids_and_deletes() {
+    let root = tempfile::tempdir().unwrap();
+    let a = open(root.path());
+    let b = open(root.path());
+    assert_eq!(create(&a, "a1"), id(1));
+    assert_eq!(create(&b, "b1"), id(2));
+    assert_eq!(create(&b, "b2"), id(3));
+    assert_eq!(create(&a, "a2"), id(4));
+    assert!(status(&b, 4, UpdateStatus::Deleted).success);
+    assert!(status(&b, 2, UpdateStatus::Deleted).success);
+    assert_eq!(create(&a, "a3"), id(5));
+    assert_eq!(create(&b, "b3"), id(6));
+}
+
+#[test]
 fn ids_are_never_reused_after_delete_or_reset() {
     let root = tempfile::tempdir().unwrap();
     let list = open(root.path());

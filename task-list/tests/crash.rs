@@ -1,0 +1,90 @@
+//! Writers SIGKILLed at random moments leave a list that loads whole; the next writer takes
+//! over their locks and finishes their interrupted commits.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use common::{Rng, assert_consistent, create, open, spawn_worker};
+use task_list::Problem;
+
+const WRITERS: usize = 3;
+const KILLS: usize = 24;
+
+/// Not a test on its own: the body of each worker process.
+#[test]
+fn crash_worker() {
+    common::run_worker_from_env();
+}
+
+fn sigkill(child: &mut Child) {
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    // ESRCH: it already finished, which is fine.
+    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    child.wait().unwrap();
+}
+
+#[test]
+fn writers_killed_at_random_moments_leave_a_loadable_list() {
+    let root = tempfile::tempdir().unwrap();
+    let list = open(root.path());
+    for n in 0..20 {
+        create(&list, &format!("seed {n}"));
+    }
+    let report = root.path().join("report");
+    let spawn = |seed: usize| {
+        let spec = format!(
+            "{}|k{seed}|100000|{}|{}",
+            root.path().display(),
+            7 + seed,
+            report.display()
+        );
+        spawn_worker("crash_worker", &spec)
+    };
+    let mut rng = Rng::new(42);
+    let mut writers: Vec<Child> = (0..WRITERS).map(spawn).collect();
+    for kill in 0..KILLS {
+        // Let the writers get going for a random while (this is the "random moment", not a
+        // wait for anything to settle), then kill one and start a fresh one.
+        let until = Instant::now() + Duration::from_millis(30 + rng.below(150));
+        while Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let victim = rng.below(WRITERS as u64) as usize;
+        sigkill(&mut writers[victim]);
+        writers[victim] = spawn(WRITERS + kill);
+    }
+    for writer in &mut writers {
+        sigkill(writer);
+    }
+
+    // Every file parses, and doctor reports nothing worse than what a dead writer leaves
+    // behind: a lock directory (fresh or stale), a temp file it never renamed, its journal.
+    let snapshot = list.snapshot().unwrap();
+    assert!(snapshot.problems.is_empty(), "{:?}", snapshot.problems);
+    let leftovers = list.doctor(false).unwrap().problems;
+    for problem in &leftovers {
+        assert!(
+            matches!(
+                problem,
+                Problem::StaleLock { .. }
+                    | Problem::LockHeld { .. }
+                    | Problem::LeftoverTempFile { .. }
+                    | Problem::UnfinishedJournal
+            ),
+            "{problem:?}"
+        );
+    }
+    // The next writer takes over (after the stale limit) and replays any journal.
+    let before = snapshot.tasks.len();
+    create(&list, "after the crash");
+    assert_eq!(list.snapshot().unwrap().tasks.len(), before + 1);
+    list.doctor(true).unwrap();
+    let after = list.doctor(false).unwrap();
+    assert!(after.is_clean(), "{:?}", after.problems);
+    assert_consistent(&list);
+    let (_, audit_problems) = list.audit_log().unwrap();
+    assert!(audit_problems.is_empty(), "{audit_problems:?}");
+}
