@@ -170,6 +170,7 @@ pub struct MonitorInput {
 /// A WebSocket to watch.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline)]
 pub struct WsTarget {
     /// `ws://` or `wss://` URL
     pub url: String,
@@ -215,6 +216,7 @@ pub struct TaskGetInput {
 /// The statuses `TaskUpdate` may set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(inline)]
 pub enum UpdateStatusInput {
     /// Not started.
     Pending,

@@ -2,7 +2,7 @@
 //! supervisor exactly as `tasks run` runs them (so `tasks ps` in another terminal sees them).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use task_core::{TaskId, TaskStatus};
 use task_output::format::format_for_model;
@@ -68,7 +68,6 @@ async fn foreground(
     timeout: Duration,
 ) -> Result<Reply, Failure> {
     let guard = context.foreground(id);
-    let started = Instant::now();
     let (mut task, ended) = context.wait_terminal(id, timeout + TIMEOUT_GRACE).await?;
     if !ended {
         let session = context.session.clone();
@@ -79,10 +78,14 @@ async fn foreground(
     let claimed = task.clone();
     blocking(move || session.claim_completion(&claimed)).await?;
     guard.finish();
+    let ran_ms = task
+        .end_time
+        .unwrap_or(task.start_time)
+        .saturating_sub(task.start_time);
     let interrupted = !ended
         || (task.status == TaskStatus::Failed
             && task.exit_code == Some(EXIT_TIMED_OUT)
-            && started.elapsed() >= timeout);
+            && u128::from(ran_ms) >= timeout.as_millis());
     let stderr = if interrupted {
         format!(
             "Command timed out after {}",

@@ -50,12 +50,12 @@ pub fn monitor_started(id: &TaskId, output: &Path, timeout_ms: u64, persistent: 
     )
 }
 
-/// The text of a foreground `Bash` result: the output, the timeout message, and the exit code
-/// when it is not 0.
+/// The text of a foreground `Bash` result: the output, the timeout message (unless the output
+/// already ends with it), and the exit code when it is not 0.
 pub fn foreground_result(output: &str, stderr: &str, exit_code: Option<i32>) -> String {
     let mut text = output.trim_end_matches('\n').to_owned();
     for extra in [stderr.to_owned(), exit_note(exit_code)] {
-        if !extra.is_empty() {
+        if !extra.is_empty() && !text.ends_with(&extra) {
             if !text.is_empty() {
                 text.push('\n');
             }
@@ -143,6 +143,14 @@ mod tests {
         assert_eq!(
             foreground_result("", "Command timed out after 1s", Some(143)),
             "Command timed out after 1s\nExit code 143"
+        );
+        assert_eq!(
+            foreground_result(
+                "x\nCommand timed out after 1s\n",
+                "Command timed out after 1s",
+                None
+            ),
+            "x\nCommand timed out after 1s"
         );
     }
 

@@ -1,0 +1,775 @@
+//! `tasks mcp` driven over stdio by a real MCP client (rmcp), and by hand for malformed input.
+//!
+//! Every test starts the built binary with a fresh `TASKS_ROOT`; the [`Server`] guard kills
+//! the server, the session's supervisor and every task process group by pid when it drops.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(deprecated)] // resources/subscribe and logging are the session protocol's methods
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, LoggingMessageNotificationParam,
+    ReadResourceRequestParams, ResourceUpdatedNotificationParam, SubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use task_cli::paths::SessionPaths;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+use tokio::time::Instant;
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// What the server pushed.
+#[derive(Debug, Default)]
+struct Pushed {
+    logs: Mutex<Vec<Value>>,
+    updated: Mutex<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Recorder(Arc<Pushed>);
+
+impl ClientHandler for Recorder {
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.0.logs.lock().unwrap().push(params.data);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.0.updated.lock().unwrap().push(params.uri);
+    }
+}
+
+/// A running `tasks mcp` with its own state root.
+struct Server {
+    client: Option<RunningService<RoleClient, Recorder>>,
+    pushed: Arc<Pushed>,
+    pid: Option<u32>,
+    root: tempfile::TempDir,
+}
+
+fn tasks_command(root: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tasks"));
+    command
+        .args(args)
+        .env("TASKS_ROOT", root)
+        .env("TASKS_IDLE_EXIT_MS", "1000")
+        .env("TASKS_POLL_MS", "20")
+        .env("BASH_MAX_OUTPUT_LENGTH", "1000")
+        .env_remove("TASKS_SESSION")
+        .env_remove("TASKS_LIST_ID")
+        .env_remove("TASKS_LIST_ROOT")
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("TASK_MAX_OUTPUT_LENGTH");
+    command
+}
+
+impl Server {
+    async fn start() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        let transport =
+            TokioChildProcess::new(tasks_command(root.path(), &["mcp", "--watch-ms", "50"]))
+                .unwrap();
+        let pid = transport.id();
+        let recorder = Recorder::default();
+        let pushed = Arc::clone(&recorder.0);
+        let client = recorder.serve(transport).await.unwrap();
+        Self {
+            client: Some(client),
+            pushed,
+            pid,
+            root,
+        }
+    }
+
+    fn client(&self) -> &RunningService<RoleClient, Recorder> {
+        self.client.as_ref().unwrap()
+    }
+
+    async fn call(&self, tool: &'static str, arguments: Value) -> CallToolResult {
+        let Value::Object(arguments) = arguments else {
+            panic!("arguments must be an object");
+        };
+        let params = CallToolRequestParams::new(tool).with_arguments(arguments);
+        self.client().call_tool(params).await.unwrap()
+    }
+
+    /// Starts a background command and returns its id.
+    async fn background(&self, command: &str, description: &str) -> String {
+        let result = self
+            .call(
+                "Bash",
+                json!({"command": command, "description": description, "run_in_background": true}),
+            )
+            .await;
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+        let id = structured(&result)["backgroundTaskId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            first_text(&result).starts_with(&format!(
+                "Command running in background with ID: {id}. Output is being written to: "
+            )),
+            "{result:?}"
+        );
+        id
+    }
+
+    /// Calls `TaskOutput` without blocking until `done` holds for its result.
+    async fn output_until(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let result = self
+                .call("TaskOutput", json!({"task_id": id, "block": false}))
+                .await;
+            let shape = structured(&result).clone();
+            if done(&shape) {
+                return shape;
+            }
+            assert!(Instant::now() < deadline, "gave up waiting: {shape}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Runs the `tasks` CLI on the same root and returns its JSON output.
+    async fn cli_json(&self, args: &[&str]) -> Value {
+        let output = tasks_command(self.root.path(), args)
+            .arg("--json")
+            .output()
+            .await
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+
+    fn session(&self) -> SessionPaths {
+        SessionPaths::new(self.root.path(), "default").unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        drop(self.client.take());
+        if let Some(pid) = self.pid {
+            kill(pid as i32);
+        }
+        kill_session(&self.session());
+    }
+}
+
+/// Kills the session's supervisor and every task's process group, by pid.
+fn kill_session(paths: &SessionPaths) {
+    if let Ok(listing) = task_cli::snapshot::list(paths) {
+        for task in listing.tasks {
+            if let Some(pgid) = task.pgid.and_then(rustix::process::Pid::from_raw) {
+                let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+    if let Ok(text) = std::fs::read_to_string(paths.lock())
+        && let Ok(pid) = text.trim().parse()
+    {
+        kill(pid);
+    }
+}
+
+fn kill(pid: i32) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+}
+
+fn texts(result: &CallToolResult) -> Vec<String> {
+    result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+fn first_text(result: &CallToolResult) -> String {
+    texts(result).into_iter().next().unwrap_or_default()
+}
+
+fn structured(result: &CallToolResult) -> &Value {
+    result
+        .structured_content
+        .as_ref()
+        .expect("structured content")
+}
+
+/// The envelopes about `id` appended to a result.
+fn envelopes_about(result: &CallToolResult, id: &str) -> Vec<String> {
+    texts(result)
+        .into_iter()
+        .filter(|t| {
+            t.contains("<task-notification>") && t.contains(&format!("<task-id>{id}</task-id>"))
+        })
+        .collect()
+}
+
+fn is_gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // A zombie no longer runs; its parent (init) reaps it.
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[tokio::test]
+async fn lists_the_reference_tools_with_schemas_from_rust_types() {
+    let server = Server::start().await;
+    let tools = server.client().list_all_tools().await.unwrap();
+    let names: HashSet<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    let expected = [
+        "Bash",
+        "TaskOutput",
+        "TaskStop",
+        "Monitor",
+        "TaskCreate",
+        "TaskGet",
+        "TaskUpdate",
+        "TaskList",
+    ];
+    assert_eq!(names, expected.into_iter().collect());
+    let schema = |name: &str| {
+        let tool = tools.iter().find(|t| t.name == name).unwrap();
+        Value::Object((*tool.input_schema).clone())
+    };
+
+    let bash = schema("Bash");
+    assert_eq!(bash["required"], json!(["command"]));
+    assert_eq!(bash["additionalProperties"], json!(false));
+    assert_eq!(
+        bash["properties"]["command"]["description"],
+        "The command to execute"
+    );
+    assert_eq!(bash["properties"]["timeout"]["maximum"], 600_000);
+    assert!(bash["properties"]["run_in_background"].is_object());
+    let output_schema = tools
+        .iter()
+        .find(|t| t.name == "Bash")
+        .unwrap()
+        .output_schema
+        .clone()
+        .unwrap();
+    for field in ["stdout", "stderr", "interrupted", "backgroundTaskId"] {
+        assert!(output_schema["properties"].get(field).is_some(), "{field}");
+    }
+
+    let output = schema("TaskOutput");
+    assert_eq!(output["required"], json!(["task_id"]));
+    assert_eq!(output["properties"]["block"]["default"], true);
+    assert_eq!(output["properties"]["timeout"]["default"], 30_000);
+    assert_eq!(
+        output["properties"]["task_id"]["description"],
+        "The task ID to get output from"
+    );
+
+    let stop = schema("TaskStop");
+    assert_eq!(
+        stop["properties"]["shell_id"]["description"],
+        "Deprecated: use task_id instead"
+    );
+    assert_eq!(stop["properties"]["shell_id"]["deprecated"], true);
+
+    let update = schema("TaskUpdate");
+    assert_eq!(update["required"], json!(["taskId"]));
+    assert_eq!(
+        update["properties"]["addBlockedBy"]["description"],
+        "Task IDs that block this task"
+    );
+    assert!(
+        update["properties"]["status"]
+            .to_string()
+            .contains("deleted")
+    );
+    assert_eq!(
+        schema("TaskCreate")["required"],
+        json!(["subject", "description"])
+    );
+    assert_eq!(
+        schema("TaskGet")["properties"]["taskId"]["description"],
+        "The ID of the task to retrieve"
+    );
+    assert!(schema("Monitor")["properties"]["ws"].is_object());
+}
+
+#[tokio::test]
+async fn foreground_bash_returns_output_exit_code_timeout_and_the_cut_end() {
+    let server = Server::start().await;
+    let result = server
+        .call(
+            "Bash",
+            json!({"command": "echo hello; echo oops >&2; exit 3", "description": "fg"}),
+        )
+        .await;
+    assert_eq!(first_text(&result), "hello\noops\nExit code 3");
+    assert_eq!(structured(&result)["exitCode"], 3);
+    assert_eq!(structured(&result)["interrupted"], false);
+
+    let long = server.call("Bash", json!({"command": "seq 1 5000"})).await;
+    let text = first_text(&long);
+    assert!(text.starts_with("[Truncated. Full output: "), "{text}");
+    assert!(text.ends_with("4999\n5000"), "{text}");
+    assert!(text.chars().count() <= 1000);
+
+    let slow = server
+        .call("Bash", json!({"command": "sleep 30", "timeout": 200}))
+        .await;
+    assert_eq!(structured(&slow)["interrupted"], true, "{slow:?}");
+    assert_eq!(structured(&slow)["stderr"], "Command timed out after 200ms");
+
+    // Foreground runs are tasks of the session (visible to `tasks ps`), but never notify.
+    let listed = server.cli_json(&["ps", "--all"]).await;
+    assert_eq!(listed.as_array().unwrap().len(), 3, "{listed}");
+    let after = server.call("TaskList", json!({})).await;
+    assert_eq!(texts(&after), ["No tasks found"]);
+}
+
+#[tokio::test]
+async fn background_bash_is_read_with_task_output_blocking_and_not() {
+    let server = Server::start().await;
+    let gate = server.root.path().join("go");
+    let command = format!(
+        "echo start; while [ ! -e '{}' ]; do sleep 0.02; done; echo end",
+        gate.display()
+    );
+    let id = server.background(&command, "gated").await;
+
+    let running = server
+        .output_until(&id, |s| {
+            s["task"]["output"].as_str().unwrap().contains("start")
+        })
+        .await;
+    assert_eq!(running["retrieval_status"], "not_ready");
+    assert_eq!(running["task"]["status"], "running");
+
+    let waited = server
+        .call(
+            "TaskOutput",
+            json!({"task_id": id, "block": true, "timeout": 50}),
+        )
+        .await;
+    assert_eq!(structured(&waited)["retrieval_status"], "timeout");
+    assert!(first_text(&waited).starts_with("<retrieval_status>timeout</retrieval_status>"));
+
+    // Another terminal sees the task the agent started.
+    let ps = server.cli_json(&["ps"]).await;
+    assert_eq!(ps[0]["id"], id.as_str());
+
+    std::fs::write(&gate, "").unwrap();
+    let done = server
+        .call(
+            "TaskOutput",
+            json!({"task_id": id, "block": true, "timeout": 30_000}),
+        )
+        .await;
+    let shape = structured(&done);
+    assert_eq!(shape["retrieval_status"], "success");
+    assert_eq!(shape["task"]["status"], "completed");
+    assert_eq!(shape["task"]["exitCode"], 0);
+    assert_eq!(shape["task"]["output"], "start\nend\n");
+    assert!(first_text(&done).contains("<output>\nstart\nend\n</output>"));
+}
+
+#[tokio::test]
+async fn task_stop_kills_the_whole_tree_and_the_task_is_gone() {
+    let server = Server::start().await;
+    let id = server
+        .background("sleep 300 & echo child $!; echo shell $$; wait", "sleepers")
+        .await;
+    let shape = server
+        .output_until(&id, |s| {
+            s["task"]["output"].as_str().unwrap().contains("shell")
+        })
+        .await;
+    let output = shape["task"]["output"].as_str().unwrap().to_owned();
+    let pids: Vec<&str> = output
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(pids.len(), 2, "{output}");
+    assert!(pids.iter().all(|pid| !is_gone(pid)));
+
+    let stopped = server.call("TaskStop", json!({"task_id": id})).await;
+    let command = "sleep 300 & echo child $!; echo shell $$; wait";
+    let expected = json!({
+        "message": format!("Successfully stopped task: {id} ({command})"),
+        "task_id": id, "task_type": "local_bash", "command": command,
+    });
+    assert_eq!(first_text(&stopped), expected.to_string());
+    assert_eq!(structured(&stopped), &expected);
+
+    let deadline = Instant::now() + DEADLINE;
+    while !pids.iter().all(|pid| is_gone(pid)) {
+        assert!(
+            Instant::now() < deadline,
+            "a process of the tree survived: {pids:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let after = server
+        .call("TaskOutput", json!({"task_id": id, "block": false}))
+        .await;
+    assert_eq!(structured(&after)["task"]["status"], "killed");
+    let again = server.call("TaskStop", json!({"shell_id": id})).await;
+    assert_eq!(again.is_error, Some(true));
+    assert_eq!(
+        first_text(&again),
+        format!("Task {id} is not running (status: killed)")
+    );
+}
+
+#[tokio::test]
+async fn a_completion_is_pushed_once_and_delivered_once() {
+    let server = Server::start().await;
+    let gate = server.root.path().join("go");
+    let command = format!(
+        "while [ ! -e '{}' ]; do sleep 0.02; done; exit 3",
+        gate.display()
+    );
+    let id = server.background(&command, "bg test").await;
+    std::fs::write(&gate, "").unwrap();
+
+    let deadline = Instant::now() + DEADLINE;
+    let push = loop {
+        let logs = server.pushed.logs.lock().unwrap().clone();
+        if let Some(push) = logs.into_iter().find(|l| l["taskId"] == id.as_str()) {
+            break push;
+        }
+        assert!(Instant::now() < deadline, "no push for {id}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(push["type"], "task-notification");
+    assert_eq!(push["status"], "failed");
+    assert_eq!(push["delivered"], false);
+    assert_eq!(
+        push["summary"],
+        "Background command \"bg test\" failed with exit code 3"
+    );
+
+    let first = server.call("TaskList", json!({})).await;
+    let envelopes = envelopes_about(&first, &id);
+    assert_eq!(envelopes.len(), 1, "{first:?}");
+    let envelope = &envelopes[0];
+    assert!(envelope.starts_with("[SYSTEM NOTIFICATION - NOT USER INPUT]\n"));
+    assert!(envelope.contains("<status>failed</status>\n<summary>Background command \"bg test\" failed with exit code 3</summary>\n</task-notification>"));
+    assert_eq!(texts(&first)[0], "No tasks found");
+
+    let second = server.call("TaskList", json!({})).await;
+    assert!(envelopes_about(&second, &id).is_empty(), "{second:?}");
+    // The claim is the cross-process one: `tasks notifications` has nothing left either.
+    let rest = tasks_command(server.root.path(), &["notifications", "--json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(rest.status.success());
+    assert!(!String::from_utf8_lossy(&rest.stdout).contains(&id));
+    let pushes = server
+        .pushed
+        .logs
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l["taskId"] == id.as_str())
+        .count();
+    assert_eq!(pushes, 1);
+}
+
+#[tokio::test]
+async fn outputs_are_resources_with_update_notifications() {
+    let server = Server::start().await;
+    let gate = server.root.path().join("more");
+    let command = format!(
+        "echo one; while [ ! -e '{}' ]; do sleep 0.02; done; echo two",
+        gate.display()
+    );
+    let id = server.background(&command, "grows").await;
+    let uri = format!("tasks://{id}/output");
+    server
+        .client()
+        .subscribe(SubscribeRequestParams::new(uri.clone()))
+        .await
+        .unwrap();
+    let listed = server.client().list_all_resources().await.unwrap();
+    assert!(listed.iter().any(|r| r.uri == uri), "{listed:?}");
+
+    std::fs::write(&gate, "").unwrap();
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let read = server
+            .client()
+            .read_resource(ReadResourceRequestParams::new(uri.clone()))
+            .await
+            .unwrap();
+        let text = serde_json::to_value(&read.contents[0]).unwrap()["text"].clone();
+        let updates = server
+            .pushed
+            .updated
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|u| **u == uri)
+            .count();
+        if text == "one\ntwo\n" && updates >= 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "text {text}, {updates} updates");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let missing = server
+        .client()
+        .read_resource(ReadResourceRequestParams::new("tasks://b00000000/output"))
+        .await;
+    assert!(missing.is_err());
+}
+
+#[tokio::test]
+async fn a_task_list_round_with_blocked_by() {
+    let server = Server::start().await;
+    let created = server
+        .call(
+            "TaskCreate",
+            json!({"subject": "Set up schema", "description": "first"}),
+        )
+        .await;
+    assert_eq!(
+        first_text(&created),
+        "Task #1 created successfully: Set up schema"
+    );
+    assert_eq!(
+        structured(&created),
+        &json!({"task": {"id": "1", "subject": "Set up schema"}})
+    );
+    let second = server
+        .call(
+            "TaskCreate",
+            json!({"subject": "Write API", "description": "second", "activeForm": "Writing API"}),
+        )
+        .await;
+    assert_eq!(
+        first_text(&second),
+        "Task #2 created successfully: Write API"
+    );
+
+    let updated = server
+        .call("TaskUpdate", json!({"taskId": "2", "addBlockedBy": ["1"]}))
+        .await;
+    assert_eq!(first_text(&updated), "Updated task #2 blockedBy");
+    assert_eq!(structured(&updated)["success"], true);
+    assert_eq!(structured(&updated)["updatedFields"], json!(["blockedBy"]));
+
+    let listed = server.call("TaskList", json!({})).await;
+    assert_eq!(
+        first_text(&listed),
+        "#1 [pending] Set up schema\n#2 [pending] Write API [blocked by #1]"
+    );
+    assert_eq!(structured(&listed)["tasks"][1]["blockedBy"], json!(["1"]));
+
+    let got = server.call("TaskGet", json!({"taskId": "2"})).await;
+    assert_eq!(
+        first_text(&got),
+        "Task #2: Write API\nStatus: pending\nDescription: second\nBlocked by: #1"
+    );
+    assert_eq!(structured(&got)["task"]["blockedBy"], json!(["1"]));
+    let blocker = server.call("TaskGet", json!({"taskId": "1"})).await;
+    assert_eq!(structured(&blocker)["task"]["blocks"], json!(["2"]));
+
+    let done = server
+        .call(
+            "TaskUpdate",
+            json!({"taskId": "1", "status": "completed", "owner": "alice"}),
+        )
+        .await;
+    assert_eq!(
+        structured(&done)["statusChange"],
+        json!({"from": "pending", "to": "completed"})
+    );
+    let listed = server.call("TaskList", json!({})).await;
+    assert_eq!(
+        first_text(&listed),
+        "#1 [completed] Set up schema (alice)\n#2 [pending] Write API"
+    );
+
+    let missing = server.call("TaskGet", json!({"taskId": "9"})).await;
+    assert_eq!(first_text(&missing), "Task not found");
+    assert_eq!(structured(&missing), &json!({"task": null}));
+
+    // The CLI works on the same list.
+    let from_cli = server.cli_json(&["list", "get", "2"]).await;
+    assert_eq!(
+        from_cli.to_string().contains("Write API"),
+        true,
+        "{from_cli}"
+    );
+}
+
+/// A hand-driven connection: write lines, read the answer to one id (skipping notifications).
+struct Raw {
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    child: tokio::process::Child,
+    root: PathBuf,
+}
+
+impl Raw {
+    async fn send(&mut self, line: &str) {
+        self.stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    async fn answer(&mut self, id: u64) -> Value {
+        let read = async {
+            loop {
+                let line = self
+                    .lines
+                    .next_line()
+                    .await
+                    .unwrap()
+                    .expect("server closed stdout");
+                let message: Value =
+                    serde_json::from_str(&line).expect("stdout carries JSON-RPC only");
+                if message["id"] == id {
+                    return message;
+                }
+            }
+        };
+        tokio::time::timeout(DEADLINE, read)
+            .await
+            .expect("no answer")
+    }
+
+    async fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}});
+        self.send(&request.to_string()).await;
+        self.answer(id).await
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        if let Some(pid) = self.child.id() {
+            kill(pid as i32);
+        }
+        kill_session(&SessionPaths::new(&self.root, "default").unwrap());
+    }
+}
+
+#[tokio::test]
+async fn garbage_unknown_tools_and_bad_ids_get_errors_and_serving_goes_on() {
+    let root = tempfile::tempdir().unwrap();
+    let mut child = tasks_command(root.path(), &["mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut raw = Raw {
+        stdin: child.stdin.take().unwrap(),
+        lines: BufReader::new(child.stdout.take().unwrap()).lines(),
+        child,
+        root: root.path().to_owned(),
+    };
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}})
+        .to_string(),
+    )
+    .await;
+    assert_eq!(raw.answer(1).await["result"]["serverInfo"]["name"], "tasks");
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+        .await;
+
+    raw.send("this is not JSON {").await;
+    raw.send(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"Nope","arguments":{}}}"#,
+    )
+    .await;
+    let unknown = raw.answer(2).await;
+    assert_eq!(unknown["error"]["code"], -32602);
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("unknown tool \"Nope\"; this server has: Bash")
+    );
+
+    let malformed = raw
+        .call(3, "TaskOutput", json!({"task_id": "../../etc/passwd"}))
+        .await;
+    assert_eq!(malformed["error"]["code"], -32602);
+    assert!(
+        malformed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("malformed task id")
+    );
+
+    let unknown_id = raw
+        .call(4, "TaskStop", json!({"task_id": "b00000000"}))
+        .await;
+    assert_eq!(unknown_id["result"]["isError"], true);
+    assert_eq!(
+        unknown_id["result"]["content"][0]["text"],
+        "No task found with ID: b00000000"
+    );
+
+    let bad_list_id = raw.call(5, "TaskGet", json!({"taskId": "one"})).await;
+    assert!(
+        bad_list_id["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("invalid task id \"one\"")
+    );
+
+    let missing_field = raw
+        .call(6, "Bash", json!({"description": "no command"}))
+        .await;
+    assert_eq!(missing_field["result"]["isError"], true);
+    assert!(
+        missing_field["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("missing field `command`")
+    );
+
+    let out_of_range = raw
+        .call(7, "Bash", json!({"command": "true", "timeout": 600_001}))
+        .await;
+    assert!(
+        out_of_range["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("timeout must be between 1 and 600000")
+    );
+
+    let ok = raw
+        .call(8, "Bash", json!({"command": "echo still serving"}))
+        .await;
+    assert_eq!(ok["result"]["content"][0]["text"], "still serving");
+}
