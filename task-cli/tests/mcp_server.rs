@@ -773,3 +773,47 @@ async fn garbage_unknown_tools_and_bad_ids_get_errors_and_serving_goes_on() {
         .await;
     assert_eq!(ok["result"]["content"][0]["text"], "still serving");
 }
+
+#[tokio::test]
+async fn monitor_events_are_pushed_and_delivered_in_order() {
+    let server = Server::start().await;
+    let gate = server.root.path().join("emit");
+    let command = format!(
+        "while [ ! -e '{}' ]; do sleep 0.02; done; echo tick 1; echo tick 2",
+        gate.display()
+    );
+    let started = server
+        .call(
+            "Monitor",
+            json!({"description": "ticks", "timeout_ms": 20_000, "persistent": false, "command": command}),
+        )
+        .await;
+    let id = structured(&started)["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(structured(&started)["timeoutMs"], 20_000);
+    assert!(first_text(&started).starts_with(&format!("Monitor started with ID: {id}.")));
+    std::fs::write(&gate, "").unwrap();
+
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let events = server
+            .pushed
+            .logs
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l["taskId"] == id.as_str() && l["event"].is_string())
+            .count();
+        if events >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{events} monitor events pushed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let result = server.call("TaskList", json!({})).await;
+    let envelopes = envelopes_about(&result, &id);
+    assert!(envelopes.len() >= 2, "{result:?}");
+    let ticks: Vec<&String> = envelopes.iter().filter(|e| e.contains("<event>")).collect();
+    assert_eq!(ticks.len(), 2, "{envelopes:?}");
+    assert!(ticks[0].contains("<event>tick 1</event>"), "{}", ticks[0]);
+    assert!(ticks[1].contains("<event>tick 2</event>"), "{}", ticks[1]);
+}
