@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use crate::OutputError;
 use crate::recent::RecentLines;
@@ -52,19 +52,45 @@ impl Default for PipeConfig {
 
 /// Output received as stdout and stderr chunks, buffered in memory, then spilled to a file.
 ///
-/// Until the spill, stdout and stderr are kept apart and returned whole. The chunk that would
-/// take the buffers past [`PipeConfig::max_memory`] creates the output file (`O_EXCL`) and
-/// everything moves to disk: stdout first, then stderr, then the chunk; from then on chunks go
-/// straight to the disk writer, stderr ones prefixed with [`STDERR_PREFIX`].
+/// Until the spill, stdout and stderr are kept apart, as the chunks received (no copy; memory is
+/// counted as the chunks' lengths), and returned whole. The chunk that would take them past
+/// [`PipeConfig::max_memory`] creates the output file (`O_EXCL`) and everything moves to disk:
+/// stdout first, then stderr (after one [`STDERR_PREFIX`]), then the chunk; from then on chunks
+/// go straight to the disk writer, each stderr one prefixed with [`STDERR_PREFIX`].
 #[derive(Debug)]
 pub struct PipeOutput {
     path: PathBuf,
     config: PipeConfig,
-    stdout: BytesMut,
-    stderr: BytesMut,
+    stdout: Buffered,
+    stderr: Buffered,
     disk: Option<DiskWriter>,
     recent: RecentLines,
     total_bytes: u64,
+}
+
+/// Chunks kept in memory as received (no copy).
+#[derive(Debug, Default)]
+struct Buffered {
+    chunks: Vec<Bytes>,
+    len: usize,
+}
+
+impl Buffered {
+    fn push(&mut self, chunk: Bytes) {
+        if !chunk.is_empty() {
+            self.len += chunk.len();
+            self.chunks.push(chunk);
+        }
+    }
+
+    fn take(&mut self) -> Vec<Bytes> {
+        self.len = 0;
+        std::mem::take(&mut self.chunks)
+    }
+
+    fn to_text(&self) -> String {
+        decode_lossy(&self.chunks.concat())
+    }
 }
 
 /// Which stream a chunk came from.
@@ -81,8 +107,8 @@ impl PipeOutput {
             path: path.into(),
             recent: RecentLines::new(config.recent_lines, config.max_recent_bytes),
             config,
-            stdout: BytesMut::new(),
-            stderr: BytesMut::new(),
+            stdout: Buffered::default(),
+            stderr: Buffered::default(),
             disk: None,
             total_bytes: 0,
         }
@@ -108,23 +134,23 @@ impl PipeOutput {
             append_to_disk(disk, chunk, stream);
             return Ok(());
         }
-        if self.stdout.len() + self.stderr.len() + chunk.len() > self.config.max_memory {
+        if self.stdout.len + self.stderr.len + chunk.len() > self.config.max_memory {
             match DiskWriter::create(&self.path, self.config.disk.clone()) {
                 Ok(disk) => {
                     self.spill(disk, chunk, stream);
                     return Ok(());
                 }
                 Err(err) => {
-                    self.buffer(stream).extend_from_slice(&chunk);
+                    self.buffer(stream).push(chunk);
                     return Err(err);
                 }
             }
         }
-        self.buffer(stream).extend_from_slice(&chunk);
+        self.buffer(stream).push(chunk);
         Ok(())
     }
 
-    fn buffer(&mut self, stream: Stream) -> &mut BytesMut {
+    fn buffer(&mut self, stream: Stream) -> &mut Buffered {
         match stream {
             Stream::Stdout => &mut self.stdout,
             Stream::Stderr => &mut self.stderr,
@@ -133,8 +159,16 @@ impl PipeOutput {
 
     /// Moves the buffers, then `chunk`, to `disk`.
     fn spill(&mut self, disk: DiskWriter, chunk: Bytes, stream: Stream) {
-        append_to_disk(&disk, self.stdout.split().freeze(), Stream::Stdout);
-        append_to_disk(&disk, self.stderr.split().freeze(), Stream::Stderr);
+        for chunk in self.stdout.take() {
+            disk.append(chunk);
+        }
+        let stderr = self.stderr.take();
+        if !stderr.is_empty() {
+            disk.append(Bytes::from_static(STDERR_PREFIX.as_bytes()));
+        }
+        for chunk in stderr {
+            disk.append(chunk);
+        }
         append_to_disk(&disk, chunk, stream);
         tracing::debug!(path = %self.path.display(), bytes = self.total_bytes, "pipe output spilled to disk");
         self.disk = Some(disk);
@@ -145,7 +179,7 @@ impl PipeOutput {
     /// (`sizeKB` counts both streams, rounded; without lines, the notice has no leading `\n`).
     pub fn stdout(&self) -> String {
         if self.disk.is_none() {
-            return decode_lossy(&self.stdout);
+            return self.stdout.to_text();
         }
         let size_kb = (self.total_bytes + 512) / 1024;
         let notice = format!(
@@ -162,7 +196,7 @@ impl PipeOutput {
 
     /// The stderr seen so far; empty after the spill (it is in the file, prefixed).
     pub fn stderr(&self) -> String {
-        decode_lossy(&self.stderr)
+        self.stderr.to_text()
     }
 
     /// The `n` most recent lines of both streams, oldest first (at most
