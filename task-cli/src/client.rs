@@ -112,10 +112,10 @@ fn spawn_in_flight(spawned: &mut Option<Child>) -> bool {
 /// Makes sure a spawned supervisor never lingers as a zombie of a long-lived client (`tasks mcp`):
 /// one that already exited is reaped now, a live one by a thread that waits for it.
 fn reap(spawned: &mut Option<Child>) {
-    if let Some(mut child) = spawned.take() {
-        if let Ok(None) = child.try_wait() {
-            std::thread::spawn(move || child.wait());
-        }
+    if let Some(mut child) = spawned.take()
+        && let Ok(None) = child.try_wait()
+    {
+        std::thread::spawn(move || child.wait());
     }
 }
 

@@ -93,7 +93,7 @@ fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
     if !json {
         render::out(&format!("{id}\n"))?;
     }
-    let WaitOutcome::Ended(tasks) = session.wait(&[id.clone()], None, spin(json))? else {
+    let WaitOutcome::Ended(tasks) = wait_with_spinner(session, &[id], None, json)? else {
         return Ok(exit::WAIT_TIMEOUT);
     };
     let task = &tasks[0];
@@ -130,7 +130,6 @@ fn ps(session: &Session, args: &PsArgs, json: bool) -> Result<u8> {
     loop {
         let listing = session.tasks()?;
         for problem in &listing.problems {
-            tracing::warn!("{problem}");
             eprintln_one(&format!("warning: {problem}"));
         }
         let rows: Vec<Row<'_>> = listing
@@ -225,22 +224,25 @@ fn follow(session: &Session, id: &TaskId, mut offset: u64, max_bytes: usize) -> 
     }
 }
 
-fn spin(json: bool) -> impl FnMut(&[Snapshot]) {
+/// Waits for `ids`, with a spinner on stderr when it is a terminal (and not `--json`).
+fn wait_with_spinner(
+    session: &Session,
+    ids: &[TaskId],
+    timeout: Option<Duration>,
+    json: bool,
+) -> Result<WaitOutcome> {
     let mut spinner = Spinner::new(!json);
-    move |tasks: &[Snapshot]| {
+    let outcome = session.wait(ids, timeout, |tasks| {
         let live = tasks.iter().filter(|t| !t.status.is_terminal()).count();
         spinner.tick(&format!("waiting for {live} task(s)"));
-    }
+    });
+    spinner.clear();
+    outcome
 }
 
 fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
     let ids = parse_ids(&args.ids)?;
-    let mut spinner = Spinner::new(!json);
-    let outcome = session.wait(&ids, args.timeout.map(Duration::from_millis), |tasks| {
-        let live = tasks.iter().filter(|t| !t.status.is_terminal()).count();
-        spinner.tick(&format!("waiting for {live} task(s)"));
-    })?;
-    spinner.clear();
+    let outcome = wait_with_spinner(session, &ids, args.timeout.map(Duration::from_millis), json)?;
     let (tasks, code) = match &outcome {
         WaitOutcome::Ended(tasks) => (
             tasks,

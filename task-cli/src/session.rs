@@ -95,12 +95,14 @@ impl Session {
     /// Kills tasks (whole process trees). Unknown ids fail before anything is killed; a task that
     /// already ended is reported as such.
     pub fn kill(&self, ids: &[TaskId]) -> Result<Vec<KillOutcome>> {
-        for id in ids {
-            self.task(id)?;
-        }
-        let live: Vec<&TaskId> = ids
+        let tasks = ids
             .iter()
-            .filter(|id| self.task(id).is_ok_and(|t| !t.status.is_terminal()))
+            .map(|id| self.task(id))
+            .collect::<Result<Vec<_>>>()?;
+        let live: Vec<&TaskId> = tasks
+            .iter()
+            .filter(|t| !t.status.is_terminal())
+            .map(|t| &t.id)
             .collect();
         let mut outcomes: Vec<KillOutcome> = ids
             .iter()

@@ -544,3 +544,80 @@ fn help_and_completions_cover_every_subcommand() {
         assert!(list_help.contains(op), "{op} missing from list --help");
     }
 }
+
+#[test]
+fn monitor_lines_become_next_priority_events_before_the_completion() {
+    let sandbox = Sandbox::new();
+    let id = sandbox
+        .ok(&[
+            "monitor",
+            "--description",
+            "ticks",
+            "--",
+            "echo one; echo two",
+        ])
+        .trim()
+        .to_owned();
+    assert!(id.starts_with('m'), "{id}");
+    sandbox.ok(&["wait", &id]);
+    let notices: Vec<Value> = sandbox
+        .ok(&["notifications", "--json"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let events: Vec<&str> = notices
+        .iter()
+        .filter_map(|n| n["notification"]["event"].as_str())
+        .collect();
+    assert_eq!(events, ["one", "two"]);
+    assert!(notices.iter().all(|n| n["priority"] == "next"));
+    let last = notices.last().unwrap()["text"].as_str().unwrap();
+    assert!(last.contains("Monitor \"ticks\" stream ended"), "{last}");
+}
+
+#[test]
+fn sessions_are_separate_and_task_lists_round_trip() {
+    let sandbox = Sandbox::new();
+    let id = sandbox
+        .ok(&["--session", "other", "run", "--", "true"])
+        .trim()
+        .to_owned();
+    sandbox.ok(&["--session", "other", "wait", &id]);
+    assert_eq!(
+        code(&sandbox.run(&["wait", &id])),
+        66,
+        "not in the default session"
+    );
+    let bad = sandbox.run(&["--session", "../up", "ps"]);
+    assert_ne!(code(&bad), 0);
+    assert!(stderr_line(&bad).contains("invalid session name"));
+
+    assert_eq!(
+        sandbox
+            .ok(&["list", "create", "--subject", "Set up schema"])
+            .trim(),
+        "Task #1 created successfully: Set up schema"
+    );
+    sandbox.ok(&["list", "create", "--subject", "Write API"]);
+    assert_eq!(
+        sandbox
+            .ok(&["list", "update", "2", "--add-blocked-by", "1"])
+            .trim(),
+        "Updated task #2 blockedBy"
+    );
+    let cycle = sandbox.run(&["list", "update", "1", "--add-blocked-by", "2"]);
+    assert_eq!(code(&cycle), 70);
+    assert!(String::from_utf8_lossy(&cycle.stdout).contains("cycle"));
+    let task = sandbox.json(&["list", "get", "2"]);
+    assert_eq!(task["task"]["blockedBy"][0], "1");
+    let dot = sandbox.ok(&["list", "graph", "--dot"]);
+    assert!(dot.contains("\"1\" -> \"2\""), "{dot}");
+    let ready = sandbox.ok(&["list", "ready"]);
+    assert!(
+        ready.contains("#2 not ready: Write API (blocked by #1)"),
+        "{ready}"
+    );
+    assert!(sandbox.root().join("lists/default/2.json").exists());
+    let bad_id = sandbox.run(&["list", "get", "x1"]);
+    assert_eq!(code(&bad_id), 65);
+}
