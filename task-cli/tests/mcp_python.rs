@@ -2,7 +2,7 @@
 //!
 //! `TASKS_MCP_PYTHON` names a python with `mcp` installed (`.ci/python-mcp.sh` makes one and
 //! prints its path). Without it the test is skipped locally and fails under `CI=true`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::path::Path;
 use std::process::Command;

@@ -616,11 +616,7 @@ async fn a_task_list_round_with_blocked_by() {
 
     // The CLI works on the same list.
     let from_cli = server.cli_json(&["list", "get", "2"]).await;
-    assert_eq!(
-        from_cli.to_string().contains("Write API"),
-        true,
-        "{from_cli}"
-    );
+    assert!(from_cli.to_string().contains("Write API"), "{from_cli}");
 }
 
 /// A hand-driven connection: write lines, read the answer to one id (skipping notifications).
