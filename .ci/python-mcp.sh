@@ -13,6 +13,6 @@ if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv" >&2
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check mcp >&2
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp>=2.3,<3" >&2
 "$venv/bin/python" -c 'import mcp' >&2
 echo "$(cd "$venv/bin" && pwd)/python"
