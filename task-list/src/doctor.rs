@@ -120,7 +120,7 @@ impl TaskList {
                 fixed: false,
             });
         }
-        let mut txn = Txn::begin(self)?;
+        let mut txn = Txn::begin(self, true)?;
         let snapshot = self.snapshot()?;
         let problems = self.find_problems(&snapshot)?;
         self.repair(&mut txn, &snapshot, &problems)?;

@@ -32,14 +32,14 @@ pub(crate) fn lock_dir_for(file: &Path) -> PathBuf {
 #[derive(Debug)]
 struct Held {
     paths: Mutex<Vec<PathBuf>>,
-    /// Signalled when the set stops being empty.
+    /// Signalled when the refresh period shrinks.
     wake: Condvar,
     /// The refresh period in milliseconds (the smallest any holder asked for).
     tick_ms: AtomicU64,
 }
 
-/// The process-wide set of held lock directories. The first call starts the refresher thread;
-/// it sleeps while nothing is held and touches every held directory each tick otherwise.
+/// The process-wide set of held lock directories. The first call starts the refresher thread,
+/// which touches every held directory once per tick.
 fn held() -> &'static Held {
     static HELD: OnceLock<Held> = OnceLock::new();
     HELD.get_or_init(|| {
@@ -61,13 +61,8 @@ fn refresh_forever() {
     let held = held();
     let mut paths = lock_paths(held);
     loop {
-        if paths.is_empty() {
-            paths = held
-                .wake
-                .wait(paths)
-                .unwrap_or_else(PoisonError::into_inner);
-            continue;
-        }
+        // Wake every tick, held locks or not: a lock registered just before a tick is touched
+        // early, which is harmless, and holders never have to wake this thread.
         let tick = Duration::from_millis(held.tick_ms.load(Ordering::Relaxed));
         paths = match held.wake.wait_timeout(paths, tick) {
             Ok((paths, _)) => paths,
@@ -117,9 +112,9 @@ impl DirLock {
     fn refreshed(mut self, refresh_every: Duration) -> Self {
         let held = held();
         let ms = u64::try_from(refresh_every.as_millis()).unwrap_or(u64::MAX);
-        held.tick_ms.fetch_min(ms, Ordering::Relaxed);
         let mut paths = lock_paths(held);
-        if paths.is_empty() {
+        if held.tick_ms.fetch_min(ms, Ordering::Relaxed) > ms {
+            // A shorter period than the thread is sleeping for: restart its wait.
             held.wake.notify_one();
         }
         paths.push(self.path.clone());
@@ -214,14 +209,14 @@ fn touch(path: &Path) {
 #[derive(Debug)]
 pub(crate) struct ListGuard {
     // Field order is drop order: remove the directory, then release the flock.
-    _dir_lock: DirLock,
+    _dir_lock: Option<DirLock>,
     _kernel: File,
     config: LockConfig,
 }
 
 impl ListGuard {
-    /// Locks the list in `dir`.
-    pub(crate) fn acquire(dir: &Path, config: &LockConfig) -> Result<Self> {
+    /// Locks the list in `dir`: the flock always, the `.lock.lock` directory if `with_dir_lock`.
+    pub(crate) fn acquire(dir: &Path, config: &LockConfig, with_dir_lock: bool) -> Result<Self> {
         let lock_file = dir.join(LIST_LOCK_FILE);
         let kernel = OpenOptions::new()
             .read(true)
@@ -234,8 +229,12 @@ impl ListGuard {
         rustix::fs::flock(&kernel, rustix::fs::FlockOperation::LockExclusive)
             .map_err(std::io::Error::from)
             .at("flock", &lock_file)?;
-        let dir_lock =
-            DirLock::acquire(lock_dir_for(&lock_file), config)?.refreshed(config.refresh_every);
+        let dir_lock = match with_dir_lock {
+            true => Some(
+                DirLock::acquire(lock_dir_for(&lock_file), config)?.refreshed(config.refresh_every),
+            ),
+            false => None,
+        };
         Ok(Self {
             _dir_lock: dir_lock,
             _kernel: kernel,
@@ -295,7 +294,7 @@ mod tests {
     fn held_list_lock_is_refreshed() {
         let dir = tempfile::tempdir().unwrap();
         let config = fast();
-        let guard = ListGuard::acquire(dir.path(), &config).unwrap();
+        let guard = ListGuard::acquire(dir.path(), &config, true).unwrap();
         let lock_dir = dir.path().join(".lock.lock");
         let old = std::time::SystemTime::now() - Duration::from_secs(60);
         File::open(&lock_dir).unwrap().set_modified(old).unwrap();

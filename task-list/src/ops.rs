@@ -43,7 +43,7 @@ impl TaskList {
     }
 
     fn write_new_task(&self, request: &CreateRequest) -> Result<Task> {
-        let mut txn = Txn::begin(self)?;
+        let mut txn = Txn::begin(self, true)?;
         let mut task = Task::new(self.next_id()?, &request.subject, &request.description);
         task.active_form.clone_from(&request.active_form);
         task.metadata.clone_from(&request.metadata);
@@ -135,7 +135,7 @@ impl TaskList {
 
     /// Removes a task and every reference to it; its former status, or `None` if absent.
     pub(crate) fn remove_task(&self, id: TaskId, op: AuditOp) -> Result<Option<TaskStatus>> {
-        let mut txn = Txn::begin(self)?;
+        let mut txn = Txn::begin(self, false)?;
         let Some(locked) = txn.lock(id)? else {
             return Ok(None);
         };
@@ -160,7 +160,7 @@ impl TaskList {
     /// Removes every task; the high-water mark keeps their ids from being reused. Returns how
     /// many task files were removed. (The audit log is kept.)
     pub fn reset(&self) -> Result<usize> {
-        let mut txn = Txn::begin(self)?;
+        let mut txn = Txn::begin(self, true)?;
         let ids = fsutil::task_ids(self.dir())?;
         if let Some(highest) = ids.last() {
             txn.raise_high_water_mark(highest.get())?;

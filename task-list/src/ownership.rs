@@ -14,7 +14,7 @@ impl TaskList {
     /// Claims `id` for `claimant` (sets the owner; the status is left to `TaskUpdate`). Every
     /// check is made after the locks are taken, so two claimants can never both win.
     pub fn claim(&self, id: TaskId, claimant: &str, options: ClaimOptions) -> Result<ClaimResult> {
-        let mut txn = Txn::begin(self)?;
+        let mut txn = Txn::begin(self, options.check_agent_busy)?;
         let Some(mut locked) = txn.lock(id)? else {
             return Ok(refusal(ClaimFailure::TaskNotFound, None));
         };
@@ -82,7 +82,7 @@ impl TaskList {
     /// Puts every non-completed task owned by `owner` back to `pending` with no owner, and
     /// returns the message the reference sends the team lead.
     pub fn unassign(&self, owner: &str, reason: UnassignReason) -> Result<UnassignResult> {
-        let mut txn = Txn::begin(self)?;
+        let mut txn = Txn::begin(self, false)?;
         let mut unassigned = Vec::new();
         for task in self.snapshot()?.tasks.values() {
             if task.owner.as_deref() != Some(owner) || task.status == TaskStatus::Completed {

@@ -43,11 +43,14 @@ pub(crate) struct Txn<'a> {
 }
 
 impl<'a> Txn<'a> {
-    pub(crate) fn begin(list: &'a TaskList) -> Result<Self> {
+    /// Locks the list. `reference_list_lock`: also take the reference's list lock
+    /// (`.lock.lock`), which the reference takes for create, reset and busy-checked claims;
+    /// other writes are protected, as in the reference, by the locks of the task files they write.
+    pub(crate) fn begin(list: &'a TaskList, reference_list_lock: bool) -> Result<Self> {
         let txn = Self {
             list,
             file_locks: Vec::new(),
-            guard: ListGuard::acquire(list.dir(), &list.config.lock)?,
+            guard: ListGuard::acquire(list.dir(), &list.config.lock, reference_list_lock)?,
             cache: HashMap::new(),
             changes: Vec::new(),
             audit: Vec::new(),

@@ -62,7 +62,7 @@ impl TaskList {
 
     fn apply(&self, id: TaskId, request: &UpdateRequest, edges: &[Edge]) -> Result<UpdateResult> {
         let raw_id = request.task_id.as_str();
-        let mut txn = Txn::begin(self)?;
+        let mut txn = Txn::begin(self, false)?;
         let Some(mut locked) = txn.lock(id)? else {
             return Ok(UpdateResult::failed(raw_id, TASK_NOT_FOUND));
         };

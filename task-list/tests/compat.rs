@@ -181,6 +181,7 @@ fn a_held_reference_lock_is_respected_and_a_stale_one_taken_over() {
     }
     assert!(patient.update(&rename).unwrap().success);
     assert_eq!(patient.get(id(1)).unwrap().unwrap().subject, "renamed");
+    assert_eq!(create(&patient, "b"), id(2));
     assert!(
         !lock.exists() && !patient.dir().join(".lock.lock").exists(),
         "released after use"
