@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// The number of random characters after an id's one-letter prefix.
 const RANDOM_LEN: usize = 8;
-/// The length of every task id: a prefix letter plus [`RANDOM_LEN`] characters.
+/// The length of every task id: a prefix letter plus 8 random characters.
 pub const TASK_ID_LEN: usize = 1 + RANDOM_LEN;
 /// The alphabet of an id's random part.
 const ALPHABET: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
