@@ -22,8 +22,13 @@ fn running_task(registry: &Registry) -> TaskId {
         command: "cargo build --release".into(),
         ..ShellState::default()
     };
-    let task = TaskState::new(id, "build", format!("/tmp/tasks/{id}.output"), TaskKind::Shell(shell))
-        .unwrap();
+    let task = TaskState::new(
+        id,
+        "build",
+        format!("/tmp/tasks/{id}.output"),
+        TaskKind::Shell(shell),
+    )
+    .unwrap();
     registry.register(task).unwrap();
     registry.transition(&id, TaskStatus::Running).unwrap();
     id
@@ -51,18 +56,31 @@ fn race(threads: usize, iters: u64, op: impl Fn(usize, u64) + Send + Sync + 'sta
     began.elapsed()
 }
 
-/// Every thread advances the offset of the same task: the worst case for the CAS.
-fn update_one_hot_task(c: &mut Criterion) {
-    let mut group = c.benchmark_group("core/update_same_task");
+/// Which task each thread updates.
+#[derive(Clone, Copy)]
+enum Target {
+    /// All threads on the same task: the worst case for the compare-and-set.
+    OneHotTask,
+    /// Each thread on its own task: contention only on the map's shards.
+    OwnTask,
+}
+
+/// Threads advancing task offsets with `update`.
+fn update_under_contention(c: &mut Criterion, group_name: &str, target: Target) {
+    let mut group = c.benchmark_group(group_name);
     for threads in THREADS {
         group.throughput(Throughput::Elements(threads as u64));
         group.bench_function(BenchmarkId::from_parameter(threads), |b| {
             b.iter_custom(|iters| {
                 let registry = Arc::new(Registry::default());
-                let id = running_task(&registry);
-                race(threads, iters, move |_, _| {
+                let tasks = match target {
+                    Target::OneHotTask => 1,
+                    Target::OwnTask => threads,
+                };
+                let ids: Vec<TaskId> = (0..tasks).map(|_| running_task(&registry)).collect();
+                race(threads, iters, move |t, _| {
                     registry
-                        .update(&id, |s| {
+                        .update(&ids[t % ids.len()], |s| {
                             let mut next = s.clone();
                             next.base.output_offset += 1;
                             Some(next)
@@ -75,28 +93,12 @@ fn update_one_hot_task(c: &mut Criterion) {
     group.finish();
 }
 
-/// Each thread updates its own task: contention only on the map's shards.
+fn update_one_hot_task(c: &mut Criterion) {
+    update_under_contention(c, "core/update_same_task", Target::OneHotTask);
+}
+
 fn update_own_task(c: &mut Criterion) {
-    let mut group = c.benchmark_group("core/update_own_task");
-    for threads in THREADS {
-        group.throughput(Throughput::Elements(threads as u64));
-        group.bench_function(BenchmarkId::from_parameter(threads), |b| {
-            b.iter_custom(|iters| {
-                let registry = Arc::new(Registry::default());
-                let ids: Vec<TaskId> = (0..threads).map(|_| running_task(&registry)).collect();
-                race(threads, iters, move |t, _| {
-                    registry
-                        .update(&ids[t], |s| {
-                            let mut next = s.clone();
-                            next.base.output_offset += 1;
-                            Some(next)
-                        })
-                        .unwrap();
-                })
-            });
-        });
-    }
-    group.finish();
+    update_under_contention(c, "core/update_own_task", Target::OwnTask);
 }
 
 /// All threads race for the latch of the same task, task after task: one wins each.
@@ -120,5 +122,10 @@ fn mark_notified_race(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, update_one_hot_task, update_own_task, mark_notified_race);
+criterion_group!(
+    benches,
+    update_one_hot_task,
+    update_own_task,
+    mark_notified_race
+);
 criterion_main!(benches);

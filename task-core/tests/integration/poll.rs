@@ -1,7 +1,7 @@
 //! The poll loop on real files: deltas, a kill landing mid-read, eviction.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,11 +14,30 @@ use task_output::read::Delta;
 
 use crate::common::{fast_config, registered_at, shell_task, wait_for_event};
 
-/// A running shell task whose output file is `path`.
-fn task_writing_to(registry: &Registry, path: &Path) -> TaskId {
-    let mut task: TaskState = shell_task("poll");
-    task.base.output_file = path.to_path_buf();
-    registered_at(registry, task, TaskStatus::Running)
+/// A registry with one running shell task whose output file (in a temp dir) holds `initial`.
+struct Running {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    registry: Arc<Registry>,
+    id: TaskId,
+}
+
+impl Running {
+    fn with_output(initial: &[u8]) -> Running {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.output");
+        append(&path, initial);
+        let registry = Arc::new(Registry::new(fast_config()));
+        let mut task: TaskState = shell_task("poll");
+        task.base.output_file = path.clone();
+        let id = registered_at(&registry, task, TaskStatus::Running);
+        Running {
+            _dir: dir,
+            path,
+            registry,
+            id,
+        }
+    }
 }
 
 fn append(path: &Path, bytes: &[u8]) {
@@ -32,23 +51,21 @@ fn append(path: &Path, bytes: &[u8]) {
 
 #[test]
 fn each_tick_consumes_only_new_output() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.output");
-    append(&path, b"hello\n");
-    let registry = Arc::new(Registry::new(fast_config()));
-    let id = task_writing_to(&registry, &path);
+    let Running {
+        path, registry, id, ..
+    } = &Running::with_output(b"hello\n");
     let mut events = registry.subscribe();
-    let poll = PollLoop::new(Arc::clone(&registry));
+    let poll = PollLoop::new(Arc::clone(registry));
 
     let report = poll.tick();
     assert_eq!(
         (report.advanced.as_slice(), report.bytes),
-        ([id].as_slice(), 6)
+        ([*id].as_slice(), 6)
     );
-    append(&path, b"world\n");
+    append(path, b"world\n");
     assert_eq!(poll.tick().bytes, 6);
     assert_eq!(poll.tick().bytes, 0, "nothing new");
-    assert_eq!(registry.get(&id).unwrap().base.output_offset, 12);
+    assert_eq!(registry.get(id).unwrap().base.output_offset, 12);
 
     let outputs: Vec<_> = std::iter::from_fn(|| events.try_recv().ok())
         .filter_map(|e| match e {
@@ -110,21 +127,16 @@ fn tick_with_held_read(
 
 #[test]
 fn a_kill_during_a_read_in_flight_is_not_overwritten() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.output");
-    append(&path, b"partial output\n");
-    let registry = Arc::new(Registry::new(fast_config()));
-    let id = task_writing_to(&registry, &path);
-
-    let (ticking, reading, resume) = tick_with_held_read(&registry);
+    let Running { registry, id, .. } = &Running::with_output(b"partial output\n");
+    let (ticking, reading, resume) = tick_with_held_read(registry);
 
     reading.recv_timeout(Duration::from_secs(10)).unwrap();
     // The read has happened and its result is not applied yet: the task is killed now.
-    registry.transition(&id, TaskStatus::Killed).unwrap();
+    registry.transition(id, TaskStatus::Killed).unwrap();
     resume.send(()).unwrap();
     let report = ticking.join().unwrap();
 
-    let state = registry.get(&id).unwrap();
+    let state = registry.get(id).unwrap();
     assert_eq!(
         state.status(),
         TaskStatus::Killed,
@@ -132,26 +144,22 @@ fn a_kill_during_a_read_in_flight_is_not_overwritten() {
     );
     assert!(state.base.end_time.is_some());
     assert_eq!(state.base.output_offset, 15, "the delta was still consumed");
-    assert_eq!(report.advanced, [id]);
+    assert_eq!(report.advanced, [*id]);
     assert!(report.evicted.is_empty(), "not notified yet");
 }
 
 #[test]
 fn a_task_settled_during_a_read_is_evicted_by_the_same_tick() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.output");
-    append(&path, b"bytes");
-    let registry = Arc::new(Registry::new(fast_config()));
-    let id = task_writing_to(&registry, &path);
-    let (ticking, reading, resume) = tick_with_held_read(&registry);
+    let Running { registry, id, .. } = &Running::with_output(b"bytes");
+    let (ticking, reading, resume) = tick_with_held_read(registry);
     reading.recv_timeout(Duration::from_secs(10)).unwrap();
     registry
-        .transition_with(&id, TaskStatus::Completed, |s| s.base.notified = true)
+        .transition_with(id, TaskStatus::Completed, |s| s.base.notified = true)
         .unwrap();
     resume.send(()).unwrap();
     // Eviction looks at the state after the read, not the running snapshot taken before it.
-    assert_eq!(ticking.join().unwrap().evicted, [id]);
-    assert!(registry.get(&id).is_none());
+    assert_eq!(ticking.join().unwrap().evicted, [*id]);
+    assert!(registry.get(id).is_none());
 }
 
 #[test]
@@ -190,18 +198,16 @@ fn poll_eviction_honours_notified_retain_and_evict_after() {
 
 #[tokio::test]
 async fn the_spawned_loop_polls_on_its_interval() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.output");
-    append(&path, b"");
-    let registry = Arc::new(Registry::new(fast_config()));
-    let id = task_writing_to(&registry, &path);
+    let Running {
+        path, registry, id, ..
+    } = &Running::with_output(b"");
     let mut events = registry.subscribe();
-    let handle = task_core::spawn_poll_loop(Arc::clone(&registry));
+    let handle = task_core::spawn_poll_loop(Arc::clone(registry));
 
-    append(&path, b"first\n");
+    append(path, b"first\n");
     let event = wait_for_event(&mut events, |e| matches!(e, TaskEvent::TaskOutput { .. })).await;
-    assert!(matches!(event, TaskEvent::TaskOutput { task_id, offset: 0, .. } if task_id == id));
-    append(&path, b"second\n");
+    assert!(matches!(event, TaskEvent::TaskOutput { task_id, offset: 0, .. } if task_id == *id));
+    append(path, b"second\n");
     let event = wait_for_event(&mut events, |e| matches!(e, TaskEvent::TaskOutput { .. })).await;
     assert!(
         matches!(event, TaskEvent::TaskOutput { offset: 6, ref bytes, .. } if bytes == "second\n")
