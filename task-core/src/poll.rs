@@ -82,7 +82,7 @@ impl<R: OutputReader> PollLoop<R> {
     }
 
     /// Runs [`tick`](PollLoop::tick) every `poll_interval` on the blocking pool until the
-    /// returned handle is aborted.
+    /// returned handle is aborted. Call it from within a Tokio runtime.
     pub fn spawn(self) -> JoinHandle<()> {
         let period = self.registry.config().poll_interval;
         let this = Arc::new(self);
@@ -135,7 +135,8 @@ impl<R: OutputReader> PollLoop<R> {
     }
 }
 
-/// Starts the poll loop over `registry`, reading real output files.
+/// Starts the poll loop over `registry`, reading real output files (from within a Tokio
+/// runtime; abort the handle to stop it).
 pub fn spawn_poll_loop(registry: Arc<Registry>) -> JoinHandle<()> {
     PollLoop::new(registry).spawn()
 }
