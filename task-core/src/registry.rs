@@ -188,15 +188,15 @@ impl Registry {
         mut updater: impl FnMut(&TaskState) -> Option<TaskState>,
     ) -> Result<UpdateOutcome, RegistryError> {
         let slot = self.slot(id).ok_or(RegistryError::NotFound(*id))?;
-        let outcome = slot.update(|current| match updater(current) {
-            None => Ok(None),
-            Some(next) => self.checked(current, next).map(Some),
-        })?;
+        let outcome = slot.update(
+            |current| match updater(current) {
+                None => Ok(None),
+                Some(next) => self.checked(current, next).map(Some),
+            },
+            |previous, current| self.emit_status_change(previous, current),
+        )?;
         match outcome {
-            SlotUpdate::Written { previous, current } => {
-                self.emit_status_change(&previous, &current);
-                Ok(UpdateOutcome::Written(current))
-            }
+            SlotUpdate::Written(current) => Ok(UpdateOutcome::Written(current)),
             SlotUpdate::Unchanged => Ok(UpdateOutcome::Unchanged),
             SlotUpdate::Retired => Err(RegistryError::NotFound(*id)),
         }

@@ -46,11 +46,8 @@ pub(crate) struct Cell {
 /// The result of [`Slot::update`].
 #[derive(Debug)]
 pub(crate) enum SlotUpdate {
-    /// The function returned a new state and it was stored.
-    Written {
-        previous: Arc<TaskState>,
-        current: Arc<TaskState>,
-    },
+    /// The function returned a new state and it was stored: here it is.
+    Written(Arc<TaskState>),
     /// The function returned nothing: nothing was written.
     Unchanged,
     /// The task left the registry.
@@ -82,11 +79,14 @@ impl<L: Lock<Cell>> Slot<L> {
 
     /// Compare-and-set update: `f` sees the current state and returns a new one, nothing, or
     /// an error; it may run more than once if another writer got in between, always on the
-    /// freshest state.
+    /// freshest state. `on_commit(previous, current)` runs once, under the lock, when the new
+    /// state is stored, so what it reports (events) is ordered like the writes themselves.
     pub(crate) fn update<E>(
         &self,
         mut f: impl FnMut(&TaskState) -> Result<Option<TaskState>, E>,
+        on_commit: impl FnOnce(&TaskState, &TaskState),
     ) -> Result<SlotUpdate, E> {
+        let mut on_commit = Some(on_commit);
         loop {
             let Some((snapshot, version)) = self
                 .cell
@@ -104,6 +104,9 @@ impl<L: Lock<Cell>> Slot<L> {
                 } else if cell.version == version {
                     cell.state = Arc::clone(&next);
                     cell.version += 1;
+                    if let Some(report) = on_commit.take() {
+                        report(&snapshot, &next);
+                    }
                     Some(true)
                 } else {
                     None
@@ -111,10 +114,7 @@ impl<L: Lock<Cell>> Slot<L> {
             });
             match committed {
                 Some(true) => {
-                    return Ok(SlotUpdate::Written {
-                        previous: snapshot,
-                        current: next,
-                    });
+                    return Ok(SlotUpdate::Written(next));
                 }
                 Some(false) => return Ok(SlotUpdate::Retired),
                 None => continue,
@@ -173,38 +173,47 @@ mod model_tests {
 
     type ModelSlot = Slot<ShuttleLock<Cell>>;
 
-    fn running_task() -> TaskState {
+    fn pending_task() -> TaskState {
         let id = TaskId::parse("b00000001").unwrap();
-        let mut state =
-            TaskState::new(id, "t", "/tmp/t", TaskKind::Shell(ShellState::default())).unwrap();
+        TaskState::new(id, "t", "/tmp/t", TaskKind::Shell(ShellState::default())).unwrap()
+    }
+
+    fn running_task() -> TaskState {
+        let mut state = pending_task();
         state.base.status = TaskStatus::Running;
         state
     }
 
     fn mark_notified(slot: &ModelSlot) -> bool {
         let outcome = slot
-            .update(|s| {
-                Ok::<_, ()>((!s.base.notified).then(|| {
-                    let mut next = s.clone();
-                    next.base.notified = true;
-                    next
-                }))
-            })
+            .update(
+                |s| {
+                    Ok::<_, ()>((!s.base.notified).then(|| {
+                        let mut next = s.clone();
+                        next.base.notified = true;
+                        next
+                    }))
+                },
+                |_, _| {},
+            )
             .unwrap();
-        matches!(outcome, SlotUpdate::Written { .. })
+        matches!(outcome, SlotUpdate::Written(_))
     }
 
     fn transition(slot: &ModelSlot, to: TaskStatus) -> bool {
         let outcome = slot
-            .update(|s| {
-                Ok::<_, ()>(s.base.status.can_transition_to(to).then(|| {
-                    let mut next = s.clone();
-                    next.base.status = to;
-                    next
-                }))
-            })
+            .update(
+                |s| {
+                    Ok::<_, ()>(s.base.status.can_transition_to(to).then(|| {
+                        let mut next = s.clone();
+                        next.base.status = to;
+                        next
+                    }))
+                },
+                |_, _| {},
+            )
             .unwrap();
-        matches!(outcome, SlotUpdate::Written { .. })
+        matches!(outcome, SlotUpdate::Written(_))
     }
 
     /// Runs `body` under every interleaving (shuttle's exhaustive depth-first search).
@@ -245,11 +254,14 @@ mod model_tests {
             spawn_all((0..2).map(|_| {
                 let slot = Arc::clone(&slot);
                 Box::new(move || {
-                    slot.update(|s| {
-                        let mut next = s.clone();
-                        next.base.output_offset += 1;
-                        Ok::<_, ()>(Some(next))
-                    })
+                    slot.update(
+                        |s| {
+                            let mut next = s.clone();
+                            next.base.output_offset += 1;
+                            Ok::<_, ()>(Some(next))
+                        },
+                        |_, _| {},
+                    )
                     .unwrap();
                 }) as Box<dyn FnOnce() + Send>
             }));
@@ -264,11 +276,14 @@ mod model_tests {
             let reader = {
                 let slot = Arc::clone(&slot);
                 thread::spawn(move || {
-                    slot.update(|fresh| {
-                        let mut next = fresh.clone();
-                        next.base.output_offset = 10;
-                        Ok::<_, ()>(Some(next))
-                    })
+                    slot.update(
+                        |fresh| {
+                            let mut next = fresh.clone();
+                            next.base.output_offset = 10;
+                            Ok::<_, ()>(Some(next))
+                        },
+                        |_, _| {},
+                    )
                     .unwrap();
                 })
             };
@@ -296,6 +311,40 @@ mod model_tests {
                 assert!(slot.load().is_none());
                 assert!(!mark_notified(&slot));
             }
+        });
+    }
+
+    #[test]
+    fn model_commit_reports_are_ordered_like_the_writes() {
+        check_sampled(|| {
+            let slot = Arc::new(ModelSlot::new(pending_task()));
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let write = |slot: &ModelSlot, log: &Mutex<Vec<TaskStatus>>, to: TaskStatus| {
+                let outcome = slot.update(
+                    |s| {
+                        Ok::<_, ()>(s.base.status.can_transition_to(to).then(|| {
+                            let mut next = s.clone();
+                            next.base.status = to;
+                            next
+                        }))
+                    },
+                    |_, current| log.lock().unwrap().push(current.status()),
+                );
+                matches!(outcome, Ok(SlotUpdate::Written(_)))
+            };
+            let starter = {
+                let (slot, log) = (Arc::clone(&slot), Arc::clone(&log));
+                thread::spawn(move || assert!(write(&slot, &log, TaskStatus::Running)))
+            };
+            // Completes the task as soon as it runs, racing the starter's report.
+            while !write(&slot, &log, TaskStatus::Completed) {
+                thread::yield_now();
+            }
+            starter.join().unwrap();
+            assert_eq!(
+                *log.lock().unwrap(),
+                [TaskStatus::Running, TaskStatus::Completed]
+            );
         });
     }
 
