@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use task_output::read::{last_lines, progress_tail, read_delta};
+use task_output::read::{last_lines, progress_tail, read_delta, read_tail};
 use task_output::{PipeConfig, PipeOutput};
 use tempfile::TempDir;
 
@@ -76,6 +76,10 @@ fn reads(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("last_5_lines", name), |b| {
             let path = Files::get().path(name);
             b.iter(|| last_lines(&path, 5).unwrap());
+        });
+        group.bench_function(BenchmarkId::new("read_tail_64KiB", name), |b| {
+            let path = Files::get().path(name);
+            b.iter(|| read_tail(&path, DELTA_BYTES as usize).unwrap());
         });
         group.bench_function(BenchmarkId::new("progress_tail", name), |b| {
             let path = Files::get().path(name);

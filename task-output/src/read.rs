@@ -16,7 +16,7 @@ use memchr::memrchr_iter;
 
 use crate::OutputError;
 use crate::lines::{last_lines_of, split_lines, without_cut_line};
-use crate::utf8::{ceil_char_boundary, complete_prefix_len, decode_lossy};
+use crate::utf8::{as_str_lossy, ceil_char_boundary, complete_prefix_len, decode_lossy};
 
 /// The default and usual upper bound of one delta or tail read: 8 MiB.
 pub const DEFAULT_MAX_READ_BYTES: usize = 8 * 1024 * 1024;
@@ -129,15 +129,14 @@ pub fn read_tail(path: &Path, max_bytes: usize) -> Result<String, OutputError> {
     let bytes =
         read_exact_at(&file, start, wanted).map_err(|err| OutputError::from_io(path, err))?;
     if start == 0 {
-        return Ok(decode_lossy(&bytes));
+        return Ok(String::from_utf8(bytes).unwrap_or_else(|err| decode_lossy(err.as_bytes())));
     }
     let skip = ceil_char_boundary(&bytes, 0);
-    let omitted = start + skip as u64;
-    let omitted_kb = (omitted + 512) / 1024;
-    Ok(format!(
-        "[{omitted_kb}KB of earlier output omitted]\n{}",
-        decode_lossy(&bytes[skip..])
-    ))
+    let omitted_kb = (start + skip as u64 + 512) / 1024;
+    let body = as_str_lossy(&bytes[skip..]);
+    let mut text = format!("[{omitted_kb}KB of earlier output omitted]\n");
+    text.push_str(&body);
+    Ok(text)
 }
 
 /// Returns the last `n` lines of `path`, oldest first, without their `\n`.

@@ -1,9 +1,20 @@
 //! UTF-8 helpers: text handed out never splits a code point, and invalid bytes are replaced
 //! with U+FFFD rather than dropped.
 
+use std::borrow::Cow;
+
 /// Decodes `bytes` as UTF-8, replacing each invalid sequence with U+FFFD (`�`).
 pub fn decode_lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    as_str_lossy(bytes).into_owned()
+}
+
+/// Like [`decode_lossy`], borrowing `bytes` when they are valid UTF-8 (checked with the fast
+/// validator of `std::str::from_utf8` first).
+pub fn as_str_lossy(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
 }
 
 /// Returns the first index `>= index` that does not point at a UTF-8 continuation byte
