@@ -184,36 +184,47 @@ mod model_tests {
         state
     }
 
+    /// Applies `change` to the state where `applies` holds; reports commits to `on_commit`.
+    /// True if this call wrote.
+    fn write_if(
+        slot: &ModelSlot,
+        applies: impl Fn(&TaskState) -> bool,
+        change: impl Fn(&mut TaskState),
+        on_commit: impl FnOnce(&TaskState, &TaskState),
+    ) -> bool {
+        let outcome = slot.update(
+            |s| {
+                Ok::<_, ()>(applies(s).then(|| {
+                    let mut next = s.clone();
+                    change(&mut next);
+                    next
+                }))
+            },
+            on_commit,
+        );
+        matches!(outcome, Ok(SlotUpdate::Written(_)))
+    }
+
     fn mark_notified(slot: &ModelSlot) -> bool {
-        let outcome = slot
-            .update(
-                |s| {
-                    Ok::<_, ()>((!s.base.notified).then(|| {
-                        let mut next = s.clone();
-                        next.base.notified = true;
-                        next
-                    }))
-                },
-                |_, _| {},
-            )
-            .unwrap();
-        matches!(outcome, SlotUpdate::Written(_))
+        write_if(
+            slot,
+            |s| !s.base.notified,
+            |s| s.base.notified = true,
+            |_, _| {},
+        )
+    }
+
+    fn transition_reporting(
+        slot: &ModelSlot,
+        to: TaskStatus,
+        on_commit: impl FnOnce(&TaskState, &TaskState),
+    ) -> bool {
+        let allowed = |s: &TaskState| s.base.status.can_transition_to(to);
+        write_if(slot, allowed, |s| s.base.status = to, on_commit)
     }
 
     fn transition(slot: &ModelSlot, to: TaskStatus) -> bool {
-        let outcome = slot
-            .update(
-                |s| {
-                    Ok::<_, ()>(s.base.status.can_transition_to(to).then(|| {
-                        let mut next = s.clone();
-                        next.base.status = to;
-                        next
-                    }))
-                },
-                |_, _| {},
-            )
-            .unwrap();
-        matches!(outcome, SlotUpdate::Written(_))
+        transition_reporting(slot, to, |_, _| {})
     }
 
     /// Runs `body` under every interleaving (shuttle's exhaustive depth-first search).
@@ -320,17 +331,9 @@ mod model_tests {
             let slot = Arc::new(ModelSlot::new(pending_task()));
             let log = Arc::new(Mutex::new(Vec::new()));
             let write = |slot: &ModelSlot, log: &Mutex<Vec<TaskStatus>>, to: TaskStatus| {
-                let outcome = slot.update(
-                    |s| {
-                        Ok::<_, ()>(s.base.status.can_transition_to(to).then(|| {
-                            let mut next = s.clone();
-                            next.base.status = to;
-                            next
-                        }))
-                    },
-                    |_, current| log.lock().unwrap().push(current.status()),
-                );
-                matches!(outcome, Ok(SlotUpdate::Written(_)))
+                transition_reporting(slot, to, |_, current| {
+                    log.lock().unwrap().push(current.status())
+                })
             };
             let starter = {
                 let (slot, log) = (Arc::clone(&slot), Arc::clone(&log));
