@@ -4,9 +4,7 @@
 //! only the one that takes `supervisor.lock` binds the socket; the others exit at once, and every
 //! client keeps trying to connect (spawning again only while the lock is free) until its deadline.
 
-use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, ErrorKind, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -15,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::config::Config;
 use crate::error::{CliError, Result};
 use crate::lock;
-use crate::paths::SessionPaths;
+use crate::paths::{SessionPaths, private_file};
 use crate::protocol::{Request, Response};
 
 /// How long a client waits for the supervisor's answer to one request.
@@ -124,10 +122,9 @@ fn reap(spawned: &mut Option<Child>) {
 fn spawn_supervisor(paths: &SessionPaths) -> Result<Child> {
     let exe = std::env::current_exe().map_err(|e| CliError::io("locate", "the tasks binary", e))?;
     let log_path = paths.log();
-    let log = OpenOptions::new()
+    let log = private_file()
         .create(true)
         .append(true)
-        .mode(0o600)
         .open(&log_path)
         .map_err(|e| CliError::io("open", &log_path, e))?;
     let log_err = log

@@ -83,12 +83,7 @@ fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
         cwd: cwd(),
     })?;
     if !args.wait {
-        let output_file = session.paths().output(&id);
-        return if json {
-            render::json(&json!({ "id": id, "outputFile": output_file })).map(|()| exit::OK)
-        } else {
-            render::out(&format!("{id}\n")).map(|()| exit::OK)
-        };
+        return print_started(session, id, json);
     }
     if !json {
         render::out(&format!("{id}\n"))?;
@@ -118,6 +113,11 @@ fn monitor(session: &Session, args: MonitorArgs, json: bool) -> Result<u8> {
         persistent: args.persistent,
         cwd: cwd(),
     })?;
+    print_started(session, id, json)
+}
+
+/// Prints the id of a started task (with its output file in `--json`).
+fn print_started(session: &Session, id: TaskId, json: bool) -> Result<u8> {
     if json {
         render::json(&json!({ "id": id, "outputFile": session.paths().output(&id) }))?;
     } else {

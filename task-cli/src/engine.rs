@@ -5,7 +5,7 @@
 //! One dedicated writer thread does all snapshot writes, in order, always from the registry's
 //! *current* state of a task (so two quick transitions can never be written out of order).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
 use std::time::Duration;
@@ -125,10 +125,9 @@ impl Engine {
         Ok(id)
     }
 
-    /// Kills tasks; returns once each is reaped and its snapshot written.
+    /// Kills tasks (all at once); returns once each is reaped and its snapshot written.
     pub async fn kill(&self, ids: &[TaskId]) -> Vec<KillOutcome> {
-        let mut outcomes = Vec::with_capacity(ids.len());
-        for id in ids {
+        let kills = ids.iter().map(|id| async move {
             let outcome = match self.registry.kill(id).await {
                 Ok(task_core::KillOutcome::Killed) => "killed",
                 Ok(_) => "already_ended",
@@ -138,12 +137,14 @@ impl Engine {
                     "failed"
                 }
             };
-            self.mirror.write_now(*id).await;
-            outcomes.push(KillOutcome {
+            self.mirror.write(*id);
+            KillOutcome {
                 id: id.to_string(),
                 outcome: outcome.to_owned(),
-            });
-        }
+            }
+        });
+        let outcomes = futures_util::future::join_all(kills).await;
+        self.mirror.flush().await;
         outcomes
     }
 
@@ -303,13 +304,28 @@ struct Mirrored {
 }
 
 impl Mirrored {
+    /// Writes in batches: everything queued is taken at once and each task written once, from
+    /// its state at that moment (a burst of transitions costs one write, not one per event).
     fn write_loop(&self, requests: &mpsc::Receiver<WriteRequest>) {
-        while let Ok(request) = requests.recv() {
-            match request {
-                WriteRequest::Write(id) => self.write(id),
-                WriteRequest::Flush(done) => {
-                    let _ = done.send(());
+        while let Ok(first) = requests.recv() {
+            let mut ids = Vec::new();
+            let mut seen = HashSet::new();
+            let mut flushed = Vec::new();
+            for request in std::iter::once(first).chain(requests.try_iter()) {
+                match request {
+                    WriteRequest::Write(id) => {
+                        if seen.insert(id) {
+                            ids.push(id);
+                        }
+                    }
+                    WriteRequest::Flush(done) => flushed.push(done),
                 }
+            }
+            for id in ids {
+                self.write(id);
+            }
+            for done in flushed {
+                let _ = done.send(());
             }
         }
     }

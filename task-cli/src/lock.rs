@@ -3,14 +3,14 @@
 //! The kernel drops an `flock` when its holder dies, however it dies, so "the lock is free" is a
 //! reliable "no supervisor is alive" (unlike a pid file, which survives its process).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Seek, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use rustix::fs::{FlockOperation, flock};
 
 use crate::error::{CliError, Result};
+use crate::paths::private_file;
 
 /// A held exclusive lock on a session's `supervisor.lock`; released when dropped.
 #[derive(Debug)]
@@ -21,13 +21,11 @@ pub struct SupervisorLock {
 impl SupervisorLock {
     /// Takes the lock if nobody holds it; `None` if another process does.
     pub fn try_acquire(path: &Path) -> Result<Option<Self>> {
-        let file = OpenOptions::new()
+        let file = private_file()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .mode(0o600)
             .open(path)
             .map_err(|e| CliError::io("open", path, e))?;
         match flock(&file, FlockOperation::NonBlockingLockExclusive) {

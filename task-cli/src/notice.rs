@@ -12,9 +12,8 @@
 //!
 //! Every delivered notification is then appended, one JSON line, to `notifications.jsonl`.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{ErrorKind, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -22,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use task_core::{Notification, Priority, TaskId, TerminalStatus};
 
 use crate::error::{CliError, Result};
-use crate::paths::SessionPaths;
+use crate::paths::{SessionPaths, private_file};
 use crate::snapshot::{Snapshot, now_ms};
 
 /// One notification (SPEC §3) and when and how urgently to deliver it.
@@ -120,12 +119,7 @@ pub fn claim_completion(paths: &SessionPaths, snapshot: &Snapshot) -> Result<Opt
         return Ok(None);
     };
     let latch = paths.notified(&snapshot.id);
-    let created = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .mode(0o600)
-        .open(&latch);
+    let created = private_file().write(true).create_new(true).open(&latch);
     match created {
         Ok(_) => Ok(Some(notice.clone())),
         Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(None),
@@ -159,11 +153,9 @@ pub fn record(paths: &SessionPaths, notices: &[Notice]) -> Result<()> {
         return Ok(());
     }
     let path = paths.notifications_log();
-    let mut log = OpenOptions::new()
+    let mut log = private_file()
         .create(true)
         .append(true)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .mode(0o600)
         .open(&path)
         .map_err(|e| CliError::io("open", &path, e))?;
     for notice in notices {

@@ -13,7 +13,8 @@
 //! {root}/{session}/config.json           optional supervisor settings
 //! ```
 
-use std::os::unix::fs::DirBuilderExt;
+use std::fs::OpenOptions;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use task_core::TaskId;
@@ -138,6 +139,16 @@ impl SessionPaths {
         }
         Ok(())
     }
+}
+
+/// Options for opening a session file: never through a symlink (`O_NOFOLLOW`), created private to
+/// the user (mode `0600`). Callers add the access mode.
+pub fn private_file() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .mode(0o600);
+    options
 }
 
 fn default_root() -> Option<PathBuf> {

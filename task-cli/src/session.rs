@@ -147,24 +147,26 @@ impl Session {
 
     /// Up to `max_bytes` of output from byte `offset`, and the offset to read from next.
     pub fn read_delta(&self, id: &TaskId, offset: u64, max_bytes: usize) -> Result<Delta> {
-        let task = self.task(id)?;
-        match read::read_delta(&self.output_path(&task), offset, max_bytes) {
-            Err(OutputError::NotFound { .. }) if offset == 0 => Ok(Delta {
-                bytes: Default::default(),
-                new_offset: 0,
-            }),
-            other => other.map_err(output_error),
-        }
+        self.read_from(id, offset, |path| read::read_delta(path, offset, max_bytes))
     }
 
     /// Like [`Session::read_delta`], decoded as UTF-8 without ever splitting a code point.
     pub fn read_text_delta(&self, id: &TaskId, offset: u64, max_bytes: usize) -> Result<TextDelta> {
+        self.read_from(id, offset, |path| {
+            read::read_text_delta(path, offset, max_bytes)
+        })
+    }
+
+    /// Runs `read` on the output file of `id`; a file not created yet reads as empty from 0.
+    fn read_from<T: Empty>(
+        &self,
+        id: &TaskId,
+        offset: u64,
+        read: impl FnOnce(&std::path::Path) -> Result<T, OutputError>,
+    ) -> Result<T> {
         let task = self.task(id)?;
-        match read::read_text_delta(&self.output_path(&task), offset, max_bytes) {
-            Err(OutputError::NotFound { .. }) if offset == 0 => Ok(TextDelta {
-                text: String::new(),
-                new_offset: 0,
-            }),
+        match read(&self.output_path(&task)) {
+            Err(OutputError::NotFound { .. }) if offset == 0 => Ok(T::empty()),
             other => other.map_err(output_error),
         }
     }
@@ -265,6 +267,29 @@ pub(crate) fn fail_orphan(paths: &SessionPaths, id: &TaskId) -> Result<Snapshot>
     task.notification = Some(notice::completion(&task, notice::orphaned(&task)));
     snapshot::write(paths, &task)?;
     Ok(task)
+}
+
+/// What a read of a missing output file from offset 0 returns.
+trait Empty {
+    fn empty() -> Self;
+}
+
+impl Empty for Delta {
+    fn empty() -> Self {
+        Delta {
+            bytes: Default::default(),
+            new_offset: 0,
+        }
+    }
+}
+
+impl Empty for TextDelta {
+    fn empty() -> Self {
+        TextDelta {
+            text: String::new(),
+            new_offset: 0,
+        }
+    }
 }
 
 fn missing_is_empty<T: Default>(result: Result<T, OutputError>) -> Result<T> {

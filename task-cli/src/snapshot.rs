@@ -2,9 +2,8 @@
 //! fsync, rename, so a reader sees the old or the new state, never a torn one) and read by every
 //! other `tasks` process.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{ErrorKind, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -13,7 +12,7 @@ use task_core::{TaskId, TaskStatus, TaskType};
 
 use crate::error::{CliError, Result};
 use crate::notice::Notice;
-use crate::paths::SessionPaths;
+use crate::paths::{SessionPaths, private_file};
 
 /// What every `tasks` process knows about a task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,12 +84,10 @@ pub fn write(paths: &SessionPaths, snapshot: &Snapshot) -> Result<()> {
         .join(format!(".{}.json.{}.tmp", snapshot.id, std::process::id()));
     let body = serde_json::to_vec_pretty(snapshot)
         .map_err(|e| CliError::Invalid(format!("cannot encode {}: {e}", snapshot.id)))?;
-    let mut file = OpenOptions::new()
+    let mut file = private_file()
         .write(true)
         .create(true)
         .truncate(true)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .mode(0o600)
         .open(&temp)
         .map_err(|e| CliError::io("create", &temp, e))?;
     file.write_all(&body)
