@@ -138,9 +138,42 @@ impl TaskList {
     }
 
     /// Reads every task. Malformed files are reported in [`Snapshot::problems`], never fatal.
+    /// Large lists are read by several threads (one per core, at most 8).
     pub fn snapshot(&self) -> Result<Snapshot> {
+        const PER_THREAD_MIN: usize = 512;
+        let ids = fsutil::task_ids(&self.dir)?;
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .clamp(1, 8)
+            .min(ids.len().div_ceil(PER_THREAD_MIN).max(1));
+        let chunk = ids.len().div_ceil(threads).max(1);
+        let parts: Vec<Result<Snapshot>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = ids
+                .chunks(chunk)
+                .skip(1)
+                .map(|ids| scope.spawn(move || self.read_tasks(ids)))
+                .collect();
+            let first = self.read_tasks(ids.chunks(chunk).next().unwrap_or_default());
+            std::iter::once(first)
+                .chain(handles.into_iter().map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(std::io::Error::other("a reader thread panicked")).at("read", &self.dir)
+                    })
+                }))
+                .collect()
+        });
         let mut snapshot = Snapshot::default();
-        for id in fsutil::task_ids(&self.dir)? {
+        for part in parts {
+            let part = part?;
+            snapshot.tasks.extend(part.tasks);
+            snapshot.problems.extend(part.problems);
+        }
+        Ok(snapshot)
+    }
+
+    fn read_tasks(&self, ids: &[TaskId]) -> Result<Snapshot> {
+        let mut snapshot = Snapshot::default();
+        for &id in ids {
             match self.get(id) {
                 Ok(Some(task)) => {
                     snapshot.tasks.insert(id, task);
