@@ -57,8 +57,14 @@ fn log_block(len: usize) -> Vec<u8> {
     let mut block = Vec::with_capacity(len + 128);
     let mut i = 0u64;
     while block.len() < len {
-        writeln!(block, "[{i:08}] compiling crate-{} v0.{}.{} (build step)", i % 97, i % 13, i % 7)
-            .unwrap();
+        writeln!(
+            block,
+            "[{i:08}] compiling crate-{} v0.{}.{} (build step)",
+            i % 97,
+            i % 13,
+            i % 7
+        )
+        .unwrap();
         i += 1;
     }
     block.truncate(len - 1);
@@ -132,7 +138,9 @@ fn pipe_throughput(c: &mut Criterion) {
             b.iter_custom(|iters| {
                 let mut elapsed = Duration::ZERO;
                 for _ in 0..iters {
-                    let path = dir.path().join(next.fetch_add(1, Ordering::Relaxed).to_string());
+                    let path = dir
+                        .path()
+                        .join(next.fetch_add(1, Ordering::Relaxed).to_string());
                     let start = Instant::now();
                     runtime.block_on(feed_pipe(&path, &chunk, total));
                     elapsed += start.elapsed();
