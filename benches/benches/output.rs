@@ -2,7 +2,7 @@
 //! reads done by `tail` as whole processes, and pipe-mode throughput.
 //!
 //! The 1 MiB, 100 MiB and 1 GiB files are generated once, on first use, into a temp dir that is
-//! deleted when the run ends. Run with
+//! deleted when the run ends (by `main`). Run with
 //! `cargo bench -p benches --bench output -- --warm-up-time 1 --measurement-time 3`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use task_output::read::{last_lines, progress_tail, read_delta, read_tail};
 use task_output::{PipeConfig, PipeOutput};
 use tempfile::TempDir;
@@ -30,9 +30,10 @@ struct Files {
     dir: TempDir,
 }
 
+static FILES: OnceLock<Files> = OnceLock::new();
+
 impl Files {
     fn get() -> &'static Files {
-        static FILES: OnceLock<Files> = OnceLock::new();
         FILES.get_or_init(|| {
             let dir = tempfile::tempdir().unwrap();
             let block = log_block(MIB as usize);
@@ -164,4 +165,12 @@ async fn feed_pipe(path: &Path, chunk: &Bytes, total: u64) {
 }
 
 criterion_group!(benches, reads, tail_processes, pipe_throughput);
-criterion_main!(benches);
+
+/// `criterion_main!`, plus deleting the generated files (a static's `TempDir` is never dropped).
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    if let Some(files) = FILES.get() {
+        let _ = std::fs::remove_dir_all(files.dir.path());
+    }
+}
