@@ -248,8 +248,11 @@ enum WriteRequest {
 /// The handle of the writer thread.
 #[derive(Clone)]
 struct Mirror {
-    sender: mpsc::Sender<WriteRequest>,
+    senders: Arc<[mpsc::Sender<WriteRequest>]>,
 }
+
+/// How many snapshot writer threads a supervisor runs.
+const WRITER_THREADS: usize = 4;
 
 impl std::fmt::Debug for Mirror {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -258,40 +261,62 @@ impl std::fmt::Debug for Mirror {
 }
 
 impl Mirror {
+    /// Starts [`WRITER_THREADS`] writers; a task always goes to the same one, so its writes stay
+    /// in order while fsyncs of different tasks overlap.
     fn spawn(
         paths: SessionPaths,
         registry: Arc<Registry>,
         completions: Completions,
         groups: ProcessGroups,
     ) -> Result<Self> {
-        let (sender, receiver) = mpsc::channel();
-        let state = Mirrored {
+        let state = Arc::new(Mirrored {
             paths,
             registry,
             completions,
             groups,
-        };
-        std::thread::Builder::new()
-            .name("snapshot-writer".into())
-            .spawn(move || state.write_loop(&receiver))
-            .map_err(|e| CliError::io("start", "the snapshot writer", e))?;
-        Ok(Self { sender })
+        });
+        let senders = (0..WRITER_THREADS)
+            .map(|n| {
+                let (sender, receiver) = mpsc::channel();
+                let state = Arc::clone(&state);
+                std::thread::Builder::new()
+                    .name(format!("snapshot-writer-{n}"))
+                    .spawn(move || state.write_loop(&receiver))
+                    .map(|_| sender)
+                    .map_err(|e| CliError::io("start", "the snapshot writer", e))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            senders: senders.into(),
+        })
+    }
+
+    fn writer(&self, id: TaskId) -> &mpsc::Sender<WriteRequest> {
+        let mut hasher = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(&id, &mut hasher);
+        let shard = std::hash::Hasher::finish(&hasher) as usize % self.senders.len();
+        &self.senders[shard]
     }
 
     fn write(&self, id: TaskId) {
-        let _ = self.sender.send(WriteRequest::Write(id));
+        let _ = self.writer(id).send(WriteRequest::Write(id));
     }
 
-    async fn flush(&self) {
+    /// Waits until every write queued on `writer` so far is done.
+    async fn flush_writer(writer: &mpsc::Sender<WriteRequest>) {
         let (done, flushed) = oneshot::channel();
-        if self.sender.send(WriteRequest::Flush(done)).is_ok() {
+        if writer.send(WriteRequest::Flush(done)).is_ok() {
             let _ = flushed.await;
         }
     }
 
+    async fn flush(&self) {
+        futures_util::future::join_all(self.senders.iter().map(Self::flush_writer)).await;
+    }
+
     async fn write_now(&self, id: TaskId) {
         self.write(id);
-        self.flush().await;
+        Self::flush_writer(self.writer(id)).await;
     }
 }
 

@@ -1,0 +1,240 @@
+//! Whole-process benchmarks of the `tasks` binary, each side by side with its baseline in one run:
+//!
+//! 1. `run_latency`: `tasks run -- true` until its id is on stdout (warm supervisor), against
+//!    `sh -c true`; plus the cold start (first `run` of a fresh session, which starts the
+//!    supervisor).
+//! 2. `run_200_then_wait`: a shell loop of 200 `tasks run -- true`, then one `tasks wait` on all
+//!    of them, against a shell loop of 200 `sh -c true` (target ≤ 3×).
+//! 3. `tail_1gib`: `tasks output ID --tail 5` on a 1 GiB output against `tail -n 5` on the same
+//!    file, both as whole processes (target ≤ 1.5×).
+//! 4. `rss_1000_sleeps`: the total RSS of every process supervising tasks (the session's one
+//!    supervisor) while 1000 `sleep` tasks started by `tasks run` are alive (target ≤ 64 MiB).
+//!
+//! Run with `cargo bench -p benches --bench cli`. It builds the release `tasks` binary first
+//! (`cargo build --release -p task-cli`), runs everything on temporary roots, and kills every
+//! process it started. Figures are medians; `TASKS_BENCH_QUICK=1` shortens the sample counts.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const GIB: u64 = 1024 * 1024 * 1024;
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        println!("cli: bench");
+        return;
+    }
+    let tasks = build_tasks_binary();
+    let quick = std::env::var_os("TASKS_BENCH_QUICK").is_some();
+    let samples = if quick { 3 } else { 7 };
+    println!("tasks binary: {}", tasks.display());
+    run_latency(&tasks, if quick { 20 } else { 60 });
+    run_200_then_wait(&tasks, samples.min(5));
+    tail_1gib(&tasks, if quick { 10 } else { 40 });
+    rss_1000_sleeps(&tasks);
+}
+
+/// Builds `tasks` in release mode into this bench's target directory; returns its path.
+fn build_tasks_binary() -> PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--release", "-p", "task-cli", "--bin", "tasks"])
+        .status()
+        .unwrap();
+    assert!(status.success(), "cannot build the tasks binary");
+    // This bench runs from {target}/release/deps/cli-…; the binary is {target}/release/tasks.
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().join("tasks")
+}
+
+/// A temporary state root with its own supervisor, torn down (every process killed) on drop.
+struct Root {
+    dir: tempfile::TempDir,
+    tasks: PathBuf,
+}
+
+impl Root {
+    fn new(tasks: &Path) -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+            tasks: tasks.to_owned(),
+        }
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(&self.tasks);
+        command
+            .env("TASKS_ROOT", self.dir.path())
+            .env("TASKS_IDLE_EXIT_MS", "60000")
+            .env("TASKS_POLL_MS", "5")
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit());
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let output = self.command().args(args).output().unwrap();
+        assert!(output.status.success(), "tasks {args:?}: {:?}", output.status);
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    fn start(&self, command: &str) -> String {
+        self.run(&["run", "--", command]).trim().to_owned()
+    }
+
+    fn supervisor_pid(&self) -> Option<i32> {
+        let lock = self.dir.path().join("default/supervisor.lock");
+        std::fs::read_to_string(lock).ok()?.trim().parse().ok()
+    }
+}
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        let live: Vec<String> = self
+            .run(&["ps", "--json"])
+            .split("\"id\":\"")
+            .skip(1)
+            .filter_map(|rest| rest.get(..9).map(str::to_owned))
+            .collect();
+        for chunk in live.chunks(200) {
+            let mut args = vec!["kill"];
+            args.extend(chunk.iter().map(String::as_str));
+            let _ = self.command().args(&args).stdout(Stdio::null()).status();
+        }
+        if let Some(pid) = self.supervisor_pid() {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+    }
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn time(mut f: impl FnMut()) -> Duration {
+    let start = Instant::now();
+    f();
+    start.elapsed()
+}
+
+fn report(name: &str, ours: Duration, baseline_name: &str, baseline: Duration, target: &str) {
+    println!(
+        "{name:<22} tasks {:>10.3} ms | {baseline_name:<22} {:>10.3} ms | ratio {:>5.2}x {target}",
+        ours.as_secs_f64() * 1e3,
+        baseline.as_secs_f64() * 1e3,
+        ours.as_secs_f64() / baseline.as_secs_f64()
+    );
+}
+
+fn sh(script: &str) {
+    let status = Command::new("sh").args(["-c", script]).status().unwrap();
+    assert!(status.success(), "{script}");
+}
+
+fn run_latency(tasks: &Path, n: usize) {
+    let cold: Vec<Duration> = (0..n.min(10))
+        .map(|_| {
+            let root = Root::new(tasks);
+            time(|| {
+                root.start("true");
+            })
+        })
+        .collect();
+    let root = Root::new(tasks);
+    root.start("true");
+    let mut ours = Vec::new();
+    let mut baseline = Vec::new();
+    for _ in 0..n {
+        ours.push(time(|| {
+            root.start("true");
+        }));
+        baseline.push(time(|| sh("true")));
+    }
+    report("run_latency (warm)", median(ours), "sh -c true", median(baseline.clone()), "");
+    report("run_latency (cold)", median(cold), "sh -c true", median(baseline), "");
+}
+
+fn run_200_then_wait(tasks: &Path, samples: usize) {
+    let mut ours = Vec::new();
+    let mut baseline = Vec::new();
+    for _ in 0..samples {
+        let root = Root::new(tasks);
+        root.start("true"); // the supervisor is up, as in a session already in use
+        let script = format!(
+            "ids=''; for i in $(seq 200); do ids=\"$ids $('{0}' run -- true)\"; done; '{0}' wait $ids >/dev/null",
+            tasks.display()
+        );
+        ours.push(time(|| {
+            let status = Command::new("sh")
+                .args(["-c", &script])
+                .env("TASKS_ROOT", root.dir.path())
+                .env("TASKS_POLL_MS", "5")
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }));
+        baseline.push(time(|| sh("for i in $(seq 200); do sh -c true; done")));
+    }
+    report(
+        "run_200_then_wait",
+        median(ours),
+        "200 × sh -c true",
+        median(baseline),
+        "(target ≤ 3×)",
+    );
+}
+
+fn tail_1gib(tasks: &Path, n: usize) {
+    let root = Root::new(tasks);
+    let id = root.start("yes 'a line of output from a long build, 40 bytes' | head -c 1073741824");
+    root.run(&["wait", &id]);
+    let output = root.dir.path().join(format!("default/tasks/{id}.output"));
+    assert_eq!(std::fs::metadata(&output).unwrap().len(), GIB);
+    let mut ours = Vec::new();
+    let mut baseline = Vec::new();
+    for _ in 0..n {
+        ours.push(time(|| {
+            let out = root.run(&["output", &id, "--tail", "5"]);
+            assert_eq!(out.lines().count(), 5);
+        }));
+        baseline.push(time(|| {
+            let out = Command::new("tail").arg("-n").arg("5").arg(&output).output().unwrap();
+            assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 5);
+        }));
+    }
+    report("tail_1gib", median(ours), "tail -n 5", median(baseline), "(target ≤ 1.5×)");
+    std::fs::remove_file(output).unwrap();
+}
+
+fn rss_kib(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn rss_1000_sleeps(tasks: &Path) {
+    let root = Root::new(tasks);
+    root.start("true");
+    let idle = rss_kib(root.supervisor_pid().unwrap());
+    let started = Instant::now();
+    let ids: Vec<String> = (0..1000).map(|_| root.start("sleep 1000")).collect();
+    let elapsed = started.elapsed();
+    let ps = root.run(&["ps", "--json"]);
+    let running = ps.matches("\"status\":\"running\"").count();
+    assert_eq!(running, ids.len(), "all 1000 sleeps are alive");
+    let supervisor = root.supervisor_pid().unwrap();
+    let rss = rss_kib(supervisor);
+    println!(
+        "rss_1000_sleeps        supervisor RSS {:.1} MiB with {running} live tasks (idle: {:.1} MiB; \
+         the only supervising process; started in {:.1} s) (target ≤ 64 MiB)",
+        rss as f64 / 1024.0,
+        idle as f64 / 1024.0,
+        elapsed.as_secs_f64()
+    );
+}
