@@ -2,8 +2,9 @@
 //! that writes every task's state to its snapshot file and every notification to where readers
 //! claim it.
 //!
-//! One dedicated writer thread does all snapshot writes, in order, always from the registry's
-//! *current* state of a task (so two quick transitions can never be written out of order).
+//! Snapshot writes run on a few writer threads; each task always goes to the same one, which
+//! writes from the registry's *current* state of the task (so two quick transitions can never be
+//! written out of order).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
@@ -245,7 +246,7 @@ enum WriteRequest {
     Flush(oneshot::Sender<()>),
 }
 
-/// The handle of the writer thread.
+/// The handles of the writer threads.
 #[derive(Clone)]
 struct Mirror {
     senders: Arc<[mpsc::Sender<WriteRequest>]>,
