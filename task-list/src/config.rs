@@ -109,6 +109,12 @@ pub struct StoreConfig {
     /// atomic (temp file + rename) either way, so a killed process never leaves a torn file;
     /// turning this off only gives up durability across power loss or an OS crash.
     pub durable: bool,
+    /// How long a task file must have been left unchanged before a snapshot may keep its
+    /// parsed task in the handle's cache (2 s). Files changed more recently are read on every
+    /// snapshot. This must exceed the filesystem's timestamp granularity (a few ms on ext4,
+    /// xfs, btrfs and tmpfs; 1 s on some older filesystems) plus any clock skew between this
+    /// machine and a network filesystem's server; `Duration::MAX` turns the cache off.
+    pub cache_min_age: Duration,
 }
 
 impl Default for StoreConfig {
@@ -120,6 +126,7 @@ impl Default for StoreConfig {
             teammates: false,
             verification_nudge: true,
             durable: true,
+            cache_min_age: Duration::from_secs(2),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Small filesystem helpers: atomic writes, no-follow opens, directory scans.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, Metadata, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
@@ -16,18 +16,30 @@ fn nofollow() -> i32 {
 /// Reads a whole file without following a symlink at its last component.
 /// `Ok(None)` when it does not exist.
 pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
+    Ok(read_with_metadata(path)?.map(|(bytes, _)| bytes))
+}
+
+/// [`read_optional`], also returning the metadata of the file that was read, taken from the
+/// open file before reading it (so the contents are at least as new as the metadata).
+pub(crate) fn read_with_metadata(path: &Path) -> Result<Option<(Vec<u8>, Metadata)>> {
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(nofollow())
         .open(path);
-    let mut file = match file {
+    let file = match file {
         Ok(file) => file,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).at("open", path),
     };
-    let mut bytes = Vec::with_capacity(512);
-    file.read_to_end(&mut bytes).at("read", path)?;
-    Ok(Some(bytes))
+    let meta = file.metadata().at("stat", path)?;
+    let size = usize::try_from(meta.len()).unwrap_or(0);
+    // One spare byte lets the final read see end-of-file without growing the buffer; `take`
+    // reads to the end without repeating the size probe of `File::read_to_end`.
+    let mut bytes = Vec::with_capacity(size.saturating_add(1));
+    file.take(u64::MAX)
+        .read_to_end(&mut bytes)
+        .at("read", path)?;
+    Ok(Some((bytes, meta)))
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);

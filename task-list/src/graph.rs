@@ -1,6 +1,7 @@
 //! The dependency graph: cycle search and text/DOT export (`tasks list graph`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::borrow::Borrow;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::id::TaskId;
@@ -14,7 +15,6 @@ use crate::store::Snapshot;
 #[derive(Debug, Clone)]
 pub struct Graph {
     tasks: Vec<Task>,
-    index: HashMap<TaskId, usize>,
     out: Vec<Vec<usize>>,
 }
 
@@ -26,28 +26,8 @@ impl Graph {
 
     pub(crate) fn from_tasks(tasks: &BTreeMap<TaskId, Task>) -> Self {
         let tasks: Vec<Task> = tasks.values().cloned().collect();
-        let index: HashMap<TaskId, usize> =
-            tasks.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
-        let mut edges = BTreeSet::new();
-        for (i, task) in tasks.iter().enumerate() {
-            edges.extend(
-                task.blocks
-                    .iter()
-                    .filter_map(|b| index.get(b))
-                    .map(|&j| (i, j)),
-            );
-            edges.extend(
-                task.blocked_by
-                    .iter()
-                    .filter_map(|b| index.get(b))
-                    .map(|&j| (j, i)),
-            );
-        }
-        let mut out = vec![Vec::new(); tasks.len()];
-        for (from, to) in edges {
-            out[from].push(to);
-        }
-        Self { tasks, index, out }
+        let out = successors(&tasks, &ids_of(&tasks));
+        Self { tasks, out }
     }
 
     /// The tasks, by id.
@@ -65,14 +45,6 @@ impl Graph {
                     .map(move |&j| (self.tasks[i].id, self.tasks[j].id))
             })
             .collect()
-    }
-
-    pub(crate) fn index_of(&self, id: TaskId) -> Option<usize> {
-        self.index.get(&id).copied()
-    }
-
-    pub(crate) fn successors(&self, node: usize) -> &[usize] {
-        &self.out[node]
     }
 
     /// Cycles, each as a closed path `a → … → a` (one per back edge of a depth-first search,
@@ -169,6 +141,37 @@ impl Graph {
         dot.push_str("}\n");
         dot
     }
+}
+
+/// The ids of `tasks`, in one contiguous array for [`position`] to search.
+pub(crate) fn ids_of<T: Borrow<Task>>(tasks: &[T]) -> Vec<TaskId> {
+    tasks.iter().map(|t| t.borrow().id).collect()
+}
+
+/// The position of `id` in `ids` (sorted).
+pub(crate) fn position(ids: &[TaskId], id: TaskId) -> Option<usize> {
+    ids.binary_search(&id).ok()
+}
+
+/// For each of `tasks` (sorted by id, no duplicates; `ids` their ids), the positions of the
+/// tasks it blocks, ascending: the edges of [`Graph`], taken from either side, those to missing
+/// tasks left out.
+pub(crate) fn successors<T: Borrow<Task>>(tasks: &[T], ids: &[TaskId]) -> Vec<Vec<usize>> {
+    let mut out = vec![Vec::new(); tasks.len()];
+    for (i, task) in tasks.iter().enumerate() {
+        let task = task.borrow();
+        for j in task.blocks.iter().filter_map(|&b| position(ids, b)) {
+            out[i].push(j);
+        }
+        for j in task.blocked_by.iter().filter_map(|&b| position(ids, b)) {
+            out[j].push(i);
+        }
+    }
+    for targets in &mut out {
+        targets.sort_unstable();
+        targets.dedup();
+    }
+    out
 }
 
 /// Escapes text for a double-quoted DOT string.

@@ -51,6 +51,7 @@
 
 mod api;
 mod audit;
+mod cache;
 mod config;
 mod doctor;
 mod error;

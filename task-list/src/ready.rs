@@ -1,9 +1,11 @@
 //! `ready`: which tasks can be picked up now, ranked, and why every other task cannot.
 
+use std::borrow::Borrow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::graph::Graph;
+use crate::graph::{ids_of, position, successors};
 use crate::id::TaskId;
 use crate::record::{Task, TaskStatus};
 use crate::store::{FileProblem, Snapshot, TaskList};
@@ -74,23 +76,32 @@ pub struct ReadyReport {
 impl TaskList {
     /// Computes the [`ReadyReport`] of the list.
     pub fn ready(&self) -> Result<ReadyReport> {
-        Ok(ready_report(self.snapshot()?))
+        let snapshot = self.shared_snapshot()?;
+        Ok(report(&snapshot.tasks, snapshot.problems))
     }
 }
 
 /// Computes the report of a snapshot.
 pub fn ready_report(snapshot: Snapshot) -> ReadyReport {
-    let graph = Graph::new(&snapshot);
+    let tasks: Vec<&Task> = snapshot.tasks.values().collect();
+    report(&tasks, snapshot.problems)
+}
+
+/// The report of `tasks` (sorted by id, no duplicates).
+fn report<T: Borrow<Task>>(tasks: &[T], problems: Vec<FileProblem>) -> ReadyReport {
+    let ids = ids_of(tasks);
+    let out = successors(tasks, &ids);
     let mut ready = Vec::new();
     let mut not_ready = Vec::new();
-    let mut seen = vec![0_u32; graph.tasks().len()];
-    for (stamp, task) in (1_u32..).zip(graph.tasks()) {
-        let reasons = reasons(task, &snapshot);
+    let mut seen = vec![0_u32; tasks.len()];
+    for ((stamp, task), start) in (1_u32..).zip(tasks).zip(0..) {
+        let task = task.borrow();
+        let reasons = reasons(task, tasks, &ids);
         if reasons.is_empty() {
             ready.push(ReadyTask {
                 id: task.id,
                 subject: task.subject.clone(),
-                unblocks: unfinished_descendants(&graph, task.id, &mut seen, stamp),
+                unblocks: unfinished_descendants(tasks, &out, start, &mut seen, stamp),
             });
         } else {
             not_ready.push(NotReady {
@@ -104,11 +115,12 @@ pub fn ready_report(snapshot: Snapshot) -> ReadyReport {
     ReadyReport {
         ready,
         not_ready,
-        problems: snapshot.problems,
+        problems,
     }
 }
 
-fn reasons(task: &Task, snapshot: &Snapshot) -> Vec<NotReadyReason> {
+/// Why `task` is not ready (empty: it is); `tasks` is the list (sorted by id), `ids` their ids.
+fn reasons<T: Borrow<Task>>(task: &Task, tasks: &[T], ids: &[TaskId]) -> Vec<NotReadyReason> {
     let mut reasons = Vec::new();
     match task.status {
         TaskStatus::Completed => return vec![NotReadyReason::Completed],
@@ -121,11 +133,11 @@ fn reasons(task: &Task, snapshot: &Snapshot) -> Vec<NotReadyReason> {
         });
     }
     let mut open = Vec::new();
-    for blocker in &task.blocked_by {
-        match snapshot.tasks.get(blocker) {
-            None => reasons.push(NotReadyReason::MissingBlocker { task: *blocker }),
-            Some(b) if b.status != TaskStatus::Completed => open.push(*blocker),
-            Some(_) => {}
+    for &blocker in &task.blocked_by {
+        match position(ids, blocker).map(|at| tasks[at].borrow().status) {
+            None => reasons.push(NotReadyReason::MissingBlocker { task: blocker }),
+            Some(TaskStatus::Completed) => {}
+            Some(_) => open.push(blocker),
         }
     }
     if !open.is_empty() {
@@ -134,19 +146,23 @@ fn reasons(task: &Task, snapshot: &Snapshot) -> Vec<NotReadyReason> {
     reasons
 }
 
-/// Unfinished tasks reachable from `id`; `seen` is reused across calls, marked with `stamp`.
-fn unfinished_descendants(graph: &Graph, id: TaskId, seen: &mut [u32], stamp: u32) -> usize {
-    let Some(start) = graph.index_of(id) else {
-        return 0;
-    };
+/// Unfinished tasks reachable from `tasks[start]` along `out`; `seen` is reused across calls,
+/// marked with `stamp`.
+fn unfinished_descendants<T: Borrow<Task>>(
+    tasks: &[T],
+    out: &[Vec<usize>],
+    start: usize,
+    seen: &mut [u32],
+    stamp: u32,
+) -> usize {
     seen[start] = stamp;
     let mut stack = vec![start];
     let mut count = 0;
     while let Some(node) = stack.pop() {
-        for &next in graph.successors(node) {
+        for &next in &out[node] {
             if seen[next] != stamp {
                 seen[next] = stamp;
-                if graph.tasks()[next].status != TaskStatus::Completed {
+                if tasks[next].borrow().status != TaskStatus::Completed {
                     count += 1;
                 }
                 stack.push(next);

@@ -1,10 +1,13 @@
 //! The [`TaskList`] handle: one list directory, its configuration and the acting agent.
 
 use std::collections::BTreeMap;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::time::SystemTime;
 
+use crate::cache::{self, CachedTask, FileStamp, TaskCache};
 use crate::config::StoreConfig;
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil;
@@ -70,6 +73,8 @@ pub struct TaskList {
     pub(crate) actor: Actor,
     /// The highest id this handle has seen issued (0: not scanned yet); see `next_id`.
     pub(crate) id_hint: Arc<AtomicU64>,
+    /// Tasks parsed by earlier snapshots, reused while their files are unchanged.
+    cache: Arc<TaskCache>,
 }
 
 impl TaskList {
@@ -90,6 +95,7 @@ impl TaskList {
             config,
             actor: Actor::default(),
             id_hint: Arc::default(),
+            cache: Arc::default(),
         })
     }
 
@@ -138,22 +144,43 @@ impl TaskList {
     }
 
     /// Reads every task. Malformed files are reported in [`Snapshot::problems`], never fatal.
-    /// Large lists are read by several threads (one per core, at most 8).
+    ///
+    /// Each file is `stat`ed; one unchanged since this handle (or a clone of it) last parsed
+    /// it is taken from the handle's cache instead of being read again (see
+    /// [`StoreConfig::cache_min_age`]). Large lists are handled by several threads (one per
+    /// core, at most 8).
     pub fn snapshot(&self) -> Result<Snapshot> {
+        let shared = self.shared_snapshot()?;
+        Ok(Snapshot {
+            tasks: shared
+                .tasks
+                .iter()
+                .map(|task| (task.id, Task::clone(task)))
+                .collect(),
+            problems: shared.problems,
+        })
+    }
+
+    /// [`TaskList::snapshot`], with the tasks shared with the cache rather than copied.
+    pub(crate) fn shared_snapshot(&self) -> Result<SharedSnapshot> {
         const PER_THREAD_MIN: usize = 512;
+        let started = SystemTime::now();
         let ids = fsutil::task_ids(&self.dir)?;
+        let cache = self.cache.current();
         let threads = std::thread::available_parallelism()
             .map_or(1, usize::from)
             .clamp(1, 8)
             .min(ids.len().div_ceil(PER_THREAD_MIN).max(1));
         let chunk = ids.len().div_ceil(threads).max(1);
-        let parts: Vec<Result<Snapshot>> = std::thread::scope(|scope| {
+        let parts: Vec<Result<Part>> = std::thread::scope(|scope| {
+            let cache = cache.as_slice();
             let handles: Vec<_> = ids
                 .chunks(chunk)
                 .skip(1)
-                .map(|ids| scope.spawn(move || self.read_tasks(ids)))
+                .map(|ids| scope.spawn(move || self.read_tasks(ids, cache, started)))
                 .collect();
-            let first = self.read_tasks(ids.chunks(chunk).next().unwrap_or_default());
+            let first =
+                self.read_tasks(ids.chunks(chunk).next().unwrap_or_default(), cache, started);
             std::iter::once(first)
                 .chain(handles.into_iter().map(|h| {
                     h.join().unwrap_or_else(|_| {
@@ -162,31 +189,69 @@ impl TaskList {
                 }))
                 .collect()
         });
-        let mut snapshot = Snapshot::default();
+        let mut snapshot = SharedSnapshot::default();
+        let mut cached = Vec::with_capacity(cache.len());
         for part in parts {
             let part = part?;
             snapshot.tasks.extend(part.tasks);
             snapshot.problems.extend(part.problems);
+            cached.extend(part.cached);
         }
+        self.cache.replace(cached);
         Ok(snapshot)
     }
 
-    fn read_tasks(&self, ids: &[TaskId]) -> Result<Snapshot> {
-        let mut snapshot = Snapshot::default();
+    /// Reads `ids` (sorted), taking from `cache` every task whose file still has the cached stamp.
+    fn read_tasks(
+        &self,
+        ids: &[TaskId],
+        cache: &[CachedTask],
+        started: SystemTime,
+    ) -> Result<Part> {
+        let mut part = Part::default();
         for &id in ids {
-            match self.get(id) {
-                Ok(Some(task)) => {
-                    snapshot.tasks.insert(id, task);
-                }
-                Ok(None) => {}
-                Err(Error::Corrupt { message, .. }) => snapshot.problems.push(FileProblem {
-                    file: id.file_name(),
-                    message,
-                }),
-                Err(e) => return Err(e),
+            let path = self.task_path(id);
+            let stamp = match std::fs::symlink_metadata(&path) {
+                Ok(meta) => FileStamp::of(&meta),
+                Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                Err(e) => return Err(e).at("stat", &path),
+            };
+            let hit = stamp.and_then(|stamp| Some((cache::lookup(cache, id, stamp)?, stamp)));
+            match hit {
+                Some((task, stamp)) => part.add(Arc::clone(task), Some(stamp)),
+                None => self.read_uncached(id, started, &mut part)?,
             }
         }
-        Ok(snapshot)
+        Ok(part)
+    }
+
+    /// Reads one task file into `part`, to be cached if it has settled.
+    fn read_uncached(&self, id: TaskId, started: SystemTime, part: &mut Part) -> Result<()> {
+        let path = self.task_path(id);
+        let Some((bytes, meta)) = fsutil::read_with_metadata(&path)? else {
+            return Ok(());
+        };
+        // A file that does not parse may have been caught half written in place by the
+        // reference: `get` reads it again under its lock. Whatever that finds is not cached.
+        let (task, stamp) = match parse_task(&path, &bytes) {
+            Ok(task) => (Some(task), FileStamp::of(&meta)),
+            Err(_) => match self.get(id) {
+                Ok(task) => (task, None),
+                Err(Error::Corrupt { message, .. }) => {
+                    part.problems.push(FileProblem {
+                        file: id.file_name(),
+                        message,
+                    });
+                    (None, None)
+                }
+                Err(e) => return Err(e),
+            },
+        };
+        if let Some(task) = task {
+            let settled = stamp.filter(|s| s.settled(started, self.config.cache_min_age));
+            part.add(Arc::new(task), settled);
+        }
+        Ok(())
     }
 
     /// The high-water mark (0 when the file is missing or unreadable as a number).
@@ -198,12 +263,46 @@ impl TaskList {
     }
 }
 
+/// Every task of a list, shared with the handle's cache.
+#[derive(Debug, Default)]
+pub(crate) struct SharedSnapshot {
+    /// The tasks, sorted by id.
+    pub(crate) tasks: Vec<Arc<Task>>,
+    /// Malformed or torn files, by name.
+    pub(crate) problems: Vec<FileProblem>,
+}
+
+/// One reader thread's share of a snapshot, and the cache entries for its tasks.
+#[derive(Debug, Default)]
+struct Part {
+    tasks: Vec<Arc<Task>>,
+    problems: Vec<FileProblem>,
+    cached: Vec<CachedTask>,
+}
+
+impl Part {
+    /// Adds a task (the next by id); `stamp`: the file's, if the task may be cached.
+    fn add(&mut self, task: Arc<Task>, stamp: Option<FileStamp>) {
+        if let Some(stamp) = stamp {
+            self.cached.push(CachedTask {
+                stamp,
+                task: Arc::clone(&task),
+            });
+        }
+        self.tasks.push(task);
+    }
+}
+
 /// Reads and parses one task file; `Ok(None)` if it does not exist.
 pub(crate) fn read_task(path: &Path) -> Result<Option<Task>> {
-    let Some(bytes) = fsutil::read_optional(path)? else {
-        return Ok(None);
-    };
-    let task = Task::from_file_json(&bytes).map_err(|e| Error::Corrupt {
+    fsutil::read_optional(path)?
+        .map(|bytes| parse_task(path, &bytes))
+        .transpose()
+}
+
+/// Parses the contents of the task file `path`, which must hold the task its name says.
+fn parse_task(path: &Path, bytes: &[u8]) -> Result<Task> {
+    let task = Task::from_file_json(bytes).map_err(|e| Error::Corrupt {
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;
@@ -217,5 +316,5 @@ pub(crate) fn read_task(path: &Path) -> Result<Option<Task>> {
             message: format!("file name does not match its id {:?}", task.id.to_string()),
         });
     }
-    Ok(Some(task))
+    Ok(task)
 }
