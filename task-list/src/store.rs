@@ -318,3 +318,71 @@ fn parse_task(path: &Path, bytes: &[u8]) -> Result<Task> {
     }
     Ok(task)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::os::unix::fs::MetadataExt;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::api::CreateRequest;
+
+    const MIN_AGE: Duration = Duration::from_millis(10);
+
+    /// Waits until `path` was last changed more than `MIN_AGE` ago (with a margin).
+    fn settle(path: &Path) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        let changed =
+            SystemTime::UNIX_EPOCH + Duration::new(meta.ctime() as u64, meta.ctime_nsec() as u32);
+        while changed + 3 * MIN_AGE > SystemTime::now() {
+            assert!(
+                Instant::now() < deadline,
+                "{} never settled",
+                path.display()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn warm_snapshot_reuses_settled_files_and_rereads_changed_ones() {
+        let root = tempfile::tempdir().unwrap();
+        let config = StoreConfig {
+            cache_min_age: MIN_AGE,
+            durable: false,
+            ..StoreConfig::default()
+        };
+        let list = TaskList::open(root.path(), "l", config).unwrap();
+        for subject in ["one", "two", "six"] {
+            list.create(&CreateRequest::new(subject, "")).unwrap();
+        }
+        let path = |n: u64| list.task_path(TaskId::new(n).unwrap());
+        (1..=3).for_each(|n| settle(&path(n)));
+        let first = list.shared_snapshot().unwrap();
+        assert_eq!(list.cache.current().len(), 3);
+        let second = list.shared_snapshot().unwrap();
+        assert!((0..3).all(|i| Arc::ptr_eq(&first.tasks[i], &second.tasks[i])));
+
+        // Rewritten in place, same size: read again, and not cached while it is this young.
+        let text = std::fs::read_to_string(path(2)).unwrap();
+        std::fs::write(path(2), text.replace("\"two\"", "\"TWO\"")).unwrap();
+        let third = list.shared_snapshot().unwrap();
+        assert_eq!(third.tasks[1].subject, "TWO");
+        assert!(Arc::ptr_eq(&first.tasks[0], &third.tasks[0]));
+        assert!(Arc::ptr_eq(&first.tasks[2], &third.tasks[2]));
+        assert_eq!(list.cache.current().len(), 2);
+        let fourth = list.shared_snapshot().unwrap();
+        assert!(!Arc::ptr_eq(&third.tasks[1], &fourth.tasks[1]));
+
+        // Once it has settled, it is cached again.
+        settle(&path(2));
+        let fifth = list.shared_snapshot().unwrap();
+        assert_eq!(list.cache.current().len(), 3);
+        assert!(Arc::ptr_eq(
+            &fifth.tasks[1],
+            &list.shared_snapshot().unwrap().tasks[1]
+        ));
+    }
+}
