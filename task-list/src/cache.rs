@@ -98,14 +98,12 @@ impl TaskCache {
     }
 }
 
-/// The cached task `id` if its file's stamp is still `stamp`.
-pub(crate) fn lookup(entries: &[CachedTask], id: TaskId, stamp: FileStamp) -> Option<&Arc<Task>> {
+/// The cached entry of task `id`, if any.
+pub(crate) fn find(entries: &[CachedTask], id: TaskId) -> Option<&CachedTask> {
     entries
         .binary_search_by_key(&id, |c| c.task.id)
         .ok()
         .map(|at| &entries[at])
-        .filter(|c| c.stamp == stamp)
-        .map(|c| &c.task)
 }
 
 #[cfg(test)]

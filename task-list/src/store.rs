@@ -201,7 +201,8 @@ impl TaskList {
         Ok(snapshot)
     }
 
-    /// Reads `ids` (sorted), taking from `cache` every task whose file still has the cached stamp.
+    /// Reads `ids` (sorted): a task whose file still has its cached stamp is taken from
+    /// `cache`; every other file is read.
     fn read_tasks(
         &self,
         ids: &[TaskId],
@@ -210,19 +211,24 @@ impl TaskList {
     ) -> Result<Part> {
         let mut part = Part::default();
         for &id in ids {
-            let path = self.task_path(id);
-            let stamp = match std::fs::symlink_metadata(&path) {
-                Ok(meta) => FileStamp::of(&meta),
-                Err(e) if e.kind() == ErrorKind::NotFound => continue,
-                Err(e) => return Err(e).at("stat", &path),
-            };
-            let hit = stamp.and_then(|stamp| Some((cache::lookup(cache, id, stamp)?, stamp)));
-            match hit {
-                Some((task, stamp)) => part.add(Arc::clone(task), Some(stamp)),
-                None => self.read_uncached(id, started, &mut part)?,
+            match cache::find(cache, id) {
+                Some(cached) if self.unchanged(id, cached.stamp)? => {
+                    part.add(Arc::clone(&cached.task), Some(cached.stamp));
+                }
+                _ => self.read_uncached(id, started, &mut part)?,
             }
         }
         Ok(part)
+    }
+
+    /// Whether task `id`'s file still has the stamp `cached`.
+    fn unchanged(&self, id: TaskId, cached: FileStamp) -> Result<bool> {
+        let path = self.task_path(id);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) => Ok(FileStamp::of(&meta) == Some(cached)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e).at("stat", &path),
+        }
     }
 
     /// Reads one task file into `part`, to be cached if it has settled.
