@@ -99,8 +99,14 @@ pub struct MonitorArgs {
     /// Keep the monitor until it is killed or its command exits.
     #[arg(long)]
     pub persistent: bool,
+    /// Watch a WebSocket instead of a command: each message it sends is an event.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub ws: Option<String>,
+    /// A subprotocol to offer the WebSocket (repeatable, in order of preference).
+    #[arg(long = "ws-protocol", value_name = "NAME", requires = "ws")]
+    pub ws_protocols: Vec<String>,
     /// The command whose stdout lines are events.
-    #[arg(required = true, last = true, value_name = "CMD")]
+    #[arg(required_unless_present = "ws", last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 

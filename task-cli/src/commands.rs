@@ -13,7 +13,7 @@ use crate::cli::{
 use crate::error::{Result, exit};
 use crate::notice::Notice;
 use crate::paths::SessionPaths;
-use crate::protocol::{StartMonitor, StartShell};
+use crate::protocol::{StartMonitor, StartShell, WsTarget};
 use crate::render::{self, Row, Spinner};
 use crate::session::{Session, WaitOutcome};
 use crate::snapshot::Snapshot;
@@ -81,6 +81,7 @@ fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
         agent_id: args.agent_id,
         tool_use_id: None,
         cwd: cwd(),
+        notify: true,
     })?;
     if !args.wait {
         return print_started(session, id, json);
@@ -105,10 +106,25 @@ fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
 }
 
 fn monitor(session: &Session, args: MonitorArgs, json: bool) -> Result<u8> {
-    let command = shell_text(&args.command);
+    // What the monitor watches, which is also its default description.
+    let (command, ws, watched) = match args.ws {
+        Some(url) => {
+            let protocols = args.ws_protocols;
+            let ws = WsTarget {
+                url: url.clone(),
+                protocols,
+            };
+            (None, Some(ws), url)
+        }
+        None => {
+            let command = shell_text(&args.command);
+            (Some(command.clone()), None, command)
+        }
+    };
     let id = session.start_monitor(StartMonitor {
-        description: args.description.unwrap_or_else(|| command.clone()),
+        description: args.description.unwrap_or(watched),
         command,
+        ws,
         timeout_ms: args.timeout_ms,
         persistent: args.persistent,
         cwd: cwd(),

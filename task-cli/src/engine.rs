@@ -28,6 +28,7 @@ use crate::snapshot::{self, Snapshot};
 /// The registry and executors of one supervisor, and the mirror to disk.
 #[derive(Debug)]
 pub struct Engine {
+    paths: SessionPaths,
     registry: Arc<Registry>,
     executor: ShellExecutor,
     groups: ProcessGroups,
@@ -66,6 +67,7 @@ impl Engine {
             completions,
         ));
         Ok(Self {
+            paths,
             registry,
             executor,
             groups,
@@ -93,23 +95,44 @@ impl Engine {
         self.changed.notify_one();
     }
 
-    /// Starts a background shell command; returns once its snapshot is on disk.
+    /// Starts a shell command; returns once its snapshot is on disk. A task that does not
+    /// notify runs in the foreground (finished silently) and its completion latch is set before
+    /// its id is returned, so no reader ever delivers it (not even as an orphan).
     pub async fn start_shell(&self, start: StartShell) -> Result<TaskId> {
         let mut request = ShellRequest::new(
             command_spec(&start.command, start.cwd.as_deref())?,
             start.description,
         )
-        .background(true);
+        .background(start.notify);
         request.timeout = start.timeout_ms.map(Duration::from_millis);
         request.agent_id = start.agent_id;
         request.tool_use_id = start.tool_use_id;
         let handle = self.executor.spawn(request).map_err(shell_error)?;
+        if !start.notify
+            && let Err(e) = notice::mark_notified(&self.paths, &handle.id())
+        {
+            // It still finishes silently; only a dead supervisor's orphan could notify.
+            tracing::warn!("cannot mark {} notified: {e}", handle.id());
+        }
         self.started(&handle).await
     }
 
-    /// Starts a monitor; returns once its snapshot is on disk.
+    /// Starts a monitor of a command or a WebSocket; returns once its snapshot is on disk.
     pub async fn start_monitor(&self, start: StartMonitor) -> Result<TaskId> {
-        let source = MonitorSource::Command(command_spec(&start.command, start.cwd.as_deref())?);
+        let source = match (start.command, start.ws) {
+            (Some(command), None) => {
+                MonitorSource::Command(command_spec(&command, start.cwd.as_deref())?)
+            }
+            (None, Some(ws)) => {
+                ws.validate()?;
+                MonitorSource::WebSocket(ws.into())
+            }
+            _ => {
+                return Err(CliError::Invalid(
+                    "a monitor watches a command or a WebSocket: give exactly one".into(),
+                ));
+            }
+        };
         let mut request =
             MonitorRequest::new(source, start.description).persistent(start.persistent);
         request.timeout = start.timeout_ms.map(Duration::from_millis);

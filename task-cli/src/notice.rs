@@ -76,8 +76,9 @@ pub fn publish_event(paths: &SessionPaths, notice: &Notice) -> Result<()> {
     fs::rename(&staging, &target).map_err(|e| CliError::io("publish", &target, e))
 }
 
-/// Claims and returns every pending event, oldest first within a priority.
-fn claim_events(paths: &SessionPaths) -> Result<Vec<Notice>> {
+/// The names of the files in `events/pending/`, in delivery order (priority, then time, then
+/// publication order): the publisher's file names sort that way.
+fn pending_names(paths: &SessionPaths) -> Result<Vec<std::ffi::OsString>> {
     let pending = paths.pending_events();
     let mut names: Vec<_> = match fs::read_dir(&pending) {
         Ok(entries) => entries
@@ -87,16 +88,56 @@ fn claim_events(paths: &SessionPaths) -> Result<Vec<Notice>> {
         Err(e) => return Err(CliError::io("list", &pending, e)),
     };
     names.sort();
+    Ok(names)
+}
+
+/// Claims and returns every pending event, oldest first within a priority. A claimed file that
+/// cannot be parsed is reported (a warning naming it, left in `events/delivered/`) and never
+/// costs the events claimed with it.
+fn claim_events(paths: &SessionPaths) -> Result<Vec<Notice>> {
+    let pending = paths.pending_events();
     let mut claimed = Vec::new();
-    for name in names {
+    for name in pending_names(paths)? {
         let delivered = paths.delivered_events().join(&name);
         match fs::rename(pending.join(&name), &delivered) {
-            Ok(()) => claimed.push(read_event(&delivered)?),
+            Ok(()) => match read_event(&delivered) {
+                Ok(notice) => claimed.push(notice),
+                Err(error) => tracing::warn!("skipped an unreadable event: {error}"),
+            },
             Err(e) if e.kind() == ErrorKind::NotFound => {} // another reader won it
             Err(e) => return Err(CliError::io("claim", &delivered, e)),
         }
     }
     Ok(claimed)
+}
+
+/// An event waiting in `events/pending/`, read without claiming it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingEvent {
+    /// Its file name: unique within the session, and stable until a reader claims it.
+    pub name: String,
+    /// The event.
+    pub notice: Notice,
+}
+
+/// Every event still pending, in delivery order, without claiming any (for a watcher that only
+/// announces them). An event claimed meanwhile is left out; so is a file that cannot be parsed,
+/// which the claim that takes it reports.
+pub fn peek_events(paths: &SessionPaths) -> Result<Vec<PendingEvent>> {
+    let pending = paths.pending_events();
+    let mut events = Vec::new();
+    for name in pending_names(paths)? {
+        match read_event(&pending.join(&name)) {
+            Ok(notice) => events.push(PendingEvent {
+                name: name.to_string_lossy().into_owned(),
+                notice,
+            }),
+            // Claimed by a reader meanwhile.
+            Err(CliError::Io { source, .. }) if source.kind() == ErrorKind::NotFound => {}
+            Err(error) => tracing::debug!(%error, "a pending event is left to its claim to report"),
+        }
+    }
+    Ok(events)
 }
 
 fn read_event(path: &Path) -> Result<Notice> {
@@ -118,11 +159,17 @@ pub fn claim_completion(paths: &SessionPaths, snapshot: &Snapshot) -> Result<Opt
     else {
         return Ok(None);
     };
-    let latch = paths.notified(&snapshot.id);
-    let created = private_file().write(true).create_new(true).open(&latch);
-    match created {
-        Ok(_) => Ok(Some(notice.clone())),
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(None),
+    Ok(mark_notified(paths, &snapshot.id)?.then(|| notice.clone()))
+}
+
+/// Sets the completion latch of `id` (`{id}.notified`, created with `O_CREAT|O_EXCL`): true for
+/// the one caller that creates it, false for every other. Once set, no reader delivers the
+/// task's completion; the supervisor sets it at start for a task whose caller waits itself.
+pub fn mark_notified(paths: &SessionPaths, id: &TaskId) -> Result<bool> {
+    let latch = paths.notified(id);
+    match private_file().write(true).create_new(true).open(&latch) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(CliError::io("create", &latch, e)),
     }
 }
@@ -193,5 +240,82 @@ pub fn orphaned(task: &Snapshot) -> Notification {
                 task.description
             ),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn event(paths: &SessionPaths, id: &str, priority: Priority, at_ms: u64, line: &str) {
+        let id = TaskId::parse(id).unwrap();
+        let notification = Notification {
+            event: Some(line.into()),
+            ..Notification::new(id, paths.output(&id), "event")
+        };
+        let notice = Notice {
+            priority,
+            at_ms,
+            notification,
+        };
+        publish_event(paths, &notice).unwrap();
+    }
+
+    fn lines(notices: impl IntoIterator<Item = Notice>) -> Vec<String> {
+        notices
+            .into_iter()
+            .map(|n| n.notification.event.unwrap_or_default())
+            .collect()
+    }
+
+    #[test]
+    fn peeking_reads_pending_events_in_delivery_order_and_claims_none() {
+        let root = tempfile::tempdir().unwrap();
+        let paths = SessionPaths::new(root.path(), "default").unwrap();
+        paths.create_dirs().unwrap();
+        event(&paths, "m12345678", Priority::Next, 20, "second");
+        event(&paths, "m12345678", Priority::Later, 10, "last");
+        event(&paths, "m12345678", Priority::Next, 20, "third");
+        event(&paths, "m12345678", Priority::Next, 10, "first");
+        let corrupt = "1-corrupt.json";
+        fs::write(paths.pending_events().join(corrupt), b"{").unwrap();
+
+        let peeked = peek_events(&paths).unwrap();
+        let order = ["first", "second", "third", "last"];
+        assert_eq!(lines(peeked.iter().map(|e| e.notice.clone())), order);
+        assert_eq!(
+            peek_events(&paths).unwrap(),
+            peeked,
+            "peeking claims nothing"
+        );
+        let names: std::collections::HashSet<_> = peeked.iter().map(|e| &e.name).collect();
+        assert_eq!(names.len(), 4, "each event has its own name");
+
+        assert_eq!(lines(claim_events(&paths).unwrap()), order);
+        assert!(peek_events(&paths).unwrap().is_empty());
+        assert!(
+            fs::read_dir(paths.pending_events())
+                .unwrap()
+                .next()
+                .is_none()
+        );
+        assert!(paths.delivered_events().join(corrupt).exists());
+    }
+
+    #[test]
+    fn a_task_marked_notified_at_start_never_has_its_completion_claimed() {
+        let root = tempfile::tempdir().unwrap();
+        let paths = SessionPaths::new(root.path(), "default").unwrap();
+        paths.create_dirs().unwrap();
+        let id = TaskId::parse("b12345678").unwrap();
+        assert!(mark_notified(&paths, &id).unwrap());
+        assert!(!mark_notified(&paths, &id).unwrap());
+
+        let mut task = Snapshot::new(id, "d".into(), "true".into(), paths.output(&id));
+        task.status = task_core::TaskStatus::Completed;
+        task.notification = Some(completion(&task, orphaned(&task)));
+        assert_eq!(claim_completion(&paths, &task).unwrap(), None);
+        assert!(drain(&paths, &[task]).unwrap().is_empty());
     }
 }

@@ -1,8 +1,7 @@
-//! What every tool call shares: the session, the task list, and the tasks this server runs in
-//! the foreground; plus the two ways a call can fail.
+//! What every tool call shares: the session and the task list; the guard of a foreground run;
+//! and the two ways a call can fail.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ErrorData;
@@ -28,9 +27,6 @@ pub(crate) struct Context {
     pub list: TaskList,
     /// Whether pushed notifications deliver, or only announce, pending envelopes.
     pub delivery: Delivery,
-    /// Foreground `Bash` tasks still running: their completion is the call's result, never a
-    /// notification.
-    foreground: Mutex<HashSet<TaskId>>,
 }
 
 impl Context {
@@ -40,19 +36,12 @@ impl Context {
             session,
             list,
             delivery,
-            foreground: Mutex::new(HashSet::new()),
         })
     }
 
-    /// Whether `id` is a foreground `Bash` task still owned by a call.
-    pub fn is_foreground(&self, id: &TaskId) -> bool {
-        lock(&self.foreground).contains(id)
-    }
-
-    /// Marks `id` as run in the foreground until the returned guard is finished or dropped (a
-    /// dropped guard, a call the client cancelled, kills the task).
+    /// Guards the foreground run `id` until the returned guard is finished: a guard dropped
+    /// unfinished (a call the client cancelled) kills the task.
     pub fn foreground(self: &Arc<Self>, id: TaskId) -> ForegroundGuard {
-        lock(&self.foreground).insert(id);
         ForegroundGuard {
             context: Arc::clone(self),
             id,
@@ -96,7 +85,7 @@ pub(crate) struct ForegroundGuard {
 }
 
 impl ForegroundGuard {
-    /// The call is done with the task (it ended, and its notification was claimed).
+    /// The call is done with the task (it ended).
     pub fn finish(mut self) {
         self.finished = true;
     }
@@ -104,7 +93,6 @@ impl ForegroundGuard {
 
 impl Drop for ForegroundGuard {
     fn drop(&mut self) {
-        lock(&self.context.foreground).remove(&self.id);
         if !self.finished {
             let (session, id) = (self.context.session.clone(), self.id);
             tracing::info!(task = %id, "foreground call abandoned: killing its task");
@@ -115,10 +103,6 @@ impl Drop for ForegroundGuard {
             });
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Runs blocking session work on the blocking pool.

@@ -35,7 +35,6 @@ use task_core::{TaskId, TaskStatus, TerminalStatus};
 
 use crate::error::CliError;
 use crate::notice::{self, Notice};
-use crate::session::Session;
 
 use super::context::{Context, blocking};
 use super::resources;
@@ -249,8 +248,8 @@ impl Seen {
     }
 }
 
-/// Pending notifications, read without claiming them: completions not yet delivered (except
-/// those of foreground calls) and the events waiting in `events/pending/`.
+/// Pending notifications, read without claiming them: completions not yet delivered and the
+/// events waiting to be claimed, in delivery order.
 fn peek(
     context: &Context,
     tasks: &[crate::snapshot::Snapshot],
@@ -258,41 +257,21 @@ fn peek(
     let paths = context.session.paths();
     let mut found: Vec<(String, Notice)> = tasks
         .iter()
-        .filter(|t| t.status.is_terminal() && !context.is_foreground(&t.id))
-        .filter(|t| !notice::is_notified(paths, &t.id))
+        .filter(|t| t.status.is_terminal() && !notice::is_notified(paths, &t.id))
         .filter_map(|t| {
             t.notification
                 .clone()
                 .map(|n| (format!("done:{}", t.id), n))
         })
         .collect();
-    found.extend(pending_events(&context.session)?);
+    found.extend(
+        notice::peek_events(paths)?
+            .into_iter()
+            .map(|event| (format!("event:{}", event.name), event.notice)),
+    );
+    // Stable: events of one priority and millisecond stay in publication order.
     found.sort_by_key(|(_, n)| (n.priority, n.at_ms));
     Ok(found)
-}
-
-fn pending_events(session: &Session) -> Result<Vec<(String, Notice)>, CliError> {
-    let dir = session.paths().pending_events();
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(CliError::io("list", &dir, e)),
-    };
-    let mut events = Vec::new();
-    for entry in entries.flatten() {
-        // A file claimed by a reader meanwhile is simply gone; one that cannot be parsed is
-        // left for `tasks notifications` to report.
-        let Ok(bytes) = std::fs::read(entry.path()) else {
-            continue;
-        };
-        if let Ok(notice) = serde_json::from_slice::<Notice>(&bytes) {
-            events.push((
-                format!("event:{}", entry.file_name().to_string_lossy()),
-                notice,
-            ));
-        }
-    }
-    Ok(events)
 }
 
 /// The key of a claimed notification (claims are unique, so any stable key will do).

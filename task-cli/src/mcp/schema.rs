@@ -6,6 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::protocol::WsTarget;
+
 /// The longest `Bash` and `TaskOutput` timeout, in milliseconds.
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// The `Bash` timeout when none is given.
@@ -148,7 +150,7 @@ pub struct TaskStopOutput {
     pub command: String,
 }
 
-/// `Monitor` input: a command whose stdout lines are events (`ws` is part of the shape).
+/// `Monitor` input: a command whose stdout lines are events, or a WebSocket whose messages are.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MonitorInput {
@@ -165,17 +167,6 @@ pub struct MonitorInput {
     pub command: Option<String>,
     /// WebSocket to watch instead of a command; each text frame is one event
     pub ws: Option<WsTarget>,
-}
-
-/// A WebSocket to watch.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(inline)]
-pub struct WsTarget {
-    /// `ws://` or `wss://` URL
-    pub url: String,
-    /// Subprotocols to offer
-    pub protocols: Option<Vec<String>>,
 }
 
 /// `Monitor` output.

@@ -43,6 +43,8 @@ pub(crate) async fn bash(context: &Arc<Context>, input: BashInput) -> Result<Rep
         agent_id: None,
         tool_use_id: None,
         cwd: std::env::current_dir().ok(),
+        // A foreground run's result is its notification: the supervisor never queues one.
+        notify: background,
     };
     let session = context.session.clone();
     let id = blocking(move || session.start_shell(start)).await?;
@@ -60,8 +62,8 @@ pub(crate) async fn bash(context: &Arc<Context>, input: BashInput) -> Result<Rep
     foreground(context, id, Duration::from_millis(timeout_ms)).await
 }
 
-/// Waits for a foreground command, claims its completion (a foreground run never notifies)
-/// and returns its output, cut to `BASH_MAX_OUTPUT_LENGTH` the way SPEC §4 cuts.
+/// Waits for a foreground command (started not to notify) and returns its output, cut to
+/// `BASH_MAX_OUTPUT_LENGTH` the way SPEC §4 cuts.
 async fn foreground(
     context: &Arc<Context>,
     id: TaskId,
@@ -74,9 +76,6 @@ async fn foreground(
         blocking(move || session.kill(&[id])).await?;
         task = context.task(id).await?;
     }
-    let session = context.session.clone();
-    let claimed = task.clone();
-    blocking(move || session.claim_completion(&claimed)).await?;
     guard.finish();
     let ran_ms = task
         .end_time
@@ -198,17 +197,19 @@ pub(crate) async fn monitor(context: &Context, input: MonitorInput) -> Result<Re
             "timeout_ms must be at most {max_ms}, got {requested}"
         )));
     }
-    let command = match (input.command, input.ws) {
-        (Some(command), None) if !command.trim().is_empty() => command,
-        (Some(_), Some(_)) => return Err(Failure::invalid("give either command or ws, not both")),
-        (None, Some(_)) => {
-            return Err(Failure::Tool(
-                "WebSocket monitors are not available through `tasks mcp` yet: give a command \
-                 (for example one that runs a WebSocket client) instead"
-                    .into(),
-            ));
+    let (command, ws) = match (input.command, input.ws) {
+        (Some(command), None) if !command.trim().is_empty() => (Some(command), None),
+        (None, Some(ws)) => {
+            ws.validate().map_err(|e| Failure::invalid(e.to_string()))?;
+            (None, Some(ws))
         }
-        _ => return Err(Failure::invalid("Monitor needs a non-empty command")),
+        (Some(_), Some(_)) => return Err(Failure::invalid("give either command or ws, not both")),
+        _ => return Err(Failure::invalid("Monitor needs a non-empty command, or ws")),
+    };
+    let source = if ws.is_some() {
+        text::MonitorSource::WebSocket
+    } else {
+        text::MonitorSource::Command
     };
     let lifetime = shell_config.monitor_timeout(
         input.timeout_ms.map(Duration::from_millis),
@@ -216,6 +217,7 @@ pub(crate) async fn monitor(context: &Context, input: MonitorInput) -> Result<Re
     );
     let start = StartMonitor {
         command,
+        ws,
         description: input.description,
         timeout_ms: input.timeout_ms,
         persistent: input.persistent,
@@ -229,7 +231,7 @@ pub(crate) async fn monitor(context: &Context, input: MonitorInput) -> Result<Re
         persistent: input.persistent,
     };
     let output = context.session.paths().output(&id);
-    let text = text::monitor_started(&id, &output, shape.timeout_ms, shape.persistent);
+    let text = text::monitor_started(&id, &output, source, shape.timeout_ms, shape.persistent);
     Reply::new(text, &shape)
 }
 

@@ -36,16 +36,35 @@ pub fn background_started(id: &TaskId, output: &Path) -> String {
     )
 }
 
+/// What a monitor watches, as its start message names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MonitorSource {
+    /// A command: each line it prints is an event.
+    Command,
+    /// A WebSocket: each message it sends is an event.
+    WebSocket,
+}
+
 /// What a `Monitor` call returns.
-pub fn monitor_started(id: &TaskId, output: &Path, timeout_ms: u64, persistent: bool) -> String {
+pub fn monitor_started(
+    id: &TaskId,
+    output: &Path,
+    source: MonitorSource,
+    timeout_ms: u64,
+    persistent: bool,
+) -> String {
     let lifetime = if persistent {
         "until it is stopped with TaskStop".to_owned()
     } else {
         format!("for up to {timeout_ms} ms")
     };
+    let each = match source {
+        MonitorSource::Command => "Each line the command prints",
+        MonitorSource::WebSocket => "Each message the WebSocket sends",
+    };
     format!(
-        "Monitor started with ID: {id}. Each line the command prints will be delivered as a \
-         notification, {lifetime}. Output is being written to: {}.",
+        "Monitor started with ID: {id}. {each} will be delivered as a notification, \
+         {lifetime}. Output is being written to: {}.",
         output.display()
     )
 }
