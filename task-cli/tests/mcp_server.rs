@@ -8,9 +8,11 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::SinkExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, LoggingMessageNotificationParam,
     ReadResourceRequestParams, ResourceUpdatedNotificationParam, SubscribeRequestParams,
@@ -23,6 +25,9 @@ use task_cli::paths::SessionPaths;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+use tokio_tungstenite::tungstenite::http::header::SEC_WEBSOCKET_PROTOCOL;
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
@@ -80,10 +85,15 @@ fn tasks_command(root: &Path, args: &[&str]) -> Command {
 
 impl Server {
     async fn start() -> Self {
+        Self::start_with_env(&[]).await
+    }
+
+    /// A server whose environment also has `env`.
+    async fn start_with_env(env: &[(&str, &str)]) -> Self {
         let root = tempfile::tempdir().unwrap();
-        let transport =
-            TokioChildProcess::new(tasks_command(root.path(), &["mcp", "--watch-ms", "50"]))
-                .unwrap();
+        let mut command = tasks_command(root.path(), &["mcp", "--watch-ms", "50"]);
+        command.envs(env.iter().copied());
+        let transport = TokioChildProcess::new(command).unwrap();
         let pid = transport.id();
         let recorder = Recorder::default();
         let pushed = Arc::clone(&recorder.0);
@@ -812,4 +822,229 @@ async fn monitor_events_are_pushed_and_delivered_in_order() {
     assert_eq!(ticks.len(), 2, "{envelopes:?}");
     assert!(ticks[0].contains("<event>tick 1</event>"), "{}", ticks[0]);
     assert!(ticks[1].contains("<event>tick 2</event>"), "{}", ticks[1]);
+}
+
+/// The task ids of the JSON lines `tasks notifications --json` printed.
+fn delivered_ids(stdout: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|line| {
+            let notice: Value = serde_json::from_str(line).unwrap();
+            notice["taskId"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+/// The task ids of every envelope appended to a result.
+fn envelope_ids(result: &CallToolResult) -> Vec<String> {
+    texts(result)
+        .iter()
+        .filter_map(|t| t.split_once("<task-id>")?.1.split_once("</task-id>"))
+        .map(|(id, _)| id.to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_foreground_bash_is_never_delivered_even_to_a_reader_polling_while_it_runs() {
+    // The server looks at its foreground task every 300 ms: a reader polling meanwhile has all
+    // that time to find it ended before the call returns.
+    let server = Server::start_with_env(&[("TASKS_POLL_MS", "300")]).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let polls = Arc::new(AtomicUsize::new(0));
+    let reader = {
+        let root = server.root.path().to_owned();
+        let (stop, polls) = (Arc::clone(&stop), Arc::clone(&polls));
+        tokio::spawn(async move {
+            let mut delivered = Vec::new();
+            while !stop.load(Ordering::SeqCst) {
+                let output = tasks_command(&root, &["notifications", "--json"])
+                    .output()
+                    .await
+                    .unwrap();
+                assert!(output.status.success(), "{output:?}");
+                delivered.extend(delivered_ids(&output.stdout));
+                polls.fetch_add(1, Ordering::SeqCst);
+            }
+            delivered
+        })
+    };
+
+    let background = server.background("echo in the background", "bg").await;
+    let mut in_results = Vec::new();
+    for n in 1..=3 {
+        let before = polls.load(Ordering::SeqCst);
+        let result = server
+            .call(
+                "Bash",
+                json!({"command": format!("sleep 0.1; echo fg {n}"), "description": "fg"}),
+            )
+            .await;
+        assert_eq!(first_text(&result), format!("fg {n}"), "{result:?}");
+        in_results.extend(envelope_ids(&result));
+        assert!(
+            polls.load(Ordering::SeqCst) > before,
+            "the reader polled while fg {n} ran"
+        );
+    }
+    stop.store(true, Ordering::SeqCst);
+    let mut delivered = reader.await.unwrap();
+    let last = tasks_command(server.root.path(), &["notifications", "--json"])
+        .output()
+        .await
+        .unwrap();
+    delivered.extend(delivered_ids(&last.stdout));
+    delivered.extend(in_results);
+    delivered.extend(envelope_ids(&server.call("TaskList", json!({})).await));
+
+    let tasks = server.cli_json(&["ps", "--all"]).await;
+    let foreground: Vec<&str> = tasks
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .filter(|id| *id != background)
+        .collect();
+    assert_eq!(foreground.len(), 3, "{tasks}");
+    assert_eq!(
+        delivered,
+        std::slice::from_ref(&background),
+        "only the background task notifies"
+    );
+    let log = std::fs::read_to_string(server.session().notifications_log()).unwrap();
+    assert!(
+        foreground.iter().all(|id| !log.contains(id)),
+        "{foreground:?} in {log}"
+    );
+}
+
+/// A WebSocket server on 127.0.0.1 for one client: it accepts the first subprotocol offered,
+/// sends `frames` as text messages and closes. Resolves to the `Sec-WebSocket-Protocol` header
+/// the client offered.
+async fn websocket_server(
+    frames: Vec<String>,
+) -> (String, tokio::task::JoinHandle<Option<String>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/events", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut offered = None;
+        #[allow(clippy::result_large_err)] // the handshake callback's type is tungstenite's
+        let accept = |request: &Request, mut response: Response| {
+            offered = request
+                .headers()
+                .get(SEC_WEBSOCKET_PROTOCOL)
+                .map(|v| v.to_str().unwrap().to_owned());
+            if let Some(first) = offered.as_deref().and_then(|o| o.split(',').next()) {
+                let chosen = first.trim().parse().unwrap();
+                response
+                    .headers_mut()
+                    .insert(SEC_WEBSOCKET_PROTOCOL, chosen);
+            }
+            Ok(response)
+        };
+        let mut socket = tokio_tungstenite::accept_hdr_async(stream, accept)
+            .await
+            .unwrap();
+        for frame in frames {
+            socket.send(Message::text(frame)).await.unwrap();
+        }
+        socket.close(None).await.unwrap();
+        offered
+    });
+    (url, server)
+}
+
+/// The `<event>` of an envelope.
+fn event_of(envelope: &str) -> Option<String> {
+    let (_, rest) = envelope.split_once("<event>")?;
+    Some(rest.split_once("</event>")?.0.to_owned())
+}
+
+#[tokio::test]
+async fn a_websocket_monitor_delivers_each_message_once_and_in_order() {
+    let server = Server::start().await;
+    let frames: Vec<String> = (1..=20).map(|i| format!("tick {i}")).collect();
+    let (url, socket) = websocket_server(frames.clone()).await;
+    let started = server
+        .call(
+            "Monitor",
+            json!({"description": "socket ticks", "ws": {"url": url, "protocols": ["events.v1", "events.v0"]}}),
+        )
+        .await;
+    assert_ne!(started.is_error, Some(true), "{started:?}");
+    let id = structured(&started)["taskId"].as_str().unwrap().to_owned();
+    assert!(first_text(&started).contains("Each message the WebSocket sends"));
+    let offered = socket.await.unwrap();
+    assert_eq!(offered.as_deref(), Some("events.v1, events.v0"));
+
+    // Pushed: every message once, in order, then the monitor's end.
+    let deadline = Instant::now() + DEADLINE;
+    let pushes = loop {
+        let pushes: Vec<Value> = server
+            .pushed
+            .logs
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l["taskId"] == id.as_str())
+            .cloned()
+            .collect();
+        if pushes.iter().any(|p| p["status"].is_string()) {
+            break pushes;
+        }
+        assert!(Instant::now() < deadline, "no end pushed: {pushes:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let pushed: Vec<&str> = pushes.iter().filter_map(|p| p["event"].as_str()).collect();
+    assert_eq!(pushed, frames);
+    assert_eq!(pushes.len(), frames.len() + 1, "{pushes:?}");
+
+    // Delivered in the next tool result: each message once, in order; nothing left after.
+    let result = server.call("TaskList", json!({})).await;
+    let envelopes = envelopes_about(&result, &id);
+    let events: Vec<String> = envelopes.iter().filter_map(|e| event_of(e)).collect();
+    assert_eq!(events, frames);
+    assert_eq!(envelopes.len(), frames.len() + 1, "{envelopes:?}");
+    assert!(
+        envelopes
+            .last()
+            .unwrap()
+            .contains("<status>completed</status>")
+    );
+    assert!(envelopes_about(&server.call("TaskList", json!({})).await, &id).is_empty());
+    let rest = tasks_command(server.root.path(), &["notifications", "--json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(delivered_ids(&rest.stdout).is_empty(), "{rest:?}");
+}
+
+#[tokio::test]
+async fn a_websocket_monitor_started_by_the_cli_reaches_the_agent() {
+    let server = Server::start().await;
+    let (url, socket) = websocket_server(vec!["from the cli".into()]).await;
+    let started = server
+        .cli_json(&["monitor", "--ws", &url, "--ws-protocol", "events.v1"])
+        .await;
+    let id = started["id"].as_str().unwrap().to_owned();
+    assert_eq!(socket.await.unwrap().as_deref(), Some("events.v1"));
+
+    let deadline = Instant::now() + DEADLINE;
+    let mut envelopes = Vec::new();
+    while !envelopes.iter().any(|e: &String| e.contains("<status>")) {
+        assert!(Instant::now() < deadline, "{envelopes:?}");
+        envelopes.extend(envelopes_about(
+            &server.call("TaskList", json!({})).await,
+            &id,
+        ));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let events: Vec<String> = envelopes.iter().filter_map(|e| event_of(e)).collect();
+    assert_eq!(events, ["from the cli"]);
+    assert!(
+        envelopes[0].contains(&format!("Monitor &quot;{url}&quot; event"))
+            || envelopes[0].contains(&format!("Monitor \"{url}\" event")),
+        "the URL is the default description: {}",
+        envelopes[0]
+    );
 }
