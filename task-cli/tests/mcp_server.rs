@@ -851,25 +851,31 @@ async fn a_foreground_bash_is_never_delivered_even_to_a_reader_polling_while_it_
     let server = Server::start_with_env(&[("TASKS_POLL_MS", "300")]).await;
     let stop = Arc::new(AtomicBool::new(false));
     let polls = Arc::new(AtomicUsize::new(0));
+    let delivered = Arc::new(Mutex::new(Vec::new()));
     let reader = {
         let root = server.root.path().to_owned();
         let (stop, polls) = (Arc::clone(&stop), Arc::clone(&polls));
+        let delivered = Arc::clone(&delivered);
         tokio::spawn(async move {
-            let mut delivered = Vec::new();
             while !stop.load(Ordering::SeqCst) {
                 let output = tasks_command(&root, &["notifications", "--json"])
                     .output()
                     .await
                     .unwrap();
                 assert!(output.status.success(), "{output:?}");
-                delivered.extend(delivered_ids(&output.stdout));
+                delivered
+                    .lock()
+                    .unwrap()
+                    .extend(delivered_ids(&output.stdout));
                 polls.fetch_add(1, Ordering::SeqCst);
             }
-            delivered
         })
     };
+    // A background task the reader must get (so it does read), once the foreground runs are over.
+    let gate = server.root.path().join("go");
+    let wait_for_gate = format!("while [ ! -e '{}' ]; do sleep 0.02; done", gate.display());
+    let background = server.background(&wait_for_gate, "bg").await;
 
-    let background = server.background("echo in the background", "bg").await;
     let mut in_results = Vec::new();
     for n in 1..=3 {
         let before = polls.load(Ordering::SeqCst);
@@ -886,8 +892,18 @@ async fn a_foreground_bash_is_never_delivered_even_to_a_reader_polling_while_it_
             "the reader polled while fg {n} ran"
         );
     }
+    std::fs::write(&gate, "").unwrap();
+    let deadline = Instant::now() + DEADLINE;
+    while !delivered.lock().unwrap().contains(&background) {
+        assert!(
+            Instant::now() < deadline,
+            "the reader never got {background}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     stop.store(true, Ordering::SeqCst);
-    let mut delivered = reader.await.unwrap();
+    reader.await.unwrap();
+    let mut delivered = delivered.lock().unwrap().clone();
     let last = tasks_command(server.root.path(), &["notifications", "--json"])
         .output()
         .await
@@ -917,12 +933,17 @@ async fn a_foreground_bash_is_never_delivered_even_to_a_reader_polling_while_it_
     );
 }
 
-/// A WebSocket server on 127.0.0.1 for one client: it accepts the first subprotocol offered,
-/// sends `frames` as text messages and closes. Resolves to the `Sec-WebSocket-Protocol` header
-/// the client offered.
+/// A WebSocket server on 127.0.0.1 for one client: it accepts the first subprotocol offered
+/// and, once told to go, sends `frames` as text messages and closes. Resolves to the
+/// `Sec-WebSocket-Protocol` header the client offered.
 async fn websocket_server(
     frames: Vec<String>,
-) -> (String, tokio::task::JoinHandle<Option<String>>) {
+) -> (
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Option<String>>,
+) {
+    let (go, told) = tokio::sync::oneshot::channel();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("ws://{}/events", listener.local_addr().unwrap());
     let server = tokio::spawn(async move {
@@ -945,13 +966,14 @@ async fn websocket_server(
         let mut socket = tokio_tungstenite::accept_hdr_async(stream, accept)
             .await
             .unwrap();
+        told.await.unwrap();
         for frame in frames {
             socket.send(Message::text(frame)).await.unwrap();
         }
         socket.close(None).await.unwrap();
         offered
     });
-    (url, server)
+    (url, go, server)
 }
 
 /// The `<event>` of an envelope.
@@ -964,7 +986,7 @@ fn event_of(envelope: &str) -> Option<String> {
 async fn a_websocket_monitor_delivers_each_message_once_and_in_order() {
     let server = Server::start().await;
     let frames: Vec<String> = (1..=20).map(|i| format!("tick {i}")).collect();
-    let (url, socket) = websocket_server(frames.clone()).await;
+    let (url, go, socket) = websocket_server(frames.clone()).await;
     let started = server
         .call(
             "Monitor",
@@ -974,6 +996,7 @@ async fn a_websocket_monitor_delivers_each_message_once_and_in_order() {
     assert_ne!(started.is_error, Some(true), "{started:?}");
     let id = structured(&started)["taskId"].as_str().unwrap().to_owned();
     assert!(first_text(&started).contains("Each message the WebSocket sends"));
+    go.send(()).unwrap();
     let offered = socket.await.unwrap();
     assert_eq!(offered.as_deref(), Some("events.v1, events.v0"));
 
@@ -1022,11 +1045,12 @@ async fn a_websocket_monitor_delivers_each_message_once_and_in_order() {
 #[tokio::test]
 async fn a_websocket_monitor_started_by_the_cli_reaches_the_agent() {
     let server = Server::start().await;
-    let (url, socket) = websocket_server(vec!["from the cli".into()]).await;
+    let (url, go, socket) = websocket_server(vec!["from the cli".into()]).await;
     let started = server
         .cli_json(&["monitor", "--ws", &url, "--ws-protocol", "events.v1"])
         .await;
     let id = started["id"].as_str().unwrap().to_owned();
+    go.send(()).unwrap();
     assert_eq!(socket.await.unwrap().as_deref(), Some("events.v1"));
 
     let deadline = Instant::now() + DEADLINE;
