@@ -167,6 +167,22 @@ impl Server {
         serde_json::from_slice(&output.stdout).unwrap()
     }
 
+    /// What was pushed about task `id`, in order.
+    fn pushes_about(&self, id: &str) -> Vec<Value> {
+        let logs = self.pushed.logs.lock().unwrap();
+        logs.iter().filter(|l| l["taskId"] == id).cloned().collect()
+    }
+
+    /// Runs `tasks notifications --json` on the same root; the ids of what it delivered.
+    async fn cli_notifications(&self) -> Vec<String> {
+        let output = tasks_command(self.root.path(), &["notifications", "--json"])
+            .output()
+            .await
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        delivered_ids(&output.stdout)
+    }
+
     fn session(&self) -> SessionPaths {
         SessionPaths::new(self.root.path(), "default").unwrap()
     }
@@ -462,8 +478,7 @@ async fn a_completion_is_pushed_once_and_delivered_once() {
 
     let deadline = Instant::now() + DEADLINE;
     let push = loop {
-        let logs = server.pushed.logs.lock().unwrap().clone();
-        if let Some(push) = logs.into_iter().find(|l| l["taskId"] == id.as_str()) {
+        if let Some(push) = server.pushes_about(&id).into_iter().next() {
             break push;
         }
         assert!(Instant::now() < deadline, "no push for {id}");
@@ -488,21 +503,8 @@ async fn a_completion_is_pushed_once_and_delivered_once() {
     let second = server.call("TaskList", json!({})).await;
     assert!(envelopes_about(&second, &id).is_empty(), "{second:?}");
     // The claim is the cross-process one: `tasks notifications` has nothing left either.
-    let rest = tasks_command(server.root.path(), &["notifications", "--json"])
-        .output()
-        .await
-        .unwrap();
-    assert!(rest.status.success());
-    assert!(!String::from_utf8_lossy(&rest.stdout).contains(&id));
-    let pushes = server
-        .pushed
-        .logs
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|l| l["taskId"] == id.as_str())
-        .count();
-    assert_eq!(pushes, 1);
+    assert!(!server.cli_notifications().await.contains(&id));
+    assert_eq!(server.pushes_about(&id).len(), 1);
 }
 
 #[tokio::test]
@@ -801,14 +803,8 @@ async fn monitor_events_are_pushed_and_delivered_in_order() {
 
     let deadline = Instant::now() + DEADLINE;
     loop {
-        let events = server
-            .pushed
-            .logs
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|l| l["taskId"] == id.as_str() && l["event"].is_string())
-            .count();
+        let pushes = server.pushes_about(&id);
+        let events = pushes.iter().filter(|l| l["event"].is_string()).count();
         if events >= 2 {
             break;
         }
@@ -904,11 +900,7 @@ async fn a_foreground_bash_is_never_delivered_even_to_a_reader_polling_while_it_
     stop.store(true, Ordering::SeqCst);
     reader.await.unwrap();
     let mut delivered = delivered.lock().unwrap().clone();
-    let last = tasks_command(server.root.path(), &["notifications", "--json"])
-        .output()
-        .await
-        .unwrap();
-    delivered.extend(delivered_ids(&last.stdout));
+    delivered.extend(server.cli_notifications().await);
     delivered.extend(in_results);
     delivered.extend(envelope_ids(&server.call("TaskList", json!({})).await));
 
@@ -1003,15 +995,7 @@ async fn a_websocket_monitor_delivers_each_message_once_and_in_order() {
     // Pushed: every message once, in order, then the monitor's end.
     let deadline = Instant::now() + DEADLINE;
     let pushes = loop {
-        let pushes: Vec<Value> = server
-            .pushed
-            .logs
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|l| l["taskId"] == id.as_str())
-            .cloned()
-            .collect();
+        let pushes = server.pushes_about(&id);
         if pushes.iter().any(|p| p["status"].is_string()) {
             break pushes;
         }
@@ -1035,11 +1019,7 @@ async fn a_websocket_monitor_delivers_each_message_once_and_in_order() {
             .contains("<status>completed</status>")
     );
     assert!(envelopes_about(&server.call("TaskList", json!({})).await, &id).is_empty());
-    let rest = tasks_command(server.root.path(), &["notifications", "--json"])
-        .output()
-        .await
-        .unwrap();
-    assert!(delivered_ids(&rest.stdout).is_empty(), "{rest:?}");
+    assert_eq!(server.cli_notifications().await, Vec::<String>::new());
 }
 
 #[tokio::test]
