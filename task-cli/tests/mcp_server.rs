@@ -1052,3 +1052,38 @@ async fn a_websocket_monitor_started_by_the_cli_reaches_the_agent() {
         envelopes[0]
     );
 }
+
+#[tokio::test]
+async fn a_foreground_bash_whose_supervisor_dies_is_not_delivered_either() {
+    let server = Arc::new(Server::start().await);
+    let call = {
+        let server = Arc::clone(&server);
+        tokio::spawn(async move {
+            server
+                .call("Bash", json!({"command": "sleep 60", "timeout": 120_000}))
+                .await
+        })
+    };
+    let deadline = Instant::now() + DEADLINE;
+    let supervisor = loop {
+        let running = server.cli_json(&["ps"]).await;
+        let pid = std::fs::read_to_string(server.session().lock()).unwrap_or_default();
+        if running.as_array().is_some_and(|tasks| tasks.len() == 1) && !pid.trim().is_empty() {
+            break pid.trim().parse().unwrap();
+        }
+        assert!(Instant::now() < deadline, "the foreground task never ran");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    kill(supervisor);
+
+    // The next look marks the orphan failed; its completion is still never delivered.
+    let result = call.await.unwrap();
+    assert!(envelope_ids(&result).is_empty(), "{result:?}");
+    let stderr = structured(&result)["stderr"].as_str().unwrap();
+    assert!(stderr.contains("supervisor"), "{result:?}");
+    let tasks = server.cli_json(&["ps", "--all"]).await;
+    assert_eq!(tasks[0]["status"], "failed", "{tasks}");
+    assert_eq!(server.cli_notifications().await, Vec::<String>::new());
+    let after = server.call("TaskList", json!({})).await;
+    assert!(envelope_ids(&after).is_empty(), "{after:?}");
+}

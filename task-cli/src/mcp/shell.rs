@@ -91,7 +91,8 @@ async fn foreground(
             task_shell::watchdog::human_duration(timeout)
         )
     } else {
-        String::new()
+        // Why it failed outside its command (its supervisor died), if it did.
+        task.error.clone().unwrap_or_default()
     };
     let limit = text::bash_max_output(std::env::var(text::BASH_MAX_OUTPUT_ENV).ok().as_deref());
     let exit_code = task.exit_code;
