@@ -114,6 +114,7 @@ fn monitor(session: &Session, args: MonitorArgs, json: bool) -> Result<u8> {
                 url: url.clone(),
                 protocols,
             };
+            ws.validate()?;
             (None, Some(ws), url)
         }
         None => {
