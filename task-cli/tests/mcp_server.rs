@@ -776,6 +776,21 @@ async fn garbage_unknown_tools_and_bad_ids_get_errors_and_serving_goes_on() {
             .contains("timeout must be between 1 and 600000")
     );
 
+    let not_a_socket = raw
+        .call(
+            9,
+            "Monitor",
+            json!({"description": "d", "ws": {"url": "http://127.0.0.1:9/"}}),
+        )
+        .await;
+    assert_eq!(not_a_socket["error"]["code"], -32602);
+    assert!(
+        not_a_socket["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("not a WebSocket URL")
+    );
+
     let ok = raw
         .call(8, "Bash", json!({"command": "echo still serving"}))
         .await;
