@@ -42,14 +42,19 @@ impl Sandbox {
 
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_tasks"));
+        command.args(args);
+        self.environment(&mut command);
         command
-            .args(args)
+    }
+
+    /// Gives `command` this sandbox's environment and a closed stdin.
+    fn environment(&self, command: &mut Command) {
+        command
             .env("TASKS_ROOT", self.root())
             .env_remove("TASKS_SESSION")
             .env_remove("TASK_MAX_OUTPUT_LENGTH")
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null());
-        command
     }
 
     fn run(&self, args: &[&str]) -> Output {
@@ -620,4 +625,126 @@ fn sessions_are_separate_and_task_lists_round_trip() {
     assert!(sandbox.root().join("lists/default/2.json").exists());
     let bad_id = sandbox.run(&["list", "get", "x1"]);
     assert_eq!(code(&bad_id), 65);
+}
+
+/// A command run by `script(1)` under a real pseudo-terminal, with this sandbox's environment;
+/// what the terminal shows is collected from `script`'s stdout as it arrives.
+struct Terminal {
+    child: std::process::Child,
+    screen: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Terminal {
+    fn start(sandbox: &Sandbox, args: &[&str]) -> Self {
+        use std::io::Read;
+        let line = std::iter::once(env!("CARGO_BIN_EXE_tasks"))
+            .chain(args.iter().copied())
+            .map(|word| format!("'{word}'"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut command = Command::new("script");
+        command.args([
+            "--quiet",
+            "--flush",
+            "--return",
+            "--command",
+            &line,
+            "/dev/null",
+        ]);
+        sandbox.environment(&mut command);
+        command.stdout(Stdio::piped());
+        let mut child = command.spawn().expect("script(1) from util-linux");
+        let mut stdout = child.stdout.take().unwrap();
+        let screen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = std::sync::Arc::clone(&screen);
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = stdout.read(&mut buf) {
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Self {
+            child,
+            screen,
+            reader: Some(reader),
+        }
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
+    }
+
+    fn wait(mut self) -> (i32, String) {
+        let status = self.child.wait().unwrap();
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        (status.code().unwrap_or(-1), self.screen())
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn wait_shows_a_spinner_on_a_terminal_and_none_when_piped() {
+    let sandbox = Sandbox::new();
+    let gate = sandbox.root().join("gate");
+    let id = sandbox.start(&format!(
+        "while [ ! -e '{}' ]; do sleep 0.02; done; exit 3",
+        gate.display()
+    ));
+    let terminal = Terminal::start(&sandbox, &["wait", &id]);
+    eventually("the spinner on the terminal", || {
+        terminal
+            .screen()
+            .contains("waiting for 1 task(s)")
+            .then_some(())
+    });
+    std::fs::write(&gate, b"").unwrap();
+    let (code_on_terminal, screen) = terminal.wait();
+    assert_eq!(
+        code_on_terminal, 3,
+        "wait mirrors the exit code: {screen:?}"
+    );
+    assert!(
+        ['⠋', '⠙', '⠹'].iter().any(|frame| screen.contains(*frame)),
+        "no spinner frame in {screen:?}"
+    );
+    assert!(screen.contains("\r\x1b[2K"), "the spinner line is erased");
+
+    let piped = sandbox.run(&["wait", &id]);
+    assert_eq!(code(&piped), 3);
+    assert!(
+        piped.stderr.is_empty(),
+        "no spinner when stderr is not a terminal: {:?}",
+        String::from_utf8_lossy(&piped.stderr)
+    );
+}
+
+#[test]
+fn ps_watch_refreshes_the_table_in_place_on_a_terminal() {
+    let sandbox = Sandbox::new();
+    let first = sandbox.start("sleep 1000");
+    let terminal = Terminal::start(&sandbox, &["ps", "--watch"]);
+    eventually("a first screen listing the task", || {
+        terminal.screen().contains(&first).then_some(())
+    });
+    let second = sandbox.start("sleep 1000");
+    eventually("a redrawn screen listing the new task", || {
+        let screen = terminal.screen();
+        let last = screen.rsplit("\x1b[H\x1b[2J").next().unwrap_or_default();
+        (last.contains(&first) && last.contains(&second)).then_some(())
+    });
+    let screen = terminal.screen();
+    assert!(
+        screen.matches("\x1b[H\x1b[2J").count() >= 2,
+        "the table is redrawn in place, not appended: {screen:?}"
+    );
+    assert!(screen.contains("STATUS"), "a table header: {screen:?}");
 }
