@@ -33,7 +33,16 @@ pub struct Engine {
     executor: ShellExecutor,
     groups: ProcessGroups,
     mirror: Mirror,
-    changed: Arc<Notify>,
+    activity: Arc<Activity>,
+}
+
+/// What the supervisor's idle check looks at: the tasks not ended yet, as the event stream has
+/// told so far (cheap to ask on every turn of the accept loop, unlike a scan of the registry),
+/// and a wake-up for when a task ends or a client leaves.
+#[derive(Debug, Default)]
+struct Activity {
+    live: Mutex<HashSet<TaskId>>,
+    changed: Notify,
 }
 
 impl Engine {
@@ -53,12 +62,12 @@ impl Engine {
             Arc::clone(&completions),
             Arc::clone(&groups),
         )?;
-        let changed = Arc::new(Notify::new());
+        let activity = Arc::new(Activity::default());
         tokio::spawn(watch_events(
             registry.subscribe(),
             Arc::clone(&registry),
             mirror.clone(),
-            Arc::clone(&changed),
+            Arc::clone(&activity),
         ));
         tokio::spawn(pump_notifications(
             paths.clone(),
@@ -72,11 +81,17 @@ impl Engine {
             executor,
             groups,
             mirror,
-            changed,
+            activity,
         })
     }
 
-    /// How many tasks are not terminal.
+    /// How many tasks are not terminal, from the events received so far: it may lag the
+    /// registry by the events still queued. Constant time; [`Engine::live_tasks`] is exact.
+    pub fn tracked_live_tasks(&self) -> usize {
+        lock(&self.activity.live).len()
+    }
+
+    /// How many tasks are not terminal (a scan of the registry).
     pub fn live_tasks(&self) -> usize {
         self.registry
             .snapshot()
@@ -87,12 +102,12 @@ impl Engine {
 
     /// Resolves when a task ends or a client leaves (a moment to re-check idleness).
     pub async fn changed(&self) {
-        self.changed.notified().await;
+        self.activity.changed.notified().await;
     }
 
     /// Signals [`Engine::changed`].
     pub fn wake(&self) {
-        self.changed.notify_one();
+        self.activity.changed.notify_one();
     }
 
     /// Starts a shell command; returns once its snapshot is on disk. A task that does not
@@ -178,29 +193,45 @@ impl Engine {
     }
 }
 
-/// Mirrors each changed task; wakes the idle check when one ends.
+/// Mirrors each changed task and tracks which are live; wakes the idle check when one ends.
 async fn watch_events(
     mut events: broadcast::Receiver<TaskEvent>,
     registry: Arc<Registry>,
     mirror: Mirror,
-    changed: Arc<Notify>,
+    activity: Arc<Activity>,
 ) {
     loop {
         match events.recv().await {
             Ok(TaskEvent::TaskUpdated { task_id, patch }) => {
                 mirror.write(task_id);
                 if patch.status.is_terminal() {
-                    changed.notify_one();
+                    lock(&activity.live).remove(&task_id);
+                    activity.changed.notify_one();
                 }
             }
-            Ok(TaskEvent::TaskStarted { task_id, .. }) => mirror.write(task_id),
+            Ok(TaskEvent::TaskStarted { task_id, .. }) => {
+                // Only while live: an id left in the set would keep the supervisor from idling.
+                if registry
+                    .get(&task_id)
+                    .is_some_and(|state| !state.status().is_terminal())
+                {
+                    lock(&activity.live).insert(task_id);
+                }
+                mirror.write(task_id);
+            }
             Ok(_) => {}
             Err(broadcast::error::RecvError::Lagged(missed)) => {
                 tracing::warn!("missed {missed} task events: rewriting every snapshot");
-                for state in registry.snapshot() {
+                let states = registry.snapshot();
+                *lock(&activity.live) = states
+                    .iter()
+                    .filter(|state| !state.status().is_terminal())
+                    .map(|state| state.id())
+                    .collect();
+                for state in states {
                     mirror.write(state.id());
                 }
-                changed.notify_one();
+                activity.changed.notify_one();
             }
             Err(broadcast::error::RecvError::Closed) => return,
         }
@@ -355,7 +386,13 @@ struct Mirrored {
 impl Mirrored {
     /// Writes in batches: everything queued is taken at once and each task written once, from
     /// its state at that moment (a burst of transitions costs one write, not one per event).
+    ///
+    /// A snapshot equal to the one last written for its task is not written again: several
+    /// events about one start (registered, running, the start request itself) cost one file.
+    /// Every write replaces a file, and on some filesystems (ext4 without a journal) each
+    /// freed inode slows every later file creation for minutes.
     fn write_loop(&self, requests: &mpsc::Receiver<WriteRequest>) {
+        let mut written = HashMap::new();
         while let Ok(first) = requests.recv() {
             let mut ids = Vec::new();
             let mut seen = HashSet::new();
@@ -371,7 +408,7 @@ impl Mirrored {
                 }
             }
             for id in ids {
-                self.write(id);
+                self.write(id, &mut written);
             }
             for done in flushed {
                 let _ = done.send(());
@@ -379,7 +416,7 @@ impl Mirrored {
         }
     }
 
-    fn write(&self, id: TaskId) {
+    fn write(&self, id: TaskId, written: &mut HashMap<TaskId, Snapshot>) {
         let Some(state) = self.registry.get(&id) else {
             return;
         };
@@ -389,8 +426,14 @@ impl Mirrored {
         } else {
             snapshot.pgid = lock(&self.groups).get(&id).copied();
         }
-        if let Err(e) = snapshot::write(&self.paths, &snapshot) {
-            tracing::error!("cannot mirror {id}: {e}");
+        if written.get(&id) == Some(&snapshot) {
+            return;
+        }
+        match snapshot::write(&self.paths, &snapshot) {
+            Ok(()) => {
+                written.insert(id, snapshot);
+            }
+            Err(e) => tracing::error!("cannot mirror {id}: {e}"),
         }
     }
 }

@@ -35,12 +35,12 @@ impl SupervisorLock {
         }
     }
 
-    /// Records `pid` as the lock holder (the file's whole content).
+    /// Records `pid` as the lock holder (the file's whole content). Not synced to disk: the
+    /// `flock`, not the pid, says whether a supervisor is alive, and no lock survives a reboot.
     pub fn write_pid(&mut self, pid: u32) -> io::Result<()> {
         self.file.set_len(0)?;
         self.file.rewind()?;
-        write!(self.file, "{pid}")?;
-        self.file.sync_data()
+        write!(self.file, "{pid}")
     }
 }
 

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use task_cli::cli::{Cli, Command};
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::LevelFilter;
 
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
@@ -23,14 +25,22 @@ fn main() -> ExitCode {
 }
 
 /// Diagnostics go to stderr: warnings by default (`TASKS_LOG` overrides), info for the
-/// supervisor, whose stderr is its log file.
+/// supervisor, whose stderr is its log file. A filter is parsed only when `TASKS_LOG` is set:
+/// building one costs more than the rest of a short command's start-up work.
 fn init_tracing(supervisor: bool) {
-    let default = if supervisor { "info" } else { "warn" };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TASKS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let default = if supervisor {
+        LevelFilter::INFO
+    } else {
+        LevelFilter::WARN
+    };
+    let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
+        .with_ansi(false);
+    if std::env::var_os("TASKS_LOG").is_some() {
+        let filter =
+            EnvFilter::try_from_env("TASKS_LOG").unwrap_or_else(|_| EnvFilter::new(default.to_string()));
+        builder.with_env_filter(filter).init();
+    } else {
+        builder.with_max_level(default).init();
+    }
 }

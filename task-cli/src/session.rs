@@ -95,10 +95,7 @@ impl Session {
     /// Kills tasks (whole process trees). Unknown ids fail before anything is killed; a task that
     /// already ended is reported as such.
     pub fn kill(&self, ids: &[TaskId]) -> Result<Vec<KillOutcome>> {
-        let tasks = ids
-            .iter()
-            .map(|id| self.task(id))
-            .collect::<Result<Vec<_>>>()?;
+        let tasks = self.tasks_by_id(ids)?;
         let live: Vec<&TaskId> = tasks
             .iter()
             .filter(|t| !t.status.is_terminal())
@@ -143,6 +140,17 @@ impl Session {
         self.reconcile(&mut tasks)?;
         let [task] = tasks;
         Ok(task)
+    }
+
+    /// The tasks `ids`, in that order, reconciled together (one look at the session lock for
+    /// all of them, not one per task).
+    pub fn tasks_by_id(&self, ids: &[TaskId]) -> Result<Vec<Snapshot>> {
+        let mut tasks = ids
+            .iter()
+            .map(|id| snapshot::read(&self.paths, id))
+            .collect::<Result<Vec<_>>>()?;
+        self.reconcile(&mut tasks)?;
+        Ok(tasks)
     }
 
     /// Up to `max_bytes` of output from byte `offset`, and the offset to read from next.
@@ -202,10 +210,7 @@ impl Session {
     ) -> Result<WaitOutcome> {
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
-            let tasks = ids
-                .iter()
-                .map(|id| self.task(id))
-                .collect::<Result<Vec<_>>>()?;
+            let tasks = self.tasks_by_id(ids)?;
             if tasks.iter().all(|t| t.status.is_terminal()) {
                 return Ok(WaitOutcome::Ended(tasks));
             }

@@ -1,6 +1,10 @@
 //! Task state snapshots: `{id}.json`, written by the supervisor on every transition (temp file,
-//! fsync, rename, so a reader sees the old or the new state, never a torn one) and read by every
+//! then rename, so a reader sees the old or the new state, never a torn one) and read by every
 //! other `tasks` process.
+//!
+//! Writes are atomic but not durable: no `fsync`. A snapshot describes processes that do not
+//! survive a power loss either, and a snapshot left saying "running" by a crash is marked failed
+//! on the next look (see [`crate::session`]); ARCHITECTURE.md (task-cli) has the reasoning.
 
 use std::fs;
 use std::io::{ErrorKind, Write};
@@ -76,7 +80,8 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// Replaces the snapshot of `snapshot.id` atomically: temp file, fsync, rename.
+/// Replaces the snapshot of `snapshot.id` atomically: temp file, rename (no `fsync`: see the
+/// module documentation).
 pub fn write(paths: &SessionPaths, snapshot: &Snapshot) -> Result<()> {
     let path = paths.snapshot(&snapshot.id);
     let temp = paths
@@ -91,7 +96,6 @@ pub fn write(paths: &SessionPaths, snapshot: &Snapshot) -> Result<()> {
         .open(&temp)
         .map_err(|e| CliError::io("create", &temp, e))?;
     file.write_all(&body)
-        .and_then(|()| file.sync_all())
         .map_err(|e| CliError::io("write", &temp, e))?;
     fs::rename(&temp, &path).map_err(|e| CliError::io("replace", &path, e))
 }

@@ -94,7 +94,8 @@ async fn serve(paths: &SessionPaths, config: Config) -> Result<()> {
         paths.dir().display()
     );
     loop {
-        let idle = engine.live_tasks() == 0 && clients.load(Ordering::SeqCst) == 0;
+        // The cheap count decides whether to start the idle timer; the exact one whether to exit.
+        let idle = engine.tracked_live_tasks() == 0 && clients.load(Ordering::SeqCst) == 0;
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
