@@ -157,9 +157,8 @@ impl Engine {
 
     async fn started(&self, handle: &TaskHandle) -> Result<TaskId> {
         let id = handle.id();
-        if let Some(pid) = handle.pid().and_then(|pid| i32::try_from(pid).ok()) {
-            lock(&self.groups).insert(id, pid);
-        }
+        let pgid = handle.pid().and_then(|pid| i32::try_from(pid).ok());
+        lock(&self.groups).insert(id, pgid);
         self.mirror.write_now(id).await;
         Ok(id)
     }
@@ -283,9 +282,10 @@ fn drain_with_priority(registry: &Registry) -> Vec<(Priority, Notification)> {
 
 type Completions = Arc<Mutex<HashMap<TaskId, Notice>>>;
 
-/// The process group of each started task (its shell's pid), recorded in snapshots so a reader
-/// can kill the tree of a task whose supervisor died.
-type ProcessGroups = Arc<Mutex<HashMap<TaskId, i32>>>;
+/// The process group of each started task (its shell's pid; `None` for a task without a
+/// process, a WebSocket monitor), recorded in snapshots so a reader can kill the tree of a task
+/// whose supervisor died. A task is in it once its start has been handled.
+type ProcessGroups = Arc<Mutex<HashMap<TaskId, Option<i32>>>>;
 
 fn shell_error(error: ShellError) -> CliError {
     CliError::Supervisor(error.to_string())
@@ -387,10 +387,13 @@ impl Mirrored {
     /// Writes in batches: everything queued is taken at once and each task written once, from
     /// its state at that moment (a burst of transitions costs one write, not one per event).
     ///
-    /// A snapshot equal to the one last written for its task is not written again: several
-    /// events about one start (registered, running, the start request itself) cost one file.
-    /// Every write replaces a file, and on some filesystems (ext4 without a journal) each
-    /// freed inode slows every later file creation for minutes.
+    /// Fewer writes, because every write replaces a file, and on some filesystems (ext4
+    /// without a journal) each freed inode slows every later file creation for minutes:
+    /// - a live task is first written when its start has been handled ([`Engine::started`]
+    ///   records its process group and asks for that write, and the start is answered after
+    ///   it): its `pending` and `running` events, which come while its process is being
+    ///   started, would each cost a file that no reader could ask for yet;
+    /// - a snapshot equal to the one last written for its task is not written again.
     fn write_loop(&self, requests: &mpsc::Receiver<WriteRequest>) {
         let mut written = HashMap::new();
         while let Ok(first) = requests.recv() {
@@ -424,7 +427,10 @@ impl Mirrored {
         if state.status().is_terminal() {
             snapshot.notification = lock(&self.completions).get(&id).cloned();
         } else {
-            snapshot.pgid = lock(&self.groups).get(&id).copied();
+            let Some(&pgid) = lock(&self.groups).get(&id) else {
+                return; // not started yet: its start asks for the first write
+            };
+            snapshot.pgid = pgid;
         }
         if written.get(&id) == Some(&snapshot) {
             return;

@@ -37,8 +37,8 @@ fn init_tracing(supervisor: bool) {
         .with_writer(std::io::stderr)
         .with_ansi(false);
     if std::env::var_os("TASKS_LOG").is_some() {
-        let filter =
-            EnvFilter::try_from_env("TASKS_LOG").unwrap_or_else(|_| EnvFilter::new(default.to_string()));
+        let filter = EnvFilter::try_from_env("TASKS_LOG")
+            .unwrap_or_else(|_| EnvFilter::new(default.to_string()));
         builder.with_env_filter(filter).init();
     } else {
         builder.with_max_level(default).init();
