@@ -76,7 +76,11 @@ impl Root {
 
     fn run(&self, args: &[&str]) -> String {
         let output = self.command().args(args).output().unwrap();
-        assert!(output.status.success(), "tasks {args:?}: {:?}", output.status);
+        assert!(
+            output.status.success(),
+            "tasks {args:?}: {:?}",
+            output.status
+        );
         String::from_utf8(output.stdout).unwrap()
     }
 
@@ -153,8 +157,20 @@ fn run_latency(tasks: &Path, n: usize) {
         }));
         baseline.push(time(|| sh("true")));
     }
-    report("run_latency (warm)", median(ours), "sh -c true", median(baseline.clone()), "");
-    report("run_latency (cold)", median(cold), "sh -c true", median(baseline), "");
+    report(
+        "run_latency (warm)",
+        median(ours),
+        "sh -c true",
+        median(baseline.clone()),
+        "",
+    );
+    report(
+        "run_latency (cold)",
+        median(cold),
+        "sh -c true",
+        median(baseline),
+        "",
+    );
 }
 
 fn run_200_then_wait(tasks: &Path, samples: usize) {
@@ -201,11 +217,22 @@ fn tail_1gib(tasks: &Path, n: usize) {
             assert_eq!(out.lines().count(), 5);
         }));
         baseline.push(time(|| {
-            let out = Command::new("tail").arg("-n").arg("5").arg(&output).output().unwrap();
+            let out = Command::new("tail")
+                .arg("-n")
+                .arg("5")
+                .arg(&output)
+                .output()
+                .unwrap();
             assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 5);
         }));
     }
-    report("tail_1gib", median(ours), "tail -n 5", median(baseline), "(target ≤ 1.5×)");
+    report(
+        "tail_1gib",
+        median(ours),
+        "tail -n 5",
+        median(baseline),
+        "(target ≤ 1.5×)",
+    );
     std::fs::remove_file(output).unwrap();
 }
 

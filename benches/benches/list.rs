@@ -28,7 +28,8 @@ fn fast() -> StoreConfig {
 fn list_with_tasks(root: &Path, n: u64) -> TaskList {
     let list = TaskList::open(root, "bench", fast()).unwrap();
     for i in 0..n {
-        list.create(&CreateRequest::new(format!("task {i}"), "benchmark task")).unwrap();
+        list.create(&CreateRequest::new(format!("task {i}"), "benchmark task"))
+            .unwrap();
     }
     list
 }
@@ -60,9 +61,15 @@ fn create(c: &mut Criterion) {
     let root = tempfile::tempdir().unwrap();
     let list = TaskList::open(root.path(), "bench", fast()).unwrap();
     group.bench_function("create_one_growing_to_10k", |b| {
-        b.iter(|| list.create(&CreateRequest::new("task", "benchmark task")).unwrap())
+        b.iter(|| {
+            list.create(&CreateRequest::new("task", "benchmark task"))
+                .unwrap()
+        })
     });
-    eprintln!("list_create: the list holds {} tasks", list.snapshot().unwrap().tasks.len());
+    eprintln!(
+        "list_create: the list holds {} tasks",
+        list.snapshot().unwrap().tasks.len()
+    );
     let durable = TaskList::open(root.path(), "durable", StoreConfig::default()).unwrap();
     group.bench_function("create_one_durable", |b| {
         b.iter(|| durable.create(&CreateRequest::new("t", "d")).unwrap())
@@ -94,12 +101,18 @@ fn ready(c: &mut Criterion) {
     let root = tempfile::tempdir().unwrap();
     let start = Instant::now();
     let list = list_with_tasks(root.path(), TASKS);
-    eprintln!("list_ready setup: created {TASKS} tasks in {:.2?}", start.elapsed());
+    eprintln!(
+        "list_ready setup: created {TASKS} tasks in {:.2?}",
+        start.elapsed()
+    );
     let start = Instant::now();
     for (blocked, blocker) in edges(TASKS).take(TASKS as usize) {
         add_edge(&list, blocked, blocker);
     }
-    eprintln!("list_ready setup: added {TASKS} edges in {:.2?}", start.elapsed());
+    eprintln!(
+        "list_ready setup: added {TASKS} edges in {:.2?}",
+        start.elapsed()
+    );
     let mut group = c.benchmark_group("list_ready");
     group.sample_size(20);
     // Warm: the handle has parsed every file before and only `stat`s them (once settled;
@@ -114,7 +127,11 @@ fn ready(c: &mut Criterion) {
     });
     let snapshot = list.snapshot().unwrap();
     group.bench_function("ready_report_only_10k", |b| {
-        b.iter_batched(|| snapshot.clone(), task_list::ready_report, BatchSize::LargeInput)
+        b.iter_batched(
+            || snapshot.clone(),
+            task_list::ready_report,
+            BatchSize::LargeInput,
+        )
     });
     group.finish();
 }
@@ -124,29 +141,32 @@ fn claims(c: &mut Criterion) {
     group.sample_size(10);
     for processes in [1_u64, 8] {
         group.throughput(Throughput::Elements(processes * CLAIM_TASKS));
-        group.bench_function(format!("claim_{CLAIM_TASKS}_tasks_{processes}_processes"), |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let root = tempfile::tempdir().unwrap();
-                    list_with_tasks(root.path(), CLAIM_TASKS);
-                    let start = Instant::now();
-                    let mut workers: Vec<_> = (0..processes)
-                        .map(|w| {
-                            Command::new(std::env::current_exe().unwrap())
-                                .env(WORKER_ENV, format!("{}|w{w}", root.path().display()))
-                                .spawn()
-                                .unwrap()
-                        })
-                        .collect();
-                    for worker in &mut workers {
-                        assert!(worker.wait().unwrap().success());
+        group.bench_function(
+            format!("claim_{CLAIM_TASKS}_tasks_{processes}_processes"),
+            |b| {
+                b.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        let root = tempfile::tempdir().unwrap();
+                        list_with_tasks(root.path(), CLAIM_TASKS);
+                        let start = Instant::now();
+                        let mut workers: Vec<_> = (0..processes)
+                            .map(|w| {
+                                Command::new(std::env::current_exe().unwrap())
+                                    .env(WORKER_ENV, format!("{}|w{w}", root.path().display()))
+                                    .spawn()
+                                    .unwrap()
+                            })
+                            .collect();
+                        for worker in &mut workers {
+                            assert!(worker.wait().unwrap().success());
+                        }
+                        total += start.elapsed();
                     }
-                    total += start.elapsed();
-                }
-                total
-            });
-        });
+                    total
+                });
+            },
+        );
     }
     group.finish();
 }

@@ -25,7 +25,10 @@ use tokio::runtime::Runtime;
 const GIB: u64 = 1024 * 1024 * 1024;
 
 fn runtime() -> Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 /// Runs `command` as a background task to completion; returns the handle for cleanup.
@@ -58,7 +61,11 @@ fn spawn_to_completed(c: &mut Criterion) {
     });
     group.bench_function("direct_sh_c_true", |b| {
         b.iter(|| {
-            let status = Command::new("/bin/sh").args(["-c", "true"]).stdin(Stdio::null()).status().unwrap();
+            let status = Command::new("/bin/sh")
+                .args(["-c", "true"])
+                .stdin(Stdio::null())
+                .status()
+                .unwrap();
             assert!(status.success());
         });
     });
@@ -106,7 +113,11 @@ fn write_1gib(c: &mut Criterion) {
 /// `sh -c '{command} > {target}'`: the shell opens the file and the command writes to it.
 fn redirect_to_file(command: &str, target: &Path) {
     let script = format!("{command} > '{}'", target.display());
-    let status = Command::new("/bin/sh").args(["-c", &script]).stdin(Stdio::null()).status().unwrap();
+    let status = Command::new("/bin/sh")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .status()
+        .unwrap();
     assert!(status.success());
 }
 

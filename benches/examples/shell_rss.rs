@@ -30,10 +30,15 @@ async fn main() {
     let before = status_kib("VmRSS:");
     let mut tasks = Vec::with_capacity(TASKS);
     for _ in 0..TASKS {
-        let request = ShellRequest::new(CommandSpec::new("sleep 300").unwrap(), "sleeper").background(true);
+        let request =
+            ShellRequest::new(CommandSpec::new("sleep 300").unwrap(), "sleeper").background(true);
         tasks.push(executor.spawn(request).unwrap());
     }
-    let running = registry.snapshot().iter().filter(|s| s.status() == TaskStatus::Running).count();
+    let running = registry
+        .snapshot()
+        .iter()
+        .filter(|s| s.status() == TaskStatus::Running)
+        .count();
     assert_eq!(running, TASKS);
     let peak = status_kib("VmHWM:");
 
@@ -45,6 +50,12 @@ async fn main() {
     }
     println!("tasks: {TASKS} concurrent `sleep 300`");
     println!("VmRSS before spawning: {:.1} MiB", before as f64 / 1024.0);
-    println!("VmHWM with {TASKS} running: {:.1} MiB", peak as f64 / 1024.0);
-    println!("VmHWM at exit: {:.1} MiB", status_kib("VmHWM:") as f64 / 1024.0);
+    println!(
+        "VmHWM with {TASKS} running: {:.1} MiB",
+        peak as f64 / 1024.0
+    );
+    println!(
+        "VmHWM at exit: {:.1} MiB",
+        status_kib("VmHWM:") as f64 / 1024.0
+    );
 }
