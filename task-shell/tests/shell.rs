@@ -467,6 +467,12 @@ fn a_child_dies_with_the_thread_that_supervised_it() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let raw = rustix::process::Pid::from_raw(pid as i32).unwrap();
+    // The signal reaches the shell only: its own `sleep` child lives on in the shell's process
+    // group (the supervisor's tree kill is what reaches descendants). Leave nothing behind.
+    match rustix::process::kill_process_group(raw, rustix::process::Signal::KILL) {
+        Ok(()) | Err(rustix::io::Errno::SRCH) => {}
+        Err(error) => panic!("killing the orphaned group: {error}"),
+    }
     match rustix::process::waitpid(Some(raw), rustix::process::WaitOptions::NOHANG) {
         Ok(Some((_, status))) => assert_eq!(status.terminating_signal(), Some(9)),
         Ok(None) | Err(rustix::io::Errno::CHILD) => {}
