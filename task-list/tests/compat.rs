@@ -146,18 +146,7 @@ fn a_held_reference_lock_is_respected_and_a_stale_one_taken_over() {
     let root = tempfile::tempdir().unwrap();
     let patient = open(root.path());
     create(&patient, "a");
-    let impatient = TaskList::open(
-        root.path(),
-        "list",
-        StoreConfig {
-            lock: LockConfig {
-                retries: 2,
-                ..fast_config().lock
-            },
-            ..fast_config()
-        },
-    )
-    .unwrap();
+    let impatient = open_impatient(root.path());
     // The reference holds 1.json's lock (fresh mtime): we must not write 1.json.
     let lock = patient.dir().join("1.json.lock");
     std::fs::create_dir(&lock).unwrap();
@@ -191,18 +180,7 @@ fn a_held_reference_lock_is_respected_and_a_stale_one_taken_over() {
 #[test]
 fn a_torn_reference_write_is_reread_under_its_lock_before_being_called_corrupt() {
     let root = tempfile::tempdir().unwrap();
-    let list = TaskList::open(
-        root.path(),
-        "list",
-        StoreConfig {
-            lock: LockConfig {
-                retries: 2,
-                ..fast_config().lock
-            },
-            ..fast_config()
-        },
-    )
-    .unwrap();
+    let list = open_impatient(root.path());
     create(&list, "a");
     let good = std::fs::read(list.dir().join("1.json")).unwrap();
     // The reference is mid-write: half a file, its lock held. We wait for the lock rather than
@@ -219,4 +197,16 @@ fn a_torn_reference_write_is_reread_under_its_lock_before_being_called_corrupt()
     }
     std::fs::write(list.dir().join("1.json"), &good).unwrap();
     assert_eq!(list.get(id(1)).unwrap().unwrap().subject, "a");
+}
+
+/// A handle that gives up on a held lock after two retries instead of thirty.
+fn open_impatient(root: &std::path::Path) -> TaskList {
+    let config = StoreConfig {
+        lock: LockConfig {
+            retries: 2,
+            ..fast_config().lock
+        },
+        ..fast_config()
+    };
+    TaskList::open(root, "list", config).unwrap()
 }
