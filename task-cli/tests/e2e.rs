@@ -465,7 +465,10 @@ fn bad_ids_get_clear_errors_with_distinct_exit_codes() {
 
 #[test]
 fn racing_starters_converge_on_one_detached_supervisor_that_exits_when_idle() {
-    let sandbox = Sandbox::with_env(&[("TASKS_IDLE_EXIT_MS", "300")]);
+    // Long enough idle time that the winner outlives the losers' patience for the lock (500 ms):
+    // a shorter one lets a loser take over from an idle winner, which is correct but would make
+    // the pid checks below race with that hand-over.
+    let sandbox = Sandbox::with_env(&[("TASKS_IDLE_EXIT_MS", "2000")]);
     let starters: Vec<_> = (0..6)
         .map(|_| {
             sandbox
@@ -493,11 +496,19 @@ fn racing_starters_converge_on_one_detached_supervisor_that_exits_when_idle() {
             })
             .collect::<Vec<_>>()
     };
-    let supervisor = eventually("exactly one supervisor", || match supervisors()[..] {
-        [one] => Some(one),
-        _ => None,
-    });
-    assert_eq!(supervisor, sandbox.supervisor_pid());
+    // The lock file names its holder once the holder has written it: wait for both to agree.
+    let named = || {
+        let text = std::fs::read_to_string(sandbox.session_dir().join("supervisor.lock")).ok()?;
+        text.trim().parse::<i32>().ok()
+    };
+    let supervisor =
+        eventually(
+            "exactly one supervisor, named in the lock file",
+            || match supervisors()[..] {
+                [one] if named() == Some(one) => Some(one),
+                _ => None,
+            },
+        );
     let stat = std::fs::read_to_string(format!("/proc/{supervisor}/stat")).unwrap();
     let fields: Vec<&str> = stat
         .rsplit_once(')')
