@@ -83,8 +83,9 @@ impl TasksServer {
         into_response(shell::task_stop(&self.context, input).await)
     }
 
-    /// Starts a background watch: every line the command prints on stdout is delivered as an
-    /// event notification, until the command exits, the timeout passes, or TaskStop.
+    /// Starts a background watch: every line the command prints on stdout, or every message the
+    /// WebSocket (ws) sends, is delivered as an event notification, until the command exits or
+    /// the socket closes, the timeout passes, or TaskStop.
     #[tool(name = "Monitor", output_schema = rmcp::handler::server::tool::schema_for_output::<MonitorOutput>())]
     async fn monitor(
         &self,
