@@ -24,8 +24,9 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
 /// A connection closed before any answer (a supervisor that was exiting for idleness as the
 /// client connected) is retried once on a fresh supervisor.
 pub fn send(paths: &SessionPaths, config: &Config, request: &Request) -> Result<Response> {
-    let line = serde_json::to_string(request)
+    let mut line = serde_json::to_string(request)
         .map_err(|e| CliError::Supervisor(format!("cannot encode request: {e}")))?;
+    line.push('\n'); // one write: the supervisor wakes once per request
     match exchange(connect_or_start(paths, config)?, &line, paths)? {
         Some(response) => Ok(response),
         None => exchange(connect_or_start(paths, config)?, &line, paths)?.ok_or_else(|| {
@@ -40,10 +41,7 @@ fn exchange(mut stream: UnixStream, line: &str, paths: &SessionPaths) -> Result<
     stream
         .set_read_timeout(Some(RESPONSE_TIMEOUT))
         .map_err(io_err)?;
-    match stream
-        .write_all(line.as_bytes())
-        .and_then(|()| stream.write_all(b"\n"))
-    {
+    match stream.write_all(line.as_bytes()) {
         Ok(()) => {}
         Err(e) if is_disconnect(e.kind()) => return Ok(None),
         Err(e) => return Err(io_err(e)),

@@ -110,9 +110,12 @@ impl Engine {
         self.activity.changed.notify_one();
     }
 
-    /// Starts a shell command; returns once its snapshot is on disk. A task that does not
-    /// notify runs in the foreground (finished silently) and its completion latch is set before
-    /// its id is returned, so no reader ever delivers it (not even as an orphan).
+    /// Starts a shell command; returns once its `pending` snapshot is on disk, and spawns its
+    /// process after that (so the caller gets the id without waiting for the `fork` and `exec`;
+    /// a spawn that fails ends the task `failed`, as the reference's asynchronous spawn errors
+    /// do). A task that does not notify runs in the foreground (finished silently) and its
+    /// completion latch is set before its id is returned, so no reader ever delivers it (not
+    /// even as an orphan).
     pub async fn start_shell(&self, start: StartShell) -> Result<TaskId> {
         let mut request = ShellRequest::new(
             command_spec(&start.command, start.cwd.as_deref())?,
@@ -122,14 +125,26 @@ impl Engine {
         request.timeout = start.timeout_ms.map(Duration::from_millis);
         request.agent_id = start.agent_id;
         request.tool_use_id = start.tool_use_id;
-        let handle = self.executor.spawn(request).map_err(shell_error)?;
+        let pending = self.executor.register(request).map_err(shell_error)?;
+        let id = pending.id();
         if !start.notify
-            && let Err(e) = notice::mark_notified(&self.paths, &handle.id())
+            && let Err(e) = notice::mark_notified(&self.paths, &id)
         {
             // It still finishes silently; only a dead supervisor's orphan could notify.
-            tracing::warn!("cannot mark {} notified: {e}", handle.id());
+            tracing::warn!("cannot mark {id} notified: {e}");
         }
-        self.started(&handle).await
+        lock(&self.groups).insert(id, None);
+        self.mirror.write_now(id).await;
+        let (groups, mirror) = (Arc::clone(&self.groups), self.mirror.clone());
+        // On a worker thread, which lives as long as the runtime (the parent-death signal
+        // follows the thread that forks).
+        tokio::spawn(async move {
+            match pending.start() {
+                Ok(handle) => record_process_group(&groups, &mirror, &handle),
+                Err(e) => tracing::warn!("{id} did not start: {e}"),
+            }
+        });
+        Ok(id)
     }
 
     /// Starts a monitor of a command or a WebSocket; returns once its snapshot is on disk.
@@ -157,9 +172,8 @@ impl Engine {
 
     async fn started(&self, handle: &TaskHandle) -> Result<TaskId> {
         let id = handle.id();
-        let pgid = handle.pid().and_then(|pid| i32::try_from(pid).ok());
-        lock(&self.groups).insert(id, pgid);
-        self.mirror.write_now(id).await;
+        record_process_group(&self.groups, &self.mirror, handle);
+        self.mirror.flush_task(id).await;
         Ok(id)
     }
 
@@ -282,10 +296,17 @@ fn drain_with_priority(registry: &Registry) -> Vec<(Priority, Notification)> {
 
 type Completions = Arc<Mutex<HashMap<TaskId, Notice>>>;
 
-/// The process group of each started task (its shell's pid; `None` for a task without a
-/// process, a WebSocket monitor), recorded in snapshots so a reader can kill the tree of a task
-/// whose supervisor died. A task is in it once its start has been handled.
+/// The process group of each task (its shell's pid; `None` for a task without a process yet,
+/// or ever: a WebSocket monitor), recorded in snapshots so a reader can kill the tree of a task
+/// whose supervisor died. A task is in it once its start is being handled.
 type ProcessGroups = Arc<Mutex<HashMap<TaskId, Option<i32>>>>;
+
+/// Records a started task's process group and asks for a snapshot that carries it.
+fn record_process_group(groups: &ProcessGroups, mirror: &Mirror, handle: &TaskHandle) {
+    let pgid = handle.pid().and_then(|pid| i32::try_from(pid).ok());
+    lock(groups).insert(handle.id(), pgid);
+    mirror.write(handle.id());
+}
 
 fn shell_error(error: ShellError) -> CliError {
     CliError::Supervisor(error.to_string())
@@ -369,9 +390,14 @@ impl Mirror {
         futures_util::future::join_all(self.senders.iter().map(Self::flush_writer)).await;
     }
 
+    /// Waits until every write queued for `id` so far is done.
+    async fn flush_task(&self, id: TaskId) {
+        Self::flush_writer(self.writer(id)).await;
+    }
+
     async fn write_now(&self, id: TaskId) {
         self.write(id);
-        Self::flush_writer(self.writer(id)).await;
+        self.flush_task(id).await;
     }
 }
 
@@ -389,10 +415,10 @@ impl Mirrored {
     ///
     /// Fewer writes, because every write replaces a file, and on some filesystems (ext4
     /// without a journal) each freed inode slows every later file creation for minutes:
-    /// - a live task is first written when its start has been handled ([`Engine::started`]
-    ///   records its process group and asks for that write, and the start is answered after
-    ///   it): its `pending` and `running` events, which come while its process is being
-    ///   started, would each cost a file that no reader could ask for yet;
+    /// - a live task is first written when its start is handled (the engine puts it in the
+    ///   process groups and asks for that write, and the start is answered after it): the
+    ///   events that come before, while it is being registered, would each cost a file that no
+    ///   reader could ask for yet;
     /// - a snapshot equal to the one last written for its task is not written again.
     fn write_loop(&self, requests: &mpsc::Receiver<WriteRequest>) {
         let mut written = HashMap::new();

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use task_core::{
@@ -18,6 +19,7 @@ use crate::config::ShellConfig;
 use crate::error::ShellError;
 use crate::monitor::supervisor::{LiveSource, MonitorRun};
 use crate::monitor::{MonitorRequest, MonitorSource};
+use crate::process::CommandSpec;
 use crate::shell::ShellRequest;
 use crate::shell::supervisor::ShellRun;
 use crate::supervise::{Control, Outcome, Supervisors};
@@ -68,7 +70,8 @@ impl ShellExecutor {
     }
 
     /// Starts a shell command (SPEC §5): registers it `pending`, spawns it, marks it `running`
-    /// and supervises it until it ends.
+    /// and supervises it until it ends. Same as [`register`](Self::register) then
+    /// [`PendingShell::start`].
     ///
     /// Must be called inside a tokio runtime, from a worker thread or another long-lived thread
     /// (not from `spawn_blocking`; see [`CommandSpec::spawn`](crate::process::CommandSpec::spawn)).
@@ -78,6 +81,17 @@ impl ShellExecutor {
     /// when the output file cannot be created; [`ShellError::Spawn`] when the shell cannot
     /// start (the task is then `failed` with exit code 1).
     pub fn spawn(&self, request: ShellRequest) -> Result<TaskHandle, ShellError> {
+        self.register(request)?.start()
+    }
+
+    /// Registers a shell command `pending` and creates its output file, without starting its
+    /// process: the id can be handed out (and the task listed or killed) before the spawn is
+    /// paid for. Start it with [`PendingShell::start`]; dropping it unstarted ends it `failed`.
+    ///
+    /// # Errors
+    /// [`ShellError::MissingWorkingDir`] before anything is registered; [`ShellError::Output`]
+    /// when the output file cannot be created.
+    pub fn register(&self, request: ShellRequest) -> Result<PendingShell, ShellError> {
         let ShellRequest {
             spec,
             description,
@@ -95,37 +109,12 @@ impl ShellExecutor {
             exit_code: None,
         };
         let prepared = self.prepare(TaskType::LocalBash, description, tool_use_id, shell)?;
-        let (stdout, stderr) = child_stdio(&prepared.output)?;
-        let mut child = prepared.start(&self.book, || spec.spawn(stdout, stderr))?;
-        let Prepared {
-            id,
-            output,
-            control,
-        } = prepared;
-        let pid = child.id();
-        let stdin = child.stdin.take();
-        let (outcome, watcher) = watch::channel(None);
-        let run = ShellRun {
-            id,
-            child,
-            pid: pid.unwrap_or_default(),
-            output: output.clone(),
+        Ok(PendingShell {
+            executor: self.clone(),
+            spec,
+            background,
             timeout,
-            backgrounded: background,
-            control,
-            outcome,
-        };
-        tokio::spawn(run.supervise(
-            self.book.clone(),
-            Arc::clone(&self.config),
-            Arc::clone(&self.supervisors),
-        ));
-        Ok(TaskHandle {
-            id,
-            output,
-            pid,
-            stdin,
-            outcome: watcher,
+            prepared,
         })
     }
 
@@ -160,8 +149,7 @@ impl ShellExecutor {
         let (live, pid) = match source {
             MonitorSource::Command(spec) => {
                 let (_, stderr) = child_stdio(&prepared.output)?;
-                let mut child =
-                    prepared.start(&self.book, || spec.spawn(Stdio::piped(), stderr))?;
+                let mut child = prepared.start(|| spec.spawn(Stdio::piped(), stderr))?;
                 let pid = child.id();
                 let stdout = child
                     .stdout
@@ -177,15 +165,11 @@ impl ShellExecutor {
                 )
             }
             MonitorSource::WebSocket(target) => {
-                self.book.mark_running(&prepared.id);
+                prepared.mark_running();
                 (LiveSource::Socket(target), None)
             }
         };
-        let Prepared {
-            id,
-            output,
-            control,
-        } = prepared;
+        let (id, output, control) = prepared.hand_over();
         let (outcome, watcher) = watch::channel(None);
         let run = MonitorRun {
             id,
@@ -266,6 +250,78 @@ impl ShellExecutor {
             id,
             output,
             control,
+            guard: PendingGuard {
+                id,
+                book: self.book.clone(),
+                supervisors: Arc::clone(&self.supervisors),
+                armed: true,
+            },
+        })
+    }
+}
+
+/// A shell task registered `pending` whose process is not started yet; see
+/// [`ShellExecutor::register`].
+#[derive(Debug)]
+#[must_use = "a pending task that is never started ends failed"]
+pub struct PendingShell {
+    executor: ShellExecutor,
+    spec: CommandSpec,
+    background: bool,
+    timeout: Option<Duration>,
+    prepared: Prepared,
+}
+
+impl PendingShell {
+    /// The task's id (already in the registry, `pending`).
+    pub fn id(&self) -> TaskId {
+        self.prepared.id
+    }
+
+    /// Spawns the process, marks the task `running` and supervises it until it ends.
+    ///
+    /// Call it from a tokio worker thread or another long-lived thread (see
+    /// [`CommandSpec::spawn`]).
+    ///
+    /// # Errors
+    /// [`ShellError::Output`] when the output file cannot be opened for the child;
+    /// [`ShellError::Spawn`] when the shell cannot start. Either way the task is then `failed`
+    /// with exit code 1.
+    pub fn start(self) -> Result<TaskHandle, ShellError> {
+        let Self {
+            executor,
+            spec,
+            background,
+            timeout,
+            prepared,
+        } = self;
+        let (stdout, stderr) = child_stdio(&prepared.output)?;
+        let mut child = prepared.start(|| spec.spawn(stdout, stderr))?;
+        let pid = child.id();
+        let stdin = child.stdin.take();
+        let (id, output, control) = prepared.hand_over();
+        let (outcome, watcher) = watch::channel(None);
+        let run = ShellRun {
+            id,
+            child,
+            pid: pid.unwrap_or_default(),
+            output: output.clone(),
+            timeout,
+            backgrounded: background,
+            control,
+            outcome,
+        };
+        tokio::spawn(run.supervise(
+            executor.book.clone(),
+            Arc::clone(&executor.config),
+            Arc::clone(&executor.supervisors),
+        ));
+        Ok(TaskHandle {
+            id,
+            output,
+            pid,
+            stdin,
+            outcome: watcher,
         })
     }
 }
@@ -276,24 +332,55 @@ struct Prepared {
     id: TaskId,
     output: PathBuf,
     control: tokio::sync::mpsc::Receiver<Control>,
+    guard: PendingGuard,
 }
 
 impl Prepared {
-    /// Starts the process: `running` on success, `failed` (exit 1) on error.
+    /// Starts the process and marks the task `running`. On error the task ends `failed`
+    /// (exit 1) when `self` is dropped.
     fn start(
         &self,
-        book: &Book,
         spawn: impl FnOnce() -> Result<Child, ShellError>,
     ) -> Result<Child, ShellError> {
-        match spawn() {
-            Ok(child) => {
-                book.mark_running(&self.id);
-                Ok(child)
-            }
-            Err(error) => {
-                book.mark_spawn_failed(&self.id);
-                Err(error)
-            }
+        let child = spawn()?;
+        self.mark_running();
+        Ok(child)
+    }
+
+    /// Records that the task's source is live.
+    fn mark_running(&self) {
+        self.guard.book.mark_running(&self.id);
+    }
+
+    /// Gives the id, output path and control channel to the task's supervisor, which from now
+    /// on records how the task ends.
+    fn hand_over(self) -> (TaskId, PathBuf, tokio::sync::mpsc::Receiver<Control>) {
+        let Self {
+            id,
+            output,
+            control,
+            mut guard,
+        } = self;
+        guard.armed = false;
+        (id, output, control)
+    }
+}
+
+/// Ends a prepared task `failed` (exit 1) and closes its control channel if it is dropped before
+/// a supervisor takes over, so no error on the way leaves a task `pending` forever.
+#[derive(Debug)]
+struct PendingGuard {
+    id: TaskId,
+    book: Book,
+    supervisors: Arc<Supervisors>,
+    armed: bool,
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            self.book.mark_spawn_failed(&self.id);
+            self.supervisors.close(&self.id);
         }
     }
 }

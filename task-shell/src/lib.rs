@@ -58,5 +58,5 @@ pub mod watchdog;
 pub use book::monitor_event_summary;
 pub use config::ShellConfig;
 pub use error::ShellError;
-pub use executor::{ShellExecutor, TaskHandle};
+pub use executor::{PendingShell, ShellExecutor, TaskHandle};
 pub use supervise::Outcome;

@@ -479,3 +479,72 @@ fn a_child_dies_with_the_thread_that_supervised_it() {
         Err(error) => panic!("waitpid: {error}"),
     }
 }
+
+#[tokio::test]
+async fn a_registered_task_is_pending_with_its_output_file_until_started() {
+    let fx = Fixture::new(ShellConfig::default());
+    let pending = fx.executor.register(bg("echo started", "later")).unwrap();
+    let id = pending.id();
+    let state = fx.state(&id);
+    assert_eq!(state.status(), TaskStatus::Pending);
+    assert_eq!(std::fs::read(&state.base.output_file).unwrap(), b"");
+    let mut task = pending.start().unwrap();
+    assert_eq!(task.id(), id);
+    let outcome = task.wait().await.unwrap();
+    assert_eq!(
+        (outcome.status, outcome.exit_code),
+        (TaskStatus::Completed, 0)
+    );
+    assert_eq!(output_of(&task), "started\n");
+}
+
+#[tokio::test]
+async fn a_registered_task_dropped_unstarted_ends_failed_silently() {
+    let fx = Fixture::new(ShellConfig::default());
+    let pending = fx.executor.register(bg("true", "never")).unwrap();
+    let id = pending.id();
+    drop(pending);
+    let state = fx.state(&id);
+    assert_eq!(state.status(), TaskStatus::Failed);
+    assert_eq!(fx.exit_code(&id), Some(1));
+    assert!(
+        state.base.notified,
+        "whoever dropped it knows; no notification"
+    );
+    assert!(fx.registry.notifications().is_empty());
+    assert!(
+        matches!(
+            fx.executor.kill(&id).await,
+            Err(ShellError::AlreadyFinished { .. })
+        ),
+        "no control channel is left behind"
+    );
+}
+
+#[tokio::test]
+async fn a_kill_sent_while_pending_kills_the_process_once_started() {
+    let fx = Fixture::new(ShellConfig::default());
+    let pending = fx.executor.register(bg("sleep 300", "doomed")).unwrap();
+    let id = pending.id();
+    let executor = fx.executor.clone();
+    let kill = tokio::spawn(async move { executor.kill(&id).await });
+    tokio::task::yield_now().await;
+    assert!(
+        !kill.is_finished(),
+        "the kill waits for the task's supervisor"
+    );
+    assert_eq!(fx.state(&id).status(), TaskStatus::Pending);
+    let mut task = pending.start().unwrap();
+    let pid = task.pid().unwrap();
+    tokio::time::timeout(DEADLINE, kill)
+        .await
+        .expect("the kill completes once the supervisor runs")
+        .unwrap()
+        .unwrap();
+    let outcome = task.wait().await.unwrap();
+    assert_eq!(
+        (outcome.status, outcome.exit_code),
+        (TaskStatus::Killed, 137)
+    );
+    assert!(!is_alive(pid));
+}
