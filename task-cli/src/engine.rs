@@ -2,9 +2,8 @@
 //! that writes every task's state to its snapshot file and every notification to where readers
 //! claim it.
 //!
-//! Snapshot writes run on a few writer threads; each task always goes to the same one, which
-//! writes from the registry's *current* state of the task (so two quick transitions can never be
-//! written out of order).
+//! Snapshot writes run on one writer thread, which writes from the registry's *current* state
+//! of a task (so two quick transitions can never be written out of order).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
@@ -173,7 +172,7 @@ impl Engine {
     async fn started(&self, handle: &TaskHandle) -> Result<TaskId> {
         let id = handle.id();
         record_process_group(&self.groups, &self.mirror, handle);
-        self.mirror.flush_task(id).await;
+        self.mirror.flush().await;
         Ok(id)
     }
 
@@ -321,14 +320,16 @@ enum WriteRequest {
     Flush(oneshot::Sender<()>),
 }
 
-/// The handles of the writer threads.
+/// The handle of the snapshot writer thread.
+///
+/// One thread: every snapshot is a file created in the same directory, and file creations in
+/// one directory are serialized by the kernel anyway (on ext4, several writers spent their time
+/// spinning on the directory's lock: one writer used 10-25 % less supervisor CPU than four in
+/// the 200-run loop of `benches/benches/cli.rs`).
 #[derive(Clone)]
 struct Mirror {
-    senders: Arc<[mpsc::Sender<WriteRequest>]>,
+    sender: mpsc::Sender<WriteRequest>,
 }
-
-/// How many snapshot writer threads a supervisor runs.
-const WRITER_THREADS: usize = 4;
 
 impl std::fmt::Debug for Mirror {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -337,67 +338,42 @@ impl std::fmt::Debug for Mirror {
 }
 
 impl Mirror {
-    /// Starts [`WRITER_THREADS`] writers; a task always goes to the same one, so its writes stay
-    /// in order while fsyncs of different tasks overlap.
+    /// Starts the writer thread.
     fn spawn(
         paths: SessionPaths,
         registry: Arc<Registry>,
         completions: Completions,
         groups: ProcessGroups,
     ) -> Result<Self> {
-        let state = Arc::new(Mirrored {
+        let state = Mirrored {
             paths,
             registry,
             completions,
             groups,
-        });
-        let senders = (0..WRITER_THREADS)
-            .map(|n| {
-                let (sender, receiver) = mpsc::channel();
-                let state = Arc::clone(&state);
-                std::thread::Builder::new()
-                    .name(format!("snapshot-writer-{n}"))
-                    .spawn(move || state.write_loop(&receiver))
-                    .map(|_| sender)
-                    .map_err(|e| CliError::io("start", "the snapshot writer", e))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Self {
-            senders: senders.into(),
-        })
-    }
-
-    fn writer(&self, id: TaskId) -> &mpsc::Sender<WriteRequest> {
-        let mut hasher = std::hash::DefaultHasher::new();
-        std::hash::Hash::hash(&id, &mut hasher);
-        let shard = std::hash::Hasher::finish(&hasher) as usize % self.senders.len();
-        &self.senders[shard]
+        };
+        let (sender, receiver) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("snapshot-writer".into())
+            .spawn(move || state.write_loop(&receiver))
+            .map_err(|e| CliError::io("start", "the snapshot writer", e))?;
+        Ok(Self { sender })
     }
 
     fn write(&self, id: TaskId) {
-        let _ = self.writer(id).send(WriteRequest::Write(id));
+        let _ = self.sender.send(WriteRequest::Write(id));
     }
 
-    /// Waits until every write queued on `writer` so far is done.
-    async fn flush_writer(writer: &mpsc::Sender<WriteRequest>) {
+    /// Waits until every write asked for so far is done.
+    async fn flush(&self) {
         let (done, flushed) = oneshot::channel();
-        if writer.send(WriteRequest::Flush(done)).is_ok() {
+        if self.sender.send(WriteRequest::Flush(done)).is_ok() {
             let _ = flushed.await;
         }
     }
 
-    async fn flush(&self) {
-        futures_util::future::join_all(self.senders.iter().map(Self::flush_writer)).await;
-    }
-
-    /// Waits until every write queued for `id` so far is done.
-    async fn flush_task(&self, id: TaskId) {
-        Self::flush_writer(self.writer(id)).await;
-    }
-
     async fn write_now(&self, id: TaskId) {
         self.write(id);
-        self.flush_task(id).await;
+        self.flush().await;
     }
 }
 
