@@ -10,12 +10,18 @@
 //! 4. `rss_1000_sleeps`: the total RSS of every process supervising tasks (the session's one
 //!    supervisor) while 1000 `sleep` tasks started by `tasks run` are alive (target ≤ 64 MiB).
 //!
-//! Run with `cargo bench -p benches --bench cli`. It builds the release `tasks` binary first
-//! (`cargo build --release -p task-cli`), runs everything on temporary roots, and kills every
-//! process it started. Figures are medians; `TASKS_BENCH_QUICK=1` shortens the sample counts.
+//! Run with `cargo bench -p benches --bench cli`. It builds the `tasks` binary as shipped first
+//! (`cargo build-tasks`: release, static-pie), runs everything on temporary roots, and kills
+//! every process it started. Figures are medians; `TASKS_BENCH_QUICK=1` shortens the sample
+//! counts.
+//!
+//! The roots are all deleted at the very end, not after each sample: on ext4 without a journal
+//! (this project's benchmark machine) every deleted inode slows each later file creation in its
+//! block group for up to minutes, so deleting one sample's files would tax the next sample (and
+//! only the `tasks` side: the baselines create no files).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,46 +33,57 @@ fn main() {
         return;
     }
     let tasks = build_tasks_binary();
+    let roots = tempfile::tempdir().unwrap();
     let quick = std::env::var_os("TASKS_BENCH_QUICK").is_some();
     let samples = if quick { 3 } else { 7 };
     println!("tasks binary: {}", tasks.display());
-    run_latency(&tasks, if quick { 20 } else { 60 });
-    run_200_then_wait(&tasks, samples.min(5));
-    tail_1gib(&tasks, if quick { 10 } else { 40 });
-    rss_1000_sleeps(&tasks);
+    let bench = Bench {
+        tasks,
+        roots: roots.path().to_owned(),
+    };
+    run_latency(&bench, if quick { 20 } else { 60 });
+    run_200_then_wait(&bench, samples.min(5));
+    tail_1gib(&bench, if quick { 10 } else { 40 });
+    rss_1000_sleeps(&bench);
 }
 
-/// Builds `tasks` in release mode into this bench's target directory; returns its path.
+/// The binary under test, and where the state roots go (deleted when the bench ends).
+struct Bench {
+    tasks: PathBuf,
+    roots: PathBuf,
+}
+
+/// Builds `tasks` as shipped (the `build-tasks` alias of `.cargo/config.toml`) into this
+/// bench's target directory; returns its path.
 fn build_tasks_binary() -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "--release", "-p", "task-cli", "--bin", "tasks"])
-        .status()
-        .unwrap();
+    let status = Command::new(cargo).arg("build-tasks").status().unwrap();
     assert!(status.success(), "cannot build the tasks binary");
     // This bench runs from {target}/release/deps/cli-…; the binary is {target}/release/tasks.
     let exe = std::env::current_exe().unwrap();
     exe.parent().unwrap().parent().unwrap().join("tasks")
 }
 
-/// A temporary state root with its own supervisor, torn down (every process killed) on drop.
+/// A state root with its own supervisor; every process is killed on drop (the files stay until
+/// the bench ends).
 struct Root {
-    dir: tempfile::TempDir,
+    dir: PathBuf,
     tasks: PathBuf,
 }
 
 impl Root {
-    fn new(tasks: &Path) -> Self {
+    fn new(bench: &Bench) -> Self {
+        let dir = tempfile::tempdir_in(&bench.roots).unwrap().keep();
         Self {
-            dir: tempfile::tempdir().unwrap(),
-            tasks: tasks.to_owned(),
+            dir,
+            tasks: bench.tasks.clone(),
         }
     }
 
     fn command(&self) -> Command {
         let mut command = Command::new(&self.tasks);
         command
-            .env("TASKS_ROOT", self.dir.path())
+            .env("TASKS_ROOT", &self.dir)
             .env("TASKS_IDLE_EXIT_MS", "60000")
             .env("TASKS_POLL_MS", "5")
             .stdin(Stdio::null())
@@ -89,7 +106,7 @@ impl Root {
     }
 
     fn supervisor_pid(&self) -> Option<i32> {
-        let lock = self.dir.path().join("default/supervisor.lock");
+        let lock = self.dir.join("default/supervisor.lock");
         std::fs::read_to_string(lock).ok()?.trim().parse().ok()
     }
 }
@@ -138,16 +155,16 @@ fn sh(script: &str) {
     assert!(status.success(), "{script}");
 }
 
-fn run_latency(tasks: &Path, n: usize) {
+fn run_latency(bench: &Bench, n: usize) {
     let cold: Vec<Duration> = (0..n.min(10))
         .map(|_| {
-            let root = Root::new(tasks);
+            let root = Root::new(bench);
             time(|| {
                 root.start("true");
             })
         })
         .collect();
-    let root = Root::new(tasks);
+    let root = Root::new(bench);
     root.start("true");
     let mut ours = Vec::new();
     let mut baseline = Vec::new();
@@ -173,20 +190,20 @@ fn run_latency(tasks: &Path, n: usize) {
     );
 }
 
-fn run_200_then_wait(tasks: &Path, samples: usize) {
+fn run_200_then_wait(bench: &Bench, samples: usize) {
     let mut ours = Vec::new();
     let mut baseline = Vec::new();
     for _ in 0..samples {
-        let root = Root::new(tasks);
+        let root = Root::new(bench);
         root.start("true"); // the supervisor is up, as in a session already in use
         let script = format!(
             "ids=''; for i in $(seq 200); do ids=\"$ids $('{0}' run -- true)\"; done; '{0}' wait $ids >/dev/null",
-            tasks.display()
+            bench.tasks.display()
         );
         ours.push(time(|| {
             let status = Command::new("sh")
                 .args(["-c", &script])
-                .env("TASKS_ROOT", root.dir.path())
+                .env("TASKS_ROOT", &root.dir)
                 .env("TASKS_POLL_MS", "5")
                 .status()
                 .unwrap();
@@ -203,11 +220,11 @@ fn run_200_then_wait(tasks: &Path, samples: usize) {
     );
 }
 
-fn tail_1gib(tasks: &Path, n: usize) {
-    let root = Root::new(tasks);
+fn tail_1gib(bench: &Bench, n: usize) {
+    let root = Root::new(bench);
     let id = root.start("yes 'a line of output from a long build, 40 bytes' | head -c 1073741824");
     root.run(&["wait", &id]);
-    let output = root.dir.path().join(format!("default/tasks/{id}.output"));
+    let output = root.dir.join(format!("default/tasks/{id}.output"));
     assert_eq!(std::fs::metadata(&output).unwrap().len(), GIB);
     let mut ours = Vec::new();
     let mut baseline = Vec::new();
@@ -245,15 +262,23 @@ fn rss_kib(pid: i32) -> u64 {
         .unwrap_or(0)
 }
 
-fn rss_1000_sleeps(tasks: &Path) {
-    let root = Root::new(tasks);
+fn rss_1000_sleeps(bench: &Bench) {
+    let root = Root::new(bench);
     root.start("true");
     let idle = rss_kib(root.supervisor_pid().unwrap());
     let started = Instant::now();
     let ids: Vec<String> = (0..1000).map(|_| root.start("sleep 1000")).collect();
     let elapsed = started.elapsed();
-    let ps = root.run(&["ps", "--json"]);
-    let running = ps.matches("\"status\":\"running\"").count();
+    // The last ids were handed out before their processes started: wait for those.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let running = loop {
+        let ps = root.run(&["ps", "--json"]);
+        let running = ps.matches("\"status\":\"running\"").count();
+        if running == ids.len() || Instant::now() > deadline {
+            break running;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_eq!(running, ids.len(), "all 1000 sleeps are alive");
     let supervisor = root.supervisor_pid().unwrap();
     let rss = rss_kib(supervisor);

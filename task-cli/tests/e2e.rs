@@ -2,6 +2,9 @@
 //! temporary `TASKS_ROOT`. Every process a test causes (supervisors, task trees) carries that
 //! root in its environment; the [`Sandbox`] guard kills all of them by pid when the test ends,
 //! pass or fail.
+//!
+//! They run the binary Cargo built for the tests, or the one named by `TASKS_E2E_BIN` (CI points
+//! it at the static-pie build that `cargo build-tasks` makes, the binary as shipped).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -11,6 +14,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 const DEADLINE: Duration = Duration::from_secs(20);
+
+/// The `tasks` binary under test.
+fn tasks_bin() -> String {
+    std::env::var("TASKS_E2E_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_tasks").to_owned())
+}
 
 struct Sandbox {
     root: tempfile::TempDir,
@@ -41,7 +49,7 @@ impl Sandbox {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_tasks"));
+        let mut command = Command::new(tasks_bin());
         command.args(args);
         self.environment(&mut command);
         command
@@ -189,13 +197,18 @@ fn a_task_started_by_one_invocation_is_listed_read_waited_and_killed_by_later_on
     assert_eq!(sandbox.task(&id)["status"], "completed");
 
     let sleeper = sandbox.start("sleep 1000");
-    let live = sandbox.json(&["ps"]);
-    assert!(
-        live.as_array()
-            .unwrap()
-            .iter()
-            .any(|t| t["id"] == sleeper && t["status"] == "running")
-    );
+    // Listed at once: `pending` until the supervisor has started its process (the id is handed
+    // out first), then `running`.
+    let status_in_ps = || {
+        let live = sandbox.json(&["ps"]);
+        let listed = live.as_array().unwrap().iter().find(|t| t["id"] == sleeper);
+        listed.map(|t| t["status"].as_str().unwrap().to_owned())
+    };
+    let first = status_in_ps().expect("listed as soon as its id is printed");
+    assert!(["pending", "running"].contains(&first.as_str()), "{first}");
+    eventually("the sleeper to be running", || {
+        (status_in_ps()?.as_str() == "running").then_some(())
+    });
     let killed = sandbox.json(&["kill", &sleeper]);
     assert_eq!(killed[0]["outcome"], "killed");
     assert_eq!(code(&sandbox.run(&["wait", &sleeper])), 137);
@@ -649,7 +662,7 @@ struct Terminal {
 impl Terminal {
     fn start(sandbox: &Sandbox, args: &[&str]) -> Self {
         use std::io::Read;
-        let line = std::iter::once(env!("CARGO_BIN_EXE_tasks"))
+        let line = std::iter::once(tasks_bin().as_str())
             .chain(args.iter().copied())
             .map(|word| format!("'{word}'"))
             .collect::<Vec<_>>()
