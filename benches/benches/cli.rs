@@ -13,7 +13,8 @@
 //! Run with `cargo bench -p benches --bench cli`. It builds the `tasks` binary as shipped first
 //! (`cargo build-tasks`: release, static-pie), runs everything on temporary roots, and kills
 //! every process it started. Figures are medians; `TASKS_BENCH_QUICK=1` shortens the sample
-//! counts.
+//! counts; `TASKS_BENCH_ROOT=DIR` puts the state roots in DIR instead of the system's temporary
+//! directory (to compare filesystems).
 //!
 //! The roots are all deleted at the very end, not after each sample: on ext4 without a journal
 //! (this project's benchmark machine) every deleted inode slows each later file creation in its
@@ -33,7 +34,11 @@ fn main() {
         return;
     }
     let tasks = build_tasks_binary();
-    let roots = tempfile::tempdir().unwrap();
+    let roots = match std::env::var_os("TASKS_BENCH_ROOT") {
+        Some(dir) => tempfile::tempdir_in(dir).unwrap(),
+        None => tempfile::tempdir().unwrap(),
+    };
+    println!("state roots in: {}", roots.path().display());
     let quick = std::env::var_os("TASKS_BENCH_QUICK").is_some();
     let samples = if quick { 3 } else { 7 };
     println!("tasks binary: {}", tasks.display());
