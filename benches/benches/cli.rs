@@ -40,14 +40,14 @@ fn main() {
     };
     println!("state roots in: {}", roots.path().display());
     let quick = std::env::var_os("TASKS_BENCH_QUICK").is_some();
-    let samples = if quick { 3 } else { 7 };
+    let samples = if quick { 3 } else { 9 };
     println!("tasks binary: {}", tasks.display());
     let bench = Bench {
         tasks,
         roots: roots.path().to_owned(),
     };
     run_latency(&bench, if quick { 20 } else { 60 });
-    run_200_then_wait(&bench, samples.min(5));
+    run_200_then_wait(&bench, samples);
     tail_1gib(&bench, if quick { 10 } else { 40 });
     rss_1000_sleeps(&bench);
 }
@@ -216,6 +216,11 @@ fn run_200_then_wait(bench: &Bench, samples: usize) {
         }));
         baseline.push(time(|| sh("for i in $(seq 200); do sh -c true; done")));
     }
+    let ratios: Vec<String> = ours
+        .iter()
+        .zip(&baseline)
+        .map(|(o, b)| format!("{:.2}", o.as_secs_f64() / b.as_secs_f64()))
+        .collect();
     report(
         "run_200_then_wait",
         median(ours),
@@ -223,6 +228,7 @@ fn run_200_then_wait(bench: &Bench, samples: usize) {
         median(baseline),
         "(target ≤ 3×)",
     );
+    println!("  per-sample ratios: {}", ratios.join(" "));
 }
 
 fn tail_1gib(bench: &Bench, n: usize) {
