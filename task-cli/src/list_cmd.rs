@@ -182,8 +182,12 @@ fn update_request(args: ListUpdateArgs) -> Result<UpdateRequest> {
 fn watch(list: &TaskList, json: bool) -> Result<u8> {
     let mut watcher = list.watch().map_err(list_error)?;
     loop {
+        // Without a timeout, no change means the filesystem watch itself has ended.
         let Some(change) = watcher.next_change(None).map_err(list_error)? else {
-            continue;
+            return Err(CliError::List(format!(
+                "the watch of {} ended",
+                list.dir().display()
+            )));
         };
         if json {
             render::json(&change)?;

@@ -772,3 +772,72 @@ fn ps_watch_refreshes_the_table_in_place_on_a_terminal() {
     );
     assert!(screen.contains("STATUS"), "a table header: {screen:?}");
 }
+
+/// Lines a running `tasks` command prints, collected by a thread as they arrive.
+fn stdout_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().unwrap();
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    received
+}
+
+#[test]
+fn list_watch_reports_changes_made_by_other_invocations_as_json_lines() {
+    let sandbox = Sandbox::new();
+    sandbox.ok(&["list", "create", "--subject", "Before the watch"]);
+    let mut watch = sandbox.command(&["list", "watch", "--json"]);
+    let mut child = watch.stdout(Stdio::piped()).spawn().unwrap();
+    let lines = stdout_lines(&mut child);
+    // The watch reports changes after it has started; create until one is reported.
+    let deadline = Instant::now() + DEADLINE;
+    let first: Value = loop {
+        assert!(Instant::now() < deadline, "list watch reported nothing");
+        sandbox.ok(&["list", "create", "--subject", "Seen by the watch"]);
+        if let Ok(line) = lines.recv_timeout(Duration::from_millis(500)) {
+            break serde_json::from_str(&line).unwrap();
+        }
+    };
+    let created = first["created"].as_array().unwrap();
+    assert!(!created.is_empty(), "{first}");
+    assert!(
+        !created.contains(&Value::from("1")),
+        "task 1 predates the watch: {first}"
+    );
+
+    sandbox.ok(&["list", "update", "1", "--status", "in_progress"]);
+    let change: Value = loop {
+        let line = lines
+            .recv_timeout(DEADLINE)
+            .expect("the update is reported");
+        let change: Value = serde_json::from_str(&line).unwrap();
+        if change["updated"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("1"))
+        {
+            break change;
+        }
+    };
+    assert!(change["created"].as_array().unwrap().is_empty(), "{change}");
+    sandbox.ok(&["list", "delete", "1"]);
+    let deleted = loop {
+        let line = lines
+            .recv_timeout(DEADLINE)
+            .expect("the deletion is reported");
+        let change: Value = serde_json::from_str(&line).unwrap();
+        if !change["deleted"].as_array().unwrap().is_empty() {
+            break change;
+        }
+    };
+    assert_eq!(deleted["deleted"], serde_json::json!(["1"]));
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
