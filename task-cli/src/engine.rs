@@ -298,12 +298,25 @@ type Completions = Arc<Mutex<HashMap<TaskId, Notice>>>;
 /// The process group of each task (its shell's pid; `None` for a task without a process yet,
 /// or ever: a WebSocket monitor), recorded in snapshots so a reader can kill the tree of a task
 /// whose supervisor died. A task is in it once its start is being handled.
-type ProcessGroups = Arc<Mutex<HashMap<TaskId, Option<i32>>>>;
+type ProcessGroups = Arc<Mutex<HashMap<TaskId, Option<ProcessGroup>>>>;
+
+/// A task's process group: its shell's pid, and when that shell started (to tell it apart from a
+/// later process given the same number).
+#[derive(Debug, Clone, Copy)]
+struct ProcessGroup {
+    pgid: i32,
+    leader_started: Option<u64>,
+}
 
 /// Records a started task's process group and asks for a snapshot that carries it.
 fn record_process_group(groups: &ProcessGroups, mirror: &Mirror, handle: &TaskHandle) {
-    let pgid = handle.pid().and_then(|pid| i32::try_from(pid).ok());
-    lock(groups).insert(handle.id(), pgid);
+    let group = handle.pid().and_then(|pid| {
+        Some(ProcessGroup {
+            pgid: i32::try_from(pid).ok()?,
+            leader_started: task_shell::process::start_time(pid),
+        })
+    });
+    lock(groups).insert(handle.id(), group);
     mirror.write(handle.id());
 }
 
@@ -429,10 +442,11 @@ impl Mirrored {
         if state.status().is_terminal() {
             snapshot.notification = lock(&self.completions).get(&id).cloned();
         } else {
-            let Some(&pgid) = lock(&self.groups).get(&id) else {
+            let Some(&group) = lock(&self.groups).get(&id) else {
                 return; // not started yet: its start asks for the first write
             };
-            snapshot.pgid = pgid;
+            snapshot.pgid = group.map(|g| g.pgid);
+            snapshot.pgid_started = group.and_then(|g| g.leader_started);
         }
         if written.get(&id) == Some(&snapshot) {
             return;

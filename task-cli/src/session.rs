@@ -257,9 +257,10 @@ pub(crate) fn fail_orphan(paths: &SessionPaths, id: &TaskId) -> Result<Snapshot>
     if task.status.is_terminal() {
         return Ok(task);
     }
-    if let Some(pgid) = task.pgid.and_then(rustix::process::Pid::from_raw) {
-        // ESRCH (already gone) is the expected case: the kernel killed the tree with its parent.
-        let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+    if let Some(pgid) = task.pgid.and_then(|pgid| u32::try_from(pgid).ok())
+        && let Err(e) = task_shell::process::kill_orphaned_group(pgid, task.pgid_started)
+    {
+        tracing::warn!("cannot kill what is left of {id} (process group {pgid}): {e}");
     }
     task.error = Some(format!(
         "its supervisor (pid {}) exited while the task was {}",
@@ -269,6 +270,7 @@ pub(crate) fn fail_orphan(paths: &SessionPaths, id: &TaskId) -> Result<Snapshot>
     task.status = TaskStatus::Failed;
     task.end_time = Some(now_ms());
     task.pgid = None;
+    task.pgid_started = None;
     task.notification = Some(notice::completion(&task, notice::orphaned(&task)));
     snapshot::write(paths, &task)?;
     Ok(task)

@@ -44,6 +44,9 @@ pub struct Snapshot {
     pub exit_code: Option<i32>,
     /// The process group of the command, while it may be alive.
     pub pgid: Option<i32>,
+    /// When the leader of that group started (clock ticks after boot), so that a reader never
+    /// kills a group whose number has been reused.
+    pub pgid_started: Option<u64>,
     /// The pid of the supervisor that ran it.
     pub supervisor_pid: u32,
     /// The completion notification to deliver (none for a task killed on request).
@@ -66,6 +69,7 @@ impl Snapshot {
             output_file,
             exit_code: None,
             pgid: None,
+            pgid_started: None,
             supervisor_pid: std::process::id(),
             notification: None,
             error: None,

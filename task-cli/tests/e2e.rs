@@ -401,9 +401,20 @@ fn run_wait_prints_the_id_and_the_notification_once() {
 fn a_supervisor_killed_with_sigkill_leaves_its_task_marked_failed() {
     let sandbox = Sandbox::new();
     let pidfile = sandbox.root().join("pid");
-    let id = sandbox.start(&format!("echo $$ > {}; sleep 1000", pidfile.display()));
-    let child: i32 = eventually("the task's pid", || {
-        std::fs::read_to_string(&pidfile).ok()?.trim().parse().ok()
+    let sleep_pidfile = sandbox.root().join("sleep-pid");
+    let id = sandbox.start(&format!(
+        "echo $$ > {}; sleep 1000 & echo $! > {}; wait",
+        pidfile.display(),
+        sleep_pidfile.display()
+    ));
+    let read_pid =
+        |path: &Path| -> Option<i32> { std::fs::read_to_string(path).ok()?.trim().parse().ok() };
+    let child = eventually("the task's pid", || read_pid(&pidfile));
+    let sleep = eventually("its sleep's pid", || read_pid(&sleep_pidfile));
+    eventually("the process group in the snapshot", || {
+        sandbox.task(&id)["pgid"]
+            .as_i64()
+            .filter(|&pgid| pgid == i64::from(child))
     });
     sigkill(sandbox.supervisor_pid());
     let task = eventually("the task marked failed", || {
@@ -414,8 +425,8 @@ fn a_supervisor_killed_with_sigkill_leaves_its_task_marked_failed() {
         task["error"].as_str().unwrap().contains("supervisor"),
         "{task}"
     );
-    eventually("the orphaned command gone", || {
-        (!is_alive(child)).then_some(())
+    eventually("the orphaned shell and its sleep gone", || {
+        (!is_alive(child) && !is_alive(sleep)).then_some(())
     });
     let notices = sandbox.ok(&["notifications"]);
     assert!(notices.contains("<status>failed</status>"), "{notices}");

@@ -1,4 +1,5 @@
-//! Operating-system process control: spawning in a process group and killing whole trees.
+//! Operating-system process control: spawning in a process group, killing whole trees, and
+//! killing what a dead supervisor left of a group.
 
 mod spawn;
 mod tree;
@@ -7,4 +8,4 @@ pub use spawn::{
     CommandSpec, DEFAULT_SHELL, EXIT_KILLED, EXIT_SPAWN_FAILED, EXIT_TIMED_OUT, StdinMode,
     exit_code,
 };
-pub use tree::kill_tree;
+pub use tree::{kill_orphaned_group, kill_tree, start_time};

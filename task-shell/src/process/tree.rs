@@ -54,6 +54,40 @@ pub fn kill_tree(root: u32) -> io::Result<usize> {
     }
 }
 
+/// Sends `SIGKILL` to the process group `pgid` that another process (one that has since died)
+/// started, unless the number `pgid` has been reused: its leader was started at `leader_started`
+/// (see [`start_time`]). Returns whether the group was signalled.
+///
+/// The kernel never hands out a pid that is still some process's group id, so while anything of
+/// the old group is alive the number names it. Once every member is gone the number can be
+/// reused, by a process that may make itself a group leader; this is told apart by its start
+/// time. With no process `pgid` alive, only members of the old group can remain (the leader
+/// died first), so they are killed; with `leader_started` unknown, a live `pgid` is left alone.
+///
+/// # Errors
+/// [`io::ErrorKind::InvalidInput`] for pid 0, or the error of a signal that failed for a reason
+/// other than the group being gone (for example `EPERM`).
+pub fn kill_orphaned_group(pgid: u32, leader_started: Option<u64>) -> io::Result<bool> {
+    let group = to_pid(pgid)?;
+    match (start_time(pgid), leader_started) {
+        (Some(now), Some(then)) if now == then => {}
+        (None, _) => {}
+        (Some(_), _) => return Ok(false),
+    }
+    ignore_gone(kill_process_group(group, Signal::KILL))?;
+    Ok(true)
+}
+
+/// When the process `pid` started, in clock ticks after boot (`/proc/<pid>/stat`); `None` when
+/// there is no such process. With the pid, it names one process even across pid reuse.
+pub fn start_time(pid: u32) -> Option<u64> {
+    stat_after_name(pid)?
+        .split_ascii_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
 /// Stops `root` and all its descendants, returning them (root included) once the tree holds still.
 fn freeze_descendants(root: Pid) -> io::Result<Vec<Pid>> {
     let mut found: Vec<Pid> = Vec::new();
@@ -133,13 +167,19 @@ pub(crate) struct ProcStat {
 
 /// Reads `/proc/<pid>/stat`; `None` when the process is gone.
 pub(crate) fn read_stat(pid: u32) -> Option<ProcStat> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may itself contain spaces and parentheses.
-    let after_name = &text[text.rfind(')')? + 1..];
-    let mut fields = after_name.split_ascii_whitespace();
+    let rest = stat_after_name(pid)?;
+    let mut fields = rest.split_ascii_whitespace();
     let state = fields.next()?.chars().next()?;
     let ppid = fields.next()?.parse().ok()?;
     Some(ProcStat { state, ppid })
+}
+
+/// `/proc/<pid>/stat` from the state (field 3) on: the command name before it is in parentheses
+/// and may itself contain spaces and parentheses.
+fn stat_after_name(pid: u32) -> Option<String> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let start = text.rfind(')')? + 1;
+    Some(text[start..].to_owned())
 }
 
 fn is_stopped_or_gone(pid: Pid) -> bool {
