@@ -9,7 +9,7 @@
 //! {root}/{session}/notifications.jsonl   every delivered notification, in order
 //! {root}/{session}/supervisor.sock       the supervisor's socket (JSON lines)
 //! {root}/{session}/supervisor.lock       flock'd by the live supervisor; holds its pid
-//! {root}/{session}/supervisor.log        the supervisor's stderr
+//! {root}/{session}/supervisor.log        the supervisor's stderr (supervisor.log.1: the one before)
 //! {root}/{session}/config.json           optional supervisor settings
 //! ```
 
@@ -117,6 +117,11 @@ impl SessionPaths {
     /// The supervisor's log file.
     pub fn log(&self) -> PathBuf {
         self.dir.join("supervisor.log")
+    }
+
+    /// The previous log, once the log has been rotated.
+    pub fn previous_log(&self) -> PathBuf {
+        self.dir.join("supervisor.log.1")
     }
 
     /// The optional settings file.

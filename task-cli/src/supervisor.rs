@@ -40,6 +40,9 @@ pub fn run(paths: SessionPaths) -> Result<()> {
     };
     lock.write_pid(std::process::id())
         .map_err(|e| CliError::io("write", paths.lock(), e))?;
+    if let Err(e) = rotate_log(&paths) {
+        tracing::warn!("cannot rotate {}: {e}", paths.log().display());
+    }
     let config = Config::load(&paths.config())?;
     fail_orphans(&paths)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -65,6 +68,33 @@ fn acquire(paths: &SessionPaths) -> Result<Option<SupervisorLock>> {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// Past this size when a supervisor starts, `supervisor.log` is rotated.
+pub const LOG_ROTATE_BYTES: u64 = 1024 * 1024;
+
+/// Keeps the log bounded: when this supervisor's stderr is `supervisor.log` and that is past
+/// [`LOG_ROTATE_BYTES`], it becomes `supervisor.log.1` (replacing the one before) and the
+/// supervisor goes on in a fresh file. Only the lock holder rotates, so no two processes race.
+fn rotate_log(paths: &SessionPaths) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let log = paths.log();
+    let on_disk = match std::fs::metadata(&log) {
+        Ok(meta) if meta.len() > LOG_ROTATE_BYTES => meta,
+        _ => return Ok(()),
+    };
+    let stderr = rustix::fs::fstat(rustix::stdio::stderr())?;
+    if (stderr.st_dev, stderr.st_ino) != (on_disk.dev(), on_disk.ino()) {
+        return Ok(()); // started by hand, not logging to the file
+    }
+    std::fs::rename(&log, paths.previous_log())?;
+    let fresh = crate::paths::private_file()
+        .create(true)
+        .append(true)
+        .open(&log)?;
+    rustix::stdio::dup2_stdout(&fresh)?;
+    rustix::stdio::dup2_stderr(&fresh)?;
+    Ok(())
 }
 
 /// Every task still live on disk belongs to a supervisor that died: mark it failed.

@@ -852,3 +852,35 @@ fn list_watch_reports_changes_made_by_other_invocations_as_json_lines() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[test]
+fn a_large_supervisor_log_is_rotated_when_a_supervisor_starts() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.session_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let old = "an old line of the supervisor log\n".repeat(40_000); // about 1.3 MiB
+    std::fs::write(dir.join("supervisor.log"), &old).unwrap();
+    let id = sandbox.start("true");
+    sandbox.ok(&["wait", &id]);
+    let rotated = std::fs::read_to_string(dir.join("supervisor.log.1")).unwrap();
+    assert_eq!(rotated, old, "the old log is kept whole, once");
+    let fresh = eventually("the new supervisor's first line", || {
+        let log = std::fs::read_to_string(dir.join("supervisor.log")).ok()?;
+        log.contains("supervising").then_some(log)
+    });
+    assert!(!fresh.contains("an old line"), "{fresh}");
+
+    // A small log is left alone by the next supervisor.
+    sigkill(sandbox.supervisor_pid());
+    let next = sandbox.start("true");
+    sandbox.ok(&["wait", &next]);
+    let after = std::fs::read_to_string(dir.join("supervisor.log")).unwrap();
+    assert!(
+        after.starts_with(&fresh),
+        "appended to, not rotated: {after}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("supervisor.log.1")).unwrap(),
+        old
+    );
+}
