@@ -8,7 +8,7 @@
 //! soon as they are written.
 //!
 //! The writer accepts at most [`DiskWriterConfig::cap_bytes`] bytes. The first chunk that would
-//! pass the cap is cut at the cap, [`CAP_NOTICE`] is appended once, and every later byte is
+//! pass the cap is cut at the cap, its [`cap_notice`] is appended once, and every later byte is
 //! dropped, so the file never grows past the cap plus the notice.
 
 use std::fs::File;
@@ -26,14 +26,36 @@ use crate::open::{create_output_file, open_output_append};
 /// The default cap on the bytes one writer puts in its file: 5 GiB.
 pub const MAX_TASK_OUTPUT_BYTES: u64 = 5 * 1024 * 1024 * 1024;
 
-/// Appended once when the cap is reached. The text names the default cap whatever the
-/// configured one is, as the reference does.
+/// Appended once when the default cap is reached: the reference's text. Other caps are named in
+/// theirs ([`cap_notice`]).
 pub const CAP_NOTICE: &str = "\n[output truncated: exceeded 5GB disk cap]\n";
+
+/// The notice appended once when a file reaches `cap_bytes`: [`CAP_NOTICE`] for the default
+/// cap, the same sentence naming the cap otherwise.
+pub fn cap_notice(cap_bytes: u64) -> String {
+    format!(
+        "\n[output truncated: exceeded {} disk cap]\n",
+        human_size(cap_bytes)
+    )
+}
+
+/// `bytes` in the largest binary unit that divides it exactly, as the reference names sizes
+/// (`5GB`, `64KB`, `1000B`).
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "KB")];
+    UNITS
+        .iter()
+        .find(|(unit, _)| bytes >= *unit && bytes.is_multiple_of(*unit))
+        .map_or_else(
+            || format!("{bytes}B"),
+            |(unit, name)| format!("{}{name}", bytes / unit),
+        )
+}
 
 /// Settings of a [`DiskWriter`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiskWriterConfig {
-    /// The most bytes the file may hold before [`CAP_NOTICE`] (default
+    /// The most bytes the file may hold before its [`cap_notice`] (default
     /// [`MAX_TASK_OUTPUT_BYTES`]).
     pub cap_bytes: u64,
 }
@@ -120,7 +142,7 @@ impl DiskWriter {
     }
 
     /// Queues `chunk` for writing and makes sure a drain is running. Bytes past the cap are
-    /// dropped (after the one-time [`CAP_NOTICE`]).
+    /// dropped (after the one-time [`cap_notice`]).
     pub fn append(&self, chunk: Bytes) {
         let start_drain = {
             let mut state = self.shared.lock_state();
@@ -219,7 +241,7 @@ impl State {
         if !kept.is_empty() {
             self.queue.push(kept);
         }
-        self.queue.push(Bytes::from_static(CAP_NOTICE.as_bytes()));
+        self.queue.push(Bytes::from(cap_notice(cap_bytes)));
         self.accepted = cap_bytes;
         self.capped = true;
         tracing::warn!(

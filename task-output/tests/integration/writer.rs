@@ -2,7 +2,7 @@ use std::fs;
 
 use bytes::Bytes;
 use proptest::prelude::*;
-use task_output::writer::{CAP_NOTICE, MAX_TASK_OUTPUT_BYTES};
+use task_output::writer::{CAP_NOTICE, MAX_TASK_OUTPUT_BYTES, cap_notice};
 use task_output::{DiskWriter, DiskWriterConfig, OutputError};
 
 use crate::support::output_path;
@@ -22,6 +22,23 @@ fn count(haystack: &[u8], needle: &[u8]) -> usize {
 fn default_cap_is_five_gib() {
     assert_eq!(DiskWriterConfig::default().cap_bytes, 5 << 30);
     assert_eq!(MAX_TASK_OUTPUT_BYTES, 5 << 30);
+}
+
+#[test]
+fn the_cap_notice_names_the_cap_in_the_reference_words() {
+    assert_eq!(cap_notice(MAX_TASK_OUTPUT_BYTES), CAP_NOTICE);
+    assert_eq!(
+        cap_notice(64 * 1024),
+        "\n[output truncated: exceeded 64KB disk cap]\n"
+    );
+    assert_eq!(
+        cap_notice(3 << 20),
+        "\n[output truncated: exceeded 3MB disk cap]\n"
+    );
+    assert_eq!(
+        cap_notice(1000),
+        "\n[output truncated: exceeded 1000B disk cap]\n"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -56,9 +73,9 @@ async fn cap_notice_appears_once_and_the_file_stops_growing() {
 
     let written = fs::read(&path).unwrap();
     let mut expected = sent[..1000].to_vec();
-    expected.extend_from_slice(CAP_NOTICE.as_bytes());
+    expected.extend_from_slice(cap_notice(1000).as_bytes());
     assert_eq!(written, expected);
-    assert_eq!(count(&written, CAP_NOTICE.as_bytes()), 1);
+    assert_eq!(count(&written, cap_notice(1000).as_bytes()), 1);
 }
 
 #[tokio::test]
@@ -73,7 +90,7 @@ async fn output_exactly_at_the_cap_has_no_notice_until_one_more_byte() {
     writer.flush().await.unwrap();
     assert_eq!(
         fs::read(&path).unwrap(),
-        format!("0123456789{CAP_NOTICE}").as_bytes()
+        format!("0123456789{}", cap_notice(10)).as_bytes()
     );
 }
 
@@ -86,7 +103,7 @@ async fn appending_to_an_existing_file_counts_its_bytes_against_the_cap() {
     writer.flush().await.unwrap();
     assert_eq!(
         fs::read(&path).unwrap(),
-        format!("12345678{CAP_NOTICE}").as_bytes()
+        format!("12345678{}", cap_notice(8)).as_bytes()
     );
 }
 
@@ -133,7 +150,7 @@ fn without_a_runtime_appends_write_inline() {
     writer.write(b"writer");
     assert_eq!(
         fs::read(&path).unwrap(),
-        format!("sync w{CAP_NOTICE}").as_bytes()
+        format!("sync w{}", cap_notice(6)).as_bytes()
     );
 }
 
@@ -154,7 +171,7 @@ proptest! {
         let written = fs::read(&path).unwrap();
         let mut expected = sent[..sent.len().min(cap as usize)].to_vec();
         if sent.len() as u64 > cap {
-            expected.extend_from_slice(CAP_NOTICE.as_bytes());
+            expected.extend_from_slice(cap_notice(cap).as_bytes());
         }
         prop_assert_eq!(written, expected);
     }
