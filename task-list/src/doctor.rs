@@ -81,7 +81,10 @@ pub enum Problem {
         /// Its name in the list directory.
         name: String,
     },
-    /// The journal of a writer killed mid-commit. Fixed (by any writer) by replaying it.
+    /// The journal of a writer killed mid-commit. Fixed (by any writer) by replaying it. Until
+    /// then, the change it carries may be half applied, so the same report can show that
+    /// change's edges one-sided ([`Problem::AsymmetricEdge`], [`Problem::DanglingReference`]);
+    /// `doctor --fix` replays the journal before it looks.
     UnfinishedJournal,
     /// A lock directory currently held (informational: a writer is active, or died less than
     /// the stale limit ago).
