@@ -3,7 +3,8 @@
 //! [`DiskWriter::append`] never blocks on the disk: it queues the chunk and, if no drain is
 //! running, starts one. Inside a tokio runtime the drain runs on the blocking pool
 //! (`spawn_blocking`); outside one it runs inline on the appending thread, so the crate also
-//! serves synchronous programs. Each pass of the drain takes every queued chunk and appends them
+//! serves synchronous programs. A runtime that is shutting down drops the drain instead of
+//! running it, and the drain then runs where it is dropped: queued bytes are never stranded. Each pass of the drain takes every queued chunk and appends them
 //! with one vectored write (`writev`, which joins them without a copy); the chunks are freed as
 //! soon as they are written.
 //!
@@ -216,11 +217,23 @@ impl DiskWriter {
     fn start_drain(&self) {
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                let shared = Arc::clone(&self.shared);
-                runtime.spawn_blocking(move || shared.drain());
+                let drain = QueuedDrain(Arc::clone(&self.shared));
+                runtime.spawn_blocking(move || drop(drain));
             }
             Err(_) => self.shared.drain(),
         }
+    }
+}
+
+/// A drain handed to the blocking pool; it drains when dropped. The pool drops it after running
+/// it, and a runtime that is shutting down drops it without running it: the drain then happens
+/// on the thread that drops it, so queued bytes are never stranded and [`DiskWriter::flush`]
+/// never waits for a drain that will not come.
+struct QueuedDrain(Arc<Shared>);
+
+impl Drop for QueuedDrain {
+    fn drop(&mut self) {
+        self.0.drain();
     }
 }
 

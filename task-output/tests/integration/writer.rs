@@ -176,3 +176,29 @@ proptest! {
         prop_assert_eq!(written, expected);
     }
 }
+
+#[test]
+fn appends_after_the_runtime_shut_down_are_still_written_and_flush_returns() {
+    let (_dir, path) = output_path();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let handle = runtime.handle().clone();
+    let writer = {
+        let _in_runtime = handle.enter();
+        DiskWriter::create(&path, DiskWriterConfig::default()).unwrap()
+    };
+    runtime.shutdown_background();
+    {
+        // The runtime still looks current here, but its blocking pool no longer runs anything.
+        let _in_runtime = handle.enter();
+        writer.write(b"after shutdown\n");
+    }
+    let flushed = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            tokio::time::timeout(std::time::Duration::from_secs(20), writer.flush()).await
+        });
+    assert!(matches!(flushed, Ok(Ok(()))), "{flushed:?}");
+    assert_eq!(fs::read(&path).unwrap(), b"after shutdown\n");
+}
