@@ -47,9 +47,9 @@ impl Book {
         }
     }
 
-    /// `pending→failed` with exit code 1: the process could not be started. The caller gets the
-    /// error directly, so the notification is silent.
-    pub(crate) fn mark_spawn_failed(&self, id: &TaskId) {
+    /// `pending→failed` with exit code 1: the process could not be started. `delivery` is
+    /// silent when the caller gets the error directly.
+    pub(crate) fn mark_spawn_failed(&self, id: &TaskId, delivery: Delivery) {
         match self
             .registry
             .transition_with(id, TaskStatus::Failed, set_exit(EXIT_SPAWN_FAILED))
@@ -58,7 +58,7 @@ impl Book {
                 let summary =
                     summary::shell(&state.base.description, ShellEnd::Failed(EXIT_SPAWN_FAILED));
                 let note = Notification::for_task(&state, TaskStatus::Failed.terminal(), summary);
-                self.registry.notify_once(id, note, Delivery::Silent);
+                self.registry.notify_once(id, note, delivery);
             }
             Err(error) => tracing::warn!(task = %id, %error, "could not record the spawn failure"),
         }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use task_core::{
-    KillError, KillOutcome, Registry, ShellKind, ShellState, Task, TaskId, TaskKind, TaskState,
-    TaskType,
+    Delivery, KillError, KillOutcome, Priority, Registry, ShellKind, ShellState, Task, TaskId,
+    TaskKind, TaskState, TaskType,
 };
 use task_output::open::{child_stdio, create_output_file, open_output_append};
 use tokio::process::{Child, ChildStdin};
@@ -81,17 +81,32 @@ impl ShellExecutor {
     /// when the output file cannot be created; [`ShellError::Spawn`] when the shell cannot
     /// start (the task is then `failed` with exit code 1).
     pub fn spawn(&self, request: ShellRequest) -> Result<TaskHandle, ShellError> {
-        self.register(request)?.start()
+        self.pending(request, false)?.start()
     }
 
     /// Registers a shell command `pending` and creates its output file, without starting its
     /// process: the id can be handed out (and the task listed or killed) before the spawn is
     /// paid for. Start it with [`PendingShell::start`]; dropping it unstarted ends it `failed`.
     ///
+    /// Since its id may be out in the world by then, a background task that fails to start (or
+    /// is dropped unstarted) is notified like any other end (priority `later`); a foreground
+    /// one is not (its caller has the error). [`spawn`](Self::spawn) never notifies a spawn
+    /// error: it returns it.
+    ///
     /// # Errors
     /// [`ShellError::MissingWorkingDir`] before anything is registered; [`ShellError::Output`]
     /// when the output file cannot be created.
     pub fn register(&self, request: ShellRequest) -> Result<PendingShell, ShellError> {
+        self.pending(request, true)
+    }
+
+    /// [`register`](Self::register); `announce_failure`: notify a background task's failure
+    /// to start.
+    fn pending(
+        &self,
+        request: ShellRequest,
+        announce_failure: bool,
+    ) -> Result<PendingShell, ShellError> {
         let ShellRequest {
             spec,
             description,
@@ -108,7 +123,13 @@ impl ShellExecutor {
             kind: ShellKind::Shell,
             exit_code: None,
         };
+        let failure = if announce_failure && background {
+            Delivery::Queue(Priority::Later)
+        } else {
+            Delivery::Silent
+        };
         let prepared = self.prepare(TaskType::LocalBash, description, tool_use_id, shell)?;
+        let prepared = prepared.failing_with(failure);
         Ok(PendingShell {
             executor: self.clone(),
             spec,
@@ -255,6 +276,7 @@ impl ShellExecutor {
                 book: self.book.clone(),
                 supervisors: Arc::clone(&self.supervisors),
                 armed: true,
+                failure: Delivery::Silent,
             },
         })
     }
@@ -347,6 +369,12 @@ impl Prepared {
         Ok(child)
     }
 
+    /// How the task's failure to start is notified (silent unless set).
+    fn failing_with(mut self, failure: Delivery) -> Self {
+        self.guard.failure = failure;
+        self
+    }
+
     /// Records that the task's source is live.
     fn mark_running(&self) {
         self.guard.book.mark_running(&self.id);
@@ -374,12 +402,13 @@ struct PendingGuard {
     book: Book,
     supervisors: Arc<Supervisors>,
     armed: bool,
+    failure: Delivery,
 }
 
 impl Drop for PendingGuard {
     fn drop(&mut self) {
         if self.armed {
-            self.book.mark_spawn_failed(&self.id);
+            self.book.mark_spawn_failed(&self.id, self.failure);
             self.supervisors.close(&self.id);
         }
     }

@@ -499,25 +499,63 @@ async fn a_registered_task_is_pending_with_its_output_file_until_started() {
 }
 
 #[tokio::test]
-async fn a_registered_task_dropped_unstarted_ends_failed_silently() {
+async fn a_registered_task_dropped_unstarted_ends_failed_notified_if_in_the_background() {
     let fx = Fixture::new(ShellConfig::default());
-    let pending = fx.executor.register(bg("true", "never")).unwrap();
-    let id = pending.id();
-    drop(pending);
-    let state = fx.state(&id);
-    assert_eq!(state.status(), TaskStatus::Failed);
-    assert_eq!(fx.exit_code(&id), Some(1));
-    assert!(
-        state.base.notified,
-        "whoever dropped it knows; no notification"
+    let background = fx.executor.register(bg("true", "never")).unwrap();
+    let foreground = fx
+        .executor
+        .register(ShellRequest::new(
+            CommandSpec::new("true").unwrap(),
+            "never either",
+        ))
+        .unwrap();
+    let (bg_id, fg_id) = (background.id(), foreground.id());
+    drop(background);
+    drop(foreground);
+    for id in [bg_id, fg_id] {
+        let state = fx.state(&id);
+        assert_eq!(state.status(), TaskStatus::Failed);
+        assert_eq!(fx.exit_code(&id), Some(1));
+        assert!(state.base.notified);
+        assert!(
+            matches!(
+                fx.executor.kill(&id).await,
+                Err(ShellError::AlreadyFinished { .. })
+            ),
+            "no control channel is left behind"
+        );
+    }
+    let notes = fx.registry.notifications().drain();
+    assert_eq!(
+        notes.len(),
+        1,
+        "only the background task is notified: {notes:?}"
     );
-    assert!(fx.registry.notifications().is_empty());
+    assert_eq!(notes[0].task_id, bg_id);
+    assert_eq!(notes[0].status, Some(TerminalStatus::Failed));
+}
+
+#[tokio::test]
+async fn a_registered_background_task_that_cannot_start_is_notified() {
+    let fx = Fixture::new(ShellConfig::default());
+    let spec = CommandSpec::new("true")
+        .unwrap()
+        .shell("/nonexistent/shell");
+    let pending = fx
+        .executor
+        .register(ShellRequest::new(spec, "broken").background(true))
+        .unwrap();
+    let id = pending.id();
+    let err = pending.start().unwrap_err();
+    assert!(matches!(err, ShellError::Spawn { .. }), "{err}");
+    assert_eq!(fx.state(&id).status(), TaskStatus::Failed);
+    assert_eq!(fx.exit_code(&id), Some(1));
+    let notes = fx.registry.notifications().drain();
+    assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(
-        matches!(
-            fx.executor.kill(&id).await,
-            Err(ShellError::AlreadyFinished { .. })
-        ),
-        "no control channel is left behind"
+        notes[0].render().contains("<status>failed</status>"),
+        "{}",
+        notes[0].render()
     );
 }
 
