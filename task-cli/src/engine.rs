@@ -133,13 +133,18 @@ impl Engine {
             tracing::warn!("cannot mark {id} notified: {e}");
         }
         lock(&self.groups).insert(id, None);
-        self.mirror.write_now(id).await;
+        self.mirror.write_now(id);
         let (groups, mirror) = (Arc::clone(&self.groups), self.mirror.clone());
         // On a worker thread, which lives as long as the runtime (the parent-death signal
         // follows the thread that forks).
         tokio::spawn(async move {
             match pending.start() {
-                Ok(handle) => record_process_group(&groups, &mirror, &handle),
+                // `running` goes to disk at once, on this thread: until then readers still
+                // see `pending` while the process may already be printing.
+                Ok(handle) => {
+                    record_process_group(&groups, &handle);
+                    mirror.write_now(id);
+                }
                 Err(e) => tracing::warn!("{id} did not start: {e}"),
             }
         });
@@ -171,8 +176,8 @@ impl Engine {
 
     async fn started(&self, handle: &TaskHandle) -> Result<TaskId> {
         let id = handle.id();
-        record_process_group(&self.groups, &self.mirror, handle);
-        self.mirror.flush().await;
+        record_process_group(&self.groups, handle);
+        self.mirror.write_now(id);
         Ok(id)
     }
 
@@ -308,8 +313,8 @@ struct ProcessGroup {
     leader_started: Option<u64>,
 }
 
-/// Records a started task's process group and asks for a snapshot that carries it.
-fn record_process_group(groups: &ProcessGroups, mirror: &Mirror, handle: &TaskHandle) {
+/// Records a started task's process group (for its next snapshot).
+fn record_process_group(groups: &ProcessGroups, handle: &TaskHandle) {
     let group = handle.pid().and_then(|pid| {
         Some(ProcessGroup {
             pgid: i32::try_from(pid).ok()?,
@@ -317,7 +322,6 @@ fn record_process_group(groups: &ProcessGroups, mirror: &Mirror, handle: &TaskHa
         })
     });
     lock(groups).insert(handle.id(), group);
-    mirror.write(handle.id());
 }
 
 fn shell_error(error: ShellError) -> CliError {
@@ -342,6 +346,7 @@ enum WriteRequest {
 #[derive(Clone)]
 struct Mirror {
     sender: mpsc::Sender<WriteRequest>,
+    state: Arc<Mirrored>,
 }
 
 impl std::fmt::Debug for Mirror {
@@ -358,18 +363,20 @@ impl Mirror {
         completions: Completions,
         groups: ProcessGroups,
     ) -> Result<Self> {
-        let state = Mirrored {
+        let state = Arc::new(Mirrored {
             paths,
             registry,
             completions,
             groups,
-        };
+            written: Mutex::new(HashMap::new()),
+        });
         let (sender, receiver) = mpsc::channel();
+        let writer = Arc::clone(&state);
         std::thread::Builder::new()
             .name("snapshot-writer".into())
-            .spawn(move || state.write_loop(&receiver))
+            .spawn(move || writer.write_loop(&receiver))
             .map_err(|e| CliError::io("start", "the snapshot writer", e))?;
-        Ok(Self { sender })
+        Ok(Self { sender, state })
     }
 
     fn write(&self, id: TaskId) {
@@ -384,9 +391,11 @@ impl Mirror {
         }
     }
 
-    async fn write_now(&self, id: TaskId) {
-        self.write(id);
-        self.flush().await;
+    /// Writes the snapshot of `id` on the calling thread, now (a short blocking write, like
+    /// the creation of the task's output file before it): no hand-off to the writer thread and
+    /// back on the way of a start.
+    fn write_now(&self, id: TaskId) {
+        self.state.write(id);
     }
 }
 
@@ -396,6 +405,10 @@ struct Mirrored {
     registry: Arc<Registry>,
     completions: Completions,
     groups: ProcessGroups,
+    /// The snapshot last written for each task, locked for the whole of a write: the writer
+    /// thread and [`Mirror::write_now`] never write one task at once, and each writes the
+    /// registry's state as it is under the lock, so an older state never replaces a newer one.
+    written: Mutex<HashMap<TaskId, Snapshot>>,
 }
 
 impl Mirrored {
@@ -410,7 +423,6 @@ impl Mirrored {
     ///   reader could ask for yet;
     /// - a snapshot equal to the one last written for its task is not written again.
     fn write_loop(&self, requests: &mpsc::Receiver<WriteRequest>) {
-        let mut written = HashMap::new();
         while let Ok(first) = requests.recv() {
             let mut ids = Vec::new();
             let mut seen = HashSet::new();
@@ -426,7 +438,7 @@ impl Mirrored {
                 }
             }
             for id in ids {
-                self.write(id, &mut written);
+                self.write(id);
             }
             for done in flushed {
                 let _ = done.send(());
@@ -434,7 +446,8 @@ impl Mirrored {
         }
     }
 
-    fn write(&self, id: TaskId, written: &mut HashMap<TaskId, Snapshot>) {
+    fn write(&self, id: TaskId) {
+        let mut written = lock(&self.written);
         let Some(state) = self.registry.get(&id) else {
             return;
         };
