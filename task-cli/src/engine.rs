@@ -115,7 +115,7 @@ impl Engine {
     /// do). A task that does not notify runs in the foreground (finished silently) and its
     /// completion latch is set before its id is returned, so no reader ever delivers it (not
     /// even as an orphan).
-    pub async fn start_shell(&self, start: StartShell) -> Result<TaskId> {
+    pub fn start_shell(&self, start: StartShell) -> Result<TaskId> {
         let mut request = ShellRequest::new(
             command_spec(&start.command, start.cwd.as_deref())?,
             start.description,
@@ -152,7 +152,7 @@ impl Engine {
     }
 
     /// Starts a monitor of a command or a WebSocket; returns once its snapshot is on disk.
-    pub async fn start_monitor(&self, start: StartMonitor) -> Result<TaskId> {
+    pub fn start_monitor(&self, start: StartMonitor) -> Result<TaskId> {
         let source = match (start.command, start.ws) {
             (Some(command), None) => {
                 MonitorSource::Command(command_spec(&command, start.cwd.as_deref())?)
@@ -171,14 +171,14 @@ impl Engine {
             MonitorRequest::new(source, start.description).persistent(start.persistent);
         request.timeout = start.timeout_ms.map(Duration::from_millis);
         let handle = self.executor.spawn_monitor(request).map_err(shell_error)?;
-        self.started(&handle).await
+        Ok(self.started(&handle))
     }
 
-    async fn started(&self, handle: &TaskHandle) -> Result<TaskId> {
+    fn started(&self, handle: &TaskHandle) -> TaskId {
         let id = handle.id();
         record_process_group(&self.groups, handle);
         self.mirror.write_now(id);
-        Ok(id)
+        id
     }
 
     /// Kills tasks (all at once); returns once each is reaped and its snapshot written.
@@ -418,7 +418,7 @@ impl Mirrored {
     /// Fewer writes, because every write replaces a file, and on some filesystems (ext4
     /// without a journal) each freed inode slows every later file creation for minutes:
     /// - a live task is first written when its start is handled (the engine puts it in the
-    ///   process groups and asks for that write, and the start is answered after it): the
+    ///   process groups and writes it, through [`Mirror::write_now`], before answering): the
     ///   events that come before, while it is being registered, would each cost a file that no
     ///   reader could ask for yet;
     /// - a snapshot equal to the one last written for its task is not written again.

@@ -181,8 +181,8 @@ async fn dispatch(request: Request, engine: &Engine) -> Response {
         },
     };
     match request {
-        Request::Run(start) => started(engine.start_shell(start).await),
-        Request::Monitor(start) => started(engine.start_monitor(start).await),
+        Request::Run(start) => started(engine.start_shell(start)),
+        Request::Monitor(start) => started(engine.start_monitor(start)),
         Request::Kill { ids } => match ids
             .iter()
             .map(|id| task_core::TaskId::parse(id).map_err(|_| id.clone()))

@@ -16,6 +16,14 @@ fn bg(command: &str, description: &str) -> ShellRequest {
     ShellRequest::new(CommandSpec::new(command).unwrap(), description).background(true)
 }
 
+/// A background request whose shell does not exist.
+fn unstartable() -> ShellRequest {
+    let spec = CommandSpec::new("true")
+        .unwrap()
+        .shell("/nonexistent/shell");
+    ShellRequest::new(spec, "broken").background(true)
+}
+
 fn output_of(handle: &TaskHandle) -> String {
     std::fs::read_to_string(handle.output_file()).unwrap()
 }
@@ -90,13 +98,7 @@ async fn piped_stdin_reaches_the_command() {
 #[tokio::test]
 async fn a_spawn_error_is_pending_to_failed_with_exit_code_1() {
     let fx = Fixture::new(ShellConfig::default());
-    let spec = CommandSpec::new("true")
-        .unwrap()
-        .shell("/nonexistent/shell");
-    let err = fx
-        .executor
-        .spawn(ShellRequest::new(spec, "broken").background(true))
-        .unwrap_err();
+    let err = fx.executor.spawn(unstartable()).unwrap_err();
     assert!(matches!(err, ShellError::Spawn { .. }), "{err}");
     let state = fx.registry.snapshot().pop().unwrap();
     assert_eq!(state.status(), TaskStatus::Failed);
@@ -538,13 +540,7 @@ async fn a_registered_task_dropped_unstarted_ends_failed_notified_if_in_the_back
 #[tokio::test]
 async fn a_registered_background_task_that_cannot_start_is_notified() {
     let fx = Fixture::new(ShellConfig::default());
-    let spec = CommandSpec::new("true")
-        .unwrap()
-        .shell("/nonexistent/shell");
-    let pending = fx
-        .executor
-        .register(ShellRequest::new(spec, "broken").background(true))
-        .unwrap();
+    let pending = fx.executor.register(unstartable()).unwrap();
     let id = pending.id();
     let err = pending.start().unwrap_err();
     assert!(matches!(err, ShellError::Spawn { .. }), "{err}");
