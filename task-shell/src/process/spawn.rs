@@ -32,6 +32,7 @@ pub struct CommandSpec {
     shell: PathBuf,
     cwd: Option<PathBuf>,
     env: Vec<(OsString, OsString)>,
+    clear_env: bool,
     stdin: StdinMode,
     die_with_parent: bool,
 }
@@ -51,9 +52,20 @@ impl CommandSpec {
             shell: PathBuf::from(DEFAULT_SHELL),
             cwd: None,
             env: Vec::new(),
+            clear_env: false,
             stdin: StdinMode::Null,
             die_with_parent: true,
         })
+    }
+
+    /// Runs the command in exactly this environment (the caller's whole environment, say)
+    /// instead of the one inherited from this process; [`env`](Self::env) still adds to it.
+    #[must_use]
+    pub fn environment(mut self, env: impl IntoIterator<Item = (OsString, OsString)>) -> Self {
+        let extra = std::mem::take(&mut self.env);
+        self.env = env.into_iter().chain(extra).collect();
+        self.clear_env = true;
+        self
     }
 
     /// Runs the command with another POSIX shell (it must accept `-c`), such as the user's `$SHELL`.
@@ -123,6 +135,9 @@ impl CommandSpec {
     pub fn spawn(&self, stdout: Stdio, stderr: Stdio) -> Result<Child, ShellError> {
         self.validate()?;
         let mut cmd = Command::new(&self.shell);
+        if self.clear_env {
+            cmd.env_clear();
+        }
         cmd.arg("-c")
             .arg(&self.command)
             .env("GIT_EDITOR", "true")
