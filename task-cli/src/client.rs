@@ -24,8 +24,8 @@ use crate::paths::{SessionPaths, private_file};
 use crate::protocol::{Request, Response};
 use crate::supervisor::READY_FD_ENV;
 
-/// How a client starts the supervisor of a session: a program and its arguments (the session's
-/// root and name are appended as `--root R --session S`).
+/// How a client starts the supervisor of a session: a program and its arguments. The session's
+/// root and name are passed in its environment as `TASKS_ROOT` and `TASKS_SESSION`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SupervisorCommand {
     /// The program.
@@ -232,10 +232,8 @@ fn spawn(paths: &SessionPaths, supervisor: &SupervisorCommand, ready: OwnedFd) -
     let mut command = Command::new(&supervisor.program);
     command
         .args(&supervisor.args)
-        .arg("--root")
-        .arg(paths.root())
-        .arg("--session")
-        .arg(paths.name())
+        .env("TASKS_ROOT", paths.root())
+        .env("TASKS_SESSION", paths.name())
         .env(READY_FD_ENV, ready_fd.to_string())
         .current_dir("/")
         .stdin(Stdio::null())
