@@ -1,0 +1,67 @@
+//! The agent CLI's process: its group, signals, and the tail of its stderr.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use rustix::process::{Pid, Signal, kill_process_group};
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+
+/// The longest stderr line kept (longer ones are cut).
+const MAX_STDERR_LINE: usize = 4096;
+
+/// Sends `signal` to process group `pgid`; a group already gone is not an error.
+pub(crate) fn signal_group(pgid: u32, signal: Signal) {
+    let Some(pid) = i32::try_from(pgid).ok().and_then(Pid::from_raw) else {
+        return;
+    };
+    if let Err(errno) = kill_process_group(pid, signal)
+        && errno != rustix::io::Errno::SRCH
+    {
+        tracing::warn!(pgid, %errno, "could not signal agent process group");
+    }
+}
+
+/// The last lines a process wrote to stderr, shared with the task that reads them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl StderrTail {
+    /// Reads `stderr` to its end, keeping the last `keep` lines.
+    pub(crate) fn follow(
+        &self,
+        stderr: impl AsyncRead + Unpin + Send + 'static,
+        keep: usize,
+    ) -> tokio::task::JoinHandle<()> {
+        let lines = Arc::clone(&self.lines);
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(stderr);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                match reader.read_until(b'\n', &mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        buf.truncate(MAX_STDERR_LINE);
+                        let line = String::from_utf8_lossy(&buf).trim_end().to_owned();
+                        if let Ok(mut lines) = lines.lock() {
+                            lines.push_back(line);
+                            while lines.len() > keep {
+                                lines.pop_front();
+                            }
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    /// The lines kept, oldest first.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        self.lines
+            .lock()
+            .map(|lines| lines.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,545 @@
+//! The executor of `local_agent` tasks: start, message, resume, kill, the main session.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use dashmap::DashMap;
+use serde_json::json;
+use task_core::{
+    AgentProgress, AgentState, Delivery, KillError, Registry, Task, TaskId, TaskKind, TaskState,
+    TaskStatus, TaskType,
+};
+use task_output::open::create_output_file;
+use task_output::transcript::link_transcript;
+use tokio::sync::oneshot;
+
+use crate::config::AgentConfig;
+use crate::drive::Drive;
+use crate::error::AgentError;
+use crate::format::CliFormat;
+use crate::notify::stopped_notification;
+use crate::progress::ProgressTracker;
+use crate::record::{AgentRecord, Control};
+use crate::runner::{AgentRunner, AgentSession, AgentSpec};
+use crate::tail::TranscriptTail;
+use crate::transcript_session::TranscriptSession;
+
+/// The environment variable that tells an agent's processes (and a `tasks mcp` server it
+/// launches) which agent they belong to.
+pub const AGENT_ID_ENV: &str = "TASKS_AGENT_ID";
+/// The agent type of the backgrounded main session.
+pub const MAIN_SESSION_TYPE: &str = "main-session";
+/// The agent type when a request names none.
+pub const DEFAULT_AGENT_TYPE: &str = "general-purpose";
+
+/// A request to start a background agent.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct AgentRequest {
+    /// What runs the agent.
+    pub runner: Arc<dyn AgentRunner>,
+    /// Its first user turn.
+    pub prompt: String,
+    /// A short description (the notification's `Agent "{description}" …`).
+    pub description: String,
+    /// `general-purpose` unless set.
+    pub agent_type: Option<String>,
+    /// A model override.
+    pub model: Option<String>,
+    /// A name it can be addressed by (`SendMessage {to: name}`).
+    pub name: Option<String>,
+    /// Its working directory.
+    pub cwd: Option<PathBuf>,
+    /// The tool call that started it.
+    pub tool_use_id: Option<String>,
+    /// Extra environment (`TASKS_SESSION`, `TASKS_ROOT` are otherwise inherited).
+    pub env: Vec<(OsString, OsString)>,
+}
+
+impl AgentRequest {
+    /// A request with the runner, description and prompt; everything else default.
+    pub fn new(
+        runner: Arc<dyn AgentRunner>,
+        description: impl Into<String>,
+        prompt: impl Into<String>,
+    ) -> Self {
+        AgentRequest {
+            runner,
+            prompt: prompt.into(),
+            description: description.into(),
+            agent_type: None,
+            model: None,
+            name: None,
+            cwd: None,
+            tool_use_id: None,
+            env: Vec::new(),
+        }
+    }
+}
+
+/// A started agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentHandle {
+    /// Its task id (also its agent id).
+    pub id: TaskId,
+    /// Its output file: a symlink to the transcript.
+    pub output_file: PathBuf,
+    /// The transcript the CLI writes.
+    pub transcript: PathBuf,
+}
+
+/// What [`AgentExecutor::send`] did with a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SendOutcome {
+    /// The agent is running: the message is queued (`pendingMessages`) for its next turn.
+    Queued(TaskId),
+    /// The agent had stopped: it was resumed under the same id with the message.
+    Resumed(AgentHandle),
+}
+
+/// Runs `local_agent` tasks: agent CLIs (or any [`AgentRunner`]) followed through their
+/// transcripts, recorded in a task-core [`Registry`].
+///
+/// Creating one registers it as the registry's executor of `local_agent`, so
+/// [`Registry::kill`] reaches its agents. Each run is followed by one tokio task.
+#[derive(Debug, Clone)]
+pub struct AgentExecutor {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    registry: Arc<Registry>,
+    output_dir: PathBuf,
+    config: AgentConfig,
+    agents: DashMap<TaskId, Arc<AgentRecord>>,
+    names: DashMap<String, TaskId>,
+}
+
+impl AgentExecutor {
+    /// An executor writing `{output_dir}/{id}.output` symlinks to transcripts in
+    /// `{output_dir}/agents/` (the directory must exist).
+    pub fn new(
+        registry: Arc<Registry>,
+        output_dir: impl Into<PathBuf>,
+        config: AgentConfig,
+    ) -> Self {
+        let inner = Arc::new(Inner {
+            registry,
+            output_dir: output_dir.into(),
+            config,
+            agents: DashMap::new(),
+            names: DashMap::new(),
+        });
+        let killer: Arc<dyn Task> = Arc::new(Killer {
+            inner: Arc::downgrade(&inner),
+        });
+        inner
+            .registry
+            .register_executor(TaskType::LocalAgent, killer);
+        AgentExecutor { inner }
+    }
+
+    /// The registry it records into.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.inner.registry
+    }
+
+    /// Starts an agent in the background: registers it, starts its runner, marks it running
+    /// and follows it until it stops (then notifies once, priority `later`).
+    ///
+    /// Must be called inside a tokio runtime.
+    ///
+    /// # Errors
+    /// [`AgentError::NameTaken`] when a running agent has the name; output and spawn errors
+    /// (the task is then `failed`, with no notification: the caller has the error).
+    pub async fn start(&self, request: AgentRequest) -> Result<AgentHandle, AgentError> {
+        if let Some(name) = &request.name
+            && self.live_name(name)
+        {
+            return Err(AgentError::NameTaken(name.clone()));
+        }
+        let id = TaskId::generate(TaskType::LocalAgent)?;
+        let handle = self.files(id, None)?;
+        let agent_type = request
+            .agent_type
+            .clone()
+            .unwrap_or_else(|| DEFAULT_AGENT_TYPE.into());
+        write_meta(&handle.transcript, &agent_type, &request)?;
+        let mut env = request.env.clone();
+        env.push((AGENT_ID_ENV.into(), id.as_str().into()));
+        let spec = AgentSpec {
+            prompt: request.prompt.clone(),
+            model: request.model.clone(),
+            agent_type: agent_type.clone(),
+            cwd: request.cwd.clone(),
+            env,
+            transcript: handle.transcript.clone(),
+        };
+        let state = AgentState {
+            agent_id: id.as_str().to_owned(),
+            prompt: request.prompt.clone(),
+            agent_type,
+            model: request.model.clone(),
+            is_backgrounded: true,
+            ..AgentState::default()
+        };
+        let mut task = TaskState::new(
+            id,
+            &request.description,
+            &handle.output_file,
+            TaskKind::Agent(state),
+        )?;
+        task.base.tool_use_id = request.tool_use_id.clone();
+        self.inner.registry.register(task)?;
+        let record = Arc::new(AgentRecord::new(Arc::clone(&request.runner), spec, true));
+        self.inner.agents.insert(id, Arc::clone(&record));
+        if let Some(name) = request.name {
+            self.inner.names.insert(name, id);
+        }
+        let guard = record.lifecycle.lock().await;
+        let started = record.runner.start(&record.spec).await;
+        self.launch(&record, id, started, guard).await?;
+        Ok(handle)
+    }
+
+    /// Sends `message` to the agent `target` (its id or name): queued if it is running,
+    /// delivered as its next user turn; a stopped agent is resumed with it (same id, running
+    /// again, and it notifies again when it stops).
+    ///
+    /// # Errors
+    /// [`AgentError::NoSuchAgent`] (its text is the reference's), [`AgentError::InputClosed`]
+    /// for the main session, resume errors.
+    pub async fn send(
+        &self,
+        target: &str,
+        message: &str,
+        tool_use_id: Option<String>,
+    ) -> Result<SendOutcome, AgentError> {
+        let id = self.resolve(target)?;
+        let record = self.record(&id)?;
+        if !record.accepts_messages {
+            return Err(AgentError::InputClosed(id));
+        }
+        let guard = record.lifecycle.lock().await;
+        let current = self.inner.registry.get(&id);
+        if current.as_ref().is_some_and(|s| !s.status().is_terminal()) {
+            self.queue(&id, message)?;
+            if let Some(control) = record.control() {
+                let _ = control.try_send(Control::Deliver);
+            }
+            return Ok(SendOutcome::Queued(id));
+        }
+        let session_id = record.session_id().ok_or(AgentError::NoSession(id))?;
+        self.register_resumed(id, current.as_deref(), tool_use_id)?;
+        let resumed = record
+            .runner
+            .resume(&record.spec, &session_id, message)
+            .await;
+        self.launch(&record, id, resumed, guard).await?;
+        Ok(SendOutcome::Resumed(self.handle(id)))
+    }
+
+    /// Backgrounds the main session: registers an `s` task over `transcript` (an existing,
+    /// growing file written by someone else), tracked like an agent until its `result` line.
+    ///
+    /// # Errors
+    /// Output errors (the transcript must exist; nothing may be at the output path).
+    pub async fn register_main_session(
+        &self,
+        transcript: &Path,
+        description: &str,
+        format: CliFormat,
+    ) -> Result<AgentHandle, AgentError> {
+        let id = TaskId::main_session()?;
+        let handle = self.files(id, Some(transcript))?;
+        let state = AgentState {
+            agent_id: id.as_str().to_owned(),
+            agent_type: MAIN_SESSION_TYPE.into(),
+            is_backgrounded: true,
+            ..AgentState::default()
+        };
+        let task = TaskState::new(id, description, &handle.output_file, TaskKind::Agent(state))?;
+        self.inner.registry.register(task)?;
+        let spec = AgentSpec::new("", transcript);
+        let runner: Arc<dyn AgentRunner> = Arc::new(NoRunner);
+        let record = Arc::new(AgentRecord::new(runner, spec, false));
+        self.inner.agents.insert(id, Arc::clone(&record));
+        let tail = self.tail(transcript, 0, format);
+        let session: Box<dyn AgentSession> = Box::new(TranscriptSession::new(
+            tail,
+            self.inner.config.transcript_poll,
+        ));
+        let guard = record.lifecycle.lock().await;
+        self.launch(&record, id, Ok(session), guard).await?;
+        Ok(handle)
+    }
+
+    /// Resolves an id or a name to a known agent.
+    ///
+    /// # Errors
+    /// [`AgentError::NoSuchAgent`].
+    pub fn resolve(&self, target: &str) -> Result<TaskId, AgentError> {
+        if let Ok(id) = TaskId::parse(target)
+            && self.inner.agents.contains_key(&id)
+        {
+            return Ok(id);
+        }
+        self.inner
+            .names
+            .get(target)
+            .map(|entry| *entry.value())
+            .ok_or_else(|| AgentError::NoSuchAgent(target.to_owned()))
+    }
+
+    /// Marks the run running and starts following it; a failed start fails the task silently.
+    async fn launch(
+        &self,
+        record: &Arc<AgentRecord>,
+        id: TaskId,
+        started: Result<Box<dyn AgentSession>, AgentError>,
+        mut run_counter: tokio::sync::MutexGuard<'_, u64>,
+    ) -> Result<(), AgentError> {
+        let registry = &self.inner.registry;
+        let session = match started {
+            Ok(session) => session,
+            Err(error) => {
+                let message = error.to_string();
+                let _ = registry.transition_with(&id, TaskStatus::Failed, |state| {
+                    state.base.notified = true;
+                    if let TaskKind::Agent(agent) = &mut state.kind {
+                        agent.error = Some(message.clone());
+                    }
+                });
+                return Err(error);
+            }
+        };
+        registry.transition(&id, TaskStatus::Running)?;
+        *run_counter += 1;
+        let run = *run_counter;
+        let drive = Drive {
+            registry: Arc::clone(registry),
+            config: self.inner.config.clone(),
+            record: Arc::clone(record),
+            id,
+            run,
+            session,
+            control: record.open_control(run),
+            tracker: ProgressTracker::default(),
+            started: Instant::now(),
+        };
+        tokio::spawn(drive.run());
+        Ok(())
+    }
+
+    /// Re-registers a stopped agent under its id: `pending`, not notified, a fresh run's
+    /// progress keeping the summary; the registry carries the UI-held fields forward.
+    fn register_resumed(
+        &self,
+        id: TaskId,
+        previous: Option<&TaskState>,
+        tool_use_id: Option<String>,
+    ) -> Result<(), AgentError> {
+        let previous = previous.ok_or(AgentError::NoSuchAgent(id.to_string()))?;
+        let TaskKind::Agent(agent) = &previous.kind else {
+            return Err(AgentError::NotAnAgent(id));
+        };
+        let agent = AgentState {
+            progress: AgentProgress {
+                summary: agent.progress.summary.clone(),
+                ..AgentProgress::default()
+            },
+            result: None,
+            error: None,
+            ..agent.clone()
+        };
+        let mut task = TaskState::new(
+            id,
+            &previous.base.description,
+            &previous.base.output_file,
+            TaskKind::Agent(agent),
+        )?;
+        task.base.tool_use_id = tool_use_id.or_else(|| previous.base.tool_use_id.clone());
+        self.inner.registry.register(task)?;
+        Ok(())
+    }
+
+    fn queue(&self, id: &TaskId, message: &str) -> Result<(), AgentError> {
+        let mut refused = false;
+        self.inner.registry.update(id, |current| {
+            let mut next = current.clone();
+            match &mut next.kind {
+                TaskKind::Agent(agent) if !current.status().is_terminal() => {
+                    agent.pending_messages.push(message.to_owned());
+                    Some(next)
+                }
+                _ => {
+                    refused = true;
+                    None
+                }
+            }
+        })?;
+        if refused {
+            Err(AgentError::InputClosed(*id))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn live_name(&self, name: &str) -> bool {
+        let Some(id) = self.inner.names.get(name).map(|e| *e.value()) else {
+            return false;
+        };
+        self.inner
+            .registry
+            .get(&id)
+            .is_some_and(|s| !s.status().is_terminal())
+    }
+
+    fn record(&self, id: &TaskId) -> Result<Arc<AgentRecord>, AgentError> {
+        self.inner
+            .agents
+            .get(id)
+            .map(|entry| Arc::clone(entry.value()))
+            .ok_or(AgentError::NotAnAgent(*id))
+    }
+
+    fn handle(&self, id: TaskId) -> AgentHandle {
+        let output_file = self.inner.output_dir.join(format!("{id}.output"));
+        let transcript = self
+            .inner
+            .agents
+            .get(&id)
+            .map(|r| r.spec.transcript.clone())
+            .unwrap_or_else(|| self.transcript_path(id));
+        AgentHandle {
+            id,
+            output_file,
+            transcript,
+        }
+    }
+
+    fn transcript_path(&self, id: TaskId) -> PathBuf {
+        self.inner
+            .output_dir
+            .join("agents")
+            .join(format!("agent-{id}.jsonl"))
+    }
+
+    /// Creates the transcript (unless given) and the output symlink to it.
+    fn files(&self, id: TaskId, existing: Option<&Path>) -> Result<AgentHandle, AgentError> {
+        let transcript = match existing {
+            Some(path) => {
+                std::fs::metadata(path).map_err(|e| task_output::OutputError::from_io(path, e))?;
+                path.to_path_buf()
+            }
+            None => {
+                let path = self.transcript_path(id);
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| task_output::OutputError::from_io(dir, e))?;
+                }
+                create_output_file(&path)?;
+                path
+            }
+        };
+        let output_file = self.inner.output_dir.join(format!("{id}.output"));
+        link_transcript(&output_file, &transcript)?;
+        Ok(AgentHandle {
+            id,
+            output_file,
+            transcript,
+        })
+    }
+
+    fn tail(&self, path: &Path, offset: u64, format: CliFormat) -> TranscriptTail {
+        let config = &self.inner.config;
+        TranscriptTail::new(
+            path,
+            offset,
+            format.parser(),
+            config.max_read_bytes,
+            config.max_line_bytes,
+        )
+    }
+}
+
+/// The sidecar `agent-{id}.meta.json` beside the transcript, as the reference writes it.
+fn write_meta(
+    transcript: &Path,
+    agent_type: &str,
+    request: &AgentRequest,
+) -> Result<(), AgentError> {
+    let mut meta = json!({"agentType": agent_type, "description": request.description});
+    if let Some(name) = &request.name {
+        meta["name"] = json!(name);
+    }
+    if let Some(tool_use_id) = &request.tool_use_id {
+        meta["toolUseId"] = json!(tool_use_id);
+    }
+    let path = transcript.with_extension("meta.json");
+    let mut file = create_output_file(&path)?;
+    std::io::Write::write_all(&mut file, meta.to_string().as_bytes())
+        .map_err(|e| task_output::OutputError::from_io(&path, e))?;
+    Ok(())
+}
+
+/// Kills agents for [`Registry::kill`]: status `killed` with no notification for the model
+/// (an SDK `task_notification` with status `stopped` only), then interrupt, `SIGKILL` of the
+/// process group after the grace, and orphan cleanup of the tasks the agent owns.
+struct Killer {
+    inner: std::sync::Weak<Inner>,
+}
+
+#[async_trait]
+impl Task for Killer {
+    async fn kill(&self, registry: &Registry, id: &TaskId) -> Result<(), KillError> {
+        let marked = registry.transition(id, TaskStatus::Killed);
+        let Ok(state) = marked else {
+            // It ended on its own meanwhile.
+            return Ok(());
+        };
+        registry.notify_once(id, stopped_notification(&state), Delivery::Silent);
+        let control = self
+            .inner
+            .upgrade()
+            .and_then(|inner| inner.agents.get(id).map(|r| Arc::clone(r.value())))
+            .and_then(|record| record.control());
+        if let Some(control) = control {
+            let (ack, done) = oneshot::channel();
+            if control.send(Control::Cancel(ack)).await.is_ok() {
+                let _ = done.await;
+            }
+        }
+        registry.kill_tasks_for_agent(id.as_str()).await;
+        Ok(())
+    }
+}
+
+/// The main session's "runner": it has no process, so it cannot start or resume anything.
+#[derive(Debug)]
+struct NoRunner;
+
+#[async_trait]
+impl AgentRunner for NoRunner {
+    fn name(&self) -> &'static str {
+        MAIN_SESSION_TYPE
+    }
+
+    async fn start(&self, _spec: &AgentSpec) -> Result<Box<dyn AgentSession>, AgentError> {
+        Err(AgentError::ResumeUnsupported(MAIN_SESSION_TYPE))
+    }
+
+    async fn resume(
+        &self,
+        _spec: &AgentSpec,
+        _session: &str,
+        _message: &str,
+    ) -> Result<Box<dyn AgentSession>, AgentError> {
+        Err(AgentError::ResumeUnsupported(MAIN_SESSION_TYPE))
+    }
+}
