@@ -244,9 +244,15 @@ impl Drive {
     /// Waits until no task owned by this agent is running; a queued message interrupts.
     async fn wait_for_own_tasks(&mut self) -> Result<Wait, Cancelled> {
         let mut events = self.registry.subscribe();
+        let mut announced = false;
         loop {
-            if !self.has_live_tasks() {
+            let live = self.live_tasks();
+            if live == 0 {
                 return Ok(Wait::Clear);
+            }
+            if !announced {
+                announced = true;
+                self.announce_wait(live);
             }
             tokio::select! {
                 biased;
@@ -263,12 +269,33 @@ impl Drive {
         }
     }
 
-    fn has_live_tasks(&self) -> bool {
+    /// How many tasks this agent owns that are still running.
+    fn live_tasks(&self) -> usize {
         let me = self.id.as_str();
         self.registry
             .snapshot()
             .iter()
-            .any(|s| !s.status().is_terminal() && s.owner_agent_id() == Some(me))
+            .filter(|s| !s.status().is_terminal() && s.owner_agent_id() == Some(me))
+            .count()
+    }
+
+    /// A `task_progress` saying the turn is over but the agent waits for its own tasks.
+    fn announce_wait(&self, live: usize) {
+        let Some(state) = self.registry.get(&self.id) else {
+            return;
+        };
+        let mut detail = self.tracker.event_detail(
+            &state.base.description,
+            &self.record.spec.agent_type,
+            self.elapsed_ms(),
+        );
+        let plural = if live == 1 { "" } else { "s" };
+        detail.insert(
+            "description".into(),
+            json!(format!("Waiting for {live} background task{plural}")),
+        );
+        detail.insert("waiting_tasks".into(), json!(live));
+        self.registry.emit_progress(&self.id, detail);
     }
 
     /// Takes the queued messages out of the state, atomically.
