@@ -79,11 +79,10 @@ async fn a_successful_agent_completes_and_notifies_once_with_result_and_usage() 
         if let TaskEvent::TaskProgress {
             task_id, detail, ..
         } = event
+            && task_id == handle.id
         {
-            if task_id == handle.id {
-                descriptions.push(detail["description"].as_str().unwrap().to_owned());
-                assert_eq!(detail["subagent_type"], "general-purpose");
-            }
+            descriptions.push(detail["description"].as_str().unwrap().to_owned());
+            assert_eq!(detail["subagent_type"], "general-purpose");
         }
     }
     assert_eq!(descriptions, ["Running count", "Reading /etc/hostname"]);
