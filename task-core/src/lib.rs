@@ -58,9 +58,11 @@
 #![deny(missing_docs)]
 
 mod config;
+mod end;
 mod event;
 mod executor;
 mod id;
+mod launch;
 mod notification;
 mod poll;
 mod registry;
@@ -69,8 +71,10 @@ mod state;
 mod status;
 
 pub use config::{EVENT_CAPACITY, PANEL_GRACE, POLL_INTERVAL, RegistryConfig, STOPPED_DISPLAY};
+pub use end::{EXIT_KILLED, EXIT_SPAWN_FAILED, EXIT_TIMED_OUT, EndReason, human_duration};
 pub use event::{SdkStatus, TaskEvent, TaskPatch};
 pub use executor::{KillError, KillOutcome, Task};
+pub use launch::{Caller, Launch, LaunchError, Launched};
 pub use id::{IdError, TASK_ID_LEN, TaskId, TaskType};
 pub use notification::{
     AGENT_RESUME_NOTE, AgentExtras, AgentUsage, MODEL_FRAMING, Notification, NotificationQueue,
@@ -80,9 +84,9 @@ pub use poll::{FileReader, OutputReader, PollLoop, PollReport, spawn_poll_loop};
 pub use registry::{Delivery, Registration, Registry, RegistryError, UpdateOutcome};
 pub use state::{
     AgentProgress, AgentState, CappedVec, DREAM_TURNS_CAP, DreamPhase, DreamState, DreamTurn,
-    MessageUsage, RECENT_ACTIVITIES_CAP, RemoteState, RemoteSubtype, ShellKind, ShellState,
-    StateError, TEAMMATE_MESSAGES_CAP, TaskKind, TaskState, TaskStateBase, TeammateIdentity,
-    TeammateState, ToolActivity, WorkflowState, WorkflowStep, Worktree, now_ms,
+    MessageUsage, RECENT_ACTIVITIES_CAP, RemoteState, RemoteSubtype, ShellKind, ShellProcess,
+    ShellState, StateError, TEAMMATE_MESSAGES_CAP, TaskKind, TaskState, TaskStateBase,
+    TeammateIdentity, TeammateState, ToolActivity, WorkflowState, WorkflowStep, Worktree, now_ms,
 };
 pub use status::{TaskStatus, TerminalStatus};
 

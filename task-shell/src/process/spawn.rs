@@ -12,12 +12,7 @@ use crate::error::ShellError;
 /// The shell used when the caller names none.
 pub const DEFAULT_SHELL: &str = "/bin/sh";
 
-/// Exit code reported for a command killed on request (128 + SIGKILL).
-pub const EXIT_KILLED: i32 = 137;
-/// Exit code reported for a command killed by its timeout (128 + SIGTERM, as the reference).
-pub const EXIT_TIMED_OUT: i32 = 143;
-/// Exit code reported when the command could not be started.
-pub const EXIT_SPAWN_FAILED: i32 = 1;
+pub use task_core::{EXIT_KILLED, EXIT_SPAWN_FAILED, EXIT_TIMED_OUT};
 
 /// What the child's stdin is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -37,6 +32,7 @@ pub struct CommandSpec {
     shell: PathBuf,
     cwd: Option<PathBuf>,
     env: Vec<(OsString, OsString)>,
+    clear_env: bool,
     stdin: StdinMode,
     die_with_parent: bool,
 }
@@ -56,9 +52,20 @@ impl CommandSpec {
             shell: PathBuf::from(DEFAULT_SHELL),
             cwd: None,
             env: Vec::new(),
+            clear_env: false,
             stdin: StdinMode::Null,
             die_with_parent: true,
         })
+    }
+
+    /// Runs the command in exactly this environment (the caller's whole environment, say)
+    /// instead of the one inherited from this process; [`env`](Self::env) still adds to it.
+    #[must_use]
+    pub fn environment(mut self, env: impl IntoIterator<Item = (OsString, OsString)>) -> Self {
+        let extra = std::mem::take(&mut self.env);
+        self.env = env.into_iter().chain(extra).collect();
+        self.clear_env = true;
+        self
     }
 
     /// Runs the command with another POSIX shell (it must accept `-c`), such as the user's `$SHELL`.
@@ -128,6 +135,9 @@ impl CommandSpec {
     pub fn spawn(&self, stdout: Stdio, stderr: Stdio) -> Result<Child, ShellError> {
         self.validate()?;
         let mut cmd = Command::new(&self.shell);
+        if self.clear_env {
+            cmd.env_clear();
+        }
         cmd.arg("-c")
             .arg(&self.command)
             .env("GIT_EDITOR", "true")
