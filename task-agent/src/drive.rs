@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use serde_json::json;
 use task_core::{
-    AgentState, AgentUsage, Delivery, Priority, Registry, TaskId, TaskKind, TaskState, TaskStatus,
-    UpdateOutcome,
+    AgentState, AgentUsage, Delivery, EndReason, Priority, Registry, TaskId, TaskKind, TaskState,
+    TaskStatus, UpdateOutcome,
 };
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
@@ -199,9 +199,10 @@ impl Drive {
                 agent.progress = tracker.merged_into(&agent.progress);
                 match end {
                     RunEnd::Finished(result) => agent.result.clone_from(result),
-                    RunEnd::Failed(error) => agent.error = Some(error.clone()),
+                    RunEnd::Failed { error, .. } => agent.error = Some(error.clone()),
                 }
             }
+            next.base.end_reason = Some(end.reason());
             Some(next)
         });
         match outcome {
@@ -324,7 +325,11 @@ impl Drive {
     fn outcome_end(&self) -> RunEnd {
         match self.tracker.outcome() {
             Some(outcome @ TurnOutcome::Error { .. }) => {
-                RunEnd::Failed(outcome.error_text().unwrap_or_default())
+                let message = outcome.error_text().unwrap_or_default();
+                RunEnd::Failed {
+                    error: message.clone(),
+                    reason: EndReason::Errored { message },
+                }
             }
             _ => RunEnd::Finished(self.tracker.result_text()),
         }
@@ -361,5 +366,12 @@ fn crashed(end: &SessionEnd) -> RunEnd {
         error.push_str(": ");
         error.push_str(&end.stderr_tail.join(" / "));
     }
-    RunEnd::Failed(error)
+    RunEnd::Failed {
+        error,
+        reason: end
+            .exit_code
+            .map_or(EndReason::Exited { code: -1 }, |code| EndReason::Exited {
+                code,
+            }),
+    }
 }

@@ -3,14 +3,14 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use dashmap::DashMap;
 use serde_json::json;
 use task_core::{
-    AgentProgress, AgentState, Delivery, KillError, Registry, Task, TaskId, TaskKind, TaskState,
-    TaskStatus, TaskType,
+    AgentProgress, AgentState, Delivery, EndReason, KillError, Registry, Task, TaskId, TaskKind,
+    TaskState, TaskStatus, TaskType,
 };
 use task_output::open::create_output_file;
 use task_output::transcript::link_transcript;
@@ -57,6 +57,8 @@ pub struct AgentRequest {
     pub tool_use_id: Option<String>,
     /// Extra environment (`TASKS_SESSION`, `TASKS_ROOT` are otherwise inherited).
     pub env: Vec<(OsString, OsString)>,
+    /// The agent that started this one (it is killed when that agent ends).
+    pub owner_agent_id: Option<String>,
 }
 
 impl AgentRequest {
@@ -76,6 +78,7 @@ impl AgentRequest {
             cwd: None,
             tool_use_id: None,
             env: Vec::new(),
+            owner_agent_id: None,
         }
     }
 }
@@ -118,30 +121,47 @@ struct Inner {
     config: AgentConfig,
     agents: DashMap<TaskId, Arc<AgentRecord>>,
     names: DashMap<String, TaskId>,
+    task: Arc<AgentTask>,
 }
 
 impl AgentExecutor {
     /// An executor writing `{output_dir}/{id}.output` symlinks to transcripts in
-    /// `{output_dir}/agents/` (the directory must exist).
+    /// `{output_dir}/agents/` (the directory must exist). It registers nothing: hand
+    /// [`task`](Self::task) to the registry, or call
+    /// [`register_with_registry`](Self::register_with_registry).
     pub fn new(
         registry: Arc<Registry>,
         output_dir: impl Into<PathBuf>,
         config: AgentConfig,
     ) -> Self {
-        let inner = Arc::new(Inner {
+        let panel_grace = registry.config().panel_grace;
+        let inner = Arc::new_cyclic(|weak| Inner {
             registry,
             output_dir: output_dir.into(),
             config,
             agents: DashMap::new(),
             names: DashMap::new(),
+            task: Arc::new(AgentTask {
+                inner: weak.clone(),
+                panel_grace,
+            }),
         });
-        let killer: Arc<dyn Task> = Arc::new(Killer {
-            inner: Arc::downgrade(&inner),
-        });
-        inner
-            .registry
-            .register_executor(TaskType::LocalAgent, killer);
         AgentExecutor { inner }
+    }
+
+    /// The [`Task`] of `local_agent`: kill, the 30 s panel grace after an agent stops, and the
+    /// messages carried forward across a resume.
+    pub fn task(&self) -> Arc<dyn Task> {
+        Arc::clone(&self.inner.task) as Arc<dyn Task>
+    }
+
+    /// Registers [`task`](Self::task) with its registry for `local_agent`; returns itself.
+    #[must_use]
+    pub fn register_with_registry(self) -> Self {
+        self.inner
+            .registry
+            .register_executor(TaskType::LocalAgent, self.task());
+        self
     }
 
     /// The registry it records into.
@@ -311,6 +331,9 @@ impl AgentExecutor {
                 let message = error.to_string();
                 let _ = registry.transition_with(&id, TaskStatus::Failed, |state| {
                     state.base.notified = true;
+                    state.base.end_reason = Some(EndReason::SpawnFailed {
+                        error: message.clone(),
+                    });
                     if let TaskKind::Agent(agent) = &mut state.kind {
                         agent.error = Some(message.clone());
                     }
@@ -488,17 +511,22 @@ fn write_meta(
     Ok(())
 }
 
-/// Kills agents for [`Registry::kill`]: status `killed` with no notification for the model
-/// (an SDK `task_notification` with status `stopped` only), then interrupt, `SIGKILL` of the
-/// process group after the grace, and orphan cleanup of the tasks the agent owns.
-struct Killer {
+/// The `local_agent` policies for the registry. A kill sets status `killed` with no
+/// notification for the model (an SDK `task_notification` with status `stopped` only), then
+/// interrupts the agent, `SIGKILL`s its process group after the grace, and kills the tasks the
+/// agent owns.
+#[derive(Debug)]
+struct AgentTask {
     inner: std::sync::Weak<Inner>,
+    panel_grace: Duration,
 }
 
 #[async_trait]
-impl Task for Killer {
+impl Task for AgentTask {
     async fn kill(&self, registry: &Registry, id: &TaskId) -> Result<(), KillError> {
-        let marked = registry.transition(id, TaskStatus::Killed);
+        let marked = registry.transition_with(id, TaskStatus::Killed, |state| {
+            state.base.end_reason = Some(EndReason::Killed);
+        });
         let Ok(state) = marked else {
             // It ended on its own meanwhile.
             return Ok(());
@@ -517,6 +545,16 @@ impl Task for Killer {
         }
         registry.kill_tasks_for_agent(id.as_str()).await;
         Ok(())
+    }
+
+    /// A stopped agent stays in the panel for `PANEL_GRACE` (SPEC §2).
+    fn eviction_grace(&self, _ended: &TaskState) -> Option<Duration> {
+        Some(self.panel_grace)
+    }
+
+    /// A resumed agent keeps its displayed messages and its queued ones.
+    fn carry_forward(&self, resumed: &mut TaskState, previous: &TaskState) {
+        resumed.kind.carry_ui_fields_from(&previous.kind);
     }
 }
 

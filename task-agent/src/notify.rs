@@ -2,7 +2,7 @@
 
 use task_core::summary::{self, AgentEnd};
 use task_core::{
-    AGENT_RESUME_NOTE, AgentExtras, AgentUsage, Notification, TaskState, TerminalStatus,
+    AGENT_RESUME_NOTE, AgentExtras, AgentUsage, EndReason, Notification, TaskState, TerminalStatus,
 };
 
 /// How an agent run ended, with what its notification reports.
@@ -10,16 +10,29 @@ use task_core::{
 pub enum RunEnd {
     /// It finished; its final text.
     Finished(Option<String>),
-    /// It failed; the error.
-    Failed(String),
+    /// It failed.
+    Failed {
+        /// The error, in one line.
+        error: String,
+        /// Why, as recorded in the task's state.
+        reason: EndReason,
+    },
 }
 
 impl RunEnd {
+    /// The end reason recorded in the task's state.
+    pub fn reason(&self) -> EndReason {
+        match self {
+            RunEnd::Finished(_) => EndReason::Succeeded,
+            RunEnd::Failed { reason, .. } => reason.clone(),
+        }
+    }
+
     /// The terminal status this end gives the task.
     pub fn status(&self) -> TerminalStatus {
         match self {
             RunEnd::Finished(_) => TerminalStatus::Completed,
-            RunEnd::Failed(_) => TerminalStatus::Failed,
+            RunEnd::Failed { .. } => TerminalStatus::Failed,
         }
     }
 }
@@ -33,7 +46,7 @@ pub fn agent_notification(task: &TaskState, end: &RunEnd, usage: AgentUsage) -> 
             summary::agent(description, AgentEnd::Finished),
             result.clone(),
         ),
-        RunEnd::Failed(error) => (
+        RunEnd::Failed { error, .. } => (
             summary::agent(description, AgentEnd::Failed(Some(error))),
             None,
         ),

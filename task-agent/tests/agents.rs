@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use serde_json::json;
 use task_agent::{AgentError, SendOutcome};
-use task_core::{TaskEvent, TaskStatus};
+use task_core::{EndReason, TaskEvent, TaskStatus};
 
 fn result(text: &str) -> serde_json::Value {
     json!({"result": text})
@@ -33,6 +33,11 @@ async fn a_successful_agent_completes_and_notifies_once_with_result_and_usage() 
         .unwrap();
     let state = fx.wait_done(&handle.id).await;
     assert_eq!(state.status(), TaskStatus::Completed);
+    assert_eq!(state.base.end_reason, Some(EndReason::Succeeded));
+    assert!(
+        state.base.evict_after.is_some(),
+        "a stopped agent gets the panel grace"
+    );
 
     let notes = fx.registry.notifications().drain();
     assert_eq!(notes.len(), 1);
@@ -141,6 +146,7 @@ async fn a_crash_without_result_fails_with_the_exit_status_and_last_stderr_lines
         .unwrap();
     let state = fx.wait_done(&handle.id).await;
     assert_eq!(state.status(), TaskStatus::Failed);
+    assert_eq!(state.base.end_reason, Some(EndReason::Exited { code: 3 }));
     let error = fx.agent(&handle.id).error.unwrap();
     assert!(error.contains("code 3"), "{error}");
     assert!(error.contains("fatal: out of cheese"), "{error}");
@@ -220,6 +226,10 @@ async fn kill_mid_turn_ends_the_process_tree_with_no_notification() {
     let outcome = fx.registry.kill(&handle.id).await.unwrap();
     assert_eq!(outcome, task_core::KillOutcome::Killed);
     assert_eq!(fx.state(&handle.id).status(), TaskStatus::Killed);
+    assert_eq!(
+        fx.state(&handle.id).base.end_reason,
+        Some(EndReason::Killed)
+    );
     wait_for(|| process_gone(child).then_some(())).await;
     assert!(
         fx.registry.notifications().is_empty(),

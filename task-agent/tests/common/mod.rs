@@ -41,7 +41,8 @@ impl Fixture {
             panel_grace: Duration::from_millis(50),
             ..RegistryConfig::default()
         }));
-        let executor = AgentExecutor::new(Arc::clone(&registry), dir.path(), config.clone());
+        let executor = AgentExecutor::new(Arc::clone(&registry), dir.path(), config.clone())
+            .register_with_registry();
         Fixture {
             dir,
             registry,
