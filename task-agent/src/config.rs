@@ -4,7 +4,8 @@ use std::time::Duration;
 
 /// How long a cancelled agent gets between the interrupt and `SIGKILL` of its process group.
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_millis(2_000);
-/// How often a running agent's transcript is checked for new lines.
+/// The longest wait between two reads of a quiet transcript (reads start at 1 ms after activity
+/// and back off to this).
 pub const DEFAULT_TRANSCRIPT_POLL: Duration = Duration::from_millis(50);
 /// How many stderr lines of an agent CLI are kept for a failure message.
 pub const DEFAULT_STDERR_LINES: usize = 10;

@@ -17,7 +17,7 @@ use crate::config::AgentConfig;
 use crate::error::AgentError;
 use crate::format::CliFormat;
 use crate::runner::{AgentSession, AgentSpec, SessionEnd, SessionEvent};
-use crate::tail::TranscriptTail;
+use crate::tail::{PollBackoff, TranscriptTail};
 
 /// A running agent CLI.
 ///
@@ -32,7 +32,7 @@ pub struct CommandSession {
     exit: watch::Receiver<Option<i32>>,
     stderr: StderrTail,
     stderr_task: Option<JoinHandle<()>>,
-    poll: Duration,
+    poll: PollBackoff,
     kill_grace: Duration,
     ended: Option<SessionEnd>,
 }
@@ -101,7 +101,7 @@ impl CommandSession {
             exit,
             stderr,
             stderr_task,
-            poll: config.transcript_poll,
+            poll: PollBackoff::new(config.transcript_poll),
             kill_grace: config.kill_grace,
             ended: None,
         };
@@ -169,7 +169,10 @@ impl AgentSession for CommandSession {
             let exited = self.exited();
             match self.tail.read_new() {
                 Ok(0) => {}
-                Ok(_) => continue,
+                Ok(_) => {
+                    self.poll.reset();
+                    continue;
+                }
                 Err(error) => tracing::warn!(%error, "agent transcript read failed"),
             }
             if let Some(code) = exited {
@@ -178,7 +181,7 @@ impl AgentSession for CommandSession {
                 continue;
             }
             tokio::select! {
-                () = tokio::time::sleep(self.poll) => {}
+                () = tokio::time::sleep(self.poll.next_wait()) => {}
                 _ = self.exit.changed() => {}
             }
         }
