@@ -8,7 +8,7 @@
 //!   stream-json, `codex exec --json`, Gemini CLI's stream-json) in its own process group, with
 //!   its stdout going straight into the transcript file and events read back from that file by
 //!   byte-offset delta reads.
-//! - [`format`]: the line parsers of those formats; unknown and malformed lines are skipped,
+//! - [`format`](mod@format): the line parsers of those formats; unknown and malformed lines are skipped,
 //!   never fatal.
 //! - [`ProgressTracker`]: token accounting (latest input with cache + cumulative output), tool
 //!   uses, the last five activities, `task_progress` events shaped like the reference's.
@@ -29,7 +29,8 @@
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let registry = Arc::new(Registry::default());
-//! let executor = AgentExecutor::new(Arc::clone(&registry), "/tmp/tasks", AgentConfig::default());
+//! let executor = AgentExecutor::new(Arc::clone(&registry), "/tmp/tasks", AgentConfig::default())
+//!     .register_with_registry();
 //! let claude = CommandRunner::new(["claude"], CliFormat::Claude, AgentConfig::default())?;
 //! let request = AgentRequest::new(Arc::new(claude), "count files", "How many files are here?");
 //! let agent = executor.start(request).await?;
