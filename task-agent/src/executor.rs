@@ -101,7 +101,12 @@ pub enum SendOutcome {
     /// The agent is running: the message is queued (`pendingMessages`) for its next turn.
     Queued(TaskId),
     /// The agent had stopped: it was resumed under the same id with the message.
-    Resumed(AgentHandle),
+    Resumed {
+        /// The agent (same id and output file as before).
+        handle: AgentHandle,
+        /// How its previous run had ended (`completed`, `failed`, `killed`).
+        previous: TaskStatus,
+    },
 }
 
 /// Runs `local_agent` tasks: agent CLIs (or any [`AgentRunner`]) followed through their
@@ -255,13 +260,16 @@ impl AgentExecutor {
             return Ok(SendOutcome::Queued(id));
         }
         let session_id = record.session_id().ok_or(AgentError::NoSession(id))?;
-        self.register_resumed(id, current.as_deref(), tool_use_id)?;
+        let previous = self.register_resumed(id, current.as_deref(), tool_use_id)?;
         let resumed = record
             .runner
             .resume(&record.spec, &session_id, message)
             .await;
         self.launch(&record, id, resumed, guard).await?;
-        Ok(SendOutcome::Resumed(self.handle(id)))
+        Ok(SendOutcome::Resumed {
+            handle: self.handle(id),
+            previous,
+        })
     }
 
     /// Backgrounds the main session: registers an `s` task over `transcript` (an existing,
@@ -360,13 +368,14 @@ impl AgentExecutor {
     }
 
     /// Re-registers a stopped agent under its id: `pending`, not notified, a fresh run's
-    /// progress keeping the summary; the registry carries the UI-held fields forward.
+    /// progress keeping the summary; the registry carries the UI-held fields forward. Returns
+    /// how the previous run ended.
     fn register_resumed(
         &self,
         id: TaskId,
         previous: Option<&TaskState>,
         tool_use_id: Option<String>,
-    ) -> Result<(), AgentError> {
+    ) -> Result<TaskStatus, AgentError> {
         let previous = previous.ok_or(AgentError::NoSuchAgent(id.to_string()))?;
         let TaskKind::Agent(agent) = &previous.kind else {
             return Err(AgentError::NotAnAgent(id));
@@ -388,7 +397,7 @@ impl AgentExecutor {
         )?;
         task.base.tool_use_id = tool_use_id.or_else(|| previous.base.tool_use_id.clone());
         self.inner.registry.register(task)?;
-        Ok(())
+        Ok(previous.status())
     }
 
     fn queue(&self, id: &TaskId, message: &str) -> Result<(), AgentError> {

@@ -53,6 +53,7 @@ mod progress;
 mod record;
 mod runner;
 mod tail;
+mod texts;
 mod transcript_session;
 
 pub use command::{CommandRunner, CommandSession};
@@ -71,3 +72,4 @@ pub use notify::{RunEnd, agent_notification, stopped_notification};
 pub use progress::{Change, ProgressTracker};
 pub use runner::{AgentRunner, AgentSession, AgentSpec, SessionEnd, SessionEvent};
 pub use tail::TranscriptTail;
+pub use texts::{launch_text, send_result};

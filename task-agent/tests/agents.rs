@@ -307,9 +307,23 @@ async fn a_message_to_a_stopped_agent_resumes_it_under_the_same_id_and_it_notifi
         )
         .await
         .unwrap();
-    let SendOutcome::Resumed(resumed) = outcome else {
+    let text = task_agent::send_result("researcher", &Ok(outcome.clone()));
+    let SendOutcome::Resumed {
+        handle: resumed,
+        previous,
+    } = outcome
+    else {
         panic!("expected a resume, got {outcome:?}")
     };
+    assert_eq!(previous, TaskStatus::Completed);
+    assert_eq!(
+        text,
+        format!(
+            r#"{{"success":true,"message":"Agent \"researcher\" was stopped (completed); resumed it in the background with your message. You'll be notified when it finishes. Output: {}","resumedAgentId":"{}"}}"#,
+            handle.output_file.display(),
+            handle.id
+        )
+    );
     assert_eq!(resumed.id, handle.id);
     assert_eq!(resumed.output_file, handle.output_file);
 

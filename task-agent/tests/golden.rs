@@ -228,3 +228,31 @@ fn the_subagent_transcript_on_disk_parses_with_every_tool_use() {
         Some("There are 0 files. SUB-RESULT-TEXT")
     );
 }
+
+/// The fenced block that follows the heading line starting with `heading` in observed.md.
+fn observed_block(heading: &str) -> String {
+    let start = OBSERVED.find(heading).unwrap();
+    let body = &OBSERVED[start..];
+    let open = body.find("```\n").unwrap() + 4;
+    let close = body[open..].find("\n```").unwrap();
+    body[open..open + close].to_owned()
+}
+
+#[test]
+fn the_launch_text_is_the_references() {
+    let expected = observed_block("## Agent {\"description\": \"count files\"");
+    let output_file = expected
+        .lines()
+        .find_map(|l| l.strip_prefix("output_file: "))
+        .unwrap();
+    let ours = TaskId::generate(task_core::TaskType::LocalAgent).unwrap();
+    let text = task_agent::launch_text(&ours, output_file.as_ref());
+    assert_eq!(text.replace(ours.as_str(), "ac26648f68d64e8ec"), expected);
+}
+
+#[test]
+fn the_unknown_name_refusal_is_the_references() {
+    let expected = observed_block("### SendMessage {\"to\": \"team-lead\"");
+    let refused = Err(task_agent::AgentError::NoSuchAgent("team-lead".into()));
+    assert_eq!(task_agent::send_result("team-lead", &refused), expected);
+}

@@ -65,3 +65,29 @@ impl StderrTail {
             .unwrap_or_default()
     }
 }
+
+/// Makes the CLI receive `SIGKILL` when the thread that spawned it exits (Linux), so an agent
+/// never outlives a crashed supervisor. Spawn from a tokio worker or another long-lived
+/// thread, never from `spawn_blocking` (its threads exit when idle).
+#[cfg(target_os = "linux")]
+pub(crate) fn die_with_parent(command: &mut tokio::process::Command) {
+    use rustix::process::{getpid, getppid, set_parent_process_death_signal};
+    let parent = getpid();
+    // SAFETY: the closure runs in the forked child before `exec`, where only async-signal-safe
+    // work is allowed: two raw system calls through rustix (`prctl(PR_SET_PDEATHSIG)`,
+    // `getppid`), which neither allocate nor lock, and an `io::Error` from a raw errno, which
+    // does not allocate either.
+    unsafe {
+        command.pre_exec(move || {
+            set_parent_process_death_signal(Some(Signal::KILL))?;
+            // The supervisor may have died between fork and prctl: then no signal would come.
+            if getppid() != Some(parent) {
+                return Err(rustix::io::Errno::SRCH.into());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn die_with_parent(_command: &mut tokio::process::Command) {}

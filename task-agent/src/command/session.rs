@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::args::{LaunchPlan, user_turn};
-use super::process::{StderrTail, signal_group};
+use super::process::{StderrTail, die_with_parent, signal_group};
 use crate::config::AgentConfig;
 use crate::error::AgentError;
 use crate::format::CliFormat;
@@ -68,6 +68,7 @@ impl CommandSession {
         if let Some(dir) = &spec.cwd {
             command.current_dir(dir);
         }
+        die_with_parent(&mut command);
         let mut child = command.spawn().map_err(|source| AgentError::Spawn {
             program: program.to_string_lossy().into_owned(),
             source,
