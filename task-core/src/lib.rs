@@ -74,8 +74,8 @@ pub use config::{EVENT_CAPACITY, PANEL_GRACE, POLL_INTERVAL, RegistryConfig, STO
 pub use end::{EXIT_KILLED, EXIT_SPAWN_FAILED, EXIT_TIMED_OUT, EndReason, human_duration};
 pub use event::{SdkStatus, TaskEvent, TaskPatch};
 pub use executor::{KillError, KillOutcome, Task};
-pub use launch::{Caller, Launch, LaunchError, Launched};
 pub use id::{IdError, TASK_ID_LEN, TaskId, TaskType};
+pub use launch::{Caller, Launch, LaunchError, Launched};
 pub use notification::{
     AGENT_RESUME_NOTE, AgentExtras, AgentUsage, MODEL_FRAMING, Notification, NotificationQueue,
     Priority, sanitize, summary,
