@@ -57,6 +57,9 @@ pub struct AgentRequest {
     pub tool_use_id: Option<String>,
     /// Extra environment (`TASKS_SESSION`, `TASKS_ROOT` are otherwise inherited).
     pub env: Vec<(OsString, OsString)>,
+    /// Whether `env` is the whole environment (the caller's) rather than additions to the
+    /// supervisor's.
+    pub replace_env: bool,
     /// The agent that started this one (it is killed when that agent ends).
     pub owner_agent_id: Option<String>,
 }
@@ -78,6 +81,7 @@ impl AgentRequest {
             cwd: None,
             tool_use_id: None,
             env: Vec::new(),
+            replace_env: false,
             owner_agent_id: None,
         }
     }
@@ -92,6 +96,60 @@ pub struct AgentHandle {
     pub output_file: PathBuf,
     /// The transcript the CLI writes.
     pub transcript: PathBuf,
+}
+
+/// An agent registered `pending` by [`AgentExecutor::register`], not started yet.
+#[derive(Debug)]
+#[must_use = "a registered agent that is never started stays pending"]
+pub struct PendingAgent {
+    executor: AgentExecutor,
+    record: Arc<AgentRecord>,
+    handle: AgentHandle,
+}
+
+impl PendingAgent {
+    /// Its id.
+    pub fn id(&self) -> TaskId {
+        self.handle.id
+    }
+
+    /// Its files.
+    pub fn handle(&self) -> &AgentHandle {
+        &self.handle
+    }
+
+    /// Starts its runner, marks it running and follows it until it stops.
+    ///
+    /// # Errors
+    /// Spawn errors: the task is then `failed` (end reason `SpawnFailed`), not notified.
+    pub async fn start(self) -> Result<AgentHandle, AgentError> {
+        let this = std::mem::ManuallyDrop::new(self);
+        let (executor, record, handle) = (
+            this.executor.clone(),
+            Arc::clone(&this.record),
+            this.handle.clone(),
+        );
+        let guard = record.lifecycle.lock().await;
+        let started = record.runner.start(&record.spec).await;
+        executor.launch(&record, handle.id, started, guard).await?;
+        Ok(handle)
+    }
+}
+
+impl Drop for PendingAgent {
+    /// Never started: it ends `failed`, silently (its starter had the chance to report).
+    fn drop(&mut self) {
+        let _ = self.executor.inner.registry.transition_with(
+            &self.handle.id,
+            TaskStatus::Failed,
+            |state| {
+                state.base.notified = true;
+                state.base.end_reason = Some(EndReason::SpawnFailed {
+                    error: "dropped before it was started".into(),
+                });
+            },
+        );
+    }
 }
 
 /// What [`AgentExecutor::send`] did with a message.
@@ -169,20 +227,37 @@ impl AgentExecutor {
         self
     }
 
+    /// The configuration in use.
+    pub fn config(&self) -> &AgentConfig {
+        &self.inner.config
+    }
+
     /// The registry it records into.
     pub fn registry(&self) -> &Arc<Registry> {
         &self.inner.registry
     }
 
     /// Starts an agent in the background: registers it, starts its runner, marks it running
-    /// and follows it until it stops (then notifies once, priority `later`).
+    /// and follows it until it stops (then notifies once, priority `later`). Same as
+    /// [`register`](Self::register) then [`PendingAgent::start`].
     ///
-    /// Must be called inside a tokio runtime.
+    /// Must be called inside a tokio runtime, from a worker or another long-lived thread (the
+    /// CLI's parent-death signal follows the thread that forked it).
     ///
     /// # Errors
-    /// [`AgentError::NameTaken`] when a running agent has the name; output and spawn errors
-    /// (the task is then `failed`, with no notification: the caller has the error).
+    /// As [`register`](Self::register), and spawn errors (the task is then `failed`, with no
+    /// notification: the caller has the error).
     pub async fn start(&self, request: AgentRequest) -> Result<AgentHandle, AgentError> {
+        self.register(request)?.start().await
+    }
+
+    /// Registers an agent `pending` (its transcript, output symlink and `meta.json` created)
+    /// without starting its CLI, so its id can be handed out first. Messages sent meanwhile
+    /// are queued for its first turn's end; a kill meanwhile ends it before it starts.
+    ///
+    /// # Errors
+    /// [`AgentError::NameTaken`] when a running agent has the name; output and state errors.
+    pub fn register(&self, request: AgentRequest) -> Result<PendingAgent, AgentError> {
         if let Some(name) = &request.name
             && self.live_name(name)
         {
@@ -203,6 +278,7 @@ impl AgentExecutor {
             agent_type: agent_type.clone(),
             cwd: request.cwd.clone(),
             env,
+            replace_env: request.replace_env,
             transcript: handle.transcript.clone(),
         };
         let state = AgentState {
@@ -218,7 +294,8 @@ impl AgentExecutor {
             &request.description,
             &handle.output_file,
             TaskKind::Agent(state),
-        )?;
+        )?
+        .owned_by(request.owner_agent_id.clone());
         task.base.tool_use_id = request.tool_use_id.clone();
         self.inner.registry.register(task)?;
         let record = Arc::new(AgentRecord::new(Arc::clone(&request.runner), spec, true));
@@ -226,10 +303,11 @@ impl AgentExecutor {
         if let Some(name) = request.name {
             self.inner.names.insert(name, id);
         }
-        let guard = record.lifecycle.lock().await;
-        let started = record.runner.start(&record.spec).await;
-        self.launch(&record, id, started, guard).await?;
-        Ok(handle)
+        Ok(PendingAgent {
+            executor: self.clone(),
+            record,
+            handle,
+        })
     }
 
     /// Sends `message` to the agent `target` (its id or name): queued if it is running,
@@ -394,7 +472,8 @@ impl AgentExecutor {
             &previous.base.description,
             &previous.base.output_file,
             TaskKind::Agent(agent),
-        )?;
+        )?
+        .owned_by(previous.base.agent_id.clone());
         task.base.tool_use_id = tool_use_id.or_else(|| previous.base.tool_use_id.clone());
         self.inner.registry.register(task)?;
         Ok(previous.status())

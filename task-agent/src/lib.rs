@@ -48,6 +48,7 @@ mod error;
 mod event;
 mod executor;
 pub mod format;
+mod launch;
 mod notify;
 mod progress;
 mod record;
@@ -65,9 +66,10 @@ pub use error::AgentError;
 pub use event::{AgentEvent, ToolUse, TurnOutcome};
 pub use executor::{
     AGENT_ID_ENV, AgentExecutor, AgentHandle, AgentRequest, DEFAULT_AGENT_TYPE, MAIN_SESSION_TYPE,
-    SendOutcome,
+    PendingAgent, SendOutcome,
 };
 pub use format::{CliFormat, LineParser};
+pub use launch::AgentStart;
 pub use notify::{RunEnd, agent_notification, stopped_notification};
 pub use progress::{Change, ProgressTracker};
 pub use runner::{AgentRunner, AgentSession, AgentSpec, SessionEnd, SessionEvent};

@@ -23,6 +23,8 @@ pub struct AgentSpec {
     pub cwd: Option<PathBuf>,
     /// Extra environment (the executor adds `TASKS_AGENT_ID`).
     pub env: Vec<(OsString, OsString)>,
+    /// Whether `env` replaces the inherited environment instead of adding to it.
+    pub replace_env: bool,
     /// Where the session's transcript goes (appended to on resume).
     pub transcript: PathBuf,
 }

@@ -53,6 +53,9 @@ impl CommandSession {
             .map(|m| m.len())
             .map_err(|e| task_output::OutputError::from_io(&spec.transcript, e))?;
         let mut command = Command::new(program);
+        if spec.replace_env {
+            command.env_clear();
+        }
         command
             .args(&plan.args)
             .envs(spec.env.iter().map(|(k, v)| (k, v)))

@@ -36,10 +36,14 @@ pub enum LineError {
 }
 
 /// The event-stream formats the command runner understands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum CliFormat {
     /// Claude Code: `claude -p … --output-format stream-json --verbose`.
+    #[default]
     Claude,
     /// OpenAI Codex: `codex exec --json …`.
     Codex,
