@@ -29,6 +29,8 @@ pub(crate) struct Drive {
     pub(crate) control: mpsc::Receiver<Control>,
     pub(crate) tracker: ProgressTracker,
     pub(crate) started: Instant,
+    /// Messages written to the CLI whose turn has not ended yet: requeued if it dies first.
+    pub(crate) in_flight: Vec<String>,
 }
 
 /// The run was killed: the kill already recorded it; the drive only stops the session.
@@ -67,6 +69,7 @@ impl Drive {
             };
             match event {
                 SessionEvent::Agent(AgentEvent::TurnEnded(outcome)) => {
+                    self.in_flight.clear();
                     self.tracker.apply(&AgentEvent::TurnEnded(outcome));
                     if self.after_turn().await? {
                         return Ok(());
@@ -74,7 +77,12 @@ impl Drive {
                 }
                 SessionEvent::Agent(event) => self.record_event(event),
                 SessionEvent::Ended(end) => {
-                    // Messages queued for a dead CLI stay pending: a resume delivers them.
+                    // Messages queued for (or written to) a dead CLI stay pending: a resume
+                    // delivers them.
+                    let unanswered = std::mem::take(&mut self.in_flight);
+                    if !unanswered.is_empty() {
+                        self.requeue(unanswered);
+                    }
                     self.stop_with(crashed(&end), false).await?;
                     return Ok(());
                 }
@@ -133,27 +141,43 @@ impl Drive {
     /// After a turn: deliver queued messages as the next turn (returns `false`), or stop the
     /// agent once its own tasks are done (returns `true`).
     async fn after_turn(&mut self) -> Result<bool, Cancelled> {
+        // Once a delivery failed (the CLI closed its input), queued messages stay pending for a
+        // resume instead of being retried.
+        let mut deliverable = true;
         loop {
-            if let Some(messages) = self.take_pending() {
+            if deliverable && let Some(messages) = self.take_pending() {
                 match self.session.send(&messages.join("\n\n")).await {
                     Ok(()) => {
+                        self.in_flight = messages;
                         self.tracker.start_turn();
                         return Ok(false);
                     }
                     Err(error) => {
                         tracing::warn!(id = %self.id, %error, "queued message not delivered");
                         self.requeue(messages);
+                        deliverable = false;
                     }
                 }
             }
-            if let Wait::MessageQueued = self.wait_for_own_tasks().await? {
+            while let Wait::MessageQueued = self.wait_for_own_tasks().await? {
+                if deliverable {
+                    break;
+                }
+            }
+            if deliverable && self.has_pending() {
                 continue;
             }
             let end = self.outcome_end();
-            if let Stopped::Done = self.stop_with(end, true).await? {
+            if let Stopped::Done = self.stop_with(end, deliverable).await? {
                 return Ok(true);
             }
         }
+    }
+
+    fn has_pending(&self) -> bool {
+        self.registry.get(&self.id).is_some_and(|state| {
+            matches!(&state.kind, TaskKind::Agent(agent) if !agent.pending_messages.is_empty())
+        })
     }
 
     /// Ends the run with `end`, unless `yield_to_messages` and a message was queued meanwhile

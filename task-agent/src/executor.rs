@@ -331,6 +331,9 @@ impl AgentExecutor {
         let guard = record.lifecycle.lock().await;
         let current = self.inner.registry.get(&id);
         if current.as_ref().is_some_and(|s| !s.status().is_terminal()) {
+            if !record.runner.accepts_messages() {
+                return Err(AgentError::InputClosed(id));
+            }
             self.queue(&id, message)?;
             if let Some(control) = record.control() {
                 let _ = control.try_send(Control::Deliver);
@@ -440,6 +443,7 @@ impl AgentExecutor {
             control: record.open_control(run),
             tracker: ProgressTracker::default(),
             started: Instant::now(),
+            in_flight: Vec::new(),
         };
         tokio::spawn(drive.run());
         Ok(())

@@ -66,6 +66,11 @@ pub trait AgentRunner: Send + Sync + std::fmt::Debug {
     /// A short name (`claude`, `codex`, …) for messages.
     fn name(&self) -> &'static str;
 
+    /// Whether its sessions take messages while running ([`AgentSession::send`]).
+    fn accepts_messages(&self) -> bool {
+        true
+    }
+
     /// Starts a new session with `spec.prompt` as its first turn.
     async fn start(&self, spec: &AgentSpec) -> Result<Box<dyn AgentSession>, AgentError>;
 

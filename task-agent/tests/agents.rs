@@ -376,3 +376,51 @@ async fn a_running_agent_name_cannot_be_taken_twice() {
     ));
     fx.registry.kill(&handle.id).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_message_the_cli_never_answered_stays_pending_and_a_resume_delivers_it() {
+    let fx = Fixture::new();
+    let (started, go) = (fx.path("started"), fx.path("go"));
+    let steps = [
+        json!({"read_user": true}),
+        json!({"touch": started}),
+        json!({"wait_file": go}),
+        result("first"),
+        json!({"exit": 0}),
+    ];
+    let handle = fx
+        .executor
+        .start(fx.request(&steps, "quitter"))
+        .await
+        .unwrap();
+    wait_file(&started).await;
+    fx.executor
+        .send(handle.id.as_str(), "second", None)
+        .await
+        .unwrap();
+    std::fs::write(&go, b"").unwrap();
+    fx.wait_done(&handle.id).await;
+    assert_eq!(
+        fx.agent(&handle.id).pending_messages,
+        ["second"],
+        "nothing is lost"
+    );
+    assert_eq!(fx.registry.notifications().drain().len(), 1);
+
+    let outcome = fx
+        .executor
+        .send(handle.id.as_str(), "third", None)
+        .await
+        .unwrap();
+    assert!(matches!(outcome, SendOutcome::Resumed { .. }));
+    let state = fx.wait_done(&handle.id).await;
+    assert_eq!(state.status(), TaskStatus::Completed);
+    let agent = fx.agent(&handle.id);
+    assert!(agent.pending_messages.is_empty());
+    assert_eq!(
+        agent.result.as_deref(),
+        Some("echo: second"),
+        "the resumed run answered both"
+    );
+    assert_eq!(fx.registry.notifications().drain().len(), 1);
+}

@@ -74,6 +74,11 @@ impl AgentRunner for CommandRunner {
         self.format.as_str()
     }
 
+    /// Only Claude's stream-json input takes messages while the CLI runs.
+    fn accepts_messages(&self) -> bool {
+        self.format == CliFormat::Claude
+    }
+
     async fn start(&self, spec: &AgentSpec) -> Result<Box<dyn AgentSession>, AgentError> {
         self.launch(spec, None).await
     }
