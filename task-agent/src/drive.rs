@@ -220,6 +220,7 @@ impl Drive {
             let mut next = current.clone();
             next.base.status = status;
             if let TaskKind::Agent(agent) = &mut next.kind {
+                agent.process = None;
                 agent.progress = tracker.merged_into(&agent.progress);
                 match end {
                     RunEnd::Finished(result) => agent.result.clone_from(result),

@@ -430,7 +430,12 @@ impl AgentExecutor {
                 return Err(error);
             }
         };
-        registry.transition(&id, TaskStatus::Running)?;
+        let process = session.process();
+        registry.transition_with(&id, TaskStatus::Running, |state| {
+            if let TaskKind::Agent(agent) = &mut state.kind {
+                agent.process = process;
+            }
+        })?;
         *run_counter += 1;
         let run = *run_counter;
         let drive = Drive {
@@ -618,6 +623,9 @@ impl Task for AgentTask {
     async fn kill(&self, registry: &Registry, id: &TaskId) -> Result<(), KillError> {
         let marked = registry.transition_with(id, TaskStatus::Killed, |state| {
             state.base.end_reason = Some(EndReason::Killed);
+            if let TaskKind::Agent(agent) = &mut state.kind {
+                agent.process = None;
+            }
         });
         let Ok(state) = marked else {
             // It ended on its own meanwhile.
@@ -647,6 +655,20 @@ impl Task for AgentTask {
     /// A resumed agent keeps its displayed messages and its queued ones.
     fn carry_forward(&self, resumed: &mut TaskState, previous: &TaskState) {
         resumed.kind.carry_ui_fields_from(&previous.kind);
+    }
+
+    /// An agent whose supervisor died: its CLI died with it (parent-death signal), and what is
+    /// left of its process group is killed, unless the group's number now belongs to another
+    /// process.
+    fn reap_orphan(&self, orphan: &TaskState) -> Result<(), KillError> {
+        if let TaskKind::Agent(AgentState {
+            process: Some(group),
+            ..
+        }) = &orphan.kind
+        {
+            crate::command::kill_orphaned_group(*group);
+        }
+        Ok(())
     }
 }
 

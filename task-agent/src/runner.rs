@@ -101,4 +101,10 @@ pub trait AgentSession: Send {
     /// Cancels the session: interrupt, then force after the runner's grace. Returns once the
     /// agent's processes are gone.
     async fn cancel(&mut self);
+
+    /// The process group the session runs in, recorded in the task's state so a later
+    /// supervisor can reap it if this one dies; `None` for a session without processes.
+    fn process(&self) -> Option<task_core::ShellProcess> {
+        None
+    }
 }

@@ -283,3 +283,65 @@ async fn a_ten_thousand_turn_transcript_is_followed_with_bounded_state() {
     assert_eq!(agent.progress.recent_activities.len(), 5);
     assert_eq!(agent.result.as_deref(), Some("ten thousand"));
 }
+
+#[tokio::test]
+async fn an_orphaned_agents_process_group_is_reaped_from_its_recorded_state() {
+    let fx = Fixture::new();
+    let (pid_file, ready) = (fx.path("child.pid"), fx.path("ready"));
+    let steps = [
+        json!({"read_user": true}),
+        json!({"spawn": "sleep 300", "pid_file": pid_file}),
+        json!({"touch": ready}),
+        json!({"wait_file": fx.path("never")}),
+    ];
+    let agent = fx
+        .executor
+        .start(fx.request(&steps, "orphan"))
+        .await
+        .unwrap();
+    wait_file(&ready).await;
+    let child: u32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
+    let recorded = fx.state(&agent.id);
+    let group = fx
+        .agent(&agent.id)
+        .process
+        .expect("a running CLI's group is recorded");
+    assert!(group.leader_started.is_some());
+
+    // What a later supervisor does with the last state it found on disk.
+    fx.executor.task().reap_orphan(&recorded).unwrap();
+    wait_for(|| (process_gone(child) && process_gone(group.pgid)).then_some(())).await;
+    let state = fx.wait_done(&agent.id).await;
+    assert_eq!(
+        state.status(),
+        TaskStatus::Failed,
+        "its CLI died without a result"
+    );
+    assert!(
+        fx.agent(&agent.id).process.is_none(),
+        "an ended agent records no group"
+    );
+}
+
+#[tokio::test]
+async fn a_reused_group_number_is_left_alone() {
+    use std::os::unix::process::CommandExt;
+    let fx = Fixture::new();
+    let mut stranger = Command::new("sleep")
+        .arg("300")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = stranger.id();
+    let mut agent = task_core::AgentState::default();
+    agent.process = Some(task_core::ShellProcess {
+        pgid: pid,
+        leader_started: Some(1),
+    });
+    let id = TaskId::generate(TaskType::LocalAgent).unwrap();
+    let orphan = TaskState::new(id, "old", "/dev/null", TaskKind::Agent(agent)).unwrap();
+    fx.executor.task().reap_orphan(&orphan).unwrap();
+    assert!(!process_gone(pid), "another process now leads that group");
+    stranger.kill().unwrap();
+    stranger.wait().unwrap();
+}

@@ -91,3 +91,32 @@ pub(crate) fn die_with_parent(command: &mut tokio::process::Command) {
 
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn die_with_parent(_command: &mut tokio::process::Command) {}
+
+/// When process `pid` started, in clock ticks after boot (`/proc/PID/stat` field 22); with the
+/// pid it names one process even across pid reuse. `None` when there is no such process.
+pub(crate) fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which may itself contain spaces and parentheses.
+    let (_, after_name) = stat.rsplit_once(") ")?;
+    after_name.split_ascii_whitespace().nth(19)?.parse().ok()
+}
+
+/// The process group of a freshly spawned CLI, as recorded in its state.
+pub(crate) fn recorded_group(pgid: u32) -> task_core::ShellProcess {
+    task_core::ShellProcess {
+        pgid,
+        leader_started: start_time(pgid),
+    }
+}
+
+/// Kills the process group an orphaned agent left, unless its leader is alive and is not the
+/// process that was recorded (the number was reused). Returns whether it signalled the group.
+pub(crate) fn kill_orphaned_group(group: task_core::ShellProcess) -> bool {
+    match (start_time(group.pgid), group.leader_started) {
+        (Some(now), Some(then)) if now == then => {}
+        (None, _) => {}
+        (Some(_), _) => return false,
+    }
+    signal_group(group.pgid, Signal::KILL);
+    true
+}

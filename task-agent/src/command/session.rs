@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::args::{LaunchPlan, user_turn};
-use super::process::{StderrTail, die_with_parent, signal_group};
+use super::process::{StderrTail, die_with_parent, recorded_group, signal_group};
 use crate::config::AgentConfig;
 use crate::error::AgentError;
 use crate::format::CliFormat;
@@ -35,6 +35,7 @@ pub struct CommandSession {
     poll: PollBackoff,
     kill_grace: Duration,
     ended: Option<SessionEnd>,
+    process: task_core::ShellProcess,
 }
 
 impl CommandSession {
@@ -77,6 +78,7 @@ impl CommandSession {
             source,
         })?;
         let pgid = child.id().unwrap_or(0);
+        let process = recorded_group(pgid);
         let stderr = StderrTail::default();
         let stderr_task = child
             .stderr
@@ -108,6 +110,7 @@ impl CommandSession {
             poll: PollBackoff::new(config.transcript_poll),
             kill_grace: config.kill_grace,
             ended: None,
+            process,
         };
         if let Some(first) = plan.first_turn {
             // A CLI that dies at once closes its stdin: that shows as its exit, not here.
@@ -197,6 +200,10 @@ impl AgentSession for CommandSession {
 
     async fn close_input(&mut self) {
         self.stdin = None;
+    }
+
+    fn process(&self) -> Option<task_core::ShellProcess> {
+        Some(self.process)
     }
 
     async fn cancel(&mut self) {
