@@ -333,11 +333,13 @@ async fn a_reused_group_number_is_left_alone() {
         .spawn()
         .unwrap();
     let pid = stranger.id();
-    let mut agent = task_core::AgentState::default();
-    agent.process = Some(task_core::ShellProcess {
-        pgid: pid,
-        leader_started: Some(1),
-    });
+    let agent = task_core::AgentState {
+        process: Some(task_core::ShellProcess {
+            pgid: pid,
+            leader_started: Some(1),
+        }),
+        ..task_core::AgentState::default()
+    };
     let id = TaskId::generate(TaskType::LocalAgent).unwrap();
     let orphan = TaskState::new(id, "old", "/dev/null", TaskKind::Agent(agent)).unwrap();
     fx.executor.task().reap_orphan(&orphan).unwrap();
