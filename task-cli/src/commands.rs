@@ -281,8 +281,10 @@ fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
         let lines: String = tasks
             .iter()
             .map(|t| {
+                // Why it ended, unless the status already says it all.
                 let why = t
                     .end_reason()
+                    .filter(|reason| **reason != task_core::EndReason::Killed)
                     .map(|reason| format!(" ({})", reason.short()))
                     .unwrap_or_default();
                 format!("{} {}{why}\n", t.id(), t.status().as_str())

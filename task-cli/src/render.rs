@@ -78,7 +78,7 @@ impl<'a> Row<'a> {
 /// The `tasks ps` table.
 pub fn table(rows: &[Row<'_>], color: bool) -> String {
     let mut text = format!(
-        "{:<10} {:<12} {:<10} {:<16} {:>6} {:>8}  {}\n",
+        "{:<10} {:<12} {:<10} {:<18} {:>6} {:>8}  {}\n",
         "ID", "TYPE", "STATUS", "END", "AGE", "OUTPUT", "DESCRIPTION"
     );
     let now = now_ms();
@@ -91,7 +91,7 @@ pub fn table(rows: &[Row<'_>], color: bool) -> String {
             .map(task_core::EndReason::short)
             .unwrap_or_default();
         text.push_str(&format!(
-            "{:<10} {:<12} {} {:<16} {:>6} {:>8}  {}\n",
+            "{:<10} {:<12} {} {:<18} {:>6} {:>8}  {}\n",
             base.id.as_str(),
             base.task_type.as_str(),
             if color {
@@ -99,7 +99,7 @@ pub fn table(rows: &[Row<'_>], color: bool) -> String {
             } else {
                 status
             },
-            one_line(&end, 16),
+            one_line(&end, 18),
             age(now.saturating_sub(base.start_time)),
             size(row.output_bytes),
             one_line(&base.description, 60),
