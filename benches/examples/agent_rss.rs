@@ -45,7 +45,7 @@ async fn main() {
     let executor = AgentExecutor::new(Arc::clone(&registry), dir.path(), AgentConfig::default())
         .register_with_registry();
     let handle = executor
-        .register_main_session(&path, "long session", CliFormat::Claude)
+        .register_main_session(&path, "long session", Some(CliFormat::Claude))
         .await
         .unwrap();
     let tool_uses = || match &registry.get(&handle.id).unwrap().kind {

@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 use crate::config::AgentConfig;
 use crate::drive::Drive;
 use crate::error::AgentError;
-use crate::format::CliFormat;
+use crate::format::{CliFormat, DetectingParser};
 use crate::notify::stopped_notification;
 use crate::progress::ProgressTracker;
 use crate::record::{AgentRecord, Control};
@@ -355,6 +355,7 @@ impl AgentExecutor {
 
     /// Backgrounds the main session: registers an `s` task over `transcript` (an existing,
     /// growing file written by someone else), tracked like an agent until its `result` line.
+    /// `format`: the transcript's format, or `None` to detect it from its first lines.
     ///
     /// # Errors
     /// Output errors (the transcript must exist; nothing may be at the output path).
@@ -362,7 +363,7 @@ impl AgentExecutor {
         &self,
         transcript: &Path,
         description: &str,
-        format: CliFormat,
+        format: Option<CliFormat>,
     ) -> Result<AgentHandle, AgentError> {
         let id = TaskId::main_session()?;
         let handle = self.files(id, Some(transcript))?;
@@ -576,12 +577,16 @@ impl AgentExecutor {
         })
     }
 
-    fn tail(&self, path: &Path, offset: u64, format: CliFormat) -> TranscriptTail {
+    fn tail(&self, path: &Path, offset: u64, format: Option<CliFormat>) -> TranscriptTail {
         let config = &self.inner.config;
+        let parser = match format {
+            Some(format) => format.parser(),
+            None => Box::new(DetectingParser::default()),
+        };
         TranscriptTail::new(
             path,
             offset,
-            format.parser(),
+            parser,
             config.max_read_bytes,
             config.max_line_bytes,
         )

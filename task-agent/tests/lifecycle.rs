@@ -203,7 +203,7 @@ async fn the_main_session_is_tracked_over_its_growing_transcript_until_its_resul
     writeln!(file, "{}", assistant_tool(1)).unwrap();
     let handle = fx
         .executor
-        .register_main_session(&path, "main session", CliFormat::Claude)
+        .register_main_session(&path, "main session", None)
         .await
         .unwrap();
     assert!(handle.id.is_main_session());
@@ -265,7 +265,7 @@ async fn a_ten_thousand_turn_transcript_is_followed_with_bounded_state() {
 
     let handle = fx
         .executor
-        .register_main_session(&path, "long", CliFormat::Claude)
+        .register_main_session(&path, "long", Some(CliFormat::Claude))
         .await
         .unwrap();
     let state = fx.wait_done(&handle.id).await;

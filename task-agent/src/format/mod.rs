@@ -99,6 +99,35 @@ impl fmt::Display for CliFormat {
     }
 }
 
+/// A parser that detects the format from the first line it recognises ([`CliFormat::detect`])
+/// and then parses like that format's; lines before it are skipped.
+#[derive(Default)]
+pub struct DetectingParser {
+    inner: Option<Box<dyn LineParser>>,
+}
+
+impl fmt::Debug for DetectingParser {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DetectingParser")
+            .field("detected", &self.inner.is_some())
+            .finish()
+    }
+}
+
+impl LineParser for DetectingParser {
+    fn parse_line(&mut self, line: &[u8], out: &mut Vec<AgentEvent>) -> Result<(), LineError> {
+        if self.inner.is_none() {
+            self.inner = CliFormat::detect(line).map(CliFormat::parser);
+        }
+        match &mut self.inner {
+            Some(parser) => parser.parse_line(line, out),
+            None => serde_json::from_slice::<serde::de::IgnoredAny>(line)
+                .map(drop)
+                .map_err(LineError::from),
+        }
+    }
+}
+
 /// A name that is not one of `claude`, `codex`, `gemini`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown agent CLI format {0:?} (expected claude, codex or gemini)")]
@@ -131,6 +160,32 @@ mod tests {
         assert_eq!(CliFormat::detect(gemini), Some(CliFormat::Gemini));
         assert_eq!(CliFormat::detect(b"not json"), None);
         assert_eq!(CliFormat::detect(br#"{"type":"weird"}"#), None);
+    }
+
+    #[test]
+    fn a_detecting_parser_follows_the_first_format_it_recognises() {
+        let mut parser = DetectingParser::default();
+        let mut out = Vec::new();
+        parser
+            .parse_line(br#"{"type":"weird"}"#, &mut out)
+            .unwrap_or_default();
+        assert!(parser.parse_line(b"garbage", &mut out).is_err());
+        parser
+            .parse_line(br#"{"type":"thread.started","thread_id":"t"}"#, &mut out)
+            .unwrap_or_default();
+        parser
+            .parse_line(br#"{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"hi"}}"#, &mut out)
+            .unwrap_or_default();
+        assert_eq!(
+            out,
+            [
+                AgentEvent::Init {
+                    session_id: "t".into(),
+                    model: None
+                },
+                AgentEvent::Text("hi".into())
+            ]
+        );
     }
 
     #[test]
