@@ -26,20 +26,13 @@ async fn a_successful_agent_completes_and_notifies_once_with_result_and_usage() 
         json!({"text": "There are 0 files.", "usage": {"input_tokens": 1200, "output_tokens": 1}}),
         result("There are 0 files."),
     ];
-    let handle = fx
-        .executor
-        .start(fx.request(&steps, "count files"))
-        .await
-        .unwrap();
-    let state = fx.wait_done(&handle.id).await;
+    let (handle, state, notes) = fx.run(&steps, "count files").await;
     assert_eq!(state.status(), TaskStatus::Completed);
     assert_eq!(state.base.end_reason, Some(EndReason::Succeeded));
     assert!(
         state.base.evict_after.is_some(),
         "a stopped agent gets the panel grace"
     );
-
-    let notes = fx.registry.notifications().drain();
     assert_eq!(notes.len(), 1);
     let text = notes[0].render();
     assert!(
@@ -74,10 +67,13 @@ async fn a_successful_agent_completes_and_notifies_once_with_result_and_usage() 
             .unwrap()
             .contains("\"type\":\"result\"")
     );
-    assert_eq!(
-        std::fs::read_to_string(&env_file).unwrap(),
-        handle.id.as_str()
-    );
+    let agent_id = wait_for(|| {
+        std::fs::read_to_string(&env_file)
+            .ok()
+            .filter(|s| !s.is_empty())
+    })
+    .await;
+    assert_eq!(agent_id, handle.id.as_str());
 
     let mut descriptions = Vec::new();
     while let Ok(event) = events.try_recv() {
@@ -100,14 +96,11 @@ async fn an_error_result_fails_the_task_with_its_message() {
         json!({"read_user": true}),
         json!({"result_error": "error_max_turns", "message": "Reached maximum number of turns (3)"}),
     ];
-    let handle = fx
-        .executor
-        .start(fx.request(&steps, "long job"))
-        .await
-        .unwrap();
-    let state = fx.wait_done(&handle.id).await;
+    let (_, state, notes) = fx.run(&steps, "long job").await;
     assert_eq!(state.status(), TaskStatus::Failed);
-    let notes = fx.registry.notifications().drain();
+    assert!(
+        matches!(&state.base.end_reason, Some(EndReason::Errored { message }) if message.starts_with("Reached"))
+    );
     assert_eq!(notes.len(), 1);
     assert_eq!(
         notes[0].summary,
@@ -122,8 +115,7 @@ async fn an_error_result_without_message_fails_with_its_subtype() {
         json!({"read_user": true}),
         json!({"result_error": "error_during_execution"}),
     ];
-    let handle = fx.executor.start(fx.request(&steps, "x")).await.unwrap();
-    fx.wait_done(&handle.id).await;
+    let (handle, _, _) = fx.run(&steps, "x").await;
     assert_eq!(
         fx.agent(&handle.id).error.as_deref(),
         Some("error_during_execution")
@@ -139,18 +131,12 @@ async fn a_crash_without_result_fails_with_the_exit_status_and_last_stderr_lines
         json!({"stderr": "fatal: out of cheese"}),
         json!({"exit": 3}),
     ];
-    let handle = fx
-        .executor
-        .start(fx.request(&steps, "crasher"))
-        .await
-        .unwrap();
-    let state = fx.wait_done(&handle.id).await;
+    let (handle, state, notes) = fx.run(&steps, "crasher").await;
     assert_eq!(state.status(), TaskStatus::Failed);
     assert_eq!(state.base.end_reason, Some(EndReason::Exited { code: 3 }));
     let error = fx.agent(&handle.id).error.unwrap();
     assert!(error.contains("code 3"), "{error}");
     assert!(error.contains("fatal: out of cheese"), "{error}");
-    let notes = fx.registry.notifications().drain();
     assert_eq!(notes.len(), 1);
     assert!(
         notes[0]
@@ -188,12 +174,7 @@ async fn malformed_and_unknown_lines_are_kept_and_skipped() {
         json!({"tool": "Read", "input": {"file_path": "/etc/hostname"}}),
         result("fine"),
     ];
-    let handle = fx
-        .executor
-        .start(fx.request(&steps, "noisy"))
-        .await
-        .unwrap();
-    let state = fx.wait_done(&handle.id).await;
+    let (handle, state, _) = fx.run(&steps, "noisy").await;
     assert_eq!(state.status(), TaskStatus::Completed);
     assert_eq!(fx.agent(&handle.id).progress.tool_use_count, 1);
     let transcript = std::fs::read_to_string(&handle.transcript).unwrap();

@@ -93,6 +93,26 @@ impl Fixture {
         wait_for(|| self.registry.get(id).filter(|s| check(s))).await
     }
 
+    /// Runs a fake agent of `steps` to its end: its handle, final state and the notifications
+    /// queued meanwhile.
+    pub async fn run(
+        &self,
+        steps: &[Value],
+        description: &str,
+    ) -> (
+        task_agent::AgentHandle,
+        Arc<TaskState>,
+        Vec<task_core::Notification>,
+    ) {
+        let handle = self
+            .executor
+            .start(self.request(steps, description))
+            .await
+            .unwrap();
+        let state = self.wait_done(&handle.id).await;
+        (handle, state, self.registry.notifications().drain())
+    }
+
     /// Waits until `id` is terminal and notified (or killed).
     pub async fn wait_done(&self, id: &TaskId) -> Arc<TaskState> {
         self.wait_state(id, |s| s.status().is_terminal() && s.base.notified)
