@@ -105,6 +105,8 @@ pub struct PendingAgent {
     executor: AgentExecutor,
     record: Arc<AgentRecord>,
     handle: AgentHandle,
+    /// Until started: dropping it fails the task.
+    armed: bool,
 }
 
 impl PendingAgent {
@@ -122,23 +124,23 @@ impl PendingAgent {
     ///
     /// # Errors
     /// Spawn errors: the task is then `failed` (end reason `SpawnFailed`), not notified.
-    pub async fn start(self) -> Result<AgentHandle, AgentError> {
-        let this = std::mem::ManuallyDrop::new(self);
-        let (executor, record, handle) = (
-            this.executor.clone(),
-            Arc::clone(&this.record),
-            this.handle.clone(),
-        );
-        let guard = record.lifecycle.lock().await;
-        let started = record.runner.start(&record.spec).await;
-        executor.launch(&record, handle.id, started, guard).await?;
-        Ok(handle)
+    pub async fn start(mut self) -> Result<AgentHandle, AgentError> {
+        self.armed = false;
+        let guard = self.record.lifecycle.lock().await;
+        let started = self.record.runner.start(&self.record.spec).await;
+        self.executor
+            .launch(&self.record, self.handle.id, started, guard)
+            .await?;
+        Ok(self.handle.clone())
     }
 }
 
 impl Drop for PendingAgent {
     /// Never started: it ends `failed`, silently (its starter had the chance to report).
     fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
         let _ = self.executor.inner.registry.transition_with(
             &self.handle.id,
             TaskStatus::Failed,
@@ -307,6 +309,7 @@ impl AgentExecutor {
             executor: self.clone(),
             record,
             handle,
+            armed: true,
         })
     }
 
