@@ -7,7 +7,7 @@
 //! survive a power loss either, and a record left live by a crash is read as an orphan (see
 //! [`crate::session`]); ARCHITECTURE.md has the reasoning.
 //!
-//! Records are untrusted input: read through [`crate::untrusted`] (no symlink, no FIFO, size
+//! Records are untrusted input: read through the `untrusted` module (no symlink, no FIFO, size
 //! limited). Files of the first format (before task-core's state was persisted whole) are read
 //! and converted.
 
