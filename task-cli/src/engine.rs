@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use task_core::{
-    Caller, KillError, KillOutcome, Launch, LaunchError, Launched, Registry, RegistryConfig,
-    TaskEvent, TaskId, TaskStatus,
+    Caller, EndReason, KillError, KillOutcome, Launch, LaunchError, Launched, Registry,
+    RegistryConfig, TaskEvent, TaskId, TaskStatus,
 };
 use tokio::sync::{Notify, broadcast, oneshot};
 
@@ -210,7 +210,10 @@ impl Engine {
 
     /// Starts a task with the launcher of its kind; returns once its first record is on disk,
     /// and starts its work after that (so the caller gets the id without waiting for a `fork`;
-    /// a start that fails ends the task `failed`). A task whose caller waits for it in the
+    /// a start that fails ends the task `failed`). A first record that cannot be written (a
+    /// full disk) refuses the start: the work never begins and nothing of the task is kept,
+    /// since no reader could ever see it (a task whose launcher started it already, a
+    /// monitor, is kept and its record retried). A task whose caller waits for it in the
     /// foreground has its completion latch set before its id is returned, so no reader ever
     /// delivers it (not even as an orphan).
     pub fn start_task(&self, start: Start) -> Result<TaskId, StartRefused> {
@@ -231,23 +234,52 @@ impl Engine {
                 },
                 message: error.to_string(),
             })?;
-        let id = launched.id;
+        let Launched { id, start: begin } = launched;
+        if let Err(error) = self.mirror.write_now(id)
+            && begin.is_some()
+        {
+            self.abandon(id);
+            return Err(StartRefused {
+                kind: ErrorKind::Spawn,
+                message: format!("cannot record the task, so it was not started: {error}"),
+            });
+        }
         if !background && let Err(e) = notice::mark_notified(&self.paths, &id) {
             // It still finishes silently; only a dead supervisor's orphan could notify.
             tracing::warn!("cannot mark {id} notified: {e}");
         }
-        self.mirror.write_now(id);
-        if let Some(begin) = launched.start {
+        if let Some(begin) = begin {
             let mirror = self.mirror.clone();
             // On a worker thread, which lives as long as the runtime (a parent-death signal
             // follows the thread that forks).
             tokio::spawn(async move {
                 begin();
-                // `running` goes to disk at once: until then readers still see `pending`.
-                mirror.write_now(id);
+                // `running` goes to disk at once: until then readers still see `pending` (a
+                // failure is kept and retried by the sweep).
+                let _ = mirror.write_now(id);
             });
         }
         Ok(id)
+    }
+
+    /// Forgets a task registered but never begun: ended, evicted, dropped from the mirror's
+    /// books (nothing unwritten of it holds the supervisor) and its empty output file removed.
+    fn abandon(&self, id: TaskId) {
+        let ended = self
+            .registry
+            .transition_with(&id, TaskStatus::Failed, |state| {
+                state.base.end_reason = Some(EndReason::SpawnFailed {
+                    error: "its record could not be written".into(),
+                });
+                state.base.notified = true;
+            });
+        if let Err(error) = ended {
+            tracing::warn!(task = %id, %error, "cannot end a task that was not started");
+        } else if !self.registry.evict(&id) {
+            tracing::warn!(task = %id, "cannot evict a task that was not started");
+        }
+        self.mirror.forget(id);
+        let _ = std::fs::remove_file(self.paths.output(&id));
     }
 
     /// Kills tasks (all at once); returns once each is settled and its record written.
@@ -408,9 +440,18 @@ impl Mirror {
 
     /// Writes the record of `id` on the calling thread, now (a short blocking write, like the
     /// creation of the task's output file before it): no hand-off to the writer thread on the
-    /// way of a start. The first record of a task is always written this way.
-    fn write_now(&self, id: TaskId) {
-        self.state.write(id, true);
+    /// way of a start. The first record of a task is always written this way. A failed write
+    /// is also kept for the sweep to retry.
+    fn write_now(&self, id: TaskId) -> Result<()> {
+        self.state.write(id, true)
+    }
+
+    /// Drops everything the books hold about `id` (a task that was never begun).
+    fn forget(&self, id: TaskId) {
+        let mut books = lock(&self.state.books);
+        books.unwritten.remove(&id);
+        books.written.remove(&id);
+        books.completions.remove(&id);
     }
 
     /// How many tasks have a state no write has put on disk yet (writes that failed).
@@ -469,7 +510,8 @@ impl Mirrored {
                 }
             }
             for id in ids {
-                self.write(id, false);
+                // A failure is logged, kept and retried by the sweep.
+                let _ = self.write(id, false);
             }
             for done in flushed {
                 let _ = done.send(());
@@ -480,22 +522,23 @@ impl Mirrored {
 
     /// Writes the record of `id` from the registry's current state. A task not written yet is
     /// written while `pending` only when `first` (its start writes it): the events of its
-    /// registration would each cost a file no reader can ask for yet.
-    fn write(&self, id: TaskId, first: bool) {
+    /// registration would each cost a file no reader can ask for yet. A write that fails is
+    /// logged and kept for the sweep to retry, and its error returned.
+    fn write(&self, id: TaskId, first: bool) -> Result<()> {
         let mut books = lock(&self.books);
         let Some(state) = self.registry.get(&id) else {
-            return;
+            return Ok(());
         };
         let known = books.written.contains_key(&id);
         if !known && !first && state.status() == TaskStatus::Pending {
-            return;
+            return Ok(());
         }
         let mut record = TaskRecord::new((*state).clone());
         if state.status().is_terminal() {
             record.notification = books.completions.get(&id).cloned();
         }
         if books.written.get(&id) == Some(&record) {
-            return;
+            return Ok(());
         }
         let terminal = record.is_terminal();
         match record::write(&self.paths, &record) {
@@ -508,11 +551,13 @@ impl Mirrored {
                     let at = Instant::now() + self.sweep_interval;
                     books.settling.push_back((id, at));
                 }
+                Ok(())
             }
             Err(error) => {
                 if books.unwritten.insert(id) {
                     tracing::error!(task = %id, %error, "cannot write its record: kept in memory and retried");
                 }
+                Err(error)
             }
         }
     }
@@ -522,7 +567,7 @@ impl Mirrored {
     fn sweep(&self) {
         let retry: Vec<TaskId> = lock(&self.books).unwritten.iter().copied().collect();
         for id in retry {
-            self.write(id, false);
+            let _ = self.write(id, false); // still failing: kept for the next sweep
         }
         let now = Instant::now();
         let due: Vec<TaskId> = {
@@ -545,7 +590,7 @@ impl Mirrored {
     /// Evicts `id` if its record is final and the registry lets it go; tries again later if
     /// its grace has not passed.
     fn settle(&self, id: TaskId) {
-        self.write(id, false); // a no-op unless something changed since
+        let _ = self.write(id, false); // a no-op unless something changed since
         let mut books = lock(&self.books);
         if books.unwritten.contains(&id) {
             return; // retried by the sweep; settles once written

@@ -219,6 +219,40 @@ fn failed_record_writes_leave_no_temporary_file() {
 }
 
 #[test]
+fn a_start_the_supervisor_cannot_record_on_a_full_disk_is_refused_and_never_runs() {
+    let Some(disk) = FullDisk::new() else { return };
+    let sandbox = &disk.sandbox;
+    let marker = sandbox.scratch().join("ran");
+    let ran = sandbox.run(&["run", "--", &format!("touch {}", marker.display())]);
+    ran.fails_saying(&["cannot record the task", "No space left on device"]);
+    assert!(ran.stdout.is_empty(), "no id handed out: {ran:?}");
+    disk.until_recorded();
+    // The supervisor leaves once idle: nothing unwritten holds it.
+    eventually("the supervisor idle and gone", || {
+        (!is_alive(disk.supervisor)).then_some(())
+    });
+    let mut ids: Vec<String> = sandbox
+        .listed()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_owned())
+        .collect();
+    ids.sort();
+    let mut expected = [disk.done.clone(), disk.ended.clone()];
+    expected.sort();
+    assert_eq!(ids, expected, "the refused task left no record");
+    assert!(!marker.exists(), "the refused command ran");
+    let leftovers: Vec<_> = std::fs::read_dir(sandbox.tasks_dir())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| !expected.iter().any(|id| name.starts_with(id.as_str())))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "files of the refused task: {leftovers:?}"
+    );
+}
+
+#[test]
 fn a_supervisor_that_cannot_start_on_a_full_disk_fails_the_run_clearly_and_starts_once() {
     let Some(mut sandbox) = Sandbox::on_tmpfs(256 * 1024) else {
         return;
