@@ -294,7 +294,11 @@ impl Engine {
                     KillResult::Failed
                 }
             };
-            self.mirror.write(*id);
+            if result == KillResult::Killed {
+                self.mirror.write_killed(*id);
+            } else {
+                self.mirror.write(*id);
+            }
             KillReport { id: *id, result }
         });
         let reports = futures_util::future::join_all(kills).await;
@@ -443,7 +447,13 @@ impl Mirror {
     /// way of a start. The first record of a task is always written this way. A failed write
     /// is also kept for the sweep to retry.
     fn write_now(&self, id: TaskId) -> Result<()> {
-        self.state.write(id, true)
+        self.state.write(id, Occasion::Start)
+    }
+
+    /// Writes the record of a task a kill on request just ended, now: no completion notice is
+    /// due for it, so nothing waits for one. A failure is kept for the sweep to retry.
+    fn write_killed(&self, id: TaskId) {
+        let _ = self.state.write(id, Occasion::Killed);
     }
 
     /// Drops everything the books hold about `id` (a task that was never begun).
@@ -452,12 +462,26 @@ impl Mirror {
         books.unwritten.remove(&id);
         books.written.remove(&id);
         books.completions.remove(&id);
+        books.awaiting_notice.remove(&id);
     }
 
-    /// How many tasks have a state no write has put on disk yet (writes that failed).
+    /// How many tasks have a state no write has put on disk yet (writes that failed, ends
+    /// waiting for their completion notice).
     fn unwritten(&self) -> usize {
-        lock(&self.state.books).unwritten.len()
+        let books = lock(&self.state.books);
+        books.unwritten.len() + books.awaiting_notice.len()
     }
+}
+
+/// Why a record is written, which decides whether it may wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Occasion {
+    /// A change the writer thread or the sweep picked up.
+    Change,
+    /// A task's start: its first record is written even while `pending`.
+    Start,
+    /// A kill on request ended it: no completion notice is due, so nothing waits for one.
+    Killed,
 }
 
 /// What the writer thread works from.
@@ -481,6 +505,9 @@ struct Books {
     completions: HashMap<TaskId, Notice>,
     /// Tasks whose latest state could not be written (a full disk): retried every sweep.
     unwritten: HashSet<TaskId>,
+    /// Ended tasks whose end is not written yet because their completion notice may still
+    /// be on its way from the notification pump, with when to write them without it.
+    awaiting_notice: HashMap<TaskId, Instant>,
     /// Ended tasks written to disk, with when to try to evict them.
     settling: VecDeque<(TaskId, Instant)>,
 }
@@ -511,7 +538,7 @@ impl Mirrored {
             }
             for id in ids {
                 // A failure is logged, kept and retried by the sweep.
-                let _ = self.write(id, false);
+                let _ = self.write(id, Occasion::Change);
             }
             for done in flushed {
                 let _ = done.send(());
@@ -521,22 +548,37 @@ impl Mirrored {
     }
 
     /// Writes the record of `id` from the registry's current state. A task not written yet is
-    /// written while `pending` only when `first` (its start writes it): the events of its
-    /// registration would each cost a file no reader can ask for yet. A write that fails is
-    /// logged and kept for the sweep to retry, and its error returned.
-    fn write(&self, id: TaskId, first: bool) -> Result<()> {
+    /// written while `pending` only at its start: the events of its registration would each
+    /// cost a file no reader can ask for yet. An end is written with its completion notice:
+    /// the executor ends a task and then sends the notice, which reaches [`Mirror::complete`]
+    /// through the notification pump, so an end without one waits for it up to a sweep
+    /// interval (an end with no notice due, such as a silent one, is written then). Were the
+    /// end written first, a supervisor dying before the notice would lose it for good. A
+    /// write that fails is logged and kept for the sweep to retry, and its error returned.
+    fn write(&self, id: TaskId, occasion: Occasion) -> Result<()> {
         let mut books = lock(&self.books);
         let Some(state) = self.registry.get(&id) else {
             return Ok(());
         };
         let known = books.written.contains_key(&id);
-        if !known && !first && state.status() == TaskStatus::Pending {
+        if !known && occasion != Occasion::Start && state.status() == TaskStatus::Pending {
             return Ok(());
         }
         let mut record = TaskRecord::new((*state).clone());
         if state.status().is_terminal() {
             record.notification = books.completions.get(&id).cloned();
+            if record.notification.is_none() && occasion != Occasion::Killed {
+                let now = Instant::now();
+                let due = *books
+                    .awaiting_notice
+                    .entry(id)
+                    .or_insert(now + self.sweep_interval);
+                if now < due {
+                    return Ok(()); // written by `complete`, or by the sweep once due
+                }
+            }
         }
+        books.awaiting_notice.remove(&id);
         if books.written.get(&id) == Some(&record) {
             return Ok(());
         }
@@ -562,12 +604,16 @@ impl Mirrored {
         }
     }
 
-    /// Retries failed writes and evicts ended tasks whose final record has been on disk for a
-    /// sweep interval (by then any completion notice raced with their end has been attached).
+    /// Retries failed writes, writes the ends whose notice wait is over, and evicts ended
+    /// tasks whose final record has been on disk for a sweep interval.
     fn sweep(&self) {
-        let retry: Vec<TaskId> = lock(&self.books).unwritten.iter().copied().collect();
+        let retry: Vec<TaskId> = {
+            let books = lock(&self.books);
+            let waited = books.awaiting_notice.keys();
+            books.unwritten.iter().chain(waited).copied().collect()
+        };
         for id in retry {
-            let _ = self.write(id, false); // still failing: kept for the next sweep
+            let _ = self.write(id, Occasion::Change); // not yet: kept for the next sweep
         }
         let now = Instant::now();
         let due: Vec<TaskId> = {
@@ -590,7 +636,7 @@ impl Mirrored {
     /// Evicts `id` if its record is final and the registry lets it go; tries again later if
     /// its grace has not passed.
     fn settle(&self, id: TaskId) {
-        let _ = self.write(id, false); // a no-op unless something changed since
+        let _ = self.write(id, Occasion::Change); // a no-op unless something changed since
         let mut books = lock(&self.books);
         if books.unwritten.contains(&id) {
             return; // retried by the sweep; settles once written
