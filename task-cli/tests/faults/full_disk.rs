@@ -96,8 +96,7 @@ impl FullDisk {
         let mut sandbox = Sandbox::on_tmpfs(512 * 1024)?;
         // Idle after 100 ms: a supervisor that gave up its unwritten truth would leave at once.
         sandbox.set("TASKS_IDLE_EXIT_MS", "100");
-        let done = sandbox.start("true");
-        sandbox.ok(&["wait", &done]);
+        let done = sandbox.ended("true");
         let gate = sandbox.scratch().join("gate");
         let pid_file = sandbox.scratch().join("ended.pid");
         let ended = sandbox.start(&format!(

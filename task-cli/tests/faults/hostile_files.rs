@@ -78,8 +78,7 @@ fn hostile_task_records_never_hang_readers_or_a_starting_supervisor_and_are_name
     for kind in EVERY_KIND {
         let sandbox = Sandbox::new();
         // A real record to copy as bait: what a reader following the symlink would accept.
-        let probe = sandbox.start("true");
-        sandbox.ok(&["wait", &probe]);
+        let probe = sandbox.ended("true");
         let bait = std::fs::read_to_string(sandbox.tasks_dir().join(format!("{probe}.json")))
             .unwrap()
             .replace(&probe, BAD_ID);
@@ -109,8 +108,7 @@ fn hostile_task_records_never_hang_readers_or_a_starting_supervisor_and_are_name
 fn hostile_pending_events_are_named_and_the_other_notifications_still_delivered() {
     for kind in EVERY_KIND {
         let sandbox = Sandbox::new();
-        let good = sandbox.start("true");
-        sandbox.ok(&["wait", &good]);
+        let good = sandbox.ended("true");
         let name = format!("1-0000000000000001-00000001-0000000000-{BAD_ID}.json");
         let bad = sandbox.session_dir().join("events/pending").join(&name);
         let bait = r#"{"priority":"next","atMs":1,"notification":{}}"#;
@@ -129,8 +127,7 @@ fn hostile_pending_events_are_named_and_the_other_notifications_still_delivered(
 fn a_hostile_config_file_is_named_by_every_command_and_a_starting_supervisor() {
     for kind in EVERY_KIND {
         let sandbox = Sandbox::new();
-        let good = sandbox.start("true");
-        sandbox.ok(&["wait", &good]);
+        let good = sandbox.ended("true");
         sandbox.kill_supervisor();
         let config = sandbox.session_dir().join("config.json");
         kind.plant(&config, &sandbox.scratch().join("outside.json"), "{}");
@@ -153,8 +150,7 @@ fn a_hostile_notifications_log_fails_delivery_by_name_and_loses_nothing() {
     // The log is only ever appended to, never read: its size is no concern, so no oversized one.
     for kind in EVERY_KIND.into_iter().filter(|&k| k != Hostile::Oversized) {
         let sandbox = Sandbox::new();
-        let good = sandbox.start("true");
-        sandbox.ok(&["wait", &good]);
+        let good = sandbox.ended("true");
         let log = sandbox.session_dir().join("notifications.jsonl");
         let outside = sandbox.scratch().join("outside.jsonl");
         kind.plant(&log, &outside, "");
@@ -218,6 +214,13 @@ impl Drop for Foreign {
     }
 }
 
+/// A task that ended under a supervisor now gone, and an unrelated process group.
+fn ended_task_and_foreign_group(sandbox: &Sandbox) -> (String, Foreign) {
+    let id = sandbox.ended("true");
+    sandbox.kill_supervisor();
+    (id, Foreign::start())
+}
+
 /// Rewrites the record of the ended task `id` as `running` in process group `pgid` (started at
 /// `leader_started`) under a supervisor that is gone.
 fn craft_running(sandbox: &Sandbox, id: &str, pgid: u32, leader_started: u64) {
@@ -241,10 +244,7 @@ fn craft_running(sandbox: &Sandbox, id: &str, pgid: u32, leader_started: u64) {
 #[test]
 fn a_crafted_record_naming_a_foreign_process_group_gets_nothing_killed_by_readers() {
     let sandbox = Sandbox::new();
-    let id = sandbox.start("true");
-    sandbox.ok(&["wait", &id]);
-    sandbox.kill_supervisor();
-    let foreign = Foreign::start();
+    let (id, foreign) = ended_task_and_foreign_group(&sandbox);
     // The exact fingerprint of the foreign group: pid and start time.
     craft_running(&sandbox, &id, foreign.pid(), foreign.started());
 
@@ -262,15 +262,11 @@ fn a_crafted_record_naming_a_foreign_process_group_gets_nothing_killed_by_reader
 #[test]
 fn a_starting_supervisor_leaves_a_foreign_group_whose_start_time_differs_alone() {
     let sandbox = Sandbox::new();
-    let id = sandbox.start("true");
-    sandbox.ok(&["wait", &id]);
-    sandbox.kill_supervisor();
-    let foreign = Foreign::start();
+    let (id, foreign) = ended_task_and_foreign_group(&sandbox);
     // The pid of the foreign group, but not the start time of its leader: a reused pid.
     craft_running(&sandbox, &id, foreign.pid(), foreign.started() + 1);
 
-    let other = sandbox.start("true"); // a new supervisor: it ends the orphan
-    sandbox.ok(&["wait", &other]);
+    sandbox.ended("true"); // a new supervisor: it ends the orphan
     eventually("the orphan recorded as failed", || {
         let on_disk =
             std::fs::read_to_string(sandbox.tasks_dir().join(format!("{id}.json"))).ok()?;

@@ -13,3 +13,5 @@ mod hostile_files;
 mod private_state;
 mod sandbox;
 mod stopped;
+#[path = "../support/mod.rs"]
+mod support;

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub use crate::support::is_alive;
+
 /// How long any one `tasks` command or awaited event may take before the test calls it hung.
 pub const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -133,6 +135,13 @@ impl Sandbox {
             .stdin(Stdio::null());
     }
 
+    /// Starts `command` and waits for it to end; returns its id.
+    pub fn ended(&self, command: &str) -> String {
+        let id = self.start(command);
+        self.ok(&["wait", &id]);
+        id
+    }
+
     /// Runs `tasks args…`; a run that outlasts [`DEADLINE`] is killed and fails the test.
     pub fn run(&self, args: &[&str]) -> Ran {
         bounded(self.command(args), &format!("tasks {args:?}"))
@@ -193,36 +202,11 @@ impl Sandbox {
         signal(pid, rustix::process::Signal::KILL);
         eventually("the supervisor gone", || (!is_alive(pid)).then_some(()));
     }
-
-    /// Every live process whose environment names this sandbox's root.
-    fn processes(&self) -> Vec<i32> {
-        let marker = format!("TASKS_ROOT={}", self.root.display());
-        let me = std::process::id() as i32;
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|&pid| pid != me && is_alive(pid))
-            .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/environ"))
-                    .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == marker.as_bytes()))
-            })
-            .collect()
-    }
 }
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let left = self.processes();
-            if left.is_empty() || Instant::now() > deadline {
-                return;
-            }
-            for pid in left {
-                signal(pid, rustix::process::Signal::KILL);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        crate::support::kill_processes_of(&self.root);
     }
 }
 
@@ -270,17 +254,6 @@ fn wait_bounded(child: &mut Child, what: &str) -> ExitStatus {
 pub fn signal(pid: i32, signal: rustix::process::Signal) {
     if let Some(pid) = rustix::process::Pid::from_raw(pid) {
         let _ = rustix::process::kill_process(pid, signal);
-    }
-}
-
-/// Alive and not a zombie.
-pub fn is_alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
-            !matches!(state.and_then(|s| s.chars().next()), Some('Z' | 'X') | None)
-        }
-        Err(_) => false,
     }
 }
 
