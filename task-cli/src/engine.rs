@@ -244,9 +244,12 @@ impl Engine {
                 message: format!("cannot record the task, so it was not started: {error}"),
             });
         }
-        if !background && let Err(e) = notice::mark_notified(&self.paths, &id) {
-            // It still finishes silently; only a dead supervisor's orphan could notify.
-            tracing::warn!("cannot mark {id} notified: {e}");
+        if !background {
+            self.mirror.expect_no_notice(id);
+            if let Err(e) = notice::mark_notified(&self.paths, &id) {
+                // It still finishes silently; only a dead supervisor's orphan could notify.
+                tracing::warn!("cannot mark {id} notified: {e}");
+            }
         }
         if let Some(begin) = begin {
             let mirror = self.mirror.clone();
@@ -456,13 +459,15 @@ impl Mirror {
         let _ = self.state.write(id, Occasion::Killed);
     }
 
+    /// Notes that no reader delivers the completion of `id` (its caller waits for it in the
+    /// foreground): its end is written without waiting for a notice.
+    fn expect_no_notice(&self, id: TaskId) {
+        lock(&self.state.books).silent.insert(id);
+    }
+
     /// Drops everything the books hold about `id` (a task that was never begun).
     fn forget(&self, id: TaskId) {
-        let mut books = lock(&self.state.books);
-        books.unwritten.remove(&id);
-        books.written.remove(&id);
-        books.completions.remove(&id);
-        books.awaiting_notice.remove(&id);
+        lock(&self.state.books).forget(&id);
     }
 
     /// How many tasks have a state no write has put on disk yet (writes that failed, ends
@@ -470,6 +475,17 @@ impl Mirror {
     fn unwritten(&self) -> usize {
         let books = lock(&self.state.books);
         books.unwritten.len() + books.awaiting_notice.len()
+    }
+}
+
+impl Books {
+    /// Drops everything about `id` (evicted, or never begun).
+    fn forget(&mut self, id: &TaskId) {
+        self.written.remove(id);
+        self.completions.remove(id);
+        self.unwritten.remove(id);
+        self.awaiting_notice.remove(id);
+        self.silent.remove(id);
     }
 }
 
@@ -508,6 +524,8 @@ struct Books {
     /// Ended tasks whose end is not written yet because their completion notice may still
     /// be on its way from the notification pump, with when to write them without it.
     awaiting_notice: HashMap<TaskId, Instant>,
+    /// Tasks whose completion no reader delivers (run in the foreground).
+    silent: HashSet<TaskId>,
     /// Ended tasks written to disk, with when to try to evict them.
     settling: VecDeque<(TaskId, Instant)>,
 }
@@ -552,7 +570,8 @@ impl Mirrored {
     /// cost a file no reader can ask for yet. An end is written with its completion notice:
     /// the executor ends a task and then sends the notice, which reaches [`Mirror::complete`]
     /// through the notification pump, so an end without one waits for it up to a sweep
-    /// interval (an end with no notice due, such as a silent one, is written then). Were the
+    /// interval (an end with no notice due is written then, or at once when known: a kill on
+    /// request, a task run in the foreground). Were the
     /// end written first, a supervisor dying before the notice would lose it for good. A
     /// write that fails is logged and kept for the sweep to retry, and its error returned.
     fn write(&self, id: TaskId, occasion: Occasion) -> Result<()> {
@@ -567,7 +586,8 @@ impl Mirrored {
         let mut record = TaskRecord::new((*state).clone());
         if state.status().is_terminal() {
             record.notification = books.completions.get(&id).cloned();
-            if record.notification.is_none() && occasion != Occasion::Killed {
+            let no_notice_due = occasion == Occasion::Killed || books.silent.contains(&id);
+            if record.notification.is_none() && !no_notice_due {
                 let now = Instant::now();
                 let due = *books
                     .awaiting_notice
@@ -642,8 +662,7 @@ impl Mirrored {
             return; // retried by the sweep; settles once written
         }
         if self.registry.evict(&id) || self.registry.get(&id).is_none() {
-            books.written.remove(&id);
-            books.completions.remove(&id);
+            books.forget(&id);
         } else {
             books
                 .settling
