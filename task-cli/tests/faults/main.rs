@@ -13,5 +13,6 @@ mod hostile_files;
 mod private_state;
 mod sandbox;
 mod stopped;
+mod supervisor_death;
 #[path = "../support/mod.rs"]
 mod support;
