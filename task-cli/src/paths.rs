@@ -130,8 +130,11 @@ impl SessionPaths {
     }
 
     /// Creates the session's directories, private to the user (idempotent), and refuses a
-    /// root or session directory that is not private ([`SessionPaths::verify`]).
+    /// root or session directory that is not private ([`SessionPaths::verify`]): before
+    /// creating anything (nothing is ever created through a symlink or in a directory of
+    /// another user) and again after (a directory created meanwhile by someone else).
     pub fn create_dirs(&self) -> Result<()> {
+        self.verify()?;
         let mut builder = std::fs::DirBuilder::new();
         builder.recursive(true).mode(0o700);
         for dir in [
