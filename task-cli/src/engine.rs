@@ -37,10 +37,27 @@ pub struct Host {
     pub config: Config,
 }
 
-/// The launchers of a supervisor, by [`Launch::KIND`].
+/// The launchers of a supervisor, by [`Launch::KIND`], and who takes messages.
 #[derive(Default)]
 pub struct Launchers {
     by_kind: HashMap<&'static str, Box<dyn LaunchAny>>,
+    messenger: Option<Arc<dyn Messenger>>,
+}
+
+/// Delivers messages to the tasks that take them (agents, teammates), by id or name.
+#[async_trait::async_trait]
+pub trait Messenger: Send + Sync {
+    /// Sends `message` to `to`; says whether it was delivered, and the result in words.
+    async fn send(&self, to: &str, message: &str) -> MessageReply;
+}
+
+/// What became of a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageReply {
+    /// Whether it reached its task.
+    pub delivered: bool,
+    /// The result in the reference's words.
+    pub reply: String,
 }
 
 impl std::fmt::Debug for Launchers {
@@ -59,6 +76,13 @@ impl Launchers {
     #[must_use]
     pub fn with<L: Launch>(mut self, launcher: L) -> Self {
         self.by_kind.insert(L::KIND, Box::new(launcher));
+        self
+    }
+
+    /// Routes messages ([`Engine::send`]) to `messenger`.
+    #[must_use]
+    pub fn with_messenger(mut self, messenger: impl Messenger + 'static) -> Self {
+        self.messenger = Some(Arc::new(messenger));
         self
     }
 
@@ -246,7 +270,7 @@ impl Engine {
         }
         if !background {
             self.mirror.expect_no_notice(id);
-            if let Err(e) = notice::mark_notified(&self.paths, &id) {
+            if let Err(e) = notice::never_notify(&self.paths, &id) {
                 // It still finishes silently; only a dead supervisor's orphan could notify.
                 tracing::warn!("cannot mark {id} notified: {e}");
             }
@@ -283,6 +307,17 @@ impl Engine {
         }
         self.mirror.forget(id);
         let _ = std::fs::remove_file(self.paths.output(&id));
+    }
+
+    /// Sends a message to the task `to` (an id or a name) through the wiring's messenger.
+    pub async fn send(&self, to: &str, message: &str) -> MessageReply {
+        match &self.launchers.messenger {
+            Some(messenger) => messenger.send(to, message).await,
+            None => MessageReply {
+                delivered: false,
+                reply: "no task of this session takes messages".into(),
+            },
+        }
     }
 
     /// Kills tasks (all at once); returns once each is settled and its record written.
