@@ -264,3 +264,86 @@ fn killing_an_agent_mid_turn_ends_its_cli_and_every_shell_it_started() {
         left.is_empty().then_some(())
     });
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_mcp_agent_tool_runs_the_configured_cli_and_send_message_resumes_it() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(
+        "mcp.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"text": "looking"}),
+            json!({"result": "found it"}),
+        ],
+    );
+    let fake = fake_agent();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tasks"));
+    command
+        .arg("mcp")
+        .env("TASKS_ROOT", sandbox.root.path())
+        .env("TASKS_IDLE_EXIT_MS", "2000")
+        .env("TASKS_POLL_MS", "10")
+        .env_remove("TASKS_SESSION")
+        .env_remove("TASKS_AGENT_ID")
+        .env(
+            "TASKS_AGENT_COMMAND",
+            format!("{} --script '{script}'", fake.display()),
+        );
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let call = async |tool: &'static str, arguments: Value| {
+        let params =
+            CallToolRequestParams::new(tool).with_arguments(arguments.as_object().unwrap().clone());
+        client.call_tool(params).await.unwrap()
+    };
+    let text =
+        |result: &rmcp::model::CallToolResult| result.content[0].as_text().unwrap().text.clone();
+
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "Agent"));
+
+    // In the foreground, the answer is the agent's result.
+    let answer = call("Agent", json!({"description": "find", "prompt": "find it"})).await;
+    assert_eq!(text(&answer), "found it", "{answer:?}");
+
+    // In the background: the reference's launch text, then TaskOutput gives the result.
+    let launched = call(
+        "Agent",
+        json!({"description": "find again", "prompt": "find it", "run_in_background": true}),
+    )
+    .await;
+    let launch = text(&launched);
+    assert!(
+        launch.starts_with("Async agent launched successfully.\nagentId: "),
+        "{launch}"
+    );
+    let id = launch["Async agent launched successfully.\nagentId: ".len()..][..9].to_owned();
+    let output = call(
+        "TaskOutput",
+        json!({"task_id": id, "block": true, "timeout": 30000}),
+    )
+    .await;
+    let view = &output.structured_content.as_ref().unwrap()["task"];
+    assert_eq!(view["status"], "completed", "{output:?}");
+    assert_eq!(view["output"], "found it", "{output:?}");
+
+    // SendMessage resumes it under the same id.
+    let sent = call("SendMessage", json!({"to": id, "message": "more"})).await;
+    let reply: Value = serde_json::from_str(&text(&sent)).unwrap();
+    assert_eq!(reply["success"], true, "{reply}");
+    assert_eq!(reply["resumedAgentId"], id.as_str(), "{reply}");
+    let again = call(
+        "TaskOutput",
+        json!({"task_id": id, "block": true, "timeout": 30000}),
+    )
+    .await;
+    assert_eq!(
+        again.structured_content.as_ref().unwrap()["task"]["output"],
+        "echo: more",
+        "{again:?}"
+    );
+    client.cancel().await.unwrap();
+}

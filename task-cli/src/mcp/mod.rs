@@ -17,6 +17,7 @@
 //! messages (see [`notify`] for the exact payload); task outputs are resources at
 //! `tasks://{id}/output` with `notifications/resources/updated` while they grow.
 
+mod agent;
 mod context;
 mod list;
 pub mod notify;
