@@ -9,11 +9,8 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-
-const DEADLINE: Duration = Duration::from_secs(30);
 
 /// The fake agent CLI, built next to the `tasks` binary (`cargo test --workspace` builds it;
 /// a lone `cargo test -p task-cli` builds it here).
@@ -97,17 +94,6 @@ impl Sandbox {
             .find(|t| t["id"] == id)
             .cloned()
             .unwrap_or(Value::Null)
-    }
-
-    fn eventually<T>(&self, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            if let Some(value) = probe() {
-                return value;
-            }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
     }
 }
 
@@ -195,7 +181,7 @@ fn a_message_sent_while_the_agent_works_is_its_next_turn() {
         ],
     );
     let id = sandbox.agent(&["--prompt", "work"], &script);
-    sandbox.eventually("the agent running", || {
+    support::eventually("the agent running", || {
         (sandbox.listed(&id)["status"] == "running").then_some(())
     });
     let sent = sandbox.ok(&["send", &id, "also this"]);
@@ -229,11 +215,11 @@ fn killing_an_agent_mid_turn_ends_its_cli_and_every_shell_it_started() {
         ],
     );
     let id = sandbox.agent(&["--prompt", "spawn things"], &script);
-    let shell = sandbox.eventually("the agent's shell task", || {
+    let shell = support::eventually("the agent's shell task", || {
         let text = std::fs::read_to_string(&started).ok()?;
         Some(text.trim().to_owned()).filter(|t| t.len() == 9)
     });
-    let owned = sandbox.eventually("the shell running", || {
+    let owned = support::eventually("the shell running", || {
         let task = sandbox.listed(&shell);
         (task["status"] == "running").then_some(task)
     });
@@ -242,7 +228,7 @@ fn killing_an_agent_mid_turn_ends_its_cli_and_every_shell_it_started() {
     let killed = sandbox.ok(&["kill", &id]);
     assert_eq!(killed.trim(), format!("{id} killed"));
     assert_eq!(sandbox.listed(&id)["status"], "killed");
-    sandbox.eventually("the agent's shell killed with it", || {
+    support::eventually("the agent's shell killed with it", || {
         (sandbox.listed(&shell)["status"] == "killed").then_some(())
     });
     let notices = sandbox.ok(&["notifications"]);
@@ -256,7 +242,7 @@ fn killing_an_agent_mid_turn_ends_its_cli_and_every_shell_it_started() {
         .trim()
         .parse()
         .unwrap();
-    sandbox.eventually("no process left but the supervisor", || {
+    support::eventually("no process left but the supervisor", || {
         let left: Vec<i32> = support::processes_of(sandbox.root.path())
             .into_iter()
             .filter(|&pid| pid != supervisor)
