@@ -170,6 +170,7 @@ impl ShellExecutor {
         let (live, pid) = match source {
             MonitorSource::Command(spec) => {
                 let (_, stderr) = child_stdio(&prepared.output)?;
+                let spec = spec.task_marker(prepared.id.to_string());
                 let mut child = prepared.start(|| spec.spawn(Stdio::piped(), stderr))?;
                 let pid = child.id();
                 let stdout = child
@@ -318,6 +319,7 @@ impl PendingShell {
             prepared,
         } = self;
         let (stdout, stderr) = child_stdio(&prepared.output)?;
+        let spec = spec.task_marker(prepared.id.to_string());
         let mut child = prepared.start(|| spec.spawn(stdout, stderr))?;
         let pid = child.id();
         let stdin = child.stdin.take();

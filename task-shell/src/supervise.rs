@@ -74,13 +74,14 @@ impl Supervisors {
     }
 }
 
-/// SIGKILLs the tree of `child` (pid `pid`) and reaps `child`.
+/// SIGKILLs the tree of `child` (pid `pid`, tagged with `marker`: the task id) and reaps `child`.
 ///
 /// The tree walk reads `/proc` and signals, bounded by the size of the tree; it runs on the
 /// blocking pool so a large tree cannot stall the runtime. `child` is not polled meanwhile, so
 /// its pid cannot be reused before the walk is done.
-pub(crate) async fn kill_and_reap(child: &mut Child, pid: u32) {
-    match tokio::task::spawn_blocking(move || kill_tree(pid)).await {
+pub(crate) async fn kill_and_reap(child: &mut Child, pid: u32, marker: &TaskId) {
+    let marker = marker.to_string();
+    match tokio::task::spawn_blocking(move || kill_tree(pid, Some(&marker))).await {
         Ok(Ok(count)) => tracing::debug!(pid, count, "killed process tree"),
         Ok(Err(error)) => tracing::warn!(pid, %error, "process tree kill incomplete"),
         Err(error) => tracing::warn!(pid, %error, "process tree kill did not run"),

@@ -9,7 +9,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{DEADLINE, is_alive};
-use task_shell::process::{kill_orphaned_group, start_time};
+use task_shell::process::{
+    TASK_MARKER_ENV, TaskFingerprint, kill_orphaned_group, kill_orphaned_task, start_time,
+};
 
 /// SIGKILLs a process we cannot reap (it was re-parented) when the test ends, pass or fail.
 struct KillOnDrop(u32);
@@ -75,4 +77,99 @@ fn a_live_leader_is_killed_only_if_it_is_the_one_recorded() {
     }
     assert!(kill_orphaned_group(pid, Some(started)).unwrap());
     assert_eq!(leader.wait().unwrap().signal(), Some(9));
+}
+
+fn read_pid(path: &std::path::Path) -> u32 {
+    let mut pid = None;
+    wait_for(&format!("pid file {}", path.display()), || {
+        pid = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse().ok());
+        pid.is_some()
+    });
+    pid.unwrap()
+}
+
+#[test]
+fn a_crafted_fingerprint_of_an_unrelated_group_kills_nothing() {
+    // An unrelated process group of this same user, with a member besides its leader.
+    let dir = tempfile::tempdir().unwrap();
+    let member_file = dir.path().join("member");
+    let mut leader = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "sleep 300 & echo $! > '{}'; exec sleep 300",
+            member_file.display()
+        ))
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = leader.id();
+    let member = read_pid(&member_file);
+    let _guard = KillOnDrop(member);
+    // Every number a state file could hold, copied exactly from the live group...
+    let exact = TaskFingerprint::of_leader(pid, None).unwrap();
+    let crafted = [
+        // ...claiming it is a task's (only a real task's processes carry its marker),
+        TaskFingerprint {
+            marker: Some("lt_crafted1".into()),
+            ..exact.clone()
+        },
+        // ...or a group a supervisor created in another session,
+        TaskFingerprint {
+            session: exact.session.map(|s| s + 1),
+            ..exact.clone()
+        },
+        // ...or another user's,
+        TaskFingerprint {
+            uid: exact.uid + 1,
+            ..exact.clone()
+        },
+        // ...or a leader started at another time.
+        TaskFingerprint {
+            leader_started: exact.leader_started + 1_000_000,
+            ..exact.clone()
+        },
+    ];
+    for fingerprint in crafted {
+        assert_eq!(
+            kill_orphaned_task(&fingerprint).unwrap(),
+            0,
+            "{fingerprint:?}"
+        );
+        assert!(is_alive(pid) && is_alive(member), "{fingerprint:?}");
+    }
+    leader.kill().unwrap();
+    leader.wait().unwrap();
+}
+
+#[test]
+fn what_a_dead_supervisor_left_of_a_task_is_killed_escapees_included() {
+    let dir = tempfile::tempdir().unwrap();
+    let (member_file, escapee_file) = (dir.path().join("member"), dir.path().join("escapee"));
+    // The task's shell, tagged as the executor tags it, leaves a group member and a setsid'd
+    // escapee behind and exits (as when its supervisor died).
+    let mut shell = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "sleep 300 & echo $! > '{}'; (setsid sh -c 'echo $$ > {}; exec sleep 300' &)",
+            member_file.display(),
+            escapee_file.display()
+        ))
+        .env(TASK_MARKER_ENV, "lt_orphan01")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let fingerprint = TaskFingerprint::of_leader(shell.id(), Some("lt_orphan01")).unwrap();
+    let member = read_pid(&member_file);
+    let escapee = read_pid(&escapee_file);
+    let _guards = (KillOnDrop(member), KillOnDrop(escapee));
+    assert!(shell.wait().unwrap().success());
+    wait_for("the escapee to have its own session", || {
+        common::stat(escapee).is_some_and(|s| s.session == escapee)
+    });
+
+    assert!(kill_orphaned_task(&fingerprint).unwrap() >= 2);
+    wait_for("the member to die", || !is_alive(member));
+    wait_for("the escapee to die", || !is_alive(escapee));
 }

@@ -93,14 +93,14 @@ impl ShellRun {
                 Some(control) = self.control.recv() => match control {
                     Control::Kill { done } => {
                         book.mark_killed(&self.id);
-                        kill_and_reap(&mut self.child, self.pid).await;
+                        kill_and_reap(&mut self.child, self.pid, &self.id).await;
                         let _ = done.send(());
                         return End::Killed;
                     }
                     Control::Background => self.backgrounded = true,
                 },
                 () = &mut timeout => {
-                    kill_and_reap(&mut self.child, self.pid).await;
+                    kill_and_reap(&mut self.child, self.pid, &self.id).await;
                     return End::TimedOut(self.timeout.unwrap_or_default());
                 }
                 _ = dogs.stall_tick.tick(), if self.backgrounded && !dogs.stall_done => {
@@ -108,7 +108,7 @@ impl ShellRun {
                 }
                 _ = dogs.size_tick.tick(), if self.backgrounded => {
                     if dogs.size_cap.is_exceeded(output_size(&self.output)) {
-                        kill_and_reap(&mut self.child, self.pid).await;
+                        kill_and_reap(&mut self.child, self.pid, &self.id).await;
                         return End::OverCap(dogs.size_cap);
                     }
                 }
