@@ -16,10 +16,8 @@ pub const EVENT_CAPACITY: usize = 1024;
 pub struct RegistryConfig {
     /// Period of the poll loop.
     pub poll_interval: Duration,
-    /// Eviction grace of a finished `local_agent` that nobody retains.
+    /// Eviction grace of a finished task that someone stopped retaining (leaving its view).
     pub panel_grace: Duration,
-    /// Eviction grace of a killed `in_process_teammate`.
-    pub stopped_display: Duration,
     /// Capacity of the event broadcast channel.
     pub event_capacity: usize,
     /// The most bytes the poll loop reads from one task per tick.
@@ -31,7 +29,6 @@ impl Default for RegistryConfig {
         RegistryConfig {
             poll_interval: POLL_INTERVAL,
             panel_grace: PANEL_GRACE,
-            stopped_display: STOPPED_DISPLAY,
             event_capacity: EVENT_CAPACITY,
             max_read_bytes: task_output::read::DEFAULT_MAX_READ_BYTES,
         }

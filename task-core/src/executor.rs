@@ -1,8 +1,10 @@
 //! The seam between the core and the crates that run tasks.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 
-use crate::{Registry, TaskId, TaskStatus, TaskType};
+use crate::{Registry, TaskId, TaskState, TaskStatus, TaskType};
 
 /// What an executor crate implements for the task types it runs.
 ///
@@ -18,6 +20,32 @@ pub trait Task: Send + Sync {
     /// changing it: [`Registry::kill`] then reports [`KillOutcome::AlreadyFinished`] from
     /// the task's state.
     async fn kill(&self, registry: &Registry, id: &TaskId) -> Result<(), KillError>;
+
+    /// How long a task of this type that just ended (`ended`, already terminal) stays in the
+    /// registry after it is notified, unless someone retains it: finished agents stay for the
+    /// panel grace (`PANEL_GRACE`), killed teammates for `STOPPED_DISPLAY`. Default: none.
+    fn eviction_grace(&self, ended: &TaskState) -> Option<Duration> {
+        let _ = ended;
+        None
+    }
+
+    /// Completes the state of a task registered again under its id (a resume): the registry
+    /// has already kept `retain` and `startTime` from `previous`; an executor whose type keeps
+    /// more across a resume (an agent's messages and pending messages) copies it here.
+    /// Default: nothing more.
+    fn carry_forward(&self, resumed: &mut TaskState, previous: &TaskState) {
+        let _ = (resumed, previous);
+    }
+
+    /// Cleans up after a task whose supervising process died while it was live (`orphan` is
+    /// its last recorded state): kill what it left running, roll back what it held. Called by
+    /// whichever process finds the orphan, which may not be the one that ran it, so it works
+    /// from the recorded state alone, and must never harm anything the task did not create.
+    /// Default: nothing to clean.
+    fn reap_orphan(&self, orphan: &TaskState) -> Result<(), KillError> {
+        let _ = orphan;
+        Ok(())
+    }
 }
 
 /// What [`Registry::kill`] did.

@@ -124,9 +124,10 @@ impl Registry {
         &self.config
     }
 
-    /// Inserts a task. If its id is already registered (a resume), `retain`, `startTime`,
-    /// `messages`, `diskLoaded` and `pendingMessages` are carried forward from the old state
-    /// and no `task_started` is emitted; otherwise `task_started` is emitted.
+    /// Inserts a task. If its id is already registered (a resume), `retain` and `startTime`
+    /// are carried forward from the old state, and whatever else the executor of its type
+    /// keeps ([`Task::carry_forward`]: an agent's messages), and no `task_started` is emitted;
+    /// otherwise `task_started` is emitted.
     pub fn register(&self, state: TaskState) -> Result<Registration, RegistryError> {
         state.validate()?;
         let started = TaskEvent::TaskStarted {
@@ -137,7 +138,14 @@ impl Registry {
         };
         let registration = match self.tasks.entry(state.id()) {
             Entry::Occupied(entry) => {
-                entry.get().replace(|previous| state.resumed_over(previous));
+                let executor = self.executor(state.base.task_type);
+                entry.get().replace(|previous| {
+                    let mut resumed = state.resumed_over(previous);
+                    if let Some(executor) = &executor {
+                        executor.carry_forward(&mut resumed, previous);
+                    }
+                    resumed
+                });
                 Registration::Resumed
             }
             Entry::Vacant(entry) => {
@@ -180,8 +188,8 @@ impl Registry {
     /// argument. The lifecycle is enforced on the result: a status change must be allowed
     /// (SPEC §2), id and type cannot change, the notified latch cannot be cleared. On entering
     /// a terminal status `end_time` is set if the updater left it empty, and the eviction grace
-    /// of the type applies (finished agents: `panel_grace`; killed teammates:
-    /// `stopped_display`). A change of status or end time emits `task_updated`.
+    /// of the type's executor applies ([`Task::eviction_grace`]). A change of status or end time
+    /// emits `task_updated`.
     pub fn update(
         &self,
         id: &TaskId,
@@ -313,9 +321,17 @@ impl Registry {
             .collect()
     }
 
-    /// Makes `executor` the one [`kill`](Registry::kill) uses for tasks of `task_type`.
+    /// Makes `executor` the one [`kill`](Registry::kill) and the per-type policies
+    /// ([`Task::eviction_grace`], [`Task::carry_forward`]) use for tasks of `task_type`.
     pub fn register_executor(&self, task_type: TaskType, executor: Arc<dyn Task>) {
         self.executors.insert(task_type, executor);
+    }
+
+    /// The executor registered for `task_type`, if any.
+    pub fn executor(&self, task_type: TaskType) -> Option<Arc<dyn Task>> {
+        self.executors
+            .get(&task_type)
+            .map(|entry| Arc::clone(entry.value()))
     }
 
     /// Kills a task through the executor registered for its type. A task that already ended
@@ -328,9 +344,7 @@ impl Registry {
         }
         let task_type = state.base.task_type;
         let executor = self
-            .executors
-            .get(&task_type)
-            .map(|e| Arc::clone(e.value()))
+            .executor(task_type)
             .ok_or(KillError::NoExecutor(task_type))?;
         executor.kill(self, id).await?;
         // The task may have ended on its own between the check above and the executor's
@@ -427,17 +441,14 @@ impl Registry {
     /// End time and eviction grace of a task entering a terminal status.
     fn settle_terminal(&self, next: &mut TaskState) {
         let now = now_ms();
-        let base = &mut next.base;
-        base.end_time.get_or_insert(now);
-        if base.retain || base.evict_after.is_some() {
+        next.base.end_time.get_or_insert(now);
+        if next.base.retain || next.base.evict_after.is_some() {
             return;
         }
-        let grace = match (base.task_type, base.status) {
-            (TaskType::LocalAgent, _) => Some(self.config.panel_grace),
-            (TaskType::InProcessTeammate, TaskStatus::Killed) => Some(self.config.stopped_display),
-            _ => None,
-        };
-        base.evict_after = grace.map(|g| now.saturating_add(millis(g)));
+        let grace = self
+            .executor(next.base.task_type)
+            .and_then(|executor| executor.eviction_grace(next));
+        next.base.evict_after = grace.map(|g| now.saturating_add(millis(g)));
     }
 
     fn emit_status_change(&self, previous: &TaskState, current: &TaskState) {

@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use task_core::summary::{self, ShellEnd};
 use task_core::{
-    Delivery, Notification, Priority, Registry, TaskId, TaskKind, TaskState, TaskStatus,
+    Delivery, EndReason, Notification, Priority, Registry, ShellProcess, TaskId, TaskKind,
+    TaskState, TaskStatus,
 };
 
 pub(crate) use task_core::summary::MonitorEnd;
 
 use crate::error::ShellError;
-use crate::process::{EXIT_KILLED, EXIT_SPAWN_FAILED};
 
 /// The summary of one monitor event: `Monitor "{desc}" event` (the line itself goes in
 /// `<event>`).
@@ -41,22 +41,30 @@ impl Book {
     }
 
     /// `pending→running` once the process exists.
-    pub(crate) fn mark_running(&self, id: &TaskId) {
-        if let Err(error) = self.registry.transition(id, TaskStatus::Running) {
+    /// Marks a task running in the process group `process` (none: a WebSocket monitor).
+    pub(crate) fn mark_running(&self, id: &TaskId, process: Option<ShellProcess>) {
+        let started = self
+            .registry
+            .transition_with(id, TaskStatus::Running, |state| {
+                if let TaskKind::Shell(shell) = &mut state.kind {
+                    shell.process = process;
+                }
+            });
+        if let Err(error) = started {
             tracing::warn!(task = %id, %error, "could not mark the task running");
         }
     }
 
     /// `pending→failed` with exit code 1: the process could not be started. `delivery` is
     /// silent when the caller gets the error directly.
-    pub(crate) fn mark_spawn_failed(&self, id: &TaskId, delivery: Delivery) {
+    pub(crate) fn mark_spawn_failed(&self, id: &TaskId, delivery: Delivery, error: String) {
+        let reason = EndReason::SpawnFailed { error };
         match self
             .registry
-            .transition_with(id, TaskStatus::Failed, set_exit(EXIT_SPAWN_FAILED))
+            .transition_with(id, TaskStatus::Failed, set_end(&reason))
         {
             Ok(state) => {
-                let summary =
-                    summary::shell(&state.base.description, ShellEnd::Failed(EXIT_SPAWN_FAILED));
+                let summary = summary::shell_ended(&state.base.description, &reason);
                 let note = Notification::for_task(&state, TaskStatus::Failed.terminal(), summary);
                 self.registry.notify_once(id, note, delivery);
             }
@@ -73,19 +81,25 @@ impl Book {
     /// notification: queued with priority `later` when backgrounded, silent when a foreground
     /// caller receives the result itself. Returns the task's final status, which stays
     /// `killed` if a kill got there first.
-    pub(crate) fn finish_shell(&self, id: &TaskId, exit_code: i32) -> TaskStatus {
-        let (to, end) = match exit_code {
-            0 => (TaskStatus::Completed, ShellEnd::Completed(0)),
-            code => (TaskStatus::Failed, ShellEnd::Failed(code)),
+    /// Records the end of a shell command that was not killed on request: `completed` for an
+    /// exit with 0, `failed` for anything else.
+    pub(crate) fn finish_shell(&self, id: &TaskId, reason: EndReason) -> TaskStatus {
+        let to = match reason {
+            EndReason::Exited { code: 0 } => TaskStatus::Completed,
+            _ => TaskStatus::Failed,
         };
-        self.finish(id, to, exit_code, |state| {
+        let summary_reason = reason.clone();
+        self.finish(id, to, reason, |state| {
             let background = shell_state(state).is_some_and(|s| s.is_backgrounded);
             let delivery = if background {
                 Delivery::Queue(Priority::Later)
             } else {
                 Delivery::Silent
             };
-            (summary::shell(&state.base.description, end), delivery)
+            (
+                summary::shell_ended(&state.base.description, &summary_reason),
+                delivery,
+            )
         })
     }
 
@@ -94,10 +108,10 @@ impl Book {
         &self,
         id: &TaskId,
         to: TaskStatus,
-        exit_code: i32,
+        reason: EndReason,
         end: MonitorEnd,
     ) -> TaskStatus {
-        self.finish(id, to, exit_code, |state| {
+        self.finish(id, to, reason, |state| {
             (
                 summary::monitor(&state.base.description, end),
                 Delivery::Queue(Priority::Next),
@@ -109,10 +123,10 @@ impl Book {
         &self,
         id: &TaskId,
         to: TaskStatus,
-        exit_code: i32,
+        reason: EndReason,
         notice: impl FnOnce(&TaskState) -> (String, Delivery),
     ) -> TaskStatus {
-        match self.registry.transition_with(id, to, set_exit(exit_code)) {
+        match self.registry.transition_with(id, to, set_end(&reason)) {
             Ok(state) => {
                 let (summary, delivery) = notice(&state);
                 let note = Notification::for_task(&state, to.terminal(), summary);
@@ -181,7 +195,7 @@ impl Book {
 /// `→killed` with exit code 137 and the notified latch set: the caller asked for the kill,
 /// so no notification follows (SPEC §3).
 pub(crate) fn mark_killed(registry: &Registry, id: &TaskId) {
-    match registry.transition_with(id, TaskStatus::Killed, set_exit(EXIT_KILLED)) {
+    match registry.transition_with(id, TaskStatus::Killed, set_end(&EndReason::Killed)) {
         Ok(state) => {
             let summary = match shell_state(&state).map(|s| s.kind) {
                 Some(task_core::ShellKind::Monitor) => {
@@ -203,10 +217,14 @@ fn shell_state(state: &TaskState) -> Option<&task_core::ShellState> {
     }
 }
 
-fn set_exit(exit_code: i32) -> impl FnMut(&mut TaskState) {
+/// Records how a task ended: its reason, the exit code that goes with it, and no process
+/// group any more (nothing of it is left to clean up).
+fn set_end(reason: &EndReason) -> impl FnMut(&mut TaskState) + '_ {
     move |state| {
+        state.base.end_reason = Some(reason.clone());
         if let TaskKind::Shell(shell) = &mut state.kind {
-            shell.exit_code = Some(exit_code);
+            shell.exit_code = reason.exit_code();
+            shell.process = None;
         }
     }
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use task_core::{
-    Delivery, KillError, KillOutcome, Priority, Registry, ShellKind, ShellState, Task, TaskId,
-    TaskKind, TaskState, TaskType,
+    Delivery, KillError, KillOutcome, Priority, Registry, ShellKind, ShellProcess, ShellState,
+    Task, TaskId, TaskKind, TaskState, TaskType,
 };
 use task_output::open::{child_stdio, create_output_file, open_output_append};
 use tokio::process::{Child, ChildStdin};
@@ -118,17 +118,23 @@ impl ShellExecutor {
         spec.validate()?;
         let shell = ShellState {
             command: spec.command().to_owned(),
-            agent_id,
             is_backgrounded: background,
             kind: ShellKind::Shell,
             exit_code: None,
+            process: None,
         };
         let failure = if announce_failure && background {
             Delivery::Queue(Priority::Later)
         } else {
             Delivery::Silent
         };
-        let prepared = self.prepare(TaskType::LocalBash, description, tool_use_id, shell)?;
+        let prepared = self.prepare(
+            TaskType::LocalBash,
+            description,
+            tool_use_id,
+            agent_id,
+            shell,
+        )?;
         let prepared = prepared.failing_with(failure);
         Ok(PendingShell {
             executor: self.clone(),
@@ -160,18 +166,27 @@ impl ShellExecutor {
         }
         let shell = ShellState {
             command: source.to_string(),
-            agent_id,
             is_backgrounded: true,
             kind: ShellKind::Monitor,
             exit_code: None,
+            process: None,
         };
-        let prepared = self.prepare(TaskType::MonitorMcp, description, tool_use_id, shell)?;
+        let mut prepared = self.prepare(
+            TaskType::MonitorMcp,
+            description,
+            tool_use_id,
+            agent_id,
+            shell,
+        )?;
         let output_file = open_output_append(&prepared.output)?;
         let (live, pid) = match source {
             MonitorSource::Command(spec) => {
-                let (_, stderr) = child_stdio(&prepared.output)?;
+                let output = prepared.output.clone();
                 let spec = spec.task_marker(prepared.id.to_string());
-                let mut child = prepared.start(|| spec.spawn(Stdio::piped(), stderr))?;
+                let mut child = prepared.start(|| {
+                    let (_, stderr) = child_stdio(&output)?;
+                    spec.spawn(Stdio::piped(), stderr)
+                })?;
                 let pid = child.id();
                 let stdout = child
                     .stdout
@@ -187,7 +202,7 @@ impl ShellExecutor {
                 )
             }
             MonitorSource::WebSocket(target) => {
-                prepared.mark_running();
+                prepared.mark_running(None);
                 (LiveSource::Socket(target), None)
             }
         };
@@ -253,13 +268,15 @@ impl ShellExecutor {
         task_type: TaskType,
         description: String,
         tool_use_id: Option<String>,
+        agent_id: Option<String>,
         shell: ShellState,
     ) -> Result<Prepared, ShellError> {
         let id = TaskId::generate(task_type)?;
         let output = output_path(&self.output_dir, &id);
         drop(create_output_file(&output)?);
         let mut state = TaskState::new(id, description, &output, TaskKind::Shell(shell))
-            .map_err(|error| ShellError::Registry(error.into()))?;
+            .map_err(|error| ShellError::Registry(error.into()))?
+            .owned_by(agent_id);
         state.base.tool_use_id = tool_use_id;
         // The control channel exists before the task is visible, so a kill that arrives while
         // the process is being started waits for the supervisor instead of being lost.
@@ -278,6 +295,7 @@ impl ShellExecutor {
                 supervisors: Arc::clone(&self.supervisors),
                 armed: true,
                 failure: Delivery::Silent,
+                error: None,
             },
         })
     }
@@ -316,11 +334,14 @@ impl PendingShell {
             spec,
             background,
             timeout,
-            prepared,
+            mut prepared,
         } = self;
-        let (stdout, stderr) = child_stdio(&prepared.output)?;
+        let output = prepared.output.clone();
         let spec = spec.task_marker(prepared.id.to_string());
-        let mut child = prepared.start(|| spec.spawn(stdout, stderr))?;
+        let mut child = prepared.start(|| {
+            let (stdout, stderr) = child_stdio(&output)?;
+            spec.spawn(stdout, stderr)
+        })?;
         let pid = child.id();
         let stdin = child.stdin.take();
         let (id, output, control) = prepared.hand_over();
@@ -363,11 +384,15 @@ impl Prepared {
     /// Starts the process and marks the task `running`. On error the task ends `failed`
     /// (exit 1) when `self` is dropped.
     fn start(
-        &self,
+        &mut self,
         spawn: impl FnOnce() -> Result<Child, ShellError>,
     ) -> Result<Child, ShellError> {
-        let child = spawn()?;
-        self.mark_running();
+        let child = spawn().inspect_err(|error| self.guard.error = Some(error.to_string()))?;
+        let process = child.id().map(|pgid| ShellProcess {
+            pgid,
+            leader_started: crate::process::start_time(pgid),
+        });
+        self.mark_running(process);
         Ok(child)
     }
 
@@ -377,9 +402,9 @@ impl Prepared {
         self
     }
 
-    /// Records that the task's source is live.
-    fn mark_running(&self) {
-        self.guard.book.mark_running(&self.id);
+    /// Records that the task's source is live, in the process group `process` if it has one.
+    fn mark_running(&self, process: Option<ShellProcess>) {
+        self.guard.book.mark_running(&self.id, process);
     }
 
     /// Gives the id, output path and control channel to the task's supervisor, which from now
@@ -405,12 +430,18 @@ struct PendingGuard {
     supervisors: Arc<Supervisors>,
     armed: bool,
     failure: Delivery,
+    /// Why the start failed, if it got as far as trying.
+    error: Option<String>,
 }
 
 impl Drop for PendingGuard {
     fn drop(&mut self) {
         if self.armed {
-            self.book.mark_spawn_failed(&self.id, self.failure);
+            let error = self
+                .error
+                .take()
+                .unwrap_or_else(|| "the task was never started".to_owned());
+            self.book.mark_spawn_failed(&self.id, self.failure, error);
             self.supervisors.close(&self.id);
         }
     }
@@ -477,18 +508,34 @@ impl Task for Killer {
         if self.supervisors.kill(id).await {
             return Ok(());
         }
-        // No live supervisor: the task ended after the registry's check, or it was never
-        // supervised by this process. Record the kill if it is still unfinished.
+        // No live supervisor: the task ended after the registry's check (the trait's contract:
+        // nothing to do, and the state tells), or it was never supervised by this process.
+        // Record the kill if it is still unfinished.
         match registry.get(id).map(|state| state.status()) {
-            Some(status) if status.is_terminal() => Err(KillError::Failed {
-                id: *id,
-                source: Box::new(ShellError::AlreadyFinished { id: *id, status }),
-            }),
+            Some(status) if status.is_terminal() => Ok(()),
             Some(_) => {
                 mark_killed(registry, id);
                 Ok(())
             }
             None => Err(KillError::NotFound(*id)),
         }
+    }
+
+    /// Kills what is left of the task's process group, unless that group number now belongs
+    /// to another process (see [`kill_orphaned_group`](crate::process::kill_orphaned_group)).
+    fn reap_orphan(&self, orphan: &TaskState) -> Result<(), KillError> {
+        let TaskKind::Shell(ShellState {
+            process: Some(process),
+            ..
+        }) = &orphan.kind
+        else {
+            return Ok(());
+        };
+        crate::process::kill_orphaned_group(process.pgid, process.leader_started)
+            .map(drop)
+            .map_err(|error| KillError::Failed {
+                id: orphan.id(),
+                source: Box::new(error),
+            })
     }
 }

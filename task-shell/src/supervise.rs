@@ -25,6 +25,8 @@ pub struct Outcome {
     /// The text appended to the output when the supervisor ended the task (timeout, size cap,
     /// connection error), as the command's stderr would carry it.
     pub message: Option<String>,
+    /// Why it ended (also recorded in the task's state).
+    pub reason: task_core::EndReason,
 }
 
 /// A request to a running task's supervisor.

@@ -6,8 +6,6 @@
 
 use std::time::{Duration, Instant};
 
-use task_output::writer::human_size;
-
 use crate::prompt::looks_like_prompt;
 
 /// What the supervisor should do after feeding the stall watchdog an observation.
@@ -99,28 +97,18 @@ impl SizeCap {
     /// The message appended to the output when the command is killed for passing the cap, e.g.
     /// `Background command killed: output file exceeded 5GB`.
     pub fn kill_message(&self) -> String {
-        format!(
-            "Background command killed: output file exceeded {}",
-            human_size(self.bytes)
-        )
+        self.end_reason().stderr_note().unwrap_or_default()
+    }
+
+    /// Why a command killed by this cap ended.
+    pub fn end_reason(&self) -> task_core::EndReason {
+        task_core::EndReason::OutputCapExceeded {
+            cap_bytes: self.bytes,
+        }
     }
 }
 
-/// A duration as the reference prints it in `Command timed out after {duration}`: `250ms`, `30s`,
-/// `2m 0s`, `1h 5m 0s`.
-pub fn human_duration(duration: Duration) -> String {
-    let millis = duration.as_millis();
-    if millis < 1_000 {
-        return format!("{millis}ms");
-    }
-    let secs = duration.as_secs();
-    let (hours, minutes, seconds) = (secs / 3_600, secs / 60 % 60, secs % 60);
-    match (hours, minutes) {
-        (0, 0) => format!("{seconds}s"),
-        (0, _) => format!("{minutes}m {seconds}s"),
-        _ => format!("{hours}h {minutes}m {seconds}s"),
-    }
-}
+pub use task_core::human_duration;
 
 #[cfg(test)]
 mod tests {
@@ -182,13 +170,5 @@ mod tests {
             SizeCap::new(64 * 1024).kill_message(),
             "Background command killed: output file exceeded 64KB"
         );
-    }
-
-    #[test]
-    fn durations_read_like_the_reference() {
-        assert_eq!(human_duration(Duration::from_millis(250)), "250ms");
-        assert_eq!(human_duration(Duration::from_secs(30)), "30s");
-        assert_eq!(human_duration(Duration::from_secs(120)), "2m 0s");
-        assert_eq!(human_duration(Duration::from_secs(3_900)), "1h 5m 0s");
     }
 }

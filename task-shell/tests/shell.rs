@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{DEADLINE, Fixture, fast_config, is_alive, wait_until};
-use task_core::{Priority, TaskId, TaskStatus, TerminalStatus};
+use task_core::{EndReason, Priority, TaskId, TaskStatus, TerminalStatus};
 use task_shell::process::CommandSpec;
 use task_shell::shell::ShellRequest;
 use task_shell::{ShellConfig, ShellError, TaskHandle};
@@ -103,6 +103,11 @@ async fn a_spawn_error_is_pending_to_failed_with_exit_code_1() {
     let state = fx.registry.snapshot().pop().unwrap();
     assert_eq!(state.status(), TaskStatus::Failed);
     assert_eq!(fx.exit_code(&state.id()), Some(1));
+    assert!(
+        matches!(&state.base.end_reason, Some(EndReason::SpawnFailed { error }) if !error.is_empty()),
+        "{:?}",
+        state.base.end_reason
+    );
     assert!(
         state.base.notified,
         "the caller got the error; no notification follows"
@@ -201,7 +206,11 @@ async fn timeout_kills_with_143_and_says_so() {
     assert_eq!(notes.len(), 1);
     assert_eq!(
         notes[0].summary,
-        "Background command \"slow\" failed with exit code 143"
+        "Background command \"slow\" failed with exit code 143 (Command timed out after 200ms)"
+    );
+    assert_eq!(
+        fx.registry.get(&task.id()).unwrap().base.end_reason,
+        Some(EndReason::TimedOut { limit_ms: 200 })
     );
 }
 
@@ -218,6 +227,12 @@ async fn size_cap_kills_a_command_writing_past_it() {
     let output = output_of(&task);
     assert!(output.len() > 64 * 1024);
     assert!(output.ends_with(&format!("\n{message}\n")));
+    assert_eq!(
+        fx.registry.get(&task.id()).unwrap().base.end_reason,
+        Some(EndReason::OutputCapExceeded {
+            cap_bytes: 64 * 1024
+        })
+    );
 }
 
 async fn stall_notes(fx: &Fixture, task: &TaskHandle) -> Vec<task_core::Notification> {

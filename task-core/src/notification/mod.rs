@@ -113,6 +113,13 @@ impl Notification {
         }
     }
 
+    /// The completion of a task ended as an orphan ([`TaskState::end_as_orphan`]): `failed`,
+    /// with the summary of [`summary::orphaned`].
+    pub fn orphaned(task: &TaskState) -> Self {
+        let summary = summary::orphaned(task.base.task_type, &task.base.description);
+        Notification::for_task(task, Some(TerminalStatus::Failed), summary)
+    }
+
     /// The stall warning for a shell task that seems to wait for input: no `<status>`, and
     /// the last output (trailing whitespace trimmed, as the reference shows it) with the
     /// advice after the closing tag. Deliver it with [`Priority::Next`].

@@ -1,5 +1,7 @@
 //! The exact summary texts of SPEC §3.
 
+use crate::{EndReason, TaskType};
+
 /// The advice that ends a stall warning (version 2.1.197 wording: "Stop this task").
 pub const STALL_ADVICE: &str = "The command is likely blocked on an interactive prompt. Stop this task and re-run with piped input (e.g., `echo y | command`) or a non-interactive flag if one exists.";
 
@@ -50,6 +52,43 @@ pub fn shell(description: &str, end: ShellEnd) -> String {
     }
 }
 
+/// The summary of a shell command that ended for `reason`: the reference's text for an exit
+/// or a stop, and for an end it has no summary of its own (a timeout, the size cap, a spawn
+/// error) its exit-code text followed by the reference's stderr words in parentheses:
+/// `Background command "x" failed with exit code 143 (Command timed out after 2m 0s)`.
+pub fn shell_ended(description: &str, reason: &EndReason) -> String {
+    match reason {
+        EndReason::Exited { code: 0 } | EndReason::Succeeded => {
+            shell(description, ShellEnd::Completed(0))
+        }
+        EndReason::Killed => shell(description, ShellEnd::Stopped),
+        EndReason::SupervisorDied { .. } => orphaned(TaskType::LocalBash, description),
+        other => {
+            let code = other.exit_code().unwrap_or(crate::EXIT_SPAWN_FAILED);
+            let text = shell(description, ShellEnd::Failed(code));
+            match other.stderr_note() {
+                Some(note) => format!("{text} ({note})"),
+                None => text,
+            }
+        }
+    }
+}
+
+/// The summary of a task whose supervising process died while it was live:
+/// `Background command "x" failed: its supervisor exited` (`Monitor "x" …`, `Agent "x" …`).
+pub fn orphaned(task_type: TaskType, description: &str) -> String {
+    let what = match task_type {
+        TaskType::LocalBash => "Background command",
+        TaskType::MonitorMcp => "Monitor",
+        TaskType::LocalAgent => "Agent",
+        TaskType::InProcessTeammate => "Teammate",
+        TaskType::LocalWorkflow => "Dynamic workflow",
+        TaskType::RemoteAgent => "Remote agent",
+        TaskType::Dream => "Dream",
+    };
+    format!("{what} \"{description}\" failed: its supervisor exited")
+}
+
 /// `Monitor "{desc}" stream ended`, `… script failed (exit {n})`, `… stopped`.
 pub fn monitor(description: &str, end: MonitorEnd) -> String {
     match end {
@@ -82,6 +121,35 @@ pub fn stall(description: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_ends_say_why() {
+        let limit = std::time::Duration::from_secs(120);
+        assert_eq!(
+            shell_ended("t", &EndReason::timed_out(limit)),
+            "Background command \"t\" failed with exit code 143 (Command timed out after 2m 0s)"
+        );
+        assert_eq!(
+            shell_ended("t", &EndReason::OutputCapExceeded { cap_bytes: 1 << 20 }),
+            "Background command \"t\" failed with exit code 137 (Background command killed: output file exceeded 1MB)"
+        );
+        assert_eq!(
+            shell_ended("t", &EndReason::Exited { code: 2 }),
+            "Background command \"t\" failed with exit code 2"
+        );
+        assert_eq!(
+            shell_ended("t", &EndReason::Killed),
+            "Background command \"t\" was stopped"
+        );
+        assert_eq!(
+            shell_ended("t", &EndReason::SupervisorDied { pid: 7 }),
+            "Background command \"t\" failed: its supervisor exited"
+        );
+        assert_eq!(
+            orphaned(TaskType::MonitorMcp, "m"),
+            "Monitor \"m\" failed: its supervisor exited"
+        );
+    }
 
     #[test]
     fn summaries_have_the_exact_spec_text() {

@@ -20,9 +20,9 @@ pub use other::{
     DREAM_TURNS_CAP, DreamPhase, DreamState, DreamTurn, RemoteState, RemoteSubtype, WorkflowState,
     WorkflowStep,
 };
-pub use shell::{ShellKind, ShellState};
+pub use shell::{ShellKind, ShellProcess, ShellState};
 
-use crate::{TaskId, TaskStatus, TaskType};
+use crate::{EndReason, TaskId, TaskStatus, TaskType};
 
 /// Milliseconds since the Unix epoch, the unit of every time in a task's state.
 pub fn now_ms() -> u64 {
@@ -52,6 +52,13 @@ pub struct TaskStateBase {
     /// When it reached a terminal status (ms epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time: Option<u64>,
+    /// Why it ended, once terminal: set by the executor with the terminal status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_reason: Option<EndReason>,
+    /// The agent that started it: when that agent ends, this task is killed and its queued
+    /// notifications are dropped (SPEC §5's orphan cleanup, for every type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
     /// Time spent paused, if it was ever paused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_paused_ms: Option<u64>,
@@ -86,6 +93,8 @@ impl TaskStateBase {
             tool_use_id: None,
             start_time: now_ms(),
             end_time: None,
+            end_reason: None,
+            agent_id: None,
             total_paused_ms: None,
             output_file: output_file.into(),
             output_offset: 0,
@@ -130,9 +139,10 @@ impl TaskKind {
         }
     }
 
-    /// Keeps the UI-held fields of `previous` (messages, diskLoaded, pendingMessages) when a
-    /// task is registered again under the same id (a resume).
-    fn carry_forward(&mut self, previous: &TaskKind) {
+    /// Copies the UI-held fields of `previous` (messages, diskLoaded, pendingMessages) into
+    /// this data, for the executors whose resume carries them forward
+    /// ([`Task::carry_forward`](crate::Task::carry_forward)). Data of another kind is left alone.
+    pub fn carry_ui_fields_from(&mut self, previous: &TaskKind) {
         match (self, previous) {
             (TaskKind::Agent(next), TaskKind::Agent(prev)) => {
                 next.messages.clone_from(&prev.messages);
@@ -234,13 +244,31 @@ impl TaskState {
         self.base.status
     }
 
-    /// The agent whose tasks this one belongs to (shells and monitors record it): when that
-    /// agent ends, this task is killed and its queued notifications dropped.
+    /// The agent that owns this task ([`TaskStateBase::agent_id`]).
     pub fn owner_agent_id(&self) -> Option<&str> {
-        match &self.kind {
-            TaskKind::Shell(shell) => shell.agent_id.as_deref(),
-            _ => None,
+        self.base.agent_id.as_deref()
+    }
+
+    /// This state with its owner set.
+    #[must_use]
+    pub fn owned_by(mut self, agent_id: Option<String>) -> TaskState {
+        self.base.agent_id = agent_id;
+        self
+    }
+
+    /// Ends this live task as an orphan: the process that supervised it (pid `supervisor_pid`)
+    /// died while it was live, so it is `failed` with [`EndReason::SupervisorDied`], ended now.
+    /// A terminal task is left as it is (returns false).
+    pub fn end_as_orphan(&mut self, supervisor_pid: u32) -> bool {
+        if self.status().is_terminal() {
+            return false;
         }
+        self.base.status = TaskStatus::Failed;
+        self.base.end_time = Some(now_ms());
+        self.base.end_reason = Some(EndReason::SupervisorDied {
+            pid: supervisor_pid,
+        });
+        true
     }
 
     /// Whether eviction may remove this task at `now` (ms): terminal, notified, not retained,
@@ -254,11 +282,10 @@ impl TaskState {
     }
 
     /// This state as it should be after a resume that re-registers `self` over `previous`:
-    /// retain, startTime, messages, diskLoaded and pendingMessages come from `previous`.
+    /// retain and startTime come from `previous` (what else, the executor of the type says).
     pub(crate) fn resumed_over(mut self, previous: &TaskState) -> TaskState {
         self.base.retain = previous.base.retain;
         self.base.start_time = previous.base.start_time;
-        self.kind.carry_forward(&previous.kind);
         self
     }
 }

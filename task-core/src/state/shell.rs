@@ -19,9 +19,6 @@ pub enum ShellKind {
 pub struct ShellState {
     /// The command line as the user gave it.
     pub command: String,
-    /// The agent that started the command; when it ends, its shells are killed (SPEC §5).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
     /// Whether the task runs in the background (only those count as background tasks).
     #[serde(default)]
     pub is_backgrounded: bool,
@@ -31,4 +28,20 @@ pub struct ShellState {
     /// The exit code, once the process has ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// The process group it runs in, while it may be alive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<ShellProcess>,
+}
+
+/// The process group of a running shell task, recorded so that a process that finds the task
+/// orphaned can clean up after it, and can tell that group from a later one given the same
+/// number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShellProcess {
+    /// The process group id (the shell's pid: it leads its own group and session).
+    pub pgid: u32,
+    /// When the group's leader started, in clock ticks after boot (`/proc/PID/stat` field 22).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_started: Option<u64>,
 }

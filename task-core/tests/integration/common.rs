@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use task_core::{
-    AgentState, Registry, RegistryConfig, ShellState, TaskEvent, TaskId, TaskKind, TaskState,
-    TaskStatus, TaskType,
+    AgentState, KillError, Registry, RegistryConfig, ShellState, Task, TaskEvent, TaskId, TaskKind,
+    TaskState, TaskStatus, TaskType,
 };
 use tokio::sync::broadcast;
 
@@ -18,7 +18,6 @@ pub fn shell_task_owned_by(description: &str, agent_id: Option<&str>) -> TaskSta
     let id = TaskId::generate(TaskType::LocalBash).unwrap();
     let shell = ShellState {
         command: format!("echo {description}"),
-        agent_id: agent_id.map(str::to_owned),
         ..ShellState::default()
     };
     TaskState::new(
@@ -28,6 +27,7 @@ pub fn shell_task_owned_by(description: &str, agent_id: Option<&str>) -> TaskSta
         TaskKind::Shell(shell),
     )
     .unwrap()
+    .owned_by(agent_id.map(str::to_owned))
 }
 
 /// A new `pending` agent task.
@@ -67,9 +67,37 @@ pub fn fast_config() -> RegistryConfig {
     RegistryConfig {
         poll_interval: Duration::from_millis(5),
         panel_grace: Duration::from_millis(0),
-        stopped_display: Duration::from_millis(0),
         ..RegistryConfig::default()
     }
+}
+
+/// An executor with the policies of an agent-like type: a grace before eviction, and its
+/// UI-held fields carried across a resume. It kills nothing.
+pub struct PolicyExecutor {
+    /// The eviction grace of every task it ends.
+    pub grace: Option<Duration>,
+}
+
+#[async_trait::async_trait]
+impl Task for PolicyExecutor {
+    async fn kill(&self, _: &Registry, _: &TaskId) -> Result<(), KillError> {
+        Ok(())
+    }
+
+    fn eviction_grace(&self, _: &TaskState) -> Option<Duration> {
+        self.grace
+    }
+
+    fn carry_forward(&self, resumed: &mut TaskState, previous: &TaskState) {
+        resumed.kind.carry_ui_fields_from(&previous.kind);
+    }
+}
+
+/// A registry whose `task_type` tasks get the policies of a [`PolicyExecutor`] with `grace`.
+pub fn registry_with_policy(task_type: TaskType, grace: Option<Duration>) -> Registry {
+    let registry = Registry::default();
+    registry.register_executor(task_type, std::sync::Arc::new(PolicyExecutor { grace }));
+    registry
 }
 
 /// Every event already in `events`, without waiting.

@@ -9,7 +9,9 @@ use task_core::{
     UpdateOutcome,
 };
 
-use crate::common::{agent_task, fast_config, pending_events, registered_at, shell_task};
+use crate::common::{
+    agent_task, fast_config, pending_events, registered_at, registry_with_policy, shell_task,
+};
 
 #[test]
 fn register_emits_task_started() {
@@ -32,7 +34,7 @@ fn register_emits_task_started() {
 
 #[test]
 fn resume_carries_ui_fields_forward_and_emits_no_second_start() {
-    let registry = Registry::default();
+    let registry = registry_with_policy(TaskType::LocalAgent, None);
     let first = agent_task("research");
     let id = first.id();
     registry.register(first.clone()).unwrap();
@@ -203,11 +205,11 @@ fn a_silent_kill_notification_is_not_queued_but_reported_stopped() {
 }
 
 #[test]
-fn finished_agents_get_the_panel_grace_unless_retained() {
-    let registry = Registry::new(task_core::RegistryConfig {
-        panel_grace: std::time::Duration::from_secs(3600),
-        ..task_core::RegistryConfig::default()
-    });
+fn finished_agents_get_their_executors_grace_unless_retained() {
+    let registry = registry_with_policy(
+        TaskType::LocalAgent,
+        Some(std::time::Duration::from_secs(3600)),
+    );
     let id = registered_at(&registry, agent_task("a"), TaskStatus::Completed);
     let state = registry.get(&id).unwrap();
     let end = state.base.end_time.unwrap();
@@ -230,11 +232,36 @@ fn finished_agents_get_the_panel_grace_unless_retained() {
 }
 
 #[test]
+fn a_type_without_an_executor_gets_no_grace_and_keeps_only_base_fields_on_resume() {
+    let registry = Registry::default();
+    let first = agent_task("plain");
+    let id = first.id();
+    registry.register(first.clone()).unwrap();
+    registry
+        .update(&id, |state| {
+            let mut next = state.clone();
+            if let TaskKind::Agent(agent) = &mut next.kind {
+                agent.pending_messages = vec!["kept only by an executor".into()];
+            }
+            Some(next)
+        })
+        .unwrap();
+    registry.register(first).unwrap();
+    let TaskKind::Agent(agent) = &registry.get(&id).unwrap().kind else {
+        panic!("not an agent")
+    };
+    assert!(agent.pending_messages.is_empty());
+    registry.transition(&id, TaskStatus::Running).unwrap();
+    let done = registry.transition(&id, TaskStatus::Completed).unwrap();
+    assert_eq!(done.base.evict_after, None);
+}
+
+#[test]
 fn killed_teammates_get_the_stopped_display_grace() {
-    let registry = Registry::new(task_core::RegistryConfig {
-        stopped_display: std::time::Duration::from_millis(3000),
-        ..task_core::RegistryConfig::default()
-    });
+    let registry = registry_with_policy(
+        TaskType::InProcessTeammate,
+        Some(std::time::Duration::from_millis(3000)),
+    );
     let id = TaskId::generate(TaskType::InProcessTeammate).unwrap();
     let task = TaskState::new(
         id,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use task_core::{TaskId, TaskStatus};
+use task_core::{EndReason, TaskId, TaskStatus};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdout};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -121,7 +121,7 @@ impl MonitorRun {
             kill_and_reap(child, *pid, &id).await;
         }
         supervisors.close(&id);
-        let result = settle(&book, id, &output, end);
+        let result = settle(&book, id, &output, end, timeout);
         outcome.send_replace(Some(result));
     }
 }
@@ -163,50 +163,54 @@ async fn watch(source: &mut LiveSource, events: &mut Events<'_>, max_line_bytes:
 }
 
 /// Records the end in the registry, answers a kill request and builds the caller's outcome.
-fn settle(book: &Book, id: TaskId, output: &Path, end: End) -> Outcome {
-    let (status, exit_code, message, notify) = match end {
+fn settle(book: &Book, id: TaskId, output: &Path, end: End, limit: Option<Duration>) -> Outcome {
+    let (status, reason, message, notify) = match end {
         End::Exited(0) | End::Closed => (
             TaskStatus::Completed,
-            0,
+            EndReason::Exited { code: 0 },
             None,
             Some(MonitorEnd::StreamEnded),
         ),
         End::Exited(code) => (
             TaskStatus::Failed,
-            code,
+            EndReason::Exited { code },
             None,
             Some(MonitorEnd::ScriptFailed(code)),
         ),
         End::Broken(error) => (
             TaskStatus::Failed,
-            1,
+            EndReason::Errored {
+                message: error.clone(),
+            },
             Some(error),
             Some(MonitorEnd::ScriptFailed(1)),
         ),
         End::TimedOut => (
             TaskStatus::Killed,
-            EXIT_KILLED,
+            EndReason::timed_out(limit.unwrap_or_default()),
             None,
             Some(MonitorEnd::Stopped),
         ),
         End::Killed(done) => {
             let _ = done.send(());
-            (TaskStatus::Killed, EXIT_KILLED, None, None)
+            (TaskStatus::Killed, EndReason::Killed, None, None)
         }
     };
+    let exit_code = reason.exit_code().unwrap_or(1);
     if let Some(message) = &message
         && let Err(error) = append_line(output, message)
     {
         tracing::warn!(task = %id, %error, "could not append the end message");
     }
     let status = match notify {
-        Some(end) => book.finish_monitor(&id, status, exit_code, end),
+        Some(end) => book.finish_monitor(&id, status, reason.clone(), end),
         None => status,
     };
     Outcome {
         status,
         exit_code,
         message,
+        reason,
     }
 }
 

@@ -15,12 +15,7 @@ use crate::error::ShellError;
 /// The shell used when the caller names none.
 pub const DEFAULT_SHELL: &str = "/bin/sh";
 
-/// Exit code reported for a command killed on request (128 + SIGKILL).
-pub const EXIT_KILLED: i32 = 137;
-/// Exit code reported for a command killed by its timeout (128 + SIGTERM, as the reference).
-pub const EXIT_TIMED_OUT: i32 = 143;
-/// Exit code reported when the command could not be started.
-pub const EXIT_SPAWN_FAILED: i32 = 1;
+pub use task_core::{EXIT_KILLED, EXIT_SPAWN_FAILED, EXIT_TIMED_OUT};
 
 /// What the child's stdin is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use task_core::{TaskId, TaskStatus};
+use task_core::{EndReason, TaskId, TaskStatus};
 use tokio::process::Child;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, Interval, MissedTickBehavior, interval_at};
@@ -13,9 +13,9 @@ use tokio::time::{Instant, Interval, MissedTickBehavior, interval_at};
 use crate::book::Book;
 use crate::config::ShellConfig;
 use crate::output::{append_line, output_size, output_tail};
-use crate::process::{EXIT_KILLED, EXIT_TIMED_OUT, exit_code};
+use crate::process::{EXIT_KILLED, exit_code};
 use crate::supervise::{Control, Outcome, Supervisors, deadline, kill_and_reap};
-use crate::watchdog::{SizeCap, StallStep, StallWatchdog, human_duration};
+use crate::watchdog::{SizeCap, StallStep, StallWatchdog};
 
 /// Why the supervision loop stopped.
 #[derive(Debug)]
@@ -136,15 +136,13 @@ impl ShellRun {
 
     /// Records the end in the registry (exit mapping of SPEC §5) and builds the caller's outcome.
     fn settle(&self, book: &Book, end: End) -> Outcome {
-        let (exit_code, message) = match end {
-            End::Exited(code) => (code, None),
-            End::Killed => (EXIT_KILLED, None),
-            End::TimedOut(limit) => (
-                EXIT_TIMED_OUT,
-                Some(format!("Command timed out after {}", human_duration(limit))),
-            ),
-            End::OverCap(cap) => (EXIT_KILLED, Some(cap.kill_message())),
+        let reason = match end {
+            End::Exited(code) => EndReason::Exited { code },
+            End::Killed => EndReason::Killed,
+            End::TimedOut(limit) => EndReason::timed_out(limit),
+            End::OverCap(cap) => cap.end_reason(),
         };
+        let message = reason.stderr_note();
         if let Some(message) = &message
             && let Err(error) = append_line(&self.output, message)
         {
@@ -152,12 +150,13 @@ impl ShellRun {
         }
         let status = match end {
             End::Killed => TaskStatus::Killed,
-            _ => book.finish_shell(&self.id, exit_code),
+            _ => book.finish_shell(&self.id, reason.clone()),
         };
         Outcome {
             status,
-            exit_code,
+            exit_code: reason.exit_code().unwrap_or(EXIT_KILLED),
             message,
+            reason,
         }
     }
 }
