@@ -46,6 +46,7 @@ mod book;
 pub mod config;
 pub mod error;
 mod executor;
+mod growth;
 pub mod lines;
 pub mod monitor;
 mod output;

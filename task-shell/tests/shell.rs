@@ -235,6 +235,27 @@ async fn size_cap_kills_a_command_writing_past_it() {
     );
 }
 
+#[tokio::test]
+async fn the_size_cap_is_checked_on_every_write_not_only_on_the_poll() {
+    // The poll would not come for an hour: only the write-driven check can stop the flood.
+    let mut config = fast_config();
+    config.size_cap_bytes = 1024 * 1024;
+    config.size_check_interval = Duration::from_secs(3_600);
+    let fx = Fixture::new(config);
+    let mut task = fx.executor.spawn(bg("yes", "flood")).unwrap();
+    let outcome = tokio::time::timeout(DEADLINE, task.wait())
+        .await
+        .expect("the write-driven size check never fired")
+        .unwrap();
+    assert_eq!(
+        outcome.reason,
+        EndReason::OutputCapExceeded {
+            cap_bytes: 1024 * 1024
+        }
+    );
+    assert!(output_of(&task).len() > 1024 * 1024);
+}
+
 async fn stall_notes(fx: &Fixture, task: &TaskHandle) -> Vec<task_core::Notification> {
     // After the first warning the watchdog stops; give it many more check periods to (wrongly)
     // warn again before counting.
