@@ -10,6 +10,7 @@ use std::process::{ExitStatus, Stdio};
 use tokio::process::{Child, Command};
 
 use super::TASK_MARKER_ENV;
+use super::script::attach_command;
 use crate::error::ShellError;
 
 /// The shell used when the caller names none.
@@ -141,10 +142,13 @@ impl CommandSpec {
     /// [`ShellError::MissingWorkingDir`] or [`ShellError::Spawn`].
     pub fn spawn(&self, stdout: Stdio, stderr: Stdio) -> Result<Child, ShellError> {
         self.validate()?;
+        let spawn_error = |source| ShellError::Spawn {
+            shell: self.shell.clone(),
+            source,
+        };
         let mut cmd = Command::new(&self.shell);
-        cmd.arg("-c")
-            .arg(&self.command)
-            .env("GIT_EDITOR", "true")
+        let script = attach_command(&mut cmd, &self.command).map_err(spawn_error)?;
+        cmd.env("GIT_EDITOR", "true")
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(match self.stdin {
                 StdinMode::Null => Stdio::null(),
@@ -164,10 +168,10 @@ impl CommandSpec {
         if self.die_with_parent {
             die_with_parent(&mut cmd);
         }
-        cmd.spawn().map_err(|source| ShellError::Spawn {
-            shell: self.shell.clone(),
-            source,
-        })
+        let child = cmd.spawn().map_err(spawn_error);
+        // The child has exec'd (or failed to): it has its own copy of a script's descriptor.
+        drop(script);
+        child
     }
 
     /// The working directory, if one was set.
