@@ -875,6 +875,24 @@ async fn oversized_and_malformed_lines_get_errors_with_their_ids_and_serving_goe
 }
 
 #[tokio::test]
+async fn a_command_longer_than_an_exec_argument_runs() {
+    let root = tempfile::tempdir().unwrap();
+    let mut raw = raw_server(root.path()).await;
+    // Over Linux's 128 KiB limit on one exec argument (the supervisor's 1 MiB request limit
+    // bounds how long a command the session layer carries).
+    for (id, size) in [(2, 200_000), (3, 400_000)] {
+        let command = format!("x='{}'; echo ${{#x}}", "y".repeat(size));
+        let answer = raw.call(id, "Bash", json!({ "command": command })).await;
+        assert_eq!(
+            answer["result"]["content"][0]["text"],
+            size.to_string(),
+            "{}",
+            answer.to_string().chars().take(500).collect::<String>()
+        );
+    }
+}
+
+#[tokio::test]
 async fn monitor_events_are_pushed_and_delivered_in_order() {
     let server = Server::start().await;
     let gate = server.root.path().join("emit");
