@@ -30,8 +30,9 @@ static HAS_CHILDREN_FILES: LazyLock<bool> = LazyLock::new(|| {
 
 /// Sends `SIGKILL` to the process group led by `root`, to every descendant of `root` (including
 /// those that moved to another group or session), and, given the task's `marker` (see
-/// [`TASK_MARKER_ENV`](super::TASK_MARKER_ENV)), to every process of this user carrying it, such
-/// as a double-forked escapee whose shell already exited. Then reaps the signalled processes that
+/// [`TASK_MARKER_ENV`](super::TASK_MARKER_ENV)) when `root` has already exited, to every process
+/// of this user carrying it, such as a double-forked escapee (while `root` lives it is their
+/// subreaper, so the tree walk finds them without scanning every process). Then reaps the signalled processes that
 /// come back to this process as zombies (all of them when it is a subreaper, see
 /// [`become_subreaper`](super::become_subreaper)), waiting a few seconds at most.
 ///
@@ -46,7 +47,10 @@ pub fn kill_tree(root: u32, marker: Option<&str>) -> io::Result<usize> {
     let root_pid = to_pid(root)?;
     ignore_gone(kill_process_group(root_pid, Signal::STOP))?;
     let mut roots = vec![root_pid];
-    if let Some(marker) = marker {
+    // While the shell lives it is the subreaper of everything it started, so the tree walk finds
+    // every escapee; once it has exited, its orphans went elsewhere and only the marker finds them.
+    let shell_exited = read_stat(root).is_none_or(|stat| stat.is_dead());
+    if let Some(marker) = marker.filter(|_| shell_exited) {
         let me = std::process::id();
         let marked = marked_processes(&marker_entry(marker));
         roots.extend(
