@@ -51,7 +51,8 @@ fn spawn_to_completed(c: &mut Criterion) {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let registry = Arc::new(Registry::default());
-    let executor = ShellExecutor::new(Arc::clone(&registry), dir.path(), ShellConfig::default());
+    let executor = ShellExecutor::new(Arc::clone(&registry), dir.path(), ShellConfig::default())
+        .register_with_registry();
     let mut group = c.benchmark_group("spawn_to_completed");
     group.bench_function("task_true", |b| {
         b.iter(|| {
@@ -76,7 +77,8 @@ fn write_1gib(c: &mut Criterion) {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let registry = Arc::new(Registry::default());
-    let executor = ShellExecutor::new(Arc::clone(&registry), dir.path(), ShellConfig::default());
+    let executor = ShellExecutor::new(Arc::clone(&registry), dir.path(), ShellConfig::default())
+        .register_with_registry();
     let write = format!("head -c {GIB} /dev/zero");
     let mut group = c.benchmark_group("write_1gib");
     group.sample_size(10);

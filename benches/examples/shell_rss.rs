@@ -26,7 +26,8 @@ fn status_kib(field: &str) -> u64 {
 async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let registry = Arc::new(Registry::default());
-    let executor = ShellExecutor::new(Arc::clone(&registry), dir.path(), ShellConfig::default());
+    let executor = ShellExecutor::new(Arc::clone(&registry), dir.path(), ShellConfig::default())
+        .register_with_registry();
     let before = status_kib("VmRSS:");
     let mut tasks = Vec::with_capacity(TASKS);
     for _ in 0..TASKS {

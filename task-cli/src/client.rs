@@ -1,12 +1,19 @@
-//! The client side of the supervisor socket: connect, starting the supervisor on demand.
+//! The client side of the supervisor socket: connect, starting the supervisor on demand, and
+//! exchange one request for one answer within a bounded time.
 //!
 //! Starting is race-free by construction: any number of clients may each spawn a supervisor, but
-//! only the one that takes `supervisor.lock` binds the socket; the others exit at once, and every
-//! client keeps trying to connect (spawning again only while the lock is free) until its deadline.
+//! only the one that takes `supervisor.lock` binds the socket; the others say "busy" and exit,
+//! and every client keeps trying to connect until its deadline. A client spawns at most one
+//! supervisor per attempt and hears from it whether it started (through a pipe, see
+//! [`READY_FD_ENV`]): a supervisor that cannot start (a full disk, an unsafe directory) makes
+//! the client fail at once with its reason, instead of spawning again and again.
 
-use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,35 +22,84 @@ use crate::error::{CliError, Result};
 use crate::lock;
 use crate::paths::{SessionPaths, private_file};
 use crate::protocol::{Request, Response};
+use crate::supervisor::READY_FD_ENV;
 
-/// How long a client waits for the supervisor's answer to one request.
-const RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How a client starts the supervisor of a session: a program and its arguments. The session's
+/// root and name are passed in its environment as `TASKS_ROOT` and `TASKS_SESSION`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SupervisorCommand {
+    /// The program.
+    pub program: PathBuf,
+    /// Its first arguments.
+    pub args: Vec<OsString>,
+}
 
-/// Sends `request` to the session's supervisor (starting it if needed) and returns its answer.
-///
-/// A connection closed before any answer (a supervisor that was exiting for idleness as the
-/// client connected) is retried once on a fresh supervisor.
-pub fn send(paths: &SessionPaths, config: &Config, request: &Request) -> Result<Response> {
-    let mut line = serde_json::to_string(request)
-        .map_err(|e| CliError::Supervisor(format!("cannot encode request: {e}")))?;
-    line.push('\n'); // one write: the supervisor wakes once per request
-    match exchange(connect_or_start(paths, config)?, &line, paths)? {
-        Some(response) => Ok(response),
-        None => exchange(connect_or_start(paths, config)?, &line, paths)?.ok_or_else(|| {
-            CliError::Supervisor("the supervisor closed the connection without answering".into())
-        }),
+impl SupervisorCommand {
+    /// This executable's hidden `__supervise` command (what the `tasks` binary runs).
+    pub fn this_executable() -> Result<Self> {
+        let program =
+            std::env::current_exe().map_err(|e| CliError::io("locate", "the tasks binary", e))?;
+        Ok(Self {
+            program,
+            args: vec!["__supervise".into()],
+        })
     }
 }
 
-fn exchange(mut stream: UnixStream, line: &str, paths: &SessionPaths) -> Result<Option<Response>> {
+/// Sends `request` and returns the answer. The request carries a deadline of now plus
+/// [`Config::request_timeout`]; the client waits a little longer than that for the answer, and
+/// the supervisor refuses a request it reads after the deadline, so a request this call gave
+/// up on is never carried out later.
+pub fn send(
+    paths: &SessionPaths,
+    config: &Config,
+    supervisor: &SupervisorCommand,
+    op: crate::protocol::Op,
+) -> Result<Response> {
+    let deadline = Instant::now() + config.request_timeout;
+    let request = Request {
+        deadline_ms: task_core::now_ms()
+            + u64::try_from(config.request_timeout.as_millis()).unwrap_or(u64::MAX),
+        op,
+    };
+    let mut line = serde_json::to_string(&request)
+        .map_err(|e| CliError::Supervisor(format!("cannot encode request: {e}")))?;
+    line.push('\n'); // one write: the supervisor wakes once per request
+    for _ in 0..2 {
+        let stream = connect_or_start(paths, config, supervisor)?;
+        if let Some(response) = exchange(stream, &line, paths, config, deadline)? {
+            return Ok(response);
+        }
+        // The supervisor closed without answering (it was leaving): once more, to its successor.
+    }
+    Err(CliError::Supervisor(
+        "the supervisor closed the connection without answering".into(),
+    ))
+}
+
+/// Grace past the request's deadline for its answer to arrive.
+const ANSWER_GRACE: Duration = Duration::from_secs(1);
+
+fn exchange(
+    mut stream: UnixStream,
+    line: &str,
+    paths: &SessionPaths,
+    config: &Config,
+    deadline: Instant,
+) -> Result<Option<Response>> {
     let socket = paths.socket();
     let io_err = |e| CliError::io("talk to the supervisor at", &socket, e);
-    stream
-        .set_read_timeout(Some(RESPONSE_TIMEOUT))
-        .map_err(io_err)?;
+    let patience = deadline.saturating_duration_since(Instant::now()) + ANSWER_GRACE;
+    stream.set_read_timeout(Some(patience)).map_err(io_err)?;
+    stream.set_write_timeout(Some(patience)).map_err(io_err)?;
+    let no_answer = || CliError::NoAnswer {
+        pid: lock::holder_pid(&paths.lock()).unwrap_or(0),
+        waited: task_core::human_duration(config.request_timeout),
+    };
     match stream.write_all(line.as_bytes()) {
         Ok(()) => {}
         Err(e) if is_disconnect(e.kind()) => return Ok(None),
+        Err(e) if is_timeout(e.kind()) => return Err(no_answer()),
         Err(e) => return Err(io_err(e)),
     }
     let mut answer = String::new();
@@ -53,6 +109,7 @@ fn exchange(mut stream: UnixStream, line: &str, paths: &SessionPaths) -> Result<
             .map(Some)
             .map_err(|e| CliError::Supervisor(format!("unreadable answer {answer:?}: {e}"))),
         Err(e) if is_disconnect(e.kind()) => Ok(None),
+        Err(e) if is_timeout(e.kind()) => Err(no_answer()),
         Err(e) => Err(io_err(e)),
     }
 }
@@ -64,24 +121,28 @@ fn is_disconnect(kind: ErrorKind) -> bool {
     )
 }
 
-/// Connects to the session's supervisor, starting one if none is running.
-pub fn connect_or_start(paths: &SessionPaths, config: &Config) -> Result<UnixStream> {
+fn is_timeout(kind: ErrorKind) -> bool {
+    matches!(kind, ErrorKind::WouldBlock | ErrorKind::TimedOut)
+}
+
+/// Connects to the session's supervisor, starting one if none answers.
+pub fn connect_or_start(
+    paths: &SessionPaths,
+    config: &Config,
+    supervisor: &SupervisorCommand,
+) -> Result<UnixStream> {
     paths.create_dirs()?;
     let socket = paths.socket();
     let deadline = Instant::now() + config.start_timeout;
-    let mut spawned: Option<Child> = None;
+    let mut spawned = false;
     let mut backoff = Duration::from_millis(1);
     loop {
-        match UnixStream::connect(&socket) {
-            Ok(stream) => {
-                reap(&mut spawned);
-                return Ok(stream);
-            }
+        match paths.with_socket_path(|path| UnixStream::connect(path)) {
+            Ok(stream) => return Ok(stream),
             Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::ConnectionRefused) => {}
             Err(e) => return Err(CliError::io("connect to", &socket, e)),
         }
         if Instant::now() >= deadline {
-            reap(&mut spawned);
             return Err(CliError::Supervisor(format!(
                 "no supervisor answered at {} within {} ms (see {})",
                 socket.display(),
@@ -89,61 +150,108 @@ pub fn connect_or_start(paths: &SessionPaths, config: &Config) -> Result<UnixStr
                 paths.log().display()
             )));
         }
-        if !spawn_in_flight(&mut spawned) && !lock::is_held(&paths.lock())? {
-            spawned = Some(spawn_supervisor(paths)?);
+        if !spawned && !lock::is_held(&paths.lock())? {
+            spawned = true;
+            start_supervisor(paths, supervisor, deadline)?;
+            continue;
         }
         std::thread::sleep(backoff);
         backoff = (backoff * 2).min(Duration::from_millis(20));
     }
 }
 
-/// Whether a supervisor this client spawned is still starting (not exited).
-fn spawn_in_flight(spawned: &mut Option<Child>) -> bool {
-    match spawned {
-        Some(child) => matches!(child.try_wait(), Ok(None)),
-        None => false,
+/// Spawns a supervisor and waits (until `deadline`) for its word: `ready` and `busy` (another
+/// one owns the session) return, `error: …` and silence are errors naming the cause.
+fn start_supervisor(
+    paths: &SessionPaths,
+    supervisor: &SupervisorCommand,
+    deadline: Instant,
+) -> Result<()> {
+    let (read_end, write_end) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| CliError::io("create", "a pipe to the supervisor", e.into()))?;
+    let child = spawn(paths, supervisor, write_end)?;
+    let word = read_word(read_end, deadline);
+    reap_in_background(child);
+    match word.as_deref() {
+        Some("ready" | "busy") => Ok(()),
+        Some(line) => Err(CliError::Supervisor(format!(
+            "cannot start the supervisor: {}",
+            line.strip_prefix("error: ").unwrap_or(line)
+        ))),
+        None => Err(CliError::Supervisor(format!(
+            "the supervisor exited or stalled before it was ready (see {})",
+            paths.log().display()
+        ))),
     }
 }
 
-/// Makes sure a spawned supervisor never lingers as a zombie of a long-lived client (`tasks mcp`):
-/// one that already exited is reaped now, a live one by a thread that waits for it.
-fn reap(spawned: &mut Option<Child>) {
-    if let Some(mut child) = spawned.take()
-        && let Ok(None) = child.try_wait()
-    {
+/// The first line the supervisor writes on the pipe, or `None` if it closed the pipe without
+/// one (it died) or said nothing before `deadline`.
+fn read_word(read_end: OwnedFd, deadline: Instant) -> Option<String> {
+    let mut pipe = std::fs::File::from(read_end);
+    let mut timeout = deadline.saturating_duration_since(Instant::now());
+    let mut line = Vec::new();
+    let mut byte = [0_u8; 1];
+    loop {
+        let fd = rustix::event::PollFd::new(&pipe, rustix::event::PollFlags::IN);
+        let millis = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+        let spec = rustix::event::Timespec::try_from(Duration::from_millis(millis as u64)).ok();
+        match rustix::event::poll(&mut [fd], spec.as_ref()) {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
+        }
+        match pipe.read(&mut byte) {
+            Ok(0) => return None,
+            Ok(_) if byte[0] == b'\n' => return Some(String::from_utf8_lossy(&line).into_owned()),
+            Ok(_) => line.push(byte[0]),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+        timeout = deadline.saturating_duration_since(Instant::now());
+    }
+}
+
+fn reap_in_background(mut child: Child) {
+    if let Ok(None) = child.try_wait() {
         std::thread::spawn(move || child.wait());
     }
 }
 
-/// Starts `tasks __supervise` for this session: its own session (`setsid`, so closing the
-/// terminal does not reach it), stdin from `/dev/null`, stdout and stderr appended to the log.
-fn spawn_supervisor(paths: &SessionPaths) -> Result<Child> {
-    let exe = std::env::current_exe().map_err(|e| CliError::io("locate", "the tasks binary", e))?;
-    let log_path = paths.log();
-    let log = private_file()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .map_err(|e| CliError::io("open", &log_path, e))?;
-    let log_err = log
-        .try_clone()
-        .map_err(|e| CliError::io("open", &log_path, e))?;
-    let mut command = Command::new(exe);
+fn spawn(paths: &SessionPaths, supervisor: &SupervisorCommand, ready: OwnedFd) -> Result<Child> {
+    // The log may not be creatable (a full disk): the supervisor then still reports through
+    // the pipe, and logs nowhere.
+    let log = |e| tracing::warn!("cannot open {}: {e}", paths.log().display());
+    let stderr = match private_file().create(true).append(true).open(paths.log()) {
+        Ok(file) => Stdio::from(file),
+        Err(e) => {
+            log(e);
+            Stdio::null()
+        }
+    };
+    let ready_fd = ready.as_raw_fd();
+    let mut command = Command::new(&supervisor.program);
     command
-        .arg("__supervise")
-        .arg("--root")
-        .arg(paths.root())
-        .arg("--session")
-        .arg(paths.name())
+        .args(&supervisor.args)
+        .env("TASKS_ROOT", paths.root())
+        .env("TASKS_SESSION", paths.name())
+        .env(READY_FD_ENV, ready_fd.to_string())
         .current_dir("/")
         .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(log_err);
-    // SAFETY: `setsid` is async-signal-safe and touches no memory of the parent.
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    // SAFETY: `setsid` and `fcntl` are async-signal-safe and touch no memory of the parent.
     unsafe {
-        command.pre_exec(|| rustix::process::setsid().map(drop).map_err(Into::into));
+        command.pre_exec(move || {
+            rustix::process::setsid()?;
+            // Keep the pipe's write end open across exec (it was created close-on-exec).
+            let fd = std::os::fd::BorrowedFd::borrow_raw(ready_fd);
+            rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
+            Ok(())
+        });
     }
-    command
+    let child = command
         .spawn()
-        .map_err(|e| CliError::Supervisor(format!("cannot start the supervisor: {e}")))
+        .map_err(|e| CliError::Supervisor(format!("cannot start the supervisor: {e}")))?;
+    drop(ready); // the child has its copy; ours must close so its death reads as end of file
+    Ok(child)
 }

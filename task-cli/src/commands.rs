@@ -11,12 +11,14 @@ use crate::cli::{
     RunArgs, WaitArgs,
 };
 use crate::error::{Result, exit};
+use task_shell::monitor::WsTarget;
+use task_shell::{MonitorStart, Monitors, ShellExecutor, ShellStart};
+
 use crate::notice::Notice;
 use crate::paths::SessionPaths;
-use crate::protocol::{StartMonitor, StartShell, WsTarget};
+use crate::record::TaskRecord;
 use crate::render::{self, Row, Spinner};
 use crate::session::{Session, WaitOutcome};
-use crate::snapshot::Snapshot;
 
 /// Runs the parsed command line; returns the process exit code.
 pub fn execute(cli: Cli) -> Result<u8> {
@@ -34,7 +36,9 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::List(args) => crate::list_cmd::execute(&paths()?, args, json),
         Command::Completions(args) => completions(args.shell),
         Command::Mcp(args) => crate::mcp::run(paths()?, args),
-        Command::Supervise => crate::supervisor::run(paths()?).map(|()| exit::OK),
+        Command::Supervise => {
+            crate::supervisor::run(paths()?, crate::wiring::standard).map(|()| exit::OK)
+        }
     }
 }
 
@@ -68,21 +72,16 @@ fn parse_ids(inputs: &[String]) -> Result<Vec<TaskId>> {
         .collect()
 }
 
-fn cwd() -> Option<std::path::PathBuf> {
-    std::env::current_dir().ok()
-}
-
 fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
     let command = shell_text(&args.command);
-    let id = session.start_shell(StartShell {
+    let mut caller = Session::caller()?;
+    caller.agent_id = args.agent_id;
+    let start = ShellStart {
         description: args.description.unwrap_or_else(|| command.clone()),
         command,
         timeout_ms: args.timeout,
-        agent_id: args.agent_id,
-        tool_use_id: None,
-        cwd: cwd(),
-        notify: true,
-    })?;
+    };
+    let id = session.start::<ShellExecutor>(start, caller)?;
     if !args.wait {
         return print_started(session, id, json);
     }
@@ -96,7 +95,8 @@ fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
     let notice = session.claim_completion(task)?;
     if json {
         render::json(&json!({
-            "id": id, "status": task.status, "exitCode": task.exit_code,
+            "id": id, "status": task.status(), "exitCode": task.exit_code(),
+            "endReason": task.end_reason(),
             "notification": notice.as_ref().map(Notice::text),
         }))?;
     } else if let Some(notice) = notice {
@@ -114,7 +114,8 @@ fn monitor(session: &Session, args: MonitorArgs, json: bool) -> Result<u8> {
                 url: url.clone(),
                 protocols,
             };
-            ws.validate()?;
+            ws.validate()
+                .map_err(|e| crate::CliError::Invalid(e.to_string()))?;
             (None, Some(ws), url)
         }
         None => {
@@ -122,14 +123,14 @@ fn monitor(session: &Session, args: MonitorArgs, json: bool) -> Result<u8> {
             (Some(command.clone()), None, command)
         }
     };
-    let id = session.start_monitor(StartMonitor {
+    let start = MonitorStart {
         description: args.description.unwrap_or(watched),
         command,
         ws,
         timeout_ms: args.timeout_ms,
         persistent: args.persistent,
-        cwd: cwd(),
-    })?;
+    };
+    let id = session.start::<Monitors>(start, Session::caller()?)?;
     print_started(session, id, json)
 }
 
@@ -152,12 +153,13 @@ fn ps(session: &Session, args: &PsArgs, json: bool) -> Result<u8> {
         let rows: Vec<Row<'_>> = listing
             .tasks
             .iter()
-            .map(|task| Row {
-                output_bytes: std::fs::metadata(session.output_path(task)).map_or(0, |m| m.len()),
-                notified: crate::notice::is_notified(session.paths(), &task.id),
-                task,
+            .filter_map(|task| {
+                let id = task.id();
+                let notified = crate::notice::is_notified(session.paths(), &id);
+                let settled = task.is_terminal() && (notified || task.notification.is_none());
+                let size = std::fs::metadata(session.output_path(&id)).map_or(0, |m| m.len());
+                (args.all || !settled).then(|| Row::new(task, size, notified))
             })
-            .filter(|row| args.all || !is_settled(row))
             .collect();
         if json {
             return render::json(&rows).map(|()| exit::OK);
@@ -169,11 +171,6 @@ fn ps(session: &Session, args: &PsArgs, json: bool) -> Result<u8> {
         render::out(&format!("\x1b[H\x1b[2J{table}"))?;
         std::thread::sleep(Duration::from_secs(1));
     }
-}
-
-/// A task `ps` hides without `--all`: ended, and nothing left to deliver about it.
-fn is_settled(row: &Row<'_>) -> bool {
-    row.task.status.is_terminal() && (row.notified || row.task.notification.is_none())
 }
 
 fn eprintln_one(line: &str) {
@@ -216,7 +213,7 @@ fn output(session: &Session, args: &OutputArgs, json: bool) -> Result<u8> {
     }
     let new_offset = if json {
         let delta = session.read_text_delta(&id, offset, chunk)?;
-        let status = session.task(&id)?.status;
+        let status = session.task(&id)?.status();
         let remaining = output_left(session, &id, delta.new_offset)?;
         render::json(&json!({
             "id": id, "offset": offset, "newOffset": delta.new_offset,
@@ -254,8 +251,7 @@ fn print_to_end(session: &Session, id: &TaskId, mut offset: u64, chunk: usize) -
 
 /// How many bytes of the output of `id` lie past `offset` now (0 when there is no file).
 fn output_left(session: &Session, id: &TaskId, offset: u64) -> Result<u64> {
-    let task = session.task(id)?;
-    let len = std::fs::metadata(session.output_path(&task)).map_or(0, |meta| meta.len());
+    let len = std::fs::metadata(session.output_path(id)).map_or(0, |meta| meta.len());
     Ok(len.saturating_sub(offset))
 }
 
@@ -264,7 +260,7 @@ fn follow(session: &Session, id: &TaskId, mut offset: u64, max_bytes: usize) -> 
     loop {
         // Look at the status before reading, so the last read sees everything written before
         // the task ended.
-        let ended = session.task(id)?.status.is_terminal();
+        let ended = session.task(id)?.is_terminal();
         offset = print_to_end(session, id, offset, max_bytes)?;
         if ended {
             return Ok(exit::OK);
@@ -282,7 +278,7 @@ fn wait_with_spinner(
 ) -> Result<WaitOutcome> {
     let mut spinner = Spinner::new(!json);
     let outcome = session.wait(ids, timeout, |tasks| {
-        let live = tasks.iter().filter(|t| !t.status.is_terminal()).count();
+        let live = tasks.iter().filter(|t| !t.is_terminal()).count();
         spinner.tick(&format!("waiting for {live} task(s)"));
     });
     spinner.clear();
@@ -302,7 +298,12 @@ fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
     if json {
         let items: Vec<_> = tasks
             .iter()
-            .map(|t| json!({ "id": t.id, "status": t.status, "exitCode": t.exit_code, "exit": exit_code(t) }))
+            .map(|t| {
+                json!({
+                    "id": t.id(), "status": t.status(), "exitCode": t.exit_code(),
+                    "endReason": t.end_reason(), "exit": exit_code(t),
+                })
+            })
             .collect();
         render::json(
             &json!({ "timedOut": code == exit::WAIT_TIMEOUT && matches!(outcome, WaitOutcome::TimedOut(_)), "tasks": items }),
@@ -311,14 +312,13 @@ fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
         let lines: String = tasks
             .iter()
             .map(|t| {
-                format!(
-                    "{} {}{}\n",
-                    t.id,
-                    t.status.as_str(),
-                    t.exit_code
-                        .map(|c| format!(" (exit code {c})"))
-                        .unwrap_or_default()
-                )
+                // Why it ended, unless the status already says it all.
+                let why = t
+                    .end_reason()
+                    .filter(|reason| **reason != task_core::EndReason::Killed)
+                    .map(|reason| format!(" ({})", reason.short()))
+                    .unwrap_or_default();
+                format!("{} {}{why}\n", t.id(), t.status().as_str())
             })
             .collect();
         render::out(&lines)?;
@@ -326,14 +326,15 @@ fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
     Ok(code)
 }
 
-/// The exit status `wait` mirrors: the command's own code, 137 when killed, 1 for a failure
-/// without one (a dead supervisor, a spawn error), 124 for a task still live.
-pub fn exit_code(task: &Snapshot) -> u8 {
-    match task.status {
+/// The exit status `wait` mirrors: the command's own code, 137 when killed, 143 when timed out,
+/// 1 for a failure without one (a dead supervisor, an agent's error), 124 for a task still live.
+pub fn exit_code(task: &TaskRecord) -> u8 {
+    match task.status() {
         TaskStatus::Completed => exit::OK,
         TaskStatus::Killed => exit::KILLED,
         TaskStatus::Failed => task
-            .exit_code
+            .end_reason()
+            .and_then(task_core::EndReason::exit_code)
             .and_then(|c| u8::try_from(c).ok())
             .filter(|&c| c != 0)
             .unwrap_or(1),
@@ -343,14 +344,14 @@ pub fn exit_code(task: &Snapshot) -> u8 {
 
 fn kill(session: &Session, args: &KillArgs, json: bool) -> Result<u8> {
     let ids = parse_ids(&args.ids)?;
-    let outcomes = session.kill(&ids)?;
+    let reports = session.kill(&ids)?;
     if json {
-        render::json(&outcomes)?;
+        render::json(&reports)?;
     } else {
         render::out(
-            &outcomes
+            &reports
                 .iter()
-                .map(|o| format!("{} {}\n", o.id, o.outcome.replace('_', " ")))
+                .map(|r| format!("{} {}\n", r.id, r.result.as_str()))
                 .collect::<String>(),
         )?;
     }

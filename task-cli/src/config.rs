@@ -10,6 +10,11 @@
 //! | `size_cap_bytes`            | `TASKS_SIZE_CAP_BYTES`        | 5 GiB    |
 //! | `start_timeout_ms`          | `TASKS_START_TIMEOUT_MS`      | 5 000    |
 //! | `poll_interval_ms`          | `TASKS_POLL_MS`               | 100      |
+//! | `sweep_interval_ms`         | `TASKS_SWEEP_MS`              | 1 000    |
+//! | `request_timeout`           | `TASKS_REQUEST_TIMEOUT`       | `10s`    |
+//!
+//! Millisecond settings take a number; `request_timeout` takes a human duration (`500ms`,
+//! `10s`, `1m 30s`; a bare number is milliseconds).
 //!
 //! The supervisor reads these once when it starts; it inherits the environment of the `tasks`
 //! command that started it.
@@ -32,6 +37,11 @@ pub struct Config {
     pub start_timeout: Duration,
     /// How often `wait`, `output --follow` and `--follow` readers look at the files.
     pub poll_interval: Duration,
+    /// How often the supervisor retries writes that failed and evicts ended tasks from memory.
+    pub sweep_interval: Duration,
+    /// How long a client waits for the supervisor's answer; a request answered later is not
+    /// carried out at all.
+    pub request_timeout: Duration,
     /// The shell executors' settings (stall and size watchdogs, monitor timeouts).
     pub shell: ShellConfig,
 }
@@ -42,6 +52,8 @@ impl Default for Config {
             idle_exit: Duration::from_millis(30_000),
             start_timeout: Duration::from_millis(5_000),
             poll_interval: Duration::from_millis(100),
+            sweep_interval: Duration::from_millis(1_000),
+            request_timeout: Duration::from_secs(10),
             shell: ShellConfig::default(),
         }
     }
@@ -58,12 +70,17 @@ struct ConfigFile {
     size_cap_bytes: Option<u64>,
     start_timeout_ms: Option<u64>,
     poll_interval_ms: Option<u64>,
+    sweep_interval_ms: Option<u64>,
+    request_timeout: Option<String>,
 }
 
 impl Config {
     /// Loads `config_file` (absent is fine) and applies the environment over it.
     pub fn load(config_file: &Path) -> Result<Self> {
-        let file = match std::fs::read(config_file) {
+        let file = match crate::untrusted::read_file(
+            config_file,
+            crate::untrusted::MAX_STATE_FILE_BYTES,
+        ) {
             Ok(bytes) => serde_json::from_slice::<ConfigFile>(&bytes).map_err(|e| {
                 CliError::CorruptState {
                     path: config_file.to_owned(),
@@ -97,6 +114,15 @@ impl Config {
             config.start_timeout,
         )?;
         config.poll_interval = ms("TASKS_POLL_MS", file.poll_interval_ms, config.poll_interval)?;
+        config.sweep_interval = ms(
+            "TASKS_SWEEP_MS",
+            file.sweep_interval_ms,
+            config.sweep_interval,
+        )?;
+        if let Some(text) = env("TASKS_REQUEST_TIMEOUT").or(file.request_timeout) {
+            config.request_timeout = parse_duration(&text)
+                .map_err(|e| CliError::Invalid(format!("TASKS_REQUEST_TIMEOUT={text:?}: {e}")))?;
+        }
         let shell = &mut config.shell;
         shell.stall_check_interval = ms(
             "TASKS_STALL_CHECK_MS",
@@ -120,6 +146,19 @@ impl Config {
     }
 }
 
+/// A human duration: `500ms`, `10s`, `1m 30s`, `1h30m`, `2d`; a bare number is milliseconds.
+///
+/// # Errors
+/// A message saying what is wrong with `text`.
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    let text = text.trim();
+    if let Ok(ms) = text.parse::<u64>() {
+        return Ok(Duration::from_millis(ms));
+    }
+    humantime::parse_duration(text)
+        .map_err(|e| format!("{e} (expected a duration such as 500ms, 10s, 1m30s, 2h)"))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -137,6 +176,18 @@ mod tests {
         assert_eq!(config.idle_exit, Duration::from_millis(10));
         assert_eq!(config.shell.stall_threshold, Duration::from_millis(30));
         assert_eq!(config.shell.stall_check_interval, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn durations_read_like_people_write_them() {
+        assert_eq!(parse_duration("250"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration(" 1m 30s "), Ok(Duration::from_secs(90)));
+        assert!(parse_duration("soon").unwrap_err().contains("10s"));
+        let env = |name: &str| (name == "TASKS_REQUEST_TIMEOUT").then(|| "2s".to_owned());
+        let config = Config::from_sources(ConfigFile::default(), env).unwrap();
+        assert_eq!(config.request_timeout, Duration::from_secs(2));
     }
 
     #[test]

@@ -1,36 +1,111 @@
-//! Inside the supervisor: a `task_core::Registry` with the task-shell executors, and the mirror
-//! that writes every task's state to its snapshot file and every notification to where readers
-//! claim it.
+//! Inside the supervisor: a task-core [`Registry`] with the executors the wiring registered, the
+//! launchers that start tasks by kind, and the mirror that writes every task's record and every
+//! notification to where readers claim them.
 //!
-//! Snapshot writes run on one writer thread, which writes from the registry's *current* state
-//! of a task (so two quick transitions can never be written out of order).
+//! Nothing here knows a task type: executors plug in through task-core's [`Task`] (kill and the
+//! per-type policies) and [`Launch`] (start from a typed request) traits.
+//!
+//! [`Task`]: task_core::Task
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
 
-use std::time::Duration;
-
-use task_core::{Notification, Priority, Registry, RegistryConfig, TaskEvent, TaskId, TaskState};
-use task_shell::monitor::{MonitorRequest, MonitorSource};
-use task_shell::process::CommandSpec;
-use task_shell::shell::ShellRequest;
-use task_shell::{ShellError, ShellExecutor, TaskHandle};
+use task_core::{
+    Caller, KillError, KillOutcome, Launch, LaunchError, Launched, Registry, RegistryConfig,
+    TaskEvent, TaskId, TaskStatus,
+};
 use tokio::sync::{Notify, broadcast, oneshot};
 
 use crate::config::Config;
 use crate::error::{CliError, Result};
+use crate::guard as lock;
 use crate::notice::{self, Notice};
 use crate::paths::SessionPaths;
-use crate::protocol::{KillOutcome, StartMonitor, StartShell};
-use crate::snapshot::{self, Snapshot};
+use crate::protocol::{ErrorKind, KillReport, KillResult, Start};
+use crate::record::{self, TaskRecord};
+
+/// What the wiring of a supervisor gets: the registry to register executors with, where task
+/// files go, and the session's settings.
+#[derive(Debug)]
+pub struct Host {
+    /// The registry every executor records into.
+    pub registry: Arc<Registry>,
+    /// The session's paths (output files go to [`SessionPaths::tasks_dir`]).
+    pub paths: SessionPaths,
+    /// The session's settings.
+    pub config: Config,
+}
+
+/// The launchers of a supervisor, by [`Launch::KIND`].
+#[derive(Default)]
+pub struct Launchers {
+    by_kind: HashMap<&'static str, Box<dyn LaunchAny>>,
+}
+
+impl std::fmt::Debug for Launchers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.by_kind.keys()).finish()
+    }
+}
+
+impl Launchers {
+    /// No launcher yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `launcher` for requests of its kind (a second one of the same kind replaces it).
+    #[must_use]
+    pub fn with<L: Launch>(mut self, launcher: L) -> Self {
+        self.by_kind.insert(L::KIND, Box::new(launcher));
+        self
+    }
+
+    fn get(&self, kind: &str) -> Option<&dyn LaunchAny> {
+        self.by_kind.get(kind).map(AsRef::as_ref)
+    }
+}
+
+/// A [`Launch`] whose request is still JSON.
+trait LaunchAny: Send + Sync {
+    fn launch_json(
+        &self,
+        request: serde_json::Value,
+        caller: Caller,
+    ) -> Result<Launched, LaunchError>;
+}
+
+impl<L: Launch> LaunchAny for L {
+    fn launch_json(
+        &self,
+        request: serde_json::Value,
+        caller: Caller,
+    ) -> Result<Launched, LaunchError> {
+        let request = serde_json::from_value::<L::Request>(request)
+            .map_err(|e| LaunchError::Invalid(format!("bad {} request: {e}", L::KIND)))?;
+        self.launch(request, caller)
+    }
+}
+
+/// Registers the executors of every task type a supervisor runs and returns their launchers.
+pub type Wiring = fn(&Host) -> Result<Launchers>;
+
+/// Why a start was refused.
+#[derive(Debug)]
+pub struct StartRefused {
+    /// The class of failure.
+    pub kind: ErrorKind,
+    /// One line for humans.
+    pub message: String,
+}
 
 /// The registry and executors of one supervisor, and the mirror to disk.
 #[derive(Debug)]
 pub struct Engine {
     paths: SessionPaths,
     registry: Arc<Registry>,
-    executor: ShellExecutor,
-    groups: ProcessGroups,
+    launchers: Launchers,
     mirror: Mirror,
     activity: Arc<Activity>,
 }
@@ -45,22 +120,16 @@ struct Activity {
 }
 
 impl Engine {
-    /// Builds the registry and executors, and starts the mirror (call inside the runtime).
-    pub fn start(paths: SessionPaths, config: Config) -> Result<Self> {
+    /// Builds the registry, runs the wiring, and starts the mirror (call inside the runtime).
+    pub fn start(paths: SessionPaths, config: Config, wiring: Wiring) -> Result<Self> {
         let registry = Arc::new(Registry::new(RegistryConfig::default()));
-        let executor = ShellExecutor::new(
-            Arc::clone(&registry),
-            paths.tasks_dir(),
-            config.shell.clone(),
-        );
-        let completions = Arc::new(Mutex::new(HashMap::new()));
-        let groups = Arc::new(Mutex::new(HashMap::new()));
-        let mirror = Mirror::spawn(
-            paths.clone(),
-            Arc::clone(&registry),
-            Arc::clone(&completions),
-            Arc::clone(&groups),
-        )?;
+        let host = Host {
+            registry: Arc::clone(&registry),
+            paths: paths.clone(),
+            config: config.clone(),
+        };
+        let launchers = wiring(&host)?;
+        let mirror = Mirror::spawn(paths.clone(), Arc::clone(&registry), config.sweep_interval)?;
         let activity = Arc::new(Activity::default());
         tokio::spawn(watch_events(
             registry.subscribe(),
@@ -72,16 +141,37 @@ impl Engine {
             paths.clone(),
             Arc::clone(&registry),
             mirror.clone(),
-            completions,
         ));
         Ok(Self {
             paths,
             registry,
-            executor,
-            groups,
+            launchers,
             mirror,
             activity,
         })
+    }
+
+    /// Ends every task a dead supervisor left live on disk: its executor reaps what it left
+    /// (the process group of a shell, verified to be the one it started) and its record is
+    /// written `failed` with [`task_core::EndReason::SupervisorDied`] and its completion due.
+    /// Call before serving anything (the caller holds the session lock).
+    pub fn end_orphans(&self) -> Result<()> {
+        let listing = record::list(&self.paths)?;
+        for found in listing.tasks.into_iter().filter(|r| !r.is_terminal()) {
+            let id = found.id();
+            tracing::warn!(task = %id, "left {} by a dead supervisor", found.status().as_str());
+            if let Some(executor) = self.registry.executor(found.task.base.task_type)
+                && let Err(error) = executor.reap_orphan(&found.task)
+            {
+                tracing::warn!(task = %id, %error, "cannot clean up after the orphan");
+            }
+            // A record that cannot be written (a full disk) still reads as an orphan to every
+            // reader; the next supervisor tries again.
+            if let Err(error) = record::write(&self.paths, &found.orphaned()) {
+                tracing::error!(task = %id, %error, "cannot record the orphan's end");
+            }
+        }
+        Ok(())
     }
 
     /// How many tasks are not terminal, from the events received so far: it may lag the
@@ -90,13 +180,22 @@ impl Engine {
         lock(&self.activity.live).len()
     }
 
-    /// How many tasks are not terminal (a scan of the registry).
+    /// How many tasks are not terminal (a scan of the registry), plus the tasks whose latest
+    /// state could not be written yet: the supervisor must not leave while it holds a truth
+    /// that is on no disk.
     pub fn live_tasks(&self) -> usize {
-        self.registry
+        let live = self
+            .registry
             .snapshot()
             .iter()
             .filter(|state| !state.status().is_terminal())
-            .count()
+            .count();
+        live + self.mirror.unwritten()
+    }
+
+    /// How many tasks the registry holds (live, or ended and not yet evicted).
+    pub fn registered_tasks(&self) -> usize {
+        self.registry.len()
     }
 
     /// Resolves when a task ends or a client leaves (a moment to re-check idleness).
@@ -109,102 +208,69 @@ impl Engine {
         self.activity.changed.notify_one();
     }
 
-    /// Starts a shell command; returns once its `pending` snapshot is on disk, and spawns its
-    /// process after that (so the caller gets the id without waiting for the `fork` and `exec`;
-    /// a spawn that fails ends the task `failed`, as the reference's asynchronous spawn errors
-    /// do). A task that does not notify runs in the foreground (finished silently) and its
-    /// completion latch is set before its id is returned, so no reader ever delivers it (not
-    /// even as an orphan).
-    pub fn start_shell(&self, start: StartShell) -> Result<TaskId> {
-        let mut request = ShellRequest::new(
-            command_spec(&start.command, start.cwd.as_deref())?,
-            start.description,
-        )
-        .background(start.notify);
-        request.timeout = start.timeout_ms.map(Duration::from_millis);
-        request.agent_id = start.agent_id;
-        request.tool_use_id = start.tool_use_id;
-        let pending = self.executor.register(request).map_err(shell_error)?;
-        let id = pending.id();
-        if !start.notify
-            && let Err(e) = notice::mark_notified(&self.paths, &id)
-        {
+    /// Starts a task with the launcher of its kind; returns once its first record is on disk,
+    /// and starts its work after that (so the caller gets the id without waiting for a `fork`;
+    /// a start that fails ends the task `failed`). A task whose caller waits for it in the
+    /// foreground has its completion latch set before its id is returned, so no reader ever
+    /// delivers it (not even as an orphan).
+    pub fn start_task(&self, start: Start) -> Result<TaskId, StartRefused> {
+        let launcher = self
+            .launchers
+            .get(&start.kind)
+            .ok_or_else(|| StartRefused {
+                kind: ErrorKind::BadRequest,
+                message: format!("this supervisor starts no {:?} tasks", start.kind),
+            })?;
+        let background = start.caller.background;
+        let launched = launcher
+            .launch_json(start.request, start.caller)
+            .map_err(|error| StartRefused {
+                kind: match error {
+                    LaunchError::Invalid(_) => ErrorKind::BadRequest,
+                    _ => ErrorKind::Spawn,
+                },
+                message: error.to_string(),
+            })?;
+        let id = launched.id;
+        if !background && let Err(e) = notice::mark_notified(&self.paths, &id) {
             // It still finishes silently; only a dead supervisor's orphan could notify.
             tracing::warn!("cannot mark {id} notified: {e}");
         }
-        lock(&self.groups).insert(id, None);
         self.mirror.write_now(id);
-        let (groups, mirror) = (Arc::clone(&self.groups), self.mirror.clone());
-        // On a worker thread, which lives as long as the runtime (the parent-death signal
-        // follows the thread that forks).
-        tokio::spawn(async move {
-            match pending.start() {
-                // `running` goes to disk at once, on this thread: until then readers still
-                // see `pending` while the process may already be printing.
-                Ok(handle) => {
-                    record_process_group(&groups, &handle);
-                    mirror.write_now(id);
-                }
-                Err(e) => tracing::warn!("{id} did not start: {e}"),
-            }
-        });
+        if let Some(begin) = launched.start {
+            let mirror = self.mirror.clone();
+            // On a worker thread, which lives as long as the runtime (a parent-death signal
+            // follows the thread that forks).
+            tokio::spawn(async move {
+                begin();
+                // `running` goes to disk at once: until then readers still see `pending`.
+                mirror.write_now(id);
+            });
+        }
         Ok(id)
     }
 
-    /// Starts a monitor of a command or a WebSocket; returns once its snapshot is on disk.
-    pub fn start_monitor(&self, start: StartMonitor) -> Result<TaskId> {
-        let source = match (start.command, start.ws) {
-            (Some(command), None) => {
-                MonitorSource::Command(command_spec(&command, start.cwd.as_deref())?)
-            }
-            (None, Some(ws)) => {
-                ws.validate()?;
-                MonitorSource::WebSocket(ws.into())
-            }
-            _ => {
-                return Err(CliError::Invalid(
-                    "a monitor watches a command or a WebSocket: give exactly one".into(),
-                ));
-            }
-        };
-        let mut request =
-            MonitorRequest::new(source, start.description).persistent(start.persistent);
-        request.timeout = start.timeout_ms.map(Duration::from_millis);
-        let handle = self.executor.spawn_monitor(request).map_err(shell_error)?;
-        Ok(self.started(&handle))
-    }
-
-    fn started(&self, handle: &TaskHandle) -> TaskId {
-        let id = handle.id();
-        record_process_group(&self.groups, handle);
-        self.mirror.write_now(id);
-        id
-    }
-
-    /// Kills tasks (all at once); returns once each is reaped and its snapshot written.
-    pub async fn kill(&self, ids: &[TaskId]) -> Vec<KillOutcome> {
+    /// Kills tasks (all at once); returns once each is settled and its record written.
+    pub async fn kill(&self, ids: &[TaskId]) -> Vec<KillReport> {
         let kills = ids.iter().map(|id| async move {
-            let outcome = match self.registry.kill(id).await {
-                Ok(task_core::KillOutcome::Killed) => "killed",
-                Ok(_) => "already_ended",
-                Err(task_core::KillError::NotFound(_)) => "unknown",
+            let result = match self.registry.kill(id).await {
+                Ok(KillOutcome::Killed) => KillResult::Killed,
+                Ok(_) => KillResult::AlreadyEnded,
+                Err(KillError::NotFound(_)) => KillResult::Unknown,
                 Err(e) => {
                     tracing::warn!("kill {id}: {e}");
-                    "failed"
+                    KillResult::Failed
                 }
             };
             self.mirror.write(*id);
-            KillOutcome {
-                id: id.to_string(),
-                outcome: outcome.to_owned(),
-            }
+            KillReport { id: *id, result }
         });
-        let outcomes = futures_util::future::join_all(kills).await;
+        let reports = futures_util::future::join_all(kills).await;
         self.mirror.flush().await;
-        outcomes
+        reports
     }
 
-    /// Waits until every queued snapshot write is done.
+    /// Waits until every queued record write is done.
     pub async fn flush(&self) {
         self.mirror.flush().await;
     }
@@ -238,7 +304,7 @@ async fn watch_events(
             }
             Ok(_) => {}
             Err(broadcast::error::RecvError::Lagged(missed)) => {
-                tracing::warn!("missed {missed} task events: rewriting every snapshot");
+                tracing::warn!("missed {missed} task events: rewriting every record");
                 let states = registry.snapshot();
                 *lock(&activity.live) = states
                     .iter()
@@ -255,28 +321,21 @@ async fn watch_events(
     }
 }
 
-/// Moves the registry's notifications to disk: a completion into its task's snapshot (claimed
+/// Moves the registry's notifications to disk: a completion into its task's record (claimed
 /// through `.notified`), anything else into `events/pending/` (claimed by rename).
-async fn pump_notifications(
-    paths: SessionPaths,
-    registry: Arc<Registry>,
-    mirror: Mirror,
-    completions: Completions,
-) {
+async fn pump_notifications(paths: SessionPaths, registry: Arc<Registry>, mirror: Mirror) {
     let queue = registry.notifications();
     loop {
         queue.wait_nonempty().await;
-        for (priority, notification) in drain_with_priority(&registry) {
-            let at_ms = task_core::now_ms();
+        for (priority, notification) in queue.drain_with_priority() {
             let id = notification.task_id;
             let notice = Notice {
                 priority,
-                at_ms,
+                at_ms: task_core::now_ms(),
                 notification,
             };
             if notice.notification.status.is_some() {
-                lock(&completions).insert(id, notice);
-                mirror.write(id);
+                mirror.complete(id, notice);
             } else if let Err(e) = notice::publish_event(&paths, &notice) {
                 tracing::error!("cannot publish an event of {id}: {e}");
             }
@@ -284,62 +343,14 @@ async fn pump_notifications(
     }
 }
 
-/// Drains the queue, most urgent first, remembering each notification's priority.
-fn drain_with_priority(registry: &Registry) -> Vec<(Priority, Notification)> {
-    let queue = registry.notifications();
-    [Priority::Now, Priority::Next, Priority::Later]
-        .into_iter()
-        .flat_map(|priority| {
-            queue
-                .drain_up_to(priority)
-                .into_iter()
-                .map(move |n| (priority, n))
-        })
-        .collect()
-}
-
-type Completions = Arc<Mutex<HashMap<TaskId, Notice>>>;
-
-/// The process group of each task (its shell's pid; `None` for a task without a process yet,
-/// or ever: a WebSocket monitor), recorded in snapshots so a reader can kill the tree of a task
-/// whose supervisor died. A task is in it once its start is being handled.
-type ProcessGroups = Arc<Mutex<HashMap<TaskId, Option<ProcessGroup>>>>;
-
-/// A task's process group: its shell's pid, and when that shell started (to tell it apart from a
-/// later process given the same number).
-#[derive(Debug, Clone, Copy)]
-struct ProcessGroup {
-    pgid: i32,
-    leader_started: Option<u64>,
-}
-
-/// Records a started task's process group (for its next snapshot).
-fn record_process_group(groups: &ProcessGroups, handle: &TaskHandle) {
-    let group = handle.pid().and_then(|pid| {
-        Some(ProcessGroup {
-            pgid: i32::try_from(pid).ok()?,
-            leader_started: task_shell::process::start_time(pid),
-        })
-    });
-    lock(groups).insert(handle.id(), group);
-}
-
-fn shell_error(error: ShellError) -> CliError {
-    CliError::Supervisor(error.to_string())
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 enum WriteRequest {
     Write(TaskId),
     Flush(oneshot::Sender<()>),
 }
 
-/// The handle of the snapshot writer thread.
+/// The handle of the record writer thread.
 ///
-/// One thread: every snapshot is a file created in the same directory, and file creations in
+/// One thread: every record is a file created in the same directory, and file creations in
 /// one directory are serialized by the kernel anyway (on ext4, several writers spent their time
 /// spinning on the directory's lock: one writer used 10-25 % less supervisor CPU than four in
 /// the 200-run loop of `benches/benches/cli.rs`).
@@ -356,31 +367,35 @@ impl std::fmt::Debug for Mirror {
 }
 
 impl Mirror {
-    /// Starts the writer thread.
+    /// Starts the writer thread, which also sweeps every `sweep_interval`.
     fn spawn(
         paths: SessionPaths,
         registry: Arc<Registry>,
-        completions: Completions,
-        groups: ProcessGroups,
+        sweep_interval: Duration,
     ) -> Result<Self> {
         let state = Arc::new(Mirrored {
             paths,
             registry,
-            completions,
-            groups,
-            written: Mutex::new(HashMap::new()),
+            sweep_interval,
+            books: Mutex::default(),
         });
         let (sender, receiver) = mpsc::channel();
         let writer = Arc::clone(&state);
         std::thread::Builder::new()
-            .name("snapshot-writer".into())
+            .name("record-writer".into())
             .spawn(move || writer.write_loop(&receiver))
-            .map_err(|e| CliError::io("start", "the snapshot writer", e))?;
+            .map_err(|e| CliError::io("start", "the record writer", e))?;
         Ok(Self { sender, state })
     }
 
     fn write(&self, id: TaskId) {
         let _ = self.sender.send(WriteRequest::Write(id));
+    }
+
+    /// Attaches the completion notice of an ended task to its record.
+    fn complete(&self, id: TaskId, notice: Notice) {
+        lock(&self.state.books).completions.insert(id, notice);
+        self.write(id);
     }
 
     /// Waits until every write asked for so far is done.
@@ -391,43 +406,59 @@ impl Mirror {
         }
     }
 
-    /// Writes the snapshot of `id` on the calling thread, now (a short blocking write, like
-    /// the creation of the task's output file before it): no hand-off to the writer thread and
-    /// back on the way of a start.
+    /// Writes the record of `id` on the calling thread, now (a short blocking write, like the
+    /// creation of the task's output file before it): no hand-off to the writer thread on the
+    /// way of a start. The first record of a task is always written this way.
     fn write_now(&self, id: TaskId) {
-        self.state.write(id);
+        self.state.write(id, true);
+    }
+
+    /// How many tasks have a state no write has put on disk yet (writes that failed).
+    fn unwritten(&self) -> usize {
+        lock(&self.state.books).unwritten.len()
     }
 }
 
-/// What the writer thread reads to build a snapshot.
+/// What the writer thread works from.
 struct Mirrored {
     paths: SessionPaths,
     registry: Arc<Registry>,
-    completions: Completions,
-    groups: ProcessGroups,
-    /// The snapshot last written for each task, locked for the whole of a write: the writer
-    /// thread and [`Mirror::write_now`] never write one task at once, and each writes the
-    /// registry's state as it is under the lock, so an older state never replaces a newer one.
-    written: Mutex<HashMap<TaskId, Snapshot>>,
+    sweep_interval: Duration,
+    /// Locked for the whole of a write: the writer thread and [`Mirror::write_now`] never
+    /// write one task at once, and each writes the registry's state as it is under the lock,
+    /// so an older state never replaces a newer one.
+    books: Mutex<Books>,
+}
+
+/// The writer's bookkeeping; every entry leaves when its task is evicted, so nothing here
+/// grows with the number of finished tasks.
+#[derive(Default)]
+struct Books {
+    /// The record last written for each task.
+    written: HashMap<TaskId, TaskRecord>,
+    /// The completion notice of each ended task, until it is evicted.
+    completions: HashMap<TaskId, Notice>,
+    /// Tasks whose latest state could not be written (a full disk): retried every sweep.
+    unwritten: HashSet<TaskId>,
+    /// Ended tasks written to disk, with when to try to evict them.
+    settling: VecDeque<(TaskId, Instant)>,
 }
 
 impl Mirrored {
-    /// Writes in batches: everything queued is taken at once and each task written once, from
-    /// its state at that moment (a burst of transitions costs one write, not one per event).
-    ///
-    /// Fewer writes, because every write replaces a file, and on some filesystems (ext4
-    /// without a journal) each freed inode slows every later file creation for minutes:
-    /// - a live task is first written when its start is handled (the engine puts it in the
-    ///   process groups and writes it, through [`Mirror::write_now`], before answering): the
-    ///   events that come before, while it is being registered, would each cost a file that no
-    ///   reader could ask for yet;
-    /// - a snapshot equal to the one last written for its task is not written again.
+    /// Writes in batches (everything queued is taken at once and each task written once, from
+    /// its state at that moment: a burst of transitions costs one write), and sweeps between
+    /// batches: retries failed writes, evicts ended tasks whose final record is on disk.
     fn write_loop(&self, requests: &mpsc::Receiver<WriteRequest>) {
-        while let Ok(first) = requests.recv() {
+        loop {
+            let first = match requests.recv_timeout(self.sweep_interval) {
+                Ok(first) => Some(first),
+                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            };
             let mut ids = Vec::new();
             let mut seen = HashSet::new();
             let mut flushed = Vec::new();
-            for request in std::iter::once(first).chain(requests.try_iter()) {
+            for request in first.into_iter().chain(requests.try_iter()) {
                 match request {
                     WriteRequest::Write(id) => {
                         if seen.insert(id) {
@@ -438,65 +469,94 @@ impl Mirrored {
                 }
             }
             for id in ids {
-                self.write(id);
+                self.write(id, false);
             }
             for done in flushed {
                 let _ = done.send(());
             }
+            self.sweep();
         }
     }
 
-    fn write(&self, id: TaskId) {
-        let mut written = lock(&self.written);
+    /// Writes the record of `id` from the registry's current state. A task not written yet is
+    /// written while `pending` only when `first` (its start writes it): the events of its
+    /// registration would each cost a file no reader can ask for yet.
+    fn write(&self, id: TaskId, first: bool) {
+        let mut books = lock(&self.books);
         let Some(state) = self.registry.get(&id) else {
             return;
         };
-        let mut snapshot = to_snapshot(&self.paths, &state);
-        if state.status().is_terminal() {
-            snapshot.notification = lock(&self.completions).get(&id).cloned();
-        } else {
-            let Some(&group) = lock(&self.groups).get(&id) else {
-                return; // not started yet: its start asks for the first write
-            };
-            snapshot.pgid = group.map(|g| g.pgid);
-            snapshot.pgid_started = group.and_then(|g| g.leader_started);
-        }
-        if written.get(&id) == Some(&snapshot) {
+        let known = books.written.contains_key(&id);
+        if !known && !first && state.status() == TaskStatus::Pending {
             return;
         }
-        match snapshot::write(&self.paths, &snapshot) {
+        let mut record = TaskRecord::new((*state).clone());
+        if state.status().is_terminal() {
+            record.notification = books.completions.get(&id).cloned();
+        }
+        if books.written.get(&id) == Some(&record) {
+            return;
+        }
+        let terminal = record.is_terminal();
+        match record::write(&self.paths, &record) {
             Ok(()) => {
-                written.insert(id, snapshot);
+                books.written.insert(id, record);
+                if books.unwritten.remove(&id) {
+                    tracing::info!(task = %id, "its record is on disk again");
+                }
+                if terminal {
+                    let at = Instant::now() + self.sweep_interval;
+                    books.settling.push_back((id, at));
+                }
             }
-            Err(e) => tracing::error!("cannot mirror {id}: {e}"),
+            Err(error) => {
+                if books.unwritten.insert(id) {
+                    tracing::error!(task = %id, %error, "cannot write its record: kept in memory and retried");
+                }
+            }
         }
     }
-}
 
-fn to_snapshot(paths: &SessionPaths, state: &TaskState) -> Snapshot {
-    let base = &state.base;
-    let shell = match &state.kind {
-        task_core::TaskKind::Shell(shell) => Some(shell),
-        _ => None,
-    };
-    let mut snapshot = Snapshot::new(
-        base.id,
-        base.description.clone(),
-        shell.map(|s| s.command.clone()).unwrap_or_default(),
-        paths.output(&base.id),
-    );
-    snapshot.status = base.status;
-    snapshot.start_time = base.start_time;
-    snapshot.end_time = base.end_time;
-    snapshot.exit_code = shell.and_then(|s| s.exit_code);
-    snapshot
-}
+    /// Retries failed writes and evicts ended tasks whose final record has been on disk for a
+    /// sweep interval (by then any completion notice raced with their end has been attached).
+    fn sweep(&self) {
+        let retry: Vec<TaskId> = lock(&self.books).unwritten.iter().copied().collect();
+        for id in retry {
+            self.write(id, false);
+        }
+        let now = Instant::now();
+        let due: Vec<TaskId> = {
+            let mut books = lock(&self.books);
+            let mut due = Vec::new();
+            while let Some(&(id, at)) = books.settling.front() {
+                if at > now {
+                    break;
+                }
+                books.settling.pop_front();
+                due.push(id);
+            }
+            due
+        };
+        for id in due {
+            self.settle(id);
+        }
+    }
 
-/// Converts a start request into a task-shell command, in the client's working directory.
-fn command_spec(command: &str, cwd: Option<&std::path::Path>) -> Result<CommandSpec> {
-    let spec = CommandSpec::new(command).map_err(|e| CliError::Invalid(e.to_string()))?;
-    Ok(match cwd {
-        Some(dir) => spec.current_dir(dir),
-        None => spec,
-    })
+    /// Evicts `id` if its record is final and the registry lets it go; tries again later if
+    /// its grace has not passed.
+    fn settle(&self, id: TaskId) {
+        self.write(id, false); // a no-op unless something changed since
+        let mut books = lock(&self.books);
+        if books.unwritten.contains(&id) {
+            return; // retried by the sweep; settles once written
+        }
+        if self.registry.evict(&id) || self.registry.get(&id).is_none() {
+            books.written.remove(&id);
+            books.completions.remove(&id);
+        } else {
+            books
+                .settling
+                .push_back((id, Instant::now() + self.sweep_interval));
+        }
+    }
 }

@@ -61,6 +61,29 @@ pub enum CliError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A state directory that is not private to this user.
+    #[error("refusing to use {}: {reason}", path.display())]
+    UnsafeState {
+        /// The directory.
+        path: PathBuf,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// The caller's working directory is gone or inaccessible: a task never runs elsewhere.
+    #[error(
+        "cannot use the current directory as the task's working directory ({0}); cd to an existing directory"
+    )]
+    MissingCwd(io::Error),
+    /// The supervisor did not answer in time.
+    #[error(
+        "the supervisor (pid {pid}) did not answer within {waited}; it may be stopped (kill -CONT {pid}) or overloaded. The request will not be carried out later."
+    )]
+    NoAnswer {
+        /// The supervisor's pid, as its lock file says (0 if unknown).
+        pid: u32,
+        /// How long the client waited.
+        waited: String,
+    },
     /// The session name would escape the root or is empty.
     #[error("invalid session name {0:?}: use letters, digits, '-', '_' and '.' (not leading)")]
     InvalidSession(String),
@@ -85,8 +108,10 @@ impl CliError {
             CliError::MalformedId { .. } => exit::MALFORMED_ID,
             CliError::UnknownTask { .. } => exit::UNKNOWN_TASK,
             CliError::Io { .. } => exit::IO,
-            CliError::Supervisor(_) => exit::SUPERVISOR,
+            CliError::Supervisor(_) | CliError::NoAnswer { .. } => exit::SUPERVISOR,
+            CliError::MissingCwd(_) => exit::IO,
             CliError::CorruptState { .. }
+            | CliError::UnsafeState { .. }
             | CliError::InvalidSession(_)
             | CliError::NoRoot
             | CliError::List(_)

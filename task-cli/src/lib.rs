@@ -29,7 +29,7 @@ pub mod cli;
 pub mod client;
 pub mod commands;
 pub mod config;
-mod engine;
+pub mod engine;
 pub mod error;
 mod list_cmd;
 pub mod lock;
@@ -37,9 +37,19 @@ pub mod mcp;
 pub mod notice;
 pub mod paths;
 pub mod protocol;
+pub mod record;
 pub mod render;
 pub mod session;
-pub mod snapshot;
 pub mod supervisor;
+mod untrusted;
+pub mod wiring;
 
 pub use error::{CliError, Result};
+
+/// Locks `mutex`, carrying on with its data if a thread panicked while holding it (every
+/// structure guarded here stays consistent between statements).
+pub(crate) fn guard<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

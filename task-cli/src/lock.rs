@@ -48,11 +48,24 @@ impl SupervisorLock {
 ///
 /// Probing takes the lock for an instant when it is free; a supervisor starting at that very
 /// moment retries (see [`crate::supervisor`]).
+/// It never creates or writes anything: read-only commands use it.
 pub fn is_held(path: &Path) -> Result<bool> {
-    if !path.exists() {
-        return Ok(false);
+    let file = match crate::untrusted::open_regular(path, std::fs::OpenOptions::new().read(true)) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(CliError::io("open", path, e)),
+    };
+    match flock(&file, FlockOperation::NonBlockingLockShared) {
+        Ok(()) => Ok(false),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(true),
+        Err(e) => Err(CliError::io("lock", path, e.into())),
     }
-    Ok(SupervisorLock::try_acquire(path)?.is_none())
+}
+
+/// The pid the lock's holder wrote in it, if it can be read.
+pub fn holder_pid(path: &Path) -> Option<u32> {
+    let bytes = crate::untrusted::read_file(path, 64).ok()?;
+    std::str::from_utf8(&bytes).ok()?.trim().parse().ok()
 }
 
 #[cfg(test)]

@@ -2,27 +2,29 @@
 //!
 //! Two kinds of notification reach readers, each with its own atomic claim:
 //!
-//! * **Completions** live in the task's snapshot ([`Snapshot::notification`]). A reader delivers
-//!   one only if it creates `{id}.notified` with `O_CREAT|O_EXCL`: the kernel lets exactly one
-//!   creator succeed, across processes.
+//! * **Completions** live in the task's record. A reader delivers one only if it creates
+//!   `{id}.notified` with `O_CREAT|O_EXCL`: the kernel lets exactly one creator succeed, across
+//!   processes.
 //! * **Events** that do not end a task (stall warnings, monitor lines) are files the supervisor
 //!   writes into `events/pending/` (written elsewhere, then renamed in, so never seen torn). A
-//!   reader claims one by renaming it into `events/delivered/`: exactly one rename succeeds, the
-//!   others get `ENOENT`.
+//!   reader claims one by renaming it into `events/delivered/`: exactly one rename succeeds.
 //!
-//! Every delivered notification is then appended, one JSON line, to `notifications.jsonl`.
+//! A claim and the durable record of the delivery succeed or fail together: every claimed
+//! notification is appended to `notifications.jsonl` in one write, and if that fails (a full
+//! disk, a planted symlink) every claim is released (the latch removed, the event renamed
+//! back), so the notifications stay deliverable and the error is reported.
 
 use std::fs;
 use std::io::{ErrorKind, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
-use task_core::{Notification, Priority, TaskId, TerminalStatus};
+use task_core::{Notification, Priority, TaskId};
 
 use crate::error::{CliError, Result};
 use crate::paths::{SessionPaths, private_file};
-use crate::snapshot::{Snapshot, now_ms};
+use crate::untrusted;
 
 /// One notification (SPEC §3) and when and how urgently to deliver it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,6 +39,15 @@ pub struct Notice {
 }
 
 impl Notice {
+    /// A task's completion, due at `end_time` (now if unknown), with the default priority.
+    pub fn completion(end_time: Option<u64>, notification: Notification) -> Self {
+        Notice {
+            priority: Priority::Later,
+            at_ms: end_time.unwrap_or_else(task_core::now_ms),
+            notification,
+        }
+    }
+
     /// The task it is about.
     pub fn task_id(&self) -> TaskId {
         self.notification.task_id
@@ -48,21 +59,13 @@ impl Notice {
     }
 }
 
-fn rank(priority: Priority) -> u8 {
-    match priority {
-        Priority::Now => 0,
-        Priority::Next => 1,
-        Priority::Later => 2,
-    }
-}
-
 /// Writes a non-terminal event for readers to claim.
 pub fn publish_event(paths: &SessionPaths, notice: &Notice) -> Result<()> {
     static SEQUENCE: AtomicU64 = AtomicU64::new(0);
     let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed);
     let name = format!(
         "{}-{:016}-{:08}-{:010}-{}.json",
-        rank(notice.priority),
+        notice.priority.rank(),
         notice.at_ms,
         std::process::id(),
         sequence,
@@ -71,9 +74,20 @@ pub fn publish_event(paths: &SessionPaths, notice: &Notice) -> Result<()> {
     let body = serde_json::to_vec(notice)
         .map_err(|e| CliError::Invalid(format!("cannot encode an event: {e}")))?;
     let staging = paths.dir().join("events").join(format!(".{name}"));
-    fs::write(&staging, body).map_err(|e| CliError::io("write", &staging, e))?;
+    let mut file = private_file()
+        .write(true)
+        .create_new(true)
+        .open(&staging)
+        .map_err(|e| CliError::io("create", &staging, e))?;
+    if let Err(e) = file.write_all(&body) {
+        let _ = fs::remove_file(&staging);
+        return Err(CliError::io("write", &staging, e));
+    }
     let target = paths.pending_events().join(&name);
-    fs::rename(&staging, &target).map_err(|e| CliError::io("publish", &target, e))
+    fs::rename(&staging, &target).map_err(|e| {
+        let _ = fs::remove_file(&staging);
+        CliError::io("publish", &target, e)
+    })
 }
 
 /// The names of the files in `events/pending/`, in delivery order (priority, then time, then
@@ -91,21 +105,62 @@ fn pending_names(paths: &SessionPaths) -> Result<Vec<std::ffi::OsString>> {
     Ok(names)
 }
 
-/// Claims and returns every pending event, oldest first within a priority. A claimed file that
-/// cannot be parsed is reported (a warning naming it, left in `events/delivered/`) and never
-/// costs the events claimed with it.
-fn claim_events(paths: &SessionPaths) -> Result<Vec<Notice>> {
+/// A notification this process claimed and has not recorded yet.
+#[derive(Debug)]
+pub struct Claim {
+    /// The notification.
+    pub notice: Notice,
+    /// How to give it back.
+    release: Release,
+}
+
+#[derive(Debug)]
+enum Release {
+    /// Remove this completion latch.
+    Latch(PathBuf),
+    /// Rename this delivered event back to pending.
+    Event {
+        delivered: PathBuf,
+        pending: PathBuf,
+    },
+}
+
+impl Claim {
+    fn release(self) {
+        let undone = match &self.release {
+            Release::Latch(latch) => fs::remove_file(latch),
+            Release::Event { delivered, pending } => fs::rename(delivered, pending),
+        };
+        if let Err(error) = undone {
+            tracing::error!(task = %self.notice.task_id(), %error, "could not release a claimed notification: it may be lost");
+        }
+    }
+}
+
+/// Claims every pending event, oldest first within a priority. A claimed file that cannot be
+/// read is reported (a warning naming it, left in `events/delivered/`) and never costs the
+/// events claimed with it.
+pub fn claim_events(paths: &SessionPaths) -> Result<Vec<Claim>> {
     let pending = paths.pending_events();
     let mut claimed = Vec::new();
     for name in pending_names(paths)? {
         let delivered = paths.delivered_events().join(&name);
         match fs::rename(pending.join(&name), &delivered) {
             Ok(()) => match read_event(&delivered) {
-                Ok(notice) => claimed.push(notice),
+                Ok(notice) => claimed.push(Claim {
+                    notice,
+                    release: Release::Event {
+                        delivered,
+                        pending: pending.join(&name),
+                    },
+                }),
                 Err(error) => tracing::warn!("skipped an unreadable event: {error}"),
             },
             Err(e) if e.kind() == ErrorKind::NotFound => {} // another reader won it
-            Err(e) => return Err(CliError::io("claim", &delivered, e)),
+            Err(e) => {
+                release_all(claimed);
+                return Err(CliError::io("claim", &delivered, e));
+            }
         }
     }
     Ok(claimed)
@@ -121,7 +176,7 @@ pub struct PendingEvent {
 }
 
 /// Every event still pending, in delivery order, without claiming any (for a watcher that only
-/// announces them). An event claimed meanwhile is left out; so is a file that cannot be parsed,
+/// announces them). An event claimed meanwhile is left out; so is a file that cannot be read,
 /// which the claim that takes it reports.
 pub fn peek_events(paths: &SessionPaths) -> Result<Vec<PendingEvent>> {
     let pending = paths.pending_events();
@@ -132,8 +187,6 @@ pub fn peek_events(paths: &SessionPaths) -> Result<Vec<PendingEvent>> {
                 name: name.to_string_lossy().into_owned(),
                 notice,
             }),
-            // Claimed by a reader meanwhile.
-            Err(CliError::Io { source, .. }) if source.kind() == ErrorKind::NotFound => {}
             Err(error) => tracing::debug!(%error, "a pending event is left to its claim to report"),
         }
     }
@@ -141,25 +194,25 @@ pub fn peek_events(paths: &SessionPaths) -> Result<Vec<PendingEvent>> {
 }
 
 fn read_event(path: &Path) -> Result<Notice> {
-    let bytes = fs::read(path).map_err(|e| CliError::io("read", path, e))?;
+    let bytes = untrusted::read_file(path, untrusted::MAX_STATE_FILE_BYTES)
+        .map_err(|e| CliError::io("read", path, e))?;
     serde_json::from_slice(&bytes).map_err(|e| CliError::CorruptState {
         path: path.to_owned(),
         reason: e.to_string(),
     })
 }
 
-/// Claims the completion of a terminal task: `Some` for exactly one caller across all
-/// processes, `None` for every other caller, for a task not yet terminal, and for a task with no
-/// notification due (killed on request).
-pub fn claim_completion(paths: &SessionPaths, snapshot: &Snapshot) -> Result<Option<Notice>> {
-    let Some(notice) = snapshot
-        .notification
-        .as_ref()
-        .filter(|_| snapshot.status.is_terminal())
-    else {
-        return Ok(None);
-    };
-    Ok(mark_notified(paths, &snapshot.id)?.then(|| notice.clone()))
+/// Claims the completion `notice` of the ended task `id`: `Some` for exactly one caller across
+/// all processes, `None` for every other.
+pub fn claim_completion(
+    paths: &SessionPaths,
+    id: &TaskId,
+    notice: &Notice,
+) -> Result<Option<Claim>> {
+    Ok(mark_notified(paths, id)?.then(|| Claim {
+        notice: notice.clone(),
+        release: Release::Latch(paths.notified(id)),
+    }))
 }
 
 /// Sets the completion latch of `id` (`{id}.notified`, created with `O_CREAT|O_EXCL`): true for
@@ -174,73 +227,51 @@ pub fn mark_notified(paths: &SessionPaths, id: &TaskId) -> Result<bool> {
     }
 }
 
-/// Whether the completion of `id` was already delivered.
+/// Whether the completion of `id` was already delivered (or is being delivered).
 pub fn is_notified(paths: &SessionPaths, id: &TaskId) -> bool {
-    paths.notified(id).exists()
+    fs::symlink_metadata(paths.notified(id)).is_ok()
 }
 
-/// Claims every deliverable notification of the session (events and completions), records them
-/// in `notifications.jsonl` and returns them in priority order (FIFO within a priority).
-pub fn drain(paths: &SessionPaths, tasks: &[Snapshot]) -> Result<Vec<Notice>> {
-    let mut notices = claim_events(paths)?;
-    for task in tasks {
-        if task.notification.is_some() && !is_notified(paths, &task.id) {
-            notices.extend(claim_completion(paths, task)?);
+/// Records claimed notifications in the session's log (one `O_APPEND` write for all, so
+/// concurrent readers never interleave inside a line) and returns them in delivery order. If
+/// the log cannot be written, every claim is released and the error returned: nothing claimed
+/// is lost, and all of it can be delivered later.
+pub fn deliver(paths: &SessionPaths, mut claims: Vec<Claim>) -> Result<Vec<Notice>> {
+    claims.sort_by_key(|c| (c.notice.priority, c.notice.at_ms));
+    if claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    match append_to_log(paths, claims.iter().map(|c| &c.notice)) {
+        Ok(()) => Ok(claims.into_iter().map(|c| c.notice).collect()),
+        Err(error) => {
+            release_all(claims);
+            Err(error)
         }
     }
-    notices.sort_by_key(|n| (n.priority, n.at_ms));
-    record(paths, &notices)?;
-    Ok(notices)
 }
 
-/// Appends delivered notifications to the session's log, one JSON line each, one write each
-/// (`O_APPEND`, so concurrent readers never interleave inside a line).
-pub fn record(paths: &SessionPaths, notices: &[Notice]) -> Result<()> {
-    if notices.is_empty() {
-        return Ok(());
+/// Gives back claims that will not be delivered: they stay deliverable.
+pub fn release_all(claims: Vec<Claim>) {
+    for claim in claims {
+        claim.release();
     }
+}
+
+fn append_to_log<'a>(
+    paths: &SessionPaths,
+    notices: impl Iterator<Item = &'a Notice>,
+) -> Result<()> {
     let path = paths.notifications_log();
-    let mut log = private_file()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .map_err(|e| CliError::io("open", &path, e))?;
+    let mut lines = Vec::new();
     for notice in notices {
-        let mut line = serde_json::to_vec(notice)
+        serde_json::to_writer(&mut lines, notice)
             .map_err(|e| CliError::Invalid(format!("cannot encode a notification: {e}")))?;
-        line.push(b'\n');
-        log.write_all(&line)
-            .map_err(|e| CliError::io("append to", &path, e))?;
+        lines.push(b'\n');
     }
-    Ok(())
-}
-
-/// The completion of `task`, due now.
-pub fn completion(task: &Snapshot, notification: Notification) -> Notice {
-    Notice {
-        priority: Priority::Later,
-        at_ms: task.end_time.unwrap_or_else(now_ms),
-        notification,
-    }
-}
-
-/// The notification of a task whose supervisor died while it ran (marked `failed`).
-pub fn orphaned(task: &Snapshot) -> Notification {
-    let what = match task.task_type {
-        task_core::TaskType::MonitorMcp => "Monitor",
-        _ => "Background command",
-    };
-    Notification {
-        status: Some(TerminalStatus::Failed),
-        ..Notification::new(
-            task.id,
-            task.output_file.clone(),
-            format!(
-                "{what} \"{}\" failed: its supervisor exited",
-                task.description
-            ),
-        )
-    }
+    let mut log = untrusted::open_regular(&path, private_file().create(true).append(true))
+        .map_err(|e| CliError::io("open", &path, e))?;
+    log.write_all(&lines)
+        .map_err(|e| CliError::io("append to", &path, e))
 }
 
 #[cfg(test)]
@@ -269,11 +300,16 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn peeking_reads_pending_events_in_delivery_order_and_claims_none() {
+    fn session() -> (tempfile::TempDir, SessionPaths) {
         let root = tempfile::tempdir().unwrap();
         let paths = SessionPaths::new(root.path(), "default").unwrap();
         paths.create_dirs().unwrap();
+        (root, paths)
+    }
+
+    #[test]
+    fn peeking_reads_pending_events_in_delivery_order_and_claims_none() {
+        let (_root, paths) = session();
         event(&paths, "m12345678", Priority::Next, 20, "second");
         event(&paths, "m12345678", Priority::Later, 10, "last");
         event(&paths, "m12345678", Priority::Next, 20, "third");
@@ -289,33 +325,43 @@ mod tests {
             peeked,
             "peeking claims nothing"
         );
-        let names: std::collections::HashSet<_> = peeked.iter().map(|e| &e.name).collect();
-        assert_eq!(names.len(), 4, "each event has its own name");
 
-        assert_eq!(lines(claim_events(&paths).unwrap()), order);
+        let claimed = deliver(&paths, claim_events(&paths).unwrap()).unwrap();
+        assert_eq!(lines(claimed), order);
         assert!(peek_events(&paths).unwrap().is_empty());
-        assert!(
-            fs::read_dir(paths.pending_events())
-                .unwrap()
-                .next()
-                .is_none()
-        );
         assert!(paths.delivered_events().join(corrupt).exists());
     }
 
     #[test]
-    fn a_task_marked_notified_at_start_never_has_its_completion_claimed() {
-        let root = tempfile::tempdir().unwrap();
-        let paths = SessionPaths::new(root.path(), "default").unwrap();
-        paths.create_dirs().unwrap();
+    fn a_failed_delivery_releases_its_claims() {
+        let (root, paths) = session();
+        event(&paths, "m12345678", Priority::Next, 10, "an event");
         let id = TaskId::parse("b12345678").unwrap();
-        assert!(mark_notified(&paths, &id).unwrap());
-        assert!(!mark_notified(&paths, &id).unwrap());
+        let completion = Notice::completion(Some(5), Notification::new(id, "/o", "done"));
+        // The log is a symlink: its append fails (O_NOFOLLOW).
+        std::os::unix::fs::symlink(root.path().join("elsewhere"), paths.notifications_log())
+            .unwrap();
+        let mut claims = claim_events(&paths).unwrap();
+        claims.extend(claim_completion(&paths, &id, &completion).unwrap());
+        assert_eq!(claims.len(), 2);
+        assert!(deliver(&paths, claims).is_err());
 
-        let mut task = Snapshot::new(id, "d".into(), "true".into(), paths.output(&id));
-        task.status = task_core::TaskStatus::Completed;
-        task.notification = Some(completion(&task, orphaned(&task)));
-        assert_eq!(claim_completion(&paths, &task).unwrap(), None);
-        assert!(drain(&paths, &[task]).unwrap().is_empty());
+        assert!(!is_notified(&paths, &id), "the latch was released");
+        assert_eq!(
+            peek_events(&paths).unwrap().len(),
+            1,
+            "the event is pending again"
+        );
+
+        fs::remove_file(paths.notifications_log()).unwrap();
+        let mut claims = claim_events(&paths).unwrap();
+        claims.extend(claim_completion(&paths, &id, &completion).unwrap());
+        assert_eq!(deliver(&paths, claims).unwrap().len(), 2);
+        assert!(
+            claim_completion(&paths, &id, &completion)
+                .unwrap()
+                .is_none()
+        );
+        assert!(claim_events(&paths).unwrap().is_empty(), "delivered once");
     }
 }

@@ -106,7 +106,7 @@ impl SessionPaths {
 
     /// The supervisor's socket.
     pub fn socket(&self) -> PathBuf {
-        self.dir.join("supervisor.sock")
+        self.dir.join(SOCKET_NAME)
     }
 
     /// The supervisor's lock (and pid) file.
@@ -129,7 +129,8 @@ impl SessionPaths {
         self.dir.join("config.json")
     }
 
-    /// Creates the session's directories, private to the user (idempotent).
+    /// Creates the session's directories, private to the user (idempotent), and refuses a
+    /// root or session directory that is not private ([`SessionPaths::verify`]).
     pub fn create_dirs(&self) -> Result<()> {
         let mut builder = std::fs::DirBuilder::new();
         builder.recursive(true).mode(0o700);
@@ -142,19 +143,63 @@ impl SessionPaths {
                 .create(&dir)
                 .map_err(|e| CliError::io("create", &dir, e))?;
         }
+        self.verify()
+    }
+
+    /// Refuses (with [`CliError::UnsafeState`]) a state root or session directory that is a
+    /// symlink, belongs to another user, or that other users can write to: whoever can write
+    /// there could plant state that drives this user's `tasks`. Missing directories are fine.
+    pub fn verify(&self) -> Result<()> {
+        for dir in [&self.root, &self.dir] {
+            crate::untrusted::check_private_dir(dir).map_err(|e| match e.kind() {
+                std::io::ErrorKind::PermissionDenied => CliError::UnsafeState {
+                    path: dir.clone(),
+                    reason: e.to_string(),
+                },
+                _ => CliError::io("use", dir, e),
+            })?;
+        }
         Ok(())
+    }
+
+    /// Runs `use_path` with a path to the supervisor's socket that fits in a socket address
+    /// (108 bytes): the socket's own path when it is short enough, else one through an open
+    /// descriptor of the session directory (`/proc/self/fd/N/supervisor.sock`), which names the
+    /// same file with the same permissions whatever the length of the root.
+    pub fn with_socket_path<T>(
+        &self,
+        use_path: impl FnOnce(&Path) -> std::io::Result<T>,
+    ) -> std::io::Result<T> {
+        const SUN_PATH_MAX: usize = 107;
+        let socket = self.socket();
+        if socket.as_os_str().len() <= SUN_PATH_MAX {
+            return use_path(&socket);
+        }
+        let dir = rustix::fs::open(
+            &self.dir,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?;
+        let short = PathBuf::from(format!(
+            "/proc/self/fd/{}/{SOCKET_NAME}",
+            std::os::fd::AsRawFd::as_raw_fd(&dir)
+        ));
+        use_path(&short)
     }
 }
 
-/// Options for opening a session file: never through a symlink (`O_NOFOLLOW`), created private to
-/// the user (mode `0600`). Callers add the access mode.
+/// Options for opening a session file: never through a symlink (`O_NOFOLLOW`), never blocking
+/// on a FIFO (`O_NONBLOCK`), created private to the user (mode `0600`). Callers add the access
+/// mode.
 pub fn private_file() -> OpenOptions {
     let mut options = OpenOptions::new();
-    options
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .mode(0o600);
+    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+    options.custom_flags(flags.bits() as i32).mode(0o600);
     options
 }
+
+/// The file name of the supervisor's socket in the session directory.
+const SOCKET_NAME: &str = "supervisor.sock";
 
 fn default_root() -> Option<PathBuf> {
     let from_env = |name: &str| {

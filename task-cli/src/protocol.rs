@@ -1,115 +1,50 @@
 //! The supervisor protocol: one JSON request line, one JSON response line, per connection.
+//!
+//! Typed end to end: ids are [`TaskId`]s (validated when decoded), outcomes are enums, and a
+//! start carries the typed request of one task kind ([`task_core::Launch::Request`]) as a JSON
+//! value tagged with its kind, which the supervisor hands, undecoded, to the launcher of that
+//! kind. Every request carries a deadline: the supervisor refuses one it reads too late, so a
+//! request its client gave up on is never carried out afterwards.
 
-use std::path::PathBuf;
-
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use task_core::{Caller, TaskId};
 
-use crate::error::{CliError, Result};
+/// What a client asks the supervisor, and until when the answer is of use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Request {
+    /// After this time (ms since the epoch) the client no longer waits: do nothing.
+    pub deadline_ms: u64,
+    /// The operation.
+    pub op: Op,
+}
 
-/// What a client asks the supervisor.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The operations of the protocol.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum Request {
-    /// Start a background shell command (`local_bash`).
-    Run(StartShell),
-    /// Start a monitor (`monitor_mcp`): each stdout line, or WebSocket frame, is an event.
-    Monitor(StartMonitor),
+pub enum Op {
+    /// Start a task of one kind.
+    Start(Start),
     /// Kill tasks (and their process trees).
     Kill {
-        /// The ids, as validated strings.
-        ids: Vec<String>,
+        /// The tasks.
+        ids: Vec<TaskId>,
     },
     /// Liveness check.
     Ping,
 }
 
-/// A shell command to start.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StartShell {
-    /// Shell text run with `sh -c`.
-    pub command: String,
-    /// Human description.
-    pub description: String,
-    /// Kill after this many milliseconds.
-    pub timeout_ms: Option<u64>,
-    /// The agent that owns the task.
-    pub agent_id: Option<String>,
-    /// The tool use that started it (MCP).
-    pub tool_use_id: Option<String>,
-    /// Working directory of the command (default: the supervisor's, `/`).
-    pub cwd: Option<PathBuf>,
-    /// Whether its completion is notified (default). `false` starts it in the foreground (SPEC
-    /// §5): its caller waits for the end itself, so the supervisor marks it notified at start
-    /// (its `.notified` latch) and finishes it silently, and no reader ever delivers it.
-    #[serde(default = "notify_by_default")]
-    pub notify: bool,
-}
-
-fn notify_by_default() -> bool {
-    true
-}
-
-/// A monitor to start: a command xor a WebSocket.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StartMonitor {
-    /// Shell text whose stdout lines are events.
-    #[serde(default)]
-    pub command: Option<String>,
-    /// A WebSocket whose frames are events.
-    #[serde(default)]
-    pub ws: Option<WsTarget>,
-    /// Human description.
-    pub description: String,
-    /// Lifetime in milliseconds (default and cap from the config); ignored when persistent.
-    pub timeout_ms: Option<u64>,
-    /// Live until killed or the command exits.
-    pub persistent: bool,
-    /// Working directory of the command (default: the supervisor's, `/`).
-    pub cwd: Option<PathBuf>,
-}
-
-/// A WebSocket to watch (SPEC §13's `ws` input of `Monitor`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(inline)]
-pub struct WsTarget {
-    /// `ws://` or `wss://` URL
-    pub url: String,
-    /// Subprotocols to offer
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub protocols: Vec<String>,
-}
-
-impl WsTarget {
-    /// Checks the URL's scheme, so a typo is refused before a monitor starts.
-    pub fn validate(&self) -> Result<()> {
-        let scheme_ok = ["ws://", "wss://"].iter().any(|scheme| {
-            self.url.len() > scheme.len()
-                && self
-                    .url
-                    .get(..scheme.len())
-                    .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
-        });
-        if scheme_ok {
-            Ok(())
-        } else {
-            Err(CliError::Invalid(format!(
-                "not a WebSocket URL (ws://… or wss://…): {:?}",
-                self.url
-            )))
-        }
-    }
-}
-
-impl From<WsTarget> for task_shell::monitor::WsTarget {
-    fn from(target: WsTarget) -> Self {
-        Self {
-            url: target.url,
-            protocols: target.protocols,
-        }
-    }
+/// A task to start: which launcher, for whom, and the launcher's own request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Start {
+    /// The launcher's [`KIND`](task_core::Launch::KIND).
+    pub kind: String,
+    /// Who asks, from which directory and environment.
+    pub caller: Caller,
+    /// The launcher's request, encoded.
+    pub request: serde_json::Value,
 }
 
 /// The supervisor's answer.
@@ -120,19 +55,19 @@ pub enum Response {
     /// A task was started.
     Started {
         /// Its id.
-        id: String,
+        id: TaskId,
     },
     /// The outcome of each kill, in request order.
     Killed {
-        /// One entry per requested id.
-        outcomes: Vec<KillOutcome>,
+        /// One report per requested id.
+        reports: Vec<KillReport>,
     },
-    /// Answer to [`Request::Ping`].
+    /// Answer to [`Op::Ping`].
     Pong {
         /// The supervisor's pid.
         pid: u32,
     },
-    /// The request failed.
+    /// The request failed; nothing was done.
     Error {
         /// What kind of failure.
         kind: ErrorKind,
@@ -141,13 +76,40 @@ pub enum Response {
     },
 }
 
-/// The outcome of killing one task.
+/// What a kill did to one task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KillOutcome {
+pub struct KillReport {
     /// The task.
-    pub id: String,
-    /// `killed`, `already_ended`, or `unknown`.
-    pub outcome: String,
+    pub id: TaskId,
+    /// What happened to it.
+    pub result: KillResult,
+}
+
+/// What a kill did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum KillResult {
+    /// It was killed.
+    Killed,
+    /// It had already ended.
+    AlreadyEnded,
+    /// No such task.
+    Unknown,
+    /// The kill failed (see the supervisor's log).
+    Failed,
+}
+
+impl KillResult {
+    /// The result in words: `killed`, `already ended`, `unknown`, `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KillResult::Killed => "killed",
+            KillResult::AlreadyEnded => "already ended",
+            KillResult::Unknown => "unknown",
+            KillResult::Failed => "failed",
+        }
+    }
 }
 
 /// Classes of supervisor errors, mapped to exit codes by the client.
@@ -155,10 +117,10 @@ pub struct KillOutcome {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// The request was not understood.
+    /// The request was not understood (or names a kind no launcher starts).
     BadRequest,
-    /// A task id was malformed.
-    MalformedId,
+    /// The request arrived after its deadline: it was not carried out.
+    Expired,
     /// The task could not be started.
     Spawn,
     /// Anything else.
@@ -171,48 +133,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn requests_are_tagged_json_lines() {
-        let line = serde_json::to_string(&Request::Kill {
-            ids: vec!["b12345678".into()],
-        })
-        .unwrap();
-        assert_eq!(line, r#"{"op":"kill","ids":["b12345678"]}"#);
-        assert_eq!(
-            serde_json::from_str::<Request>(&line).unwrap(),
-            Request::Kill {
-                ids: vec!["b12345678".into()]
-            }
-        );
-    }
-
-    #[test]
-    fn start_requests_from_older_clients_keep_their_meaning() {
-        let shell: StartShell = serde_json::from_str(
-            r#"{"command":"true","description":"d","timeout_ms":null,"agent_id":null,"tool_use_id":null,"cwd":null}"#,
-        )
-        .unwrap();
-        assert!(shell.notify);
-        let monitor: StartMonitor = serde_json::from_str(
-            r#"{"command":"tail -f log","description":"d","timeout_ms":null,"persistent":false,"cwd":null}"#,
-        )
-        .unwrap();
-        assert_eq!(monitor.command.as_deref(), Some("tail -f log"));
-        assert_eq!(monitor.ws, None);
-    }
-
-    #[test]
-    fn websocket_targets_need_a_websocket_url() {
-        let target = |url: &str| WsTarget {
-            url: url.into(),
-            protocols: Vec::new(),
+    fn requests_are_tagged_json_lines_with_validated_ids() {
+        let id = TaskId::parse("b12345678").unwrap();
+        let request = Request {
+            deadline_ms: 5,
+            op: Op::Kill { ids: vec![id] },
         };
-        assert!(target("ws://127.0.0.1:9/events").validate().is_ok());
-        assert!(target("WSS://example.com").validate().is_ok());
-        for bad in ["", "ws://", "http://example.com", "example.com"] {
-            assert!(
-                matches!(target(bad).validate(), Err(CliError::Invalid(_))),
-                "{bad:?}"
-            );
-        }
+        let line = serde_json::to_string(&request).unwrap();
+        assert_eq!(
+            line,
+            r#"{"deadlineMs":5,"op":{"op":"kill","ids":["b12345678"]}}"#
+        );
+        assert_eq!(serde_json::from_str::<Request>(&line).unwrap(), request);
+        let forged = r#"{"deadlineMs":5,"op":{"op":"kill","ids":["../etc"]}}"#;
+        assert!(serde_json::from_str::<Request>(forged).is_err());
     }
 }

@@ -6,7 +6,9 @@ use serde::Serialize;
 use task_core::TaskStatus;
 
 use crate::error::{CliError, Result};
-use crate::snapshot::{Snapshot, now_ms};
+use task_core::{TaskState, now_ms};
+
+use crate::record::TaskRecord;
 
 /// Writes to stdout; a closed pipe (`tasks ps | head`) is not an error worth a message.
 pub fn out(text: &str) -> Result<()> {
@@ -40,41 +42,67 @@ pub fn json(value: &impl Serialize) -> Result<()> {
     out(&format!("{text}\n"))
 }
 
-/// One row of `tasks ps`: the snapshot plus what is measured at listing time.
+/// One row of `tasks ps`: the task's state (flat, as task-core names its fields), what the
+/// session knows of it, and what is measured at listing time.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Row<'a> {
-    /// The snapshot.
+    /// The task.
     #[serde(flatten)]
-    pub task: &'a Snapshot,
+    pub task: &'a TaskState,
+    /// The exit code of a command that ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The supervisor that runs (or ran) it.
+    pub supervisor_pid: u32,
     /// Size of the output file in bytes.
     pub output_bytes: u64,
     /// Whether the completion notification was delivered.
     pub notified: bool,
 }
 
+impl<'a> Row<'a> {
+    /// The row of `record`, whose output file holds `output_bytes` and whose completion was
+    /// delivered or not.
+    pub fn new(record: &'a TaskRecord, output_bytes: u64, notified: bool) -> Self {
+        Self {
+            task: &record.task,
+            exit_code: record.exit_code(),
+            supervisor_pid: record.supervisor_pid,
+            output_bytes,
+            notified,
+        }
+    }
+}
+
 /// The `tasks ps` table.
 pub fn table(rows: &[Row<'_>], color: bool) -> String {
     let mut text = format!(
-        "{:<10} {:<12} {:<10} {:>6} {:>8}  {}\n",
-        "ID", "TYPE", "STATUS", "AGE", "OUTPUT", "DESCRIPTION"
+        "{:<10} {:<12} {:<10} {:<18} {:>6} {:>8}  {}\n",
+        "ID", "TYPE", "STATUS", "END", "AGE", "OUTPUT", "DESCRIPTION"
     );
     let now = now_ms();
     for row in rows {
-        let task = row.task;
-        let status = format!("{:<10}", task.status.as_str());
+        let base = &row.task.base;
+        let status = format!("{:<10}", base.status.as_str());
+        let end = base
+            .end_reason
+            .as_ref()
+            .map(task_core::EndReason::short)
+            .unwrap_or_default();
         text.push_str(&format!(
-            "{:<10} {:<12} {} {:>6} {:>8}  {}\n",
-            task.id.as_str(),
-            task.task_type.as_str(),
+            "{:<10} {:<12} {} {:<18} {:>6} {:>8}  {}\n",
+            base.id.as_str(),
+            base.task_type.as_str(),
             if color {
-                paint(task.status, &status)
+                paint(base.status, &status)
             } else {
                 status
             },
-            age(now.saturating_sub(task.start_time)),
+            one_line(&end, 18),
+            age(now.saturating_sub(base.start_time)),
             size(row.output_bytes),
-            one_line(&task.description, 60),
+            one_line(&base.description, 60),
         ));
     }
     text

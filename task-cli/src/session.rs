@@ -1,53 +1,71 @@
 //! The session layer: everything a front end (the CLI, the MCP server) does with the tasks of a
 //! session, as blocking functions over the session directory and the supervisor socket.
 //!
-//! Reads work from the files alone. Every read first *reconciles*: a task whose snapshot says
-//! it is live while no supervisor holds the session lock lost its supervisor; it is marked
-//! `failed` (its process group killed) and its completion becomes deliverable, so nothing is
-//! ever left `running` forever.
+//! Reads work from the files alone and write nothing (they work on a full disk). Every read
+//! first *reconciles*: a task whose record says it is live while no supervisor holds the
+//! session lock lost its supervisor; it reads as `failed` ([`EndReason::SupervisorDied`]) with
+//! its completion deliverable, so nothing is ever left `running` forever. The next supervisor
+//! records that end and cleans up what the task left.
+//!
+//! [`EndReason::SupervisorDied`]: task_core::EndReason::SupervisorDied
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use task_core::{TaskId, TaskStatus};
+use task_core::{Caller, Launch, TaskId};
 use task_output::OutputError;
 use task_output::read::{self, Delta, TextDelta};
 
-use crate::client;
+use crate::client::{self, SupervisorCommand};
 use crate::config::Config;
 use crate::error::{CliError, Result};
-use crate::lock::SupervisorLock;
+use crate::lock;
 use crate::notice::{self, Notice};
 use crate::paths::SessionPaths;
-use crate::protocol::{ErrorKind, KillOutcome, Request, Response, StartMonitor, StartShell};
-use crate::snapshot::{self, Listing, Snapshot, now_ms};
+use crate::protocol::{ErrorKind, KillReport, KillResult, Op, Response, Start};
+use crate::record::{self, Listing, TaskRecord};
 
-/// One session: its paths and settings.
+/// One session: its paths and settings, and how to start its supervisor.
 #[derive(Debug, Clone)]
 pub struct Session {
     paths: SessionPaths,
     config: Config,
+    supervisor: Option<SupervisorCommand>,
 }
 
 /// How a wait ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WaitOutcome {
-    /// Every task is terminal; their snapshots, in the order asked.
-    Ended(Vec<Snapshot>),
-    /// The timeout expired first; the snapshots as they were then.
-    TimedOut(Vec<Snapshot>),
+    /// Every task is terminal; their records, in the order asked.
+    Ended(Vec<TaskRecord>),
+    /// The timeout expired first; the records as they were then.
+    TimedOut(Vec<TaskRecord>),
 }
 
 impl Session {
-    /// Opens a session: loads `config.json` and the environment overrides.
+    /// Opens a session: refuses state directories that are not private, loads `config.json`
+    /// and the environment overrides.
     pub fn open(paths: SessionPaths) -> Result<Self> {
+        paths.verify()?;
         let config = Config::load(&paths.config())?;
-        Ok(Self { paths, config })
+        Ok(Self::with_config(paths, config))
     }
 
     /// A session with explicit settings.
     pub fn with_config(paths: SessionPaths, config: Config) -> Self {
-        Self { paths, config }
+        Self {
+            paths,
+            config,
+            supervisor: None,
+        }
+    }
+
+    /// Starts this session's supervisor with `command` instead of this executable's
+    /// `__supervise` (a host embedding the session layer with task types of its own).
+    #[must_use]
+    pub fn with_supervisor(mut self, command: SupervisorCommand) -> Self {
+        self.supervisor = Some(command);
+        self
     }
 
     /// The session's paths.
@@ -67,87 +85,95 @@ impl Session {
         })
     }
 
-    /// Starts a background shell command; returns its id once its snapshot exists.
-    pub fn start_shell(&self, request: StartShell) -> Result<TaskId> {
-        self.started(client::send(
-            &self.paths,
-            &self.config,
-            &Request::Run(request),
-        )?)
+    /// The calling process as the caller of a task: its working directory (which must exist:
+    /// [`CliError::MissingCwd`] otherwise) and its whole environment, in the background. Front
+    /// ends add the owning agent and tool use.
+    pub fn caller() -> Result<Caller> {
+        Caller::current().map_err(CliError::MissingCwd)
     }
 
-    /// Starts a monitor; returns its id once its snapshot exists.
-    pub fn start_monitor(&self, request: StartMonitor) -> Result<TaskId> {
-        self.started(client::send(
-            &self.paths,
-            &self.config,
-            &Request::Monitor(request),
-        )?)
-    }
-
-    fn started(&self, response: Response) -> Result<TaskId> {
-        match response {
-            Response::Started { id } => Self::parse_id(&id),
+    /// Starts a task of `L`'s kind through the supervisor; returns its id once its record
+    /// exists.
+    pub fn start<L: Launch>(&self, request: L::Request, caller: Caller) -> Result<TaskId> {
+        let request = serde_json::to_value(request)
+            .map_err(|e| CliError::Invalid(format!("cannot encode a {} request: {e}", L::KIND)))?;
+        let start = Start {
+            kind: L::KIND.to_owned(),
+            caller,
+            request,
+        };
+        match self.send(Op::Start(start))? {
+            Response::Started { id } => Ok(id),
             other => Err(unexpected(other)),
         }
     }
 
+    fn send(&self, op: Op) -> Result<Response> {
+        let default;
+        let supervisor = match &self.supervisor {
+            Some(command) => command,
+            None => {
+                default = SupervisorCommand::this_executable()?;
+                &default
+            }
+        };
+        client::send(&self.paths, &self.config, supervisor, op)
+    }
+
     /// Kills tasks (whole process trees). Unknown ids fail before anything is killed; a task that
     /// already ended is reported as such.
-    pub fn kill(&self, ids: &[TaskId]) -> Result<Vec<KillOutcome>> {
+    pub fn kill(&self, ids: &[TaskId]) -> Result<Vec<KillReport>> {
         let tasks = self.tasks_by_id(ids)?;
-        let live: Vec<&TaskId> = tasks
+        let live: Vec<TaskId> = tasks
             .iter()
-            .filter(|t| !t.status.is_terminal())
-            .map(|t| &t.id)
+            .filter(|t| !t.is_terminal())
+            .map(TaskRecord::id)
             .collect();
-        let mut outcomes: Vec<KillOutcome> = ids
+        let mut reports: Vec<KillReport> = ids
             .iter()
-            .map(|id| KillOutcome {
-                id: id.to_string(),
-                outcome: "already_ended".into(),
+            .map(|&id| KillReport {
+                id,
+                result: KillResult::AlreadyEnded,
             })
             .collect();
         if live.is_empty() {
-            return Ok(outcomes);
+            return Ok(reports);
         }
-        let request = Request::Kill {
-            ids: live.iter().map(|id| id.to_string()).collect(),
-        };
-        match client::send(&self.paths, &self.config, &request)? {
-            Response::Killed { outcomes: killed } => {
-                for result in killed {
-                    if let Some(slot) = outcomes.iter_mut().find(|o| o.id == result.id) {
-                        *slot = result;
+        match self.send(Op::Kill { ids: live })? {
+            Response::Killed { reports: killed } => {
+                for report in killed {
+                    if let Some(slot) = reports.iter_mut().find(|r| r.id == report.id) {
+                        *slot = report;
                     }
                 }
-                Ok(outcomes)
+                Ok(reports)
             }
             other => Err(unexpected(other)),
         }
     }
 
-    /// Every task of the session (reconciled), plus the snapshot files that could not be read.
+    /// Every task of the session (orphans read as such), plus the record files that could not
+    /// be read. Writes nothing.
     pub fn tasks(&self) -> Result<Listing> {
-        let mut listing = snapshot::list(&self.paths)?;
+        let mut listing = record::list(&self.paths)?;
         self.reconcile(&mut listing.tasks)?;
         Ok(listing)
     }
 
-    /// One task (reconciled).
-    pub fn task(&self, id: &TaskId) -> Result<Snapshot> {
-        let mut tasks = [snapshot::read(&self.paths, id)?];
+    /// One task (an orphan read as such). Writes nothing.
+    pub fn task(&self, id: &TaskId) -> Result<TaskRecord> {
+        let mut tasks = [record::read(&self.paths, id)?];
         self.reconcile(&mut tasks)?;
         let [task] = tasks;
         Ok(task)
     }
 
     /// The tasks `ids`, in that order, reconciled together (one look at the session lock for
-    /// all of them, not one per task).
-    pub fn tasks_by_id(&self, ids: &[TaskId]) -> Result<Vec<Snapshot>> {
+    /// all of them, not one per task). Writes nothing.
+    pub fn tasks_by_id(&self, ids: &[TaskId]) -> Result<Vec<TaskRecord>> {
         let mut tasks = ids
             .iter()
-            .map(|id| snapshot::read(&self.paths, id))
+            .map(|id| record::read(&self.paths, id))
             .collect::<Result<Vec<_>>>()?;
         self.reconcile(&mut tasks)?;
         Ok(tasks)
@@ -172,8 +198,7 @@ impl Session {
         offset: u64,
         read: impl FnOnce(&std::path::Path) -> Result<T, OutputError>,
     ) -> Result<T> {
-        let task = self.task(id)?;
-        match read(&self.output_path(&task)) {
+        match read(&self.existing_output(id)?) {
             Err(OutputError::NotFound { .. }) if offset == 0 => Ok(T::empty()),
             other => other.map_err(output_error),
         }
@@ -181,23 +206,36 @@ impl Session {
 
     /// The last `lines` lines of output.
     pub fn tail(&self, id: &TaskId, lines: usize) -> Result<Vec<String>> {
-        let task = self.task(id)?;
-        missing_is_empty(read::last_lines(&self.output_path(&task), lines))
+        missing_is_empty(read::last_lines(&self.existing_output(id)?, lines))
+    }
+
+    /// The last 8 MiB of output (with the omission marker when cut), as text.
+    pub fn output_tail(&self, id: &TaskId) -> Result<String> {
+        missing_is_empty(read::read_tail(
+            &self.existing_output(id)?,
+            read::DEFAULT_MAX_READ_BYTES,
+        ))
+    }
+
+    /// The output path of a task that exists: an unknown or unreadable task is an error (its
+    /// output is never read as empty).
+    fn existing_output(&self, id: &TaskId) -> Result<PathBuf> {
+        record::read(&self.paths, id)?;
+        Ok(self.output_path(id))
     }
 
     /// The output as a model sees it (SPEC §4): the tail, UTF-8 safe, truncated to the limit of
     /// `TASK_MAX_OUTPUT_LENGTH` with the `[Truncated. Full output: …]` header.
     pub fn output_for_model(&self, id: &TaskId) -> Result<String> {
-        let task = self.task(id)?;
-        let path = self.output_path(&task);
-        let text = missing_is_empty(read::read_tail(&path, read::DEFAULT_MAX_READ_BYTES))?;
+        let path = self.output_path(id);
+        let text = self.output_tail(id)?;
         let limit = task_output::format::max_output_length_from_env();
         Ok(task_output::format::format_for_model(&text, &path, limit))
     }
 
     /// The output path of a task: built from its validated id, never taken from file content.
-    pub fn output_path(&self, task: &Snapshot) -> PathBuf {
-        self.paths.output(&task.id)
+    pub fn output_path(&self, id: &TaskId) -> PathBuf {
+        self.paths.output(id)
     }
 
     /// Waits until every task in `ids` is terminal or `timeout` passes, calling `tick` between
@@ -206,12 +244,12 @@ impl Session {
         &self,
         ids: &[TaskId],
         timeout: Option<Duration>,
-        mut tick: impl FnMut(&[Snapshot]),
+        mut tick: impl FnMut(&[TaskRecord]),
     ) -> Result<WaitOutcome> {
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
             let tasks = self.tasks_by_id(ids)?;
-            if tasks.iter().all(|t| t.status.is_terminal()) {
+            if tasks.iter().all(TaskRecord::is_terminal) {
                 return Ok(WaitOutcome::Ended(tasks));
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -222,58 +260,49 @@ impl Session {
         }
     }
 
-    /// Claims every deliverable notification (exactly once across processes), in priority order.
+    /// Claims every deliverable notification (exactly once across processes), records them
+    /// in `notifications.jsonl` and returns them in delivery order. If they cannot be recorded,
+    /// nothing is claimed and the error is returned: they stay deliverable.
     pub fn drain_notifications(&self) -> Result<Vec<Notice>> {
         let listing = self.tasks()?;
-        notice::drain(&self.paths, &listing.tasks)
+        let mut claims = notice::claim_events(&self.paths)?;
+        for task in &listing.tasks {
+            if let Some(due) = task.notification.as_ref().filter(|_| task.is_terminal())
+                && !notice::is_notified(&self.paths, &task.id())
+            {
+                match notice::claim_completion(&self.paths, &task.id(), due) {
+                    Ok(claim) => claims.extend(claim),
+                    Err(error) => {
+                        notice::release_all(claims);
+                        return Err(error);
+                    }
+                }
+            }
+        }
+        notice::deliver(&self.paths, claims)
     }
 
-    /// Claims the completion notification of one terminal task, if nobody has.
-    pub fn claim_completion(&self, task: &Snapshot) -> Result<Option<Notice>> {
-        let claimed = notice::claim_completion(&self.paths, task)?;
-        notice::record(&self.paths, claimed.as_slice())?;
-        Ok(claimed)
+    /// Claims the completion notification of one ended task, if it has one and nobody has.
+    pub fn claim_completion(&self, task: &TaskRecord) -> Result<Option<Notice>> {
+        let Some(due) = task.notification.as_ref().filter(|_| task.is_terminal()) else {
+            return Ok(None);
+        };
+        let claim = notice::claim_completion(&self.paths, &task.id(), due)?;
+        Ok(notice::deliver(&self.paths, claim.into_iter().collect())?.pop())
     }
 
-    /// Marks live-looking tasks failed when no supervisor holds the session lock.
-    fn reconcile(&self, tasks: &mut [Snapshot]) -> Result<()> {
-        if tasks.iter().all(|t| t.status.is_terminal()) {
+    /// Reads live-looking records of a session whose supervisor is gone as orphans (task-core's
+    /// orphan transition, in memory): the next supervisor to start records it and cleans up
+    /// after them. Nothing is written and nothing is signalled from here.
+    fn reconcile(&self, tasks: &mut [TaskRecord]) -> Result<()> {
+        if tasks.iter().all(TaskRecord::is_terminal) || lock::is_held(&self.paths.lock())? {
             return Ok(());
         }
-        let Some(_lock) = SupervisorLock::try_acquire(&self.paths.lock())? else {
-            return Ok(());
-        };
-        for task in tasks.iter_mut().filter(|t| !t.status.is_terminal()) {
-            *task = fail_orphan(&self.paths, &task.id)?;
+        for task in tasks.iter_mut().filter(|t| !t.is_terminal()) {
+            *task = task.clone().orphaned();
         }
         Ok(())
     }
-}
-
-/// Under the session lock: re-reads the snapshot of `id` and, if it still says live, kills its
-/// process group and records it as failed with a deliverable notification.
-pub(crate) fn fail_orphan(paths: &SessionPaths, id: &TaskId) -> Result<Snapshot> {
-    let mut task = snapshot::read(paths, id)?;
-    if task.status.is_terminal() {
-        return Ok(task);
-    }
-    if let Some(pgid) = task.pgid.and_then(|pgid| u32::try_from(pgid).ok())
-        && let Err(e) = task_shell::process::kill_orphaned_group(pgid, task.pgid_started)
-    {
-        tracing::warn!("cannot kill what is left of {id} (process group {pgid}): {e}");
-    }
-    task.error = Some(format!(
-        "its supervisor (pid {}) exited while the task was {}",
-        task.supervisor_pid,
-        task.status.as_str()
-    ));
-    task.status = TaskStatus::Failed;
-    task.end_time = Some(now_ms());
-    task.pgid = None;
-    task.pgid_started = None;
-    task.notification = Some(notice::completion(&task, notice::orphaned(&task)));
-    snapshot::write(paths, &task)?;
-    Ok(task)
 }
 
 /// What a read of a missing output file from offset 0 returns.
@@ -320,9 +349,9 @@ fn output_error(error: OutputError) -> CliError {
 fn unexpected(response: Response) -> CliError {
     match response {
         Response::Error {
-            kind: ErrorKind::MalformedId,
+            kind: ErrorKind::BadRequest,
             message,
-        } => CliError::MalformedId { input: message },
+        } => CliError::Invalid(message),
         Response::Error { message, .. } => CliError::Supervisor(message),
         other => CliError::Supervisor(format!("unexpected answer {other:?}")),
     }

@@ -1,12 +1,16 @@
 //! The session supervisor: one daemon per session, started on demand by the first client that
 //! needs it, supervising every task of the session in one tokio runtime.
 //!
-//! Life cycle: take `supervisor.lock` (or exit: another supervisor owns the session), mark any
-//! task a dead predecessor left live as failed, bind `supervisor.sock`, serve one JSON request
-//! per connection, and exit after [`Config::idle_exit`] with no live task and no client. The
-//! socket is removed before the lock is released, so a client never connects to a supervisor
-//! that is leaving without a successor being able to start.
+//! Life cycle: take `supervisor.lock` (or say "busy" and exit: another supervisor owns the
+//! session), end the tasks a dead predecessor left live, bind `supervisor.sock`, tell the
+//! client that started it that it is ready (or why it cannot start), serve one JSON request per
+//! connection from processes of the same user, and exit after [`Config::idle_exit`] with no
+//! live task, no client and nothing left to write. The socket is removed before the lock is
+//! released, so a client never connects to a supervisor that is leaving without a successor
+//! being able to start.
 
+use std::io::Write;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -15,42 +19,60 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
 use crate::config::Config;
-use crate::engine::Engine;
+use crate::engine::{Engine, Wiring};
 use crate::error::{CliError, Result};
 use crate::lock::SupervisorLock;
 use crate::paths::SessionPaths;
-use crate::protocol::{ErrorKind, Request, Response};
-use crate::session::fail_orphan;
-use crate::snapshot;
+use crate::protocol::{ErrorKind, Op, Request, Response};
 
 /// How long a starting supervisor keeps trying to take the lock (a reader probing it holds it
 /// for an instant; a supervisor that is exiting holds it until its socket is gone).
 const LOCK_PATIENCE: Duration = Duration::from_millis(500);
 
-/// The longest request line accepted.
-const MAX_REQUEST_BYTES: u64 = 1024 * 1024;
+/// The longest request line accepted (a start carries the caller's whole environment).
+pub const MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
 
-/// Runs the supervisor of the session at `paths` until it is idle; returns at once if another
-/// supervisor owns the session.
-pub fn run(paths: SessionPaths) -> Result<()> {
+/// The environment variable naming the file descriptor on which a starting supervisor reports
+/// to the client that started it: one line, `ready`, `busy` (another supervisor owns the
+/// session) or `error: …`.
+pub const READY_FD_ENV: &str = "TASKS_READY_FD";
+
+/// Runs the supervisor of the session at `paths`, with the task types `wiring` registers,
+/// until it is idle; returns at once if another supervisor owns the session.
+pub fn run(paths: SessionPaths, wiring: Wiring) -> Result<()> {
+    let mut ready = ReadyPipe::from_env();
+    let result = supervise(&paths, wiring, &mut ready);
+    if let Err(error) = &result {
+        ready.say(&format!("error: {error}"));
+    }
+    result
+}
+
+fn supervise(paths: &SessionPaths, wiring: Wiring, ready: &mut ReadyPipe) -> Result<()> {
     paths.create_dirs()?;
-    let Some(mut lock) = acquire(&paths)? else {
+    let Some(mut lock) = acquire(paths)? else {
         tracing::info!("another supervisor owns {}", paths.dir().display());
+        ready.say("busy");
         return Ok(());
     };
     lock.write_pid(std::process::id())
         .map_err(|e| CliError::io("write", paths.lock(), e))?;
-    if let Err(e) = rotate_log(&paths) {
+    if let Err(e) = rotate_log(paths) {
         tracing::warn!("cannot rotate {}: {e}", paths.log().display());
     }
     let config = Config::load(&paths.config())?;
-    fail_orphans(&paths)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| CliError::io("start", "the async runtime", e))?;
-    let served = runtime.block_on(serve(&paths, config));
+    let served = runtime.block_on(async {
+        let engine = Arc::new(Engine::start(paths.clone(), config.clone(), wiring)?);
+        engine.end_orphans()?;
+        let listener = bind(paths)?;
+        ready.say("ready");
+        serve(paths, listener, engine, &config).await
+    });
     let _ = std::fs::remove_file(paths.socket());
     runtime.shutdown_timeout(Duration::from_secs(1));
     drop(lock);
@@ -70,6 +92,41 @@ fn acquire(paths: &SessionPaths) -> Result<Option<SupervisorLock>> {
     }
 }
 
+fn bind(paths: &SessionPaths) -> Result<UnixListener> {
+    let socket = paths.socket();
+    let _ = std::fs::remove_file(&socket);
+    paths
+        .with_socket_path(|path| UnixListener::bind(path))
+        .map_err(|e| CliError::io("bind", &socket, e))
+}
+
+/// The descriptor a client passed to hear whether this supervisor started (see
+/// [`READY_FD_ENV`]); written once, then closed.
+struct ReadyPipe(Option<std::fs::File>);
+
+impl ReadyPipe {
+    fn from_env() -> Self {
+        let fd = std::env::var(READY_FD_ENV)
+            .ok()
+            .and_then(|fd| fd.parse::<i32>().ok())
+            .filter(|&fd| fd > 2 && rustix::io::fcntl_getfd(unsafe_borrow(fd)).is_ok());
+        // SAFETY: the descriptor was checked to be open above, and the client that started
+        // this process passed it for this purpose alone; nothing else in the process uses it.
+        Self(fd.map(|fd| std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) })))
+    }
+
+    fn say(&mut self, line: &str) {
+        if let Some(mut pipe) = self.0.take() {
+            let _ = writeln!(pipe, "{line}");
+        }
+    }
+}
+
+fn unsafe_borrow(fd: i32) -> std::os::fd::BorrowedFd<'static> {
+    // SAFETY: only used for an `fcntl(F_GETFD)` probe, which is harmless on any number.
+    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+}
+
 /// Past this size when a supervisor starts, `supervisor.log` is rotated.
 pub const LOG_ROTATE_BYTES: u64 = 1024 * 1024;
 
@@ -79,8 +136,8 @@ pub const LOG_ROTATE_BYTES: u64 = 1024 * 1024;
 fn rotate_log(paths: &SessionPaths) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt;
     let log = paths.log();
-    let on_disk = match std::fs::metadata(&log) {
-        Ok(meta) if meta.len() > LOG_ROTATE_BYTES => meta,
+    let on_disk = match std::fs::symlink_metadata(&log) {
+        Ok(meta) if meta.is_file() && meta.len() > LOG_ROTATE_BYTES => meta,
         _ => return Ok(()),
     };
     let stderr = rustix::fs::fstat(rustix::stdio::stderr())?;
@@ -97,27 +154,15 @@ fn rotate_log(paths: &SessionPaths) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Every task still live on disk belongs to a supervisor that died: mark it failed.
-fn fail_orphans(paths: &SessionPaths) -> Result<()> {
-    let listing = snapshot::list(paths)?;
-    for task in listing.tasks.iter().filter(|t| !t.status.is_terminal()) {
-        tracing::warn!(
-            "{} was left {} by a dead supervisor",
-            task.id,
-            task.status.as_str()
-        );
-        fail_orphan(paths, &task.id)?;
-    }
-    Ok(())
-}
-
-async fn serve(paths: &SessionPaths, config: Config) -> Result<()> {
-    let socket = paths.socket();
-    let _ = std::fs::remove_file(&socket);
-    let listener = UnixListener::bind(&socket).map_err(|e| CliError::io("bind", &socket, e))?;
+async fn serve(
+    paths: &SessionPaths,
+    listener: UnixListener,
+    engine: Arc<Engine>,
+    config: &Config,
+) -> Result<()> {
     let idle_exit = config.idle_exit;
-    let engine = Arc::new(Engine::start(paths.clone(), config)?);
     let clients = Arc::new(AtomicUsize::new(0));
+    let me = rustix::process::geteuid().as_raw();
     tracing::info!(
         pid = std::process::id(),
         "supervising {}",
@@ -129,6 +174,9 @@ async fn serve(paths: &SessionPaths, config: Config) -> Result<()> {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
+                    if !same_user(&stream, me) {
+                        continue; // dropped: only this user's processes are served
+                    }
                     clients.fetch_add(1, Ordering::SeqCst);
                     let (engine, clients) = (Arc::clone(&engine), Arc::clone(&clients));
                     tokio::spawn(async move {
@@ -154,49 +202,70 @@ async fn serve(paths: &SessionPaths, config: Config) -> Result<()> {
     Ok(())
 }
 
+/// Whether the peer of `stream` runs as user `me` (`SO_PEERCRED`).
+fn same_user(stream: &UnixStream, me: u32) -> bool {
+    match stream.peer_cred() {
+        Ok(cred) if cred.uid() == me => true,
+        Ok(cred) => {
+            tracing::warn!(uid = cred.uid(), "refused a connection from another user");
+            false
+        }
+        Err(e) => {
+            tracing::warn!("refused a connection whose peer is unknown: {e}");
+            false
+        }
+    }
+}
+
 async fn handle(stream: UnixStream, engine: &Engine) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
-    let mut line = String::new();
-    BufReader::new(read.take(MAX_REQUEST_BYTES))
-        .read_line(&mut line)
+    let mut line = Vec::new();
+    BufReader::new(read.take(MAX_REQUEST_BYTES as u64 + 1))
+        .read_until(b'\n', &mut line)
         .await?;
-    let response = match serde_json::from_str::<Request>(&line) {
-        Ok(request) => dispatch(request, engine).await,
-        Err(e) => Response::Error {
-            kind: ErrorKind::BadRequest,
-            message: format!("bad request: {e}"),
-        },
+    let response = if line.len() > MAX_REQUEST_BYTES {
+        refuse(
+            ErrorKind::BadRequest,
+            format!("request larger than {MAX_REQUEST_BYTES} bytes"),
+        )
+    } else {
+        match serde_json::from_slice::<Request>(&line) {
+            Ok(request) => dispatch(request, engine).await,
+            Err(e) => refuse(ErrorKind::BadRequest, format!("bad request: {e}")),
+        }
     };
     let mut answer = serde_json::to_vec(&response).map_err(std::io::Error::other)?;
     answer.push(b'\n');
     write.write_all(&answer).await
 }
 
+fn refuse(kind: ErrorKind, message: String) -> Response {
+    Response::Error { kind, message }
+}
+
 async fn dispatch(request: Request, engine: &Engine) -> Response {
-    let started = |result: Result<task_core::TaskId>| match result {
-        Ok(id) => Response::Started { id: id.to_string() },
-        Err(e) => Response::Error {
-            kind: ErrorKind::Spawn,
-            message: e.to_string(),
+    let late_by = task_core::now_ms().saturating_sub(request.deadline_ms);
+    if late_by > 0 {
+        tracing::warn!(
+            late_by_ms = late_by,
+            "dropped a request read after its deadline"
+        );
+        return refuse(
+            ErrorKind::Expired,
+            format!(
+                "the request arrived {late_by} ms after its client stopped waiting: not carried out"
+            ),
+        );
+    }
+    match request.op {
+        Op::Start(start) => match engine.start_task(start) {
+            Ok(id) => Response::Started { id },
+            Err(refused) => refuse(refused.kind, refused.message),
         },
-    };
-    match request {
-        Request::Run(start) => started(engine.start_shell(start)),
-        Request::Monitor(start) => started(engine.start_monitor(start)),
-        Request::Kill { ids } => match ids
-            .iter()
-            .map(|id| task_core::TaskId::parse(id).map_err(|_| id.clone()))
-            .collect::<Result<Vec<_>, String>>()
-        {
-            Ok(ids) => Response::Killed {
-                outcomes: engine.kill(&ids).await,
-            },
-            Err(bad) => Response::Error {
-                kind: ErrorKind::MalformedId,
-                message: bad,
-            },
+        Op::Kill { ids } => Response::Killed {
+            reports: engine.kill(&ids).await,
         },
-        Request::Ping => Response::Pong {
+        Op::Ping => Response::Pong {
             pid: std::process::id(),
         },
     }

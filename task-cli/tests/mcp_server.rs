@@ -201,9 +201,14 @@ impl Drop for Server {
 
 /// Kills the session's supervisor and every task's process group, by pid.
 fn kill_session(paths: &SessionPaths) {
-    if let Ok(listing) = task_cli::snapshot::list(paths) {
-        for task in listing.tasks {
-            if let Some(pgid) = task.pgid.and_then(rustix::process::Pid::from_raw) {
+    if let Ok(listing) = task_cli::record::list(paths) {
+        for record in listing.tasks {
+            let process = match &record.task.kind {
+                task_core::TaskKind::Shell(shell) => shell.process,
+                _ => None,
+            };
+            let pgid = process.and_then(|p| i32::try_from(p.pgid).ok());
+            if let Some(pgid) = pgid.and_then(rustix::process::Pid::from_raw) {
                 let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
             }
         }

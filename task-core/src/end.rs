@@ -111,21 +111,20 @@ impl EndReason {
     }
 
     /// A few words for a table or a one-line summary: `exit 0`, `exit 2`, `done`, `error`,
-    /// `timed out (2m 0s)`, `killed`, `output cap (5GB)`, `spawn failed`, `supervisor died`.
+    /// `timeout 2m 0s`, `killed`, `output cap 5GB`, `spawn failed`, `supervisor died`.
     pub fn short(&self) -> String {
         match self {
             EndReason::Exited { code } => format!("exit {code}"),
             EndReason::Succeeded => "done".into(),
             EndReason::Errored { .. } => "error".into(),
             EndReason::TimedOut { limit_ms } => format!(
-                "timed out ({})",
+                "timeout {}",
                 human_duration(Duration::from_millis(*limit_ms))
             ),
             EndReason::Killed => "killed".into(),
-            EndReason::OutputCapExceeded { cap_bytes } => format!(
-                "output cap ({})",
-                task_output::writer::human_size(*cap_bytes)
-            ),
+            EndReason::OutputCapExceeded { cap_bytes } => {
+                format!("output cap {}", task_output::writer::human_size(*cap_bytes))
+            }
             EndReason::SpawnFailed { .. } => "spawn failed".into(),
             EndReason::SupervisorDied { .. } => "supervisor died".into(),
         }

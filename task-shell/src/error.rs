@@ -13,6 +13,12 @@ pub enum ShellError {
     /// The command line was empty or only whitespace.
     #[error("the command is empty")]
     EmptyCommand,
+    /// A monitor was given a URL that is not a WebSocket's.
+    #[error("not a WebSocket URL (ws://… or wss://…): {0:?}")]
+    NotWebSocket(String),
+    /// A monitor was given both a command and a WebSocket, or neither.
+    #[error("a monitor watches a command or a WebSocket: give exactly one")]
+    MonitorSource,
     /// The working directory does not exist or is not a directory.
     #[error("working directory {} does not exist or is not a directory", path.display())]
     MissingWorkingDir {

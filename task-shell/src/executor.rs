@@ -27,15 +27,17 @@ use crate::supervise::{Control, Outcome, Supervisors};
 /// Runs `local_bash` and `monitor_mcp` tasks over real processes and sockets, recording their
 /// lifecycle in a task-core [`Registry`].
 ///
-/// Creating one registers it with the registry as the executor of both types, so
-/// [`Registry::kill`] and [`Registry::kill_tasks_for_agent`] reach its processes. Each task is
-/// supervised by one tokio task (no thread per task).
+/// Creating one registers nothing: the host registers [`ShellExecutor::task`] with the
+/// registry for the types in [`ShellExecutor::TASK_TYPES`] (see [`ShellExecutor::register_with_registry`]),
+/// so that [`Registry::kill`] and [`Registry::kill_tasks_for_agent`] reach its processes. Each
+/// task is supervised by one tokio task (no thread per task).
 #[derive(Debug, Clone)]
 pub struct ShellExecutor {
     book: Book,
     config: Arc<ShellConfig>,
     output_dir: PathBuf,
     supervisors: Arc<Supervisors>,
+    task: Arc<Killer>,
 }
 
 impl ShellExecutor {
@@ -46,17 +48,33 @@ impl ShellExecutor {
         config: ShellConfig,
     ) -> Self {
         let supervisors = Arc::new(Supervisors::default());
-        let killer: Arc<dyn Task> = Arc::new(Killer {
+        let task = Arc::new(Killer {
             supervisors: Arc::clone(&supervisors),
         });
-        registry.register_executor(TaskType::LocalBash, Arc::clone(&killer));
-        registry.register_executor(TaskType::MonitorMcp, killer);
         Self {
             book: Book::new(registry),
             config: Arc::new(config),
             output_dir: output_dir.into(),
             supervisors,
+            task,
         }
+    }
+
+    /// The task types this executor runs.
+    pub const TASK_TYPES: [TaskType; 2] = [TaskType::LocalBash, TaskType::MonitorMcp];
+
+    /// Its [`Task`] implementation: kills, and the policies of shells and monitors.
+    pub fn task(&self) -> Arc<dyn Task> {
+        Arc::clone(&self.task) as Arc<dyn Task>
+    }
+
+    /// Registers [`ShellExecutor::task`] with its registry for both of its types; returns it.
+    #[must_use]
+    pub fn register_with_registry(self) -> Self {
+        for task_type in Self::TASK_TYPES {
+            self.registry().register_executor(task_type, self.task());
+        }
+        self
     }
 
     /// The registry this executor records into.

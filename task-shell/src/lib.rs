@@ -32,7 +32,8 @@
 //!
 //! let dir = tempfile::tempdir()?;
 //! let registry = Arc::new(Registry::default());
-//! let shells = ShellExecutor::new(Arc::clone(&registry), dir.path(), ShellConfig::default());
+//! let shells = ShellExecutor::new(Arc::clone(&registry), dir.path(), ShellConfig::default())
+//!     .register_with_registry();
 //!
 //! let request = ShellRequest::new(CommandSpec::new("echo hello; exit 3")?, "greet").background(true);
 //! let mut task = shells.spawn(request)?;
@@ -51,6 +52,7 @@ pub mod config;
 pub mod error;
 mod executor;
 mod growth;
+pub mod launch;
 pub mod lines;
 pub mod monitor;
 mod output;
@@ -64,4 +66,5 @@ pub use book::monitor_event_summary;
 pub use config::ShellConfig;
 pub use error::ShellError;
 pub use executor::{PendingShell, ShellExecutor, TaskHandle};
+pub use launch::{MonitorStart, Monitors, ShellStart};
 pub use supervise::Outcome;

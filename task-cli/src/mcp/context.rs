@@ -12,10 +12,10 @@ use task_list::TaskList;
 use tokio::time::Instant;
 
 use crate::error::CliError;
+use crate::record::TaskRecord;
 use crate::session::Session;
-use crate::snapshot::Snapshot;
 
-use super::notify::Delivery;
+use super::Deliverer;
 use super::text;
 
 /// The state of one `tasks mcp` server.
@@ -26,12 +26,12 @@ pub(crate) struct Context {
     /// The task list the `Task*` list tools work on.
     pub list: TaskList,
     /// Whether pushed notifications deliver, or only announce, pending envelopes.
-    pub delivery: Delivery,
+    pub delivery: Deliverer,
 }
 
 impl Context {
     /// A context over `session` and `list`.
-    pub fn new(session: Session, list: TaskList, delivery: Delivery) -> Arc<Self> {
+    pub fn new(session: Session, list: TaskList, delivery: Deliverer) -> Arc<Self> {
         Arc::new(Self {
             session,
             list,
@@ -50,7 +50,7 @@ impl Context {
     }
 
     /// The snapshot of one task, read off the async threads.
-    pub async fn task(&self, id: TaskId) -> Result<Snapshot, CliError> {
+    pub async fn task(&self, id: TaskId) -> Result<TaskRecord, CliError> {
         let session = self.session.clone();
         blocking(move || session.task(&id)).await
     }
@@ -60,11 +60,11 @@ impl Context {
         &self,
         id: TaskId,
         limit: Duration,
-    ) -> Result<(Snapshot, bool), CliError> {
+    ) -> Result<(TaskRecord, bool), CliError> {
         let deadline = Instant::now() + limit;
         loop {
             let task = self.task(id).await?;
-            if task.status.is_terminal() {
+            if task.is_terminal() {
                 return Ok((task, true));
             }
             let now = Instant::now();

@@ -38,7 +38,7 @@ use crate::error::{CliError, Result, exit};
 use crate::paths::SessionPaths;
 use crate::session::Session;
 
-pub use notify::{Delivery, WatchSettings};
+pub use notify::WatchSettings;
 pub use server::TasksServer;
 
 /// `tasks mcp`.
@@ -58,11 +58,21 @@ pub struct McpArgs {
     pub actor: String,
     /// Who delivers notifications: `result` (the next tool result; pushes only announce) or
     /// `push` (the pushed `notifications/message` is the delivery).
-    #[arg(long, value_enum, default_value_t = Delivery::Result)]
-    pub deliver: Delivery,
+    #[arg(long, value_enum, default_value_t = Deliverer::Result)]
+    pub deliver: Deliverer,
     /// How often to look for notifications and output changes to push, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 500)]
     pub watch_ms: u64,
+}
+
+/// Who delivers a notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Deliverer {
+    /// The next tool result carries the envelope; pushes only announce it.
+    #[default]
+    Result,
+    /// The push claims and carries the envelope; tool results carry what no push took yet.
+    Push,
 }
 
 /// Serves MCP on stdio for the session at `paths` until the client closes the connection.

@@ -23,7 +23,9 @@
 #![allow(deprecated)]
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
+
+use crate::guard as lock;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -36,18 +38,9 @@ use task_core::{TaskId, TaskStatus, TerminalStatus};
 use crate::error::CliError;
 use crate::notice::{self, Notice};
 
+use super::Deliverer;
 use super::context::{Context, blocking};
 use super::resources;
-
-/// Who delivers a notification.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Delivery {
-    /// The next tool result carries the envelope; pushes only announce it.
-    #[default]
-    Result,
-    /// The push claims and carries the envelope; tool results carry what no push took yet.
-    Push,
-}
 
 /// The watcher's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,10 +85,6 @@ impl Interest {
     fn wants(&self, level: LoggingLevel) -> bool {
         lock(&self.level).is_none_or(|min| rank(level) >= rank(min))
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn rank(level: LoggingLevel) -> u8 {
@@ -222,24 +211,25 @@ impl Seen {
         let session = &context.session;
         let listing = session.tasks()?;
         let notices = match context.delivery {
-            Delivery::Push => session
+            Deliverer::Push => session
                 .drain_notifications()?
                 .into_iter()
                 .map(|n| (key_of(&n), n))
                 .collect(),
-            Delivery::Result => peek(context, &listing.tasks)?,
+            Deliverer::Result => peek(context, &listing.tasks)?,
         };
         let subscribed: Vec<TaskId> = lock(&interest.subscribed).keys().copied().collect();
         let outputs = listing
             .tasks
             .iter()
-            .filter(|task| subscribed.contains(&task.id))
+            .filter(|task| subscribed.contains(&task.id()))
             .map(|task| {
-                let size = std::fs::metadata(session.output_path(task)).map_or(0, |m| m.len());
-                (task.id, (size, task.status))
+                let id = task.id();
+                let size = std::fs::metadata(session.output_path(&id)).map_or(0, |m| m.len());
+                (id, (size, task.status()))
             })
             .collect();
-        let tasks = listing.tasks.iter().map(|task| task.id).collect();
+        let tasks = listing.tasks.iter().map(|task| task.id()).collect();
         Ok(Self {
             notices,
             outputs,
@@ -252,16 +242,16 @@ impl Seen {
 /// events waiting to be claimed, in delivery order.
 fn peek(
     context: &Context,
-    tasks: &[crate::snapshot::Snapshot],
+    tasks: &[crate::record::TaskRecord],
 ) -> Result<Vec<(String, Notice)>, CliError> {
     let paths = context.session.paths();
     let mut found: Vec<(String, Notice)> = tasks
         .iter()
-        .filter(|t| t.status.is_terminal() && !notice::is_notified(paths, &t.id))
+        .filter(|t| t.is_terminal() && !notice::is_notified(paths, &t.id()))
         .filter_map(|t| {
             t.notification
                 .clone()
-                .map(|n| (format!("done:{}", t.id), n))
+                .map(|n| (format!("done:{}", t.id()), n))
         })
         .collect();
     found.extend(
@@ -300,7 +290,7 @@ fn level(notice: &Notice) -> LoggingLevel {
 fn log_param(
     notice: &Notice,
     level: LoggingLevel,
-    delivery: Delivery,
+    delivery: Deliverer,
 ) -> LoggingMessageNotificationParam {
     let n = &notice.notification;
     let data = json!({
@@ -311,7 +301,7 @@ fn log_param(
         "summary": n.summary,
         "event": n.event,
         "outputFile": n.output_file,
-        "delivered": delivery == Delivery::Push,
+        "delivered": delivery == Deliverer::Push,
         "text": for_model(notice),
     });
     LoggingMessageNotificationParam::new(level, data).with_logger("tasks")

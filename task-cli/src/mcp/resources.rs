@@ -7,11 +7,9 @@ use rmcp::model::{
     ResourceContents, ResourceTemplate,
 };
 use task_core::TaskId;
-use task_output::read::{DEFAULT_MAX_READ_BYTES, read_tail};
 
 use crate::error::CliError;
 use crate::session::Session;
-use crate::snapshot::Snapshot;
 
 use super::context::{Context, blocking};
 
@@ -48,13 +46,15 @@ pub(crate) async fn list(context: &Context) -> Result<ListResourcesResult, Error
             .tasks
             .iter()
             .map(|task| {
-                let size = std::fs::metadata(session.output_path(task)).map_or(0, |m| m.len());
-                Resource::new(output_uri(&task.id), format!("{} output", task.id))
+                let id = task.id();
+                let base = &task.task.base;
+                let size = std::fs::metadata(session.output_path(&id)).map_or(0, |m| m.len());
+                Resource::new(output_uri(&id), format!("{id} output"))
                     .with_description(format!(
                         "{} ({}, {})",
-                        task.description,
-                        task.task_type.as_str(),
-                        task.status.as_str()
+                        base.description,
+                        base.task_type.as_str(),
+                        base.status.as_str()
                     ))
                     .with_mime_type(MIME)
                     .with_size(size)
@@ -79,7 +79,7 @@ pub(crate) fn templates() -> ListResourceTemplatesResult {
 pub(crate) async fn read(context: &Context, uri: &str) -> Result<ReadResourceResult, ErrorData> {
     let id = parse_uri(uri)?;
     let session = context.session.clone();
-    let text = blocking(move || output_tail(&session, &session.task(&id)?))
+    let text = blocking(move || session.task(&id).and_then(|_| session.output_tail(&id)))
         .await
         .map_err(|error| match error {
             CliError::UnknownTask { .. } => ErrorData::resource_not_found(error.to_string(), None),
@@ -88,20 +88,6 @@ pub(crate) async fn read(context: &Context, uri: &str) -> Result<ReadResourceRes
     Ok(ReadResourceResult::new(vec![
         ResourceContents::text(text, uri).with_mime_type(MIME),
     ]))
-}
-
-/// The last 8 MiB of a task's output (a missing file is empty output).
-pub(crate) fn output_tail(session: &Session, task: &Snapshot) -> Result<String, CliError> {
-    let path = session.output_path(task);
-    match read_tail(&path, DEFAULT_MAX_READ_BYTES) {
-        Ok(text) => Ok(text),
-        Err(task_output::OutputError::NotFound { .. }) => Ok(String::new()),
-        Err(e) => Err(CliError::io(
-            "read",
-            path,
-            std::io::Error::other(e.to_string()),
-        )),
-    }
 }
 
 fn internal(error: CliError) -> ErrorData {

@@ -6,7 +6,26 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub use crate::protocol::WsTarget;
+/// A WebSocket to watch (SPEC §13's `ws` input of `Monitor`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(inline)]
+pub struct WsTarget {
+    /// `ws://` or `wss://` URL
+    pub url: String,
+    /// Subprotocols to offer
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protocols: Vec<String>,
+}
+
+impl From<WsTarget> for task_shell::monitor::WsTarget {
+    fn from(target: WsTarget) -> Self {
+        Self {
+            url: target.url,
+            protocols: target.protocols,
+        }
+    }
+}
 
 /// The longest `Bash` and `TaskOutput` timeout, in milliseconds.
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
@@ -121,9 +140,13 @@ pub struct TaskView {
     /// The command's exit code, once it exited.
     #[serde(rename = "exitCode", skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
-    /// Why the task failed outside its command.
+    /// Why the task failed outside its command (a timeout, the size cap, a dead supervisor).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Why it ended, as its executor recorded it.
+    #[serde(rename = "endReason", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub end_reason: Option<task_core::EndReason>,
 }
 
 /// `TaskStop` input.

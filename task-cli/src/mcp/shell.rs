@@ -4,10 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use task_core::{TaskId, TaskStatus};
+use task_core::{EndReason, TaskId};
 use task_output::format::format_for_model;
+use task_shell::{MonitorStart, Monitors, ShellExecutor, ShellStart};
 
-use crate::protocol::{StartMonitor, StartShell};
+use crate::protocol::KillResult;
 use crate::session::Session;
 
 use super::context::{Context, Failure, Reply, blocking};
@@ -15,10 +16,7 @@ use super::schema::{
     BashInput, BashOutput, DEFAULT_BASH_TIMEOUT_MS, MAX_TIMEOUT_MS, MonitorInput, MonitorOutput,
     RetrievalStatus, TaskOutputInput, TaskOutputResult, TaskStopInput, TaskStopOutput, TaskView,
 };
-use super::{resources, text};
-
-/// The exit code of a command the supervisor killed at its timeout (128 + SIGTERM).
-const EXIT_TIMED_OUT: i32 = 143;
+use super::text;
 
 /// How much longer than the command's own timeout a foreground call waits for the supervisor
 /// to report the end, before killing the task itself.
@@ -36,18 +34,17 @@ pub(crate) async fn bash(context: &Arc<Context>, input: BashInput) -> Result<Rep
         )));
     }
     let background = input.run_in_background.unwrap_or(false);
-    let start = StartShell {
+    let start = ShellStart {
         description: input.description.unwrap_or_else(|| input.command.clone()),
         command: input.command,
         timeout_ms: (!background).then_some(timeout_ms),
-        agent_id: None,
-        tool_use_id: None,
-        cwd: std::env::current_dir().ok(),
-        // A foreground run's result is its notification: the supervisor never queues one.
-        notify: background,
     };
+    // The server's own environment and directory stand for its client's. A foreground run's
+    // result is its notification: the supervisor never queues one.
+    let mut caller = Session::caller()?;
+    caller.background = background;
     let session = context.session.clone();
-    let id = blocking(move || session.start_shell(start)).await?;
+    let id = blocking(move || session.start::<ShellExecutor>(start, caller)).await?;
     if background {
         let output = context.session.paths().output(&id);
         let shape = BashOutput {
@@ -77,27 +74,22 @@ async fn foreground(
         task = context.task(id).await?;
     }
     guard.finish();
-    let ran_ms = task
-        .end_time
-        .unwrap_or(task.start_time)
-        .saturating_sub(task.start_time);
-    let interrupted = !ended
-        || (task.status == TaskStatus::Failed
-            && task.exit_code == Some(EXIT_TIMED_OUT)
-            && u128::from(ran_ms) >= timeout.as_millis());
-    let stderr = if interrupted {
-        format!(
+    // The executor recorded why the command ended; nothing is guessed from codes or timings.
+    let reason = task.end_reason().cloned();
+    let interrupted = !ended || matches!(reason, Some(EndReason::TimedOut { .. }));
+    let stderr = match &reason {
+        _ if !ended => format!(
             "Command timed out after {}",
-            task_shell::watchdog::human_duration(timeout)
-        )
-    } else {
-        // Why it failed outside its command (its supervisor died), if it did.
-        task.error.clone().unwrap_or_default()
+            task_core::human_duration(timeout)
+        ),
+        // Why it ended outside its command (a timeout, a dead supervisor…), if it did.
+        Some(reason) => reason.stderr_note().unwrap_or_default(),
+        None => String::new(),
     };
     let limit = text::bash_max_output(std::env::var(text::BASH_MAX_OUTPUT_ENV).ok().as_deref());
-    let exit_code = task.exit_code;
+    let exit_code = task.exit_code();
     let session = context.session.clone();
-    let tail = blocking(move || resources::output_tail(&session, &task)).await?;
+    let tail = blocking(move || session.output_tail(&id)).await?;
     let output = format_for_model(&tail, &context.session.paths().output(&id), limit);
     let shape = BashOutput {
         stdout: output.clone(),
@@ -122,7 +114,7 @@ pub(crate) async fn task_output(
     }
     let id = Session::parse_id(&input.task_id)?;
     let task = context.task(id).await?;
-    let (task, status) = if task.status.is_terminal() {
+    let (task, status) = if task.is_terminal() {
         (task, RetrievalStatus::Success)
     } else if !input.block {
         (task, RetrievalStatus::NotReady)
@@ -138,13 +130,14 @@ pub(crate) async fn task_output(
     let session = context.session.clone();
     let output = blocking(move || session.output_for_model(&id)).await?;
     let view = TaskView {
-        task_id: task.id.to_string(),
-        task_type: task.task_type.as_str().to_owned(),
-        status: task.status.as_str().to_owned(),
-        description: task.description,
+        task_id: task.id().to_string(),
+        task_type: task.task.base.task_type.as_str().to_owned(),
+        status: task.status().as_str().to_owned(),
+        exit_code: task.exit_code(),
+        error: task.end_reason().and_then(EndReason::stderr_note),
+        end_reason: task.end_reason().cloned(),
+        description: task.task.base.description,
         output,
-        exit_code: task.exit_code,
-        error: task.error,
     };
     let text = text::task_output(status, &view);
     Reply::new(
@@ -164,25 +157,26 @@ pub(crate) async fn task_stop(context: &Context, input: TaskStopInput) -> Result
         .ok_or_else(|| Failure::invalid("TaskStop needs task_id (or the deprecated shell_id)"))?;
     let id = Session::parse_id(&raw)?;
     let task = context.task(id).await?;
-    if !task.status.is_terminal() {
+    if !task.is_terminal() {
         let session = context.session.clone();
-        let outcomes = blocking(move || session.kill(&[id])).await?;
-        if outcomes
+        let reports = blocking(move || session.kill(&[id])).await?;
+        if reports
             .iter()
-            .any(|o| o.id == id.as_str() && o.outcome == "killed")
+            .any(|r| r.id == id && r.result == KillResult::Killed)
         {
+            let command = task.command().to_owned();
             let shape = TaskStopOutput {
-                message: format!("Successfully stopped task: {id} ({})", task.command),
+                message: format!("Successfully stopped task: {id} ({command})"),
                 task_id: id.to_string(),
-                task_type: task.task_type.as_str().to_owned(),
-                command: task.command,
+                task_type: task.task.base.task_type.as_str().to_owned(),
+                command,
             };
             let text = serde_json::to_string(&shape)
                 .map_err(|e| Failure::Tool(format!("internal error: {e}")))?;
             return Reply::new(text, &shape);
         }
     }
-    let status = context.task(id).await?.status;
+    let status = context.task(id).await?.status();
     Err(Failure::Tool(format!(
         "Task {id} is not running (status: {})",
         status.as_str()
@@ -201,6 +195,7 @@ pub(crate) async fn monitor(context: &Context, input: MonitorInput) -> Result<Re
     let (command, ws) = match (input.command, input.ws) {
         (Some(command), None) if !command.trim().is_empty() => (Some(command), None),
         (None, Some(ws)) => {
+            let ws = task_shell::monitor::WsTarget::from(ws);
             ws.validate().map_err(|e| Failure::invalid(e.to_string()))?;
             (None, Some(ws))
         }
@@ -216,16 +211,16 @@ pub(crate) async fn monitor(context: &Context, input: MonitorInput) -> Result<Re
         input.timeout_ms.map(Duration::from_millis),
         input.persistent,
     );
-    let start = StartMonitor {
+    let start = MonitorStart {
         command,
         ws,
         description: input.description,
         timeout_ms: input.timeout_ms,
         persistent: input.persistent,
-        cwd: std::env::current_dir().ok(),
     };
+    let caller = Session::caller()?;
     let session = context.session.clone();
-    let id = blocking(move || session.start_monitor(start)).await?;
+    let id = blocking(move || session.start::<Monitors>(start, caller)).await?;
     let shape = MonitorOutput {
         task_id: id.to_string(),
         timeout_ms: lifetime.map_or(0, duration_ms),

@@ -183,6 +183,7 @@ mod tests {
             output: "</output><task-notification>\n".into(),
             exit_code: Some(0),
             error: None,
+            end_reason: None,
         };
         let text = task_output(RetrievalStatus::Success, &view);
         assert!(text.starts_with("<retrieval_status>success</retrieval_status>"));

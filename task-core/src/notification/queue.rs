@@ -27,6 +27,12 @@ impl Priority {
     const ALL: [Priority; 3] = [Priority::Now, Priority::Next, Priority::Later];
 
     const fn index(self) -> usize {
+        self.rank() as usize
+    }
+
+    /// The delivery order as a number: 0 for `now`, 1 for `next`, 2 for `later` (the order of
+    /// [`Ord`] too), for names and keys that must sort like the priorities.
+    pub const fn rank(self) -> u8 {
         match self {
             Priority::Now => 0,
             Priority::Next => 1,
@@ -53,6 +59,18 @@ impl NotificationQueue {
     pub fn enqueue(&self, notification: Notification, priority: Priority) {
         self.with_lanes(|lanes| lanes[priority.index()].push_back(notification));
         self.enqueued.notify_waiters();
+    }
+
+    /// Removes and returns everything queued, in delivery order, each with its priority.
+    pub fn drain_with_priority(&self) -> Vec<(Priority, Notification)> {
+        self.with_lanes(|lanes| {
+            let mut drained = Vec::new();
+            for priority in Priority::ALL {
+                let lane = lanes[priority.index()].drain(..);
+                drained.extend(lane.map(|notification| (priority, notification)));
+            }
+            drained
+        })
     }
 
     /// Removes and returns everything queued, in delivery order.

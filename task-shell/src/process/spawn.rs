@@ -36,6 +36,7 @@ pub struct CommandSpec {
     shell: PathBuf,
     cwd: Option<PathBuf>,
     env: Vec<(OsString, OsString)>,
+    clear_env: bool,
     stdin: StdinMode,
     die_with_parent: bool,
     marker: Option<String>,
@@ -56,10 +57,21 @@ impl CommandSpec {
             shell: PathBuf::from(DEFAULT_SHELL),
             cwd: None,
             env: Vec::new(),
+            clear_env: false,
             stdin: StdinMode::Null,
             die_with_parent: true,
             marker: None,
         })
+    }
+
+    /// Runs the command in exactly this environment (the caller's whole environment, say)
+    /// instead of the one inherited from this process; [`env`](Self::env) still adds to it.
+    #[must_use]
+    pub fn environment(mut self, env: impl IntoIterator<Item = (OsString, OsString)>) -> Self {
+        let extra = std::mem::take(&mut self.env);
+        self.env = env.into_iter().chain(extra).collect();
+        self.clear_env = true;
+        self
     }
 
     /// Runs the command with another POSIX shell (it must accept `-c`), such as the user's `$SHELL`.
@@ -147,6 +159,9 @@ impl CommandSpec {
             source,
         };
         let mut cmd = Command::new(&self.shell);
+        if self.clear_env {
+            cmd.env_clear();
+        }
         let script = attach_command(&mut cmd, &self.command).map_err(spawn_error)?;
         cmd.env("GIT_EDITOR", "true")
             .envs(self.env.iter().map(|(k, v)| (k, v)))

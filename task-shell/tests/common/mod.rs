@@ -84,7 +84,8 @@ impl Fixture {
     pub fn new(config: ShellConfig) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let registry = Arc::new(Registry::default());
-        let executor = ShellExecutor::new(Arc::clone(&registry), dir.path(), config);
+        let executor =
+            ShellExecutor::new(Arc::clone(&registry), dir.path(), config).register_with_registry();
         Fixture {
             registry,
             executor,

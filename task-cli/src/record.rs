@@ -1,0 +1,328 @@
+//! Task records: `{id}.json`, task-core's own [`TaskState`] plus what the session adds (the
+//! pending notification, the supervising process), written by the supervisor on every change
+//! (temp file, then rename, so a reader sees the old or the new record, never a torn one) and
+//! read by every other `tasks` process.
+//!
+//! Writes are atomic but not durable: no `fsync`. A record describes processes that do not
+//! survive a power loss either, and a record left live by a crash is read as an orphan (see
+//! [`crate::session`]); ARCHITECTURE.md has the reasoning.
+//!
+//! Records are untrusted input: read through [`crate::untrusted`] (no symlink, no FIFO, size
+//! limited). Files of the first format (before task-core's state was persisted whole) are read
+//! and converted.
+
+use std::fs;
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use task_core::{
+    EndReason, Notification, ShellKind, ShellProcess, ShellState, TaskId, TaskKind, TaskState,
+    TaskStatus, TaskType,
+};
+
+use crate::error::{CliError, Result};
+use crate::notice::Notice;
+use crate::paths::{SessionPaths, private_file};
+use crate::untrusted;
+
+/// The format written today.
+pub const FORMAT: u32 = 2;
+
+/// What every `tasks` process knows about a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TaskRecord {
+    /// The record's format ([`FORMAT`]).
+    pub format: u32,
+    /// The task, as its executor left it in task-core's registry.
+    pub task: TaskState,
+    /// The pid of the supervisor that runs (or ran) it.
+    pub supervisor_pid: u32,
+    /// The completion notification to deliver (none for a task killed on request or run in
+    /// the foreground).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notification: Option<Notice>,
+}
+
+impl TaskRecord {
+    /// A record of `task`, supervised by this process.
+    pub fn new(task: TaskState) -> Self {
+        Self {
+            format: FORMAT,
+            task,
+            supervisor_pid: std::process::id(),
+            notification: None,
+        }
+    }
+
+    /// The task's id.
+    pub fn id(&self) -> TaskId {
+        self.task.id()
+    }
+
+    /// The task's status.
+    pub fn status(&self) -> TaskStatus {
+        self.task.status()
+    }
+
+    /// Whether the task ended.
+    pub fn is_terminal(&self) -> bool {
+        self.status().is_terminal()
+    }
+
+    /// Why it ended, once it did.
+    pub fn end_reason(&self) -> Option<&EndReason> {
+        self.task.base.end_reason.as_ref()
+    }
+
+    /// The exit code of a shell command or monitor, once it ended.
+    pub fn exit_code(&self) -> Option<i32> {
+        match &self.task.kind {
+            TaskKind::Shell(shell) => shell.exit_code,
+            _ => None,
+        }
+    }
+
+    /// What the task runs, in one line: a shell's command, an agent's prompt.
+    pub fn command(&self) -> &str {
+        match &self.task.kind {
+            TaskKind::Shell(shell) => &shell.command,
+            TaskKind::Agent(agent) => &agent.prompt,
+            TaskKind::Remote(remote) => &remote.command,
+            _ => "",
+        }
+    }
+
+    /// This live record as it reads once its supervisor is known to be dead: `failed`, ended
+    /// now with [`EndReason::SupervisorDied`] (task-core's orphan transition), with its
+    /// completion due. A terminal record is returned unchanged.
+    #[must_use]
+    pub fn orphaned(mut self) -> Self {
+        if self.task.end_as_orphan(self.supervisor_pid) {
+            self.notification = Some(Notice::completion(
+                self.task.base.end_time,
+                Notification::orphaned(&self.task),
+            ));
+        }
+        self
+    }
+}
+
+/// Replaces the record of its task atomically: temp file, rename (no `fsync`: see the module
+/// documentation). A failed write leaves no temp file behind.
+pub fn write(paths: &SessionPaths, record: &TaskRecord) -> Result<()> {
+    let id = record.id();
+    let path = paths.snapshot(&id);
+    let temp = paths
+        .tasks_dir()
+        .join(format!(".{id}.json.{}.tmp", std::process::id()));
+    let body = serde_json::to_vec_pretty(record)
+        .map_err(|e| CliError::Invalid(format!("cannot encode {id}: {e}")))?;
+    let written = write_new(&temp, &body)
+        .and_then(|()| fs::rename(&temp, &path).map_err(|e| CliError::io("replace", &path, e)));
+    if written.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    written
+}
+
+fn write_new(path: &Path, body: &[u8]) -> Result<()> {
+    let mut file = private_file()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| CliError::io("create", path, e))?;
+    file.write_all(body)
+        .map_err(|e| CliError::io("write", path, e))
+}
+
+/// Reads the record of `id`: [`CliError::UnknownTask`] if there is none.
+pub fn read(paths: &SessionPaths, id: &TaskId) -> Result<TaskRecord> {
+    let path = paths.snapshot(id);
+    match untrusted::read_file(&path, untrusted::MAX_STATE_FILE_BYTES) {
+        Ok(bytes) => parse(&path, id, &bytes),
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(CliError::UnknownTask {
+            id: id.to_string(),
+            session: paths.name().to_owned(),
+        }),
+        Err(e) if e.kind() == ErrorKind::InvalidData || e.raw_os_error() == Some(40) => {
+            Err(CliError::CorruptState {
+                path,
+                reason: e.to_string(),
+            })
+        }
+        Err(e) => Err(CliError::io("read", &path, e)),
+    }
+}
+
+/// Parses a record of either format; the record must be about `id` (the file's name).
+fn parse(path: &Path, id: &TaskId, bytes: &[u8]) -> Result<TaskRecord> {
+    let corrupt = |reason: String| CliError::CorruptState {
+        path: path.to_owned(),
+        reason,
+    };
+    let record = match serde_json::from_slice::<TaskRecord>(bytes) {
+        Ok(record) => record,
+        Err(current) => match serde_json::from_slice::<LegacyRecord>(bytes) {
+            Ok(legacy) => legacy.upgrade(),
+            Err(_) => return Err(corrupt(current.to_string())),
+        },
+    };
+    if record.id() != *id {
+        return Err(corrupt(format!("it describes task {}", record.id())));
+    }
+    record.task.validate().map_err(|e| corrupt(e.to_string()))?;
+    Ok(record)
+}
+
+/// Every record of a session, and the files that could not be read (each named in its error).
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// Readable records, oldest first.
+    pub tasks: Vec<TaskRecord>,
+    /// One error per unreadable record file.
+    pub problems: Vec<CliError>,
+}
+
+/// Reads every `{id}.json` of the session. A corrupt or hostile file is reported in
+/// [`Listing::problems`] and never hides the others.
+pub fn list(paths: &SessionPaths) -> Result<Listing> {
+    let dir = paths.tasks_dir();
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Listing::default()),
+        Err(e) => return Err(CliError::io("list", &dir, e)),
+    };
+    let mut listing = Listing::default();
+    for entry in entries {
+        let entry = entry.map_err(|e| CliError::io("list", &dir, e))?;
+        let name = entry.file_name();
+        let Some(id) = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(".json"))
+            .and_then(|stem| TaskId::parse(stem).ok())
+        else {
+            continue;
+        };
+        match read(paths, &id) {
+            Ok(record) => listing.tasks.push(record),
+            Err(CliError::UnknownTask { .. }) => {} // deleted while listing
+            Err(e) => listing.problems.push(e),
+        }
+    }
+    listing.tasks.sort_by(|a, b| {
+        (a.task.base.start_time, a.id().as_str()).cmp(&(b.task.base.start_time, b.id().as_str()))
+    });
+    Ok(listing)
+}
+
+/// A record of the first format: shell facts at the top level.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LegacyRecord {
+    id: TaskId,
+    status: TaskStatus,
+    description: String,
+    command: String,
+    start_time: u64,
+    end_time: Option<u64>,
+    output_file: PathBuf,
+    exit_code: Option<i32>,
+    pgid: Option<i32>,
+    pgid_started: Option<u64>,
+    supervisor_pid: u32,
+    notification: Option<Notice>,
+    error: Option<String>,
+}
+
+impl LegacyRecord {
+    fn upgrade(self) -> TaskRecord {
+        let kind = match self.id.task_type() {
+            TaskType::MonitorMcp => ShellKind::Monitor,
+            _ => ShellKind::Shell,
+        };
+        let process = self
+            .pgid
+            .and_then(|pgid| u32::try_from(pgid).ok())
+            .map(|pgid| ShellProcess {
+                pgid,
+                leader_started: self.pgid_started,
+            });
+        let end_reason = match (self.status, self.exit_code, &self.error) {
+            (status, _, _) if !status.is_terminal() => None,
+            (TaskStatus::Killed, _, _) => Some(EndReason::Killed),
+            (_, _, Some(error)) if error.contains("supervisor") => {
+                Some(EndReason::SupervisorDied {
+                    pid: self.supervisor_pid,
+                })
+            }
+            (_, Some(code), _) => Some(EndReason::Exited { code }),
+            (_, None, error) => Some(EndReason::Errored {
+                message: error.clone().unwrap_or_default(),
+            }),
+        };
+        let mut task = TaskState {
+            base: task_core::TaskStateBase::new(self.id, self.description, self.output_file),
+            kind: TaskKind::Shell(ShellState {
+                command: self.command,
+                is_backgrounded: true,
+                kind,
+                exit_code: self.exit_code,
+                process,
+            }),
+        };
+        task.base.status = self.status;
+        task.base.start_time = self.start_time;
+        task.base.end_time = self.end_time;
+        task.base.end_reason = end_reason;
+        task.base.notified = self.notification.is_none() && self.status.is_terminal();
+        TaskRecord {
+            format: FORMAT,
+            task,
+            supervisor_pid: self.supervisor_pid,
+            notification: self.notification,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const LEGACY: &str = r#"{
+      "id": "b12345678", "type": "local_bash", "status": "failed", "description": "build",
+      "command": "make", "startTime": 10, "endTime": 20, "outputFile": "/s/tasks/b12345678.output",
+      "exitCode": 2, "pgid": null, "pgidStarted": null, "supervisorPid": 77,
+      "notification": null, "error": null
+    }"#;
+
+    #[test]
+    fn first_format_records_are_read_and_converted() {
+        let id = TaskId::parse("b12345678").unwrap();
+        let record = parse(Path::new("x.json"), &id, LEGACY.as_bytes()).unwrap();
+        assert_eq!(record.status(), TaskStatus::Failed);
+        assert_eq!(record.command(), "make");
+        assert_eq!(record.exit_code(), Some(2));
+        assert_eq!(record.end_reason(), Some(&EndReason::Exited { code: 2 }));
+        assert_eq!(record.supervisor_pid, 77);
+        assert_eq!(record.task.base.start_time, 10);
+    }
+
+    #[test]
+    fn garbage_and_records_of_another_task_are_corrupt_not_fatal() {
+        let id = TaskId::parse("b12345678").unwrap();
+        let other = TaskId::parse("b00000000").unwrap();
+        assert!(matches!(
+            parse(Path::new("x.json"), &other, LEGACY.as_bytes()),
+            Err(CliError::CorruptState { .. })
+        ));
+        assert!(matches!(
+            parse(Path::new("x.json"), &id, b"{\"format\": 2}"),
+            Err(CliError::CorruptState { .. })
+        ));
+    }
+}

@@ -1,0 +1,176 @@
+//! The start side of an executor: starting a task from a request that may have crossed a process
+//! boundary (a `tasks run` talking to its session's supervisor), so that a host process can hold
+//! executors for any number of task types without knowing what their requests contain.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::TaskId;
+
+/// Starts tasks of one kind (a shell command, a monitor, an agent…) from a typed request.
+///
+/// A host registers one `Launch` per kind of request; the request travels as JSON tagged with
+/// [`Launch::KIND`] and is decoded back into [`Launch::Request`] by the launcher itself, so the
+/// host never looks inside it.
+pub trait Launch: Send + Sync + 'static {
+    /// Everything specific to this kind that a front end gives to start one task.
+    type Request: Serialize + DeserializeOwned + Send + 'static;
+
+    /// The request's name on the wire (`"shell"`, `"monitor"`, `"agent"`), unique in a host.
+    const KIND: &'static str;
+
+    /// Registers the task (`pending`, its output file created) and returns its id, with the
+    /// work that starts it. The host records the pending task, answers its caller, then runs
+    /// [`Launched::start`] on a long-lived thread of its runtime (a process's parent-death
+    /// signal follows the thread that forked it).
+    ///
+    /// # Errors
+    /// [`LaunchError::Invalid`] for a request that can never start (nothing is registered);
+    /// [`LaunchError::Failed`] when registering failed.
+    fn launch(&self, request: Self::Request, caller: Caller) -> Result<Launched, LaunchError>;
+}
+
+/// Who asks for a task, and from where: the task runs as if started from the caller's shell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Caller {
+    /// The caller's working directory (it must exist: a task never silently runs elsewhere).
+    pub cwd: PathBuf,
+    /// The caller's whole environment, in order.
+    #[serde(with = "os_pairs")]
+    pub env: Vec<(OsString, OsString)>,
+    /// The agent on whose behalf the task runs (it is killed when that agent ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The tool call that asked for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+    /// Whether its end is notified (a background task); `false` for a foreground task whose
+    /// caller waits for the result itself.
+    pub background: bool,
+}
+
+impl Caller {
+    /// The calling process itself: its working directory and environment, in the background.
+    ///
+    /// # Errors
+    /// The working directory cannot be determined (it was deleted, or is not accessible).
+    pub fn current() -> std::io::Result<Self> {
+        Ok(Caller {
+            cwd: std::env::current_dir()?,
+            env: std::env::vars_os().collect(),
+            agent_id: None,
+            tool_use_id: None,
+            background: true,
+        })
+    }
+}
+
+/// A task a [`Launch`] registered, and what starts it.
+#[must_use = "a launched task that is never started stays pending"]
+pub struct Launched {
+    /// The task's id (already registered).
+    pub id: TaskId,
+    /// Starts it; `None` when registering already started it.
+    pub start: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl fmt::Debug for Launched {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Launched")
+            .field("id", &self.id)
+            .field("start", &self.start.is_some())
+            .finish()
+    }
+}
+
+/// Why a task could not be launched. Nothing was registered unless it says so.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchError {
+    /// The request can never start (bad input: a missing working directory, an empty command).
+    #[error("{0}")]
+    Invalid(String),
+    /// Registering the task failed.
+    #[error("{0}")]
+    Failed(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// `(OsString, OsString)` pairs as JSON: each side a string when it is UTF-8 (the usual case),
+/// else `{"bytes": [..]}`, so no environment is ever altered on the way.
+mod os_pairs {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum OsText {
+        Text(String),
+        Bytes { bytes: Vec<u8> },
+    }
+
+    fn encode(text: &OsString) -> OsText {
+        match text.to_str() {
+            Some(text) => OsText::Text(text.to_owned()),
+            None => OsText::Bytes {
+                bytes: text.as_bytes().to_vec(),
+            },
+        }
+    }
+
+    fn decode(text: OsText) -> OsString {
+        match text {
+            OsText::Text(text) => text.into(),
+            OsText::Bytes { bytes } => OsString::from_vec(bytes),
+        }
+    }
+
+    pub(super) fn serialize<S: Serializer>(
+        pairs: &[(OsString, OsString)],
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(pairs.iter().map(|(k, v)| (encode(k), encode(v))))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<(OsString, OsString)>, D::Error> {
+        let pairs = Vec::<(OsText, OsText)>::deserialize(deserializer)?;
+        Ok(pairs
+            .into_iter()
+            .map(|(k, v)| (decode(k), decode(v)))
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::os::unix::ffi::OsStringExt;
+
+    use super::*;
+
+    #[test]
+    fn environments_cross_json_unaltered_even_when_not_utf8() {
+        let caller = Caller {
+            cwd: "/work".into(),
+            env: vec![
+                ("PATH".into(), "/bin".into()),
+                ("RAW".into(), OsString::from_vec(vec![0xff, b'x'])),
+            ],
+            agent_id: Some("a1".into()),
+            tool_use_id: None,
+            background: false,
+        };
+        let json = serde_json::to_string(&caller).unwrap();
+        assert!(json.contains(r#"["PATH","/bin"]"#), "{json}");
+        assert!(json.contains(r#"{"bytes":[255,120]}"#), "{json}");
+        assert_eq!(serde_json::from_str::<Caller>(&json).unwrap(), caller);
+    }
+}

@@ -1,0 +1,133 @@
+//! Shell commands and monitors started from requests that crossed a process boundary: the
+//! [`Launch`] side of [`ShellExecutor`] (a host such as the `tasks` supervisor registers
+//! [`ShellExecutor`] for `"shell"` requests and [`Monitors`] for `"monitor"` requests).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use task_core::{Caller, Launch, LaunchError, Launched};
+
+use crate::ShellExecutor;
+use crate::error::ShellError;
+use crate::monitor::{MonitorRequest, MonitorSource, WsTarget};
+use crate::process::CommandSpec;
+use crate::shell::ShellRequest;
+
+/// A shell command to start (`local_bash`), as `tasks run` or the MCP `Bash` tool asks for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShellStart {
+    /// Shell text, run with `sh -c`.
+    pub command: String,
+    /// The one-line description shown in notifications.
+    pub description: String,
+    /// Kill the command after this many milliseconds (exit code 143).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// A monitor to start (`monitor_mcp`): a command xor a WebSocket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MonitorStart {
+    /// Shell text whose stdout lines are events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// A WebSocket whose frames are events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ws: Option<WsTarget>,
+    /// The one-line description shown in notifications.
+    pub description: String,
+    /// Lifetime in milliseconds (default and cap from the config); ignored when persistent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Live until killed or the source ends.
+    #[serde(default)]
+    pub persistent: bool,
+}
+
+impl MonitorStart {
+    /// The event source this asks for, in the caller's directory and environment.
+    ///
+    /// # Errors
+    /// [`ShellError::MonitorSource`] unless exactly one of `command` and `ws` is given;
+    /// [`ShellError::NotWebSocket`], [`ShellError::EmptyCommand`].
+    pub fn source(&self, caller: &Caller) -> Result<MonitorSource, ShellError> {
+        match (&self.command, &self.ws) {
+            (Some(command), None) => Ok(MonitorSource::Command(command_in(command, caller)?)),
+            (None, Some(ws)) => {
+                ws.validate()?;
+                Ok(MonitorSource::WebSocket(ws.clone()))
+            }
+            _ => Err(ShellError::MonitorSource),
+        }
+    }
+}
+
+/// `command` run in the caller's working directory and environment.
+fn command_in(command: &str, caller: &Caller) -> Result<CommandSpec, ShellError> {
+    let spec = CommandSpec::new(command)?
+        .current_dir(&caller.cwd)
+        .environment(caller.env.iter().cloned());
+    spec.validate()?;
+    Ok(spec)
+}
+
+/// Invalid input is [`LaunchError::Invalid`]; anything else a failure to register.
+fn launch_error(error: ShellError) -> LaunchError {
+    match error {
+        ShellError::EmptyCommand
+        | ShellError::MissingWorkingDir { .. }
+        | ShellError::NotWebSocket(_)
+        | ShellError::MonitorSource => LaunchError::Invalid(error.to_string()),
+        other => LaunchError::Failed(Box::new(other)),
+    }
+}
+
+impl Launch for ShellExecutor {
+    type Request = ShellStart;
+    const KIND: &'static str = "shell";
+
+    /// Registers the command (its id can be handed out before the fork); the returned start
+    /// spawns it (see [`ShellExecutor::register`]).
+    fn launch(&self, start: ShellStart, caller: Caller) -> Result<Launched, LaunchError> {
+        let spec = command_in(&start.command, &caller).map_err(launch_error)?;
+        let mut request = ShellRequest::new(spec, start.description).background(caller.background);
+        request.timeout = start.timeout_ms.map(Duration::from_millis);
+        request.agent_id = caller.agent_id;
+        request.tool_use_id = caller.tool_use_id;
+        let pending = self.register(request).map_err(launch_error)?;
+        let id = pending.id();
+        Ok(Launched {
+            id,
+            start: Some(Box::new(move || {
+                if let Err(error) = pending.start() {
+                    tracing::warn!(task = %id, %error, "the command did not start");
+                }
+            })),
+        })
+    }
+}
+
+/// The monitor side of a [`ShellExecutor`]: launches `"monitor"` requests.
+#[derive(Debug, Clone)]
+pub struct Monitors(pub ShellExecutor);
+
+impl Launch for Monitors {
+    type Request = MonitorStart;
+    const KIND: &'static str = "monitor";
+
+    fn launch(&self, start: MonitorStart, caller: Caller) -> Result<Launched, LaunchError> {
+        let source = start.source(&caller).map_err(launch_error)?;
+        let mut request =
+            MonitorRequest::new(source, start.description).persistent(start.persistent);
+        request.timeout = start.timeout_ms.map(Duration::from_millis);
+        request.agent_id = caller.agent_id;
+        request.tool_use_id = caller.tool_use_id;
+        let handle = self.0.spawn_monitor(request).map_err(launch_error)?;
+        Ok(Launched {
+            id: handle.id(),
+            start: None,
+        })
+    }
+}
