@@ -173,3 +173,71 @@ fn what_a_dead_supervisor_left_of_a_task_is_killed_escapees_included() {
     wait_for("the member to die", || !is_alive(member));
     wait_for("the escapee to die", || !is_alive(escapee));
 }
+
+/// The registry's executor of shell tasks, as the session layer calls it for an orphan.
+fn shell_executor(fx: &common::Fixture) -> std::sync::Arc<dyn task_core::Task> {
+    fx.registry
+        .executor(task_core::TaskType::LocalBash)
+        .expect("the shell executor is registered")
+}
+
+fn process_of(state: &task_core::TaskState) -> task_core::ShellProcess {
+    match &state.kind {
+        task_core::TaskKind::Shell(shell) => shell.process.expect("a process was recorded"),
+        other => panic!("not a shell: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_orphan_recorded_by_the_executor_is_reaped_from_its_state_and_a_forged_one_is_not() {
+    use task_shell::process::CommandSpec;
+    use task_shell::shell::ShellRequest;
+
+    let fx = common::Fixture::new(task_shell::ShellConfig::default());
+    let escapee_file = fx.dir.path().join("escapee");
+    let command = format!(
+        "(setsid sh -c 'echo $$ > {}; exec sleep 300' &); exec sleep 300",
+        escapee_file.display()
+    );
+    let request = ShellRequest::new(CommandSpec::new(command).unwrap(), "orphan").background(true);
+    let mut task = fx.executor.spawn(request).unwrap();
+    let escapee = common::read_pid_file(&escapee_file).await;
+    let _guard = KillOnDrop(escapee);
+    let recorded = fx.state(&task.id());
+    let process = process_of(&recorded);
+    assert_eq!(process.pgid, task.pid().unwrap());
+    assert!(
+        process.session.is_some() && process.uid.is_some(),
+        "{process:?}"
+    );
+
+    // A forged state: the same task, its numbers pointing at an unrelated group of this user.
+    let mut bystander = Command::new("sleep")
+        .arg("300")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let victim = TaskFingerprint::of_leader(bystander.id(), None).unwrap();
+    let mut forged = (*recorded).clone();
+    if let task_core::TaskKind::Shell(shell) = &mut forged.kind {
+        shell.process = Some(task_core::ShellProcess {
+            pgid: victim.pgid,
+            leader_started: Some(victim.leader_started),
+            session: victim.session,
+            uid: Some(victim.uid),
+        });
+    }
+    shell_executor(&fx).reap_orphan(&forged).unwrap();
+    assert!(
+        is_alive(bystander.id()),
+        "a forged state killed a bystander"
+    );
+    bystander.kill().unwrap();
+    bystander.wait().unwrap();
+
+    // The real state: the shell and its setsid'd escapee are killed.
+    shell_executor(&fx).reap_orphan(&recorded).unwrap();
+    let outcome = task.wait().await.unwrap();
+    assert_eq!(outcome.exit_code, 137);
+    wait_for("the escapee to die", || !is_alive(escapee));
+}
