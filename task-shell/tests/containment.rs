@@ -66,6 +66,47 @@ async fn a_setsid_escapee_of_a_subshell_is_killed_and_reaped() {
     .await;
 }
 
+/// The live process running `sleep {arg}` whose environment carries the marker of `task`.
+fn find_marked_sleep(arg: &str, task: &str) -> Option<u32> {
+    let marker = format!("{TASK_MARKER_ENV}={task}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .find(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            cmdline == format!("sleep\0{arg}\0").as_bytes()
+                && environ.split(|&b| b == 0).any(|v| v == marker.as_bytes())
+        })
+}
+
+#[tokio::test]
+async fn the_command_of_the_report_leaves_no_survivor() {
+    become_subreaper().unwrap();
+    let fx = Fixture::new(ShellConfig::default());
+    let command = "(setsid sleep 773 &) ; sleep 100";
+    let request = ShellRequest::new(CommandSpec::new(command).unwrap(), "report").background(true);
+    let mut task = fx.executor.spawn(request).unwrap();
+    let id = task.id().to_string();
+    let mut escapee = None;
+    wait_until("sleep 773 to run", || {
+        escapee = find_marked_sleep("773", &id);
+        escapee.is_some()
+    })
+    .await;
+    let escapee = escapee.unwrap();
+    assert_eq!(
+        stat(escapee).unwrap().session,
+        escapee,
+        "it left the session"
+    );
+    fx.executor.kill(&task.id()).await.unwrap();
+    assert_eq!(task.wait().await.unwrap().status, TaskStatus::Killed);
+    wait_gone("sleep 773", escapee).await;
+    assert_eq!(find_marked_sleep("773", &id), None);
+}
+
 #[tokio::test]
 async fn a_double_forked_grandchild_is_killed_and_reaped() {
     kill_task_and_check(
