@@ -82,9 +82,7 @@ fn a_live_leader_is_killed_only_if_it_is_the_one_recorded() {
 fn read_pid(path: &std::path::Path) -> u32 {
     let mut pid = None;
     wait_for(&format!("pid file {}", path.display()), || {
-        pid = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|t| t.trim().parse().ok());
+        pid = common::pid_in(path);
         pid.is_some()
     });
     pid.unwrap()
