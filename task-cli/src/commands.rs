@@ -227,9 +227,13 @@ fn eprintln_one(line: &str) {
     let _ = writeln!(std::io::stderr(), "tasks: {line}");
 }
 
+/// `tasks output`: without `--max-bytes` prints everything from the offset to the end (streamed
+/// in chunks, so a huge output never sits in memory whole); with it, one read, and a line on
+/// stderr saying how many bytes are left and the `--offset` that continues, so output is never
+/// cut silently.
 fn output(session: &Session, args: &OutputArgs, json: bool) -> Result<u8> {
     let id = Session::parse_id(&args.id)?;
-    let max_bytes = args
+    let chunk = args
         .max_bytes
         .map_or(task_output::read::DEFAULT_MAX_READ_BYTES, |m| {
             usize::try_from(m).unwrap_or(usize::MAX)
@@ -254,19 +258,50 @@ fn output(session: &Session, args: &OutputArgs, json: bool) -> Result<u8> {
     }
     let offset = args.offset.unwrap_or(0);
     if args.follow {
-        return follow(session, &id, offset, max_bytes);
+        return follow(session, &id, offset, chunk);
     }
-    if json {
-        let delta = session.read_text_delta(&id, offset, max_bytes)?;
+    let new_offset = if json {
+        let delta = session.read_text_delta(&id, offset, chunk)?;
         let status = session.task(&id)?.status();
+        let remaining = output_left(session, &id, delta.new_offset)?;
         render::json(&json!({
             "id": id, "offset": offset, "newOffset": delta.new_offset,
-            "status": status, "output": delta.text,
+            "remainingBytes": remaining, "status": status, "output": delta.text,
         }))?;
+        delta.new_offset
+    } else if args.max_bytes.is_some() {
+        let delta = session.read_delta(&id, offset, chunk)?;
+        render::out_bytes(&delta.bytes)?;
+        delta.new_offset
     } else {
-        render::out_bytes(&session.read_delta(&id, offset, max_bytes)?.bytes)?;
+        print_to_end(session, &id, offset, chunk)?
+    };
+    let remaining = output_left(session, &id, new_offset)?;
+    if remaining > 0 {
+        eprintln_one(&format!(
+            "{remaining} more bytes of output; continue with --offset {new_offset}"
+        ));
     }
     Ok(exit::OK)
+}
+
+/// Prints the output of `id` from `offset` to its end as it is now, `chunk` bytes at a time;
+/// returns the offset reached.
+fn print_to_end(session: &Session, id: &TaskId, mut offset: u64, chunk: usize) -> Result<u64> {
+    loop {
+        let delta = session.read_delta(id, offset, chunk)?;
+        if delta.bytes.is_empty() {
+            return Ok(offset);
+        }
+        render::out_bytes(&delta.bytes)?;
+        offset = delta.new_offset;
+    }
+}
+
+/// How many bytes of the output of `id` lie past `offset` now (0 when there is no file).
+fn output_left(session: &Session, id: &TaskId, offset: u64) -> Result<u64> {
+    let len = std::fs::metadata(session.output_path(id)).map_or(0, |meta| meta.len());
+    Ok(len.saturating_sub(offset))
 }
 
 /// Prints output as it grows until the task is terminal and everything was printed.
@@ -275,15 +310,11 @@ fn follow(session: &Session, id: &TaskId, mut offset: u64, max_bytes: usize) -> 
         // Look at the status before reading, so the last read sees everything written before
         // the task ended.
         let ended = session.task(id)?.is_terminal();
-        let delta = session.read_delta(id, offset, max_bytes)?;
-        render::out_bytes(&delta.bytes)?;
-        offset = delta.new_offset;
-        if delta.bytes.is_empty() {
-            if ended {
-                return Ok(exit::OK);
-            }
-            std::thread::sleep(session.config().poll_interval);
+        offset = print_to_end(session, id, offset, max_bytes)?;
+        if ended {
+            return Ok(exit::OK);
         }
+        std::thread::sleep(session.config().poll_interval);
     }
 }
 

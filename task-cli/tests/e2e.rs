@@ -854,3 +854,47 @@ fn a_large_supervisor_log_is_rotated_when_a_supervisor_starts() {
         old
     );
 }
+
+#[test]
+fn output_prints_everything_by_default_and_says_what_is_left_when_limited() {
+    let sandbox = Sandbox::new();
+    // More than the 8 MiB a single read returns, as in the report (13.7 MB).
+    let total: usize = 14_000_000;
+    let id = sandbox.start(&format!("yes | head -c {total}"));
+    assert_eq!(sandbox.run(&["wait", &id]).status.code(), Some(0));
+
+    let all = sandbox.run(&["output", &id]);
+    assert!(all.status.success());
+    assert_eq!(all.stdout.len(), total, "every byte, not a first chunk");
+    assert!(all.stdout.ends_with(b"y\n"));
+    assert!(
+        all.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&all.stderr)
+    );
+
+    let first = sandbox.run(&["output", &id, "--max-bytes", "1000"]);
+    assert!(first.status.success());
+    assert_eq!(first.stdout.len(), 1000);
+    let note = stderr_line(&first);
+    let left = total - 1000;
+    assert!(
+        note.contains(&format!("{left} more bytes")) && note.contains("--offset 1000"),
+        "{note}"
+    );
+
+    let rest = sandbox.run(&[
+        "output",
+        &id,
+        "--offset",
+        "1000",
+        "--max-bytes",
+        &left.to_string(),
+    ]);
+    assert_eq!(rest.stdout.len(), left);
+    assert!(rest.stderr.is_empty(), "nothing left, nothing said");
+
+    let json = sandbox.json(&["output", &id, "--max-bytes", "10"]);
+    assert_eq!(json["newOffset"], 10);
+    assert_eq!(json["remainingBytes"], total - 10);
+}

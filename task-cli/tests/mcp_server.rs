@@ -696,10 +696,9 @@ impl Drop for Raw {
     }
 }
 
-#[tokio::test]
-async fn garbage_unknown_tools_and_bad_ids_get_errors_and_serving_goes_on() {
-    let root = tempfile::tempdir().unwrap();
-    let mut child = tasks_command(root.path(), &["mcp"])
+/// A raw-protocol server, initialized.
+async fn raw_server(root: &Path) -> Raw {
+    let mut child = tasks_command(root, &["mcp"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -710,7 +709,7 @@ async fn garbage_unknown_tools_and_bad_ids_get_errors_and_serving_goes_on() {
         stdin: child.stdin.take().unwrap(),
         lines: BufReader::new(child.stdout.take().unwrap()).lines(),
         child,
-        root: root.path().to_owned(),
+        root: root.to_owned(),
     };
     raw.send(
         &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -722,6 +721,25 @@ async fn garbage_unknown_tools_and_bad_ids_get_errors_and_serving_goes_on() {
     assert_eq!(raw.answer(1).await["result"]["serverInfo"]["name"], "tasks");
     raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
         .await;
+    raw
+}
+
+impl Raw {
+    /// The next line the server writes, as JSON.
+    async fn next_message(&mut self) -> Value {
+        let line = tokio::time::timeout(DEADLINE, self.lines.next_line())
+            .await
+            .expect("no answer")
+            .unwrap()
+            .expect("server closed stdout");
+        serde_json::from_str(&line).expect("stdout carries JSON-RPC only")
+    }
+}
+
+#[tokio::test]
+async fn garbage_unknown_tools_and_bad_ids_get_errors_and_serving_goes_on() {
+    let root = tempfile::tempdir().unwrap();
+    let mut raw = raw_server(root.path()).await;
 
     raw.send("this is not JSON {").await;
     raw.send(
@@ -805,6 +823,80 @@ async fn garbage_unknown_tools_and_bad_ids_get_errors_and_serving_goes_on() {
         .call(8, "Bash", json!({"command": "echo still serving"}))
         .await;
     assert_eq!(ok["result"]["content"][0]["text"], "still serving");
+}
+
+#[tokio::test]
+async fn oversized_and_malformed_lines_get_errors_with_their_ids_and_serving_goes_on() {
+    let root = tempfile::tempdir().unwrap();
+    let mut raw = raw_server(root.path()).await;
+
+    // 20 MB, over the 16 MiB limit, with the id after the huge params.
+    let filler = "x".repeat(20_000_000);
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"Bash","arguments":{{"command":"echo {filler}"}}}},"id":41}}"#
+    );
+    raw.send(&huge).await;
+    let answer = raw.answer(41).await;
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("exceeds the limit of 16777216 bytes"),
+        "{answer}"
+    );
+
+    // Over the limit and not JSON at all: a parse error, no id to give.
+    raw.send(&"z".repeat(17_000_000)).await;
+    let answer = raw.next_message().await;
+    assert_eq!(answer["id"], Value::Null, "{answer}");
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+
+    // A method that is not a string: the error names the request.
+    raw.send(r#"{"jsonrpc":"2.0","id":42,"method":{"not":"a string"}}"#)
+        .await;
+    let answer = raw.answer(42).await;
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+
+    // Broken JSON whose id can still be read, and garbage whose id cannot.
+    raw.send(r#"{"jsonrpc":"2.0","id":43,"method":"tools/list",,,"#)
+        .await;
+    assert_eq!(raw.answer(43).await["error"]["code"], -32700);
+    raw.send("this is not JSON {").await;
+    let answer = raw.next_message().await;
+    assert_eq!(
+        (answer["id"].clone(), answer["error"]["code"].clone()),
+        (Value::Null, json!(-32700)),
+        "{answer}"
+    );
+
+    // An unknown method is answered with its id.
+    raw.send(r#"{"jsonrpc":"2.0","id":44,"method":"no/such/method"}"#)
+        .await;
+    assert!(raw.answer(44).await["error"]["code"].is_i64());
+
+    let ok = raw
+        .call(45, "Bash", json!({"command": "echo still serving"}))
+        .await;
+    assert_eq!(ok["result"]["content"][0]["text"], "still serving");
+}
+
+#[tokio::test]
+async fn a_command_longer_than_an_exec_argument_runs() {
+    let root = tempfile::tempdir().unwrap();
+    let mut raw = raw_server(root.path()).await;
+    // Over Linux's 128 KiB limit on one exec argument (the supervisor's 1 MiB request limit
+    // bounds how long a command the session layer carries).
+    for (id, size) in [(2, 200_000), (3, 400_000)] {
+        let command = format!("x='{}'; echo ${{#x}}", "y".repeat(size));
+        let answer = raw.call(id, "Bash", json!({ "command": command })).await;
+        assert_eq!(
+            answer["result"]["content"][0]["text"],
+            size.to_string(),
+            "{}",
+            answer.to_string().chars().take(500).collect::<String>()
+        );
+    }
 }
 
 #[tokio::test]

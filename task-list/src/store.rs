@@ -371,15 +371,19 @@ mod tests {
         let second = list.shared_snapshot().unwrap();
         assert!((0..3).all(|i| Arc::ptr_eq(&first.tasks[i], &second.tasks[i])));
 
-        // Rewritten in place, same size: read again, and not cached while it is this young.
+        // Rewritten in place, same size: read again, and not cached while it is young. "Young"
+        // is seen through a handle (sharing the cache) whose minimum age is an hour, so no
+        // scheduling delay between the write and the snapshot can make the file old enough.
+        let mut young = list.clone();
+        young.config.cache_min_age = Duration::from_secs(3_600);
         let text = std::fs::read_to_string(path(2)).unwrap();
         std::fs::write(path(2), text.replace("\"two\"", "\"TWO\"")).unwrap();
-        let third = list.shared_snapshot().unwrap();
+        let third = young.shared_snapshot().unwrap();
         assert_eq!(third.tasks[1].subject, "TWO");
         assert!(Arc::ptr_eq(&first.tasks[0], &third.tasks[0]));
         assert!(Arc::ptr_eq(&first.tasks[2], &third.tasks[2]));
         assert_eq!(list.cache.current().len(), 2);
-        let fourth = list.shared_snapshot().unwrap();
+        let fourth = young.shared_snapshot().unwrap();
         assert!(!Arc::ptr_eq(&third.tasks[1], &fourth.tasks[1]));
 
         // Once it has settled, it is cached again.

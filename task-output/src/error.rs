@@ -44,6 +44,31 @@ pub enum OutputError {
         /// The path that already exists.
         path: PathBuf,
     },
+    /// A file read as untrusted state is not a regular file (a FIFO, a device, a directory...),
+    /// so it was not read (see [`crate::open::read_untrusted`]).
+    #[error("{} is a {kind}, not a regular file", path.display())]
+    NotRegularFile {
+        /// The path that was opened.
+        path: PathBuf,
+        /// What is there instead.
+        kind: FileKind,
+    },
+    /// A file read as untrusted state is larger than the caller's limit, so it was not read.
+    #[error("{} is larger than the {limit}-byte limit", path.display())]
+    TooLarge {
+        /// The path that was opened.
+        path: PathBuf,
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// A directory meant to be private is not (see [`crate::open::ensure_private_dir`]).
+    #[error("refusing to use {} as a private directory: {problem}", path.display())]
+    UnsafeDirectory {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: DirectoryProblem,
+    },
     /// Any other I/O failure.
     #[error("I/O error on {}: {source}", path.display())]
     Io {
@@ -75,6 +100,9 @@ impl OutputError {
             | Self::PermissionDenied { path }
             | Self::SymlinkRefused { path }
             | Self::AlreadyExists { path }
+            | Self::NotRegularFile { path, .. }
+            | Self::TooLarge { path, .. }
+            | Self::UnsafeDirectory { path, .. }
             | Self::Io { path, .. } => path,
         }
     }
@@ -82,6 +110,66 @@ impl OutputError {
     pub(crate) fn from_errno(path: &Path, errno: Errno) -> Self {
         Self::from_io(path, io::Error::from(errno))
     }
+}
+
+/// What a path names when it is not a regular file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileKind {
+    /// A directory.
+    Directory,
+    /// A named pipe: reading it could block forever.
+    Fifo,
+    /// A character device, such as `/dev/null` or a terminal.
+    CharDevice,
+    /// A block device.
+    BlockDevice,
+    /// A Unix socket.
+    Socket,
+    /// A symbolic link.
+    Symlink,
+    /// Anything else the system reports.
+    Other,
+}
+
+impl std::fmt::Display for FileKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Directory => "directory",
+            Self::Fifo => "FIFO",
+            Self::CharDevice => "character device",
+            Self::BlockDevice => "block device",
+            Self::Socket => "socket",
+            Self::Symlink => "symbolic link",
+            Self::Other => "special file",
+        })
+    }
+}
+
+/// Why a directory is not private enough to keep state in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DirectoryProblem {
+    /// The path is a symbolic link (which could point anywhere, such as a world-writable place).
+    #[error("it is a symbolic link")]
+    Symlink,
+    /// The path exists and is not a directory.
+    #[error("it is not a directory")]
+    NotADirectory,
+    /// The directory belongs to another user.
+    #[error("it is owned by uid {owner}, not by uid {me}")]
+    OwnedByOther {
+        /// Its owner.
+        owner: u32,
+        /// The effective uid of this process.
+        me: u32,
+    },
+    /// Its group or others may create and delete files in it.
+    #[error("its mode {mode:04o} lets group or others write to it")]
+    WritableByOthers {
+        /// Its permission bits.
+        mode: u32,
+    },
 }
 
 #[cfg(test)]

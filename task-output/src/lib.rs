@@ -61,7 +61,7 @@ pub mod transcript;
 pub mod utf8;
 pub mod writer;
 
-pub use error::OutputError;
+pub use error::{DirectoryProblem, FileKind, OutputError};
 pub use pipe::{PipeConfig, PipeOutput};
 pub use read::{Delta, ProgressTail, TextDelta};
 pub use writer::{DiskWriter, DiskWriterConfig};

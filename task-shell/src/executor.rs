@@ -19,7 +19,7 @@ use crate::config::ShellConfig;
 use crate::error::ShellError;
 use crate::monitor::supervisor::{LiveSource, MonitorRun};
 use crate::monitor::{MonitorRequest, MonitorSource};
-use crate::process::CommandSpec;
+use crate::process::{CommandSpec, TaskFingerprint};
 use crate::shell::ShellRequest;
 use crate::shell::supervisor::ShellRun;
 use crate::supervise::{Control, Outcome, Supervisors};
@@ -200,6 +200,7 @@ impl ShellExecutor {
         let (live, pid) = match source {
             MonitorSource::Command(spec) => {
                 let output = prepared.output.clone();
+                let spec = spec.task_marker(prepared.id.to_string());
                 let mut child = prepared.start(|| {
                     let (_, stderr) = child_stdio(&output)?;
                     spec.spawn(Stdio::piped(), stderr)
@@ -354,6 +355,7 @@ impl PendingShell {
             mut prepared,
         } = self;
         let output = prepared.output.clone();
+        let spec = spec.task_marker(prepared.id.to_string());
         let mut child = prepared.start(|| {
             let (stdout, stderr) = child_stdio(&output)?;
             spec.spawn(stdout, stderr)
@@ -404,10 +406,24 @@ impl Prepared {
         spawn: impl FnOnce() -> Result<Child, ShellError>,
     ) -> Result<Child, ShellError> {
         let child = spawn().inspect_err(|error| self.guard.error = Some(error.to_string()))?;
-        let process = child.id().map(|pgid| ShellProcess {
-            pgid,
-            leader_started: crate::process::start_time(pgid),
-        });
+        let marker = self.id.to_string();
+        let process =
+            child.id().map(
+                |pgid| match TaskFingerprint::of_leader(pgid, Some(&marker)) {
+                    Some(print) => ShellProcess {
+                        pgid,
+                        leader_started: Some(print.leader_started),
+                        session: print.session,
+                        uid: Some(print.uid),
+                    },
+                    None => ShellProcess {
+                        pgid,
+                        leader_started: None,
+                        session: None,
+                        uid: None,
+                    },
+                },
+            );
         self.mark_running(process);
         Ok(child)
     }
@@ -537,8 +553,10 @@ impl Task for Killer {
         }
     }
 
-    /// Kills what is left of the task's process group, unless that group number now belongs
-    /// to another process (see [`kill_orphaned_group`](crate::process::kill_orphaned_group)).
+    /// Kills what is left of the task's processes, each checked live against the fingerprint
+    /// recorded at its start (see [`kill_orphaned_task`](crate::process::kill_orphaned_task));
+    /// state recorded without one falls back to the group check of
+    /// [`kill_orphaned_group`](crate::process::kill_orphaned_group).
     fn reap_orphan(&self, orphan: &TaskState) -> Result<(), KillError> {
         let TaskKind::Shell(ShellState {
             process: Some(process),
@@ -547,11 +565,24 @@ impl Task for Killer {
         else {
             return Ok(());
         };
-        crate::process::kill_orphaned_group(process.pgid, process.leader_started)
-            .map(drop)
-            .map_err(|error| KillError::Failed {
-                id: orphan.id(),
-                source: Box::new(error),
-            })
+        let killed = match (process.leader_started, process.session, process.uid) {
+            (Some(leader_started), Some(session), Some(uid)) => {
+                crate::process::kill_orphaned_task(&TaskFingerprint {
+                    pgid: process.pgid,
+                    leader_started,
+                    session: Some(session),
+                    uid,
+                    marker: Some(orphan.id().to_string()),
+                })
+                .map(drop)
+            }
+            _ => {
+                crate::process::kill_orphaned_group(process.pgid, process.leader_started).map(drop)
+            }
+        };
+        killed.map_err(|error| KillError::Failed {
+            id: orphan.id(),
+            source: Box::new(error),
+        })
     }
 }

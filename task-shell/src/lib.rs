@@ -14,7 +14,11 @@
 //!
 //! A kill ([`ShellExecutor::kill`], [`Registry::kill`](task_core::Registry::kill),
 //! [`Registry::kill_tasks_for_agent`](task_core::Registry::kill_tasks_for_agent)) SIGKILLs the
-//! whole tree: the process group and every descendant that left it ([`process::kill_tree`]).
+//! whole tree: the process group and every descendant that left it ([`process::kill_tree`]),
+//! including double-forked and `setsid` escapees (task shells are child subreapers and every
+//! process of a task carries its marker; a supervisor calls [`process::become_subreaper`] so the
+//! killed remains are reaped). After a supervisor died, [`process::kill_orphaned_task`] kills
+//! what is left of a task, checked live against its [`process::TaskFingerprint`].
 //! Each task is supervised by one tokio task; every timing constant comes from [`ShellConfig`].
 //!
 //! ```
@@ -47,6 +51,7 @@ mod book;
 pub mod config;
 pub mod error;
 mod executor;
+mod growth;
 pub mod launch;
 pub mod lines;
 pub mod monitor;

@@ -76,19 +76,34 @@ impl Supervisors {
     }
 }
 
-/// SIGKILLs the tree of `child` (pid `pid`) and reaps `child`.
+/// SIGKILLs the tree of `child` (pid `pid`, tagged with `marker`: the task id) and reaps `child`.
 ///
 /// The tree walk reads `/proc` and signals, bounded by the size of the tree; it runs on the
 /// blocking pool so a large tree cannot stall the runtime. `child` is not polled meanwhile, so
 /// its pid cannot be reused before the walk is done.
-pub(crate) async fn kill_and_reap(child: &mut Child, pid: u32) {
-    match tokio::task::spawn_blocking(move || kill_tree(pid)).await {
+pub(crate) async fn kill_and_reap(child: &mut Child, pid: u32, marker: &TaskId) {
+    let marker = marker.to_string();
+    match tokio::task::spawn_blocking(move || kill_tree(pid, Some(&marker))).await {
         Ok(Ok(count)) => tracing::debug!(pid, count, "killed process tree"),
         Ok(Err(error)) => tracing::warn!(pid, %error, "process tree kill incomplete"),
         Err(error) => tracing::warn!(pid, %error, "process tree kill did not run"),
     }
     if let Err(error) = child.wait().await {
         tracing::warn!(pid, %error, "could not reap killed child");
+    }
+}
+
+/// Sends `SIGSTOP` to the process group `pgid` right away (from the async task: one system
+/// call), so its members stop writing before the slower tree kill runs.
+pub(crate) fn freeze_group(pgid: u32) {
+    let group = i32::try_from(pgid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    if let Some(group) = group
+        && let Err(error) =
+            rustix::process::kill_process_group(group, rustix::process::Signal::STOP)
+    {
+        tracing::debug!(pgid, %error, "could not stop the group");
     }
 }
 

@@ -235,6 +235,53 @@ async fn size_cap_kills_a_command_writing_past_it() {
     );
 }
 
+#[tokio::test]
+async fn the_size_cap_is_checked_on_every_write_not_only_on_the_poll() {
+    // The poll would not come for an hour: only the write-driven check can stop the flood.
+    let mut config = fast_config();
+    config.size_cap_bytes = 1024 * 1024;
+    config.size_check_interval = Duration::from_secs(3_600);
+    let fx = Fixture::new(config);
+    let mut task = fx.executor.spawn(bg("yes", "flood")).unwrap();
+    let outcome = tokio::time::timeout(DEADLINE, task.wait())
+        .await
+        .expect("the write-driven size check never fired")
+        .unwrap();
+    assert_eq!(
+        outcome.reason,
+        EndReason::OutputCapExceeded {
+            cap_bytes: 1024 * 1024
+        }
+    );
+    assert!(output_of(&task).len() > 1024 * 1024);
+}
+
+#[tokio::test]
+async fn commands_longer_than_an_argument_may_be_still_run() {
+    let fx = Fixture::new(ShellConfig::default());
+    // 200 KB and 1.5 MB: over Linux's 128 KiB limit on one exec argument.
+    for size in [200_000, 1_500_000] {
+        let filler = "x".repeat(size);
+        let command = format!(
+            "filler='{filler}'; echo \"${{#filler}} $1\"; ls -l /proc/self/fd/; read line; echo \"stdin: $line\""
+        );
+        assert!(command.len() > task_shell::process::MAX_ARGUMENT_COMMAND_BYTES);
+        let mut task = fx.executor.spawn(bg(&command, "long")).unwrap();
+        let outcome = task.wait().await.unwrap();
+        let output = output_of(&task);
+        assert_eq!(outcome.status, TaskStatus::Completed, "{output}");
+        assert!(output.starts_with(&format!("{size} \n")), "{output}");
+        assert!(
+            !output.contains("memfd:tasks-command"),
+            "the script's descriptor leaked into the command: {output}"
+        );
+        assert!(
+            output.ends_with("stdin: \n"),
+            "stdin is still /dev/null: {output}"
+        );
+    }
+}
+
 async fn stall_notes(fx: &Fixture, task: &TaskHandle) -> Vec<task_core::Notification> {
     // After the first warning the watchdog stops; give it many more check periods to (wrongly)
     // warn again before counting.

@@ -26,6 +26,7 @@ pub mod schema;
 mod server;
 mod shell;
 mod text;
+mod transport;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -94,7 +95,11 @@ pub fn run(paths: SessionPaths, args: McpArgs) -> Result<u8> {
 
 async fn serve(server: TasksServer) -> Result<()> {
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve(transport::BoundedTransport::new(
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            transport::MAX_LINE_BYTES,
+        ))
         .await
         .map_err(|e| CliError::Invalid(format!("mcp: the client did not initialize: {e}")))?;
     tracing::info!("serving MCP on stdio");

@@ -44,4 +44,13 @@ pub struct ShellProcess {
     /// When the group's leader started, in clock ticks after boot (`/proc/PID/stat` field 22).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader_started: Option<u64>,
+    /// The session the leader was started in (the supervisor's); absent in state written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u32>,
+    /// The user the processes run as; with `session`, it means every process of the task
+    /// carries the task's id as its marker (`TASKS_TASK_ID`), which the cleanup of an orphan
+    /// checks before any signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
 }

@@ -7,4 +7,5 @@ mod pipe;
 mod read;
 mod support;
 mod transcript;
+mod untrusted;
 mod writer;

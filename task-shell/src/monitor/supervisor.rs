@@ -118,7 +118,7 @@ impl MonitorRun {
         if let (End::Killed(_) | End::TimedOut, LiveSource::Process { child, pid, .. }) =
             (&end, &mut source)
         {
-            kill_and_reap(child, *pid).await;
+            kill_and_reap(child, *pid, &id).await;
         }
         supervisors.close(&id);
         let result = settle(&book, id, &output, end, timeout);

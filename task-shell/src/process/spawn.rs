@@ -1,5 +1,7 @@
 //! Starting a shell command the way SPEC §5 asks: own process group, output straight to a file,
-//! stdin closed, `GIT_EDITOR=true`, and (on Linux) death with the supervisor.
+//! stdin closed, `GIT_EDITOR=true`, and (on Linux) death with the supervisor. The shell is also
+//! made a child subreaper and tagged with the task's marker (see the `contain` module), so that
+//! nothing it starts can escape a kill.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -7,6 +9,8 @@ use std::process::{ExitStatus, Stdio};
 
 use tokio::process::{Child, Command};
 
+use super::TASK_MARKER_ENV;
+use super::script::attach_command;
 use crate::error::ShellError;
 
 /// The shell used when the caller names none.
@@ -35,6 +39,7 @@ pub struct CommandSpec {
     clear_env: bool,
     stdin: StdinMode,
     die_with_parent: bool,
+    marker: Option<String>,
 }
 
 impl CommandSpec {
@@ -55,6 +60,7 @@ impl CommandSpec {
             clear_env: false,
             stdin: StdinMode::Null,
             die_with_parent: true,
+            marker: None,
         })
     }
 
@@ -103,6 +109,20 @@ impl CommandSpec {
         self
     }
 
+    /// Tags every process of the command with `TASKS_TASK_ID={marker}` in its environment
+    /// ([`TASK_MARKER_ENV`]), overriding any inherited value, so a kill can find the ones that
+    /// left the process tree. The executors set the task id.
+    #[must_use]
+    pub fn task_marker(mut self, marker: impl Into<String>) -> Self {
+        self.marker = Some(marker.into());
+        self
+    }
+
+    /// The marker set with [`task_marker`](Self::task_marker).
+    pub fn marker(&self) -> Option<&str> {
+        self.marker.as_deref()
+    }
+
     /// The command line as given.
     pub fn command(&self) -> &str {
         &self.command
@@ -134,13 +154,16 @@ impl CommandSpec {
     /// [`ShellError::MissingWorkingDir`] or [`ShellError::Spawn`].
     pub fn spawn(&self, stdout: Stdio, stderr: Stdio) -> Result<Child, ShellError> {
         self.validate()?;
+        let spawn_error = |source| ShellError::Spawn {
+            shell: self.shell.clone(),
+            source,
+        };
         let mut cmd = Command::new(&self.shell);
         if self.clear_env {
             cmd.env_clear();
         }
-        cmd.arg("-c")
-            .arg(&self.command)
-            .env("GIT_EDITOR", "true")
+        let script = attach_command(&mut cmd, &self.command).map_err(spawn_error)?;
+        cmd.env("GIT_EDITOR", "true")
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(match self.stdin {
                 StdinMode::Null => Stdio::null(),
@@ -153,13 +176,17 @@ impl CommandSpec {
         if let Some(dir) = &self.cwd {
             cmd.current_dir(dir);
         }
+        if let Some(marker) = &self.marker {
+            cmd.env(TASK_MARKER_ENV, marker);
+        }
+        hold_orphans(&mut cmd);
         if self.die_with_parent {
             die_with_parent(&mut cmd);
         }
-        cmd.spawn().map_err(|source| ShellError::Spawn {
-            shell: self.shell.clone(),
-            source,
-        })
+        let child = cmd.spawn().map_err(spawn_error);
+        // The child has exec'd (or failed to): it has its own copy of a script's descriptor.
+        drop(script);
+        child
     }
 
     /// The working directory, if one was set.
@@ -191,6 +218,25 @@ fn die_with_parent(cmd: &mut Command) {
 
 #[cfg(not(target_os = "linux"))]
 fn die_with_parent(_cmd: &mut Command) {}
+
+/// Makes the shell a child subreaper (Linux only; the attribute survives `exec`): a descendant
+/// orphaned by a double fork is re-parented to the shell instead of init, so it stays in the
+/// task's tree while the shell lives.
+#[cfg(target_os = "linux")]
+fn hold_orphans(cmd: &mut Command) {
+    use rustix::process::{getpid, set_child_subreaper};
+    // SAFETY: the closure runs in the forked child before `exec`; it makes two raw system calls
+    // (`getpid`, `prctl(PR_SET_CHILD_SUBREAPER)`), which neither allocate nor take locks.
+    unsafe {
+        cmd.pre_exec(|| {
+            set_child_subreaper(Some(getpid()))?;
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn hold_orphans(_cmd: &mut Command) {}
 
 /// The exit code a finished process reports: its own code, or 128 + the signal that killed it.
 pub fn exit_code(status: ExitStatus) -> i32 {

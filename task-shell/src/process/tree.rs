@@ -16,6 +16,9 @@ use std::sync::LazyLock;
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 
+use super::contain::{Victims, marked_processes, marker_entry};
+use super::procfs::{all_pids, read_stat};
+
 /// The most walks made while waiting for the tree to hold still before killing anyway.
 const MAX_FREEZE_ROUNDS: usize = 200;
 
@@ -25,22 +28,44 @@ static HAS_CHILDREN_FILES: LazyLock<bool> = LazyLock::new(|| {
     fs::metadata(format!("/proc/{me}/task/{me}/children")).is_ok()
 });
 
-/// Sends `SIGKILL` to the process group led by `root` and to every descendant of `root`,
-/// including those that moved to another group or session.
+/// Sends `SIGKILL` to the process group led by `root`, to every descendant of `root` (including
+/// those that moved to another group or session), and, given the task's `marker` (see
+/// [`TASK_MARKER_ENV`](super::TASK_MARKER_ENV)) when `root` has already exited, to every process
+/// of this user carrying it, such as a double-forked escapee (while `root` lives it is their
+/// subreaper, so the tree walk finds them without scanning every process). Then reaps the signalled processes that
+/// come back to this process as zombies (all of them when it is a subreaper, see
+/// [`become_subreaper`](super::become_subreaper)), waiting a few seconds at most.
 ///
 /// `root` must be a child of this process that has not been reaped yet (a zombie is fine): its
-/// pid then cannot be reused while this runs. Returns how many processes were signalled. The
-/// caller still reaps `root` itself; the other descendants are reaped by their own parents or,
-/// once those die, by init.
+/// pid then cannot be reused while this runs. Returns how many processes were signalled besides
+/// `root`. The caller still reaps `root` itself.
 ///
 /// # Errors
 /// [`io::ErrorKind::InvalidInput`] for pid 0, or the error of a signal that failed for a reason
 /// other than the process being gone (for example `EPERM`).
-pub fn kill_tree(root: u32) -> io::Result<usize> {
-    let root = to_pid(root)?;
-    ignore_gone(kill_process_group(root, Signal::STOP))?;
-    let tree = freeze_descendants(root)?;
-    ignore_gone(kill_process_group(root, Signal::KILL))?;
+pub fn kill_tree(root: u32, marker: Option<&str>) -> io::Result<usize> {
+    let root_pid = to_pid(root)?;
+    ignore_gone(kill_process_group(root_pid, Signal::STOP))?;
+    let mut roots = vec![root_pid];
+    // While the shell lives it is the subreaper of everything it started, so the tree walk finds
+    // every escapee; once it has exited, its orphans went elsewhere and only the marker finds them.
+    let shell_exited = read_stat(root).is_none_or(|stat| stat.is_dead());
+    if let Some(marker) = marker.filter(|_| shell_exited) {
+        let me = std::process::id();
+        let marked = marked_processes(&marker_entry(marker));
+        roots.extend(
+            marked
+                .into_iter()
+                .filter(|&pid| pid != me)
+                .filter_map(|pid| to_pid(pid).ok()),
+        );
+    }
+    let tree = freeze(&roots)?;
+    let mut victims = Victims::new(root);
+    for &pid in &tree {
+        victims.add(pid.as_raw_nonzero().get().unsigned_abs());
+    }
+    ignore_gone(kill_process_group(root_pid, Signal::KILL))?;
     let mut first_error = None;
     for &pid in &tree {
         if let Err(error) = ignore_gone(kill_process(pid, Signal::KILL)) {
@@ -48,53 +73,28 @@ pub fn kill_tree(root: u32) -> io::Result<usize> {
             first_error.get_or_insert(error);
         }
     }
+    let signalled = victims.len();
+    victims.reap();
     match first_error {
         Some(error) => Err(error),
-        None => Ok(tree.len()),
+        None => Ok(signalled),
     }
-}
-
-/// Sends `SIGKILL` to the process group `pgid` that another process (one that has since died)
-/// started, unless the number `pgid` has been reused: its leader was started at `leader_started`
-/// (see [`start_time`]). Returns whether the group was signalled.
-///
-/// The kernel never hands out a pid that is still some process's group id, so while anything of
-/// the old group is alive the number names it. Once every member is gone the number can be
-/// reused, by a process that may make itself a group leader; this is told apart by its start
-/// time. With no process `pgid` alive, only members of the old group can remain (the leader
-/// died first), so they are killed; with `leader_started` unknown, a live `pgid` is left alone.
-///
-/// # Errors
-/// [`io::ErrorKind::InvalidInput`] for pid 0, or the error of a signal that failed for a reason
-/// other than the group being gone (for example `EPERM`).
-pub fn kill_orphaned_group(pgid: u32, leader_started: Option<u64>) -> io::Result<bool> {
-    let group = to_pid(pgid)?;
-    match (start_time(pgid), leader_started) {
-        (Some(now), Some(then)) if now == then => {}
-        (None, _) => {}
-        (Some(_), _) => return Ok(false),
-    }
-    ignore_gone(kill_process_group(group, Signal::KILL))?;
-    Ok(true)
 }
 
 /// When the process `pid` started, in clock ticks after boot (`/proc/<pid>/stat`); `None` when
 /// there is no such process. With the pid, it names one process even across pid reuse.
 pub fn start_time(pid: u32) -> Option<u64> {
-    stat_after_name(pid)?
-        .split_ascii_whitespace()
-        .nth(19)?
-        .parse()
-        .ok()
+    read_stat(pid).map(|stat| stat.start_time)
 }
 
-/// Stops `root` and all its descendants, returning them (root included) once the tree holds still.
-fn freeze_descendants(root: Pid) -> io::Result<Vec<Pid>> {
+/// Stops every process in the trees of `roots`, returning them (roots included) once the trees
+/// hold still.
+fn freeze(roots: &[Pid]) -> io::Result<Vec<Pid>> {
     let mut found: Vec<Pid> = Vec::new();
     let mut seen: HashSet<Pid> = HashSet::new();
     for _ in 0..MAX_FREEZE_ROUNDS {
         let before = found.len();
-        let mut queue = vec![root];
+        let mut queue = roots.to_vec();
         while let Some(pid) = queue.pop() {
             if seen.insert(pid) {
                 ignore_gone(kill_process(pid, Signal::STOP))?;
@@ -134,18 +134,10 @@ fn children_from_task_files(pid: Pid) -> Vec<Pid> {
 /// Scans every `/proc/<n>/stat` for a matching parent pid: the fallback for kernels without
 /// children files.
 fn children_from_stat_scan(parent: Pid) -> Vec<Pid> {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|n| {
-            let stat = read_stat(n)?;
-            (stat.ppid == parent.as_raw_nonzero().get())
-                .then(|| to_pid(n).ok())
-                .flatten()
-        })
+    all_pids()
+        .into_iter()
+        .filter(|&n| read_stat(n).is_some_and(|stat| stat.ppid == parent.as_raw_nonzero().get()))
+        .filter_map(|n| to_pid(n).ok())
         .collect()
 }
 
@@ -156,38 +148,12 @@ fn parse_pids(text: &str) -> Vec<Pid> {
         .collect()
 }
 
-/// The fields of `/proc/<pid>/stat` this module needs.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ProcStat {
-    /// The one-letter state (`R`, `S`, `T`, `Z`, ...).
-    pub(crate) state: char,
-    /// The parent pid.
-    pub(crate) ppid: i32,
-}
-
-/// Reads `/proc/<pid>/stat`; `None` when the process is gone.
-pub(crate) fn read_stat(pid: u32) -> Option<ProcStat> {
-    let rest = stat_after_name(pid)?;
-    let mut fields = rest.split_ascii_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    Some(ProcStat { state, ppid })
-}
-
-/// `/proc/<pid>/stat` from the state (field 3) on: the command name before it is in parentheses
-/// and may itself contain spaces and parentheses.
-fn stat_after_name(pid: u32) -> Option<String> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let start = text.rfind(')')? + 1;
-    Some(text[start..].to_owned())
-}
-
 fn is_stopped_or_gone(pid: Pid) -> bool {
     let raw = pid.as_raw_nonzero().get().unsigned_abs();
     read_stat(raw).is_none_or(|stat| matches!(stat.state, 'T' | 't' | 'Z' | 'X'))
 }
 
-fn to_pid(raw: u32) -> io::Result<Pid> {
+pub(crate) fn to_pid(raw: u32) -> io::Result<Pid> {
     i32::try_from(raw)
         .ok()
         .and_then(Pid::from_raw)
@@ -195,7 +161,7 @@ fn to_pid(raw: u32) -> io::Result<Pid> {
 }
 
 /// `ESRCH` means the target is already gone: that is what a kill wants.
-fn ignore_gone(result: Result<(), Errno>) -> io::Result<()> {
+pub(crate) fn ignore_gone(result: Result<(), Errno>) -> io::Result<()> {
     match result {
         Err(Errno::SRCH) | Ok(()) => Ok(()),
         Err(errno) => Err(errno.into()),
@@ -209,27 +175,8 @@ mod tests {
     #[test]
     fn pid_zero_is_rejected() {
         assert_eq!(
-            kill_tree(0).map_err(|e| e.kind()).err(),
+            kill_tree(0, None).map_err(|e| e.kind()).err(),
             Some(io::ErrorKind::InvalidInput)
-        );
-    }
-
-    #[test]
-    fn stat_of_self_parses() {
-        let stat = read_stat(std::process::id());
-        assert!(
-            matches!(
-                stat,
-                Some(ProcStat {
-                    state: 'R' | 'S',
-                    ..
-                })
-            ),
-            "{stat:?}"
-        );
-        assert_eq!(
-            stat.map(|s| s.ppid),
-            Some(std::os::unix::process::parent_id() as i32)
         );
     }
 

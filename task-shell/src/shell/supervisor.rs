@@ -1,7 +1,7 @@
 //! The per-task supervisor of a `local_bash` task: one tokio task that waits for the process,
 //! obeys kill and background requests, enforces the timeout and runs the watchdogs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,9 +12,10 @@ use tokio::time::{Instant, Interval, MissedTickBehavior, interval_at};
 
 use crate::book::Book;
 use crate::config::ShellConfig;
+use crate::growth::Growth;
 use crate::output::{append_line, output_size, output_tail};
 use crate::process::{EXIT_KILLED, exit_code};
-use crate::supervise::{Control, Outcome, Supervisors, deadline, kill_and_reap};
+use crate::supervise::{Control, Outcome, Supervisors, deadline, freeze_group, kill_and_reap};
 use crate::watchdog::{SizeCap, StallStep, StallWatchdog};
 
 /// Why the supervision loop stopped.
@@ -46,11 +47,11 @@ struct Watchdogs {
     stall_tick: Interval,
     stall_done: bool,
     size_cap: SizeCap,
-    size_tick: Interval,
+    growth: Growth,
 }
 
 impl Watchdogs {
-    fn new(config: &ShellConfig) -> Self {
+    fn new(config: &ShellConfig, output: &Path) -> Self {
         let now = Instant::now();
         let every = |period: Duration| {
             let mut tick = interval_at(now + period, period);
@@ -62,7 +63,7 @@ impl Watchdogs {
             stall_tick: every(config.stall_check_interval),
             stall_done: false,
             size_cap: SizeCap::new(config.size_cap_bytes),
-            size_tick: every(config.size_check_interval),
+            growth: Growth::new(output, every(config.size_check_interval)),
         }
     }
 }
@@ -82,7 +83,7 @@ impl ShellRun {
     }
 
     async fn run(&mut self, book: &Book, config: &ShellConfig) -> End {
-        let mut dogs = Watchdogs::new(config);
+        let mut dogs = Watchdogs::new(config, &self.output);
         let timeout = deadline(self.timeout);
         tokio::pin!(timeout);
         loop {
@@ -93,22 +94,24 @@ impl ShellRun {
                 Some(control) = self.control.recv() => match control {
                     Control::Kill { done } => {
                         book.mark_killed(&self.id);
-                        kill_and_reap(&mut self.child, self.pid).await;
+                        kill_and_reap(&mut self.child, self.pid, &self.id).await;
                         let _ = done.send(());
                         return End::Killed;
                     }
                     Control::Background => self.backgrounded = true,
                 },
                 () = &mut timeout => {
-                    kill_and_reap(&mut self.child, self.pid).await;
+                    kill_and_reap(&mut self.child, self.pid, &self.id).await;
                     return End::TimedOut(self.timeout.unwrap_or_default());
                 }
                 _ = dogs.stall_tick.tick(), if self.backgrounded && !dogs.stall_done => {
                     dogs.stall_done = self.check_stall(book, config, &mut dogs.stall);
                 }
-                _ = dogs.size_tick.tick(), if self.backgrounded => {
+                () = dogs.growth.next(), if self.backgrounded => {
                     if dogs.size_cap.is_exceeded(output_size(&self.output)) {
-                        kill_and_reap(&mut self.child, self.pid).await;
+                        // Stop the writers at once; the tree walk and the kill follow.
+                        freeze_group(self.pid);
+                        kill_and_reap(&mut self.child, self.pid, &self.id).await;
                         return End::OverCap(dogs.size_cap);
                     }
                 }

@@ -55,13 +55,18 @@ pub async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
+/// The pid written in `path`, once it is there whole.
+pub fn pid_in(path: &Path) -> Option<u32> {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+}
+
 /// Waits until `path` holds a pid and returns it.
 pub async fn read_pid_file(path: &Path) -> u32 {
     let mut pid = None;
     wait_until(&format!("pid file {}", path.display()), || {
-        pid = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|t| t.trim().parse().ok());
+        pid = pid_in(path);
         pid.is_some()
     })
     .await;
