@@ -51,6 +51,7 @@
 
 mod api;
 mod audit;
+mod backend;
 mod cache;
 mod config;
 mod doctor;
@@ -64,6 +65,7 @@ mod lock;
 mod mailbox;
 mod ops;
 mod ownership;
+mod pg;
 mod ready;
 mod record;
 mod render;
@@ -78,7 +80,7 @@ pub use api::{
     UpdateResult, UpdateStatus,
 };
 pub use audit::{AUDIT_LOG_FILE, AuditOp, AuditRecord};
-pub use config::{HookCommand, HookConfig, LockConfig, StoreConfig, WatchConfig};
+pub use config::{HookCommand, HookConfig, LockConfig, PgConfig, StoreConfig, WatchConfig};
 pub use doctor::{DoctorReport, Problem};
 pub use error::{Error, Result};
 pub use graph::Graph;

@@ -1,5 +1,11 @@
 //! Shared helpers for the integration tests.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    dead_code,
+    unused_imports,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr
+)]
 
 use std::time::{Duration, Instant};
 
@@ -221,3 +227,6 @@ pub fn assert_consistent(list: &TaskList) {
         "cycle in the graph"
     );
 }
+
+pub mod stores;
+pub use stores::Fixture;
