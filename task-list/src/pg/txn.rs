@@ -32,7 +32,7 @@ pub(crate) struct PgTxn<'a> {
 pub(crate) enum Finish {
     /// It did not commit.
     Failed(postgres::Error),
-    /// The connection was lost while `COMMIT` was in flight: it may have committed.
+    /// `COMMIT` failed (a lost connection, a shutdown): it may have committed.
     Unknown(postgres::Error),
 }
 
@@ -82,11 +82,9 @@ impl<'a> PgTxn<'a> {
                 .map_err(Finish::Failed)?;
         }
         self.open = false;
-        match self.client.batch_execute("COMMIT") {
-            Ok(()) => Ok(()),
-            Err(e) if e.is_closed() || e.code().is_none() => Err(Finish::Unknown(e)),
-            Err(e) => Err(Finish::Failed(e)),
-        }
+        // Any failure of COMMIT itself is ambiguous: a server shutting down can report a fatal
+        // error (or just close) after the commit is durable but before it says so.
+        self.client.batch_execute("COMMIT").map_err(Finish::Unknown)
     }
 
     fn db<T>(&self, op: &'static str, r: Result<T, postgres::Error>) -> Result<T> {

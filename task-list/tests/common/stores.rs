@@ -189,3 +189,47 @@ pub fn schema_url(base: &str, schema: &str) -> String {
     let sep = if base.contains('?') { '&' } else { '?' };
     format!("{base}{sep}options=-csearch_path%3D{schema}")
 }
+
+/// Restarts the test server (`pg_ctl restart -m fast`, as `postgres` when run as root), which
+/// cuts every connection. `false` (after saying why) when `.ci/postgres.sh` did not start it.
+pub fn restart_server() -> bool {
+    let (Ok(data), Ok(bin)) = (
+        std::env::var("TASKS_TEST_PG_DATA"),
+        std::env::var("TASKS_TEST_PG_BIN"),
+    ) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "TASKS_TEST_PG_DATA/BIN are not set under CI"
+        );
+        eprintln!(
+            "skipped: TASKS_TEST_PG_DATA/BIN not set (start the server with .ci/postgres.sh)"
+        );
+        return false;
+    };
+    let pg_ctl = format!("{bin}/pg_ctl");
+    let args = [
+        "-D",
+        data.as_str(),
+        "-m",
+        "fast",
+        "-w",
+        "-t",
+        "60",
+        "restart",
+    ];
+    let mut command = if rustix::process::geteuid().is_root() {
+        let mut c = std::process::Command::new("runuser");
+        c.args(["-u", "postgres", "--", &pg_ctl]).args(args);
+        c
+    } else {
+        let mut c = std::process::Command::new(&pg_ctl);
+        c.args(args);
+        c
+    };
+    let status = command
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "pg_ctl restart failed: {status}");
+    true
+}
