@@ -52,10 +52,10 @@ impl TaskList {
     /// connection before it committed is run again from the start (bounded by
     /// [`crate::PgConfig::retries`], each retry logged at `warn`); `body` must therefore only
     /// change the world through the transaction (hooks run outside it).
-    pub(crate) fn write<T>(
+    pub(crate) fn write<T: Send>(
         &self,
         reference_list_lock: bool,
-        mut body: impl FnMut(&mut dyn StoreTxn) -> Result<T>,
+        mut body: impl FnMut(&mut dyn StoreTxn) -> Result<T> + Send,
     ) -> Result<T> {
         match &self.backend {
             Backend::Files => {
@@ -68,7 +68,7 @@ impl TaskList {
         }
     }
 
-    /// The PostgreSQL store, or an error naming the file-only operation.
+    /// The PostgreSQL store, if the list is in one.
     pub(crate) fn pg(&self) -> Option<&PgStore> {
         match &self.backend {
             Backend::Files => None,

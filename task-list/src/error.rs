@@ -72,14 +72,21 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
-    /// An import into a list that already has tasks (imports never merge).
-    #[error("cannot import into list {list:?}: it already has {tasks} task(s)")]
+    /// An import into a list that is already in use (imports never merge).
+    #[error(
+        "cannot import into list {list:?}: it already has {tasks} task(s) and {records} audit record(s)"
+    )]
     ImportTargetNotEmpty {
         /// The target list.
         list: String,
         /// How many tasks it has.
         tasks: usize,
+        /// How many audit records it has.
+        records: usize,
     },
+    /// A document that is not a list export this crate can read.
+    #[error("not a task-list export: {0}")]
+    InvalidExport(String),
     /// The filesystem watcher failed.
     #[error("watch {path}: {source}")]
     Watch {

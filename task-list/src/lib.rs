@@ -70,6 +70,7 @@ mod ready;
 mod record;
 mod render;
 mod store;
+mod transfer;
 mod txn;
 mod update;
 mod watch;
@@ -95,6 +96,7 @@ pub use ready::{NotReady, NotReadyReason, ReadyReport, ReadyTask, ready_report};
 pub use record::{Metadata, Task, TaskStatus};
 pub use render::{NO_TASKS, VERIFICATION_AGENT_TYPE};
 pub use store::{Actor, FileProblem, Snapshot, TaskList};
+pub use transfer::{EXPORT_FORMAT, ListExport};
 pub use watch::{Change, ListWatcher};
 
 impl TaskList {

@@ -103,7 +103,7 @@ impl PgStore {
         &self.list_id
     }
 
-    /// A new connection (for a watcher).
+    /// A new connection (for a watcher; call it through [`off_runtime`]).
     pub(crate) fn open_client(&self) -> Result<Client> {
         self.config
             .connect(self.tls.clone())
@@ -111,23 +111,33 @@ impl PgStore {
     }
 
     /// Runs `f` on the read connection, reconnecting and retrying on connection loss.
-    pub(crate) fn with_reader<T>(
+    pub(crate) fn with_reader<T: Send>(
         &self,
         op: &'static str,
-        mut f: impl FnMut(&mut Client, &str) -> Result<T, postgres::Error>,
+        mut f: impl FnMut(&mut Client, &str) -> Result<T, postgres::Error> + Send,
     ) -> Result<T> {
-        self.retrying(op, || {
-            let mut slot = lock(&self.reader);
-            let client = self.connected(&mut slot)?;
-            f(client, &self.list_id).map_err(|e| self.dropping(&mut slot, op, e))
+        off_runtime(|| {
+            self.retrying(op, || {
+                let mut slot = lock(&self.reader);
+                let client = self.connected(&mut slot)?;
+                f(client, &self.list_id).map_err(|e| self.dropping(&mut slot, op, e))
+            })
         })
     }
 
     /// Runs `body` in a write transaction (see the module documentation).
-    pub(crate) fn write<T>(
+    pub(crate) fn write<T: Send>(
         &self,
         list: &TaskList,
-        body: &mut dyn FnMut(&mut dyn StoreTxn) -> Result<T>,
+        body: &mut (dyn FnMut(&mut dyn StoreTxn) -> Result<T> + Send),
+    ) -> Result<T> {
+        off_runtime(|| self.write_here(list, body))
+    }
+
+    fn write_here<T>(
+        &self,
+        list: &TaskList,
+        body: &mut (dyn FnMut(&mut dyn StoreTxn) -> Result<T> + Send),
     ) -> Result<T> {
         self.retrying("write", || {
             let mut slot = lock(&self.writer);
@@ -207,6 +217,26 @@ impl PgStore {
             source,
         }
     }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        let clients = [lock(&self.writer).take(), lock(&self.reader).take()];
+        off_runtime(move || drop(clients));
+    }
+}
+
+/// Runs `f` where the blocking client may block: on this thread, or on a scoped one when this
+/// thread belongs to a tokio runtime (the client drives its connection on a runtime of its
+/// own, which cannot be entered from inside another; its `Drop` needs one too).
+pub(crate) fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return f();
+    }
+    std::thread::scope(|scope| match scope.spawn(f).join() {
+        Ok(value) => value,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
 }
 
 /// Serialization failures, deadlocks, shutdowns and lost connections: the transaction did not

@@ -10,7 +10,7 @@ use fallible_iterator::FallibleIterator;
 use postgres::Client;
 
 use crate::error::Result;
-use crate::pg::{CHANGES_CHANNEL, PgStore, backoff};
+use crate::pg::{CHANGES_CHANNEL, PgStore, backoff, off_runtime};
 
 /// A listening connection.
 pub(crate) struct PgWatch {
@@ -30,7 +30,7 @@ impl std::fmt::Debug for PgWatch {
 impl PgWatch {
     /// Starts listening.
     pub(crate) fn start(store: Arc<PgStore>) -> Result<Self> {
-        let client = listen(&store)?;
+        let client = off_runtime(|| listen(&store))?;
         Ok(Self {
             store,
             client: Some(client),
@@ -40,6 +40,10 @@ impl PgWatch {
     /// Waits up to `wait` (forever with `None`) for a change to this list. `true`: a change
     /// was notified, or the connection was lost and re-opened (re-read to catch up).
     pub(crate) fn wait(&mut self, wait: Option<Duration>) -> Result<bool> {
+        off_runtime(|| self.wait_here(wait))
+    }
+
+    fn wait_here(&mut self, wait: Option<Duration>) -> Result<bool> {
         let deadline = wait.map(|w| Instant::now() + w);
         loop {
             let Some(client) = self.client.as_mut() else {
@@ -78,9 +82,13 @@ impl PgWatch {
 
     /// Swallows notifications until `quiet` passes without one (at most `cap` in all).
     pub(crate) fn drain(&mut self, quiet: Duration, cap: Duration) {
+        off_runtime(|| self.drain_here(quiet, cap));
+    }
+
+    fn drain_here(&mut self, quiet: Duration, cap: Duration) {
         let end = Instant::now() + cap;
         while Instant::now() < end {
-            match self.wait(Some(quiet)) {
+            match self.wait_here(Some(quiet)) {
                 Ok(true) => {}
                 _ => return,
             }
@@ -104,6 +112,13 @@ impl PgWatch {
                 Err(e) => return Err(e),
             }
         }
+    }
+}
+
+impl Drop for PgWatch {
+    fn drop(&mut self) {
+        let client = self.client.take();
+        off_runtime(move || drop(client));
     }
 }
 
