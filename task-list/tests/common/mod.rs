@@ -266,3 +266,4 @@ pub fn assert_consistent(list: &TaskList) {
 
 pub mod stores;
 pub use stores::Fixture;
+pub mod netns;
