@@ -135,7 +135,9 @@ pub struct StoreConfig {
     pub verification_nudge: bool,
     /// fsync every file and the directory before a change counts as done (on). Writes are
     /// atomic (temp file + rename) either way, so a killed process never leaves a torn file;
-    /// turning this off only gives up durability across power loss or an OS crash.
+    /// turning this off only gives up durability across power loss or an OS crash. On
+    /// PostgreSQL, off means `synchronous_commit = off` (the server's own crash may lose the
+    /// last commits, never half of one).
     pub durable: bool,
     /// How long a task file must have been left unchanged before a snapshot may keep its
     /// parsed task in the handle's cache (2 s). Files changed more recently are read on every

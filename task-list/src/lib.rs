@@ -16,6 +16,10 @@
 //! - [`TaskList::doctor`] finds and repairs asymmetric edges, dangling references, cycles and
 //!   high-water-mark drift; [`TaskList::watch`] reports changes without polling.
 //!
+//! The same list can instead live in PostgreSQL ([`TaskList::connect`] with a `postgres://`
+//! URL), for agents on several hosts: the operations, their semantics and their texts are the
+//! same (see the README's "Stores").
+//!
 //! The request and result types ([`CreateRequest`], [`UpdateRequest`], [`UpdateResult`], …)
 //! serialise to the reference's tool shapes, and their `model_text` methods render the texts
 //! the reference shows its model, so a CLI or an MCP server is a thin layer on top.

@@ -117,7 +117,7 @@ impl TaskList {
                 message: "expected a postgres:// or postgresql:// URL".into(),
             });
         }
-        let store = PgStore::connect(url, &list_id, config.pg.clone())?;
+        let store = PgStore::connect(url, &list_id, config.pg.clone(), config.durable)?;
         Ok(Self {
             dir: PathBuf::new(),
             list_id,

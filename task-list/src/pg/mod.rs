@@ -49,6 +49,8 @@ pub(crate) struct PgStore {
     shown: String,
     list_id: String,
     retry: PgConfig,
+    /// `false`: commits do not wait for the WAL flush (`synchronous_commit = off`).
+    durable: bool,
     writer: Mutex<Option<Client>>,
     reader: Mutex<Option<Client>>,
 }
@@ -64,7 +66,12 @@ impl std::fmt::Debug for PgStore {
 
 impl PgStore {
     /// Parses `url`, connects, applies the migrations and makes sure the list exists.
-    pub(crate) fn connect(url: &str, list_id: &str, retry: PgConfig) -> Result<Self> {
+    pub(crate) fn connect(
+        url: &str,
+        list_id: &str,
+        retry: PgConfig,
+        durable: bool,
+    ) -> Result<Self> {
         let shown = redact(url);
         let mut config: postgres::Config = url.parse().map_err(|e| Error::InvalidStore {
             store: shown.clone(),
@@ -79,6 +86,7 @@ impl PgStore {
             shown,
             list_id: list_id.to_string(),
             retry,
+            durable,
             writer: Mutex::new(None),
             reader: Mutex::new(None),
         };
@@ -105,9 +113,18 @@ impl PgStore {
 
     /// A new connection (for a watcher; call it through [`off_runtime`]).
     pub(crate) fn open_client(&self) -> Result<Client> {
-        self.config
+        let mut client = self
+            .config
             .connect(self.tls.clone())
-            .map_err(|e| self.error("connect", e))
+            .map_err(|e| self.error("connect", e))?;
+        if !self.durable {
+            // As `StoreConfig::durable = false` on files: still atomic, and a crash of this
+            // process loses nothing; a crash of the server's machine may lose the last commits.
+            client
+                .batch_execute("SET synchronous_commit = off")
+                .map_err(|e| self.error("connect", e))?;
+        }
+        Ok(client)
     }
 
     /// Runs `f` on the read connection, reconnecting and retrying on connection loss.

@@ -152,6 +152,14 @@ impl Fixture {
         }
     }
 
+    /// Runs a query in the test's schema (PostgreSQL only).
+    pub fn sql(&self, query: &str) -> Vec<postgres::Row> {
+        match self {
+            Self::Files(_) => panic!("no SQL on the file store"),
+            Self::Postgres { admin, .. } => admin.lock().unwrap().query(query, &[]).unwrap(),
+        }
+    }
+
     /// Sets the high-water mark behind the store's back, list `list`.
     pub fn set_high_water_mark_raw(&self, mark: u64) {
         match self {
