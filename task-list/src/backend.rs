@@ -64,7 +64,7 @@ impl TaskList {
                 txn.commit()?;
                 Ok(value)
             }
-            Backend::Postgres(store) => store.write(self, &mut body),
+            Backend::Postgres(store) => store.write(&mut body),
         }
     }
 

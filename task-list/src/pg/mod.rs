@@ -33,7 +33,6 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use crate::backend::StoreTxn;
 use crate::config::PgConfig;
 use crate::error::{Error, Result};
-use crate::store::TaskList;
 
 pub(crate) use watch::PgWatch;
 
@@ -145,15 +144,13 @@ impl PgStore {
     /// Runs `body` in a write transaction (see the module documentation).
     pub(crate) fn write<T: Send>(
         &self,
-        list: &TaskList,
         body: &mut (dyn FnMut(&mut dyn StoreTxn) -> Result<T> + Send),
     ) -> Result<T> {
-        off_runtime(|| self.write_here(list, body))
+        off_runtime(|| self.write_here(body))
     }
 
     fn write_here<T>(
         &self,
-        list: &TaskList,
         body: &mut (dyn FnMut(&mut dyn StoreTxn) -> Result<T> + Send),
     ) -> Result<T> {
         self.retrying("write", || {
@@ -161,7 +158,7 @@ impl PgStore {
             let client = self.connected(&mut slot)?;
             // A connection found closed here is replaced by `connected` on the next attempt.
             let mut txn =
-                txn::PgTxn::begin(self, client, list).map_err(|e| self.error("begin", e))?;
+                txn::PgTxn::begin(self, client).map_err(|e| self.error("begin", e))?;
             let value = body(&mut txn)?;
             let token = txn.token().to_string();
             match txn.finish() {

@@ -11,7 +11,6 @@ use crate::error::Result;
 use crate::id::TaskId;
 use crate::pg::{CHANGES_CHANNEL, PgStore};
 use crate::record::Task;
-use crate::store::TaskList;
 
 /// An open transaction; rolled back when dropped unfinished.
 pub(crate) struct PgTxn<'a> {
@@ -41,7 +40,6 @@ impl<'a> PgTxn<'a> {
     pub(crate) fn begin(
         store: &'a PgStore,
         client: &'a mut Client,
-        _list: &TaskList,
     ) -> Result<Self, postgres::Error> {
         client.batch_execute("BEGIN")?;
         let mut txn = Self {

@@ -120,16 +120,10 @@ impl Fixture {
                 task.to_file_json(),
             )
             .unwrap(),
-            Self::Postgres { admin, .. } => {
-                admin
-                    .lock()
-                    .unwrap()
-                    .execute(
-                        "UPDATE tasks SET body = $3 WHERE list_id = $1 AND id = $2",
-                        &[&list_id, &(task.id.get() as i64), &task.to_file_json()],
-                    )
-                    .unwrap();
-            }
+            Self::Postgres { .. } => self.execute(
+                "UPDATE tasks SET body = $3 WHERE list_id = $1 AND id = $2",
+                &[&list_id, &(task.id.get() as i64), &task.to_file_json()],
+            ),
         }
     }
 
@@ -139,24 +133,10 @@ impl Fixture {
             Self::Files(dir) => {
                 std::fs::remove_file(dir.path().join("list").join(id.file_name())).unwrap()
             }
-            Self::Postgres { admin, .. } => {
-                admin
-                    .lock()
-                    .unwrap()
-                    .execute(
-                        "DELETE FROM tasks WHERE list_id = $1 AND id = $2",
-                        &[&"list", &(id.get() as i64)],
-                    )
-                    .unwrap();
-            }
-        }
-    }
-
-    /// Runs a query in the test's schema (PostgreSQL only).
-    pub fn sql(&self, query: &str) -> Vec<postgres::Row> {
-        match self {
-            Self::Files(_) => panic!("no SQL on the file store"),
-            Self::Postgres { admin, .. } => admin.lock().unwrap().query(query, &[]).unwrap(),
+            Self::Postgres { .. } => self.execute(
+                "DELETE FROM tasks WHERE list_id = $1 AND id = $2",
+                &[&"list", &(id.get() as i64)],
+            ),
         }
     }
 
@@ -168,16 +148,26 @@ impl Fixture {
                 mark.to_string(),
             )
             .unwrap(),
-            Self::Postgres { admin, .. } => {
-                admin
-                    .lock()
-                    .unwrap()
-                    .execute(
-                        "UPDATE task_lists SET high_water_mark = $2 WHERE list_id = $1",
-                        &[&"list", &(mark as i64)],
-                    )
-                    .unwrap();
-            }
+            Self::Postgres { .. } => self.execute(
+                "UPDATE task_lists SET high_water_mark = $2 WHERE list_id = $1",
+                &[&"list", &(mark as i64)],
+            ),
+        }
+    }
+
+    /// Runs a query in the test's schema (PostgreSQL only).
+    pub fn sql(&self, query: &str) -> Vec<postgres::Row> {
+        self.admin().query(query, &[]).unwrap()
+    }
+
+    fn execute(&self, statement: &str, params: &[&(dyn postgres::types::ToSql + Sync)]) {
+        self.admin().execute(statement, params).unwrap();
+    }
+
+    fn admin(&self) -> std::sync::MutexGuard<'_, postgres::Client> {
+        match self {
+            Self::Files(_) => panic!("no SQL on the file store"),
+            Self::Postgres { admin, .. } => admin.lock().unwrap(),
         }
     }
 }
