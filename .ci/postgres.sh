@@ -7,6 +7,9 @@
 #                             eval "$(.ci/postgres.sh start)"   # exports TASKS_TEST_PG_URL
 #   .ci/postgres.sh stop    stops the server started by `start` and removes its directory.
 #
+# `start` also exports TASKS_TEST_PG_DATA and TASKS_TEST_PG_BIN (the restart tests use them)
+# and installs iproute2 when `ip` is missing (the two-host test makes network namespaces).
+#
 # As root the server runs as the `postgres` user (created when absent): PostgreSQL refuses to
 # run as root. State lives in $TASKS_PG_DIR (default /tmp/tasks-ci-pg).
 set -euo pipefail
@@ -30,10 +33,14 @@ bin_dir() {
 }
 
 install_postgres() {
-    if ! bin_dir >/dev/null; then
-        echo "installing postgresql from the distribution's packages" >&2
+    local wanted=()
+    bin_dir >/dev/null || wanted+=(postgresql)
+    # `ip netns` for the two-host claim test.
+    command -v ip >/dev/null || wanted+=(iproute2)
+    if [ "${#wanted[@]}" -gt 0 ]; then
+        echo "installing ${wanted[*]} from the distribution's packages" >&2
         apt-get update -qq >&2
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${wanted[@]}" >&2
     fi
     if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
         useradd --system --home-dir /nonexistent --shell /usr/sbin/nologin postgres

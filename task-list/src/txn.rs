@@ -42,6 +42,8 @@ pub(crate) struct Txn<'a> {
     guard: ListGuard,
     cache: HashMap<TaskId, Option<Task>>,
     changes: Vec<FileChange>,
+    /// Where each staged file is in `changes`.
+    staged: HashMap<String, usize>,
     audit: Vec<AuditRecord>,
 }
 
@@ -56,6 +58,7 @@ impl<'a> Txn<'a> {
             guard: ListGuard::acquire(list.dir(), &list.config.lock, reference_list_lock)?,
             cache: HashMap::new(),
             changes: Vec::new(),
+            staged: HashMap::new(),
             audit: Vec::new(),
         };
         txn.replay_journal()?;
@@ -71,8 +74,13 @@ impl<'a> Txn<'a> {
     }
 
     fn stage(&mut self, name: String, contents: Option<String>) {
-        self.changes.retain(|c| c.name != name);
-        self.changes.push(FileChange { name, contents });
+        match self.staged.get(&name) {
+            Some(&at) => self.changes[at].contents = contents,
+            None => {
+                self.staged.insert(name.clone(), self.changes.len());
+                self.changes.push(FileChange { name, contents });
+            }
+        }
     }
 
     /// Finishes the transaction of a writer that died after writing its journal.
@@ -123,7 +131,7 @@ impl StoreTxn for Txn<'_> {
     /// `None` if the task does not exist.
     fn lock(&mut self, id: TaskId) -> Result<Option<Task>> {
         self.lock_file(id)?;
-        let task = match self.changes.iter().any(|c| c.name == id.file_name()) {
+        let task = match self.staged.contains_key(&id.file_name()) {
             true => self.cache.get(&id).cloned().flatten(),
             false => read_task(&self.list.task_path(id))?,
         };
