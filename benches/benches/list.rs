@@ -67,7 +67,9 @@ impl Store {
 impl Drop for Store {
     fn drop(&mut self) {
         if let Self::Postgres { admin, schema, .. } = self {
-            let _ = admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"));
+            if let Err(e) = admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")) {
+                eprintln!("could not drop the bench schema {schema}: {e}");
+            }
         }
     }
 }

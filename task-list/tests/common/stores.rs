@@ -174,10 +174,15 @@ impl Fixture {
 
 impl Drop for Fixture {
     fn drop(&mut self) {
-        if let Self::Postgres { schema, admin, .. } = self
-            && let Ok(admin) = admin.get_mut()
-        {
-            let _ = admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"));
+        if let Self::Postgres { schema, admin, url } = self {
+            let drop = format!("DROP SCHEMA {schema} CASCADE");
+            let done = admin
+                .get_mut()
+                .is_ok_and(|admin| admin.batch_execute(&drop).is_ok());
+            // After a server restart the admin connection is gone: use a new one.
+            if !done && let Ok(mut fresh) = postgres::Client::connect(url, postgres::NoTls) {
+                let _ = fresh.batch_execute(&drop);
+            }
         }
     }
 }
