@@ -66,10 +66,10 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        if let Self::Postgres { admin, schema, .. } = self {
-            if let Err(e) = admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE")) {
-                eprintln!("could not drop the bench schema {schema}: {e}");
-            }
+        if let Self::Postgres { admin, schema, .. } = self
+            && let Err(e) = admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        {
+            eprintln!("could not drop the bench schema {schema}: {e}");
         }
     }
 }
