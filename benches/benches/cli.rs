@@ -26,6 +26,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use benches::{build_tasks_binary, rss_kib};
+
 const GIB: u64 = 1024 * 1024 * 1024;
 
 fn main() {
@@ -56,17 +58,6 @@ fn main() {
 struct Bench {
     tasks: PathBuf,
     roots: PathBuf,
-}
-
-/// Builds `tasks` as shipped (the `build-tasks` alias of `.cargo/config.toml`) into this
-/// bench's target directory; returns its path.
-fn build_tasks_binary() -> PathBuf {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo).arg("build-tasks").status().unwrap();
-    assert!(status.success(), "cannot build the tasks binary");
-    // This bench runs from {target}/release/deps/cli-…; the binary is {target}/release/tasks.
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().join("tasks")
 }
 
 /// A state root with its own supervisor; every process is killed on drop (the files stay until
@@ -262,15 +253,6 @@ fn tail_1gib(bench: &Bench, n: usize) {
         "(target ≤ 1.5×)",
     );
     std::fs::remove_file(output).unwrap();
-}
-
-fn rss_kib(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 fn rss_1000_sleeps(bench: &Bench) {

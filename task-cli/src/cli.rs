@@ -50,6 +50,10 @@ pub enum Command {
     Run(RunArgs),
     /// Start a monitor: each stdout line of the command is an event notification.
     Monitor(MonitorArgs),
+    /// Start a background agent: an agent CLI speaking a JSON event stream, followed as it works.
+    Agent(AgentArgs),
+    /// Send a message to an agent (by id or name): queued while it works, or it resumes.
+    Send(SendArgs),
     /// List the session's tasks.
     Ps(PsArgs),
     /// Read a task's output: a delta from an offset, a tail, or follow it until the task ends.
@@ -89,6 +93,49 @@ pub struct RunArgs {
     /// The command: one argument is shell text (`'a | b'`); several are quoted words.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// The event format of an agent CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RunnerFormat {
+    /// Claude Code (`-p … --output-format stream-json --verbose`).
+    Claude,
+    /// OpenAI Codex (`codex exec --json`).
+    Codex,
+    /// Gemini CLI (`--output-format stream-json`).
+    Gemini,
+}
+
+/// `tasks agent`.
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// The CLI's event format; the flags it needs are added when absent.
+    #[arg(long, value_enum, default_value_t = RunnerFormat::Claude)]
+    pub runner: RunnerFormat,
+    /// A name the agent can be addressed by (`tasks send NAME …`).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Human description (default: the prompt).
+    #[arg(short, long)]
+    pub description: Option<String>,
+    /// The first user turn.
+    #[arg(long, short)]
+    pub prompt: String,
+    /// Wait for the agent to stop, print its notification and exit with its status.
+    #[arg(long)]
+    pub wait: bool,
+    /// The agent CLI: program, then arguments.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// `tasks send`.
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// The agent's task id or name.
+    pub to: String,
+    /// The message.
+    pub message: String,
 }
 
 /// `tasks monitor`.

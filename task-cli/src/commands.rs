@@ -6,9 +6,11 @@ use clap::CommandFactory;
 use serde_json::json;
 use task_core::{TaskId, TaskStatus};
 
+use task_agent::{AgentExecutor, AgentStart, CliFormat};
+
 use crate::cli::{
-    Cli, Command, CompletionShell, KillArgs, MonitorArgs, NotificationsArgs, OutputArgs, PsArgs,
-    RunArgs, WaitArgs,
+    AgentArgs, Cli, Command, CompletionShell, KillArgs, MonitorArgs, NotificationsArgs, OutputArgs,
+    PsArgs, RunArgs, RunnerFormat, SendArgs, WaitArgs,
 };
 use crate::error::{Result, exit};
 use task_shell::monitor::WsTarget;
@@ -28,6 +30,8 @@ pub fn execute(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::Run(args) => run(&session()?, args, json),
         Command::Monitor(args) => monitor(&session()?, args, json),
+        Command::Agent(args) => agent(&session()?, args, json),
+        Command::Send(args) => send(&session()?, &args, json),
         Command::Ps(args) => ps(&session()?, &args, json),
         Command::Output(args) => output(&session()?, &args, json),
         Command::Wait(args) => wait(&session()?, &args, json),
@@ -75,14 +79,22 @@ fn parse_ids(inputs: &[String]) -> Result<Vec<TaskId>> {
 fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
     let command = shell_text(&args.command);
     let mut caller = Session::caller()?;
-    caller.agent_id = args.agent_id;
+    if args.agent_id.is_some() {
+        caller.agent_id = args.agent_id;
+    }
     let start = ShellStart {
         description: args.description.unwrap_or_else(|| command.clone()),
         command,
         timeout_ms: args.timeout,
     };
     let id = session.start::<ShellExecutor>(start, caller)?;
-    if !args.wait {
+    started(session, id, args.wait, json)
+}
+
+/// Prints a started task's id; with `wait`, waits for it to end, prints its notification and
+/// returns its exit status.
+fn started(session: &Session, id: TaskId, wait: bool, json: bool) -> Result<u8> {
+    if !wait {
         return print_started(session, id, json);
     }
     if !json {
@@ -103,6 +115,40 @@ fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
         render::out(&format!("{}\n", notice.text()))?;
     }
     Ok(exit_code(task))
+}
+
+fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
+    let start = AgentStart {
+        command: args.command,
+        runner: match args.runner {
+            RunnerFormat::Claude => CliFormat::Claude,
+            RunnerFormat::Codex => CliFormat::Codex,
+            RunnerFormat::Gemini => CliFormat::Gemini,
+        },
+        description: args.description.unwrap_or_else(|| args.prompt.clone()),
+        prompt: args.prompt,
+        name: args.name,
+        model: None,
+        subagent_type: None,
+    };
+    let id = session.start::<AgentExecutor>(start, Session::caller()?)?;
+    started(session, id, args.wait, json)
+}
+
+fn send(session: &Session, args: &SendArgs, json: bool) -> Result<u8> {
+    let sent = session.send_message(&args.to, &args.message)?;
+    if json {
+        render::out(&format!("{}\n", sent.reply))?;
+    } else {
+        let reply: serde_json::Value = serde_json::from_str(&sent.reply).unwrap_or_default();
+        let text = reply["message"].as_str().unwrap_or(&sent.reply);
+        render::out(&format!("{text}\n"))?;
+    }
+    Ok(if sent.delivered {
+        exit::OK
+    } else {
+        exit::UNKNOWN_TASK
+    })
 }
 
 fn monitor(session: &Session, args: MonitorArgs, json: bool) -> Result<u8> {
@@ -155,8 +201,11 @@ fn ps(session: &Session, args: &PsArgs, json: bool) -> Result<u8> {
             .iter()
             .filter_map(|task| {
                 let id = task.id();
-                let notified = crate::notice::is_notified(session.paths(), &id);
-                let settled = task.is_terminal() && (notified || task.notification.is_none());
+                let notified = task
+                    .notification
+                    .as_ref()
+                    .is_none_or(|due| crate::notice::is_notified(session.paths(), &id, due));
+                let settled = task.is_terminal() && notified;
                 let size = std::fs::metadata(session.output_path(&id)).map_or(0, |m| m.len());
                 (args.all || !settled).then(|| Row::new(task, size, notified))
             })

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use task_core::{
-    Caller, KillError, KillOutcome, Launch, LaunchError, Launched, Registry, RegistryConfig,
-    TaskEvent, TaskId, TaskStatus,
+    Caller, EndReason, KillError, KillOutcome, Launch, LaunchError, Launched, Registry,
+    RegistryConfig, TaskEvent, TaskId, TaskStatus,
 };
 use tokio::sync::{Notify, broadcast, oneshot};
 
@@ -37,10 +37,27 @@ pub struct Host {
     pub config: Config,
 }
 
-/// The launchers of a supervisor, by [`Launch::KIND`].
+/// The launchers of a supervisor, by [`Launch::KIND`], and who takes messages.
 #[derive(Default)]
 pub struct Launchers {
     by_kind: HashMap<&'static str, Box<dyn LaunchAny>>,
+    messenger: Option<Arc<dyn Messenger>>,
+}
+
+/// Delivers messages to the tasks that take them (agents, teammates), by id or name.
+#[async_trait::async_trait]
+pub trait Messenger: Send + Sync {
+    /// Sends `message` to `to`; says whether it was delivered, and the result in words.
+    async fn send(&self, to: &str, message: &str) -> MessageReply;
+}
+
+/// What became of a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageReply {
+    /// Whether it reached its task.
+    pub delivered: bool,
+    /// The result in the reference's words.
+    pub reply: String,
 }
 
 impl std::fmt::Debug for Launchers {
@@ -59,6 +76,13 @@ impl Launchers {
     #[must_use]
     pub fn with<L: Launch>(mut self, launcher: L) -> Self {
         self.by_kind.insert(L::KIND, Box::new(launcher));
+        self
+    }
+
+    /// Routes messages ([`Engine::send`]) to `messenger`.
+    #[must_use]
+    pub fn with_messenger(mut self, messenger: impl Messenger + 'static) -> Self {
+        self.messenger = Some(Arc::new(messenger));
         self
     }
 
@@ -210,7 +234,10 @@ impl Engine {
 
     /// Starts a task with the launcher of its kind; returns once its first record is on disk,
     /// and starts its work after that (so the caller gets the id without waiting for a `fork`;
-    /// a start that fails ends the task `failed`). A task whose caller waits for it in the
+    /// a start that fails ends the task `failed`). A first record that cannot be written (a
+    /// full disk) refuses the start: the work never begins and nothing of the task is kept,
+    /// since no reader could ever see it (a task whose launcher started it already, a
+    /// monitor, is kept and its record retried). A task whose caller waits for it in the
     /// foreground has its completion latch set before its id is returned, so no reader ever
     /// delivers it (not even as an orphan).
     pub fn start_task(&self, start: Start) -> Result<TaskId, StartRefused> {
@@ -231,23 +258,66 @@ impl Engine {
                 },
                 message: error.to_string(),
             })?;
-        let id = launched.id;
-        if !background && let Err(e) = notice::mark_notified(&self.paths, &id) {
-            // It still finishes silently; only a dead supervisor's orphan could notify.
-            tracing::warn!("cannot mark {id} notified: {e}");
+        let Launched { id, start: begin } = launched;
+        if let Err(error) = self.mirror.write_now(id)
+            && begin.is_some()
+        {
+            self.abandon(id);
+            return Err(StartRefused {
+                kind: ErrorKind::Spawn,
+                message: format!("cannot record the task, so it was not started: {error}"),
+            });
         }
-        self.mirror.write_now(id);
-        if let Some(begin) = launched.start {
+        if !background {
+            self.mirror.expect_no_notice(id);
+            if let Err(e) = notice::never_notify(&self.paths, &id) {
+                // It still finishes silently; only a dead supervisor's orphan could notify.
+                tracing::warn!("cannot mark {id} notified: {e}");
+            }
+        }
+        if let Some(begin) = begin {
             let mirror = self.mirror.clone();
             // On a worker thread, which lives as long as the runtime (a parent-death signal
             // follows the thread that forks).
             tokio::spawn(async move {
                 begin();
-                // `running` goes to disk at once: until then readers still see `pending`.
-                mirror.write_now(id);
+                // `running` goes to disk at once: until then readers still see `pending` (a
+                // failure is kept and retried by the sweep).
+                let _ = mirror.write_now(id);
             });
         }
         Ok(id)
+    }
+
+    /// Forgets a task registered but never begun: ended, evicted, dropped from the mirror's
+    /// books (nothing unwritten of it holds the supervisor) and its empty output file removed.
+    fn abandon(&self, id: TaskId) {
+        let ended = self
+            .registry
+            .transition_with(&id, TaskStatus::Failed, |state| {
+                state.base.end_reason = Some(EndReason::SpawnFailed {
+                    error: "its record could not be written".into(),
+                });
+                state.base.notified = true;
+            });
+        if let Err(error) = ended {
+            tracing::warn!(task = %id, %error, "cannot end a task that was not started");
+        } else if !self.registry.evict(&id) {
+            tracing::warn!(task = %id, "cannot evict a task that was not started");
+        }
+        self.mirror.forget(id);
+        let _ = std::fs::remove_file(self.paths.output(&id));
+    }
+
+    /// Sends a message to the task `to` (an id or a name) through the wiring's messenger.
+    pub async fn send(&self, to: &str, message: &str) -> MessageReply {
+        match &self.launchers.messenger {
+            Some(messenger) => messenger.send(to, message).await,
+            None => MessageReply {
+                delivered: false,
+                reply: "no task of this session takes messages".into(),
+            },
+        }
     }
 
     /// Kills tasks (all at once); returns once each is settled and its record written.
@@ -262,7 +332,11 @@ impl Engine {
                     KillResult::Failed
                 }
             };
-            self.mirror.write(*id);
+            if result == KillResult::Killed {
+                self.mirror.write_killed(*id);
+            } else {
+                self.mirror.write(*id);
+            }
             KillReport { id: *id, result }
         });
         let reports = futures_util::future::join_all(kills).await;
@@ -408,15 +482,57 @@ impl Mirror {
 
     /// Writes the record of `id` on the calling thread, now (a short blocking write, like the
     /// creation of the task's output file before it): no hand-off to the writer thread on the
-    /// way of a start. The first record of a task is always written this way.
-    fn write_now(&self, id: TaskId) {
-        self.state.write(id, true);
+    /// way of a start. The first record of a task is always written this way. A failed write
+    /// is also kept for the sweep to retry.
+    fn write_now(&self, id: TaskId) -> Result<()> {
+        self.state.write(id, Occasion::Start)
     }
 
-    /// How many tasks have a state no write has put on disk yet (writes that failed).
-    fn unwritten(&self) -> usize {
-        lock(&self.state.books).unwritten.len()
+    /// Writes the record of a task a kill on request just ended, now: no completion notice is
+    /// due for it, so nothing waits for one. A failure is kept for the sweep to retry.
+    fn write_killed(&self, id: TaskId) {
+        let _ = self.state.write(id, Occasion::Killed);
     }
+
+    /// Notes that no reader delivers the completion of `id` (its caller waits for it in the
+    /// foreground): its end is written without waiting for a notice.
+    fn expect_no_notice(&self, id: TaskId) {
+        lock(&self.state.books).silent.insert(id);
+    }
+
+    /// Drops everything the books hold about `id` (a task that was never begun).
+    fn forget(&self, id: TaskId) {
+        lock(&self.state.books).forget(&id);
+    }
+
+    /// How many tasks have a state no write has put on disk yet (writes that failed, ends
+    /// waiting for their completion notice).
+    fn unwritten(&self) -> usize {
+        let books = lock(&self.state.books);
+        books.unwritten.len() + books.awaiting_notice.len()
+    }
+}
+
+impl Books {
+    /// Drops everything about `id` (evicted, or never begun).
+    fn forget(&mut self, id: &TaskId) {
+        self.written.remove(id);
+        self.completions.remove(id);
+        self.unwritten.remove(id);
+        self.awaiting_notice.remove(id);
+        self.silent.remove(id);
+    }
+}
+
+/// Why a record is written, which decides whether it may wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Occasion {
+    /// A change the writer thread or the sweep picked up.
+    Change,
+    /// A task's start: its first record is written even while `pending`.
+    Start,
+    /// A kill on request ended it: no completion notice is due, so nothing waits for one.
+    Killed,
 }
 
 /// What the writer thread works from.
@@ -440,6 +556,11 @@ struct Books {
     completions: HashMap<TaskId, Notice>,
     /// Tasks whose latest state could not be written (a full disk): retried every sweep.
     unwritten: HashSet<TaskId>,
+    /// Ended tasks whose end is not written yet because their completion notice may still
+    /// be on its way from the notification pump, with when to write them without it.
+    awaiting_notice: HashMap<TaskId, Instant>,
+    /// Tasks whose completion no reader delivers (run in the foreground).
+    silent: HashSet<TaskId>,
     /// Ended tasks written to disk, with when to try to evict them.
     settling: VecDeque<(TaskId, Instant)>,
 }
@@ -469,7 +590,8 @@ impl Mirrored {
                 }
             }
             for id in ids {
-                self.write(id, false);
+                // A failure is logged, kept and retried by the sweep.
+                let _ = self.write(id, Occasion::Change);
             }
             for done in flushed {
                 let _ = done.send(());
@@ -479,23 +601,41 @@ impl Mirrored {
     }
 
     /// Writes the record of `id` from the registry's current state. A task not written yet is
-    /// written while `pending` only when `first` (its start writes it): the events of its
-    /// registration would each cost a file no reader can ask for yet.
-    fn write(&self, id: TaskId, first: bool) {
+    /// written while `pending` only at its start: the events of its registration would each
+    /// cost a file no reader can ask for yet. An end is written with its completion notice:
+    /// the executor ends a task and then sends the notice, which reaches [`Mirror::complete`]
+    /// through the notification pump, so an end without one waits for it up to a sweep
+    /// interval (an end with no notice due is written then, or at once when known: a kill on
+    /// request, a task run in the foreground). Were the
+    /// end written first, a supervisor dying before the notice would lose it for good. A
+    /// write that fails is logged and kept for the sweep to retry, and its error returned.
+    fn write(&self, id: TaskId, occasion: Occasion) -> Result<()> {
         let mut books = lock(&self.books);
         let Some(state) = self.registry.get(&id) else {
-            return;
+            return Ok(());
         };
         let known = books.written.contains_key(&id);
-        if !known && !first && state.status() == TaskStatus::Pending {
-            return;
+        if !known && occasion != Occasion::Start && state.status() == TaskStatus::Pending {
+            return Ok(());
         }
         let mut record = TaskRecord::new((*state).clone());
         if state.status().is_terminal() {
             record.notification = books.completions.get(&id).cloned();
+            let no_notice_due = occasion == Occasion::Killed || books.silent.contains(&id);
+            if record.notification.is_none() && !no_notice_due {
+                let now = Instant::now();
+                let due = *books
+                    .awaiting_notice
+                    .entry(id)
+                    .or_insert(now + self.sweep_interval);
+                if now < due {
+                    return Ok(()); // written by `complete`, or by the sweep once due
+                }
+            }
         }
+        books.awaiting_notice.remove(&id);
         if books.written.get(&id) == Some(&record) {
-            return;
+            return Ok(());
         }
         let terminal = record.is_terminal();
         match record::write(&self.paths, &record) {
@@ -508,21 +648,27 @@ impl Mirrored {
                     let at = Instant::now() + self.sweep_interval;
                     books.settling.push_back((id, at));
                 }
+                Ok(())
             }
             Err(error) => {
                 if books.unwritten.insert(id) {
                     tracing::error!(task = %id, %error, "cannot write its record: kept in memory and retried");
                 }
+                Err(error)
             }
         }
     }
 
-    /// Retries failed writes and evicts ended tasks whose final record has been on disk for a
-    /// sweep interval (by then any completion notice raced with their end has been attached).
+    /// Retries failed writes, writes the ends whose notice wait is over, and evicts ended
+    /// tasks whose final record has been on disk for a sweep interval.
     fn sweep(&self) {
-        let retry: Vec<TaskId> = lock(&self.books).unwritten.iter().copied().collect();
+        let retry: Vec<TaskId> = {
+            let books = lock(&self.books);
+            let waited = books.awaiting_notice.keys();
+            books.unwritten.iter().chain(waited).copied().collect()
+        };
         for id in retry {
-            self.write(id, false);
+            let _ = self.write(id, Occasion::Change); // not yet: kept for the next sweep
         }
         let now = Instant::now();
         let due: Vec<TaskId> = {
@@ -545,14 +691,13 @@ impl Mirrored {
     /// Evicts `id` if its record is final and the registry lets it go; tries again later if
     /// its grace has not passed.
     fn settle(&self, id: TaskId) {
-        self.write(id, false); // a no-op unless something changed since
+        let _ = self.write(id, Occasion::Change); // a no-op unless something changed since
         let mut books = lock(&self.books);
         if books.unwritten.contains(&id) {
             return; // retried by the sweep; settles once written
         }
         if self.registry.evict(&id) || self.registry.get(&id).is_none() {
-            books.written.remove(&id);
-            books.completions.remove(&id);
+            books.forget(&id);
         } else {
             books
                 .settling

@@ -1,10 +1,19 @@
-//! The `tasks` binary as a library: the session layer that the CLI (and the MCP server) drive.
+//! The `tasks` binary as a library: the session layer that makes tasks outlive the command that
+//! started them, and (with the default `cli` feature) the CLI and MCP front ends over it.
 //!
-//! Tasks outlive the command that starts them. `tasks run` hands the command to the session's
-//! supervisor, one daemon per session started on demand ([`supervisor`]), which runs every task
-//! of the session in one process and mirrors each task's state to `{id}.json`
-//! ([`snapshot`]). Every other command reads those files ([`session::Session`]); completions and
-//! events are delivered exactly once across processes by atomic file claims ([`notice`]).
+//! `tasks run` hands a start request to the session's supervisor, one daemon per session started
+//! on demand ([`supervisor`]), which runs every task of the session in one process and mirrors
+//! each task's state to `{id}.json` ([`record`]). Every other command reads those files
+//! ([`session::Session`]); completions and events are delivered exactly once across processes by
+//! atomic file claims ([`notice`]).
+//!
+//! Nothing in the session layer knows a task type. The supervisor holds task-core executors by
+//! type and [`Launch`](task_core::Launch)ers by kind, registered by a [`engine::Wiring`]
+//! function ([`wiring::standard`] for the `tasks` binary: shells and monitors). A harness with
+//! task types of its own writes its own wiring, runs [`supervisor::run`] in a process of its own
+//! and points its [`session::Session`] at it with
+//! [`with_supervisor`](session::Session::with_supervisor); built with
+//! `default-features = false`, this crate pulls in neither clap nor rmcp.
 //!
 //! # Example
 //!
@@ -25,14 +34,18 @@
 //! ```
 #![deny(missing_docs)]
 
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod client;
+#[cfg(feature = "cli")]
 pub mod commands;
 pub mod config;
 pub mod engine;
 pub mod error;
+#[cfg(feature = "cli")]
 mod list_cmd;
 pub mod lock;
+#[cfg(feature = "cli")]
 pub mod mcp;
 pub mod notice;
 pub mod paths;

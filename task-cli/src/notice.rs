@@ -2,9 +2,11 @@
 //!
 //! Two kinds of notification reach readers, each with its own atomic claim:
 //!
-//! * **Completions** live in the task's record. A reader delivers one only if it creates
-//!   `{id}.notified` with `O_CREAT|O_EXCL`: the kernel lets exactly one creator succeed, across
-//!   processes.
+//! * **Completions** live in the task's record. A reader delivers one only if it creates its
+//!   latch `{id}.{end}.notified` with `O_CREAT|O_EXCL`: the kernel lets exactly one creator
+//!   succeed, across processes. The end time is part of the name because a resumed agent ends,
+//!   and notifies, once per run. `{id}.notified` marks a task whose completions are never
+//!   delivered (its caller waits for it in the foreground).
 //! * **Events** that do not end a task (stall warnings, monitor lines) are files the supervisor
 //!   writes into `events/pending/` (written elsewhere, then renamed in, so never seen torn). A
 //!   reader claims one by renaming it into `events/delivered/`: exactly one rename succeeds.
@@ -203,33 +205,45 @@ fn read_event(path: &Path) -> Result<Notice> {
 }
 
 /// Claims the completion `notice` of the ended task `id`: `Some` for exactly one caller across
-/// all processes, `None` for every other.
+/// all processes, `None` for every other, and for a task never notified.
 pub fn claim_completion(
     paths: &SessionPaths,
     id: &TaskId,
     notice: &Notice,
 ) -> Result<Option<Claim>> {
-    Ok(mark_notified(paths, id)?.then(|| Claim {
+    if exists(&paths.never_notified(id)) {
+        return Ok(None);
+    }
+    let latch = paths.notified(id, notice.at_ms);
+    Ok(create_latch(&latch)?.then(|| Claim {
         notice: notice.clone(),
-        release: Release::Latch(paths.notified(id)),
+        release: Release::Latch(latch),
     }))
 }
 
-/// Sets the completion latch of `id` (`{id}.notified`, created with `O_CREAT|O_EXCL`): true for
-/// the one caller that creates it, false for every other. Once set, no reader delivers the
-/// task's completion; the supervisor sets it at start for a task whose caller waits itself.
-pub fn mark_notified(paths: &SessionPaths, id: &TaskId) -> Result<bool> {
-    let latch = paths.notified(id);
-    match private_file().write(true).create_new(true).open(&latch) {
+/// Marks `id` as a task none of whose completions any reader delivers: the supervisor sets it
+/// at start for a task whose caller waits for it itself. True for the one caller that sets it.
+pub fn never_notify(paths: &SessionPaths, id: &TaskId) -> Result<bool> {
+    create_latch(&paths.never_notified(id))
+}
+
+/// Creates `latch` with `O_CREAT|O_EXCL`: true for the one caller that creates it.
+fn create_latch(latch: &Path) -> Result<bool> {
+    match private_file().write(true).create_new(true).open(latch) {
         Ok(_) => Ok(true),
         Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(CliError::io("create", &latch, e)),
+        Err(e) => Err(CliError::io("create", latch, e)),
     }
 }
 
-/// Whether the completion of `id` was already delivered (or is being delivered).
-pub fn is_notified(paths: &SessionPaths, id: &TaskId) -> bool {
-    fs::symlink_metadata(paths.notified(id)).is_ok()
+/// Whether the completion `notice` of `id` was already delivered (or is being delivered), or
+/// is never to be.
+pub fn is_notified(paths: &SessionPaths, id: &TaskId, notice: &Notice) -> bool {
+    exists(&paths.never_notified(id)) || exists(&paths.notified(id, notice.at_ms))
+}
+
+fn exists(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok()
 }
 
 /// Records claimed notifications in the session's log (one `O_APPEND` write for all, so
@@ -346,7 +360,10 @@ mod tests {
         assert_eq!(claims.len(), 2);
         assert!(deliver(&paths, claims).is_err());
 
-        assert!(!is_notified(&paths, &id), "the latch was released");
+        assert!(
+            !is_notified(&paths, &id, &completion),
+            "the latch was released"
+        );
         assert_eq!(
             peek_events(&paths).unwrap().len(),
             1,

@@ -84,8 +84,15 @@ impl SessionPaths {
         self.tasks_dir().join(format!("{id}.json"))
     }
 
-    /// The completion latch of `id`.
-    pub fn notified(&self, id: &TaskId) -> PathBuf {
+    /// The latch of one completion of `id`: the one that ended at `ended_ms` (a resumed agent
+    /// ends, and notifies, more than once).
+    pub fn notified(&self, id: &TaskId, ended_ms: u64) -> PathBuf {
+        self.tasks_dir().join(format!("{id}.{ended_ms}.notified"))
+    }
+
+    /// The marker of a task none of whose completions is ever delivered (its caller waits for
+    /// it in the foreground).
+    pub fn never_notified(&self, id: &TaskId) -> PathBuf {
         self.tasks_dir().join(format!("{id}.notified"))
     }
 
@@ -130,8 +137,11 @@ impl SessionPaths {
     }
 
     /// Creates the session's directories, private to the user (idempotent), and refuses a
-    /// root or session directory that is not private ([`SessionPaths::verify`]).
+    /// root or session directory that is not private ([`SessionPaths::verify`]): before
+    /// creating anything (nothing is ever created through a symlink or in a directory of
+    /// another user) and again after (a directory created meanwhile by someone else).
     pub fn create_dirs(&self) -> Result<()> {
+        self.verify()?;
         let mut builder = std::fs::DirBuilder::new();
         builder.recursive(true).mode(0o700);
         for dir in [

@@ -31,6 +31,13 @@ pub enum Op {
         /// The tasks.
         ids: Vec<TaskId>,
     },
+    /// A message to a task that takes messages (an agent, by id or name).
+    Send {
+        /// The task's id or name.
+        to: String,
+        /// The message.
+        message: String,
+    },
     /// Liveness check.
     Ping,
 }
@@ -61,6 +68,13 @@ pub enum Response {
     Killed {
         /// One report per requested id.
         reports: Vec<KillReport>,
+    },
+    /// What became of a message ([`Op::Send`]).
+    Sent {
+        /// Whether it reached its task (queued or delivered by a resume).
+        delivered: bool,
+        /// The result in the reference's words (a JSON text for a model).
+        reply: String,
     },
     /// Answer to [`Op::Ping`].
     Pong {

@@ -7,7 +7,7 @@
 //! survive a power loss either, and a record left live by a crash is read as an orphan (see
 //! [`crate::session`]); ARCHITECTURE.md has the reasoning.
 //!
-//! Records are untrusted input: read through [`crate::untrusted`] (no symlink, no FIFO, size
+//! Records are untrusted input: read through the `untrusted` module (no symlink, no FIFO, size
 //! limited). Files of the first format (before task-core's state was persisted whole) are read
 //! and converted.
 
@@ -44,6 +44,10 @@ pub struct TaskRecord {
     /// the foreground).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notification: Option<Notice>,
+    /// When the file was last written (its mtime, ms epoch; 0 for a record not read from disk):
+    /// the last time its supervisor is known to have been alive.
+    #[serde(skip)]
+    pub written_ms: u64,
 }
 
 impl TaskRecord {
@@ -54,6 +58,7 @@ impl TaskRecord {
             task,
             supervisor_pid: std::process::id(),
             notification: None,
+            written_ms: 0,
         }
     }
 
@@ -95,12 +100,17 @@ impl TaskRecord {
         }
     }
 
-    /// This live record as it reads once its supervisor is known to be dead: `failed`, ended
-    /// now with [`EndReason::SupervisorDied`] (task-core's orphan transition), with its
-    /// completion due. A terminal record is returned unchanged.
+    /// This live record as it reads once its supervisor is known to be dead: `failed` with
+    /// [`EndReason::SupervisorDied`] (task-core's orphan transition), ended when the record was
+    /// last written (so every reader and the next supervisor derive the same end, and the same
+    /// completion latch), with its completion due. A terminal record is returned unchanged.
     #[must_use]
     pub fn orphaned(mut self) -> Self {
-        if self.task.end_as_orphan(self.supervisor_pid) {
+        let ended_at = match self.written_ms {
+            0 => task_core::now_ms(),
+            written => written,
+        };
+        if self.task.end_as_orphan(self.supervisor_pid, ended_at) {
             self.notification = Some(Notice::completion(
                 self.task.base.end_time,
                 Notification::orphaned(&self.task),
@@ -142,8 +152,11 @@ fn write_new(path: &Path, body: &[u8]) -> Result<()> {
 /// Reads the record of `id`: [`CliError::UnknownTask`] if there is none.
 pub fn read(paths: &SessionPaths, id: &TaskId) -> Result<TaskRecord> {
     let path = paths.snapshot(id);
-    match untrusted::read_file(&path, untrusted::MAX_STATE_FILE_BYTES) {
-        Ok(bytes) => parse(&path, id, &bytes),
+    match untrusted::read_file_with_mtime(&path, untrusted::MAX_STATE_FILE_BYTES) {
+        Ok((bytes, mtime_ms)) => parse(&path, id, &bytes).map(|mut record| {
+            record.written_ms = mtime_ms;
+            record
+        }),
         Err(e) if e.kind() == ErrorKind::NotFound => Err(CliError::UnknownTask {
             id: id.to_string(),
             session: paths.name().to_owned(),
@@ -286,6 +299,7 @@ impl LegacyRecord {
             task,
             supervisor_pid: self.supervisor_pid,
             notification: self.notification,
+            written_ms: 0,
         }
     }
 }

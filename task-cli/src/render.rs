@@ -102,10 +102,47 @@ pub fn table(rows: &[Row<'_>], color: bool) -> String {
             one_line(&end, 18),
             age(now.saturating_sub(base.start_time)),
             size(row.output_bytes),
-            one_line(&base.description, 60),
+            one_line(&describe(row.task), 80),
         ));
     }
     text
+}
+
+/// A task's description, and for an agent what it has done: `research · 1.4k tokens · 3 tools
+/// · Reading /etc/hostname`.
+fn describe(task: &TaskState) -> String {
+    let base = &task.base.description;
+    let task_core::TaskKind::Agent(agent) = &task.kind else {
+        return base.clone();
+    };
+    let progress = &agent.progress;
+    let mut text = format!(
+        "{base} · {} tokens · {} tool{}",
+        count(progress.token_count),
+        progress.tool_use_count,
+        if progress.tool_use_count == 1 {
+            ""
+        } else {
+            "s"
+        }
+    );
+    if let Some(latest) = progress.recent_activities.iter().last() {
+        let activity = latest
+            .activity_description
+            .as_deref()
+            .unwrap_or(&latest.tool_name);
+        text.push_str(&format!(" · {activity}"));
+    }
+    text
+}
+
+/// `950`, `1.4k`, `2.0M`.
+fn count(n: u64) -> String {
+    match n {
+        0..1000 => n.to_string(),
+        1000..1_000_000 => format!("{:.1}k", n as f64 / 1000.0),
+        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
 }
 
 fn paint(status: TaskStatus, text: &str) -> String {

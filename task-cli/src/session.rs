@@ -86,10 +86,16 @@ impl Session {
     }
 
     /// The calling process as the caller of a task: its working directory (which must exist:
-    /// [`CliError::MissingCwd`] otherwise) and its whole environment, in the background. Front
-    /// ends add the owning agent and tool use.
+    /// [`CliError::MissingCwd`] otherwise) and its whole environment, in the background, owned
+    /// by the agent named in `TASKS_AGENT_ID` if any (an agent's CLI, and every `tasks` process
+    /// or MCP server it launches, carry it: their tasks die with the agent). Front ends may
+    /// name another owner and add the tool use.
     pub fn caller() -> Result<Caller> {
-        Caller::current().map_err(CliError::MissingCwd)
+        let mut caller = Caller::current().map_err(CliError::MissingCwd)?;
+        caller.agent_id = std::env::var(task_agent::AGENT_ID_ENV)
+            .ok()
+            .filter(|id| !id.is_empty());
+        Ok(caller)
     }
 
     /// Starts a task of `L`'s kind through the supervisor; returns its id once its record
@@ -118,6 +124,21 @@ impl Session {
             }
         };
         client::send(&self.paths, &self.config, supervisor, op)
+    }
+
+    /// Sends `message` to the task `to` (an agent's id or name): queued for a running agent's
+    /// next turn, or a stopped one resumed with it.
+    pub fn send_message(&self, to: &str, message: &str) -> Result<crate::engine::MessageReply> {
+        let op = Op::Send {
+            to: to.to_owned(),
+            message: message.to_owned(),
+        };
+        match self.send(op)? {
+            Response::Sent { delivered, reply } => {
+                Ok(crate::engine::MessageReply { delivered, reply })
+            }
+            other => Err(unexpected(other)),
+        }
     }
 
     /// Kills tasks (whole process trees). Unknown ids fail before anything is killed; a task that
@@ -268,7 +289,7 @@ impl Session {
         let mut claims = notice::claim_events(&self.paths)?;
         for task in &listing.tasks {
             if let Some(due) = task.notification.as_ref().filter(|_| task.is_terminal())
-                && !notice::is_notified(&self.paths, &task.id())
+                && !notice::is_notified(&self.paths, &task.id(), due)
             {
                 match notice::claim_completion(&self.paths, &task.id(), due) {
                     Ok(claim) => claims.extend(claim),

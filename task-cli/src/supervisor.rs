@@ -265,6 +265,14 @@ async fn dispatch(request: Request, engine: &Engine) -> Response {
         Op::Kill { ids } => Response::Killed {
             reports: engine.kill(&ids).await,
         },
+        Op::Send { to, message } => {
+            let sent = engine.send(&to, &message).await;
+            engine.flush().await;
+            Response::Sent {
+                delivered: sent.delivered,
+                reply: sent.reply,
+            }
+        }
         Op::Ping => Response::Pong {
             pid: std::process::id(),
         },

@@ -17,14 +17,25 @@ pub const MAX_STATE_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// following a symlink or blocking on a FIFO. A file that is not regular or is too large is an
 /// [`ErrorKind::InvalidData`] error naming what it is.
 pub fn read_file(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
+    read_file_with_mtime(path, max_bytes).map(|(bytes, _)| bytes)
+}
+
+/// [`read_file`], with the file's modification time (ms since the epoch).
+pub fn read_file_with_mtime(path: &Path, max_bytes: u64) -> io::Result<(Vec<u8>, u64)> {
     let mut file = open_regular(path, std::fs::OpenOptions::new().read(true))?;
-    let len = file.metadata()?.len();
+    let meta = file.metadata()?;
+    let len = meta.len();
     if len > max_bytes {
         return Err(io::Error::new(
             ErrorKind::InvalidData,
             format!("{len} bytes, more than a state file may hold ({max_bytes})"),
         ));
     }
+    let mtime_ms = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
     file.by_ref().take(max_bytes + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max_bytes {
@@ -33,7 +44,7 @@ pub fn read_file(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
             "grew past the limit while read",
         ));
     }
-    Ok(bytes)
+    Ok((bytes, mtime_ms))
 }
 
 /// Opens `path` with `options` plus `O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC` and checks that it is a

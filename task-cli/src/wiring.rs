@@ -3,18 +3,36 @@
 //! Everything else in the session layer is generic; adding a task type means an executor crate
 //! (implementing task-core's `Task` and `Launch`) and a line here.
 
+use task_agent::{AgentConfig, AgentExecutor, send_result};
 use task_shell::{Monitors, ShellExecutor};
 
-use crate::engine::{Host, Launchers};
+use crate::engine::{Host, Launchers, MessageReply, Messenger};
 use crate::error::Result;
 
-/// Shell commands and monitors (task-shell).
+/// Shell commands and monitors (task-shell), agents (task-agent).
 pub fn standard(host: &Host) -> Result<Launchers> {
-    let shells = ShellExecutor::new(
-        host.registry.clone(),
-        host.paths.tasks_dir(),
-        host.config.shell.clone(),
-    )
-    .register_with_registry();
-    Ok(Launchers::new().with(shells.clone()).with(Monitors(shells)))
+    let tasks_dir = host.paths.tasks_dir();
+    let shells = ShellExecutor::new(host.registry.clone(), &tasks_dir, host.config.shell.clone())
+        .register_with_registry();
+    let agents = AgentExecutor::new(host.registry.clone(), &tasks_dir, AgentConfig::default())
+        .register_with_registry();
+    Ok(Launchers::new()
+        .with(shells.clone())
+        .with(Monitors(shells))
+        .with(agents.clone())
+        .with_messenger(AgentMessages(agents)))
+}
+
+/// Messages go to agents (queued while they run, resuming them once stopped).
+struct AgentMessages(AgentExecutor);
+
+#[async_trait::async_trait]
+impl Messenger for AgentMessages {
+    async fn send(&self, to: &str, message: &str) -> MessageReply {
+        let outcome = self.0.send(to, message, None).await;
+        MessageReply {
+            delivered: outcome.is_ok(),
+            reply: send_result(to, &outcome),
+        }
+    }
 }

@@ -12,6 +12,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::{is_alive, sigkill};
+
+mod support;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -108,50 +111,13 @@ impl Sandbox {
 
     /// Every live process whose environment names this sandbox's root.
     fn processes(&self) -> Vec<i32> {
-        let marker = format!("TASKS_ROOT={}", self.root().display());
-        let me = std::process::id() as i32;
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|&pid| pid != me && is_alive(pid))
-            .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/environ"))
-                    .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == marker.as_bytes()))
-            })
-            .collect()
+        support::processes_of(self.root())
     }
 }
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let left = self.processes();
-            if left.is_empty() || Instant::now() > deadline {
-                return;
-            }
-            for pid in left {
-                sigkill(pid);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-fn sigkill(pid: i32) {
-    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-    }
-}
-
-/// Alive and not a zombie.
-fn is_alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
-            !matches!(state.and_then(|s| s.chars().next()), Some('Z' | 'X') | None)
-        }
-        Err(_) => false,
+        support::kill_processes_of(self.root());
     }
 }
 

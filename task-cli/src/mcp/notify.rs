@@ -247,11 +247,12 @@ fn peek(
     let paths = context.session.paths();
     let mut found: Vec<(String, Notice)> = tasks
         .iter()
-        .filter(|t| t.is_terminal() && !notice::is_notified(paths, &t.id()))
+        .filter(|t| t.is_terminal())
         .filter_map(|t| {
             t.notification
                 .clone()
-                .map(|n| (format!("done:{}", t.id()), n))
+                .filter(|due| !notice::is_notified(paths, &t.id(), due))
+                .map(|n| (format!("done:{}:{}", t.id(), n.at_ms), n))
         })
         .collect();
     found.extend(

@@ -132,6 +132,10 @@ pub struct AgentState {
     /// The worktree it ran in, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<Worktree>,
+    /// The process group of its agent CLI while it may be alive (none for an agent without a
+    /// process, such as the backgrounded main session), for orphan reaping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<super::ShellProcess>,
 }
 
 /// A teammate's identity: `agentName@teamName`.

@@ -257,14 +257,16 @@ impl TaskState {
     }
 
     /// Ends this live task as an orphan: the process that supervised it (pid `supervisor_pid`)
-    /// died while it was live, so it is `failed` with [`EndReason::SupervisorDied`], ended now.
-    /// A terminal task is left as it is (returns false).
-    pub fn end_as_orphan(&mut self, supervisor_pid: u32) -> bool {
+    /// died while it was live, so it is `failed` with [`EndReason::SupervisorDied`], ended at
+    /// `ended_at` (ms epoch: whoever finds the orphan gives the same time, the last time its
+    /// supervisor was known alive, so every finder derives the same end). A terminal task is
+    /// left as it is (returns false).
+    pub fn end_as_orphan(&mut self, supervisor_pid: u32, ended_at: u64) -> bool {
         if self.status().is_terminal() {
             return false;
         }
         self.base.status = TaskStatus::Failed;
-        self.base.end_time = Some(now_ms());
+        self.base.end_time = Some(ended_at);
         self.base.end_reason = Some(EndReason::SupervisorDied {
             pid: supervisor_pid,
         });

@@ -1,0 +1,219 @@
+//! `fake-agent`: a scripted agent CLI for tests. **A test tool, not a product.**
+//!
+//! It speaks Claude Code's stream-json protocol in and out, with no model and no network:
+//!
+//! ```text
+//! fake-agent --script FILE [-p] [--output-format stream-json] [--verbose]
+//!            [--input-format stream-json] [--model M] [--resume SESSION]
+//! ```
+//!
+//! It prints `system/init`, then runs the script's steps, one JSON object a line:
+//!
+//! | step | what it does |
+//! |---|---|
+//! | `{"read_user": true}` | reads one stream-json user line from stdin (exits 0 at end of input) |
+//! | `{"text": "…", "usage": {…}}` | an assistant message with a text block |
+//! | `{"tool": "Bash", "input": {…}, "usage": {…}, "output": "…", "is_error": false}` | an assistant `tool_use`, then its `tool_result` |
+//! | `{"result": "…"}` | a `result` line with subtype `success` |
+//! | `{"result_error": "error_max_turns", "message": "…"}` | a `result` line with that error subtype |
+//! | `{"raw": "…"}` | the text as a line, verbatim (malformed or unknown lines) |
+//! | `{"stderr": "…"}` | a line on stderr |
+//! | `{"wait_file": "PATH"}` | sleeps until PATH exists (a test's signal) |
+//! | `{"touch": "PATH"}` | creates PATH (a signal to the test) |
+//! | `{"spawn": "CMD", "pid_file": "PATH"}` | starts `sh -c CMD` in the background, writing its pid to PATH |
+//! | `{"exit": N}` | exits with code N at once (a crash with no result) |
+//!
+//! When the script is done it keeps reading user lines until stdin closes, answering each with
+//! `echo: {message}` (a text and a `success` result). With `--resume` it skips the script and
+//! only answers (the first user line is the resumed turn). Usage defaults to 100 input and 10
+//! output tokens a message.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("fake-agent: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+struct Agent {
+    session_id: String,
+    stdin: std::io::StdinLock<'static>,
+    stdout: std::io::Stdout,
+    message_count: u64,
+}
+
+fn run() -> Result<u8, String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let resume = flag("--resume");
+    let session_id = resume
+        .clone()
+        .unwrap_or_else(|| format!("fake-session-{}", std::process::id()));
+    let mut agent = Agent {
+        session_id,
+        stdin: std::io::stdin().lock(),
+        stdout: std::io::stdout(),
+        message_count: 0,
+    };
+    agent.emit(
+        &json!({"type": "system", "subtype": "init", "session_id": agent.session_id,
+        "model": flag("--model").unwrap_or_else(|| "fake-model".into()), "tools": ["Bash", "Read"],
+        "cwd": std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default()}),
+    )?;
+    if resume.is_none() {
+        let script = flag("--script").ok_or("missing --script FILE")?;
+        let text = std::fs::read_to_string(&script).map_err(|e| format!("{script}: {e}"))?;
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let step: Value =
+                serde_json::from_str(line).map_err(|e| format!("bad step {line}: {e}"))?;
+            if let Some(code) = agent.step(&step)? {
+                return Ok(code);
+            }
+        }
+    }
+    while let Some(message) = agent.read_user()? {
+        let answer = format!("echo: {message}");
+        agent.assistant(json!([{"type": "text", "text": answer}]), None)?;
+        agent.emit(
+            &json!({"type": "result", "subtype": "success", "is_error": false,
+            "result": answer, "session_id": agent.session_id, "num_turns": 1, "duration_ms": 1}),
+        )?;
+    }
+    Ok(0)
+}
+
+impl Agent {
+    /// Runs one step; `Some(code)` to exit.
+    fn step(&mut self, step: &Value) -> Result<Option<u8>, String> {
+        let get = |key: &str| step.get(key);
+        let usage = get("usage");
+        if get("read_user").is_some() {
+            if self.read_user()?.is_none() {
+                return Ok(Some(0));
+            }
+        } else if let Some(text) = get("text") {
+            self.assistant(json!([{"type": "text", "text": text}]), usage)?;
+        } else if let Some(tool) = get("tool") {
+            self.tool(tool, get("input"), usage, get("output"), get("is_error"))?;
+        } else if let Some(result) = get("result") {
+            self.emit(
+                &json!({"type": "result", "subtype": "success", "is_error": false,
+                "result": result, "session_id": self.session_id, "num_turns": 1, "duration_ms": 1}),
+            )?;
+        } else if let Some(subtype) = get("result_error") {
+            self.emit(
+                &json!({"type": "result", "subtype": subtype, "is_error": true,
+                "result": get("message"), "session_id": self.session_id}),
+            )?;
+        } else if let Some(raw) = get("raw").and_then(Value::as_str) {
+            self.write_line(raw)?;
+        } else if let Some(text) = get("stderr").and_then(Value::as_str) {
+            eprintln!("{text}");
+        } else if let Some(path) = get("wait_file").and_then(Value::as_str) {
+            while !Path::new(path).exists() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        } else if let Some(path) = get("touch").and_then(Value::as_str) {
+            std::fs::write(path, b"").map_err(|e| format!("{path}: {e}"))?;
+        } else if let Some(command) = get("spawn").and_then(Value::as_str) {
+            spawn(command, get("pid_file").and_then(Value::as_str))?;
+        } else if let Some(code) = get("exit").and_then(Value::as_u64) {
+            return Ok(Some(u8::try_from(code).unwrap_or(1)));
+        } else {
+            return Err(format!("unknown step {step}"));
+        }
+        Ok(None)
+    }
+
+    fn tool(
+        &mut self,
+        name: &Value,
+        input: Option<&Value>,
+        usage: Option<&Value>,
+        output: Option<&Value>,
+        is_error: Option<&Value>,
+    ) -> Result<(), String> {
+        self.message_count += 1;
+        let id = format!("toolu_fake_{}", self.message_count);
+        let input = input.cloned().unwrap_or_else(|| json!({}));
+        self.assistant(
+            json!([{"type": "tool_use", "id": id, "name": name, "input": input}]),
+            usage,
+        )?;
+        self.emit(&json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result",
+            "tool_use_id": id, "content": output.cloned().unwrap_or_else(|| json!("ok")),
+            "is_error": is_error.and_then(Value::as_bool).unwrap_or(false)}]}, "parent_tool_use_id": null}))
+    }
+
+    fn assistant(&mut self, content: Value, usage: Option<&Value>) -> Result<(), String> {
+        let usage = usage
+            .cloned()
+            .unwrap_or_else(|| json!({"input_tokens": 100, "output_tokens": 10}));
+        self.emit(
+            &json!({"type": "assistant", "message": {"role": "assistant", "content": content,
+            "usage": usage}, "parent_tool_use_id": null, "session_id": self.session_id}),
+        )
+    }
+
+    /// One user turn from stdin: its text, or `None` at end of input.
+    fn read_user(&mut self) -> Result<Option<String>, String> {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.stdin.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+                return Ok(None);
+            }
+            let Ok(value) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if value["type"] == "user" {
+                let content = &value["message"]["content"];
+                return Ok(Some(
+                    content
+                        .as_str()
+                        .map_or_else(|| content.to_string(), str::to_owned),
+                ));
+            }
+        }
+    }
+
+    fn emit(&mut self, value: &Value) -> Result<(), String> {
+        self.write_line(&value.to_string())
+    }
+
+    fn write_line(&mut self, line: &str) -> Result<(), String> {
+        let mut out = self.stdout.lock();
+        writeln!(out, "{line}")
+            .and_then(|()| out.flush())
+            .map_err(|e| e.to_string())
+    }
+}
+
+fn spawn(command: &str, pid_file: Option<&str>) -> Result<(), String> {
+    let child = std::process::Command::new("sh")
+        .args(["-c", command])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("spawn {command}: {e}"))?;
+    if let Some(path) = pid_file {
+        std::fs::write(path, child.id().to_string()).map_err(|e| format!("{path}: {e}"))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,174 @@
+//! The command line and first input of each CLI format.
+
+use std::ffi::{OsStr, OsString};
+
+use crate::error::AgentError;
+use crate::format::CliFormat;
+use crate::runner::AgentSpec;
+
+/// How to start the CLI: its arguments and what goes to its stdin first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LaunchPlan {
+    /// The arguments after the program.
+    pub(crate) args: Vec<OsString>,
+    /// The first stream-json user line, when the CLI reads turns on stdin (then stdin stays
+    /// open); `None`: stdin is closed.
+    pub(crate) first_turn: Option<String>,
+}
+
+/// The stream-json line of a user turn (Claude's `--input-format stream-json`).
+pub(crate) fn user_turn(text: &str) -> String {
+    serde_json::json!({"type": "user", "message": {"role": "user", "content": text}}).to_string()
+}
+
+/// The plan for `format`: `args` as given plus the flags the format needs when absent.
+/// `resume`: (session id, message) of a resumed session.
+pub(crate) fn plan(
+    format: CliFormat,
+    given: &[OsString],
+    spec: &AgentSpec,
+    resume: Option<(&str, &str)>,
+) -> Result<LaunchPlan, AgentError> {
+    let mut args = given.to_vec();
+    let model = spec.model.as_deref();
+    match format {
+        CliFormat::Claude => {
+            ensure(&mut args, &["-p"], &["-p", "--print"]);
+            ensure(
+                &mut args,
+                &["--output-format", "stream-json"],
+                &["--output-format"],
+            );
+            ensure(&mut args, &["--verbose"], &["--verbose"]);
+            ensure(
+                &mut args,
+                &["--input-format", "stream-json"],
+                &["--input-format"],
+            );
+            push_model(&mut args, "--model", model);
+            let text = match resume {
+                Some((session_id, message)) => {
+                    args.extend(["--resume".into(), session_id.into()]);
+                    message
+                }
+                None => spec.prompt.as_str(),
+            };
+            Ok(LaunchPlan {
+                args,
+                first_turn: Some(user_turn(text)),
+            })
+        }
+        CliFormat::Codex => {
+            if resume.is_some() {
+                return Err(AgentError::ResumeUnsupported("codex"));
+            }
+            ensure(&mut args, &["--json"], &["--json"]);
+            push_model(&mut args, "--model", model);
+            args.push(spec.prompt.clone().into());
+            Ok(LaunchPlan {
+                args,
+                first_turn: None,
+            })
+        }
+        CliFormat::Gemini => {
+            if resume.is_some() {
+                return Err(AgentError::ResumeUnsupported("gemini"));
+            }
+            ensure(
+                &mut args,
+                &["--output-format", "stream-json"],
+                &["--output-format", "-o"],
+            );
+            push_model(&mut args, "--model", model);
+            args.extend(["-p".into(), spec.prompt.clone().into()]);
+            Ok(LaunchPlan {
+                args,
+                first_turn: None,
+            })
+        }
+    }
+}
+
+/// Appends `flag` unless one of `present` (or `present=…`) is already there.
+fn ensure(args: &mut Vec<OsString>, flag: &[&str], present: &[&str]) {
+    let has = args.iter().any(|arg| {
+        let arg = arg.to_string_lossy();
+        present
+            .iter()
+            .any(|p| arg == *p || arg.starts_with(&format!("{p}=")))
+    });
+    if !has {
+        args.extend(flag.iter().map(OsString::from));
+    }
+}
+
+fn push_model(args: &mut Vec<OsString>, flag: &str, model: Option<&str>) {
+    if let Some(model) = model
+        && !args.iter().any(|a| a == OsStr::new(flag))
+    {
+        args.extend([flag.into(), model.into()]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn strings(args: &[OsString]) -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn claude_gets_the_flags_it_lacks_and_the_prompt_on_stdin() {
+        let spec = AgentSpec {
+            model: Some("opus".into()),
+            ..AgentSpec::new("do it", "/t")
+        };
+        let plan = plan(
+            CliFormat::Claude,
+            &["--output-format=stream-json".into()],
+            &spec,
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            strings(&plan.args),
+            [
+                "--output-format=stream-json",
+                "-p",
+                "--verbose",
+                "--input-format",
+                "stream-json",
+                "--model",
+                "opus"
+            ]
+        );
+        assert_eq!(
+            plan.first_turn.unwrap(),
+            r#"{"type":"user","message":{"role":"user","content":"do it"}}"#
+        );
+        let resumed = super::plan(CliFormat::Claude, &[], &spec, Some(("S1", "more"))).unwrap();
+        assert!(strings(&resumed.args).ends_with(&["--resume".to_owned(), "S1".to_owned()]));
+        assert!(resumed.first_turn.unwrap().contains("\"more\""));
+    }
+
+    #[test]
+    fn codex_and_gemini_take_the_prompt_as_an_argument() {
+        let spec = AgentSpec::new("p; rm -rf /", "/t");
+        let codex = plan(CliFormat::Codex, &["exec".into()], &spec, None).unwrap();
+        assert_eq!(strings(&codex.args), ["exec", "--json", "p; rm -rf /"]);
+        assert!(codex.first_turn.is_none());
+        let gemini = plan(CliFormat::Gemini, &[], &spec, None).unwrap();
+        assert_eq!(
+            strings(&gemini.args),
+            ["--output-format", "stream-json", "-p", "p; rm -rf /"]
+        );
+        assert!(matches!(
+            plan(CliFormat::Codex, &[], &spec, Some(("s", "m"))),
+            Err(AgentError::ResumeUnsupported(_))
+        ));
+    }
+}

@@ -1,0 +1,237 @@
+//! One run of an agent CLI: spawned in its own process group, followed through its transcript.
+
+use std::ffi::OsStr;
+use std::process::Stdio;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rustix::process::Signal;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{ChildStdin, Command};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::args::{LaunchPlan, user_turn};
+use super::process::{StderrTail, die_with_parent, recorded_group, signal_group};
+use crate::config::AgentConfig;
+use crate::error::AgentError;
+use crate::format::CliFormat;
+use crate::runner::{AgentSession, AgentSpec, SessionEnd, SessionEvent};
+use crate::tail::{PollBackoff, TranscriptTail};
+
+/// A running agent CLI.
+///
+/// Its stdout is the transcript file itself (opened `O_APPEND|O_NOFOLLOW`; no byte passes
+/// through this process); events come from delta reads of that file. Its stderr is read for
+/// the last lines only. Dropping a session that has not ended kills its process group.
+#[derive(Debug)]
+pub struct CommandSession {
+    tail: TranscriptTail,
+    stdin: Option<ChildStdin>,
+    pgid: u32,
+    exit: watch::Receiver<Option<i32>>,
+    stderr: StderrTail,
+    stderr_task: Option<JoinHandle<()>>,
+    poll: PollBackoff,
+    kill_grace: Duration,
+    ended: Option<SessionEnd>,
+    process: task_core::ShellProcess,
+}
+
+impl CommandSession {
+    pub(crate) async fn spawn(
+        program: &OsStr,
+        plan: LaunchPlan,
+        format: CliFormat,
+        spec: &AgentSpec,
+        config: &AgentConfig,
+    ) -> Result<Self, AgentError> {
+        if let Some(dir) = spec.cwd.as_ref().filter(|d| !d.is_dir()) {
+            return Err(AgentError::MissingWorkingDir { path: dir.clone() });
+        }
+        let (stdout, _stderr_copy) = task_output::open::child_stdio(&spec.transcript)?;
+        let start_offset = std::fs::metadata(&spec.transcript)
+            .map(|m| m.len())
+            .map_err(|e| task_output::OutputError::from_io(&spec.transcript, e))?;
+        let mut command = Command::new(program);
+        if spec.replace_env {
+            command.env_clear();
+        }
+        command
+            .args(&plan.args)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .stdin(if plan.first_turn.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(false);
+        if let Some(dir) = &spec.cwd {
+            command.current_dir(dir);
+        }
+        die_with_parent(&mut command);
+        let mut child = command.spawn().map_err(|source| AgentError::Spawn {
+            program: program.to_string_lossy().into_owned(),
+            source,
+        })?;
+        let pgid = child.id().unwrap_or(0);
+        let process = recorded_group(pgid);
+        let stderr = StderrTail::default();
+        let stderr_task = child
+            .stderr
+            .take()
+            .map(|err| stderr.follow(err, config.stderr_lines));
+        let stdin = child.stdin.take();
+        let (exit_tx, exit) = watch::channel(None);
+        tokio::spawn(async move {
+            let code = match child.wait().await {
+                Ok(status) => exit_code(status),
+                Err(_) => -1,
+            };
+            let _ = exit_tx.send(Some(code));
+        });
+        let tail = TranscriptTail::new(
+            &spec.transcript,
+            start_offset,
+            format.parser(),
+            config.max_read_bytes,
+            config.max_line_bytes,
+        );
+        let mut session = CommandSession {
+            tail,
+            stdin,
+            pgid,
+            exit,
+            stderr,
+            stderr_task,
+            poll: PollBackoff::new(config.transcript_poll),
+            kill_grace: config.kill_grace,
+            ended: None,
+            process,
+        };
+        if let Some(first) = plan.first_turn {
+            // A CLI that dies at once closes its stdin: that shows as its exit, not here.
+            if let Err(error) = session.write_line(&first).await {
+                tracing::debug!(%error, "agent CLI closed stdin before its first turn");
+            }
+        }
+        Ok(session)
+    }
+
+    /// The process group id (the CLI's pid).
+    pub fn pgid(&self) -> u32 {
+        self.pgid
+    }
+
+    /// Transcript lines skipped as malformed so far.
+    pub fn malformed_lines(&self) -> u64 {
+        self.tail.malformed_lines()
+    }
+
+    async fn write_line(&mut self, line: &str) -> Result<(), AgentError> {
+        let stdin = self.stdin.as_mut().ok_or(AgentError::NoInput)?;
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        stdin.write_all(&bytes).await.map_err(AgentError::Stdin)?;
+        stdin.flush().await.map_err(AgentError::Stdin)
+    }
+
+    fn exited(&self) -> Option<i32> {
+        *self.exit.borrow()
+    }
+
+    async fn wait_exit(&mut self, limit: Duration) -> bool {
+        tokio::time::timeout(limit, self.exit.wait_for(Option::is_some))
+            .await
+            .is_ok()
+    }
+
+    async fn end(&mut self, code: i32) -> SessionEnd {
+        if let Some(task) = self.stderr_task.take() {
+            // The group may hold a descendant that inherited stderr: do not wait for it forever.
+            let _ = tokio::time::timeout(self.kill_grace, task).await;
+        }
+        SessionEnd {
+            exit_code: Some(code),
+            stderr_tail: self.stderr.lines(),
+        }
+    }
+}
+
+#[async_trait]
+impl AgentSession for CommandSession {
+    async fn next_event(&mut self) -> SessionEvent {
+        loop {
+            if let Some(event) = self.tail.pop() {
+                return SessionEvent::Agent(event);
+            }
+            if let Some(end) = &self.ended {
+                return SessionEvent::Ended(end.clone());
+            }
+            // Read the exit state first: if the CLI had exited, this read sees all it wrote.
+            let exited = self.exited();
+            match self.tail.read_new() {
+                Ok(0) => {}
+                Ok(_) => {
+                    self.poll.reset();
+                    continue;
+                }
+                Err(error) => tracing::warn!(%error, "agent transcript read failed"),
+            }
+            if let Some(code) = exited {
+                self.tail.finish();
+                self.ended = Some(self.end(code).await);
+                continue;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(self.poll.next_wait()) => {}
+                _ = self.exit.changed() => {}
+            }
+        }
+    }
+
+    async fn send(&mut self, message: &str) -> Result<(), AgentError> {
+        self.write_line(&user_turn(message)).await
+    }
+
+    async fn close_input(&mut self) {
+        self.stdin = None;
+    }
+
+    fn process(&self) -> Option<task_core::ShellProcess> {
+        Some(self.process)
+    }
+
+    async fn cancel(&mut self) {
+        self.stdin = None;
+        if self.exited().is_none() {
+            signal_group(self.pgid, Signal::INT);
+            let grace = self.kill_grace;
+            self.wait_exit(grace).await;
+        }
+        signal_group(self.pgid, Signal::KILL);
+        // SIGKILL cannot be ignored: the waiter reports the exit.
+        let _ = self.exit.wait_for(Option::is_some).await;
+    }
+}
+
+impl Drop for CommandSession {
+    fn drop(&mut self) {
+        if self.exited().is_none() {
+            signal_group(self.pgid, Signal::KILL);
+        }
+    }
+}
+
+/// The exit code: its own, or 128 + the signal that ended it.
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(-1)
+}

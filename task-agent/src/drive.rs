@@ -1,0 +1,402 @@
+//! The loop that follows one run of an agent: progress, queued messages, the stop, the end.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::json;
+use task_core::{
+    AgentState, AgentUsage, Delivery, EndReason, Priority, Registry, TaskId, TaskKind, TaskState,
+    TaskStatus, UpdateOutcome,
+};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+
+use crate::config::AgentConfig;
+use crate::event::{AgentEvent, TurnOutcome};
+use crate::notify::{RunEnd, agent_notification};
+use crate::progress::{Change, ProgressTracker};
+use crate::record::{AgentRecord, Control};
+use crate::runner::{AgentSession, SessionEnd, SessionEvent};
+
+/// Everything one run needs.
+pub(crate) struct Drive {
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) config: AgentConfig,
+    pub(crate) record: Arc<AgentRecord>,
+    pub(crate) id: TaskId,
+    pub(crate) run: u64,
+    pub(crate) session: Box<dyn AgentSession>,
+    pub(crate) control: mpsc::Receiver<Control>,
+    pub(crate) tracker: ProgressTracker,
+    pub(crate) started: Instant,
+    /// Messages written to the CLI whose turn has not ended yet: requeued if it dies first.
+    pub(crate) in_flight: Vec<String>,
+}
+
+/// The run was killed: the kill already recorded it; the drive only stops the session.
+struct Cancelled;
+
+/// How an attempt to stop went.
+enum Stopped {
+    Done,
+    MessageQueued,
+}
+
+/// What waiting for the agent's own tasks ended with.
+enum Wait {
+    Clear,
+    MessageQueued,
+}
+
+impl Drive {
+    /// Follows the run to its end; returns when its processes are gone.
+    pub(crate) async fn run(mut self) {
+        match self.until_stopped().await {
+            Ok(()) => {}
+            Err(Cancelled) => self.record.close_control(self.run),
+        }
+    }
+
+    async fn until_stopped(&mut self) -> Result<(), Cancelled> {
+        loop {
+            let event = tokio::select! {
+                biased;
+                control = self.control.recv() => {
+                    self.on_control(control).await?;
+                    continue;
+                }
+                event = self.session.next_event() => event,
+            };
+            match event {
+                SessionEvent::Agent(AgentEvent::TurnEnded(outcome)) => {
+                    self.in_flight.clear();
+                    self.tracker.apply(&AgentEvent::TurnEnded(outcome));
+                    if self.after_turn().await? {
+                        return Ok(());
+                    }
+                }
+                SessionEvent::Agent(event) => self.record_event(event),
+                SessionEvent::Ended(end) => {
+                    // Messages queued for (or written to) a dead CLI stay pending: a resume
+                    // delivers them.
+                    let unanswered = std::mem::take(&mut self.in_flight);
+                    if !unanswered.is_empty() {
+                        self.requeue(unanswered);
+                    }
+                    self.stop_with(crashed(&end), false).await?;
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// A cancel is served at once; a queued message waits for the turn's end.
+    async fn on_control(&mut self, control: Option<Control>) -> Result<(), Cancelled> {
+        if let Some(Control::Cancel(ack)) = control {
+            self.session.cancel().await;
+            let _ = ack.send(());
+            return Err(Cancelled);
+        }
+        Ok(())
+    }
+
+    fn record_event(&mut self, event: AgentEvent) {
+        if let AgentEvent::Init { session_id, .. } = &event {
+            self.record.set_session_id(session_id.clone());
+        }
+        let change = self.tracker.apply(&event);
+        if change == Change::None {
+            return;
+        }
+        let text = match &event {
+            AgentEvent::Text(text) => Some(text.as_str()),
+            _ => None,
+        };
+        let cap = self.config.display_messages;
+        let tracker = &self.tracker;
+        let _ = self.registry.update(&self.id, |current| {
+            edit_agent(current, |agent| {
+                agent.progress = tracker.merged_into(&agent.progress);
+                if let Some(text) = text {
+                    agent
+                        .messages
+                        .push(json!({"role": "assistant", "content": text}));
+                    let excess = agent.messages.len().saturating_sub(cap);
+                    agent.messages.drain(..excess);
+                }
+            })
+        });
+        if change == Change::ToolUse
+            && let Some(state) = self.registry.get(&self.id)
+        {
+            let detail = self.tracker.event_detail(
+                &state.base.description,
+                &self.record.spec.agent_type,
+                self.elapsed_ms(),
+            );
+            self.registry.emit_progress(&self.id, detail);
+        }
+    }
+
+    /// After a turn: deliver queued messages as the next turn (returns `false`), or stop the
+    /// agent once its own tasks are done (returns `true`).
+    async fn after_turn(&mut self) -> Result<bool, Cancelled> {
+        // Once a delivery failed (the CLI closed its input), queued messages stay pending for a
+        // resume instead of being retried.
+        let mut deliverable = true;
+        loop {
+            if deliverable && let Some(messages) = self.take_pending() {
+                match self.session.send(&messages.join("\n\n")).await {
+                    Ok(()) => {
+                        self.in_flight = messages;
+                        self.tracker.start_turn();
+                        return Ok(false);
+                    }
+                    Err(error) => {
+                        tracing::warn!(id = %self.id, %error, "queued message not delivered");
+                        self.requeue(messages);
+                        deliverable = false;
+                    }
+                }
+            }
+            while let Wait::MessageQueued = self.wait_for_own_tasks().await? {
+                if deliverable {
+                    break;
+                }
+            }
+            if deliverable && self.has_pending() {
+                continue;
+            }
+            let end = self.outcome_end();
+            if let Stopped::Done = self.stop_with(end, deliverable).await? {
+                return Ok(true);
+            }
+        }
+    }
+
+    fn has_pending(&self) -> bool {
+        self.registry.get(&self.id).is_some_and(|state| {
+            matches!(&state.kind, TaskKind::Agent(agent) if !agent.pending_messages.is_empty())
+        })
+    }
+
+    /// Ends the run with `end`, unless `yield_to_messages` and a message was queued meanwhile
+    /// (the caller then delivers it). A run the kill already ended waits for the kill's cancel.
+    async fn stop_with(
+        &mut self,
+        end: RunEnd,
+        yield_to_messages: bool,
+    ) -> Result<Stopped, Cancelled> {
+        let record = Arc::clone(&self.record);
+        let _serialised = record.lifecycle.lock().await;
+        match self.try_end(&end, yield_to_messages) {
+            EndAttempt::Ended(state) => {
+                self.finish(&state, &end).await;
+                Ok(Stopped::Done)
+            }
+            EndAttempt::MessageQueued => Ok(Stopped::MessageQueued),
+            EndAttempt::AlreadyOver => {
+                self.await_cancel().await;
+                Err(Cancelled)
+            }
+        }
+    }
+
+    fn try_end(&self, end: &RunEnd, yield_to_messages: bool) -> EndAttempt {
+        let mut queued = false;
+        let tracker = &self.tracker;
+        let status = TaskStatus::from(end.status());
+        let outcome = self.registry.update(&self.id, |current| {
+            if current.status().is_terminal() {
+                return None;
+            }
+            let TaskKind::Agent(agent) = &current.kind else {
+                return None;
+            };
+            if yield_to_messages && !agent.pending_messages.is_empty() {
+                queued = true;
+                return None;
+            }
+            let mut next = current.clone();
+            next.base.status = status;
+            if let TaskKind::Agent(agent) = &mut next.kind {
+                agent.process = None;
+                agent.progress = tracker.merged_into(&agent.progress);
+                match end {
+                    RunEnd::Finished(result) => agent.result.clone_from(result),
+                    RunEnd::Failed { error, .. } => agent.error = Some(error.clone()),
+                }
+            }
+            next.base.end_reason = Some(end.reason());
+            Some(next)
+        });
+        match outcome {
+            Ok(UpdateOutcome::Written(state)) => EndAttempt::Ended(state),
+            _ if queued => EndAttempt::MessageQueued,
+            _ => EndAttempt::AlreadyOver,
+        }
+    }
+
+    /// The run is over in the registry: let the CLI exit, notify, clean up its orphans.
+    async fn finish(&mut self, state: &TaskState, end: &RunEnd) {
+        self.session.close_input().await;
+        let drained = tokio::time::timeout(self.config.kill_grace, async {
+            while !matches!(self.session.next_event().await, SessionEvent::Ended(_)) {}
+        })
+        .await;
+        if drained.is_err() {
+            self.session.cancel().await;
+        }
+        self.record.close_control(self.run);
+        let usage = AgentUsage {
+            subagent_tokens: self.tracker.progress().token_count,
+            tool_uses: self.tracker.progress().tool_use_count,
+            duration_ms: self.elapsed_ms(),
+        };
+        let notification = agent_notification(state, end, usage);
+        self.registry
+            .notify_once(&self.id, notification, Delivery::Queue(Priority::Later));
+        self.registry.kill_tasks_for_agent(self.id.as_str()).await;
+    }
+
+    async fn await_cancel(&mut self) {
+        while let Some(control) = self.control.recv().await {
+            if self.on_control(Some(control)).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Waits until no task owned by this agent is running; a queued message interrupts.
+    async fn wait_for_own_tasks(&mut self) -> Result<Wait, Cancelled> {
+        let mut events = self.registry.subscribe();
+        let mut announced = false;
+        loop {
+            let live = self.live_tasks();
+            if live == 0 {
+                return Ok(Wait::Clear);
+            }
+            if !announced {
+                announced = true;
+                self.announce_wait(live);
+            }
+            tokio::select! {
+                biased;
+                control = self.control.recv() => {
+                    self.on_control(control).await?;
+                    return Ok(Wait::MessageQueued);
+                }
+                event = events.recv() => {
+                    if let Err(RecvError::Closed) = event {
+                        return Ok(Wait::Clear);
+                    }
+                }
+            }
+        }
+    }
+
+    /// How many tasks this agent owns that are still running.
+    fn live_tasks(&self) -> usize {
+        let me = self.id.as_str();
+        self.registry
+            .snapshot()
+            .iter()
+            .filter(|s| !s.status().is_terminal() && s.owner_agent_id() == Some(me))
+            .count()
+    }
+
+    /// A `task_progress` saying the turn is over but the agent waits for its own tasks.
+    fn announce_wait(&self, live: usize) {
+        let Some(state) = self.registry.get(&self.id) else {
+            return;
+        };
+        let mut detail = self.tracker.event_detail(
+            &state.base.description,
+            &self.record.spec.agent_type,
+            self.elapsed_ms(),
+        );
+        let plural = if live == 1 { "" } else { "s" };
+        detail.insert(
+            "description".into(),
+            json!(format!("Waiting for {live} background task{plural}")),
+        );
+        detail.insert("waiting_tasks".into(), json!(live));
+        self.registry.emit_progress(&self.id, detail);
+    }
+
+    /// Takes the queued messages out of the state, atomically.
+    fn take_pending(&self) -> Option<Vec<String>> {
+        let mut taken = Vec::new();
+        let _ = self.registry.update(&self.id, |current| {
+            taken.clear();
+            edit_agent(current, |agent| {
+                taken = std::mem::take(&mut agent.pending_messages);
+            })
+            .filter(|_| !taken.is_empty())
+        });
+        (!taken.is_empty()).then_some(taken)
+    }
+
+    fn requeue(&self, messages: Vec<String>) {
+        let _ = self.registry.update(&self.id, |current| {
+            edit_agent(current, |agent| {
+                let mut all = messages.clone();
+                all.append(&mut agent.pending_messages);
+                agent.pending_messages = all;
+            })
+        });
+    }
+
+    fn outcome_end(&self) -> RunEnd {
+        match self.tracker.outcome() {
+            Some(outcome @ TurnOutcome::Error { .. }) => {
+                let message = outcome.error_text().unwrap_or_default();
+                RunEnd::Failed {
+                    error: message.clone(),
+                    reason: EndReason::Errored { message },
+                }
+            }
+            _ => RunEnd::Finished(self.tracker.result_text()),
+        }
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+enum EndAttempt {
+    Ended(std::sync::Arc<TaskState>),
+    MessageQueued,
+    AlreadyOver,
+}
+
+/// `current` with its agent data edited by `edit`; `None` if it is not an agent.
+fn edit_agent(current: &TaskState, edit: impl FnOnce(&mut AgentState)) -> Option<TaskState> {
+    let mut next = current.clone();
+    match &mut next.kind {
+        TaskKind::Agent(agent) => edit(agent),
+        _ => return None,
+    }
+    Some(next)
+}
+
+/// The failure of a CLI that exited without ending its turn: its exit code and last stderr.
+fn crashed(end: &SessionEnd) -> RunEnd {
+    let code = end
+        .exit_code
+        .map_or_else(|| "unknown".to_owned(), |c| c.to_string());
+    let mut error = format!("agent exited with code {code} without a result");
+    if !end.stderr_tail.is_empty() {
+        error.push_str(": ");
+        error.push_str(&end.stderr_tail.join(" / "));
+    }
+    RunEnd::Failed {
+        error,
+        reason: end
+            .exit_code
+            .map_or(EndReason::Exited { code: -1 }, |code| EndReason::Exited {
+                code,
+            }),
+    }
+}

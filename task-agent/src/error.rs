@@ -1,0 +1,66 @@
+//! Errors of the agent executor and runners.
+
+use std::path::PathBuf;
+
+use task_core::{IdError, RegistryError, StateError, TaskId};
+use task_output::OutputError;
+
+/// What went wrong starting, messaging or resuming an agent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// The agent CLI could not be started.
+    #[error("could not start agent command {program:?}: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The agent command line is empty.
+    #[error("the agent command is empty")]
+    EmptyCommand,
+    /// The working directory does not exist.
+    #[error("working directory {path} does not exist")]
+    MissingWorkingDir {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// The output file or transcript could not be set up or read.
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    /// The registry refused a state change.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// A state could not be built.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// An id could not be made or parsed.
+    #[error(transparent)]
+    Id(#[from] IdError),
+    /// No agent has this name or id.
+    #[error("No agent named '{0}' is currently addressable. Spawn a new one or use the agent ID.")]
+    NoSuchAgent(String),
+    /// The task exists but is not an agent this executor runs.
+    #[error("task {0} is not an agent run by this executor")]
+    NotAnAgent(TaskId),
+    /// Another live agent already has this name.
+    #[error("an agent named '{0}' is already running")]
+    NameTaken(String),
+    /// The agent's input is closed (it is finishing) or its CLI takes no messages.
+    #[error("agent {0} does not accept messages now")]
+    InputClosed(TaskId),
+    /// The agent never reported a session id, so it cannot be resumed.
+    #[error("agent {0} cannot be resumed: its CLI never reported a session id")]
+    NoSession(TaskId),
+    /// This runner cannot resume sessions.
+    #[error("the {0} runner cannot resume a finished agent")]
+    ResumeUnsupported(&'static str),
+    /// The session takes no more input (its stdin is closed, or its CLI reads none).
+    #[error("the agent session takes no more input")]
+    NoInput,
+    /// Writing to the agent's stdin failed.
+    #[error("could not write to the agent's stdin: {0}")]
+    Stdin(#[source] std::io::Error),
+}

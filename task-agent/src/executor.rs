@@ -1,0 +1,705 @@
+//! The executor of `local_agent` tasks: start, message, resume, kill, the main session.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use dashmap::DashMap;
+use serde_json::json;
+use task_core::{
+    AgentProgress, AgentState, Delivery, EndReason, KillError, Registry, Task, TaskId, TaskKind,
+    TaskState, TaskStatus, TaskType,
+};
+use task_output::open::create_output_file;
+use task_output::transcript::link_transcript;
+use tokio::sync::oneshot;
+
+use crate::config::AgentConfig;
+use crate::drive::Drive;
+use crate::error::AgentError;
+use crate::format::{CliFormat, DetectingParser};
+use crate::notify::stopped_notification;
+use crate::progress::ProgressTracker;
+use crate::record::{AgentRecord, Control};
+use crate::runner::{AgentRunner, AgentSession, AgentSpec};
+use crate::tail::TranscriptTail;
+use crate::transcript_session::TranscriptSession;
+
+/// The environment variable that tells an agent's processes (and a `tasks mcp` server it
+/// launches) which agent they belong to.
+pub const AGENT_ID_ENV: &str = "TASKS_AGENT_ID";
+/// The agent type of the backgrounded main session.
+pub const MAIN_SESSION_TYPE: &str = "main-session";
+/// The agent type when a request names none.
+pub const DEFAULT_AGENT_TYPE: &str = "general-purpose";
+
+/// A request to start a background agent.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct AgentRequest {
+    /// What runs the agent.
+    pub runner: Arc<dyn AgentRunner>,
+    /// Its first user turn.
+    pub prompt: String,
+    /// A short description (the notification's `Agent "{description}" …`).
+    pub description: String,
+    /// `general-purpose` unless set.
+    pub agent_type: Option<String>,
+    /// A model override.
+    pub model: Option<String>,
+    /// A name it can be addressed by (`SendMessage {to: name}`).
+    pub name: Option<String>,
+    /// Its working directory.
+    pub cwd: Option<PathBuf>,
+    /// The tool call that started it.
+    pub tool_use_id: Option<String>,
+    /// Extra environment (`TASKS_SESSION`, `TASKS_ROOT` are otherwise inherited).
+    pub env: Vec<(OsString, OsString)>,
+    /// Whether `env` is the whole environment (the caller's) rather than additions to the
+    /// supervisor's.
+    pub replace_env: bool,
+    /// The agent that started this one (it is killed when that agent ends).
+    pub owner_agent_id: Option<String>,
+}
+
+impl AgentRequest {
+    /// A request with the runner, description and prompt; everything else default.
+    pub fn new(
+        runner: Arc<dyn AgentRunner>,
+        description: impl Into<String>,
+        prompt: impl Into<String>,
+    ) -> Self {
+        AgentRequest {
+            runner,
+            prompt: prompt.into(),
+            description: description.into(),
+            agent_type: None,
+            model: None,
+            name: None,
+            cwd: None,
+            tool_use_id: None,
+            env: Vec::new(),
+            replace_env: false,
+            owner_agent_id: None,
+        }
+    }
+}
+
+/// A started agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentHandle {
+    /// Its task id (also its agent id).
+    pub id: TaskId,
+    /// Its output file: a symlink to the transcript.
+    pub output_file: PathBuf,
+    /// The transcript the CLI writes.
+    pub transcript: PathBuf,
+}
+
+/// An agent registered `pending` by [`AgentExecutor::register`], not started yet.
+#[derive(Debug)]
+#[must_use = "a registered agent that is never started stays pending"]
+pub struct PendingAgent {
+    executor: AgentExecutor,
+    record: Arc<AgentRecord>,
+    handle: AgentHandle,
+    /// Until started: dropping it fails the task.
+    armed: bool,
+}
+
+impl PendingAgent {
+    /// Its id.
+    pub fn id(&self) -> TaskId {
+        self.handle.id
+    }
+
+    /// Its files.
+    pub fn handle(&self) -> &AgentHandle {
+        &self.handle
+    }
+
+    /// Starts its runner, marks it running and follows it until it stops.
+    ///
+    /// # Errors
+    /// Spawn errors: the task is then `failed` (end reason `SpawnFailed`), not notified.
+    pub async fn start(mut self) -> Result<AgentHandle, AgentError> {
+        self.armed = false;
+        let guard = self.record.lifecycle.lock().await;
+        let started = self.record.runner.start(&self.record.spec).await;
+        self.executor
+            .launch(&self.record, self.handle.id, started, guard)
+            .await?;
+        Ok(self.handle.clone())
+    }
+}
+
+impl Drop for PendingAgent {
+    /// Never started: it ends `failed`, silently (its starter had the chance to report).
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let _ = self.executor.inner.registry.transition_with(
+            &self.handle.id,
+            TaskStatus::Failed,
+            |state| {
+                state.base.notified = true;
+                state.base.end_reason = Some(EndReason::SpawnFailed {
+                    error: "dropped before it was started".into(),
+                });
+            },
+        );
+    }
+}
+
+/// What [`AgentExecutor::send`] did with a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SendOutcome {
+    /// The agent is running: the message is queued (`pendingMessages`) for its next turn.
+    Queued(TaskId),
+    /// The agent had stopped: it was resumed under the same id with the message.
+    Resumed {
+        /// The agent (same id and output file as before).
+        handle: AgentHandle,
+        /// How its previous run had ended (`completed`, `failed`, `killed`).
+        previous: TaskStatus,
+    },
+}
+
+/// Runs `local_agent` tasks: agent CLIs (or any [`AgentRunner`]) followed through their
+/// transcripts, recorded in a task-core [`Registry`].
+///
+/// Creating one registers it as the registry's executor of `local_agent`, so
+/// [`Registry::kill`] reaches its agents. Each run is followed by one tokio task.
+#[derive(Debug, Clone)]
+pub struct AgentExecutor {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    registry: Arc<Registry>,
+    output_dir: PathBuf,
+    config: AgentConfig,
+    agents: DashMap<TaskId, Arc<AgentRecord>>,
+    names: DashMap<String, TaskId>,
+    task: Arc<AgentTask>,
+}
+
+impl AgentExecutor {
+    /// An executor writing `{output_dir}/{id}.output` symlinks to transcripts in
+    /// `{output_dir}/agents/` (the directory must exist). It registers nothing: hand
+    /// [`task`](Self::task) to the registry, or call
+    /// [`register_with_registry`](Self::register_with_registry).
+    pub fn new(
+        registry: Arc<Registry>,
+        output_dir: impl Into<PathBuf>,
+        config: AgentConfig,
+    ) -> Self {
+        let panel_grace = registry.config().panel_grace;
+        let inner = Arc::new_cyclic(|weak| Inner {
+            registry,
+            output_dir: output_dir.into(),
+            config,
+            agents: DashMap::new(),
+            names: DashMap::new(),
+            task: Arc::new(AgentTask {
+                inner: weak.clone(),
+                panel_grace,
+            }),
+        });
+        AgentExecutor { inner }
+    }
+
+    /// The [`Task`] of `local_agent`: kill, the 30 s panel grace after an agent stops, and the
+    /// messages carried forward across a resume.
+    pub fn task(&self) -> Arc<dyn Task> {
+        Arc::clone(&self.inner.task) as Arc<dyn Task>
+    }
+
+    /// Registers [`task`](Self::task) with its registry for `local_agent`; returns itself.
+    #[must_use]
+    pub fn register_with_registry(self) -> Self {
+        self.inner
+            .registry
+            .register_executor(TaskType::LocalAgent, self.task());
+        self
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &AgentConfig {
+        &self.inner.config
+    }
+
+    /// The registry it records into.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.inner.registry
+    }
+
+    /// Starts an agent in the background: registers it, starts its runner, marks it running
+    /// and follows it until it stops (then notifies once, priority `later`). Same as
+    /// [`register`](Self::register) then [`PendingAgent::start`].
+    ///
+    /// Must be called inside a tokio runtime, from a worker or another long-lived thread (the
+    /// CLI's parent-death signal follows the thread that forked it).
+    ///
+    /// # Errors
+    /// As [`register`](Self::register), and spawn errors (the task is then `failed`, with no
+    /// notification: the caller has the error).
+    pub async fn start(&self, request: AgentRequest) -> Result<AgentHandle, AgentError> {
+        self.register(request)?.start().await
+    }
+
+    /// Registers an agent `pending` (its transcript, output symlink and `meta.json` created)
+    /// without starting its CLI, so its id can be handed out first. Messages sent meanwhile
+    /// are queued for its first turn's end; a kill meanwhile ends it before it starts.
+    ///
+    /// # Errors
+    /// [`AgentError::NameTaken`] when a running agent has the name; output and state errors.
+    pub fn register(&self, request: AgentRequest) -> Result<PendingAgent, AgentError> {
+        if let Some(name) = &request.name
+            && self.live_name(name)
+        {
+            return Err(AgentError::NameTaken(name.clone()));
+        }
+        let id = TaskId::generate(TaskType::LocalAgent)?;
+        let handle = self.files(id, None)?;
+        let agent_type = request
+            .agent_type
+            .clone()
+            .unwrap_or_else(|| DEFAULT_AGENT_TYPE.into());
+        write_meta(&handle.transcript, &agent_type, &request)?;
+        let mut env = request.env.clone();
+        env.push((AGENT_ID_ENV.into(), id.as_str().into()));
+        let spec = AgentSpec {
+            prompt: request.prompt.clone(),
+            model: request.model.clone(),
+            agent_type: agent_type.clone(),
+            cwd: request.cwd.clone(),
+            env,
+            replace_env: request.replace_env,
+            transcript: handle.transcript.clone(),
+        };
+        let state = AgentState {
+            agent_id: id.as_str().to_owned(),
+            prompt: request.prompt.clone(),
+            agent_type,
+            model: request.model.clone(),
+            is_backgrounded: true,
+            ..AgentState::default()
+        };
+        let mut task = TaskState::new(
+            id,
+            &request.description,
+            &handle.output_file,
+            TaskKind::Agent(state),
+        )?
+        .owned_by(request.owner_agent_id.clone());
+        task.base.tool_use_id = request.tool_use_id.clone();
+        self.inner.registry.register(task)?;
+        let record = Arc::new(AgentRecord::new(Arc::clone(&request.runner), spec, true));
+        self.inner.agents.insert(id, Arc::clone(&record));
+        if let Some(name) = request.name {
+            self.inner.names.insert(name, id);
+        }
+        Ok(PendingAgent {
+            executor: self.clone(),
+            record,
+            handle,
+            armed: true,
+        })
+    }
+
+    /// Sends `message` to the agent `target` (its id or name): queued if it is running,
+    /// delivered as its next user turn; a stopped agent is resumed with it (same id, running
+    /// again, and it notifies again when it stops).
+    ///
+    /// # Errors
+    /// [`AgentError::NoSuchAgent`] (its text is the reference's), [`AgentError::InputClosed`]
+    /// for the main session, resume errors.
+    pub async fn send(
+        &self,
+        target: &str,
+        message: &str,
+        tool_use_id: Option<String>,
+    ) -> Result<SendOutcome, AgentError> {
+        let id = self.resolve(target)?;
+        let record = self.record(&id)?;
+        if !record.accepts_messages {
+            return Err(AgentError::InputClosed(id));
+        }
+        let guard = record.lifecycle.lock().await;
+        let current = self.inner.registry.get(&id);
+        if current.as_ref().is_some_and(|s| !s.status().is_terminal()) {
+            if !record.runner.accepts_messages() {
+                return Err(AgentError::InputClosed(id));
+            }
+            self.queue(&id, message)?;
+            if let Some(control) = record.control() {
+                let _ = control.try_send(Control::Deliver);
+            }
+            return Ok(SendOutcome::Queued(id));
+        }
+        let session_id = record.session_id().ok_or(AgentError::NoSession(id))?;
+        let previous = self.register_resumed(id, current.as_deref(), tool_use_id)?;
+        let resumed = record
+            .runner
+            .resume(&record.spec, &session_id, message)
+            .await;
+        self.launch(&record, id, resumed, guard).await?;
+        Ok(SendOutcome::Resumed {
+            handle: self.handle(id),
+            previous,
+        })
+    }
+
+    /// Backgrounds the main session: registers an `s` task over `transcript` (an existing,
+    /// growing file written by someone else), tracked like an agent until its `result` line.
+    /// `format`: the transcript's format, or `None` to detect it from its first lines.
+    ///
+    /// # Errors
+    /// Output errors (the transcript must exist; nothing may be at the output path).
+    pub async fn register_main_session(
+        &self,
+        transcript: &Path,
+        description: &str,
+        format: Option<CliFormat>,
+    ) -> Result<AgentHandle, AgentError> {
+        let id = TaskId::main_session()?;
+        let handle = self.files(id, Some(transcript))?;
+        let state = AgentState {
+            agent_id: id.as_str().to_owned(),
+            agent_type: MAIN_SESSION_TYPE.into(),
+            is_backgrounded: true,
+            ..AgentState::default()
+        };
+        let task = TaskState::new(id, description, &handle.output_file, TaskKind::Agent(state))?;
+        self.inner.registry.register(task)?;
+        let spec = AgentSpec::new("", transcript);
+        let runner: Arc<dyn AgentRunner> = Arc::new(NoRunner);
+        let record = Arc::new(AgentRecord::new(runner, spec, false));
+        self.inner.agents.insert(id, Arc::clone(&record));
+        let tail = self.tail(transcript, 0, format);
+        let session: Box<dyn AgentSession> = Box::new(TranscriptSession::new(
+            tail,
+            self.inner.config.transcript_poll,
+        ));
+        let guard = record.lifecycle.lock().await;
+        self.launch(&record, id, Ok(session), guard).await?;
+        Ok(handle)
+    }
+
+    /// Resolves an id or a name to a known agent.
+    ///
+    /// # Errors
+    /// [`AgentError::NoSuchAgent`].
+    pub fn resolve(&self, target: &str) -> Result<TaskId, AgentError> {
+        if let Ok(id) = TaskId::parse(target)
+            && self.inner.agents.contains_key(&id)
+        {
+            return Ok(id);
+        }
+        self.inner
+            .names
+            .get(target)
+            .map(|entry| *entry.value())
+            .ok_or_else(|| AgentError::NoSuchAgent(target.to_owned()))
+    }
+
+    /// Marks the run running and starts following it; a failed start fails the task silently.
+    async fn launch(
+        &self,
+        record: &Arc<AgentRecord>,
+        id: TaskId,
+        started: Result<Box<dyn AgentSession>, AgentError>,
+        mut run_counter: tokio::sync::MutexGuard<'_, u64>,
+    ) -> Result<(), AgentError> {
+        let registry = &self.inner.registry;
+        let session = match started {
+            Ok(session) => session,
+            Err(error) => {
+                let message = error.to_string();
+                let _ = registry.transition_with(&id, TaskStatus::Failed, |state| {
+                    state.base.notified = true;
+                    state.base.end_reason = Some(EndReason::SpawnFailed {
+                        error: message.clone(),
+                    });
+                    if let TaskKind::Agent(agent) = &mut state.kind {
+                        agent.error = Some(message.clone());
+                    }
+                });
+                return Err(error);
+            }
+        };
+        let process = session.process();
+        registry.transition_with(&id, TaskStatus::Running, |state| {
+            if let TaskKind::Agent(agent) = &mut state.kind {
+                agent.process = process;
+            }
+        })?;
+        *run_counter += 1;
+        let run = *run_counter;
+        let drive = Drive {
+            registry: Arc::clone(registry),
+            config: self.inner.config.clone(),
+            record: Arc::clone(record),
+            id,
+            run,
+            session,
+            control: record.open_control(run),
+            tracker: ProgressTracker::default(),
+            started: Instant::now(),
+            in_flight: Vec::new(),
+        };
+        tokio::spawn(drive.run());
+        Ok(())
+    }
+
+    /// Re-registers a stopped agent under its id: `pending`, not notified, a fresh run's
+    /// progress keeping the summary; the registry carries the UI-held fields forward. Returns
+    /// how the previous run ended.
+    fn register_resumed(
+        &self,
+        id: TaskId,
+        previous: Option<&TaskState>,
+        tool_use_id: Option<String>,
+    ) -> Result<TaskStatus, AgentError> {
+        let previous = previous.ok_or(AgentError::NoSuchAgent(id.to_string()))?;
+        let TaskKind::Agent(agent) = &previous.kind else {
+            return Err(AgentError::NotAnAgent(id));
+        };
+        let agent = AgentState {
+            progress: AgentProgress {
+                summary: agent.progress.summary.clone(),
+                ..AgentProgress::default()
+            },
+            result: None,
+            error: None,
+            ..agent.clone()
+        };
+        let mut task = TaskState::new(
+            id,
+            &previous.base.description,
+            &previous.base.output_file,
+            TaskKind::Agent(agent),
+        )?
+        .owned_by(previous.base.agent_id.clone());
+        task.base.tool_use_id = tool_use_id.or_else(|| previous.base.tool_use_id.clone());
+        self.inner.registry.register(task)?;
+        Ok(previous.status())
+    }
+
+    fn queue(&self, id: &TaskId, message: &str) -> Result<(), AgentError> {
+        let mut refused = false;
+        self.inner.registry.update(id, |current| {
+            let mut next = current.clone();
+            match &mut next.kind {
+                TaskKind::Agent(agent) if !current.status().is_terminal() => {
+                    agent.pending_messages.push(message.to_owned());
+                    Some(next)
+                }
+                _ => {
+                    refused = true;
+                    None
+                }
+            }
+        })?;
+        if refused {
+            Err(AgentError::InputClosed(*id))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn live_name(&self, name: &str) -> bool {
+        let Some(id) = self.inner.names.get(name).map(|e| *e.value()) else {
+            return false;
+        };
+        self.inner
+            .registry
+            .get(&id)
+            .is_some_and(|s| !s.status().is_terminal())
+    }
+
+    fn record(&self, id: &TaskId) -> Result<Arc<AgentRecord>, AgentError> {
+        self.inner
+            .agents
+            .get(id)
+            .map(|entry| Arc::clone(entry.value()))
+            .ok_or(AgentError::NotAnAgent(*id))
+    }
+
+    fn handle(&self, id: TaskId) -> AgentHandle {
+        let output_file = self.inner.output_dir.join(format!("{id}.output"));
+        let transcript = self
+            .inner
+            .agents
+            .get(&id)
+            .map(|r| r.spec.transcript.clone())
+            .unwrap_or_else(|| self.transcript_path(id));
+        AgentHandle {
+            id,
+            output_file,
+            transcript,
+        }
+    }
+
+    fn transcript_path(&self, id: TaskId) -> PathBuf {
+        self.inner
+            .output_dir
+            .join("agents")
+            .join(format!("agent-{id}.jsonl"))
+    }
+
+    /// Creates the transcript (unless given) and the output symlink to it.
+    fn files(&self, id: TaskId, existing: Option<&Path>) -> Result<AgentHandle, AgentError> {
+        let transcript = match existing {
+            Some(path) => {
+                std::fs::metadata(path).map_err(|e| task_output::OutputError::from_io(path, e))?;
+                path.to_path_buf()
+            }
+            None => {
+                let path = self.transcript_path(id);
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| task_output::OutputError::from_io(dir, e))?;
+                }
+                create_output_file(&path)?;
+                path
+            }
+        };
+        let output_file = self.inner.output_dir.join(format!("{id}.output"));
+        link_transcript(&output_file, &transcript)?;
+        Ok(AgentHandle {
+            id,
+            output_file,
+            transcript,
+        })
+    }
+
+    fn tail(&self, path: &Path, offset: u64, format: Option<CliFormat>) -> TranscriptTail {
+        let config = &self.inner.config;
+        let parser = match format {
+            Some(format) => format.parser(),
+            None => Box::new(DetectingParser::default()),
+        };
+        TranscriptTail::new(
+            path,
+            offset,
+            parser,
+            config.max_read_bytes,
+            config.max_line_bytes,
+        )
+    }
+}
+
+/// The sidecar `agent-{id}.meta.json` beside the transcript, as the reference writes it.
+fn write_meta(
+    transcript: &Path,
+    agent_type: &str,
+    request: &AgentRequest,
+) -> Result<(), AgentError> {
+    let mut meta = json!({"agentType": agent_type, "description": request.description});
+    if let Some(name) = &request.name {
+        meta["name"] = json!(name);
+    }
+    if let Some(tool_use_id) = &request.tool_use_id {
+        meta["toolUseId"] = json!(tool_use_id);
+    }
+    let path = transcript.with_extension("meta.json");
+    let mut file = create_output_file(&path)?;
+    std::io::Write::write_all(&mut file, meta.to_string().as_bytes())
+        .map_err(|e| task_output::OutputError::from_io(&path, e))?;
+    Ok(())
+}
+
+/// The `local_agent` policies for the registry. A kill sets status `killed` with no
+/// notification for the model (an SDK `task_notification` with status `stopped` only), then
+/// interrupts the agent, `SIGKILL`s its process group after the grace, and kills the tasks the
+/// agent owns.
+#[derive(Debug)]
+struct AgentTask {
+    inner: std::sync::Weak<Inner>,
+    panel_grace: Duration,
+}
+
+#[async_trait]
+impl Task for AgentTask {
+    async fn kill(&self, registry: &Registry, id: &TaskId) -> Result<(), KillError> {
+        let marked = registry.transition_with(id, TaskStatus::Killed, |state| {
+            state.base.end_reason = Some(EndReason::Killed);
+            if let TaskKind::Agent(agent) = &mut state.kind {
+                agent.process = None;
+            }
+        });
+        let Ok(state) = marked else {
+            // It ended on its own meanwhile.
+            return Ok(());
+        };
+        registry.notify_once(id, stopped_notification(&state), Delivery::Silent);
+        let control = self
+            .inner
+            .upgrade()
+            .and_then(|inner| inner.agents.get(id).map(|r| Arc::clone(r.value())))
+            .and_then(|record| record.control());
+        if let Some(control) = control {
+            let (ack, done) = oneshot::channel();
+            if control.send(Control::Cancel(ack)).await.is_ok() {
+                let _ = done.await;
+            }
+        }
+        registry.kill_tasks_for_agent(id.as_str()).await;
+        Ok(())
+    }
+
+    /// A stopped agent stays in the panel for `PANEL_GRACE` (SPEC §2).
+    fn eviction_grace(&self, _ended: &TaskState) -> Option<Duration> {
+        Some(self.panel_grace)
+    }
+
+    /// A resumed agent keeps its displayed messages and its queued ones.
+    fn carry_forward(&self, resumed: &mut TaskState, previous: &TaskState) {
+        resumed.kind.carry_ui_fields_from(&previous.kind);
+    }
+
+    /// An agent whose supervisor died: its CLI died with it (parent-death signal), and what is
+    /// left of its process group is killed, unless the group's number now belongs to another
+    /// process.
+    fn reap_orphan(&self, orphan: &TaskState) -> Result<(), KillError> {
+        if let TaskKind::Agent(AgentState {
+            process: Some(group),
+            ..
+        }) = &orphan.kind
+        {
+            crate::command::kill_orphaned_group(*group);
+        }
+        Ok(())
+    }
+}
+
+/// The main session's "runner": it has no process, so it cannot start or resume anything.
+#[derive(Debug)]
+struct NoRunner;
+
+#[async_trait]
+impl AgentRunner for NoRunner {
+    fn name(&self) -> &'static str {
+        MAIN_SESSION_TYPE
+    }
+
+    async fn start(&self, _spec: &AgentSpec) -> Result<Box<dyn AgentSession>, AgentError> {
+        Err(AgentError::ResumeUnsupported(MAIN_SESSION_TYPE))
+    }
+
+    async fn resume(
+        &self,
+        _spec: &AgentSpec,
+        _session: &str,
+        _message: &str,
+    ) -> Result<Box<dyn AgentSession>, AgentError> {
+        Err(AgentError::ResumeUnsupported(MAIN_SESSION_TYPE))
+    }
+}

@@ -1,0 +1,313 @@
+//! Claude Code's stream-json (`-p --output-format stream-json --verbose`) and its transcripts.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::Value;
+use task_core::MessageUsage;
+
+use super::{LineError, LineParser};
+use crate::event::{AgentEvent, ToolUse, TurnOutcome};
+
+/// Parses Claude Code's stream-json lines.
+///
+/// A stream carries the lines of sub-agents too, tagged with the `parent_tool_use_id` of the
+/// `Agent` call that started them. A parser follows one agent: by default the top-level one
+/// (lines without a parent); [`ClaudeParser::following`] follows a sub-agent instead.
+#[derive(Debug, Clone, Default)]
+pub struct ClaudeParser {
+    parent: Option<String>,
+}
+
+impl ClaudeParser {
+    /// A parser of the sub-agent started by tool use `parent_tool_use_id`.
+    pub fn following(parent_tool_use_id: impl Into<String>) -> Self {
+        ClaudeParser {
+            parent: Some(parent_tool_use_id.into()),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    subtype: Option<Cow<'a, str>>,
+    #[serde(default)]
+    session_id: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    parent_tool_use_id: Option<String>,
+    #[serde(default)]
+    message: Option<Message>,
+    #[serde(default)]
+    result: Option<String>,
+    #[serde(default)]
+    is_error: bool,
+    #[serde(default)]
+    errors: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Message {
+    #[serde(default)]
+    content: Content,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Content {
+    Text(String),
+    Blocks(Vec<Block>),
+}
+
+impl Default for Content {
+    fn default() -> Self {
+        Content::Blocks(Vec::new())
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block {
+    Text {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        #[serde(default)]
+        is_error: Option<bool>,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// The API's usage block; every field may be missing.
+#[derive(Deserialize, Default)]
+pub(crate) struct Usage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    cache_creation_input_tokens: u64,
+    #[serde(default)]
+    cache_read_input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+}
+
+impl From<Usage> for MessageUsage {
+    fn from(u: Usage) -> Self {
+        MessageUsage {
+            input_tokens: u.input_tokens,
+            cache_creation_input_tokens: u.cache_creation_input_tokens,
+            cache_read_input_tokens: u.cache_read_input_tokens,
+            output_tokens: u.output_tokens,
+        }
+    }
+}
+
+impl LineParser for ClaudeParser {
+    fn parse_line(&mut self, line: &[u8], out: &mut Vec<AgentEvent>) -> Result<(), LineError> {
+        let line: Line<'_> = serde_json::from_slice(line)?;
+        if line.parent_tool_use_id != self.parent {
+            return Ok(());
+        }
+        match (line.kind.as_ref(), line.subtype.as_deref()) {
+            ("system", Some("init")) => {
+                if let Some(session_id) = line.session_id {
+                    out.push(AgentEvent::Init {
+                        session_id,
+                        model: line.model,
+                    });
+                }
+            }
+            ("assistant", _) => {
+                if let Some(message) = line.message {
+                    assistant(message, out);
+                }
+            }
+            ("user", _) => {
+                if let Some(Message {
+                    content: Content::Blocks(blocks),
+                    ..
+                }) = line.message
+                {
+                    tool_results(blocks, out);
+                }
+            }
+            ("result", subtype) => out.push(AgentEvent::TurnEnded(outcome(
+                subtype.unwrap_or("success"),
+                line.is_error,
+                line.result,
+                line.errors,
+            ))),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Usage first, then the blocks in order: a tool use's progress already counts its message.
+fn assistant(message: Message, out: &mut Vec<AgentEvent>) {
+    if let Some(usage) = message.usage {
+        out.push(AgentEvent::Usage(usage.into()));
+    }
+    let blocks = match message.content {
+        Content::Text(text) => vec![Block::Text { text }],
+        Content::Blocks(blocks) => blocks,
+    };
+    for block in blocks {
+        match block {
+            Block::Text { text } => out.push(AgentEvent::Text(text)),
+            Block::ToolUse { id, name, input } => {
+                out.push(AgentEvent::ToolStarted(ToolUse { id, name, input }));
+            }
+            Block::ToolResult { .. } | Block::Other => {}
+        }
+    }
+}
+
+fn tool_results(blocks: Vec<Block>, out: &mut Vec<AgentEvent>) {
+    for block in blocks {
+        if let Block::ToolResult {
+            tool_use_id,
+            is_error,
+        } = block
+        {
+            out.push(AgentEvent::ToolFinished {
+                id: tool_use_id,
+                is_error: is_error.unwrap_or(false),
+            });
+        }
+    }
+}
+
+fn outcome(
+    subtype: &str,
+    is_error: bool,
+    result: Option<String>,
+    errors: Vec<String>,
+) -> TurnOutcome {
+    if subtype == "success" && !is_error {
+        return TurnOutcome::Success { result };
+    }
+    let message = result
+        .filter(|r| !r.is_empty())
+        .or_else(|| (!errors.is_empty()).then(|| errors.join("; ")));
+    TurnOutcome::Error {
+        kind: subtype.to_owned(),
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn parse(parser: &mut ClaudeParser, line: &str) -> Vec<AgentEvent> {
+        let mut out = Vec::new();
+        parser.parse_line(line.as_bytes(), &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn init_assistant_user_and_result_lines_become_events() {
+        let mut p = ClaudeParser::default();
+        assert_eq!(
+            parse(
+                &mut p,
+                r#"{"type":"system","subtype":"init","session_id":"S","model":"m","tools":[]}"#
+            ),
+            [AgentEvent::Init {
+                session_id: "S".into(),
+                model: Some("m".into())
+            }]
+        );
+        let events = parse(
+            &mut p,
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"hi"},{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"/x"}}],"usage":{"input_tokens":10,"cache_read_input_tokens":5,"output_tokens":2}},"parent_tool_use_id":null}"#,
+        );
+        assert_eq!(events.len(), 3);
+        assert_eq!(
+            events[0],
+            AgentEvent::Usage(MessageUsage {
+                input_tokens: 10,
+                cache_read_input_tokens: 5,
+                output_tokens: 2,
+                ..MessageUsage::default()
+            })
+        );
+        assert_eq!(events[1], AgentEvent::Text("hi".into()));
+        assert!(
+            matches!(&events[2], AgentEvent::ToolStarted(t) if t.name == "Read" && t.input["file_path"] == "/x")
+        );
+        assert_eq!(
+            parse(
+                &mut p,
+                r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"x","is_error":true}]}}"#
+            ),
+            [AgentEvent::ToolFinished {
+                id: "t1".into(),
+                is_error: true
+            }]
+        );
+        assert_eq!(
+            parse(
+                &mut p,
+                r#"{"type":"result","subtype":"success","is_error":false,"result":"done"}"#
+            ),
+            [AgentEvent::TurnEnded(TurnOutcome::Success {
+                result: Some("done".into())
+            })]
+        );
+        assert_eq!(
+            parse(
+                &mut p,
+                r#"{"type":"result","subtype":"error_max_turns","is_error":true}"#
+            ),
+            [AgentEvent::TurnEnded(TurnOutcome::Error {
+                kind: "error_max_turns".into(),
+                message: None
+            })]
+        );
+    }
+
+    #[test]
+    fn unknown_types_and_blocks_are_skipped_and_garbage_is_an_error() {
+        let mut p = ClaudeParser::default();
+        assert!(parse(&mut p, r#"{"type":"rate_limit_event","x":1}"#).is_empty());
+        assert!(parse(&mut p, r#"{"type":"system","subtype":"task_progress"}"#).is_empty());
+        assert!(
+            parse(
+                &mut p,
+                r#"{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"…"}]}}"#
+            )
+            .is_empty()
+        );
+        let mut out = Vec::new();
+        assert!(p.parse_line(b"{not json", &mut out).is_err());
+        assert!(p.parse_line(b"[1,2]", &mut out).is_err());
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_parser_follows_one_agent_of_a_shared_stream() {
+        let sub = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"sub"}]},"parent_tool_use_id":"toolu_2"}"#;
+        assert!(parse(&mut ClaudeParser::default(), sub).is_empty());
+        assert_eq!(
+            parse(&mut ClaudeParser::following("toolu_2"), sub),
+            [AgentEvent::Text("sub".into())]
+        );
+    }
+}

@@ -1,0 +1,85 @@
+//! Agents started from requests that crossed a process boundary: the [`Launch`] side of
+//! [`AgentExecutor`] (a host such as the `tasks` supervisor registers it for `"agent"`
+//! requests, from `tasks agent` or the MCP `Agent` tool).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use task_core::{Caller, Launch, LaunchError, Launched};
+
+use crate::command::CommandRunner;
+use crate::error::AgentError;
+use crate::executor::{AgentExecutor, AgentRequest};
+use crate::format::CliFormat;
+
+/// An agent to start (`local_agent`): the CLI to run and what to ask it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentStart {
+    /// The agent CLI, program then arguments (`["claude"]`, `["codex", "exec"]`); the runner
+    /// adds the flags its format needs.
+    pub command: Vec<String>,
+    /// Its event format (`claude` when absent).
+    #[serde(default)]
+    pub runner: CliFormat,
+    /// The one-line description shown in notifications.
+    pub description: String,
+    /// The first user turn.
+    pub prompt: String,
+    /// A name it can be addressed by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A model override.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The agent type (`general-purpose` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_type: Option<String>,
+}
+
+impl Launch for AgentExecutor {
+    type Request = AgentStart;
+    const KIND: &'static str = "agent";
+
+    /// Registers the agent `pending` (its id and output file can be handed out at once); the
+    /// returned start spawns its CLI on the current tokio runtime, in the caller's directory
+    /// and environment, owned by the caller's agent if any.
+    fn launch(&self, start: AgentStart, caller: Caller) -> Result<Launched, LaunchError> {
+        if !caller.cwd.is_dir() {
+            let error = AgentError::MissingWorkingDir { path: caller.cwd };
+            return Err(LaunchError::Invalid(error.to_string()));
+        }
+        let runner = CommandRunner::new(start.command, start.runner, self.config().clone())
+            .map_err(|error| LaunchError::Invalid(error.to_string()))?;
+        let mut request = AgentRequest::new(Arc::new(runner), start.description, start.prompt);
+        request.name = start.name;
+        request.model = start.model;
+        request.agent_type = start.subagent_type;
+        request.cwd = Some(caller.cwd);
+        request.env = caller.env;
+        request.replace_env = true;
+        request.owner_agent_id = caller.agent_id;
+        request.tool_use_id = caller.tool_use_id;
+        let pending = self.register(request).map_err(|error| match error {
+            AgentError::NameTaken(_) => LaunchError::Invalid(error.to_string()),
+            other => LaunchError::Failed(Box::new(other)),
+        })?;
+        let id = pending.id();
+        Ok(Launched {
+            id,
+            start: Some(Box::new(
+                move || match tokio::runtime::Handle::try_current() {
+                    Ok(runtime) => {
+                        runtime.spawn(async move {
+                            if let Err(error) = pending.start().await {
+                                tracing::warn!(task = %id, %error, "the agent did not start");
+                            }
+                        });
+                    }
+                    // Dropping it ends it `failed`.
+                    Err(_) => tracing::warn!(task = %id, "no tokio runtime to start the agent on"),
+                },
+            )),
+        })
+    }
+}

@@ -1,0 +1,110 @@
+//! The seam an agent loop plugs into: [`AgentRunner`] starts sessions, [`AgentSession`] yields
+//! normalised events and takes messages and cancellation.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+
+use crate::error::AgentError;
+use crate::event::AgentEvent;
+
+/// What an agent is started with.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct AgentSpec {
+    /// The first user turn.
+    pub prompt: String,
+    /// A model override.
+    pub model: Option<String>,
+    /// `general-purpose`, …
+    pub agent_type: String,
+    /// The working directory.
+    pub cwd: Option<PathBuf>,
+    /// Extra environment (the executor adds `TASKS_AGENT_ID`).
+    pub env: Vec<(OsString, OsString)>,
+    /// Whether `env` replaces the inherited environment instead of adding to it.
+    pub replace_env: bool,
+    /// Where the session's transcript goes (appended to on resume).
+    pub transcript: PathBuf,
+}
+
+impl AgentSpec {
+    /// A spec with a prompt and a transcript path; everything else default.
+    pub fn new(prompt: impl Into<String>, transcript: impl Into<PathBuf>) -> Self {
+        AgentSpec {
+            prompt: prompt.into(),
+            transcript: transcript.into(),
+            ..AgentSpec::default()
+        }
+    }
+}
+
+/// What a session yields.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum SessionEvent {
+    /// Something the agent did.
+    Agent(AgentEvent),
+    /// The session is over: nothing follows.
+    Ended(SessionEnd),
+}
+
+/// How a session's process ended.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SessionEnd {
+    /// Its exit code (128 + signal when killed by one); `None` when there was no process.
+    pub exit_code: Option<i32>,
+    /// The last lines it wrote to stderr.
+    pub stderr_tail: Vec<String>,
+}
+
+/// Starts agent sessions. Implement it to plug an agent loop into the task system; the
+/// [`CommandRunner`](crate::CommandRunner) runs agent CLIs.
+#[async_trait]
+pub trait AgentRunner: Send + Sync + std::fmt::Debug {
+    /// A short name (`claude`, `codex`, …) for messages.
+    fn name(&self) -> &'static str;
+
+    /// Whether its sessions take messages while running ([`AgentSession::send`]).
+    fn accepts_messages(&self) -> bool {
+        true
+    }
+
+    /// Starts a new session with `spec.prompt` as its first turn.
+    async fn start(&self, spec: &AgentSpec) -> Result<Box<dyn AgentSession>, AgentError>;
+
+    /// Continues finished session `session_id` with `message` as its next turn.
+    async fn resume(
+        &self,
+        spec: &AgentSpec,
+        session_id: &str,
+        message: &str,
+    ) -> Result<Box<dyn AgentSession>, AgentError>;
+}
+
+/// One running agent session.
+#[async_trait]
+pub trait AgentSession: Send {
+    /// The next event; after [`SessionEvent::Ended`] it keeps returning `Ended`.
+    async fn next_event(&mut self) -> SessionEvent;
+
+    /// Delivers `message` as the agent's next user turn.
+    ///
+    /// # Errors
+    /// [`AgentError::InputClosed`]-like errors when the session takes no more input.
+    async fn send(&mut self, message: &str) -> Result<(), AgentError>;
+
+    /// Ends the session's input: it finishes what it is doing and exits.
+    async fn close_input(&mut self);
+
+    /// Cancels the session: interrupt, then force after the runner's grace. Returns once the
+    /// agent's processes are gone.
+    async fn cancel(&mut self);
+
+    /// The process group the session runs in, recorded in the task's state so a later
+    /// supervisor can reap it if this one dies; `None` for a session without processes.
+    fn process(&self) -> Option<task_core::ShellProcess> {
+        None
+    }
+}

@@ -1,0 +1,228 @@
+//! Following a growing transcript by byte-offset delta reads, parsing each complete line.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use task_output::OutputError;
+use task_output::read::read_delta;
+
+use crate::event::AgentEvent;
+use crate::format::LineParser;
+
+/// Reads a transcript from where it left off and turns its new lines into events.
+///
+/// Only the unread part of the file is ever read (at most `max_read_bytes` a call), and only an
+/// unfinished last line is held in memory, up to `max_line_bytes`: a longer line is dropped
+/// (and counted as malformed) rather than buffered.
+pub struct TranscriptTail {
+    path: PathBuf,
+    offset: u64,
+    partial: Vec<u8>,
+    /// Dropping the rest of an over-long line until its newline.
+    skipping: bool,
+    parser: Box<dyn LineParser>,
+    events: VecDeque<AgentEvent>,
+    scratch: Vec<AgentEvent>,
+    malformed: u64,
+    max_read_bytes: usize,
+    max_line_bytes: usize,
+}
+
+impl std::fmt::Debug for TranscriptTail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TranscriptTail")
+            .field("path", &self.path)
+            .field("offset", &self.offset)
+            .field("malformed", &self.malformed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TranscriptTail {
+    /// A reader of `path` from byte `offset`.
+    pub fn new(
+        path: impl Into<PathBuf>,
+        offset: u64,
+        parser: Box<dyn LineParser>,
+        max_read_bytes: usize,
+        max_line_bytes: usize,
+    ) -> Self {
+        TranscriptTail {
+            path: path.into(),
+            offset,
+            partial: Vec::new(),
+            skipping: false,
+            parser,
+            events: VecDeque::new(),
+            scratch: Vec::new(),
+            malformed: 0,
+            max_read_bytes: max_read_bytes.max(1),
+            max_line_bytes,
+        }
+    }
+
+    /// The transcript's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes consumed so far (complete lines and the held-back partial one).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Lines that could not be parsed (kept in the file, skipped here).
+    pub fn malformed_lines(&self) -> u64 {
+        self.malformed
+    }
+
+    /// The next parsed event, if one is waiting.
+    pub fn pop(&mut self) -> Option<AgentEvent> {
+        self.events.pop_front()
+    }
+
+    /// Reads what was appended since the last call; returns how many bytes were new.
+    ///
+    /// # Errors
+    /// [`OutputError`] when the transcript cannot be read (missing, replaced by a shorter file).
+    pub fn read_new(&mut self) -> Result<usize, OutputError> {
+        let delta = read_delta(&self.path, self.offset, self.max_read_bytes)?;
+        self.offset = delta.new_offset;
+        let mut rest = &delta.bytes[..];
+        while let Some(end) = memchr::memchr(b'\n', rest) {
+            self.push_bytes(&rest[..end]);
+            self.end_line();
+            rest = &rest[end + 1..];
+        }
+        self.push_bytes(rest);
+        Ok(delta.bytes.len())
+    }
+
+    /// Parses an unfinished last line as if it were complete (the writer has exited).
+    pub fn finish(&mut self) {
+        if !self.partial.is_empty() || self.skipping {
+            self.end_line();
+        }
+    }
+
+    fn push_bytes(&mut self, bytes: &[u8]) {
+        if self.skipping {
+            return;
+        }
+        if self.partial.len() + bytes.len() > self.max_line_bytes {
+            self.partial = Vec::new();
+            self.skipping = true;
+            return;
+        }
+        self.partial.extend_from_slice(bytes);
+    }
+
+    fn end_line(&mut self) {
+        if std::mem::take(&mut self.skipping) {
+            self.malformed += 1;
+            tracing::warn!(path = %self.path.display(), "transcript line longer than the limit skipped");
+            return;
+        }
+        let line = trim(&self.partial);
+        if !line.is_empty() {
+            match self.parser.parse_line(line, &mut self.scratch) {
+                Ok(()) => self.events.extend(self.scratch.drain(..)),
+                Err(error) => {
+                    self.malformed += 1;
+                    tracing::debug!(path = %self.path.display(), %error, "transcript line skipped");
+                }
+            }
+        }
+        self.partial.clear();
+        if self.partial.capacity() > self.max_read_bytes {
+            self.partial.shrink_to(self.max_read_bytes);
+        }
+    }
+}
+
+fn trim(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let start = line
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(line.len());
+    &line[start..]
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::io::Write;
+
+    use super::*;
+    use crate::format::CliFormat;
+
+    #[test]
+    fn lines_split_across_reads_are_parsed_once_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut file = std::fs::File::create(&path).unwrap();
+        let mut tail = TranscriptTail::new(&path, 0, CliFormat::Claude.parser(), 7, 1 << 20);
+        file.write_all(
+            br#"{"type":"assistant","message":{"content":[{"type":"text","text":"a"}]}}"#,
+        )
+        .unwrap();
+        while tail.read_new().unwrap() > 0 {}
+        assert!(tail.pop().is_none());
+        file.write_all(b"\nnot json\n").unwrap();
+        while tail.read_new().unwrap() > 0 {}
+        assert_eq!(tail.pop(), Some(AgentEvent::Text("a".into())));
+        assert_eq!(tail.malformed_lines(), 1);
+    }
+
+    #[test]
+    fn an_over_long_line_is_dropped_not_buffered() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let long = format!(
+            "{{\"type\":\"assistant\",\"pad\":\"{}\"}}\n",
+            "x".repeat(500)
+        );
+        let ok = r#"{"type":"assistant","message":{"content":"b"}}"#;
+        std::fs::write(&path, format!("{long}{ok}")).unwrap();
+        let mut tail = TranscriptTail::new(&path, 0, CliFormat::Claude.parser(), 64, 100);
+        while tail.read_new().unwrap() > 0 {}
+        tail.finish();
+        assert_eq!(tail.pop(), Some(AgentEvent::Text("b".into())));
+        assert_eq!(tail.malformed_lines(), 1);
+        assert!(tail.partial.capacity() <= 100);
+    }
+}
+
+/// The wait between reads of a quiet transcript: 1 ms right after activity, doubling while
+/// nothing new arrives, up to the configured poll period. A CLI that is writing is followed
+/// closely; an idle one costs a read per period.
+#[derive(Debug, Clone)]
+pub(crate) struct PollBackoff {
+    max: Duration,
+    next: Duration,
+}
+
+impl PollBackoff {
+    const MIN: Duration = Duration::from_millis(1);
+
+    pub(crate) fn new(max: Duration) -> Self {
+        PollBackoff {
+            max,
+            next: Self::MIN.min(max),
+        }
+    }
+
+    /// New bytes arrived: poll closely again.
+    pub(crate) fn reset(&mut self) {
+        self.next = Self::MIN.min(self.max);
+    }
+
+    /// The wait before the next read; each call doubles the following one.
+    pub(crate) fn next_wait(&mut self) -> Duration {
+        let wait = self.next;
+        self.next = (self.next * 2).min(self.max);
+        wait
+    }
+}

@@ -1,0 +1,266 @@
+//! Agents through the `tasks` binary, with task-agent's scripted `fake-agent` standing in for an
+//! agent CLI (it speaks Claude Code's stream-json in and out; no model, no network): start and
+//! wait, the reference's completion envelope, `ps` with tokens and tool uses, messages while it
+//! works, resume after it stopped (same id, a second notification), kill mid-turn, and the
+//! shells an agent started dying with it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// The fake agent CLI, built next to the `tasks` binary (`cargo test --workspace` builds it;
+/// a lone `cargo test -p task-cli` builds it here).
+fn fake_agent() -> PathBuf {
+    let path = Path::new(env!("CARGO_BIN_EXE_tasks")).with_file_name("fake-agent");
+    if !path.exists() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let built = Command::new(cargo)
+            .args(["build", "-p", "task-agent", "--bin", "fake-agent"])
+            .status()
+            .unwrap();
+        assert!(built.success());
+    }
+    path
+}
+
+struct Sandbox {
+    root: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Self {
+            root: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.root.path().join(name)
+    }
+
+    fn tasks(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_tasks"))
+            .args(args)
+            .env("TASKS_ROOT", self.root.path())
+            .env("TASKS_IDLE_EXIT_MS", "2000")
+            .env("TASKS_POLL_MS", "10")
+            .env("TASKS_SWEEP_MS", "50")
+            .env_remove("TASKS_SESSION")
+            .env_remove("TASKS_AGENT_ID")
+            // The agent's own `tasks run` finds the binary on its PATH.
+            .env("PATH", path_with_tasks())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.tasks(args);
+        assert!(
+            out.status.success(),
+            "tasks {args:?}: {:?}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Writes a fake-agent script of `steps` (the first of which reads the prompt, the first
+    /// user turn on its stream-json input); returns its path.
+    fn script(&self, name: &str, steps: &[Value]) -> String {
+        let path = self.path(name);
+        let lines: String = steps.iter().map(|s| format!("{s}\n")).collect();
+        std::fs::write(&path, lines).unwrap();
+        path.display().to_string()
+    }
+
+    fn agent(&self, extra: &[&str], script: &str) -> String {
+        let fake = fake_agent();
+        let mut args = vec!["agent"];
+        args.extend_from_slice(extra);
+        args.extend(["--", fake.to_str().unwrap(), "--script", script]);
+        self.ok(&args).lines().next().unwrap().to_owned()
+    }
+
+    fn listed(&self, id: &str) -> Value {
+        let all: Value = serde_json::from_str(&self.ok(&["ps", "--all", "--json"])).unwrap();
+        all.as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    fn eventually<T>(&self, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            if let Some(value) = probe() {
+                return value;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        support::kill_processes_of(self.root.path());
+    }
+}
+
+fn path_with_tasks() -> String {
+    let dir = Path::new(env!("CARGO_BIN_EXE_tasks")).parent().unwrap();
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[test]
+fn an_agent_runs_to_its_result_and_a_message_resumes_it_under_the_same_id() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(
+        "count.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"tool": "Bash", "input": {"command": "ls", "description": "List files"},
+                   "usage": {"input_tokens": 1200, "output_tokens": 5}, "output": "a\nb\nc"}),
+            json!({"text": "There are 3 files.", "usage": {"input_tokens": 1300, "output_tokens": 7}}),
+            json!({"result": "3 files"}),
+        ],
+    );
+    let fake = fake_agent();
+    let out = sandbox.tasks(&[
+        "agent",
+        "--name",
+        "counter",
+        "--prompt",
+        "count the files",
+        "--wait",
+        "--",
+        fake.to_str().unwrap(),
+        "--script",
+        &script,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let id = text.lines().next().unwrap().to_owned();
+    assert!(id.starts_with('a'), "{text}");
+    for part in [
+        "<status>completed</status>",
+        "<summary>Agent \"count the files\" finished</summary>",
+        "<result>3 files</result>",
+        "<tool_uses>1</tool_uses>",
+        "<subagent_tokens>1312</subagent_tokens>",
+    ] {
+        assert!(text.contains(part), "{part} missing in {text}");
+    }
+    let table = sandbox.ok(&["ps", "--all"]);
+    let row = table.lines().find(|l| l.starts_with(&id)).unwrap();
+    assert!(row.contains("1.3k tokens · 1 tool"), "{row}");
+
+    // A message to the stopped agent, by name, resumes it under the same id.
+    let sent = sandbox.ok(&["send", "counter", "and now?"]);
+    assert!(sent.contains("resumed it in the background"), "{sent}");
+    assert_eq!(sandbox.tasks(&["wait", &id]).status.code(), Some(0));
+    let again = sandbox.ok(&["notifications"]);
+    assert!(
+        again.contains(&format!("<task-id>{id}</task-id>")),
+        "{again}"
+    );
+    assert!(again.contains("<result>echo: and now?</result>"), "{again}");
+}
+
+#[test]
+fn a_message_sent_while_the_agent_works_is_its_next_turn() {
+    let sandbox = Sandbox::new();
+    let go = sandbox.path("go");
+    let script = sandbox.script(
+        "busy.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"text": "working"}),
+            json!({"wait_file": go.display().to_string()}),
+            json!({"result": "first turn done"}),
+        ],
+    );
+    let id = sandbox.agent(&["--prompt", "work"], &script);
+    sandbox.eventually("the agent running", || {
+        (sandbox.listed(&id)["status"] == "running").then_some(())
+    });
+    let sent = sandbox.ok(&["send", &id, "also this"]);
+    assert!(sent.contains("queued"), "{sent}");
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(sandbox.tasks(&["wait", &id]).status.code(), Some(0));
+    let done = sandbox.listed(&id);
+    assert_eq!(done["kind"]["agent"]["result"], "echo: also this", "{done}");
+    let notices = sandbox.ok(&["notifications"]);
+    assert_eq!(
+        notices.matches("<task-notification>").count(),
+        1,
+        "{notices}"
+    );
+}
+
+#[test]
+fn killing_an_agent_mid_turn_ends_its_cli_and_every_shell_it_started() {
+    let sandbox = Sandbox::new();
+    let never = sandbox.path("never");
+    let started = sandbox.path("started");
+    let script = sandbox.script(
+        "spawner.jsonl",
+        &[
+            json!({"read_user": true}),
+            // The agent starts a background task through the tasks CLI, as it would through
+            // `tasks mcp`: TASKS_AGENT_ID in its environment makes the task its own.
+            json!({"spawn": format!("tasks run -- sleep 300 > {}", started.display()),
+                   "pid_file": sandbox.path("spawn.pid").display().to_string()}),
+            json!({"wait_file": never.display().to_string()}),
+        ],
+    );
+    let id = sandbox.agent(&["--prompt", "spawn things"], &script);
+    let shell = sandbox.eventually("the agent's shell task", || {
+        let text = std::fs::read_to_string(&started).ok()?;
+        Some(text.trim().to_owned()).filter(|t| t.len() == 9)
+    });
+    let owned = sandbox.eventually("the shell running", || {
+        let task = sandbox.listed(&shell);
+        (task["status"] == "running").then_some(task)
+    });
+    assert_eq!(owned["agentId"], id.as_str(), "{owned}");
+
+    let killed = sandbox.ok(&["kill", &id]);
+    assert_eq!(killed.trim(), format!("{id} killed"));
+    assert_eq!(sandbox.listed(&id)["status"], "killed");
+    sandbox.eventually("the agent's shell killed with it", || {
+        (sandbox.listed(&shell)["status"] == "killed").then_some(())
+    });
+    let notices = sandbox.ok(&["notifications"]);
+    assert!(
+        !notices.contains(&id) && !notices.contains(&shell),
+        "a killed agent and its shells notify nothing: {notices}"
+    );
+    // Nothing of the session is left but its supervisor.
+    let supervisor: i32 = std::fs::read_to_string(sandbox.path("default/supervisor.lock"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    sandbox.eventually("no process left but the supervisor", || {
+        let left: Vec<i32> = support::processes_of(sandbox.root.path())
+            .into_iter()
+            .filter(|&pid| pid != supervisor)
+            .collect();
+        left.is_empty().then_some(())
+    });
+}

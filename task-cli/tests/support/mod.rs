@@ -1,0 +1,55 @@
+//! What the suites that run the `tasks` binary share: finding the processes a test caused (they
+//! carry the test's `TASKS_ROOT` in their environment) and killing them by pid.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Every live process, other than this one, whose environment sets `TASKS_ROOT` to `root`.
+pub fn processes_of(root: &Path) -> Vec<i32> {
+    let marker = format!("TASKS_ROOT={}", root.display());
+    let me = std::process::id() as i32;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != me && is_alive(pid))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == marker.as_bytes()))
+        })
+        .collect()
+}
+
+/// Kills every process of `root` by pid until none is left (for up to 10 s: a test's cleanup
+/// never hangs).
+pub fn kill_processes_of(root: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = processes_of(root);
+        if left.is_empty() || Instant::now() > deadline {
+            return;
+        }
+        for pid in left {
+            sigkill(pid);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+pub fn sigkill(pid: i32) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+}
+
+/// Alive and not a zombie.
+pub fn is_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+            !matches!(state.and_then(|s| s.chars().next()), Some('Z' | 'X') | None)
+        }
+        Err(_) => false,
+    }
+}
