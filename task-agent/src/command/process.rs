@@ -106,8 +106,7 @@ pub(crate) fn recorded_group(pgid: u32) -> task_core::ShellProcess {
     task_core::ShellProcess {
         pgid,
         leader_started: start_time(pgid),
-        session: None,
-        uid: None,
+        owner: None,
     }
 }
 
