@@ -1,23 +1,31 @@
-//! Benchmarks of task-list: create 10 000 tasks, add 10 000 edges, `ready` over 10 000 tasks,
-//! and claim throughput with 1 and 8 contending processes.
+//! Benchmarks of task-list on both stores (the list directory and PostgreSQL): create, add an
+//! edge on a 10 000-task list, `ready` on 10 000 and 100 000 tasks, and claim throughput with 1
+//! and 8 contending processes.
 //!
 //! Run: `cargo bench -p benches --bench list -- --warm-up-time 1 --measurement-time 3`.
-//! The claim workers are this same binary, re-executed with `LIST_BENCH_CLAIM_WORKER` set.
+//! The PostgreSQL benches run when `TASKS_BENCH_PG_URL` (or `TASKS_TEST_PG_URL`, as
+//! `.ci/postgres.sh start` prints it) names a server; they work in a schema of their own,
+//! dropped at the end. The claim workers are this same binary, re-executed with
+//! `LIST_BENCH_CLAIM_WORKER` set.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, SamplingMode, Throughput};
-use task_list::{ClaimOptions, CreateRequest, StoreConfig, TaskId, TaskList, UpdateRequest};
+use task_list::{
+    ClaimOptions, CreateRequest, EXPORT_FORMAT, ListExport, StoreConfig, Task, TaskId, TaskList,
+    UpdateRequest,
+};
 
 const TASKS: u64 = 10_000;
+const BIG: u64 = 100_000;
 const CLAIM_TASKS: u64 = 500;
 const WORKER_ENV: &str = "LIST_BENCH_CLAIM_WORKER";
 
-/// Bulk benches skip fsync (`durable: false`): the figures then measure this crate, not the
-/// disk. `create_one_durable` shows the cost of one fully durable create.
+/// Bulk benches skip fsync (`durable: false`; on PostgreSQL `synchronous_commit = off`): the
+/// figures then measure the store, not the disk. `create_one_durable` shows the cost of one
+/// fully durable create.
 fn fast() -> StoreConfig {
     StoreConfig {
         durable: false,
@@ -25,13 +33,109 @@ fn fast() -> StoreConfig {
     }
 }
 
-fn list_with_tasks(root: &Path, n: u64) -> TaskList {
-    let list = TaskList::open(root, "bench", fast()).unwrap();
-    for i in 0..n {
-        list.create(&CreateRequest::new(format!("task {i}"), "benchmark task"))
-            .unwrap();
+/// Where the benched lists live.
+enum Store {
+    Files(tempfile::TempDir),
+    Postgres {
+        url: String,
+        admin: Box<postgres::Client>,
+        schema: String,
+    },
+}
+
+impl Store {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Files(_) => "files",
+            Self::Postgres { .. } => "postgres",
+        }
     }
-    list
+
+    /// The location a claim worker gets: a directory or a URL.
+    fn location(&self) -> String {
+        match self {
+            Self::Files(dir) => dir.path().display().to_string(),
+            Self::Postgres { url, .. } => url.clone(),
+        }
+    }
+
+    fn open(&self, list: &str, config: StoreConfig) -> TaskList {
+        open_at(&self.location(), list, config)
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Self::Postgres { admin, schema, .. } = self
+            && let Err(e) = admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        {
+            eprintln!("could not drop the bench schema {schema}: {e}");
+        }
+    }
+}
+
+fn open_at(location: &str, list: &str, config: StoreConfig) -> TaskList {
+    if location.starts_with("postgres") {
+        TaskList::connect(location, list, config).unwrap()
+    } else {
+        TaskList::open(location, list, config).unwrap()
+    }
+}
+
+/// The file store, and PostgreSQL when a server is configured.
+fn stores() -> Vec<Store> {
+    let mut stores = vec![Store::Files(tempfile::tempdir().unwrap())];
+    let url = std::env::var("TASKS_BENCH_PG_URL").or_else(|_| std::env::var("TASKS_TEST_PG_URL"));
+    match url {
+        Ok(base) => {
+            let schema = format!("bench_{}", std::process::id());
+            let mut admin = postgres::Client::connect(&base, postgres::NoTls).unwrap();
+            admin
+                .batch_execute(&format!("CREATE SCHEMA {schema}"))
+                .unwrap();
+            let sep = if base.contains('?') { '&' } else { '?' };
+            let url = format!("{base}{sep}options=-csearch_path%3D{schema}");
+            stores.push(Store::Postgres {
+                url,
+                admin: Box::new(admin),
+                schema,
+            });
+        }
+        Err(_) => eprintln!("PostgreSQL benches skipped: set TASKS_BENCH_PG_URL"),
+    }
+    stores
+}
+
+/// `n` tasks, each but the first waiting on a pseudo-random lower-numbered one (no cycle),
+/// loaded in one import (far faster than `n` creates, on both stores).
+fn list_with_tasks(store: &Store, list: &str, n: u64) -> TaskList {
+    let mut tasks: Vec<Task> = (1..=n)
+        .map(|i| {
+            Task::new(
+                TaskId::new(i).unwrap(),
+                format!("task {i}"),
+                "benchmark task",
+            )
+        })
+        .collect();
+    for (blocked, blocker) in edges(n).take(n as usize - 1) {
+        tasks[blocked as usize - 1]
+            .blocked_by
+            .push(TaskId::new(blocker).unwrap());
+        tasks[blocker as usize - 1]
+            .blocks
+            .push(TaskId::new(blocked).unwrap());
+    }
+    let export = ListExport {
+        format: EXPORT_FORMAT.into(),
+        list_id: list.into(),
+        high_water_mark: n,
+        tasks,
+        audit: Vec::new(),
+    };
+    let handle = store.open(list, fast());
+    handle.import(&export).unwrap();
+    handle
 }
 
 /// Endless edges over tasks `1..=n`: each makes a task wait on a pseudo-random lower-numbered
@@ -53,14 +157,12 @@ fn add_edge(list: &TaskList, blocked: u64, blocker: u64) {
     list.update(&request).unwrap();
 }
 
-/// Per-task create time while one list grows from empty to (about) 10 000 tasks: criterion's
-/// warm-up and samples together create that many, each iteration one task.
-fn create(c: &mut Criterion) {
-    let mut group = c.benchmark_group("list_create");
+/// Per-task create time while one list grows, and one fully durable create.
+fn create(c: &mut Criterion, store: &Store) {
+    let mut group = c.benchmark_group(format!("list_create/{}", store.name()));
     group.sample_size(10).sampling_mode(SamplingMode::Flat);
-    let root = tempfile::tempdir().unwrap();
-    let list = TaskList::open(root.path(), "bench", fast()).unwrap();
-    group.bench_function("create_one_growing_to_10k", |b| {
+    let list = store.open("create", fast());
+    group.bench_function("create_one_growing", |b| {
         b.iter(|| {
             list.create(&CreateRequest::new("task", "benchmark task"))
                 .unwrap()
@@ -70,20 +172,18 @@ fn create(c: &mut Criterion) {
         "list_create: the list holds {} tasks",
         list.snapshot().unwrap().tasks.len()
     );
-    let durable = TaskList::open(root.path(), "durable", StoreConfig::default()).unwrap();
+    let durable = store.open("durable", StoreConfig::default());
     group.bench_function("create_one_durable", |b| {
         b.iter(|| durable.create(&CreateRequest::new("t", "d")).unwrap())
     });
     group.finish();
 }
 
-/// Per-edge time of `addBlockedBy` on a 10 000-task list, edges accumulating (about 10 000
-/// over warm-up and samples).
-fn add_edges(c: &mut Criterion) {
-    let root = tempfile::tempdir().unwrap();
-    let list = list_with_tasks(root.path(), TASKS);
-    let mut next = edges(TASKS);
-    let mut group = c.benchmark_group("list_edges");
+/// Per-edge time of `addBlockedBy` on a 10 000-task list, edges accumulating.
+fn add_edges(c: &mut Criterion, store: &Store) {
+    let list = list_with_tasks(store, "edges", TASKS);
+    let mut next = edges(TASKS).skip(TASKS as usize);
+    let mut group = c.benchmark_group(format!("list_edges/{}", store.name()));
     group.sample_size(10).sampling_mode(SamplingMode::Flat);
     group.bench_function("add_edge_10k_tasks", |b| {
         b.iter(|| {
@@ -91,54 +191,42 @@ fn add_edges(c: &mut Criterion) {
             add_edge(&list, blocked, blocker);
         })
     });
-    let edges = list.graph().unwrap().edges().len();
-    eprintln!("list_edges: the list holds {edges} edges");
     group.finish();
 }
 
-/// Also reports, once, the wall time of creating 10 000 tasks and adding 10 000 edges.
-fn ready(c: &mut Criterion) {
-    let root = tempfile::tempdir().unwrap();
-    let start = Instant::now();
-    let list = list_with_tasks(root.path(), TASKS);
-    eprintln!(
-        "list_ready setup: created {TASKS} tasks in {:.2?}",
-        start.elapsed()
-    );
-    let start = Instant::now();
-    for (blocked, blocker) in edges(TASKS).take(TASKS as usize) {
-        add_edge(&list, blocked, blocker);
-    }
-    eprintln!(
-        "list_ready setup: added {TASKS} edges in {:.2?}",
-        start.elapsed()
-    );
-    let mut group = c.benchmark_group("list_ready");
-    group.sample_size(20);
-    // Warm: the handle has parsed every file before and only `stat`s them (once settled;
-    // see `StoreConfig::cache_min_age`). Cold: a new handle, so every file is read and parsed.
-    group.bench_function("ready_10k_tasks_warm", |b| b.iter(|| list.ready().unwrap()));
-    group.bench_function("ready_10k_tasks_cold", |b| {
-        b.iter_batched(
-            || TaskList::open(root.path(), "bench", fast()).unwrap(),
-            |cold| cold.ready().unwrap(),
-            BatchSize::PerIteration,
-        )
-    });
-    let snapshot = list.snapshot().unwrap();
-    group.bench_function("ready_report_only_10k", |b| {
-        b.iter_batched(
-            || snapshot.clone(),
-            task_list::ready_report,
-            BatchSize::LargeInput,
-        )
-    });
-    group.finish();
-}
-
-fn claims(c: &mut Criterion) {
-    let mut group = c.benchmark_group("list_claim");
+/// `ready` on 10 000 and 100 000 tasks (one edge each), warm (a handle that has read the list)
+/// and cold (a new handle).
+fn ready(c: &mut Criterion, store: &Store) {
+    let mut group = c.benchmark_group(format!("list_ready/{}", store.name()));
     group.sample_size(10);
+    for (n, name) in [(TASKS, "10k"), (BIG, "100k")] {
+        let start = Instant::now();
+        let list = list_with_tasks(store, &format!("ready{n}"), n);
+        eprintln!(
+            "list_ready/{}: imported {n} tasks in {:.2?}",
+            store.name(),
+            start.elapsed()
+        );
+        // The file store caches only files unchanged for `cache_min_age` (2 s).
+        std::thread::sleep(Duration::from_millis(2100));
+        group.bench_function(format!("ready_{name}_tasks_warm"), |b| {
+            b.iter(|| list.ready().unwrap())
+        });
+        group.bench_function(format!("ready_{name}_tasks_cold"), |b| {
+            b.iter_batched(
+                || store.open(&format!("ready{n}"), fast()),
+                |cold| cold.ready().unwrap(),
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+}
+
+fn claims(c: &mut Criterion, store: &Store) {
+    let mut group = c.benchmark_group(format!("list_claim/{}", store.name()));
+    group.sample_size(10);
+    let mut round = 0;
     for processes in [1_u64, 8] {
         group.throughput(Throughput::Elements(processes * CLAIM_TASKS));
         group.bench_function(
@@ -147,13 +235,14 @@ fn claims(c: &mut Criterion) {
                 b.iter_custom(|iters| {
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
-                        let root = tempfile::tempdir().unwrap();
-                        list_with_tasks(root.path(), CLAIM_TASKS);
+                        round += 1;
+                        let list = format!("claim{round}");
+                        list_with_tasks(store, &list, CLAIM_TASKS);
                         let start = Instant::now();
                         let mut workers: Vec<_> = (0..processes)
                             .map(|w| {
                                 Command::new(std::env::current_exe().unwrap())
-                                    .env(WORKER_ENV, format!("{}|w{w}", root.path().display()))
+                                    .env(WORKER_ENV, format!("{}|{list}|w{w}", store.location()))
                                     .spawn()
                                     .unwrap()
                             })
@@ -173,8 +262,13 @@ fn claims(c: &mut Criterion) {
 
 /// A claim worker: tries to claim every task of the list, in an order of its own.
 fn claim_worker(spec: &str) {
-    let (root, worker) = spec.split_once('|').unwrap();
-    let list = TaskList::open(root, "bench", fast()).unwrap();
+    let mut parts = spec.split('|');
+    let (location, list, worker) = (
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+    );
+    let list = open_at(location, list, fast());
     let offset = worker.trim_start_matches('w').parse::<u64>().unwrap() * 61;
     for i in 0..CLAIM_TASKS {
         let id = TaskId::new(1 + (i + offset) % CLAIM_TASKS).unwrap();
@@ -188,9 +282,11 @@ fn main() {
         return;
     }
     let mut c = Criterion::default().configure_from_args();
-    create(&mut c);
-    add_edges(&mut c);
-    ready(&mut c);
-    claims(&mut c);
+    for store in stores() {
+        create(&mut c, &store);
+        add_edges(&mut c, &store);
+        ready(&mut c, &store);
+        claims(&mut c, &store);
+    }
     c.final_summary();
 }

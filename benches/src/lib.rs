@@ -1,18 +1,35 @@
 //! Shared helpers for the benchmarks of the task system.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
 /// Builds `tasks` as shipped (the `build-tasks` alias of `.cargo/config.toml`: release,
-/// static-pie) into the running bench's target directory; returns its path.
+/// static-pie) into the calling bench's target directory; returns its path.
+///
+/// # Panics
+///
+/// If the build fails (a bench has nothing to measure then).
+#[allow(clippy::expect_used)]
 pub fn build_tasks_binary() -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo).arg("build-tasks").status().unwrap();
+    let status = Command::new(cargo)
+        .arg("build-tasks")
+        .status()
+        .expect("cannot run cargo");
     assert!(status.success(), "cannot build the tasks binary");
     // A bench runs from {target}/release/deps/NAME-…; the binary is {target}/release/tasks.
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().join("tasks")
+    let exe = std::env::current_exe().expect("no current exe");
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .expect("bench outside a target dir")
+        .join("tasks")
+}
+
+/// The median of `samples` (sorted in place); zero for none.
+pub fn median(samples: &mut [Duration]) -> Duration {
+    samples.sort();
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
 }
 
 /// The resident set size of process `pid`, in KiB (0 if it cannot be read).

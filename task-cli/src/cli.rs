@@ -251,6 +251,11 @@ pub struct ListArgs {
     /// Use the reference harness's lists ($CLAUDE_CONFIG_DIR/tasks, else ~/.claude/tasks).
     #[arg(long, global = true, conflicts_with = "lists_root")]
     pub claude: bool,
+    /// Keep the list in a PostgreSQL database instead of files: `postgres://user@host/db`
+    /// (TLS per the URL's `sslmode`).
+    #[arg(long, global = true, env = "TASKS_LIST_STORE", value_name = "URL",
+          conflicts_with_all = ["lists_root", "claude"])]
+    pub store: Option<String>,
     /// Who is acting (recorded in the audit log).
     #[arg(long, global = true, env = "TASKS_ACTOR", value_name = "NAME")]
     pub actor: Option<String>,
@@ -326,6 +331,17 @@ pub enum ListOp {
     },
     /// Print the list again whenever it changes (until interrupted).
     Watch,
+    /// Write the whole list (tasks, high-water mark, audit log) as one JSON document.
+    Export {
+        /// Write to this file instead of stdout.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Load a `tasks list export` document into this (unused) list, ids and history intact.
+    Import {
+        /// The export document (`-`: stdin).
+        file: PathBuf,
+    },
 }
 
 /// Why an owner's tasks are unassigned.

@@ -235,6 +235,10 @@ fn spawn(paths: &SessionPaths, supervisor: &SupervisorCommand, ready: OwnedFd) -
         .env("TASKS_ROOT", paths.root())
         .env("TASKS_SESSION", paths.name())
         .env(READY_FD_ENV, ready_fd.to_string())
+        // A long-lived daemon with two workers and a writer thread: two malloc arenas keep its
+        // memory from fragmenting over many threads (glibc's default is eight per core). Tasks
+        // run in their callers' environments, so it reaches none of them.
+        .env("MALLOC_ARENA_MAX", "2")
         .current_dir("/")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -1,15 +1,18 @@
 //! `tasks list …`: the task-list store (SPEC §12), printed as the reference shows it to its model
 //! (or as the reference's JSON shapes with `--json`).
 
+use std::io::{Read as _, Write as _};
+use std::path::Path;
+
 use serde::Serialize;
 use task_list::{
-    Actor, ClaimOptions, CreateRequest, EnvValues, Layout, ListIdHints, Metadata, NotReadyReason,
-    TaskId, TaskList, UpdateRequest, UpdateStatus,
+    Actor, ClaimOptions, CreateRequest, EnvValues, Layout, ListExport, ListIdHints, Metadata,
+    NotReadyReason, StoreConfig, TaskId, TaskList, UpdateRequest, UpdateStatus,
 };
 
 use crate::cli::{ListArgs, ListOp, ListUpdateArgs, UnassignReason};
 use crate::error::{CliError, Result, exit};
-use crate::paths::SessionPaths;
+use crate::paths::{SessionPaths, private_file};
 use crate::render;
 
 /// Runs one `tasks list` operation.
@@ -126,7 +129,53 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool) -> Result<u8> {
             print(json, &report, &text, report.is_clean() || report.fixed)
         }
         ListOp::Watch => watch(&list, json),
+        ListOp::Export { output } => export(&list, output.as_deref()),
+        ListOp::Import { file } => {
+            let imported = list.import(&read_export(&file)?).map_err(list_error)?;
+            let text = format!("Imported {imported} task(s) into {}", list.list_id());
+            print(
+                json,
+                &serde_json::json!({ "imported": imported }),
+                &text,
+                true,
+            )
+        }
     }
+}
+
+fn export(list: &TaskList, output: Option<&Path>) -> Result<u8> {
+    let document = list.export().map_err(list_error)?;
+    let text = serde_json::to_string_pretty(&document)
+        .map_err(|e| CliError::Invalid(format!("export: {e}")))?;
+    match output {
+        None => render::out(&with_newline(&text))?,
+        Some(path) => {
+            let mut file = private_file()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(path)
+                .map_err(|e| CliError::io("create", path, e))?;
+            file.write_all(with_newline(&text).as_bytes())
+                .and_then(|()| file.sync_all())
+                .map_err(|e| CliError::io("write", path, e))?;
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn read_export(file: &Path) -> Result<ListExport> {
+    let bytes = if file == Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| CliError::io("read", "stdin", e))?;
+        bytes
+    } else {
+        std::fs::read(file).map_err(|e| CliError::io("read", file, e))?
+    };
+    serde_json::from_slice(&bytes)
+        .map_err(|e| CliError::Invalid(format!("{}: not a tasks list export: {e}", file.display())))
 }
 
 fn open(paths: &SessionPaths, args: &ListArgs) -> Result<TaskList> {
@@ -144,13 +193,27 @@ fn open(paths: &SessionPaths, args: &ListArgs) -> Result<TaskList> {
         explicit: args.list.as_deref(),
         ..ListIdHints::default()
     };
-    let root = task_list::resolve_lists_root(&env, layout).map_err(list_error)?;
     let id = task_list::resolve_list_id(&env, layout, hints).map_err(list_error)?;
-    let list = TaskList::open(root, &id, task_list::StoreConfig::default()).map_err(list_error)?;
+    let list = open_in(args.store.as_deref(), &env, layout, &id).map_err(list_error)?;
     Ok(match &args.actor {
         Some(actor) => list.with_actor(Actor::new(actor.clone())),
         None => list,
     })
+}
+
+/// Opens list `id` in the store `store` names (a `postgres://` URL), or in the lists root
+/// `env` and `layout` resolve to when there is none. Shared by `tasks list` and `tasks mcp`.
+pub(crate) fn open_in(
+    store: Option<&str>,
+    env: &EnvValues,
+    layout: Layout,
+    id: &str,
+) -> task_list::Result<TaskList> {
+    let config = StoreConfig::default();
+    match store {
+        Some(url) => TaskList::connect(url, id, config),
+        None => TaskList::open(task_list::resolve_lists_root(env, layout)?, id, config),
+    }
 }
 
 fn update_request(args: ListUpdateArgs) -> Result<UpdateRequest> {
@@ -185,8 +248,8 @@ fn watch(list: &TaskList, json: bool) -> Result<u8> {
         // Without a timeout, no change means the filesystem watch itself has ended.
         let Some(change) = watcher.next_change(None).map_err(list_error)? else {
             return Err(CliError::List(format!(
-                "the watch of {} ended",
-                list.dir().display()
+                "the watch of list {} ended",
+                list.list_id()
             )));
         };
         if json {

@@ -9,11 +9,8 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-
-const DEADLINE: Duration = Duration::from_secs(30);
 
 /// The fake agent CLI, built next to the `tasks` binary (`cargo test --workspace` builds it;
 /// a lone `cargo test -p task-cli` builds it here).
@@ -97,17 +94,6 @@ impl Sandbox {
             .find(|t| t["id"] == id)
             .cloned()
             .unwrap_or(Value::Null)
-    }
-
-    fn eventually<T>(&self, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            if let Some(value) = probe() {
-                return value;
-            }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
     }
 }
 
@@ -195,7 +181,7 @@ fn a_message_sent_while_the_agent_works_is_its_next_turn() {
         ],
     );
     let id = sandbox.agent(&["--prompt", "work"], &script);
-    sandbox.eventually("the agent running", || {
+    support::eventually("the agent running", || {
         (sandbox.listed(&id)["status"] == "running").then_some(())
     });
     let sent = sandbox.ok(&["send", &id, "also this"]);
@@ -229,11 +215,11 @@ fn killing_an_agent_mid_turn_ends_its_cli_and_every_shell_it_started() {
         ],
     );
     let id = sandbox.agent(&["--prompt", "spawn things"], &script);
-    let shell = sandbox.eventually("the agent's shell task", || {
+    let shell = support::eventually("the agent's shell task", || {
         let text = std::fs::read_to_string(&started).ok()?;
         Some(text.trim().to_owned()).filter(|t| t.len() == 9)
     });
-    let owned = sandbox.eventually("the shell running", || {
+    let owned = support::eventually("the shell running", || {
         let task = sandbox.listed(&shell);
         (task["status"] == "running").then_some(task)
     });
@@ -242,7 +228,7 @@ fn killing_an_agent_mid_turn_ends_its_cli_and_every_shell_it_started() {
     let killed = sandbox.ok(&["kill", &id]);
     assert_eq!(killed.trim(), format!("{id} killed"));
     assert_eq!(sandbox.listed(&id)["status"], "killed");
-    sandbox.eventually("the agent's shell killed with it", || {
+    support::eventually("the agent's shell killed with it", || {
         (sandbox.listed(&shell)["status"] == "killed").then_some(())
     });
     let notices = sandbox.ok(&["notifications"]);
@@ -256,11 +242,94 @@ fn killing_an_agent_mid_turn_ends_its_cli_and_every_shell_it_started() {
         .trim()
         .parse()
         .unwrap();
-    sandbox.eventually("no process left but the supervisor", || {
+    support::eventually("no process left but the supervisor", || {
         let left: Vec<i32> = support::processes_of(sandbox.root.path())
             .into_iter()
             .filter(|&pid| pid != supervisor)
             .collect();
         left.is_empty().then_some(())
     });
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_mcp_agent_tool_runs_the_configured_cli_and_send_message_resumes_it() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(
+        "mcp.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"text": "looking"}),
+            json!({"result": "found it"}),
+        ],
+    );
+    let fake = fake_agent();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tasks"));
+    command
+        .arg("mcp")
+        .env("TASKS_ROOT", sandbox.root.path())
+        .env("TASKS_IDLE_EXIT_MS", "2000")
+        .env("TASKS_POLL_MS", "10")
+        .env_remove("TASKS_SESSION")
+        .env_remove("TASKS_AGENT_ID")
+        .env(
+            "TASKS_AGENT_COMMAND",
+            format!("{} --script '{script}'", fake.display()),
+        );
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let call = async |tool: &'static str, arguments: Value| {
+        let params =
+            CallToolRequestParams::new(tool).with_arguments(arguments.as_object().unwrap().clone());
+        client.call_tool(params).await.unwrap()
+    };
+    let text =
+        |result: &rmcp::model::CallToolResult| result.content[0].as_text().unwrap().text.clone();
+
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "Agent"));
+
+    // In the foreground, the answer is the agent's result.
+    let answer = call("Agent", json!({"description": "find", "prompt": "find it"})).await;
+    assert_eq!(text(&answer), "found it", "{answer:?}");
+
+    // In the background: the reference's launch text, then TaskOutput gives the result.
+    let launched = call(
+        "Agent",
+        json!({"description": "find again", "prompt": "find it", "run_in_background": true}),
+    )
+    .await;
+    let launch = text(&launched);
+    assert!(
+        launch.starts_with("Async agent launched successfully.\nagentId: "),
+        "{launch}"
+    );
+    let id = launch["Async agent launched successfully.\nagentId: ".len()..][..9].to_owned();
+    let output = call(
+        "TaskOutput",
+        json!({"task_id": id, "block": true, "timeout": 30000}),
+    )
+    .await;
+    let view = &output.structured_content.as_ref().unwrap()["task"];
+    assert_eq!(view["status"], "completed", "{output:?}");
+    assert_eq!(view["output"], "found it", "{output:?}");
+
+    // SendMessage resumes it under the same id.
+    let sent = call("SendMessage", json!({"to": id, "message": "more"})).await;
+    let reply: Value = serde_json::from_str(&text(&sent)).unwrap();
+    assert_eq!(reply["success"], true, "{reply}");
+    assert_eq!(reply["resumedAgentId"], id.as_str(), "{reply}");
+    let again = call(
+        "TaskOutput",
+        json!({"task_id": id, "block": true, "timeout": 30000}),
+    )
+    .await;
+    assert_eq!(
+        again.structured_content.as_ref().unwrap()["task"]["output"],
+        "echo: more",
+        "{again:?}"
+    );
+    client.cancel().await.unwrap();
 }

@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{is_alive, sigkill};
+use support::{eventually, is_alive, sigkill};
 
 mod support;
 
@@ -118,17 +118,6 @@ impl Sandbox {
 impl Drop for Sandbox {
     fn drop(&mut self) {
         support::kill_processes_of(self.root());
-    }
-}
-
-fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = probe() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -8,11 +8,13 @@
 //! real `tasks` binary, whose read commands know nothing of the kind.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -29,8 +31,6 @@ use task_core::{
     Notification, Priority, Registry, Task, TaskId, TaskKind, TaskState, TaskStatus, TaskType,
 };
 use tokio::sync::oneshot;
-
-const DEADLINE: Duration = Duration::from_secs(20);
 
 /// What a scripted task does: print `lines`, then finish with `reply` once `release` exists.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -223,17 +223,6 @@ impl Sandbox {
             .start::<Scripted>(start, Session::caller().unwrap())
             .unwrap()
     }
-
-    fn eventually<T>(&self, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            if let Some(value) = probe() {
-                return value;
-            }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
 }
 
 impl Drop for Sandbox {
@@ -257,7 +246,7 @@ fn a_second_kind_runs_through_the_unchanged_session_layer_and_the_real_cli() {
     assert_eq!(id.task_type(), TaskType::LocalAgent);
 
     // ps lists it with its own type, once it runs.
-    let listed = sandbox.eventually("the task listed running", || {
+    let listed = support::eventually("the task listed running", || {
         let task = sandbox.listed(&id);
         (task["status"] == "running").then_some(task)
     });
@@ -288,7 +277,7 @@ fn a_second_kind_runs_through_the_unchanged_session_layer_and_the_real_cli() {
 
     // A kill goes through the session to the executor of the type: killed, not notified.
     let other = sandbox.start(&["three"], &sandbox.root.path().join("never"));
-    sandbox.eventually("the second task running", || {
+    support::eventually("the second task running", || {
         (sandbox.listed(&other)["status"] == "running").then_some(())
     });
     let reports = sandbox.session.kill(&[other]).unwrap();

@@ -82,9 +82,12 @@ impl TaskList {
         fsutil::append_line(&self.dir().join(AUDIT_LOG_FILE), &line, self.config.durable)
     }
 
-    /// Reads the audit log. Lines that do not parse (a torn last line after a crash) are
+    /// Reads the audit log (oldest first). Lines that do not parse (a torn last line after a crash) are
     /// reported, not fatal.
     pub fn audit_log(&self) -> Result<(Vec<AuditRecord>, Vec<FileProblem>)> {
+        if let Some(pg) = self.pg() {
+            return pg.audit_log();
+        }
         let path = self.dir().join(AUDIT_LOG_FILE);
         let bytes = fsutil::read_optional(&path)?.unwrap_or_default();
         let mut records = Vec::new();

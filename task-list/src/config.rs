@@ -91,6 +91,32 @@ impl Default for WatchConfig {
     }
 }
 
+/// How the PostgreSQL store retries (serialization failures, deadlocks, lost connections)
+/// and connects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PgConfig {
+    /// Retries of a transaction (or of a watcher's reconnect) after the first attempt (12).
+    pub retries: u32,
+    /// First backoff (20 ms); doubles each retry.
+    pub min_backoff: Duration,
+    /// Backoff ceiling (2 s): with the defaults, about 15 s of retries in all, enough to ride
+    /// out a server restart.
+    pub max_backoff: Duration,
+    /// Connect timeout when the URL sets none (`connect_timeout`) (10 s).
+    pub connect_timeout: Duration,
+}
+
+impl Default for PgConfig {
+    fn default() -> Self {
+        Self {
+            retries: 12,
+            min_backoff: Duration::from_millis(20),
+            max_backoff: Duration::from_secs(2),
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
 /// Everything a [`crate::TaskList`] handle is configured with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreConfig {
@@ -100,6 +126,8 @@ pub struct StoreConfig {
     pub hooks: HookConfig,
     /// Watch timing.
     pub watch: WatchConfig,
+    /// PostgreSQL retries and timeouts (unused by the file store).
+    pub pg: PgConfig,
     /// Agent swarms ("teammates") enabled: auto-ownership on `in_progress` and
     /// `task_assignment` mailbox messages (off by default, as in the reference).
     pub teammates: bool,
@@ -107,7 +135,9 @@ pub struct StoreConfig {
     pub verification_nudge: bool,
     /// fsync every file and the directory before a change counts as done (on). Writes are
     /// atomic (temp file + rename) either way, so a killed process never leaves a torn file;
-    /// turning this off only gives up durability across power loss or an OS crash.
+    /// turning this off only gives up durability across power loss or an OS crash. On
+    /// PostgreSQL, off means `synchronous_commit = off` (the server's own crash may lose the
+    /// last commits, never half of one).
     pub durable: bool,
     /// How long a task file must have been left unchanged before a snapshot may keep its
     /// parsed task in the handle's cache (2 s). Files changed more recently are read on every
@@ -123,6 +153,7 @@ impl Default for StoreConfig {
             lock: LockConfig::default(),
             hooks: HookConfig::default(),
             watch: WatchConfig::default(),
+            pg: PgConfig::default(),
             teammates: false,
             verification_nudge: true,
             durable: true,

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::audit::{AuditOp, AuditRecord};
+use crate::backend::StoreTxn;
 use crate::error::{IoContext, Result};
 use crate::fsutil::{self, is_temp_file};
 use crate::graph::Graph;
@@ -13,7 +14,7 @@ use crate::id::TaskId;
 use crate::lock::lock_age;
 use crate::record::Task;
 use crate::store::{HIGH_WATER_MARK_FILE, Snapshot, TaskList};
-use crate::txn::{JOURNAL_FILE, Txn};
+use crate::txn::JOURNAL_FILE;
 
 /// One integrity problem.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,11 +124,12 @@ impl TaskList {
                 fixed: false,
             });
         }
-        let mut txn = Txn::begin(self, true)?;
-        let snapshot = self.snapshot()?;
-        let problems = self.find_problems(&snapshot)?;
-        self.repair(&mut txn, &snapshot, &problems)?;
-        txn.commit()?;
+        let problems = self.write(true, |txn| {
+            let snapshot = self.snapshot()?;
+            let problems = self.find_problems(&snapshot)?;
+            self.repair(txn, &snapshot, &problems)?;
+            Ok(problems)
+        })?;
         Ok(DoctorReport {
             problems,
             fixed: true,
@@ -175,6 +177,9 @@ impl TaskList {
     }
 
     fn high_water_mark_unreadable(&self) -> Result<bool> {
+        if self.pg().is_some() {
+            return Ok(false); // a bigint column cannot hold anything else
+        }
         let path = self.dir().join(HIGH_WATER_MARK_FILE);
         Ok(fsutil::read_optional(&path)?.is_some_and(|bytes| {
             String::from_utf8_lossy(&bytes)
@@ -184,9 +189,12 @@ impl TaskList {
         }))
     }
 
-    /// Lock directories, temp files and a journal left in the list directory.
+    /// Lock directories, temp files and a journal left in the list directory (files only).
     fn leftovers(&self) -> Result<Vec<Problem>> {
         let mut problems = Vec::new();
+        if self.pg().is_some() {
+            return Ok(problems); // no lock directories, temp files or journal in a database
+        }
         for entry in std::fs::read_dir(self.dir()).at("list", self.dir())? {
             let entry = entry.at("list", self.dir())?;
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -214,7 +222,12 @@ impl TaskList {
         Ok(problems)
     }
 
-    fn repair(&self, txn: &mut Txn<'_>, snapshot: &Snapshot, problems: &[Problem]) -> Result<()> {
+    fn repair(
+        &self,
+        txn: &mut dyn StoreTxn,
+        snapshot: &Snapshot,
+        problems: &[Problem],
+    ) -> Result<()> {
         let (mut repaired, _) = repaired_edges(&snapshot.tasks);
         break_cycles(&mut repaired);
         for (id, task) in &repaired {

@@ -49,6 +49,44 @@ pub enum Error {
     /// No lists root could be determined (no `HOME` and nothing configured).
     #[error("cannot determine the lists root: set TASKS_LIST_ROOT or HOME")]
     NoListsRoot,
+    /// A PostgreSQL operation failed (after the retries, when it was retryable). The operation
+    /// did not happen: every operation is one transaction.
+    #[error("PostgreSQL {op} on {store}: {source}")]
+    Database {
+        /// What was being done ("connect", "write", "snapshot", …).
+        op: &'static str,
+        /// The store URL, password redacted.
+        store: String,
+        /// Whether running the operation again may succeed (serialization failure, deadlock,
+        /// lost connection).
+        retryable: bool,
+        /// The client's error.
+        #[source]
+        source: postgres::Error,
+    },
+    /// A store URL that names no supported store, or that does not parse.
+    #[error("unsupported task-list store {store:?}: {message}")]
+    InvalidStore {
+        /// The store as given (password redacted).
+        store: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// An import into a list that is already in use (imports never merge).
+    #[error(
+        "cannot import into list {list:?}: it already has {tasks} task(s) and {records} audit record(s)"
+    )]
+    ImportTargetNotEmpty {
+        /// The target list.
+        list: String,
+        /// How many tasks it has.
+        tasks: usize,
+        /// How many audit records it has.
+        records: usize,
+    },
+    /// A document that is not a list export this crate can read.
+    #[error("not a task-list export: {0}")]
+    InvalidExport(String),
     /// The filesystem watcher failed.
     #[error("watch {path}: {source}")]
     Watch {

@@ -16,6 +16,10 @@
 //! - [`TaskList::doctor`] finds and repairs asymmetric edges, dangling references, cycles and
 //!   high-water-mark drift; [`TaskList::watch`] reports changes without polling.
 //!
+//! The same list can instead live in PostgreSQL ([`TaskList::connect`] with a `postgres://`
+//! URL), for agents on several hosts: the operations, their semantics and their texts are the
+//! same (see the README's "Stores").
+//!
 //! The request and result types ([`CreateRequest`], [`UpdateRequest`], [`UpdateResult`], …)
 //! serialise to the reference's tool shapes, and their `model_text` methods render the texts
 //! the reference shows its model, so a CLI or an MCP server is a thin layer on top.
@@ -51,6 +55,7 @@
 
 mod api;
 mod audit;
+mod backend;
 mod cache;
 mod config;
 mod doctor;
@@ -64,10 +69,12 @@ mod lock;
 mod mailbox;
 mod ops;
 mod ownership;
+mod pg;
 mod ready;
 mod record;
 mod render;
 mod store;
+mod transfer;
 mod txn;
 mod update;
 mod watch;
@@ -78,7 +85,7 @@ pub use api::{
     UpdateResult, UpdateStatus,
 };
 pub use audit::{AUDIT_LOG_FILE, AuditOp, AuditRecord};
-pub use config::{HookCommand, HookConfig, LockConfig, StoreConfig, WatchConfig};
+pub use config::{HookCommand, HookConfig, LockConfig, PgConfig, StoreConfig, WatchConfig};
 pub use doctor::{DoctorReport, Problem};
 pub use error::{Error, Result};
 pub use graph::Graph;
@@ -93,6 +100,7 @@ pub use ready::{NotReady, NotReadyReason, ReadyReport, ReadyTask, ready_report};
 pub use record::{Metadata, Task, TaskStatus};
 pub use render::{NO_TASKS, VERIFICATION_AGENT_TYPE};
 pub use store::{Actor, FileProblem, Snapshot, TaskList};
+pub use transfer::{EXPORT_FORMAT, ListExport};
 pub use watch::{Change, ListWatcher};
 
 impl TaskList {

@@ -52,9 +52,6 @@ impl TaskList {
 
     /// Drops a `task_assignment` message for `task`'s new owner into that owner's inbox.
     pub(crate) fn notify_assignment(&self, task: &Task, owner: &str) -> Result<()> {
-        let path = self.inbox_path(owner)?;
-        let dir = self.dir().join(INBOX_DIR);
-        std::fs::create_dir_all(&dir).at("create", &dir)?;
         let message = MailboxMessage::TaskAssignment {
             task_id: task.id,
             subject: task.subject.clone(),
@@ -62,6 +59,12 @@ impl TaskList {
             assigned_by: self.actor.name.clone(),
             timestamp: rfc3339(SystemTime::now()),
         };
+        if let Some(pg) = self.pg() {
+            return pg.append_inbox(&sanitize_name(owner)?, &message);
+        }
+        let path = self.inbox_path(owner)?;
+        let dir = self.dir().join(INBOX_DIR);
+        std::fs::create_dir_all(&dir).at("create", &dir)?;
         fsutil::append_line(
             &path,
             &serde_json::to_string(&message).unwrap_or_default(),
@@ -71,6 +74,9 @@ impl TaskList {
 
     /// Reads `agent`'s inbox, oldest first (lines that do not parse are skipped).
     pub fn inbox(&self, agent: &str) -> Result<Vec<MailboxMessage>> {
+        if let Some(pg) = self.pg() {
+            return pg.inbox(&sanitize_name(agent)?);
+        }
         let bytes = fsutil::read_optional(&self.inbox_path(agent)?)?.unwrap_or_default();
         Ok(bytes
             .split(|&b| b == b'\n')

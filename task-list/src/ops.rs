@@ -1,19 +1,16 @@
 //! Create, read, list, delete and reset.
 
-use std::sync::atomic::Ordering;
-
 use crate::api::{
     CreateRequest, CreateResult, GetResult, ListEntry, ListResult, StatusChange, TaskDetails,
     TaskRef, UpdateResult,
 };
 use crate::audit::{AuditOp, AuditRecord};
+use crate::backend::StoreTxn;
 use crate::error::{Error, Result};
-use crate::fsutil;
 use crate::hooks::{HookEvent, HookInput, run_hooks};
 use crate::id::TaskId;
 use crate::record::{Task, TaskStatus};
 use crate::store::TaskList;
-use crate::txn::Txn;
 
 /// The reference's answer for an id with no task.
 pub const TASK_NOT_FOUND: &str = "Task not found";
@@ -43,41 +40,19 @@ impl TaskList {
     }
 
     fn write_new_task(&self, request: &CreateRequest) -> Result<Task> {
-        let mut txn = Txn::begin(self, true)?;
-        let mut task = Task::new(self.next_id()?, &request.subject, &request.description);
-        task.active_form.clone_from(&request.active_form);
-        task.metadata.clone_from(&request.metadata);
-        txn.save(&task)?;
-        txn.record(AuditRecord::now(
-            &self.actor.name,
-            AuditOp::Create,
-            Some(task.id),
-            Vec::new(),
-        ));
-        txn.commit()?;
-        Ok(task)
-    }
-
-    /// The next id, max(highest file id, high-water mark) + 1; call with the list lock held.
-    ///
-    /// The first call on a handle scans the directory. Later calls start from the highest id
-    /// seen and probe upwards: every id above the high-water mark up to the highest file exists
-    /// (creates are sequential and a delete raises the mark to the deleted id, here and in the
-    /// reference), so the first missing file above max(hint, mark) is the answer.
-    fn next_id(&self) -> Result<TaskId> {
-        let mut highest = match self.id_hint.load(Ordering::Acquire) {
-            0 => fsutil::task_ids(self.dir())?
-                .last()
-                .map_or(0, |id| id.get()),
-            hint => hint,
-        }
-        .max(self.high_water_mark()?);
-        while fsutil::exists(&self.dir().join(format!("{}.json", highest + 1)))? {
-            highest += 1;
-        }
-        let next = TaskId::new(highest + 1)?;
-        self.id_hint.store(next.get(), Ordering::Release);
-        Ok(next)
+        self.write(true, |txn| {
+            let mut task = Task::new(txn.next_id()?, &request.subject, &request.description);
+            task.active_form.clone_from(&request.active_form);
+            task.metadata.clone_from(&request.metadata);
+            txn.save(&task)?;
+            txn.record(AuditRecord::now(
+                &self.actor.name,
+                AuditOp::Create,
+                Some(task.id),
+                Vec::new(),
+            ));
+            Ok(task)
+        })
     }
 
     /// `TaskGet`: the task's details, or `{task: null}`.
@@ -135,52 +110,52 @@ impl TaskList {
 
     /// Removes a task and every reference to it; its former status, or `None` if absent.
     pub(crate) fn remove_task(&self, id: TaskId, op: AuditOp) -> Result<Option<TaskStatus>> {
-        let mut txn = Txn::begin(self, false)?;
-        let Some(locked) = txn.lock(id)? else {
-            return Ok(None);
-        };
-        let status = locked.status;
-        txn.raise_high_water_mark(id.get())?;
-        txn.remove(id)?;
-        for other in self.snapshot()?.tasks.values() {
-            if other.blocks.contains(&id) || other.blocked_by.contains(&id) {
-                strip(&mut txn, other.id, id)?;
+        self.write(false, |txn| {
+            let Some(locked) = txn.lock(id)? else {
+                return Ok(None);
+            };
+            let status = locked.status;
+            txn.raise_high_water_mark(id.get())?;
+            txn.remove(id)?;
+            for other in self.snapshot()?.tasks.values() {
+                if other.blocks.contains(&id) || other.blocked_by.contains(&id) {
+                    strip(txn, other.id, id)?;
+                }
             }
-        }
-        txn.record(AuditRecord::now(
-            &self.actor.name,
-            op,
-            Some(id),
-            vec!["deleted".into()],
-        ));
-        txn.commit()?;
-        Ok(Some(status))
+            txn.record(AuditRecord::now(
+                &self.actor.name,
+                op,
+                Some(id),
+                vec!["deleted".into()],
+            ));
+            Ok(Some(status))
+        })
     }
 
     /// Removes every task; the high-water mark keeps their ids from being reused. Returns how
-    /// many task files were removed. (The audit log is kept.)
+    /// many tasks were removed. (The audit log is kept.)
     pub fn reset(&self) -> Result<usize> {
-        let mut txn = Txn::begin(self, true)?;
-        let ids = fsutil::task_ids(self.dir())?;
-        if let Some(highest) = ids.last() {
-            txn.raise_high_water_mark(highest.get())?;
-        }
-        for &id in &ids {
-            txn.remove(id)?;
-        }
-        txn.record(AuditRecord::now(
-            &self.actor.name,
-            AuditOp::Reset,
-            None,
-            Vec::new(),
-        ));
-        txn.commit()?;
-        Ok(ids.len())
+        self.write(true, |txn| {
+            let ids = txn.task_ids()?;
+            if let Some(highest) = ids.last() {
+                txn.raise_high_water_mark(highest.get())?;
+            }
+            for &id in &ids {
+                txn.remove(id)?;
+            }
+            txn.record(AuditRecord::now(
+                &self.actor.name,
+                AuditOp::Reset,
+                None,
+                Vec::new(),
+            ));
+            Ok(ids.len())
+        })
     }
 }
 
-/// Removes `gone` from `id`'s edges, under `id`'s file lock.
-pub(crate) fn strip(txn: &mut Txn<'_>, id: TaskId, gone: TaskId) -> Result<()> {
+/// Removes `gone` from `id`'s edges, under `id`'s lock.
+pub(crate) fn strip(txn: &mut dyn StoreTxn, id: TaskId, gone: TaskId) -> Result<()> {
     if let Some(mut locked) = txn.lock(id)? {
         locked.blocks.retain(|&b| b != gone);
         locked.blocked_by.retain(|&b| b != gone);

@@ -7,12 +7,14 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::SystemTime;
 
+use crate::backend::Backend;
 use crate::cache::{self, CachedTask, FileStamp, TaskCache};
 use crate::config::StoreConfig;
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil;
 use crate::id::{TaskId, sanitize_name};
 use crate::lock::{DirLock, LIST_LOCK_FILE, lock_dir_for};
+use crate::pg::PgStore;
 use crate::record::Task;
 
 /// The high-water mark file: the highest id ever issued, as a plain integer.
@@ -75,6 +77,8 @@ pub struct TaskList {
     pub(crate) id_hint: Arc<AtomicU64>,
     /// Tasks parsed by earlier snapshots, reused while their files are unchanged.
     cache: Arc<TaskCache>,
+    /// Where the list lives.
+    pub(crate) backend: Backend,
 }
 
 impl TaskList {
@@ -96,6 +100,32 @@ impl TaskList {
             actor: Actor::default(),
             id_hint: Arc::default(),
             cache: Arc::default(),
+            backend: Backend::Files,
+        })
+    }
+
+    /// Opens the list `list_id` (sanitised) in the store `url` names: `postgres://…` or
+    /// `postgresql://…` (a PostgreSQL database, TLS per the URL's `sslmode`; the schema is
+    /// created or migrated at connect). Anything else is [`Error::InvalidStore`]; the file
+    /// store is opened with [`TaskList::open`].
+    pub fn connect(url: &str, list_id: &str, config: StoreConfig) -> Result<Self> {
+        let list_id = sanitize_name(list_id)?;
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            let scheme = url.split_once("://").map_or(url, |(scheme, _)| scheme);
+            return Err(Error::InvalidStore {
+                store: scheme.to_string(),
+                message: "expected a postgres:// or postgresql:// URL".into(),
+            });
+        }
+        let store = PgStore::connect(url, &list_id, config.pg.clone(), config.durable)?;
+        Ok(Self {
+            dir: PathBuf::new(),
+            list_id,
+            config,
+            actor: Actor::default(),
+            id_hint: Arc::default(),
+            cache: Arc::default(),
+            backend: Backend::Postgres(Arc::new(store)),
         })
     }
 
@@ -105,7 +135,7 @@ impl TaskList {
         self
     }
 
-    /// The list directory.
+    /// The list directory (empty for a list in a database).
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -133,6 +163,9 @@ impl TaskList {
     /// it (the reference writes in place, so it may have been caught half written) before it is
     /// called corrupt.
     pub fn get(&self, id: TaskId) -> Result<Option<Task>> {
+        if let Some(pg) = self.pg() {
+            return pg.get(id);
+        }
         let path = self.task_path(id);
         match read_task(&path) {
             Err(Error::Corrupt { .. }) => {
@@ -150,6 +183,9 @@ impl TaskList {
     /// [`StoreConfig::cache_min_age`]). Large lists are handled by several threads (one per
     /// core, at most 8).
     pub fn snapshot(&self) -> Result<Snapshot> {
+        if let Some(pg) = self.pg() {
+            return pg.snapshot();
+        }
         let shared = self.shared_snapshot()?;
         Ok(Snapshot {
             tasks: shared
@@ -163,6 +199,13 @@ impl TaskList {
 
     /// [`TaskList::snapshot`], with the tasks shared with the cache rather than copied.
     pub(crate) fn shared_snapshot(&self) -> Result<SharedSnapshot> {
+        if let Some(pg) = self.pg() {
+            let snapshot = pg.snapshot()?;
+            return Ok(SharedSnapshot {
+                tasks: snapshot.tasks.into_values().map(Arc::new).collect(),
+                problems: snapshot.problems,
+            });
+        }
         const PER_THREAD_MIN: usize = 512;
         let started = SystemTime::now();
         let ids = fsutil::task_ids(&self.dir)?;
@@ -262,6 +305,9 @@ impl TaskList {
 
     /// The high-water mark (0 when the file is missing or unreadable as a number).
     pub fn high_water_mark(&self) -> Result<u64> {
+        if let Some(pg) = self.pg() {
+            return pg.high_water_mark();
+        }
         let path = self.dir.join(HIGH_WATER_MARK_FILE);
         Ok(fsutil::read_optional(&path)?
             .and_then(|bytes| String::from_utf8_lossy(&bytes).trim().parse().ok())

@@ -12,7 +12,10 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use std::sync::atomic::Ordering;
+
 use crate::audit::AuditRecord;
+use crate::backend::StoreTxn;
 use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::id::TaskId;
@@ -39,6 +42,8 @@ pub(crate) struct Txn<'a> {
     guard: ListGuard,
     cache: HashMap<TaskId, Option<Task>>,
     changes: Vec<FileChange>,
+    /// Where each staged file is in `changes`.
+    staged: HashMap<String, usize>,
     audit: Vec<AuditRecord>,
 }
 
@@ -53,31 +58,11 @@ impl<'a> Txn<'a> {
             guard: ListGuard::acquire(list.dir(), &list.config.lock, reference_list_lock)?,
             cache: HashMap::new(),
             changes: Vec::new(),
+            staged: HashMap::new(),
             audit: Vec::new(),
         };
         txn.replay_journal()?;
         Ok(txn)
-    }
-
-    /// Reads a task (cached for the rest of the transaction, including its own writes).
-    pub(crate) fn get(&mut self, id: TaskId) -> Result<Option<&Task>> {
-        if !self.cache.contains_key(&id) {
-            let task = self.list.get(id)?;
-            self.cache.insert(id, task);
-        }
-        Ok(self.cache.get(&id).and_then(Option::as_ref))
-    }
-
-    /// Takes the reference's lock on a task file (held until commit) and reads the task fresh.
-    /// `None` if the task does not exist.
-    pub(crate) fn lock(&mut self, id: TaskId) -> Result<Option<Task>> {
-        self.lock_file(id)?;
-        let task = match self.changes.iter().any(|c| c.name == id.file_name()) {
-            true => self.cache.get(&id).cloned().flatten(),
-            false => read_task(&self.list.task_path(id))?,
-        };
-        self.cache.insert(id, task.clone());
-        Ok(task)
     }
 
     fn lock_file(&mut self, id: TaskId) -> Result<()> {
@@ -88,58 +73,14 @@ impl<'a> Txn<'a> {
         Ok(())
     }
 
-    /// Stages a task's new contents. Existing tasks must have been read through [`Txn::lock`].
-    pub(crate) fn save(&mut self, task: &Task) -> Result<()> {
-        self.stage(task.id.file_name(), Some(task.to_file_json()));
-        self.cache.insert(task.id, Some(task.clone()));
-        Ok(())
-    }
-
-    /// Stages the removal of a task file (locking it first).
-    pub(crate) fn remove(&mut self, id: TaskId) -> Result<()> {
-        self.lock_file(id)?;
-        self.stage(id.file_name(), None);
-        self.cache.insert(id, None);
-        Ok(())
-    }
-
-    /// Raises the high-water mark to at least `id` (never lowers it).
-    pub(crate) fn raise_high_water_mark(&mut self, id: u64) -> Result<()> {
-        if self.list.high_water_mark()? < id {
-            self.stage(HIGH_WATER_MARK_FILE.to_string(), Some(id.to_string()));
-        }
-        Ok(())
-    }
-
     fn stage(&mut self, name: String, contents: Option<String>) {
-        self.changes.retain(|c| c.name != name);
-        self.changes.push(FileChange { name, contents });
-    }
-
-    /// Queues an audit record, written at commit.
-    pub(crate) fn record(&mut self, record: AuditRecord) {
-        self.audit.push(record);
-    }
-
-    /// Applies the staged changes (through the journal when there are several), then appends
-    /// the audit records, then releases the locks.
-    pub(crate) fn commit(self) -> Result<()> {
-        let dir = self.list.dir();
-        let durable = self.list.config.durable;
-        let journaled = self.changes.len() > 1;
-        if journaled {
-            let journal = serde_json::to_vec(&self.changes).unwrap_or_default();
-            fsutil::write_atomic(dir, JOURNAL_FILE, &journal, durable)?;
-            fsutil::sync_dir(dir, durable)?;
+        match self.staged.get(&name) {
+            Some(&at) => self.changes[at].contents = contents,
+            None => {
+                self.staged.insert(name.clone(), self.changes.len());
+                self.changes.push(FileChange { name, contents });
+            }
         }
-        apply(self.list, &self.changes)?;
-        if journaled {
-            fsutil::remove_if_exists(&dir.join(JOURNAL_FILE))?;
-        }
-        for record in &self.audit {
-            self.list.append_audit(record)?;
-        }
-        Ok(())
     }
 
     /// Finishes the transaction of a writer that died after writing its journal.
@@ -173,6 +114,103 @@ impl<'a> Txn<'a> {
         tracing::warn!(list = %self.list.list_id(), files = changes.len(), "replaying the journal of an interrupted write");
         apply(self.list, &changes)?;
         fsutil::remove_if_exists(&path)
+    }
+}
+
+impl StoreTxn for Txn<'_> {
+    /// Reads a task (cached for the rest of the transaction, including its own writes).
+    fn get(&mut self, id: TaskId) -> Result<Option<&Task>> {
+        if !self.cache.contains_key(&id) {
+            let task = self.list.get(id)?;
+            self.cache.insert(id, task);
+        }
+        Ok(self.cache.get(&id).and_then(Option::as_ref))
+    }
+
+    /// Takes the reference's lock on a task file (held until commit) and reads the task fresh.
+    /// `None` if the task does not exist.
+    fn lock(&mut self, id: TaskId) -> Result<Option<Task>> {
+        self.lock_file(id)?;
+        let task = match self.staged.contains_key(&id.file_name()) {
+            true => self.cache.get(&id).cloned().flatten(),
+            false => read_task(&self.list.task_path(id))?,
+        };
+        self.cache.insert(id, task.clone());
+        Ok(task)
+    }
+
+    /// Stages a task's new contents. Existing tasks must have been read through [`Txn::lock`].
+    fn save(&mut self, task: &Task) -> Result<()> {
+        self.stage(task.id.file_name(), Some(task.to_file_json()));
+        self.cache.insert(task.id, Some(task.clone()));
+        Ok(())
+    }
+
+    /// Stages the removal of a task file (locking it first).
+    fn remove(&mut self, id: TaskId) -> Result<()> {
+        self.lock_file(id)?;
+        self.stage(id.file_name(), None);
+        self.cache.insert(id, None);
+        Ok(())
+    }
+
+    /// Raises the high-water mark to at least `id` (never lowers it).
+    fn raise_high_water_mark(&mut self, id: u64) -> Result<()> {
+        if self.list.high_water_mark()? < id {
+            self.stage(HIGH_WATER_MARK_FILE.to_string(), Some(id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Queues an audit record, written at commit.
+    fn record(&mut self, record: AuditRecord) {
+        self.audit.push(record);
+    }
+
+    /// The first call on a handle scans the directory. Later calls start from the highest id
+    /// seen and probe upwards: every id above the high-water mark up to the highest file exists
+    /// (creates are sequential and a delete raises the mark to the deleted id, here and in the
+    /// reference), so the first missing file above max(hint, mark) is the answer.
+    fn next_id(&mut self) -> Result<TaskId> {
+        let list = self.list;
+        let mut highest = match list.id_hint.load(Ordering::Acquire) {
+            0 => fsutil::task_ids(list.dir())?
+                .last()
+                .map_or(0, |id| id.get()),
+            hint => hint,
+        }
+        .max(list.high_water_mark()?);
+        while fsutil::exists(&list.dir().join(format!("{}.json", highest + 1)))? {
+            highest += 1;
+        }
+        let next = TaskId::new(highest + 1)?;
+        list.id_hint.store(next.get(), Ordering::Release);
+        Ok(next)
+    }
+
+    fn task_ids(&mut self) -> Result<Vec<TaskId>> {
+        fsutil::task_ids(self.list.dir())
+    }
+
+    /// Applies the staged changes (through the journal when there are several), then appends
+    /// the audit records, then releases the locks.
+    fn commit(self: Box<Self>) -> Result<()> {
+        let dir = self.list.dir();
+        let durable = self.list.config.durable;
+        let journaled = self.changes.len() > 1;
+        if journaled {
+            let journal = serde_json::to_vec(&self.changes).unwrap_or_default();
+            fsutil::write_atomic(dir, JOURNAL_FILE, &journal, durable)?;
+            fsutil::sync_dir(dir, durable)?;
+        }
+        apply(self.list, &self.changes)?;
+        if journaled {
+            fsutil::remove_if_exists(&dir.join(JOURNAL_FILE))?;
+        }
+        for record in &self.audit {
+            self.list.append_audit(record)?;
+        }
+        Ok(())
     }
 }
 

@@ -4,13 +4,13 @@ use std::collections::HashMap;
 
 use crate::api::{StatusChange, UpdateRequest, UpdateResult, UpdateStatus};
 use crate::audit::{AuditOp, AuditRecord};
+use crate::backend::StoreTxn;
 use crate::error::Result;
 use crate::hooks::{HookEvent, HookInput, run_hooks};
 use crate::id::TaskId;
 use crate::ops::TASK_NOT_FOUND;
 use crate::record::{Task, TaskStatus};
 use crate::store::TaskList;
-use crate::txn::Txn;
 
 /// A dependency edge: `blocker` blocks `blocked`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,48 +62,53 @@ impl TaskList {
 
     fn apply(&self, id: TaskId, request: &UpdateRequest, edges: &[Edge]) -> Result<UpdateResult> {
         let raw_id = request.task_id.as_str();
-        let mut txn = Txn::begin(self, false)?;
-        let Some(mut locked) = txn.lock(id)? else {
-            return Ok(UpdateResult::failed(raw_id, TASK_NOT_FOUND));
-        };
-        if let Err(message) = check_edges(&mut txn, edges)? {
-            return Ok(UpdateResult::failed(raw_id, message));
-        }
-        let from = locked.status;
-        let mut fields = apply_fields(&mut locked, request, self);
-        let mut others = Vec::new();
-        for (field, list) in [
-            ("blocks", edge_targets(id, edges, true)),
-            ("blockedBy", edge_targets(id, edges, false)),
-        ] {
-            let side = if field == "blocks" {
-                &mut locked.blocks
-            } else {
-                &mut locked.blocked_by
+        let applied = self.write(false, |txn| {
+            let Some(mut locked) = txn.lock(id)? else {
+                return Ok(Err(TASK_NOT_FOUND.to_string()));
             };
-            let added: Vec<TaskId> = list.iter().copied().filter(|t| !side.contains(t)).collect();
-            side.extend(&added);
-            if !added.is_empty() {
-                fields.push(field.to_string());
+            if let Err(message) = check_edges(txn, edges)? {
+                return Ok(Err(message));
             }
-            others.extend(list.into_iter().map(|other| (other, field == "blocks")));
-        }
-        if !fields.is_empty() {
-            txn.save(&locked)?;
-        }
-        let task = locked;
-        for (other, other_is_blocked) in others {
-            add_reverse_edge(&mut txn, other, id, other_is_blocked)?;
-        }
-        if !fields.is_empty() {
-            txn.record(AuditRecord::now(
-                &self.actor.name,
-                AuditOp::Update,
-                Some(id),
-                fields.clone(),
-            ));
-        }
-        txn.commit()?;
+            let from = locked.status;
+            let mut fields = apply_fields(&mut locked, request, self);
+            let mut others = Vec::new();
+            for (field, list) in [
+                ("blocks", edge_targets(id, edges, true)),
+                ("blockedBy", edge_targets(id, edges, false)),
+            ] {
+                let side = if field == "blocks" {
+                    &mut locked.blocks
+                } else {
+                    &mut locked.blocked_by
+                };
+                let added: Vec<TaskId> =
+                    list.iter().copied().filter(|t| !side.contains(t)).collect();
+                side.extend(&added);
+                if !added.is_empty() {
+                    fields.push(field.to_string());
+                }
+                others.extend(list.into_iter().map(|other| (other, field == "blocks")));
+            }
+            if !fields.is_empty() {
+                txn.save(&locked)?;
+            }
+            for (other, other_is_blocked) in others {
+                add_reverse_edge(txn, other, id, other_is_blocked)?;
+            }
+            if !fields.is_empty() {
+                txn.record(AuditRecord::now(
+                    &self.actor.name,
+                    AuditOp::Update,
+                    Some(id),
+                    fields.clone(),
+                ));
+            }
+            Ok(Ok((locked, from, fields)))
+        })?;
+        let (task, from, fields) = match applied {
+            Ok(applied) => applied,
+            Err(message) => return Ok(UpdateResult::failed(raw_id, message)),
+        };
         if let Some(owner) = task
             .owner
             .as_ref()
@@ -234,7 +239,7 @@ fn edge_targets(id: TaskId, edges: &[Edge], this_blocks: bool) -> Vec<TaskId> {
 
 /// Refuses edges to missing tasks and edges that would close a cycle (checked one by one,
 /// each against the graph plus the edges accepted before it).
-fn check_edges(txn: &mut Txn<'_>, edges: &[Edge]) -> Result<Result<(), String>> {
+fn check_edges(txn: &mut dyn StoreTxn, edges: &[Edge]) -> Result<Result<(), String>> {
     let mut accepted: Vec<Edge> = Vec::new();
     for &edge in edges {
         for end in [edge.blocker, edge.blocked] {
@@ -263,7 +268,7 @@ fn check_edges(txn: &mut Txn<'_>, edges: &[Edge]) -> Result<Result<(), String>> 
 
 /// A path `from → … → to` along `blocks` edges (plus `extra`), if there is one.
 fn blocks_path(
-    txn: &mut Txn<'_>,
+    txn: &mut dyn StoreTxn,
     from: TaskId,
     to: TaskId,
     extra: &[Edge],
@@ -301,7 +306,7 @@ fn blocks_path(
 /// Writes the other end of an edge: `other.blockedBy += id` when `other_is_blocked`, else
 /// `other.blocks += id`.
 fn add_reverse_edge(
-    txn: &mut Txn<'_>,
+    txn: &mut dyn StoreTxn,
     other: TaskId,
     id: TaskId,
     other_is_blocked: bool,

@@ -8,8 +8,12 @@ use std::time::{Duration, Instant};
 use notify::{RecursiveMode, Watcher as _};
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
+use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::id::TaskId;
+use crate::pg::PgWatch;
 use crate::record::{Task, TaskStatus};
 use crate::store::TaskList;
 
@@ -53,16 +57,70 @@ impl Change {
 #[derive(Debug)]
 pub struct ListWatcher {
     list: TaskList,
-    events: Receiver<()>,
+    source: Source,
     current: BTreeMap<TaskId, Task>,
-    // Kept alive for as long as the watcher is: dropping it stops the watch.
-    _watcher: notify::RecommendedWatcher,
+}
+
+/// Where change events come from.
+#[derive(Debug)]
+enum Source {
+    /// A directory watch.
+    Files {
+        events: Receiver<()>,
+        // Kept alive for as long as the watcher is: dropping it stops the watch.
+        _watcher: notify::RecommendedWatcher,
+    },
+    /// `LISTEN` on PostgreSQL.
+    Postgres(Box<PgWatch>),
+}
+
+impl Source {
+    /// Waits up to `wait` (forever with `None`) for an event: `Some(true)` one came,
+    /// `Some(false)` timed out, `None` the source is gone.
+    fn wait(&mut self, wait: Option<Duration>) -> Result<Option<bool>> {
+        match self {
+            Self::Files { events, .. } => Ok(match wait {
+                Some(wait) => match events.recv_timeout(wait) {
+                    Ok(()) => Some(true),
+                    Err(RecvTimeoutError::Timeout) => Some(false),
+                    Err(RecvTimeoutError::Disconnected) => None,
+                },
+                None => events.recv().ok().map(|()| true),
+            }),
+            Self::Postgres(pg) => pg.wait(wait).map(Some),
+        }
+    }
+
+    /// Waits for `quiet` without an event, at most `cap` in all.
+    fn debounce(&mut self, quiet: Duration, cap: Duration) {
+        match self {
+            Self::Files { events, .. } => {
+                let end = Instant::now() + cap;
+                while Instant::now() < end && events.recv_timeout(quiet).is_ok() {}
+            }
+            Self::Postgres(pg) => pg.drain(quiet, cap),
+        }
+    }
 }
 
 impl TaskList {
     /// Starts watching the list. The first [`ListWatcher::next_change`] reports changes made
     /// after this call.
     pub fn watch(&self) -> Result<ListWatcher> {
+        let source = match &self.backend {
+            Backend::Files => self.watch_dir()?,
+            Backend::Postgres(store) => {
+                Source::Postgres(Box::new(PgWatch::start(Arc::clone(store))?))
+            }
+        };
+        Ok(ListWatcher {
+            list: self.clone(),
+            source,
+            current: self.snapshot()?.tasks,
+        })
+    }
+
+    fn watch_dir(&self) -> Result<Source> {
         let (tx, events) = mpsc::channel();
         let watch_error = |source| Error::Watch {
             path: self.dir().to_path_buf(),
@@ -86,10 +144,8 @@ impl TaskList {
         watcher
             .watch(self.dir(), RecursiveMode::NonRecursive)
             .map_err(watch_error)?;
-        Ok(ListWatcher {
-            list: self.clone(),
+        Ok(Source::Files {
             events,
-            current: self.snapshot()?.tasks,
             _watcher: watcher,
         })
     }
@@ -119,21 +175,12 @@ impl ListWatcher {
                 (Some(p), Some(l)) => Some(p.min(l)),
                 (p, l) => p.or(l),
             };
-            let got_event = match wait {
-                Some(wait) => match self.events.recv_timeout(wait) {
-                    Ok(()) => true,
-                    Err(RecvTimeoutError::Timeout) => false,
-                    Err(RecvTimeoutError::Disconnected) => return Ok(None),
-                },
-                None => match self.events.recv() {
-                    Ok(()) => true,
-                    Err(_) => return Ok(None),
-                },
+            let Some(got_event) = self.source.wait(wait)? else {
+                return Ok(None);
             };
             if got_event {
                 // Quiet for `debounce`, but a steady stream of events cannot starve the caller.
-                let cap = Instant::now() + config.debounce * 20;
-                while Instant::now() < cap && self.events.recv_timeout(config.debounce).is_ok() {}
+                self.source.debounce(config.debounce, config.debounce * 20);
             }
             let latest = self.list.snapshot()?.tasks;
             let change = Change::between(&self.current, &latest);

@@ -16,13 +16,12 @@ fn status(list: &TaskList, task: u64, status: UpdateStatus) -> task_list::Update
     list.update(&request).unwrap()
 }
 
-#[test]
-fn create_numbers_from_files_and_high_water_mark() {
-    let root = tempfile::tempdir().unwrap();
-    let list = open(root.path());
+store_tests! {
+fn create_numbers_from_files_and_high_water_mark(fx) {
+    let list = fx.open();
     assert_eq!(create(&list, "a"), id(1));
     assert_eq!(create(&list, "b"), id(2));
-    std::fs::write(list.dir().join(".highwatermark"), "7").unwrap();
+    fx.set_high_water_mark_raw(7);
     assert_eq!(create(&list, "c"), id(8));
     let created = list.create(&CreateRequest::new("d", "x")).unwrap();
     assert_eq!(created.model_text(), "Task #9 created successfully: d");
@@ -32,11 +31,9 @@ fn create_numbers_from_files_and_high_water_mark() {
     );
 }
 
-#[test]
-fn handles_see_each_others_ids_and_deletes() {
-    let root = tempfile::tempdir().unwrap();
-    let a = open(root.path());
-    let b = open(root.path());
+fn handles_see_each_others_ids_and_deletes(fx) {
+    let a = fx.open();
+    let b = fx.open();
     assert_eq!(create(&a, "a1"), id(1));
     assert_eq!(create(&b, "b1"), id(2));
     assert_eq!(create(&b, "b2"), id(3));
@@ -47,10 +44,8 @@ fn handles_see_each_others_ids_and_deletes() {
     assert_eq!(create(&b, "b3"), id(6));
 }
 
-#[test]
-fn ids_are_never_reused_after_delete_or_reset() {
-    let root = tempfile::tempdir().unwrap();
-    let list = open(root.path());
+fn ids_are_never_reused_after_delete_or_reset(fx) {
+    let list = fx.open();
     for s in ["a", "b", "c"] {
         create(&list, s);
     }
@@ -60,10 +55,7 @@ fn ids_are_never_reused_after_delete_or_reset() {
         serde_json::to_value(&deleted).unwrap(),
         json!({"success": true, "taskId": "3", "updatedFields": ["deleted"], "statusChange": {"from": "pending", "to": "deleted"}})
     );
-    assert_eq!(
-        std::fs::read_to_string(list.dir().join(".highwatermark")).unwrap(),
-        "3"
-    );
+    assert_eq!(list.high_water_mark().unwrap(), 3);
     assert_eq!(create(&list, "d"), id(4));
     assert_eq!(list.reset().unwrap(), 3);
     assert!(list.snapshot().unwrap().tasks.is_empty());
@@ -74,10 +66,8 @@ fn ids_are_never_reused_after_delete_or_reset() {
     );
 }
 
-#[test]
-fn get_and_list_render_the_reference_texts() {
-    let root = tempfile::tempdir().unwrap();
-    let list = open(root.path());
+fn get_and_list_render_the_reference_texts(fx) {
+    let list = fx.open();
     create(&list, "one");
     create(&list, "two");
     assert!(add_blocked_by(&list, 2, &[1]).success);
@@ -119,10 +109,8 @@ fn get_and_list_render_the_reference_texts() {
     assert_eq!(list.list().unwrap().model_text(), "No tasks found");
 }
 
-#[test]
-fn update_fields_metadata_and_status_in_reference_order() {
-    let root = tempfile::tempdir().unwrap();
-    let list = open(root.path());
+fn update_fields_metadata_and_status_in_reference_order(fx) {
+    let list = fx.open();
     create(&list, "one");
     let mut first = UpdateRequest::new(1);
     first.status = Some(UpdateStatus::InProgress);
@@ -173,10 +161,8 @@ fn update_fields_metadata_and_status_in_reference_order() {
     );
 }
 
-#[test]
-fn edges_are_written_on_both_tasks() {
-    let root = tempfile::tempdir().unwrap();
-    let list = open(root.path());
+fn edges_are_written_on_both_tasks(fx) {
+    let list = fx.open();
     for s in ["a", "b", "c"] {
         create(&list, s);
     }
@@ -192,10 +178,8 @@ fn edges_are_written_on_both_tasks() {
     assert!(add_blocked_by(&list, 2, &[1]).updated_fields.is_empty());
 }
 
-#[test]
-fn refused_edges_say_why_and_write_nothing() {
-    let root = tempfile::tempdir().unwrap();
-    let list = open(root.path());
+fn refused_edges_say_why_and_write_nothing(fx) {
+    let list = fx.open();
     for s in ["a", "b", "c", "d", "e"] {
         create(&list, s);
     }
@@ -244,10 +228,8 @@ fn refused_edges_say_why_and_write_nothing() {
     assert!(list.doctor(false).unwrap().is_clean());
 }
 
-#[test]
-fn delete_strips_references_everywhere() {
-    let root = tempfile::tempdir().unwrap();
-    let list = open(root.path());
+fn delete_strips_references_everywhere(fx) {
+    let list = fx.open();
     for s in ["a", "b", "c"] {
         create(&list, s);
     }
@@ -256,9 +238,9 @@ fn delete_strips_references_everywhere() {
     // A one-sided reference (as a crashed reference writer could leave) is stripped too.
     let mut one = list.get(id(1)).unwrap().unwrap();
     one.blocked_by.push(id(2));
-    std::fs::write(list.dir().join("1.json"), one.to_file_json()).unwrap();
+    fx.write_raw(&one);
     assert!(status(&list, 2, UpdateStatus::Deleted).success);
-    assert!(!list.dir().join("2.json").exists());
+    assert!(list.get(id(2)).unwrap().is_none());
     for task in list.snapshot().unwrap().tasks.values() {
         assert!(
             !task.blocks.contains(&id(2)) && !task.blocked_by.contains(&id(2)),
@@ -267,10 +249,8 @@ fn delete_strips_references_everywhere() {
     }
 }
 
-#[test]
-fn claim_reports_every_reason() {
-    let root = tempfile::tempdir().unwrap();
-    let list = open(root.path());
+fn claim_reports_every_reason(fx) {
+    let list = fx.open();
     for s in ["a", "b", "c", "d"] {
         create(&list, s);
     }
@@ -321,10 +301,8 @@ fn claim_reports_every_reason() {
     );
 }
 
-#[test]
-fn unassign_returns_tasks_to_pending_with_the_reference_message() {
-    let root = tempfile::tempdir().unwrap();
-    let list = open(root.path());
+fn unassign_returns_tasks_to_pending_with_the_reference_message(fx) {
+    let list = fx.open();
     for s in ["alpha", "beta", "gamma"] {
         create(&list, s);
     }
@@ -364,16 +342,12 @@ fn unassign_returns_tasks_to_pending_with_the_reference_message() {
     );
 }
 
-#[test]
-fn auto_ownership_and_assignment_mailbox_when_teammates_are_enabled() {
-    let root = tempfile::tempdir().unwrap();
+fn auto_ownership_and_assignment_mailbox_when_teammates_are_enabled(fx) {
     let config = StoreConfig {
         teammates: true,
         ..common::fast_config()
     };
-    let list = TaskList::open(root.path(), "team", config)
-        .unwrap()
-        .with_actor(task_list::Actor::new("lead"));
+    let list = fx.open_with("team", config).with_actor(task_list::Actor::new("lead"));
     create(&list, "a");
     create(&list, "b");
     let started = status(&list, 1, UpdateStatus::InProgress);
@@ -392,8 +366,7 @@ fn auto_ownership_and_assignment_mailbox_when_teammates_are_enabled() {
     assert_eq!(message["taskId"], "2");
     assert_eq!(message["assignedBy"], "lead");
     // Without teammates: no auto-owner.
-    let solo_root = tempfile::tempdir().unwrap();
-    let solo = open(solo_root.path());
+    let solo = fx.open_with("solo", common::fast_config());
     create(&solo, "x");
     assert_eq!(
         status(&solo, 1, UpdateStatus::InProgress).updated_fields,
@@ -401,10 +374,8 @@ fn auto_ownership_and_assignment_mailbox_when_teammates_are_enabled() {
     );
 }
 
-#[test]
-fn verification_nudge_on_closing_the_last_of_three() {
-    let root = tempfile::tempdir().unwrap();
-    let list = open(root.path());
+fn verification_nudge_on_closing_the_last_of_three(fx) {
+    let list = fx.open();
     for s in ["a", "b", "c"] {
         create(&list, s);
     }
@@ -416,14 +387,208 @@ fn verification_nudge_on_closing_the_last_of_three() {
         last.model_text()
             .starts_with("Updated task #3 status\n\nNOTE: You just closed out 3+ tasks")
     );
-    let other_root = tempfile::tempdir().unwrap();
-    let other = open(other_root.path());
+    let other = fx.open_with("other", common::fast_config());
     for s in ["a", "b", "Verify the build"] {
         create(&other, s);
     }
     for n in 1..=3 {
         assert!(!status(&other, n, UpdateStatus::Completed).verification_nudge_needed);
     }
+}
+
+fn ready_ranks_and_explains(fx) {
+    let list = fx.open();
+    for s in ["root", "mid", "leaf", "lone", "done", "owned"] {
+        create(&list, s);
+    }
+    add_blocked_by(&list, 2, &[1]);
+    add_blocked_by(&list, 3, &[2]);
+    status(&list, 5, UpdateStatus::Completed);
+    list.claim(id(6), "ann", ClaimOptions::default()).unwrap();
+    // A blocker that vanished behind our back (as after a reference delete without cleanup).
+    let mut lone = list.get(id(4)).unwrap().unwrap();
+    lone.blocked_by.push(id(77));
+    fx.write_raw(&lone);
+    let report = list.ready().unwrap();
+    let ready: Vec<(u64, usize)> = report
+        .ready
+        .iter()
+        .map(|r| (r.id.get(), r.unblocks))
+        .collect();
+    assert_eq!(ready, vec![(1, 2)]);
+    let why = |n: u64| {
+        report
+            .not_ready
+            .iter()
+            .find(|r| r.id == id(n))
+            .unwrap()
+            .reasons
+            .clone()
+    };
+    assert_eq!(
+        why(2),
+        vec![NotReadyReason::BlockedBy { tasks: vec![id(1)] }]
+    );
+    assert_eq!(
+        why(4),
+        vec![NotReadyReason::MissingBlocker { task: id(77) }]
+    );
+    assert_eq!(why(5), vec![NotReadyReason::Completed]);
+    assert_eq!(
+        why(6),
+        vec![NotReadyReason::Owned {
+            owner: "ann".into()
+        }]
+    );
+}
+
+fn audit_log_records_every_change_and_survives_deletion(fx) {
+    let list = fx.open().with_actor(task_list::Actor::new("ann"));
+    create(&list, "a");
+    create(&list, "b");
+    add_blocked_by(&list, 2, &[1]);
+    add_blocked_by(&list, 2, &[2]); // refused: not recorded
+    list.claim(id(1), "ann", ClaimOptions::default()).unwrap();
+    status(&list, 1, UpdateStatus::Deleted);
+    list.reset().unwrap();
+    let (records, problems) = list.audit_log().unwrap();
+    assert!(problems.is_empty());
+    let ops: Vec<(AuditOp, Option<u64>)> = records
+        .iter()
+        .map(|r| (r.op, r.task_id.map(|i| i.get())))
+        .collect();
+    assert_eq!(
+        ops,
+        vec![
+            (AuditOp::Create, Some(1)),
+            (AuditOp::Create, Some(2)),
+            (AuditOp::Update, Some(2)),
+            (AuditOp::Claim, Some(1)),
+            (AuditOp::Delete, Some(1)),
+            (AuditOp::Reset, None),
+        ]
+    );
+    assert!(
+        records
+            .iter()
+            .all(|r| r.actor == "ann" && r.time.ends_with('Z'))
+    );
+    assert_eq!(records[2].fields, vec!["blockedBy"]);
+}
+
+fn doctor_finds_and_fixes_every_kind_of_damage(fx) {
+    let list = fx.open();
+    for s in ["a", "b", "c", "d"] {
+        create(&list, s);
+    }
+    // Damage the files directly, as the reference (which accepts all of this) would.
+    let write = |n: u64, blocks: &[u64], blocked_by: &[u64]| {
+        let mut t = list.get(id(n)).unwrap().unwrap();
+        t.blocks = blocks.iter().map(|&b| id(b)).collect();
+        t.blocked_by = blocked_by.iter().map(|&b| id(b)).collect();
+        fx.write_raw(&t);
+    };
+    write(1, &[2], &[2, 1]); // 1 → 2 → 1 cycle; self-edge on the blockedBy side
+    write(2, &[1], &[1, 99]); // dangling 99
+    write(3, &[4], &[]); // asymmetric: 4 lacks blockedBy 3
+    fx.set_high_water_mark_raw(2);
+    fx.remove_raw(id(4)); // 4 issued, now gone: drift
+    if fx.is_files() {
+        // A crashed writer's lock (files only: a database has no lock directories).
+        std::fs::create_dir(list.dir().join("3.json.lock")).unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        std::fs::File::open(list.dir().join("3.json.lock"))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+
+    let report = list.doctor(false).unwrap();
+    let kinds: std::collections::BTreeSet<String> = report
+        .problems
+        .iter()
+        .map(|p| {
+            serde_json::to_value(p).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let stale_lock = fx.is_files().then_some("stale_lock");
+    for kind in ["cycle", "dangling_reference", "high_water_mark_drift"]
+        .into_iter()
+        .chain(stale_lock)
+    {
+        assert!(kinds.contains(kind), "{kind} not found in {kinds:?}");
+    }
+    assert!(!report.fixed);
+    let fixed = list.doctor(true).unwrap();
+    assert!(fixed.fixed);
+    let after = list.doctor(false).unwrap();
+    assert!(after.is_clean(), "{:?}", after.problems);
+    assert_eq!(
+        create(&list, "e"),
+        id(5),
+        "the fixed high-water mark keeps 4 retired"
+    );
+
+    let asym = fx.open_with("asym", common::fast_config());
+    create(&asym, "x");
+    create(&asym, "y");
+    let mut x = asym.get(id(1)).unwrap().unwrap();
+    x.blocks.push(id(2));
+    fx.write_raw_in("asym", &x);
+    assert_eq!(
+        asym.doctor(false).unwrap().problems,
+        vec![task_list::Problem::AsymmetricEdge {
+            blocker: id(1),
+            blocked: id(2),
+            missing_on: id(2)
+        }]
+    );
+    asym.doctor(true).unwrap();
+    assert_eq!(asym.get(id(2)).unwrap().unwrap().blocked_by, vec![id(1)]);
+}
+
+fn graph_exports_text_and_dot(fx) {
+    let list = fx.open();
+    create(&list, "schema");
+    create(&list, "api \"v2\"");
+    add_blocked_by(&list, 2, &[1]);
+    let graph = list.graph().unwrap();
+    assert_eq!(
+        graph.to_text(),
+        "#1 [pending] schema → #2\n#2 [pending] api \"v2\"\n"
+    );
+    let dot = graph.to_dot(list.list_id());
+    assert!(dot.contains("\"1\" -> \"2\";"), "{dot}");
+    assert!(dot.contains("api \\\"v2\\\""), "{dot}");
+}
+
+fn watch_reports_changes_from_another_handle(fx) {
+    let list = fx.open();
+    create(&list, "a");
+    let mut watcher = list.watch().unwrap();
+    let other = fx.open();
+    create(&other, "b");
+    status(&other, 1, UpdateStatus::InProgress);
+    let mut seen = task_list::Change::default();
+    while seen.created.is_empty() || seen.updated.is_empty() {
+        let change = watcher
+            .next_change(Some(std::time::Duration::from_secs(20)))
+            .unwrap()
+            .expect("a change within the deadline");
+        seen.created.extend(change.created);
+        seen.updated.extend(change.updated);
+    }
+    assert_eq!((seen.created, seen.updated), (vec![id(2)], vec![id(1)]));
+    status(&other, 2, UpdateStatus::Deleted);
+    let change = watcher
+        .next_change(Some(std::time::Duration::from_secs(20)))
+        .unwrap()
+        .unwrap();
+    assert_eq!(change.deleted, vec![id(2)]);
+}
 }
 
 #[test]
@@ -458,207 +623,4 @@ fn torn_file_is_reported_by_name_and_the_rest_loads() {
         "doctor never deletes data"
     );
     assert_eq!(create(&list, "d"), id(4));
-}
-
-#[test]
-fn ready_ranks_and_explains() {
-    let root = tempfile::tempdir().unwrap();
-    let list = open(root.path());
-    for s in ["root", "mid", "leaf", "lone", "done", "owned"] {
-        create(&list, s);
-    }
-    add_blocked_by(&list, 2, &[1]);
-    add_blocked_by(&list, 3, &[2]);
-    status(&list, 5, UpdateStatus::Completed);
-    list.claim(id(6), "ann", ClaimOptions::default()).unwrap();
-    // A blocker that vanished behind our back (as after a reference delete without cleanup).
-    let mut lone = list.get(id(4)).unwrap().unwrap();
-    lone.blocked_by.push(id(77));
-    std::fs::write(list.dir().join("4.json"), lone.to_file_json()).unwrap();
-    let report = list.ready().unwrap();
-    let ready: Vec<(u64, usize)> = report
-        .ready
-        .iter()
-        .map(|r| (r.id.get(), r.unblocks))
-        .collect();
-    assert_eq!(ready, vec![(1, 2)]);
-    let why = |n: u64| {
-        report
-            .not_ready
-            .iter()
-            .find(|r| r.id == id(n))
-            .unwrap()
-            .reasons
-            .clone()
-    };
-    assert_eq!(
-        why(2),
-        vec![NotReadyReason::BlockedBy { tasks: vec![id(1)] }]
-    );
-    assert_eq!(
-        why(4),
-        vec![NotReadyReason::MissingBlocker { task: id(77) }]
-    );
-    assert_eq!(why(5), vec![NotReadyReason::Completed]);
-    assert_eq!(
-        why(6),
-        vec![NotReadyReason::Owned {
-            owner: "ann".into()
-        }]
-    );
-}
-
-#[test]
-fn audit_log_records_every_change_and_survives_deletion() {
-    let root = tempfile::tempdir().unwrap();
-    let list = open(root.path()).with_actor(task_list::Actor::new("ann"));
-    create(&list, "a");
-    create(&list, "b");
-    add_blocked_by(&list, 2, &[1]);
-    add_blocked_by(&list, 2, &[2]); // refused: not recorded
-    list.claim(id(1), "ann", ClaimOptions::default()).unwrap();
-    status(&list, 1, UpdateStatus::Deleted);
-    list.reset().unwrap();
-    let (records, problems) = list.audit_log().unwrap();
-    assert!(problems.is_empty());
-    let ops: Vec<(AuditOp, Option<u64>)> = records
-        .iter()
-        .map(|r| (r.op, r.task_id.map(|i| i.get())))
-        .collect();
-    assert_eq!(
-        ops,
-        vec![
-            (AuditOp::Create, Some(1)),
-            (AuditOp::Create, Some(2)),
-            (AuditOp::Update, Some(2)),
-            (AuditOp::Claim, Some(1)),
-            (AuditOp::Delete, Some(1)),
-            (AuditOp::Reset, None),
-        ]
-    );
-    assert!(
-        records
-            .iter()
-            .all(|r| r.actor == "ann" && r.time.ends_with('Z'))
-    );
-    assert_eq!(records[2].fields, vec!["blockedBy"]);
-}
-
-#[test]
-fn doctor_finds_and_fixes_every_kind_of_damage() {
-    let root = tempfile::tempdir().unwrap();
-    let list = open(root.path());
-    for s in ["a", "b", "c", "d"] {
-        create(&list, s);
-    }
-    // Damage the files directly, as the reference (which accepts all of this) would.
-    let write = |n: u64, blocks: &[u64], blocked_by: &[u64]| {
-        let mut t = list.get(id(n)).unwrap().unwrap();
-        t.blocks = blocks.iter().map(|&b| id(b)).collect();
-        t.blocked_by = blocked_by.iter().map(|&b| id(b)).collect();
-        std::fs::write(list.dir().join(format!("{n}.json")), t.to_file_json()).unwrap();
-    };
-    write(1, &[2], &[2, 1]); // 1 → 2 → 1 cycle; self-edge on the blockedBy side
-    write(2, &[1], &[1, 99]); // dangling 99
-    write(3, &[4], &[]); // asymmetric: 4 lacks blockedBy 3
-    std::fs::write(list.dir().join(".highwatermark"), "2").unwrap();
-    std::fs::remove_file(list.dir().join("4.json")).unwrap(); // 4 issued, now gone: drift
-    std::fs::create_dir(list.dir().join("3.json.lock")).unwrap();
-    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
-    std::fs::File::open(list.dir().join("3.json.lock"))
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
-
-    let report = list.doctor(false).unwrap();
-    let kinds: std::collections::BTreeSet<String> = report
-        .problems
-        .iter()
-        .map(|p| {
-            serde_json::to_value(p).unwrap()["kind"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
-    for kind in [
-        "cycle",
-        "dangling_reference",
-        "high_water_mark_drift",
-        "stale_lock",
-    ] {
-        assert!(kinds.contains(kind), "{kind} not found in {kinds:?}");
-    }
-    assert!(!report.fixed);
-    let fixed = list.doctor(true).unwrap();
-    assert!(fixed.fixed);
-    let after = list.doctor(false).unwrap();
-    assert!(after.is_clean(), "{:?}", after.problems);
-    assert_eq!(
-        create(&list, "e"),
-        id(5),
-        "the fixed high-water mark keeps 4 retired"
-    );
-
-    let asym_root = tempfile::tempdir().unwrap();
-    let asym = open(asym_root.path());
-    create(&asym, "x");
-    create(&asym, "y");
-    let mut x = asym.get(id(1)).unwrap().unwrap();
-    x.blocks.push(id(2));
-    std::fs::write(asym.dir().join("1.json"), x.to_file_json()).unwrap();
-    assert_eq!(
-        asym.doctor(false).unwrap().problems,
-        vec![task_list::Problem::AsymmetricEdge {
-            blocker: id(1),
-            blocked: id(2),
-            missing_on: id(2)
-        }]
-    );
-    asym.doctor(true).unwrap();
-    assert_eq!(asym.get(id(2)).unwrap().unwrap().blocked_by, vec![id(1)]);
-}
-
-#[test]
-fn graph_exports_text_and_dot() {
-    let root = tempfile::tempdir().unwrap();
-    let list = open(root.path());
-    create(&list, "schema");
-    create(&list, "api \"v2\"");
-    add_blocked_by(&list, 2, &[1]);
-    let graph = list.graph().unwrap();
-    assert_eq!(
-        graph.to_text(),
-        "#1 [pending] schema → #2\n#2 [pending] api \"v2\"\n"
-    );
-    let dot = graph.to_dot(list.list_id());
-    assert!(dot.contains("\"1\" -> \"2\";"), "{dot}");
-    assert!(dot.contains("api \\\"v2\\\""), "{dot}");
-}
-
-#[test]
-fn watch_reports_changes_from_another_handle() {
-    let root = tempfile::tempdir().unwrap();
-    let list = open(root.path());
-    create(&list, "a");
-    let mut watcher = list.watch().unwrap();
-    let other = open(root.path());
-    create(&other, "b");
-    status(&other, 1, UpdateStatus::InProgress);
-    let mut seen = task_list::Change::default();
-    while seen.created.is_empty() || seen.updated.is_empty() {
-        let change = watcher
-            .next_change(Some(std::time::Duration::from_secs(20)))
-            .unwrap()
-            .expect("a change within the deadline");
-        seen.created.extend(change.created);
-        seen.updated.extend(change.updated);
-    }
-    assert_eq!((seen.created, seen.updated), (vec![id(2)], vec![id(1)]));
-    status(&other, 2, UpdateStatus::Deleted);
-    let change = watcher
-        .next_change(Some(std::time::Duration::from_secs(20)))
-        .unwrap()
-        .unwrap();
-    assert_eq!(change.deleted, vec![id(2)]);
 }

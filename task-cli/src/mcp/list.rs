@@ -1,23 +1,59 @@
 //! `TaskCreate`, `TaskGet`, `TaskUpdate` and `TaskList` over the task-list store (SPEC §12):
 //! the store does the work and renders the reference's texts; this module converts shapes.
 
-use task_list::{CreateRequest, TaskId, TaskList, UpdateRequest, UpdateStatus};
+use task_list::{
+    Actor, CreateRequest, EnvValues, Layout, ListIdHints, TaskId, TaskList, UpdateRequest,
+    UpdateStatus,
+};
 
+use super::McpArgs;
 use super::context::{Failure, Reply, blocking};
+use crate::error::{CliError, Result};
+use crate::session::Session;
+
+/// The list the `Task*` list tools use: resolved as `tasks list` resolves it, in the store
+/// `--store` / `$TASKS_LIST_STORE` names (files by default).
+pub(crate) fn open_list(session: &Session, args: &McpArgs) -> Result<TaskList> {
+    let list_error = |e: task_list::Error| CliError::List(e.to_string());
+    let mut env = EnvValues::from_env();
+    env.tasks_root = Some(session.paths().root().to_string_lossy().into_owned());
+    env.tasks_list_root = args
+        .lists_root
+        .as_ref()
+        .map(|root| root.to_string_lossy().into_owned());
+    let layout = if args.claude {
+        Layout::Claude
+    } else {
+        Layout::Auto
+    };
+    let hints = ListIdHints {
+        explicit: Some(args.list.as_deref().unwrap_or(session.paths().name())),
+        ..ListIdHints::default()
+    };
+    let id = task_list::resolve_list_id(&env, layout, hints).map_err(list_error)?;
+    Ok(
+        crate::list_cmd::open_in(args.store.as_deref(), &env, layout, &id)
+            .map_err(list_error)?
+            .with_actor(Actor::new(args.actor.clone())),
+    )
+}
 use super::schema::{TaskCreateInput, TaskGetInput, TaskUpdateInput, UpdateStatusInput};
 
 /// Runs a blocking list operation; its error is a [`Failure`].
 async fn on_list<T: Send + 'static>(
     list: &TaskList,
-    operation: impl FnOnce(&TaskList) -> Result<T, task_list::Error> + Send + 'static,
-) -> Result<T, Failure> {
+    operation: impl FnOnce(&TaskList) -> std::result::Result<T, task_list::Error> + Send + 'static,
+) -> std::result::Result<T, Failure> {
     let list = list.clone();
     let outcome = blocking(move || Ok(operation(&list))).await?;
     outcome.map_err(Failure::from)
 }
 
 /// `TaskCreate`.
-pub(crate) async fn create(list: &TaskList, input: TaskCreateInput) -> Result<Reply, Failure> {
+pub(crate) async fn create(
+    list: &TaskList,
+    input: TaskCreateInput,
+) -> std::result::Result<Reply, Failure> {
     let request = CreateRequest {
         subject: input.subject,
         description: input.description,
@@ -29,7 +65,10 @@ pub(crate) async fn create(list: &TaskList, input: TaskCreateInput) -> Result<Re
 }
 
 /// `TaskGet`.
-pub(crate) async fn get(list: &TaskList, input: TaskGetInput) -> Result<Reply, Failure> {
+pub(crate) async fn get(
+    list: &TaskList,
+    input: TaskGetInput,
+) -> std::result::Result<Reply, Failure> {
     let id = TaskId::parse(&input.task_id)?;
     let found = on_list(list, move |list| list.get_details(id)).await?;
     Reply::new(found.model_text(), &found)
@@ -37,7 +76,10 @@ pub(crate) async fn get(list: &TaskList, input: TaskGetInput) -> Result<Reply, F
 
 /// `TaskUpdate`. A refused update (unknown task, a cycle) is a result with `success: false`,
 /// as in the reference, not a failed call.
-pub(crate) async fn update(list: &TaskList, input: TaskUpdateInput) -> Result<Reply, Failure> {
+pub(crate) async fn update(
+    list: &TaskList,
+    input: TaskUpdateInput,
+) -> std::result::Result<Reply, Failure> {
     let request = UpdateRequest {
         task_id: input.task_id,
         subject: input.subject,
@@ -54,7 +96,7 @@ pub(crate) async fn update(list: &TaskList, input: TaskUpdateInput) -> Result<Re
 }
 
 /// `TaskList`.
-pub(crate) async fn list(list: &TaskList) -> Result<Reply, Failure> {
+pub(crate) async fn list(list: &TaskList) -> std::result::Result<Reply, Failure> {
     let listed = on_list(list, TaskList::list).await?;
     Reply::new(listed.model_text(), &listed)
 }

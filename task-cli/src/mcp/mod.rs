@@ -17,6 +17,7 @@
 //! messages (see [`notify`] for the exact payload); task outputs are resources at
 //! `tasks://{id}/output` with `notifications/resources/updated` while they grow.
 
+mod agent;
 mod context;
 mod list;
 pub mod notify;
@@ -32,7 +33,6 @@ use std::time::Duration;
 
 use clap::Args;
 use rmcp::ServiceExt;
-use task_list::{Actor, EnvValues, Layout, ListIdHints, StoreConfig, TaskList};
 
 use crate::error::{CliError, Result, exit};
 use crate::paths::SessionPaths;
@@ -53,6 +53,10 @@ pub struct McpArgs {
     /// Use the reference harness's lists ($CLAUDE_CONFIG_DIR/tasks, else ~/.claude/tasks).
     #[arg(long, conflicts_with = "lists_root")]
     pub claude: bool,
+    /// Keep the list in a PostgreSQL database: `postgres://user@host/db` (as `tasks list`).
+    #[arg(long, env = "TASKS_LIST_STORE", value_name = "URL",
+          conflicts_with_all = ["lists_root", "claude"])]
+    pub store: Option<String>,
     /// Who is acting on the list (recorded in its audit log).
     #[arg(long, env = "TASKS_ACTOR", value_name = "NAME", default_value = "mcp")]
     pub actor: String,
@@ -78,7 +82,7 @@ pub enum Deliverer {
 /// Serves MCP on stdio for the session at `paths` until the client closes the connection.
 pub fn run(paths: SessionPaths, args: McpArgs) -> Result<u8> {
     let session = Session::open(paths)?;
-    let list = open_list(&session, &args)?;
+    let list = list::open_list(&session, &args)?;
     let context = context::Context::new(session, list, args.deliver);
     let watch = WatchSettings {
         interval: Duration::from_millis(args.watch_ms.max(1)),
@@ -108,29 +112,4 @@ async fn serve(server: TasksServer) -> Result<()> {
         .map_err(|e| CliError::Invalid(format!("mcp: the server stopped: {e}")))?;
     tracing::info!(?reason, "MCP client gone");
     Ok(())
-}
-
-/// The list the `Task*` list tools use: resolved as `tasks list` resolves it.
-fn open_list(session: &Session, args: &McpArgs) -> Result<TaskList> {
-    let list_error = |e: task_list::Error| CliError::List(e.to_string());
-    let mut env = EnvValues::from_env();
-    env.tasks_root = Some(session.paths().root().to_string_lossy().into_owned());
-    env.tasks_list_root = args
-        .lists_root
-        .as_ref()
-        .map(|root| root.to_string_lossy().into_owned());
-    let layout = if args.claude {
-        Layout::Claude
-    } else {
-        Layout::Auto
-    };
-    let root = task_list::resolve_lists_root(&env, layout).map_err(list_error)?;
-    let hints = ListIdHints {
-        explicit: Some(args.list.as_deref().unwrap_or(session.paths().name())),
-        ..ListIdHints::default()
-    };
-    let id = task_list::resolve_list_id(&env, layout, hints).map_err(list_error)?;
-    Ok(TaskList::open(root, &id, StoreConfig::default())
-        .map_err(list_error)?
-        .with_actor(Actor::new(args.actor.clone())))
 }

@@ -270,3 +270,34 @@ pub struct TaskUpdateInput {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskListInput {}
+
+/// `Agent` input (the reference's schema).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentInput {
+    /// A short (3-5 word) description of the task
+    pub description: String,
+    /// The task for the agent to perform
+    pub prompt: String,
+    /// The type of specialized agent to use for this task
+    pub subagent_type: Option<String>,
+    /// Optional model override for this agent.
+    pub model: Option<String>,
+    /// Set to true to run this agent in the background. You will be notified when it completes.
+    pub run_in_background: Option<bool>,
+    /// Isolation mode: "worktree" or "remote" (neither is available on this server).
+    pub isolation: Option<String>,
+}
+
+/// `SendMessage` input (the reference's schema).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendMessageInput {
+    /// Recipient: an agent's name or id
+    pub to: String,
+    /// Plain text message content
+    pub message: String,
+    /// A 5-10 word summary shown as a preview in the UI
+    #[schemars(length(max = 200))]
+    pub summary: Option<String>,
+}

@@ -19,11 +19,11 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_router};
 use super::context::{Context, into_response};
 use super::notify::{self, Interest, WatchSettings};
 use super::schema::{
-    BashInput, BashOutput, MonitorInput, MonitorOutput, TaskCreateInput, TaskGetInput,
-    TaskListInput, TaskOutputInput, TaskOutputResult, TaskStopInput, TaskStopOutput,
-    TaskUpdateInput,
+    AgentInput, BashInput, BashOutput, MonitorInput, MonitorOutput, SendMessageInput,
+    TaskCreateInput, TaskGetInput, TaskListInput, TaskOutputInput, TaskOutputResult, TaskStopInput,
+    TaskStopOutput, TaskUpdateInput,
 };
-use super::{list, resources, shell};
+use super::{agent, list, resources, shell};
 
 const INSTRUCTIONS: &str = "Background tasks and task lists. Start commands with Bash \
 (run_in_background for long ones), read them with TaskOutput, stop them with TaskStop. \
@@ -44,13 +44,39 @@ pub struct TasksServer {
 #[tool_router]
 impl TasksServer {
     pub(crate) fn new(context: Arc<Context>, watch: WatchSettings) -> Self {
+        let mut tool_router = Self::tool_router();
+        if let Err(why) = agent::configured_runner() {
+            tracing::debug!("no Agent tool: {why}");
+            tool_router.remove_route("Agent");
+        }
         Self {
             context,
             interest: Arc::default(),
             watch,
             watching: Arc::default(),
-            tool_router: Self::tool_router(),
+            tool_router,
         }
+    }
+
+    /// Launches an agent (the agent CLI configured in TASKS_AGENT_COMMAND) to work on the prompt.
+    /// In the foreground its final result is the answer; with run_in_background it works on its
+    /// own and a notification follows when it stops. SendMessage continues it.
+    #[tool(name = "Agent")]
+    async fn agent(
+        &self,
+        Parameters(input): Parameters<AgentInput>,
+    ) -> Result<CallToolResult, ErrorData> {
+        into_response(agent::agent(&self.context, input).await)
+    }
+
+    /// Sends a message to an agent by name or id: queued for its next turn while it works; an
+    /// agent that stopped is resumed with it (same id, and it notifies again).
+    #[tool(name = "SendMessage")]
+    async fn send_message(
+        &self,
+        Parameters(input): Parameters<SendMessageInput>,
+    ) -> Result<CallToolResult, ErrorData> {
+        into_response(agent::send_message(&self.context, input).await)
     }
 
     /// Runs a shell command. In the foreground the output (at most BASH_MAX_OUTPUT_LENGTH

@@ -127,8 +127,18 @@ pub(crate) async fn task_output(
             (task, false) => (task, RetrievalStatus::Timeout),
         }
     };
-    let session = context.session.clone();
-    let output = blocking(move || session.output_for_model(&id)).await?;
+    // An agent's output file is its transcript: what it answers is its result.
+    let output = match &task.task.kind {
+        task_core::TaskKind::Agent(agent) => agent
+            .result
+            .clone()
+            .or_else(|| agent.error.clone())
+            .unwrap_or_default(),
+        _ => {
+            let session = context.session.clone();
+            blocking(move || session.output_for_model(&id)).await?
+        }
+    };
     let view = TaskView {
         task_id: task.id().to_string(),
         task_type: task.task.base.task_type.as_str().to_owned(),

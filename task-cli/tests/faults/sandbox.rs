@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub use crate::support::is_alive;
+pub use crate::support::{eventually, is_alive};
 
 /// How long any one `tasks` command or awaited event may take before the test calls it hung.
 pub const DEADLINE: Duration = Duration::from_secs(20);
@@ -254,18 +254,6 @@ fn wait_bounded(child: &mut Child, what: &str) -> ExitStatus {
 pub fn signal(pid: i32, signal: rustix::process::Signal) {
     if let Some(pid) = rustix::process::Pid::from_raw(pid) {
         let _ = rustix::process::kill_process(pid, signal);
-    }
-}
-
-/// Polls `probe` until it returns `Some`, failing the test after [`DEADLINE`].
-pub fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = probe() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

@@ -1,5 +1,7 @@
 //! What the suites that run the `tasks` binary share: finding the processes a test caused (they
-//! carry the test's `TASKS_ROOT` in their environment) and killing them by pid.
+//! carry the test's `TASKS_ROOT` in their environment) and killing them by pid; waiting with a
+//! deadline. Each suite uses part of it.
+#![allow(dead_code)]
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -51,5 +53,20 @@ pub fn is_alive(pid: i32) -> bool {
             !matches!(state.and_then(|s| s.chars().next()), Some('Z' | 'X') | None)
         }
         Err(_) => false,
+    }
+}
+
+/// How long a test waits for anything before it fails.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// Polls `probe` until it returns `Some`, failing the test after [`DEADLINE`].
+pub fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = probe() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
     }
 }

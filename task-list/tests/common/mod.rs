@@ -1,5 +1,11 @@
 //! Shared helpers for the integration tests.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    dead_code,
+    unused_imports,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr
+)]
 
 use std::time::{Duration, Instant};
 
@@ -89,9 +95,13 @@ pub fn run_worker_from_env() -> bool {
         durable: false,
         ..fast_config()
     };
-    let list = TaskList::open(root, "list", config)
-        .unwrap()
-        .with_actor(task_list::Actor::new(worker));
+    // A PostgreSQL worker rides out server restarts: it reports failed operations as `error`.
+    let (list, tolerant) = if root.starts_with("postgres") {
+        (TaskList::connect(root, "list", config).unwrap(), true)
+    } else {
+        (TaskList::open(root, "list", config).unwrap(), false)
+    };
+    let list = list.with_actor(task_list::Actor::new(worker));
     let mut report = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -100,8 +110,8 @@ pub fn run_worker_from_env() -> bool {
     run_worker(
         &list,
         worker,
-        ops.parse().unwrap(),
-        seed.parse().unwrap(),
+        (ops.parse().unwrap(), seed.parse().unwrap()),
+        tolerant,
         &mut report,
     );
     true
@@ -109,14 +119,15 @@ pub fn run_worker_from_env() -> bool {
 
 /// `ops` random operations (create, claim, status update, add edge, delete); every successful
 /// state-changing one is reported, one line each, written before the next operation starts.
+/// `tolerant`: an operation failing with [`task_list::Error::Database`] is reported as
+/// `error {op}` instead of failing the worker.
 pub fn run_worker(
     list: &TaskList,
     worker: &str,
-    ops: u64,
-    seed: u64,
+    (ops, seed): (u64, u64),
+    tolerant: bool,
     report: &mut impl std::io::Write,
 ) {
-    use task_list::{ClaimOptions, UpdateStatus};
     let mut rng = Rng::new(seed);
     let mut claimed = std::collections::HashSet::new();
     let mut highest = list
@@ -129,43 +140,74 @@ pub fn run_worker(
         .max(1);
     for _ in 0..ops {
         let pick = id(1 + rng.below(highest + 2));
-        let line = match rng.below(10) {
-            0..=2 => {
-                let created = list
-                    .create(&CreateRequest::new(format!("{worker} task"), "stress"))
-                    .unwrap();
-                highest = highest.max(created.task.id.get());
-                Some(report_line("create", created.task.id))
-            }
-            3..=4 => {
-                let result = list.claim(pick, worker, ClaimOptions::default()).unwrap();
-                (result.success && claimed.insert(pick)).then(|| report_line("claim", pick))
-            }
-            5..=6 => {
-                let mut request = UpdateRequest::new(pick);
-                request.status = Some(if rng.below(2) == 0 {
-                    UpdateStatus::InProgress
-                } else {
-                    UpdateStatus::Completed
-                });
-                changed(list.update(&request).unwrap()).then(|| report_line("update", pick))
-            }
-            7..=8 => {
-                let other = 1 + rng.below(highest + 1);
-                changed(add_blocked_by(list, pick.get(), &[other]))
-                    .then(|| report_line("update", pick))
-            }
-            _ => {
-                let mut request = UpdateRequest::new(pick);
-                request.status = Some(UpdateStatus::Deleted);
-                list.update(&request)
-                    .unwrap()
-                    .success
-                    .then(|| report_line("delete", pick))
-            }
+        let (op, outcome) = random_op(list, worker, &mut rng, pick, &mut highest, &mut claimed);
+        let line = match outcome {
+            Ok(line) => line,
+            Err(task_list::Error::Database { .. }) if tolerant => Some(format!("error {op}\n")),
+            Err(e) => panic!("{op} failed: {e}"),
         };
         if let Some(line) = line {
             report.write_all(line.as_bytes()).unwrap();
+        }
+    }
+}
+
+/// One random operation: its name, and the report line if it changed something.
+fn random_op(
+    list: &TaskList,
+    worker: &str,
+    rng: &mut Rng,
+    pick: TaskId,
+    highest: &mut u64,
+    claimed: &mut std::collections::HashSet<TaskId>,
+) -> (&'static str, task_list::Result<Option<String>>) {
+    use task_list::{ClaimOptions, UpdateStatus};
+    match rng.below(10) {
+        0..=2 => (
+            "create",
+            list.create(&CreateRequest::new(format!("{worker} task"), "stress"))
+                .map(|created| {
+                    *highest = (*highest).max(created.task.id.get());
+                    Some(report_line("create", created.task.id))
+                }),
+        ),
+        3..=4 => (
+            "claim",
+            list.claim(pick, worker, ClaimOptions::default())
+                .map(|result| {
+                    (result.success && claimed.insert(pick)).then(|| report_line("claim", pick))
+                }),
+        ),
+        5..=6 => {
+            let mut request = UpdateRequest::new(pick);
+            request.status = Some(if rng.below(2) == 0 {
+                UpdateStatus::InProgress
+            } else {
+                UpdateStatus::Completed
+            });
+            (
+                "update",
+                list.update(&request)
+                    .map(|r| changed(r).then(|| report_line("update", pick))),
+            )
+        }
+        7..=8 => {
+            let mut request = UpdateRequest::new(pick);
+            request.add_blocked_by = Some(vec![(1 + rng.below(*highest + 1)).to_string()]);
+            (
+                "update",
+                list.update(&request)
+                    .map(|r| changed(r).then(|| report_line("update", pick))),
+            )
+        }
+        _ => {
+            let mut request = UpdateRequest::new(pick);
+            request.status = Some(UpdateStatus::Deleted);
+            (
+                "delete",
+                list.update(&request)
+                    .map(|r| r.success.then(|| report_line("delete", pick))),
+            )
         }
     }
 }
@@ -221,3 +263,7 @@ pub fn assert_consistent(list: &TaskList) {
         "cycle in the graph"
     );
 }
+
+pub mod stores;
+pub use stores::Fixture;
+pub mod netns;

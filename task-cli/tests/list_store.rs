@@ -1,0 +1,300 @@
+//! `tasks list --store` / `$TASKS_LIST_STORE` and the MCP Task tools on PostgreSQL, and
+//! `tasks list export` / `import` between stores, through the built binary.
+//!
+//! The PostgreSQL cases use the server `TASKS_TEST_PG_URL` names (`.ci/postgres.sh start`),
+//! each in a schema of its own; without it they say so and skip (under CI they fail).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+/// A private schema on the test server, dropped at the end.
+struct Schema {
+    url: String,
+    name: String,
+    admin: postgres::Client,
+}
+
+impl Schema {
+    fn new() -> Option<Self> {
+        let Ok(base) = std::env::var("TASKS_TEST_PG_URL") else {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "TASKS_TEST_PG_URL unset under CI"
+            );
+            eprintln!("skipped: TASKS_TEST_PG_URL is not set (eval \"$(.ci/postgres.sh start)\")");
+            return None;
+        };
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let name = format!("cli_{}_{nanos}", std::process::id());
+        let mut admin = postgres::Client::connect(&base, postgres::NoTls).unwrap();
+        admin
+            .batch_execute(&format!("CREATE SCHEMA {name}"))
+            .unwrap();
+        let sep = if base.contains('?') { '&' } else { '?' };
+        let url = format!("{base}{sep}options=-csearch_path%3D{name}");
+        Some(Self { url, name, admin })
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        let _ = self
+            .admin
+            .batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name));
+    }
+}
+
+fn tasks(root: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tasks"))
+        .args(args)
+        .env("TASKS_ROOT", root)
+        .env_remove("TASKS_SESSION")
+        .env_remove("TASKS_LIST_ID")
+        .env_remove("TASKS_LIST_ROOT")
+        .env_remove("TASKS_LIST_STORE")
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The same session of `tasks list` commands; every output, in order.
+fn session(root: &Path, store: &[&str], env: &[(&str, &str)]) -> Vec<String> {
+    let steps: &[&[&str]] = &[
+        &["create", "--subject", "Set up schema"],
+        &[
+            "create",
+            "--subject",
+            "Write API",
+            "--metadata",
+            r#"{"p":1}"#,
+        ],
+        &["create", "--subject", "Docs"],
+        &["update", "2", "--add-blocked-by", "1"],
+        &["update", "1", "--add-blocked-by", "2"],
+        &["update", "3", "--add-blocked-by", "3"],
+        &["claim", "2", "--owner", "ann"],
+        &["claim", "1", "--owner", "ann", "--check-busy"],
+        &["claim", "1", "--owner", "bob"],
+        &["claim", "1", "--owner", "ann"],
+        &["get", "2"],
+        &["ready"],
+        &["unassign", "--owner", "bob"],
+        &["delete", "3"],
+        &["create", "--subject", "After delete"],
+        &["update", "1", "--status", "completed"],
+        &["update", "2", "--status", "completed"],
+        &["update", "4", "--status", "completed"],
+        &["graph"],
+        &["doctor"],
+    ];
+    steps
+        .iter()
+        .map(|step| {
+            let mut args = vec!["list"];
+            args.extend_from_slice(store);
+            args.extend_from_slice(step);
+            let output = tasks(root, env, &args);
+            format!("{step:?} → {:?}\n{}", output.status.code(), stdout(&output))
+        })
+        .collect()
+}
+
+#[test]
+fn every_list_command_prints_the_same_on_postgres_as_on_files() {
+    let Some(schema) = Schema::new() else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let on_files = session(root.path(), &[], &[]);
+    let on_pg = session(root.path(), &["--store", &schema.url, "--list", "p"], &[]);
+    assert_eq!(on_pg, on_files);
+    assert!(
+        on_files
+            .iter()
+            .any(|s| s.contains("would create a cycle: 2 → 1 → 2"))
+    );
+    // `$TASKS_LIST_STORE` selects the same store as `--store`.
+    let listed = tasks(
+        root.path(),
+        &[("TASKS_LIST_STORE", &schema.url)],
+        &["list", "--list", "p", "get", "4"],
+    );
+    assert_eq!(
+        stdout(&listed),
+        "Task #4: After delete\nStatus: completed\nDescription: \n"
+    );
+}
+
+#[test]
+fn export_and_import_move_a_list_between_files_and_postgres() {
+    let Some(schema) = Schema::new() else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    session(root.path(), &[], &[]);
+    let dump = root.path().join("dump.json");
+    let run = |args: &[&str]| {
+        let output = tasks(root.path(), &[], args);
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        stdout(&output)
+    };
+    run(&["list", "export", "--output", dump.to_str().unwrap()]);
+    let imported = run(&[
+        "list",
+        "--store",
+        &schema.url,
+        "import",
+        dump.to_str().unwrap(),
+    ]);
+    assert_eq!(imported, "Imported 3 task(s) into default\n");
+    let from_files: Value = serde_json::from_slice(&std::fs::read(&dump).unwrap()).unwrap();
+    let from_pg: Value =
+        serde_json::from_str(&run(&["list", "--store", &schema.url, "export"])).unwrap();
+    assert_eq!(from_pg, from_files);
+    assert_eq!(from_pg["highWaterMark"], json!(3));
+    // 4 creates, 1 edge, 1 claim, 1 delete, 3 status changes.
+    assert_eq!(from_pg["audit"].as_array().unwrap().len(), 10);
+
+    // And back into a new file list, through stdin.
+    let mut import = Command::new(env!("CARGO_BIN_EXE_tasks"));
+    import
+        .args(["list", "--list", "back", "import", "-"])
+        .env("TASKS_ROOT", root.path())
+        .env_remove("TASKS_LIST_STORE")
+        .stdin(std::fs::File::open(&dump).unwrap());
+    assert!(import.output().unwrap().status.success());
+    let mut back: Value =
+        serde_json::from_str(&run(&["list", "--list", "back", "export"])).unwrap();
+    back["listId"] = json!("default");
+    assert_eq!(back, from_files);
+    // A used list refuses an import.
+    let again = tasks(
+        root.path(),
+        &[],
+        &[
+            "list",
+            "--store",
+            &schema.url,
+            "import",
+            dump.to_str().unwrap(),
+        ],
+    );
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("cannot import into list \"default\""));
+}
+
+#[test]
+fn an_unknown_store_scheme_is_a_clear_error() {
+    let root = tempfile::tempdir().unwrap();
+    for store in ["mysql://h/db", "/var/lib/tasks"] {
+        let output = tasks(root.path(), &[], &["list", "--store", store, "ready"]);
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("unsupported task-list store"), "{stderr}");
+        assert!(
+            stderr.contains("expected a postgres:// or postgresql:// URL"),
+            "{stderr}"
+        );
+    }
+    let output = tasks(
+        root.path(),
+        &[("TASKS_LIST_STORE", "sqlite:///x")],
+        &["list", "create", "--subject", "x"],
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("unsupported task-list store \"sqlite\"")
+    );
+    assert!(
+        !root.path().join("lists").exists(),
+        "nothing was written to files"
+    );
+}
+
+#[test]
+fn mcp_task_tools_use_the_store_from_the_environment() {
+    let Some(schema) = Schema::new() else {
+        return;
+    };
+    use rmcp::ServiceExt;
+    let root = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let listed = runtime.block_on(async {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tasks"));
+        command
+            .args(["mcp", "--list", "shared"])
+            .env("TASKS_ROOT", root.path())
+            .env("TASKS_IDLE_EXIT_MS", "1000")
+            .env("TASKS_LIST_STORE", &schema.url)
+            .env_remove("TASKS_SESSION")
+            .env_remove("TASKS_LIST_ROOT");
+        let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+        let client = ().serve(transport).await.unwrap();
+        let call = |tool: &'static str, args: Value| {
+            let Value::Object(args) = args else {
+                unreachable!()
+            };
+            client.call_tool(rmcp::model::CallToolRequestParams::new(tool).with_arguments(args))
+        };
+        call(
+            "TaskCreate",
+            json!({"subject": "From MCP", "description": "d"}),
+        )
+        .await
+        .unwrap();
+        call(
+            "TaskCreate",
+            json!({"subject": "Second", "description": "d"}),
+        )
+        .await
+        .unwrap();
+        call("TaskUpdate", json!({"taskId": "2", "addBlockedBy": ["1"]}))
+            .await
+            .unwrap();
+        let listed = call("TaskList", json!({})).await.unwrap();
+        client.cancel().await.unwrap();
+        serde_json::to_value(&listed).unwrap()
+    });
+    assert!(
+        listed
+            .to_string()
+            .contains("#2 [pending] Second [blocked by #1]"),
+        "{listed}"
+    );
+    // The CLI, on the same database, sees what the MCP server wrote.
+    let got = tasks(
+        root.path(),
+        &[],
+        &[
+            "list",
+            "--store",
+            &schema.url,
+            "--list",
+            "shared",
+            "get",
+            "2",
+        ],
+    );
+    assert_eq!(
+        stdout(&got),
+        "Task #2: Second\nStatus: pending\nDescription: d\nBlocked by: #1\n"
+    );
+}

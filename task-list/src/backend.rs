@@ -1,0 +1,91 @@
+//! The store behind a [`TaskList`]: the list directory (the default, reference-compatible) or a
+//! PostgreSQL database. Every operation is written once, against [`StoreTxn`]; a store only
+//! supplies reads and a write transaction, so both stores give the same semantics and texts.
+
+use std::sync::Arc;
+
+use crate::audit::AuditRecord;
+use crate::error::{Error, Result};
+use crate::id::TaskId;
+use crate::pg::PgStore;
+use crate::record::Task;
+use crate::store::TaskList;
+use crate::txn::Txn;
+
+/// Where a list lives.
+#[derive(Debug, Clone)]
+pub(crate) enum Backend {
+    /// `{lists root}/{list id}/`, the reference's format.
+    Files,
+    /// A PostgreSQL database (shared by every handle cloned from one connection).
+    Postgres(Arc<PgStore>),
+}
+
+/// A write transaction on a list: the list locked against every other writer, the tasks it
+/// writes locked, and all its changes applied at [`StoreTxn::commit`] or not at all.
+pub(crate) trait StoreTxn {
+    /// Reads a task (cached for the rest of the transaction, including its own writes).
+    fn get(&mut self, id: TaskId) -> Result<Option<&Task>>;
+    /// Locks a task for writing and reads it fresh; `None` if it does not exist.
+    fn lock(&mut self, id: TaskId) -> Result<Option<Task>>;
+    /// Stages a task's new contents (existing tasks must have been read through `lock`).
+    fn save(&mut self, task: &Task) -> Result<()>;
+    /// Stages the removal of a task.
+    fn remove(&mut self, id: TaskId) -> Result<()>;
+    /// Raises the high-water mark to at least `id` (never lowers it).
+    fn raise_high_water_mark(&mut self, id: u64) -> Result<()>;
+    /// The next id: max(highest task id, high-water mark) + 1.
+    fn next_id(&mut self) -> Result<TaskId>;
+    /// Every task id in the list, including unreadable ones (ascending).
+    fn task_ids(&mut self) -> Result<Vec<TaskId>>;
+    /// Queues an audit record, written with the changes.
+    fn record(&mut self, record: AuditRecord);
+    /// Applies everything staged, atomically.
+    fn commit(self: Box<Self>) -> Result<()>;
+}
+
+impl TaskList {
+    /// Runs `body` in a write transaction and commits it. `reference_list_lock`: the file
+    /// store also takes the reference's list lock (create, reset, busy-checked claims, repair).
+    ///
+    /// On PostgreSQL a transaction that fails on a serialization failure, a deadlock or a lost
+    /// connection before it committed is run again from the start (bounded by
+    /// [`crate::PgConfig::retries`], each retry logged at `warn`); `body` must therefore only
+    /// change the world through the transaction (hooks run outside it).
+    pub(crate) fn write<T: Send>(
+        &self,
+        reference_list_lock: bool,
+        mut body: impl FnMut(&mut dyn StoreTxn) -> Result<T> + Send,
+    ) -> Result<T> {
+        match &self.backend {
+            Backend::Files => {
+                let mut txn = Box::new(Txn::begin(self, reference_list_lock)?);
+                let value = body(txn.as_mut())?;
+                txn.commit()?;
+                Ok(value)
+            }
+            Backend::Postgres(store) => store.write(&mut body),
+        }
+    }
+
+    /// The PostgreSQL store, if the list is in one.
+    pub(crate) fn pg(&self) -> Option<&PgStore> {
+        match &self.backend {
+            Backend::Files => None,
+            Backend::Postgres(store) => Some(store),
+        }
+    }
+}
+
+impl Error {
+    /// Whether the operation may be run again from the start (it did not commit).
+    pub(crate) fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::Database {
+                retryable: true,
+                ..
+            }
+        )
+    }
+}
