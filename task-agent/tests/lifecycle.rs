@@ -337,8 +337,7 @@ async fn a_reused_group_number_is_left_alone() {
         process: Some(task_core::ShellProcess {
             pgid: pid,
             leader_started: Some(1),
-            session: None,
-            uid: None,
+            owner: None,
         }),
         ..task_core::AgentState::default()
     };

@@ -263,8 +263,7 @@ impl LegacyRecord {
             .map(|pgid| ShellProcess {
                 pgid,
                 leader_started: self.pgid_started,
-                session: None,
-                uid: None,
+                owner: None,
             });
         let end_reason = match (self.status, self.exit_code, &self.error) {
             (status, _, _) if !status.is_terminal() => None,

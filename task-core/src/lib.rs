@@ -84,9 +84,10 @@ pub use poll::{FileReader, OutputReader, PollLoop, PollReport, spawn_poll_loop};
 pub use registry::{Delivery, Registration, Registry, RegistryError, UpdateOutcome};
 pub use state::{
     AgentProgress, AgentState, CappedVec, DREAM_TURNS_CAP, DreamPhase, DreamState, DreamTurn,
-    MessageUsage, RECENT_ACTIVITIES_CAP, RemoteState, RemoteSubtype, ShellKind, ShellProcess,
-    ShellState, StateError, TEAMMATE_MESSAGES_CAP, TaskKind, TaskState, TaskStateBase,
-    TeammateIdentity, TeammateState, ToolActivity, WorkflowState, WorkflowStep, Worktree, now_ms,
+    MessageUsage, ProcessOwner, RECENT_ACTIVITIES_CAP, RemoteState, RemoteSubtype, ShellKind,
+    ShellProcess, ShellState, StateError, TEAMMATE_MESSAGES_CAP, TaskKind, TaskState,
+    TaskStateBase, TeammateIdentity, TeammateState, ToolActivity, WorkflowState, WorkflowStep,
+    Worktree, now_ms,
 };
 pub use status::{TaskStatus, TerminalStatus};
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use task_core::{
-    Delivery, KillError, KillOutcome, Priority, Registry, ShellKind, ShellProcess, ShellState,
-    Task, TaskId, TaskKind, TaskState, TaskType,
+    Delivery, KillError, KillOutcome, Priority, ProcessOwner, Registry, ShellKind, ShellProcess,
+    ShellState, Task, TaskId, TaskKind, TaskState, TaskType,
 };
 use task_output::open::{child_stdio, create_output_file, open_output_append};
 use tokio::process::{Child, ChildStdin};
@@ -407,23 +407,19 @@ impl Prepared {
     ) -> Result<Child, ShellError> {
         let child = spawn().inspect_err(|error| self.guard.error = Some(error.to_string()))?;
         let marker = self.id.to_string();
-        let process =
-            child.id().map(
-                |pgid| match TaskFingerprint::of_leader(pgid, Some(&marker)) {
-                    Some(print) => ShellProcess {
-                        pgid,
-                        leader_started: Some(print.leader_started),
-                        session: print.session,
-                        uid: Some(print.uid),
-                    },
-                    None => ShellProcess {
-                        pgid,
-                        leader_started: None,
-                        session: None,
-                        uid: None,
-                    },
-                },
-            );
+        let process = child.id().map(|pgid| {
+            let print = TaskFingerprint::of_leader(pgid, Some(&marker));
+            ShellProcess {
+                pgid,
+                leader_started: print.as_ref().map(|p| p.leader_started),
+                owner: print.and_then(|p| {
+                    Some(ProcessOwner {
+                        session: p.session?,
+                        uid: p.uid,
+                    })
+                }),
+            }
+        });
         self.mark_running(process);
         Ok(child)
     }
@@ -565,13 +561,13 @@ impl Task for Killer {
         else {
             return Ok(());
         };
-        let killed = match (process.leader_started, process.session, process.uid) {
-            (Some(leader_started), Some(session), Some(uid)) => {
+        let killed = match (process.leader_started, process.owner) {
+            (Some(leader_started), Some(owner)) => {
                 crate::process::kill_orphaned_task(&TaskFingerprint {
                     pgid: process.pgid,
                     leader_started,
-                    session: Some(session),
-                    uid,
+                    session: Some(owner.session),
+                    uid: owner.uid,
                     marker: Some(orphan.id().to_string()),
                 })
                 .map(drop)

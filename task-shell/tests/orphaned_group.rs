@@ -204,10 +204,7 @@ async fn an_orphan_recorded_by_the_executor_is_reaped_from_its_state_and_a_forge
     let recorded = fx.state(&task.id());
     let process = process_of(&recorded);
     assert_eq!(process.pgid, task.pid().unwrap());
-    assert!(
-        process.session.is_some() && process.uid.is_some(),
-        "{process:?}"
-    );
+    assert!(process.owner.is_some(), "{process:?}");
 
     // A forged state: the same task, its numbers pointing at an unrelated group of this user.
     let mut bystander = Command::new("sleep")
@@ -221,8 +218,10 @@ async fn an_orphan_recorded_by_the_executor_is_reaped_from_its_state_and_a_forge
         shell.process = Some(task_core::ShellProcess {
             pgid: victim.pgid,
             leader_started: Some(victim.leader_started),
-            session: victim.session,
-            uid: Some(victim.uid),
+            owner: Some(task_core::ProcessOwner {
+                session: victim.session.unwrap(),
+                uid: victim.uid,
+            }),
         });
     }
     shell_executor(&fx).reap_orphan(&forged).unwrap();

@@ -107,8 +107,7 @@ pub(crate) fn recorded_group(pgid: u32) -> task_core::ShellProcess {
         pgid,
         leader_started: start_time(pgid),
         // No marker in an agent's environment: its orphan is reaped by group and start time.
-        session: None,
-        uid: None,
+        owner: None,
     }
 }
 

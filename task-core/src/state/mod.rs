@@ -20,7 +20,7 @@ pub use other::{
     DREAM_TURNS_CAP, DreamPhase, DreamState, DreamTurn, RemoteState, RemoteSubtype, WorkflowState,
     WorkflowStep,
 };
-pub use shell::{ShellKind, ShellProcess, ShellState};
+pub use shell::{ProcessOwner, ShellKind, ShellProcess, ShellState};
 
 use crate::{EndReason, TaskId, TaskStatus, TaskType};
 

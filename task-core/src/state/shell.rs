@@ -44,13 +44,19 @@ pub struct ShellProcess {
     /// When the group's leader started, in clock ticks after boot (`/proc/PID/stat` field 22).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader_started: Option<u64>,
-    /// The session the leader was started in (the supervisor's); absent in state written
-    /// before it was recorded.
+    /// The session and user the leader was started in; absent in state written before they
+    /// were recorded. Present, it also means every process of the task carries the task's id
+    /// as its marker (`TASKS_TASK_ID`), which the cleanup of an orphan checks before any signal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<u32>,
-    /// The user the processes run as; with `session`, it means every process of the task
-    /// carries the task's id as its marker (`TASKS_TASK_ID`), which the cleanup of an orphan
-    /// checks before any signal.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uid: Option<u32>,
+    pub owner: Option<ProcessOwner>,
+}
+
+/// The session and user a task's processes were started in (see [`ShellProcess::owner`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessOwner {
+    /// The session id (the supervisor's session).
+    pub session: u32,
+    /// The user id the processes run as.
+    pub uid: u32,
 }
