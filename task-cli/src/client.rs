@@ -239,6 +239,9 @@ fn spawn(paths: &SessionPaths, supervisor: &SupervisorCommand, ready: OwnedFd) -
         // memory from fragmenting over many threads (glibc's default is eight per core). Tasks
         // run in their callers' environments, so it reaches none of them.
         .env("MALLOC_ARENA_MAX", "2")
+        // Started from inside a task, it is still nobody's task: it must not die with the
+        // task whose marker this client carries.
+        .env_remove("TASKS_TASK_ID")
         .current_dir("/")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -10,7 +10,15 @@ use crate::engine::{Host, Launchers, MessageReply, Messenger};
 use crate::error::Result;
 
 /// Shell commands and monitors (task-shell), agents (task-agent).
+///
+/// The supervisor becomes a child subreaper, so what a task's process tree leaves behind is
+/// re-parented to it rather than to init: kills find it, and the zombies it adopts are reaped
+/// every sweep.
 pub fn standard(host: &Host) -> Result<Launchers> {
+    if let Err(error) = task_shell::process::become_subreaper() {
+        tracing::warn!(%error, "not a subreaper: escapees of a killed task go to init");
+    }
+    tokio::spawn(reap_adopted_orphans(host.config.sweep_interval));
     let tasks_dir = host.paths.tasks_dir();
     let shells = ShellExecutor::new(host.registry.clone(), &tasks_dir, host.config.shell.clone())
         .register_with_registry();
@@ -21,6 +29,19 @@ pub fn standard(host: &Host) -> Result<Launchers> {
         .with(Monitors(shells))
         .with(agents.clone())
         .with_messenger(AgentMessages(agents)))
+}
+
+/// Reaps, every `period`, the zombies this subreaper adopted (never its own children).
+async fn reap_adopted_orphans(period: std::time::Duration) {
+    let mut tick = tokio::time::interval(period);
+    loop {
+        tick.tick().await;
+        match tokio::task::spawn_blocking(task_shell::process::reap_adopted_orphans).await {
+            Ok(0) => {}
+            Ok(reaped) => tracing::debug!(reaped, "reaped adopted orphans"),
+            Err(error) => tracing::warn!(%error, "the orphan reaper did not run"),
+        }
+    }
 }
 
 /// Messages go to agents (queued while they run, resuming them once stopped).

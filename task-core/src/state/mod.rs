@@ -108,9 +108,6 @@ impl TaskStateBase {
 /// The data of a task's type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-// States live behind an `Arc` in the registry and are cloned per update, not moved around by
-// value in hot loops: the size of the largest variant costs nothing worth a box on every access.
-#[allow(clippy::large_enum_variant)]
 pub enum TaskKind {
     /// `local_bash` (kind `shell`) or `monitor_mcp` (kind `monitor`).
     Shell(ShellState),
