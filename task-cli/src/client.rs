@@ -241,7 +241,7 @@ fn spawn(paths: &SessionPaths, supervisor: &SupervisorCommand, ready: OwnedFd) -
         .env("MALLOC_ARENA_MAX", "2")
         // Started from inside a task, it is still nobody's task: it must not die with the
         // task whose marker this client carries.
-        .env_remove("TASKS_TASK_ID")
+        .env_remove(task_shell::process::TASK_MARKER_ENV)
         .current_dir("/")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

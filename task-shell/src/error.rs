@@ -70,9 +70,9 @@ pub enum ShellError {
     /// The registry could not kill the task.
     #[error(transparent)]
     Kill(KillError),
-    /// The task's supervisor stopped without reporting an outcome (its runtime shut down).
-    #[error("the supervisor of task {0} stopped before the task ended")]
-    SupervisorGone(TaskId),
+    /// The task's run stopped without reporting an outcome (its runtime shut down).
+    #[error("the run of task {0} stopped before the task ended")]
+    RunGone(TaskId),
 }
 
 impl From<RegistryError> for ShellError {

@@ -16,13 +16,13 @@ use tokio::sync::watch;
 
 use crate::book::{Book, mark_killed};
 use crate::config::ShellConfig;
+use crate::control::{Control, Controls, Outcome};
 use crate::error::ShellError;
-use crate::monitor::supervisor::{LiveSource, MonitorRun};
+use crate::monitor::run::{LiveSource, MonitorRun};
 use crate::monitor::{MonitorRequest, MonitorSource};
 use crate::process::{CommandSpec, TaskFingerprint};
 use crate::shell::ShellRequest;
-use crate::shell::supervisor::ShellRun;
-use crate::supervise::{Control, Outcome, Supervisors};
+use crate::shell::run::ShellRun;
 
 /// Runs `local_bash` and `monitor_mcp` tasks over real processes and sockets, recording their
 /// lifecycle in a task-core [`Registry`].
@@ -36,7 +36,7 @@ pub struct ShellExecutor {
     book: Book,
     config: Arc<ShellConfig>,
     output_dir: PathBuf,
-    supervisors: Arc<Supervisors>,
+    controls: Arc<Controls>,
     task: Arc<Killer>,
 }
 
@@ -47,15 +47,15 @@ impl ShellExecutor {
         output_dir: impl Into<PathBuf>,
         config: ShellConfig,
     ) -> Self {
-        let supervisors = Arc::new(Supervisors::default());
+        let controls = Arc::new(Controls::default());
         let task = Arc::new(Killer {
-            supervisors: Arc::clone(&supervisors),
+            controls: Arc::clone(&controls),
         });
         Self {
             book: Book::new(registry),
             config: Arc::new(config),
             output_dir: output_dir.into(),
-            supervisors,
+            controls,
             task,
         }
     }
@@ -209,7 +209,7 @@ impl ShellExecutor {
                 let stdout = child
                     .stdout
                     .take()
-                    .ok_or(ShellError::SupervisorGone(prepared.id))?;
+                    .ok_or(ShellError::RunGone(prepared.id))?;
                 (
                     LiveSource::Process {
                         child,
@@ -236,7 +236,7 @@ impl ShellExecutor {
             control,
             outcome,
         };
-        tokio::spawn(run.supervise(self.book.clone(), Arc::clone(&self.supervisors)));
+        tokio::spawn(run.drive(self.book.clone(), Arc::clone(&self.controls)));
         Ok(TaskHandle {
             id,
             output,
@@ -253,7 +253,7 @@ impl ShellExecutor {
     /// [`ShellError::UnknownTask`], or [`ShellError::AlreadyFinished`] when it has ended.
     pub async fn background(&self, id: &TaskId) -> Result<(), ShellError> {
         self.book.set_backgrounded(id)?;
-        self.supervisors.send(id, Control::Background).await;
+        self.controls.send(id, Control::Background).await;
         Ok(())
     }
 
@@ -280,7 +280,7 @@ impl ShellExecutor {
         }
     }
 
-    /// Creates the output file, opens the supervisor's control channel and registers the task.
+    /// Creates the output file, opens the control channel of its run and registers the task.
     fn prepare(
         &self,
         task_type: TaskType,
@@ -297,10 +297,10 @@ impl ShellExecutor {
             .owned_by(agent_id);
         state.base.tool_use_id = tool_use_id;
         // The control channel exists before the task is visible, so a kill that arrives while
-        // the process is being started waits for the supervisor instead of being lost.
-        let control = self.supervisors.open(id);
+        // the process is being started waits for its run instead of being lost.
+        let control = self.controls.open(id);
         if let Err(error) = self.book.register(state) {
-            self.supervisors.close(&id);
+            self.controls.close(&id);
             return Err(error);
         }
         Ok(Prepared {
@@ -310,7 +310,7 @@ impl ShellExecutor {
             guard: PendingGuard {
                 id,
                 book: self.book.clone(),
-                supervisors: Arc::clone(&self.supervisors),
+                controls: Arc::clone(&self.controls),
                 armed: true,
                 failure: Delivery::Silent,
                 error: None,
@@ -374,10 +374,10 @@ impl PendingShell {
             control,
             outcome,
         };
-        tokio::spawn(run.supervise(
+        tokio::spawn(run.drive(
             executor.book.clone(),
             Arc::clone(&executor.config),
-            Arc::clone(&executor.supervisors),
+            Arc::clone(&executor.controls),
         ));
         Ok(TaskHandle {
             id,
@@ -435,7 +435,7 @@ impl Prepared {
         self.guard.book.mark_running(&self.id, process);
     }
 
-    /// Gives the id, output path and control channel to the task's supervisor, which from now
+    /// Gives the id, output path and control channel to the task's run, which from now
     /// on records how the task ends.
     fn hand_over(self) -> (TaskId, PathBuf, tokio::sync::mpsc::Receiver<Control>) {
         let Self {
@@ -450,12 +450,12 @@ impl Prepared {
 }
 
 /// Ends a prepared task `failed` (exit 1) and closes its control channel if it is dropped before
-/// a supervisor takes over, so no error on the way leaves a task `pending` forever.
+/// its run takes over, so no error on the way leaves a task `pending` forever.
 #[derive(Debug)]
 struct PendingGuard {
     id: TaskId,
     book: Book,
-    supervisors: Arc<Supervisors>,
+    controls: Arc<Controls>,
     armed: bool,
     failure: Delivery,
     /// Why the start failed, if it got as far as trying.
@@ -470,7 +470,7 @@ impl Drop for PendingGuard {
                 .take()
                 .unwrap_or_else(|| "the task was never started".to_owned());
             self.book.mark_spawn_failed(&self.id, self.failure, error);
-            self.supervisors.close(&self.id);
+            self.controls.close(&self.id);
         }
     }
 }
@@ -515,11 +515,11 @@ impl TaskHandle {
     /// Waits until the task has ended and its end is recorded.
     ///
     /// # Errors
-    /// [`ShellError::SupervisorGone`] if the runtime shut down before the task ended.
+    /// [`ShellError::RunGone`] if the runtime shut down before the task ended.
     pub async fn wait(&mut self) -> Result<Outcome, ShellError> {
         match self.outcome.wait_for(Option::is_some).await {
-            Ok(outcome) => outcome.clone().ok_or(ShellError::SupervisorGone(self.id)),
-            Err(_) => Err(ShellError::SupervisorGone(self.id)),
+            Ok(outcome) => outcome.clone().ok_or(ShellError::RunGone(self.id)),
+            Err(_) => Err(ShellError::RunGone(self.id)),
         }
     }
 }
@@ -527,16 +527,16 @@ impl TaskHandle {
 /// The [`Task`] implementation the registry calls to kill shells and monitors.
 #[derive(Debug)]
 struct Killer {
-    supervisors: Arc<Supervisors>,
+    controls: Arc<Controls>,
 }
 
 #[async_trait]
 impl Task for Killer {
     async fn kill(&self, registry: &Registry, id: &TaskId) -> Result<(), KillError> {
-        if self.supervisors.kill(id).await {
+        if self.controls.kill(id).await {
             return Ok(());
         }
-        // No live supervisor: the task ended after the registry's check (the trait's contract:
+        // No live run: the task ended after the registry's check (the trait's contract:
         // nothing to do, and the state tells), or it was never supervised by this process.
         // Record the kill if it is still unfinished.
         match registry.get(id).map(|state| state.status()) {

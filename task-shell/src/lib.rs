@@ -49,6 +49,7 @@
 
 mod book;
 pub mod config;
+mod control;
 pub mod error;
 mod executor;
 mod growth;
@@ -59,12 +60,11 @@ mod output;
 pub mod process;
 pub mod prompt;
 pub mod shell;
-mod supervise;
 pub mod watchdog;
 
 pub use book::monitor_event_summary;
 pub use config::ShellConfig;
+pub use control::Outcome;
 pub use error::ShellError;
 pub use executor::{PendingShell, ShellExecutor, TaskHandle};
 pub use launch::{MonitorStart, Monitors, ShellStart};
-pub use supervise::Outcome;

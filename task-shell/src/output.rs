@@ -1,4 +1,4 @@
-//! The few things the supervisors do with a task's output file besides handing it to the child.
+//! The few things the controls do with a task's output file besides handing it to the child.
 //!
 //! All of these are bounded (one `lstat`, one read of at most the stall tail, one short append),
 //! so they run inline in the supervising task.

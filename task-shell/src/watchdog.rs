@@ -1,6 +1,6 @@
 //! The stall and size watchdogs as state machines (SPEC §5).
 //!
-//! They hold no timers and do no I/O: the supervisor stats the output file on its own schedule,
+//! They hold no timers and do no I/O: the task's run stats the output file on its own schedule,
 //! feeds the size and the current instant in, and does what the returned step says. That keeps the
 //! rules testable without clocks and the I/O in one place.
 
@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::prompt::looks_like_prompt;
 
-/// What the supervisor should do after feeding the stall watchdog an observation.
+/// What the task's run should do after feeding the stall watchdog an observation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StallStep {

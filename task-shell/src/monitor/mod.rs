@@ -1,6 +1,6 @@
 //! `monitor_mcp` tasks: a watch whose every stdout line, or every WebSocket frame, is an event.
 
-pub(crate) mod supervisor;
+pub(crate) mod run;
 pub mod ws;
 
 use std::fmt;

@@ -1,6 +1,6 @@
 //! `local_bash` tasks: a shell command whose output goes straight to its output file.
 
-pub(crate) mod supervisor;
+pub(crate) mod run;
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
 //! What every supervised task shares: the control channel a kill or a backgrounding travels on,
-//! the table of live supervisors, and killing a child's whole tree and reaping it.
+//! the table of live controls, and killing a child's whole tree and reaping it.
 
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::process::kill_tree;
 
-/// How many control messages may wait for a supervisor (kills and backgroundings are rare).
+/// How many control messages may wait for a task's run (kills and backgroundings are rare).
 const CONTROL_CAPACITY: usize = 4;
 
 /// How a shell or monitor task ended, as its caller sees it.
@@ -22,14 +22,14 @@ pub struct Outcome {
     /// The exit code: the process's own, 137 when killed, 143 when timed out; for a WebSocket
     /// monitor 0 when the peer closed the socket and 1 when the connection failed.
     pub exit_code: i32,
-    /// The text appended to the output when the supervisor ended the task (timeout, size cap,
+    /// The text appended to the output when its run ended the task (timeout, size cap,
     /// connection error), as the command's stderr would carry it.
     pub message: Option<String>,
     /// Why it ended (also recorded in the task's state).
     pub reason: task_core::EndReason,
 }
 
-/// A request to a running task's supervisor.
+/// A request to a running task's run (the tokio task that drives it).
 #[derive(Debug)]
 pub(crate) enum Control {
     /// Kill the task now; the reply is sent once its process is reaped.
@@ -41,26 +41,26 @@ pub(crate) enum Control {
     Background,
 }
 
-/// The control ends of every live supervisor, by task id.
+/// The control ends of every live run, by task id.
 #[derive(Debug, Default)]
-pub(crate) struct Supervisors {
+pub(crate) struct Controls {
     controls: DashMap<TaskId, mpsc::Sender<Control>>,
 }
 
-impl Supervisors {
-    /// Registers a supervisor for `id` and returns the receiving end it listens on.
+impl Controls {
+    /// Registers the run of `id` and returns the receiving end it listens on.
     pub(crate) fn open(&self, id: TaskId) -> mpsc::Receiver<Control> {
         let (sender, receiver) = mpsc::channel(CONTROL_CAPACITY);
         self.controls.insert(id, sender);
         receiver
     }
 
-    /// Forgets the supervisor of `id` (it has finished).
+    /// Forgets the run of `id` (it has finished).
     pub(crate) fn close(&self, id: &TaskId) {
         self.controls.remove(id);
     }
 
-    /// Sends `control` to the supervisor of `id`; `false` when there is none any more.
+    /// Sends `control` to the run of `id`; `false` when there is none any more.
     pub(crate) async fn send(&self, id: &TaskId, control: Control) -> bool {
         let Some(sender) = self.controls.get(id).map(|entry| entry.value().clone()) else {
             return false;
@@ -68,8 +68,8 @@ impl Supervisors {
         sender.send(control).await.is_ok()
     }
 
-    /// Asks the supervisor of `id` to kill its task and waits until it has; `false` when the
-    /// task had already finished (its supervisor was gone or ended before reading the request).
+    /// Asks the run of `id` to kill its task and waits until it has; `false` when the
+    /// task had already finished (its run was gone or ended before reading the request).
     pub(crate) async fn kill(&self, id: &TaskId) -> bool {
         let (done, finished) = oneshot::channel();
         self.send(id, Control::Kill { done }).await && finished.await.is_ok()

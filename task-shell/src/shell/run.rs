@@ -1,4 +1,4 @@
-//! The per-task supervisor of a `local_bash` task: one tokio task that waits for the process,
+//! The run of a `local_bash` task: one tokio task that waits for the process,
 //! obeys kill and background requests, enforces the timeout and runs the watchdogs.
 
 use std::path::{Path, PathBuf};
@@ -12,10 +12,10 @@ use tokio::time::{Instant, Interval, MissedTickBehavior, interval_at};
 
 use crate::book::Book;
 use crate::config::ShellConfig;
+use crate::control::{Control, Controls, Outcome, deadline, freeze_group, kill_and_reap};
 use crate::growth::Growth;
 use crate::output::{append_line, output_size, output_tail};
 use crate::process::{EXIT_KILLED, exit_code};
-use crate::supervise::{Control, Outcome, Supervisors, deadline, freeze_group, kill_and_reap};
 use crate::watchdog::{SizeCap, StallStep, StallWatchdog};
 
 /// Why the supervision loop stopped.
@@ -27,7 +27,7 @@ enum End {
     OverCap(SizeCap),
 }
 
-/// Everything one supervisor owns.
+/// Everything one run owns.
 #[derive(Debug)]
 pub(crate) struct ShellRun {
     pub(crate) id: TaskId,
@@ -70,14 +70,14 @@ impl Watchdogs {
 
 impl ShellRun {
     /// Supervises the task until it ends, records the end and tells the waiting caller.
-    pub(crate) async fn supervise(
+    pub(crate) async fn drive(
         mut self,
         book: Book,
         config: Arc<ShellConfig>,
-        supervisors: Arc<Supervisors>,
+        controls: Arc<Controls>,
     ) {
         let end = self.run(&book, &config).await;
-        supervisors.close(&self.id);
+        controls.close(&self.id);
         let outcome = self.settle(&book, end);
         self.outcome.send_replace(Some(outcome));
     }

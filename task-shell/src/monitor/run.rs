@@ -1,4 +1,4 @@
-//! The per-task supervisor of a `monitor_mcp` task: turns its source into events, obeys kill
+//! The run of a `monitor_mcp` task: turns its source into events, obeys kill
 //! requests and ends the watch at its timeout. Monitors have no stall watchdog (SPEC §6).
 
 use std::fs::File;
@@ -12,11 +12,11 @@ use tokio::process::{Child, ChildStdout};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::book::{Book, MonitorEnd};
+use crate::control::{Control, Controls, Outcome, deadline, kill_and_reap};
 use crate::lines::LineSplitter;
 use crate::monitor::ws::{WsTarget, stream_events};
 use crate::output::{append_bytes, append_line};
 use crate::process::{EXIT_KILLED, exit_code};
-use crate::supervise::{Control, Outcome, Supervisors, deadline, kill_and_reap};
 
 /// Bytes read from a monitor command's stdout at a time.
 const READ_CHUNK: usize = 8 * 1024;
@@ -52,7 +52,7 @@ enum End {
     TimedOut,
 }
 
-/// Everything one monitor supervisor owns.
+/// Everything one monitor's run owns.
 #[derive(Debug)]
 pub(crate) struct MonitorRun {
     pub(crate) id: TaskId,
@@ -90,7 +90,7 @@ impl Events<'_> {
 
 impl MonitorRun {
     /// Runs the watch until it ends, records the end and tells the waiting caller.
-    pub(crate) async fn supervise(self, book: Book, supervisors: Arc<Supervisors>) {
+    pub(crate) async fn drive(self, book: Book, controls: Arc<Controls>) {
         let MonitorRun {
             id,
             mut source,
@@ -120,7 +120,7 @@ impl MonitorRun {
         {
             kill_and_reap(child, *pid, &id).await;
         }
-        supervisors.close(&id);
+        controls.close(&id);
         let result = settle(&book, id, &output, end, timeout);
         outcome.send_replace(Some(result));
     }
