@@ -333,3 +333,54 @@ async fn the_mcp_agent_tool_runs_the_configured_cli_and_send_message_resumes_it(
     );
     client.cancel().await.unwrap();
 }
+
+#[test]
+fn a_shell_an_agent_started_through_tasks_mcp_dies_with_the_agent() {
+    let sandbox = Sandbox::new();
+    let requests = sandbox.path("mcp-in.jsonl");
+    let answers = sandbox.path("mcp-out.jsonl");
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "agent", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "Bash", "arguments": {"command": "sleep 301", "run_in_background": true}}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&requests, text).unwrap();
+    let script = sandbox.script(
+        "mcp-user.jsonl",
+        &[
+            json!({"read_user": true}),
+            // The agent's MCP client: `tasks mcp` on its stdio (kept open while the agent works).
+            json!({"spawn": format!(
+                "(cat {}; sleep 300) | tasks mcp > {}",
+                requests.display(),
+                answers.display()
+            ), "pid_file": sandbox.path("mcp.pid").display().to_string()}),
+            json!({"wait_file": sandbox.path("never").display().to_string()}),
+        ],
+    );
+    let id = sandbox.agent(&["--prompt", "use mcp"], &script);
+    let shell = support::eventually("the Bash tool's answer", || {
+        let text = std::fs::read_to_string(&answers).ok()?;
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|answer| answer["id"] == 2)
+            .and_then(|answer| {
+                answer["result"]["structuredContent"]["backgroundTaskId"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+    });
+    let owned = support::eventually("the shell running", || {
+        let task = sandbox.listed(&shell);
+        (task["status"] == "running").then_some(task)
+    });
+    assert_eq!(owned["agentId"], id.as_str(), "{owned}");
+    assert_eq!(sandbox.ok(&["kill", &id]).trim(), format!("{id} killed"));
+    support::eventually("the MCP-started shell killed with its agent", || {
+        (sandbox.listed(&shell)["status"] == "killed").then_some(())
+    });
+}
