@@ -260,6 +260,10 @@ fn output(session: &Session, args: &OutputArgs, json: bool) -> Result<u8> {
     if args.follow {
         return follow(session, &id, offset, chunk);
     }
+    let whole = offset == 0 && args.max_bytes.is_none();
+    if !json && whole && session.task(&id)?.task.base.task_type == task_core::TaskType::LocalAgent {
+        return print_transcript(session, &id).map(|()| exit::OK);
+    }
     let new_offset = if json {
         let delta = session.read_text_delta(&id, offset, chunk)?;
         let status = session.task(&id)?.status();
@@ -299,6 +303,50 @@ fn print_to_end(session: &Session, id: &TaskId, mut offset: u64, chunk: usize) -
 }
 
 /// How many bytes of the output of `id` lie past `offset` now (0 when there is no file).
+/// Prints an agent's transcript as a person reads it: its text, each tool it used (with the
+/// activity the reference shows), and how each turn ended. Lines of no known format are
+/// skipped (`--json` prints the transcript as it is).
+fn print_transcript(session: &Session, id: &TaskId) -> Result<()> {
+    use std::io::BufRead;
+    use task_agent::format::{DetectingParser, LineParser};
+    use task_agent::{AgentEvent, TurnOutcome};
+
+    let path = session.output_path(id);
+    let file = std::fs::File::open(&path).map_err(|e| crate::CliError::io("read", &path, e))?;
+    let mut parser = DetectingParser::default();
+    let mut events = Vec::new();
+    for line in std::io::BufReader::new(file).split(b'\n') {
+        let line = line.map_err(|e| crate::CliError::io("read", &path, e))?;
+        events.clear();
+        if parser.parse_line(&line, &mut events).is_err() {
+            continue;
+        }
+        let mut text = String::new();
+        for event in &events {
+            match event {
+                AgentEvent::Text(said) => text.push_str(&format!("{said}\n")),
+                AgentEvent::ToolStarted(tool) => {
+                    let what = task_agent::activity::description(&tool.name, &tool.input)
+                        .unwrap_or_else(|| tool.name.clone());
+                    text.push_str(&format!("  → {what}\n"));
+                }
+                AgentEvent::ToolFinished { is_error: true, .. } => {
+                    text.push_str("    (the tool failed)\n");
+                }
+                AgentEvent::TurnEnded(TurnOutcome::Success { result }) => {
+                    text.push_str(&format!("✓ {}\n", result.as_deref().unwrap_or("done")));
+                }
+                AgentEvent::TurnEnded(outcome) => {
+                    text.push_str(&format!("✗ {}\n", outcome.error_text().unwrap_or_default()));
+                }
+                _ => {}
+            }
+        }
+        render::out(&text)?;
+    }
+    Ok(())
+}
+
 fn output_left(session: &Session, id: &TaskId, offset: u64) -> Result<u64> {
     let len = std::fs::metadata(session.output_path(id)).map_or(0, |meta| meta.len());
     Ok(len.saturating_sub(offset))

@@ -151,6 +151,23 @@ fn an_agent_runs_to_its_result_and_a_message_resumes_it_under_the_same_id() {
     ] {
         assert!(text.contains(part), "{part} missing in {text}");
     }
+    // Its output reads as a conversation; --json gives the transcript as it is.
+    let readable = sandbox.ok(&["output", &id]);
+    assert!(readable.contains("There are 3 files.\n"), "{readable}");
+    assert!(
+        readable.contains("  → ") && readable.contains("List files"),
+        "{readable}"
+    );
+    assert!(readable.contains("✓ 3 files\n"), "{readable}");
+    assert!(!readable.contains("\"type\""), "{readable}");
+    let raw: Value = serde_json::from_str(&sandbox.ok(&["output", &id, "--json"])).unwrap();
+    assert!(
+        raw["output"]
+            .as_str()
+            .unwrap()
+            .contains("\"type\":\"result\""),
+        "{raw}"
+    );
     let table = sandbox.ok(&["ps", "--all"]);
     let row = table.lines().find(|l| l.starts_with(&id)).unwrap();
     assert!(row.contains("1.3k tokens · 1 tool"), "{row}");
