@@ -19,9 +19,9 @@ pub struct AgentStart {
     /// The agent CLI, program then arguments (`["claude"]`, `["codex", "exec"]`); the runner
     /// adds the flags its format needs.
     pub command: Vec<String>,
-    /// Its event format (`claude` when absent).
+    /// Its event format (`claude` when absent), or `auto`.
     #[serde(default)]
-    pub runner: CliFormat,
+    pub runner: RunnerFormat,
     /// The one-line description shown in notifications.
     pub description: String,
     /// The first user turn.
@@ -37,6 +37,33 @@ pub struct AgentStart {
     pub subagent_type: Option<String>,
 }
 
+/// The event format of an agent CLI as a front end names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunnerFormat {
+    /// Claude Code's stream-json.
+    #[default]
+    Claude,
+    /// OpenAI Codex's `exec --json` events.
+    Codex,
+    /// Gemini CLI's stream-json.
+    Gemini,
+    /// Detected from the first line of the transcript; the command runs exactly as given.
+    Auto,
+}
+
+impl RunnerFormat {
+    /// The format, or `None` for one detected from the transcript.
+    pub fn format(self) -> Option<CliFormat> {
+        match self {
+            RunnerFormat::Claude => Some(CliFormat::Claude),
+            RunnerFormat::Codex => Some(CliFormat::Codex),
+            RunnerFormat::Gemini => Some(CliFormat::Gemini),
+            RunnerFormat::Auto => None,
+        }
+    }
+}
+
 impl Launch for AgentExecutor {
     type Request = AgentStart;
     const KIND: &'static str = "agent";
@@ -49,8 +76,12 @@ impl Launch for AgentExecutor {
             let error = AgentError::MissingWorkingDir { path: caller.cwd };
             return Err(LaunchError::Invalid(error.to_string()));
         }
-        let runner = CommandRunner::new(start.command, start.runner, self.config().clone())
-            .map_err(|error| LaunchError::Invalid(error.to_string()))?;
+        let config = self.config().clone();
+        let runner = match start.runner.format() {
+            Some(format) => CommandRunner::new(start.command, format, config),
+            None => CommandRunner::detecting(start.command, config),
+        }
+        .map_err(|error| LaunchError::Invalid(error.to_string()))?;
         let mut request = AgentRequest::new(Arc::new(runner), start.description, start.prompt);
         request.name = start.name;
         request.model = start.model;

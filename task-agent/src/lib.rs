@@ -69,7 +69,7 @@ pub use executor::{
     PendingAgent, SendOutcome,
 };
 pub use format::{CliFormat, LineParser};
-pub use launch::AgentStart;
+pub use launch::{AgentStart, RunnerFormat};
 pub use notify::{RunEnd, agent_notification, stopped_notification};
 pub use progress::{Change, ProgressTracker};
 pub use runner::{AgentRunner, AgentSession, AgentSpec, SessionEnd, SessionEvent};

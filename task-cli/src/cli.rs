@@ -95,30 +95,21 @@ pub struct RunArgs {
     pub command: Vec<String>,
 }
 
-/// The event format of an agent CLI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum RunnerFormat {
-    /// Claude Code (`-p … --output-format stream-json --verbose`).
-    Claude,
-    /// OpenAI Codex (`codex exec --json`).
-    Codex,
-    /// Gemini CLI (`--output-format stream-json`).
-    Gemini,
-}
-
 /// `tasks agent`.
 #[derive(Debug, Args)]
 pub struct AgentArgs {
-    /// The CLI's event format; the flags it needs are added when absent.
-    #[arg(long, value_enum, default_value_t = RunnerFormat::Claude)]
-    pub runner: RunnerFormat,
+    /// The CLI's event format (claude, codex, gemini): the flags it needs are added when absent.
+    /// `auto`: the command runs exactly as given (the prompt in it, stdin closed) and the format
+    /// is detected from its first line.
+    #[arg(long, default_value = "claude", value_parser = parse_runner)]
+    pub runner: task_agent::RunnerFormat,
     /// A name the agent can be addressed by (`tasks send NAME …`).
     #[arg(long)]
     pub name: Option<String>,
     /// Human description (default: the prompt).
     #[arg(short, long)]
     pub description: Option<String>,
-    /// The first user turn.
+    /// The first user turn (with `--runner auto`, only recorded: the command carries it).
     #[arg(long, short)]
     pub prompt: String,
     /// Wait for the agent to stop, print its notification and exit with its status.
@@ -127,6 +118,11 @@ pub struct AgentArgs {
     /// The agent CLI: program, then arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+fn parse_runner(text: &str) -> Result<task_agent::RunnerFormat, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned()))
+        .map_err(|_| format!("{text:?}: expected claude, codex, gemini or auto"))
 }
 
 /// `tasks send`.

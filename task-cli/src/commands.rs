@@ -6,11 +6,11 @@ use clap::CommandFactory;
 use serde_json::json;
 use task_core::{TaskId, TaskStatus};
 
-use task_agent::{AgentExecutor, AgentStart, CliFormat};
+use task_agent::{AgentExecutor, AgentStart};
 
 use crate::cli::{
     AgentArgs, Cli, Command, CompletionShell, KillArgs, MonitorArgs, NotificationsArgs, OutputArgs,
-    PsArgs, RunArgs, RunnerFormat, SendArgs, WaitArgs,
+    PsArgs, RunArgs, SendArgs, WaitArgs,
 };
 use crate::error::{Result, exit};
 use task_shell::monitor::WsTarget;
@@ -120,11 +120,7 @@ fn started(session: &Session, id: TaskId, wait: bool, json: bool) -> Result<u8> 
 fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
     let start = AgentStart {
         command: args.command,
-        runner: match args.runner {
-            RunnerFormat::Claude => CliFormat::Claude,
-            RunnerFormat::Codex => CliFormat::Codex,
-            RunnerFormat::Gemini => CliFormat::Gemini,
-        },
+        runner: args.runner,
         description: args.description.unwrap_or_else(|| args.prompt.clone()),
         prompt: args.prompt,
         name: args.name,

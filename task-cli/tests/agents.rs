@@ -401,3 +401,41 @@ fn a_shell_an_agent_started_through_tasks_mcp_dies_with_the_agent() {
         (sandbox.listed(&shell)["status"] == "killed").then_some(())
     });
 }
+
+#[test]
+fn with_runner_auto_the_command_runs_as_given_and_its_format_is_detected() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(
+        "auto.jsonl",
+        &[
+            json!({"tool": "Read", "input": {"file_path": "/etc/hostname"}}),
+            json!({"text": "read it"}),
+            json!({"result": "hostname read"}),
+        ],
+    );
+    let fake = fake_agent();
+    // The flags are the user's own; the runner adds none (no -p, no stream-json input).
+    let out = sandbox.tasks(&[
+        "agent",
+        "--runner",
+        "auto",
+        "--prompt",
+        "read the hostname",
+        "--wait",
+        "--",
+        fake.to_str().unwrap(),
+        "--script",
+        &script,
+        "--output-format",
+        "stream-json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("<result>hostname read</result>"), "{text}");
+    assert!(text.contains("<tool_uses>1</tool_uses>"), "{text}");
+    let bad = sandbox.tasks(&["agent", "--runner", "cobol", "--prompt", "x", "--", "true"]);
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("expected claude, codex, gemini or auto")
+    );
+}

@@ -24,11 +24,16 @@ use crate::runner::{AgentRunner, AgentSession, AgentSpec};
 /// `--input-format stream-json`; for Codex `--json`; for Gemini `--output-format stream-json`)
 /// and passes the prompt the format's way (Claude: the first stream-json user line on stdin,
 /// which stays open for messages; Codex and Gemini: an argument, stdin closed).
+///
+/// A runner made with [`CommandRunner::detecting`] adds nothing: it runs the command exactly as
+/// given (the prompt is part of it, stdin is closed) and learns the format from the first line
+/// of the transcript it recognises; it takes no messages and cannot resume.
 #[derive(Debug, Clone)]
 pub struct CommandRunner {
     program: OsString,
     args: Vec<OsString>,
-    format: CliFormat,
+    /// `None`: detected from the transcript.
+    format: Option<CliFormat>,
     config: AgentConfig,
 }
 
@@ -42,6 +47,25 @@ impl CommandRunner {
         format: CliFormat,
         config: AgentConfig,
     ) -> Result<Self, AgentError> {
+        Self::with_format(command, Some(format), config)
+    }
+
+    /// A runner of `command` exactly as given, whose format is detected from its output.
+    ///
+    /// # Errors
+    /// [`AgentError::EmptyCommand`] when `command` is empty.
+    pub fn detecting(
+        command: impl IntoIterator<Item = impl Into<OsString>>,
+        config: AgentConfig,
+    ) -> Result<Self, AgentError> {
+        Self::with_format(command, None, config)
+    }
+
+    fn with_format(
+        command: impl IntoIterator<Item = impl Into<OsString>>,
+        format: Option<CliFormat>,
+        config: AgentConfig,
+    ) -> Result<Self, AgentError> {
         let mut command = command.into_iter().map(Into::into);
         let program = command.next().ok_or(AgentError::EmptyCommand)?;
         Ok(CommandRunner {
@@ -52,8 +76,8 @@ impl CommandRunner {
         })
     }
 
-    /// The format it speaks.
-    pub fn format(&self) -> CliFormat {
+    /// The format it speaks; `None` when it is detected from the transcript.
+    pub fn format(&self) -> Option<CliFormat> {
         self.format
     }
 
@@ -62,9 +86,22 @@ impl CommandRunner {
         spec: &AgentSpec,
         resume: Option<(&str, &str)>,
     ) -> Result<Box<dyn AgentSession>, AgentError> {
-        let plan = args::plan(self.format, &self.args, spec, resume)?;
+        let (plan, parser): (_, Box<dyn crate::format::LineParser>) = match self.format {
+            Some(format) => (
+                args::plan(format, &self.args, spec, resume)?,
+                format.parser(),
+            ),
+            None if resume.is_some() => return Err(AgentError::ResumeUnsupported("auto")),
+            None => (
+                args::LaunchPlan {
+                    args: self.args.clone(),
+                    first_turn: None,
+                },
+                Box::new(crate::format::DetectingParser::default()),
+            ),
+        };
         let session =
-            CommandSession::spawn(&self.program, plan, self.format, spec, &self.config).await?;
+            CommandSession::spawn(&self.program, plan, parser, spec, &self.config).await?;
         Ok(Box::new(session))
     }
 }
@@ -72,12 +109,12 @@ impl CommandRunner {
 #[async_trait]
 impl AgentRunner for CommandRunner {
     fn name(&self) -> &'static str {
-        self.format.as_str()
+        self.format.map_or("auto", CliFormat::as_str)
     }
 
     /// Only Claude's stream-json input takes messages while the CLI runs.
     fn accepts_messages(&self) -> bool {
-        self.format == CliFormat::Claude
+        self.format == Some(CliFormat::Claude)
     }
 
     async fn start(&self, spec: &AgentSpec) -> Result<Box<dyn AgentSession>, AgentError> {

@@ -15,7 +15,7 @@ use super::args::{LaunchPlan, user_turn};
 use super::process::{StderrTail, die_with_parent, recorded_group, signal_group};
 use crate::config::AgentConfig;
 use crate::error::AgentError;
-use crate::format::CliFormat;
+use crate::format::LineParser;
 use crate::runner::{AgentSession, AgentSpec, SessionEnd, SessionEvent};
 use crate::tail::{PollBackoff, TranscriptTail};
 
@@ -42,7 +42,7 @@ impl CommandSession {
     pub(crate) async fn spawn(
         program: &OsStr,
         plan: LaunchPlan,
-        format: CliFormat,
+        parser: Box<dyn LineParser>,
         spec: &AgentSpec,
         config: &AgentConfig,
     ) -> Result<Self, AgentError> {
@@ -96,7 +96,7 @@ impl CommandSession {
         let tail = TranscriptTail::new(
             &spec.transcript,
             start_offset,
-            format.parser(),
+            parser,
             config.max_read_bytes,
             config.max_line_bytes,
         );

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use task_agent::{AgentExecutor, AgentStart, CliFormat, launch_text};
+use task_agent::{AgentExecutor, AgentStart, RunnerFormat, launch_text};
 use task_core::TaskKind;
 
 use crate::session::Session;
@@ -22,20 +22,18 @@ pub const AGENT_RUNNER_ENV: &str = "TASKS_AGENT_RUNNER";
 const FOREGROUND_LIMIT: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 
 /// The configured agent CLI and its format, or why there is none usable.
-pub(crate) fn configured_runner() -> Result<(Vec<String>, CliFormat), String> {
+pub(crate) fn configured_runner() -> Result<(Vec<String>, RunnerFormat), String> {
     let line = std::env::var(AGENT_COMMAND_ENV)
         .map_err(|_| format!("no agent command is configured (set {AGENT_COMMAND_ENV})"))?;
     let command = shlex::split(&line)
         .filter(|words| !words.is_empty())
         .ok_or_else(|| format!("{AGENT_COMMAND_ENV}={line:?} is not a command line"))?;
     let runner = match std::env::var(AGENT_RUNNER_ENV).as_deref() {
-        Err(_) | Ok("" | "claude") => CliFormat::Claude,
-        Ok("codex") => CliFormat::Codex,
-        Ok("gemini") => CliFormat::Gemini,
-        Ok(other) => {
-            return Err(format!(
-                "{AGENT_RUNNER_ENV}={other:?}: expected claude, codex or gemini"
-            ));
+        Err(_) | Ok("") => RunnerFormat::Claude,
+        Ok(name) => {
+            serde_json::from_value(serde_json::Value::String(name.to_owned())).map_err(|_| {
+                format!("{AGENT_RUNNER_ENV}={name:?}: expected claude, codex, gemini or auto")
+            })?
         }
     };
     Ok((command, runner))
