@@ -12,6 +12,8 @@
 //! | `poll_interval_ms`          | `TASKS_POLL_MS`               | 100      |
 //! | `sweep_interval_ms`         | `TASKS_SWEEP_MS`              | 1 000    |
 //! | `request_timeout`           | `TASKS_REQUEST_TIMEOUT`       | `10s`    |
+//! | `agent_command`             | `TASKS_AGENT_COMMAND`         | none     |
+//! | `agent_runner`              | `TASKS_AGENT_RUNNER`          | `claude` |
 //!
 //! Millisecond settings take a number; `request_timeout` takes a human duration (`500ms`,
 //! `10s`, `1m 30s`; a bare number is milliseconds).
@@ -42,6 +44,10 @@ pub struct Config {
     /// How long a client waits for the supervisor's answer; a request answered later is not
     /// carried out at all.
     pub request_timeout: Duration,
+    /// The agent CLI the MCP `Agent` tool runs, as a shell would split it (none: no such tool).
+    pub agent_command: Option<String>,
+    /// That CLI's event format: `claude`, `codex`, `gemini` or `auto`.
+    pub agent_runner: Option<String>,
     /// The shell executors' settings (stall and size watchdogs, monitor timeouts).
     pub shell: ShellConfig,
 }
@@ -54,6 +60,8 @@ impl Default for Config {
             poll_interval: Duration::from_millis(100),
             sweep_interval: Duration::from_millis(1_000),
             request_timeout: Duration::from_secs(10),
+            agent_command: None,
+            agent_runner: None,
             shell: ShellConfig::default(),
         }
     }
@@ -72,6 +80,8 @@ struct ConfigFile {
     poll_interval_ms: Option<u64>,
     sweep_interval_ms: Option<u64>,
     request_timeout: Option<String>,
+    agent_command: Option<String>,
+    agent_runner: Option<String>,
 }
 
 impl Config {
@@ -119,6 +129,8 @@ impl Config {
             file.sweep_interval_ms,
             config.sweep_interval,
         )?;
+        config.agent_command = env("TASKS_AGENT_COMMAND").or(file.agent_command);
+        config.agent_runner = env("TASKS_AGENT_RUNNER").or(file.agent_runner);
         if let Some(text) = env("TASKS_REQUEST_TIMEOUT").or(file.request_timeout) {
             config.request_timeout = parse_duration(&text)
                 .map_err(|e| CliError::Invalid(format!("TASKS_REQUEST_TIMEOUT={text:?}: {e}")))?;

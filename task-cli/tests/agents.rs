@@ -439,3 +439,51 @@ fn with_runner_auto_the_command_runs_as_given_and_its_format_is_detected() {
         String::from_utf8_lossy(&bad.stderr).contains("expected claude, codex, gemini or auto")
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agent_command_may_come_from_the_sessions_config_file() {
+    use rmcp::ServiceExt;
+
+    let sandbox = Sandbox::new();
+    let session = sandbox.path("default");
+    std::fs::create_dir_all(&session).unwrap();
+    std::fs::set_permissions(
+        &session,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let config = json!({"agent_command": format!("{} --script x", fake_agent().display()),
+                        "agent_runner": "claude"});
+    std::fs::write(session.join("config.json"), config.to_string()).unwrap();
+    let list_tools = async |config_dir: &Path| {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tasks"));
+        command
+            .arg("mcp")
+            .env("TASKS_ROOT", config_dir)
+            .env_remove("TASKS_SESSION")
+            .env_remove("TASKS_AGENT_COMMAND")
+            .env_remove("TASKS_AGENT_RUNNER");
+        let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+        let client = ().serve(transport).await.unwrap();
+        let names: Vec<String> = client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        client.cancel().await.unwrap();
+        names
+    };
+    assert!(
+        list_tools(sandbox.root.path())
+            .await
+            .contains(&"Agent".to_owned())
+    );
+    let unconfigured = tempfile::tempdir().unwrap();
+    assert!(
+        !list_tools(unconfigured.path())
+            .await
+            .contains(&"Agent".to_owned())
+    );
+}

@@ -1,38 +1,37 @@
 //! `Agent` and `SendMessage`: background agents run by the session's supervisor through the
-//! agent CLI configured in `TASKS_AGENT_COMMAND` (a command line, split as a shell would), in
-//! the format named by `TASKS_AGENT_RUNNER` (`claude`, the default, `codex` or `gemini`).
+//! agent CLI configured in `TASKS_AGENT_COMMAND` or the session's `config.json`
+//! (`agent_command`: a command line, split as a shell would), in the format named by
+//! `TASKS_AGENT_RUNNER` / `agent_runner` (`claude`, the default, `codex`, `gemini` or `auto`).
 
 use std::sync::Arc;
 
 use task_agent::{AgentExecutor, AgentStart, RunnerFormat, launch_text};
 use task_core::TaskKind;
 
+use crate::config::Config;
 use crate::session::Session;
 
 use super::context::{Context, Failure, Reply, blocking};
 use super::schema::{AgentInput, SendMessageInput};
-
-/// The environment variable naming the agent CLI the `Agent` tool runs.
-pub const AGENT_COMMAND_ENV: &str = "TASKS_AGENT_COMMAND";
-/// The environment variable naming that CLI's event format.
-pub const AGENT_RUNNER_ENV: &str = "TASKS_AGENT_RUNNER";
 
 /// How long a foreground `Agent` call waits for its agent (it is killed if the call is
 /// abandoned first).
 const FOREGROUND_LIMIT: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 
 /// The configured agent CLI and its format, or why there is none usable.
-pub(crate) fn configured_runner() -> Result<(Vec<String>, RunnerFormat), String> {
-    let line = std::env::var(AGENT_COMMAND_ENV)
-        .map_err(|_| format!("no agent command is configured (set {AGENT_COMMAND_ENV})"))?;
-    let command = shlex::split(&line)
+pub(crate) fn configured_runner(config: &Config) -> Result<(Vec<String>, RunnerFormat), String> {
+    let line = config
+        .agent_command
+        .as_deref()
+        .ok_or("no agent command is configured (TASKS_AGENT_COMMAND or agent_command)")?;
+    let command = shlex::split(line)
         .filter(|words| !words.is_empty())
-        .ok_or_else(|| format!("{AGENT_COMMAND_ENV}={line:?} is not a command line"))?;
-    let runner = match std::env::var(AGENT_RUNNER_ENV).as_deref() {
-        Err(_) | Ok("") => RunnerFormat::Claude,
-        Ok(name) => {
+        .ok_or_else(|| format!("agent command {line:?} is not a command line"))?;
+    let runner = match config.agent_runner.as_deref() {
+        None | Some("") => RunnerFormat::Claude,
+        Some(name) => {
             serde_json::from_value(serde_json::Value::String(name.to_owned())).map_err(|_| {
-                format!("{AGENT_RUNNER_ENV}={name:?}: expected claude, codex, gemini or auto")
+                format!("agent runner {name:?}: expected claude, codex, gemini or auto")
             })?
         }
     };
@@ -45,7 +44,7 @@ pub(crate) async fn agent(context: &Arc<Context>, input: AgentInput) -> Result<R
             "isolation {isolation:?} is not available on this server"
         )));
     }
-    let (command, runner) = configured_runner().map_err(Failure::Tool)?;
+    let (command, runner) = configured_runner(context.session.config()).map_err(Failure::Tool)?;
     let start = AgentStart {
         command,
         runner,

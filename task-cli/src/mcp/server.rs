@@ -45,7 +45,7 @@ pub struct TasksServer {
 impl TasksServer {
     pub(crate) fn new(context: Arc<Context>, watch: WatchSettings) -> Self {
         let mut tool_router = Self::tool_router();
-        if let Err(why) = agent::configured_runner() {
+        if let Err(why) = agent::configured_runner(context.session.config()) {
             tracing::debug!("no Agent tool: {why}");
             tool_router.remove_route("Agent");
         }
