@@ -306,7 +306,14 @@ async fn the_mcp_agent_tool_runs_the_configured_cli_and_send_message_resumes_it(
         |result: &rmcp::model::CallToolResult| result.content[0].as_text().unwrap().text.clone();
 
     let tools = client.list_all_tools().await.unwrap();
-    assert!(tools.iter().any(|t| t.name == "Agent"));
+    let agent = tools.iter().find(|t| t.name == "Agent").unwrap();
+    let schema = Value::Object((*agent.input_schema).clone());
+    assert_eq!(
+        schema["required"],
+        json!(["description", "prompt"]),
+        "{schema}"
+    );
+    assert!(schema.to_string().contains("\"fable\""), "{schema}");
 
     // In the foreground, the answer is the agent's result.
     let answer = call("Agent", json!({"description": "find", "prompt": "find it"})).await;

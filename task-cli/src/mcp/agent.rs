@@ -39,7 +39,7 @@ pub(crate) fn configured_runner(config: &Config) -> Result<(Vec<String>, RunnerF
 }
 
 pub(crate) async fn agent(context: &Arc<Context>, input: AgentInput) -> Result<Reply, Failure> {
-    if let Some(isolation) = &input.isolation {
+    if let Some(isolation) = input.isolation {
         return Err(Failure::invalid(format!(
             "isolation {isolation:?} is not available on this server"
         )));
@@ -51,7 +51,7 @@ pub(crate) async fn agent(context: &Arc<Context>, input: AgentInput) -> Result<R
         description: input.description,
         prompt: input.prompt,
         name: None,
-        model: input.model,
+        model: input.model.map(|model| model.as_str().to_owned()),
         subagent_type: input.subagent_type,
     };
     let background = input.run_in_background.unwrap_or(false);

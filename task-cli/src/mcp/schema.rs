@@ -281,12 +281,48 @@ pub struct AgentInput {
     pub prompt: String,
     /// The type of specialized agent to use for this task
     pub subagent_type: Option<String>,
-    /// Optional model override for this agent.
-    pub model: Option<String>,
+    /// Optional model override for this agent. If omitted, the agent CLI's own default.
+    pub model: Option<AgentModel>,
     /// Set to true to run this agent in the background. You will be notified when it completes.
     pub run_in_background: Option<bool>,
     /// Isolation mode: "worktree" or "remote" (neither is available on this server).
-    pub isolation: Option<String>,
+    pub isolation: Option<Isolation>,
+}
+
+/// The models `Agent` accepts (the reference's enum).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentModel {
+    /// sonnet
+    Sonnet,
+    /// opus
+    Opus,
+    /// haiku
+    Haiku,
+    /// fable
+    Fable,
+}
+
+impl AgentModel {
+    /// The name passed to the agent CLI.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentModel::Sonnet => "sonnet",
+            AgentModel::Opus => "opus",
+            AgentModel::Haiku => "haiku",
+            AgentModel::Fable => "fable",
+        }
+    }
+}
+
+/// The isolation modes `Agent` names (the reference's enum).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Isolation {
+    /// A temporary git worktree.
+    Worktree,
+    /// A remote environment.
+    Remote,
 }
 
 /// `SendMessage` input (the reference's schema).
