@@ -300,8 +300,9 @@ fn print_to_end(session: &Session, id: &TaskId, mut offset: u64, chunk: usize) -
 
 /// How many bytes of the output of `id` lie past `offset` now (0 when there is no file).
 /// Prints an agent's transcript as a person reads it: its text, each tool it used (with the
-/// activity the reference shows), and how each turn ended. Lines of no known format are
-/// skipped (`--json` prints the transcript as it is).
+/// activity the reference shows), and how each turn ended. Events of no interest to a reader
+/// (init, usage, unknown types) are left out; lines that are not events are shown as they are
+/// (`--json` prints the transcript untouched).
 fn print_transcript(session: &Session, id: &TaskId) -> Result<()> {
     use std::io::BufRead;
     use task_agent::format::{DetectingParser, LineParser};
@@ -315,6 +316,9 @@ fn print_transcript(session: &Session, id: &TaskId) -> Result<()> {
         let line = line.map_err(|e| crate::CliError::io("read", &path, e))?;
         events.clear();
         if parser.parse_line(&line, &mut events).is_err() {
+            // Not an event (a CLI's plain text, a malformed line): shown as it is.
+            render::out_bytes(&line)?;
+            render::out("\n")?;
             continue;
         }
         let mut text = String::new();

@@ -90,9 +90,9 @@ async fn play(
     start: ScriptedStart,
     mut cancelled: oneshot::Receiver<()>,
 ) {
-    registry.transition(&id, TaskStatus::Running).unwrap();
     let text: String = start.lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&output, text).unwrap();
+    registry.transition(&id, TaskStatus::Running).unwrap();
     loop {
         tokio::select! {
             _ = &mut cancelled => return,
