@@ -52,6 +52,22 @@ impl Growth {
     }
 }
 
+impl Drop for Growth {
+    /// Closes the inotify instance on the blocking pool: closing one waits for the kernel's
+    /// notification teardown (`synchronize_srcu`, about 10 ms here), which on a runtime worker
+    /// stalled every other task and request of the supervisor each time a task ended.
+    fn drop(&mut self) {
+        let Some(registered) = self.inotify.take() else {
+            return;
+        };
+        let fd = registered.into_inner();
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(move || drop(fd))),
+            Err(_) => drop(fd),
+        }
+    }
+}
+
 fn watch(path: &Path) -> std::io::Result<AsyncFd<OwnedFd>> {
     let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)?;
     inotify::add_watch(&fd, path, WatchFlags::MODIFY)?;
