@@ -200,7 +200,12 @@ impl Sandbox {
     pub fn kill_supervisor(&self) {
         let pid = self.supervisor_pid();
         signal(pid, rustix::process::Signal::KILL);
-        eventually("the supervisor gone", || (!is_alive(pid)).then_some(()));
+        // Gone means its lock is free: a process whose main thread is already a zombie still
+        // holds its files until its last thread has left the kernel.
+        let lock = self.session_dir().join("supervisor.lock");
+        eventually("the supervisor gone", || {
+            (!is_alive(pid) && !task_cli::lock::is_held(&lock).unwrap()).then_some(())
+        });
     }
 }
 
