@@ -63,13 +63,16 @@ fn main() {
             .unwrap()
     };
     let settle = |last: TaskId| {
-        // Until the last task ended, then two sweeps for the supervisor to evict what ended.
+        // Until the last task ended and the supervisor holds no task any more (it evicts each
+        // one a sweep after its final record is on disk), with a deadline.
         let deadline = Instant::now() + Duration::from_secs(60);
-        while !session.task(&last).unwrap().is_terminal() {
-            assert!(Instant::now() < deadline, "task {last} never ended");
+        while !session.task(&last).unwrap().is_terminal() || session.ping().unwrap().1 > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "tasks still held after {last} ended"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
-        std::thread::sleep(Config::default().sweep_interval * 3);
     };
 
     let mut rss_early = 0;

@@ -80,6 +80,8 @@ pub enum Response {
     Pong {
         /// The supervisor's pid.
         pid: u32,
+        /// How many tasks its registry holds (live, or ended and not evicted yet).
+        registered: usize,
     },
     /// The request failed; nothing was done.
     Error {

@@ -141,6 +141,15 @@ impl Session {
         }
     }
 
+    /// Asks the supervisor (starting it if needed) for its pid and how many tasks it holds in
+    /// memory.
+    pub fn ping(&self) -> Result<(u32, usize)> {
+        match self.send(Op::Ping)? {
+            Response::Pong { pid, registered } => Ok((pid, registered)),
+            other => Err(unexpected(other)),
+        }
+    }
+
     /// Kills tasks (whole process trees). Unknown ids fail before anything is killed; a task that
     /// already ended is reported as such.
     pub fn kill(&self, ids: &[TaskId]) -> Result<Vec<KillReport>> {

@@ -275,6 +275,7 @@ async fn dispatch(request: Request, engine: &Engine) -> Response {
         }
         Op::Ping => Response::Pong {
             pid: std::process::id(),
+            registered: engine.registered_tasks(),
         },
     }
 }

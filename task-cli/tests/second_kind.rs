@@ -136,16 +136,18 @@ impl Task for Scripted {
     }
 }
 
-/// The standard shells, plus the scripted kind: the one line a new executor needs.
+/// The standard wiring, plus the scripted kind: the lines a new executor needs.
 fn wiring(host: &Host) -> task_cli::Result<Launchers> {
     let scripted = Scripted {
         registry: Arc::clone(&host.registry),
         dir: host.paths.tasks_dir(),
         cancels: Arc::default(),
     };
+    // After the standard wiring, whose agents it stands in for: its type is this executor's.
+    let launchers = task_cli::wiring::standard(host)?;
     host.registry
         .register_executor(TaskType::LocalAgent, Arc::new(scripted.clone()));
-    Ok(task_cli::wiring::standard(host)?.with(scripted))
+    Ok(launchers.with(scripted))
 }
 
 /// Not a test: the entry point of this binary when the session's client starts it as the
@@ -290,4 +292,10 @@ fn a_second_kind_runs_through_the_unchanged_session_layer_and_the_real_cli() {
         sandbox.stdout(&["kill", other.as_str()]),
         format!("{other} already ended\n")
     );
+
+    // Ended and settled, both leave the supervisor's memory (their files stay).
+    support::eventually("every ended task evicted", || {
+        (sandbox.session.ping().unwrap().1 == 0).then_some(())
+    });
+    assert_eq!(sandbox.stdout(&["output", id.as_str()]), "one\ntwo\n");
 }
