@@ -23,7 +23,9 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 
 fn list_with(root: &Path, configure: impl FnOnce(&mut StoreConfig)) -> TaskList {
     let mut config = fast_config();
-    config.hooks.timeout = Duration::from_millis(300);
+    // Generous: a hook that is meant to finish must never time out on a loaded machine.
+    // The hung-hook test sets its own short limit.
+    config.hooks.timeout = Duration::from_secs(60);
     configure(&mut config);
     TaskList::open(root.join("lists"), "list", config).unwrap()
 }
@@ -135,6 +137,7 @@ fn hung_hook_is_killed_with_its_process_group_and_reported() {
         &format!("sleep 300 &\necho $! > '{}'\nsleep 300", pids.display()),
     );
     let list = list_with(root.path(), |c| {
+        c.hooks.timeout = Duration::from_millis(300);
         c.hooks.task_completed = vec![HookCommand::new(&hook, Vec::<String>::new())]
     });
     create(&list, "a");
