@@ -60,6 +60,9 @@ pub enum AgentError {
     /// The session takes no more input (its stdin is closed, or its CLI reads none).
     #[error("the agent session takes no more input")]
     NoInput,
+    /// The dream's consolidation lock could not be taken.
+    #[error(transparent)]
+    Lock(#[from] crate::dream::LockError),
     /// Writing to the agent's stdin failed.
     #[error("could not write to the agent's stdin: {0}")]
     Stdin(#[source] std::io::Error),

@@ -43,6 +43,7 @@
 pub mod activity;
 mod command;
 mod config;
+pub mod dream;
 mod drive;
 mod error;
 mod event;
