@@ -55,6 +55,7 @@ mod progress;
 mod record;
 mod runner;
 mod tail;
+pub mod team;
 mod texts;
 mod transcript_session;
 
