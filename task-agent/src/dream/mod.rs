@@ -11,8 +11,10 @@
 //! notification is queued for a model.
 
 mod follow;
+mod launch;
 mod lock;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -24,6 +26,7 @@ use task_core::{
 };
 use tokio::sync::{mpsc, oneshot};
 
+pub use launch::DreamStart;
 pub use lock::{ConsolidationLock, LockError, LockHeld};
 
 use crate::error::AgentError;
@@ -46,6 +49,10 @@ pub struct DreamRequest {
     pub sessions_reviewing: u32,
     /// Its working directory.
     pub cwd: Option<PathBuf>,
+    /// Extra environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Whether `env` is the whole environment (the caller's) rather than additions.
+    pub replace_env: bool,
 }
 
 impl DreamRequest {
@@ -61,6 +68,8 @@ impl DreamRequest {
             lock,
             sessions_reviewing: 0,
             cwd: None,
+            env: Vec::new(),
+            replace_env: false,
         }
     }
 }
@@ -105,9 +114,17 @@ impl DreamExecutor {
     /// followed by a tokio task until it ends.
     ///
     /// # Errors
-    /// [`AgentError::Lock`] ([`LockError::Busy`] while another dream runs: nothing is
-    /// registered); spawn errors (the dream is then `failed` and the lock rolled back).
+    /// As [`register`](Self::register) and [`PendingDream::start`].
     pub async fn start(&self, request: DreamRequest) -> Result<TaskId, AgentError> {
+        self.register(request)?.start().await
+    }
+
+    /// Takes the lock and registers the dream `pending` (its id can be handed out).
+    ///
+    /// # Errors
+    /// [`AgentError::Lock`] ([`LockError::Busy`] while another dream runs: nothing is
+    /// registered); output and state errors (the lock is then rolled back).
+    pub fn register(&self, request: DreamRequest) -> Result<PendingDream, AgentError> {
         // A few bounded file operations: no need for the blocking pool.
         let held = request.lock.acquire()?;
         let id = TaskId::generate(TaskType::Dream)?;
@@ -123,16 +140,53 @@ impl DreamExecutor {
         let mut spec = AgentSpec::new(request.prompt, &output);
         spec.agent_type = "dream".into();
         spec.cwd = request.cwd;
-        let session = match request.runner.start(&spec).await {
+        spec.env = request.env;
+        spec.replace_env = request.replace_env;
+        Ok(PendingDream {
+            inner: Arc::clone(&self.inner),
+            id,
+            runner: request.runner,
+            spec,
+            held: Some(held),
+        })
+    }
+}
+
+/// A dream registered `pending` and holding the lock, not started yet; dropping it fails it
+/// and rolls the lock back.
+#[derive(Debug)]
+#[must_use = "a registered dream that is never started stays pending"]
+pub struct PendingDream {
+    inner: Arc<Inner>,
+    id: TaskId,
+    runner: Arc<dyn AgentRunner>,
+    spec: AgentSpec,
+    /// Taken by `start`.
+    held: Option<LockHeld>,
+}
+
+impl PendingDream {
+    /// Its task id.
+    pub fn id(&self) -> TaskId {
+        self.id
+    }
+
+    /// Starts its agent, marks it running and follows it to its end.
+    ///
+    /// # Errors
+    /// Spawn errors: the dream is then `failed` and the lock rolled back.
+    pub async fn start(mut self) -> Result<TaskId, AgentError> {
+        let id = self.id;
+        let Some(held) = self.held.take() else {
+            return Err(AgentError::NoSuchAgent(id.to_string()));
+        };
+        let session = match self.runner.start(&self.spec).await {
             Ok(session) => session,
             Err(error) => {
-                let message = error.to_string();
-                end(
-                    &self.inner.registry,
-                    id,
-                    TaskStatus::Failed,
-                    EndReason::SpawnFailed { error: message },
-                );
+                let reason = EndReason::SpawnFailed {
+                    error: error.to_string(),
+                };
+                end(&self.inner.registry, id, TaskStatus::Failed, reason);
                 roll_back(held);
                 return Err(error);
             }
@@ -153,6 +207,18 @@ impl DreamExecutor {
             inner.cancels.remove(&id);
         });
         Ok(id)
+    }
+}
+
+impl Drop for PendingDream {
+    fn drop(&mut self) {
+        if let Some(held) = self.held.take() {
+            let reason = EndReason::SpawnFailed {
+                error: "dropped before it was started".into(),
+            };
+            end(&self.inner.registry, self.id, TaskStatus::Failed, reason);
+            roll_back(held);
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use task_core::{
     EndReason, KillError, Registry, Task, TaskId, TaskKind, TaskState, TaskStatus, TaskType,
     TeammateIdentity, TeammateState,
 };
+use task_output::mailbox::MailboxReader;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use super::context::{self, TeammateContext};
@@ -42,6 +43,8 @@ pub struct TeammateRequest {
     pub cwd: Option<PathBuf>,
     /// Extra environment.
     pub env: Vec<(OsString, OsString)>,
+    /// Whether `env` is the whole environment (the caller's) rather than additions.
+    pub replace_env: bool,
 }
 
 impl TeammateRequest {
@@ -61,6 +64,7 @@ impl TeammateRequest {
             plan_mode: false,
             cwd: None,
             env: Vec::new(),
+            replace_env: false,
         }
     }
 }
@@ -173,15 +177,24 @@ impl TeamExecutor {
         }
     }
 
-    /// Spawns a teammate: registers its `t` task, starts its session and follows it.
+    /// Spawns a teammate: [`register`](Self::register) then [`PendingTeammate::start`].
+    ///
+    /// # Errors
+    /// As those two.
+    pub async fn spawn(&self, request: TeammateRequest) -> Result<TaskId, AgentError> {
+        self.register(request)?.start().await
+    }
+
+    /// Registers a teammate `pending` (its id can be handed out) and takes its mailbox as its
+    /// one reader; nothing runs until [`PendingTeammate::start`].
     ///
     /// # Errors
     /// [`AgentError::InvalidTeammate`] for a bad name or team, [`AgentError::NameTaken`] while
     /// a live teammate has the name, [`AgentError::Mailbox`] when another reader holds its
-    /// mailbox, spawn errors (the task is then `failed`).
-    pub async fn spawn(&self, request: TeammateRequest) -> Result<TaskId, AgentError> {
+    /// mailbox; output and state errors.
+    pub fn register(&self, request: TeammateRequest) -> Result<PendingTeammate, AgentError> {
         let full = full_name(&request.name, &request.team)?;
-        if self.resolve(&full).is_some() {
+        if self.inner.names.contains_key(&full) {
             return Err(AgentError::NameTaken(full));
         }
         let reader = mailbox(&self.inner.teams_root, &request.team, &request.name)?.reader()?;
@@ -205,44 +218,20 @@ impl TeamExecutor {
         spec.agent_type = "teammate".into();
         spec.cwd = request.cwd;
         spec.env = request.env;
+        spec.replace_env = request.replace_env;
         spec.env.push((AGENT_ID_ENV.into(), id.as_str().into()));
         spec.env.push((TEAMMATE_ENV.into(), full.into()));
-        let scope = TeammateContext {
-            identity: identity.clone(),
-            task_id: id,
-        };
-        let started = context::scope(scope.clone(), request.runner.start(&spec)).await;
-        let session = match started {
-            Ok(session) => session,
-            Err(error) => {
-                let reason = EndReason::SpawnFailed {
-                    error: error.to_string(),
-                };
-                let _ = end_silently(&self.inner.registry, id, TaskStatus::Failed, reason);
-                return Err(error);
-            }
-        };
-        self.inner.registry.transition(&id, TaskStatus::Running)?;
-        let (cancel, cancel_rx) = mpsc::channel(1);
-        let (idle, _) = watch::channel(false);
-        let member = Arc::new(Member {
-            identity,
-            wake: Notify::new(),
-            idle,
-            cancel,
-        });
-        self.inner.members.insert(id, Arc::clone(&member));
-        let run = MemberRun::new(
-            Arc::clone(&self.inner),
-            member,
-            id,
-            session,
-            reader,
-            cancel_rx,
-            request.plan_mode,
-        );
-        tokio::spawn(context::scope(scope, run.run()));
-        Ok(id)
+        Ok(PendingTeammate {
+            inner: Arc::clone(&self.inner),
+            context: TeammateContext {
+                identity,
+                task_id: id,
+            },
+            runner: request.runner,
+            spec,
+            reader: Some(reader),
+            plan_mode: request.plan_mode,
+        })
     }
 
     /// The live teammate `target` names: `name@team`, or a bare `name` when exactly one live
@@ -344,6 +333,95 @@ impl TeamExecutor {
             .get(&id)
             .map(|m| Arc::clone(m.value()))
             .ok_or_else(|| AgentError::NoSuchAgent(id.to_string()))
+    }
+}
+
+/// A teammate registered `pending` by [`TeamExecutor::register`], not started yet; dropping it
+/// ends it `failed`.
+#[must_use = "a registered teammate that is never started stays pending"]
+pub struct PendingTeammate {
+    inner: Arc<Inner>,
+    context: TeammateContext,
+    runner: Arc<dyn AgentRunner>,
+    spec: AgentSpec,
+    /// Taken by `start`.
+    reader: Option<MailboxReader>,
+    plan_mode: bool,
+}
+
+impl std::fmt::Debug for PendingTeammate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingTeammate")
+            .field("id", &self.context.task_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PendingTeammate {
+    /// Its task id.
+    pub fn id(&self) -> TaskId {
+        self.context.task_id
+    }
+
+    /// Starts its session (inside its task-local context), marks it running and follows it.
+    ///
+    /// # Errors
+    /// Spawn errors: the teammate is then `failed` (silently: the caller has the error).
+    pub async fn start(mut self) -> Result<TaskId, AgentError> {
+        let id = self.id();
+        let Some(reader) = self.reader.take() else {
+            return Err(AgentError::NoSuchAgent(id.to_string()));
+        };
+        let started = context::scope(self.context.clone(), self.runner.start(&self.spec)).await;
+        let session = match started {
+            Ok(session) => session,
+            Err(error) => {
+                self.fail(error.to_string());
+                return Err(error);
+            }
+        };
+        self.inner.registry.transition(&id, TaskStatus::Running)?;
+        let (cancel, cancel_rx) = mpsc::channel(1);
+        let (idle, _) = watch::channel(false);
+        let member = Arc::new(Member {
+            identity: self.context.identity.clone(),
+            wake: Notify::new(),
+            idle,
+            cancel,
+        });
+        self.inner.members.insert(id, Arc::clone(&member));
+        let run = MemberRun::new(
+            Arc::clone(&self.inner),
+            member,
+            id,
+            session,
+            reader,
+            cancel_rx,
+            self.plan_mode,
+        );
+        tokio::spawn(context::scope(self.context.clone(), run.run()));
+        Ok(id)
+    }
+
+    fn fail(&self, error: String) {
+        let id = self.id();
+        end_silently(
+            &self.inner.registry,
+            id,
+            TaskStatus::Failed,
+            EndReason::SpawnFailed { error },
+        );
+        self.inner
+            .ended(id, &self.context.identity, TeammateEnd::Terminated);
+    }
+}
+
+impl Drop for PendingTeammate {
+    /// Never started: it ends `failed`.
+    fn drop(&mut self) {
+        if self.reader.is_some() {
+            self.fail("dropped before it was started".into());
+        }
     }
 }
 

@@ -143,8 +143,7 @@ impl MemberRun {
                 idle_reason: "available".into(),
             });
         }
-        self.edit(|t| t.is_idle = true);
-        self.member.idle.send_replace(true);
+        self.set_idle(true);
         self.inner.fire_idle(self.id, &self.member.identity);
     }
 
@@ -172,9 +171,8 @@ impl MemberRun {
                 return;
             }
             self.working = true;
-            self.member.idle.send_replace(false);
+            self.set_idle(false);
             self.edit(|t| {
-                t.is_idle = false;
                 for message in &turn {
                     let mut shown = message.clone();
                     shown.read = true;
@@ -289,6 +287,16 @@ impl MemberRun {
     fn finish(&self, how: TeammateEnd) {
         self.member.idle.send_replace(false);
         self.inner.ended(self.id, &self.member.identity, how);
+    }
+
+    /// Records idle or working, tells `until_idle` waiters, and emits a `task_progress` so
+    /// observers (a supervisor's records, `ps`) see it.
+    fn set_idle(&self, idle: bool) {
+        self.edit(|t| t.is_idle = idle);
+        self.member.idle.send_replace(idle);
+        let mut detail = serde_json::Map::new();
+        detail.insert("is_idle".into(), Value::Bool(idle));
+        self.inner.registry.emit_progress(&self.id, detail);
     }
 
     fn edit(&self, mut change: impl FnMut(&mut TeammateState)) {

@@ -27,13 +27,15 @@
 
 pub mod context;
 mod executor;
+mod launch;
 mod member;
 mod message;
 
 use std::path::Path;
 use std::time::Duration;
 
-pub use executor::{TeamExecutor, TeammateEnd, TeammateRequest};
+pub use executor::{PendingTeammate, TEAMMATE_ENV, TeamExecutor, TeammateEnd, TeammateRequest};
+pub use launch::TeammateStart;
 pub use message::{Protocol, TeamMessage, render_turn};
 use task_output::mailbox::{Mailbox, MailboxError};
 
