@@ -106,14 +106,22 @@ impl Team {
         self.team.spawn(request).await.unwrap()
     }
 
-    fn lead_messages(&self) -> Vec<(String, Option<Protocol>)> {
+    /// Everything in the lead's mailbox, oldest first.
+    fn lead_inbox(&self) -> Vec<TeamMessage> {
         let lead = team::mailbox(&self.root, "crew", TEAM_LEAD).unwrap();
-        lead.read_from::<TeamMessage>(0, usize::MAX)
-            .unwrap()
-            .messages
+        let batch = lead.read_from::<TeamMessage>(0, usize::MAX).unwrap();
+        batch.messages.into_iter().map(|d| d.message).collect()
+    }
+
+    fn lead_messages(&self) -> Vec<(String, Option<Protocol>)> {
+        self.lead_inbox()
             .into_iter()
-            .map(|d| (d.message.from.clone(), d.message.as_protocol()))
+            .map(|m| (m.from.clone(), m.as_protocol()))
             .collect()
+    }
+
+    fn lead_texts(&self) -> Vec<String> {
+        self.lead_inbox().into_iter().map(|m| m.text).collect()
     }
 
     fn teammate(&self, id: &TaskId) -> TeammateState {
@@ -167,11 +175,11 @@ async fn twenty_teammates_get_100_messages_each_from_several_processes_exactly_o
         assert!(t.teammate(id).is_idle);
     }
     // Four CLI-like sender processes (20 each per teammate), the supervisor (20 each), and a
-    // writer SIGKILLed in the middle of its appends to every mailbox.
+    // writer SIGKILLed in the middle of its (8 KiB) appends to every mailbox.
     let mut senders: Vec<Child> = (0..4)
         .map(|n| sender(&t.root, &format!("proc{n}"), &names, 20, 0))
         .collect();
-    let mut doomed = sender(&t.root, "doomed", &names, 1_000_000, 64 * 1024);
+    let mut doomed = sender(&t.root, "doomed", &names, 1_000_000, 8 * 1024);
     for seq in 0..20 {
         for name in &names {
             let message = TeamMessage::new("lead", format!("lead#{seq}"));
@@ -338,14 +346,7 @@ async fn an_approved_shutdown_ends_the_teammate_and_unassigns_its_open_tasks() {
                 approve: true,
                 reason: None
             })));
-    let texts: Vec<String> = team::mailbox(&t.root, "crew", TEAM_LEAD)
-        .unwrap()
-        .read_from::<TeamMessage>(0, usize::MAX)
-        .unwrap()
-        .messages
-        .into_iter()
-        .map(|d| d.message.text)
-        .collect();
+    let texts = t.lead_texts();
     assert!(texts.contains(&"alice has shut down. 2 task(s) were unassigned: #1 \"write docs\", #3 \"ship\". Use TaskList to check availability and TaskUpdate with owner to reassign them to idle teammates.".to_owned()), "{texts:?}");
     assert_eq!(
         list.get(task_list::TaskId::parse("2").unwrap())
@@ -477,14 +478,7 @@ async fn an_embedded_runner_sees_its_teammate_identity_through_the_task_local_co
         .await
         .unwrap();
     let texts = wait_for(|| {
-        let texts: Vec<String> = team::mailbox(&t.root, "crew", TEAM_LEAD)
-            .unwrap()
-            .read_from::<TeamMessage>(0, usize::MAX)
-            .unwrap()
-            .messages
-            .into_iter()
-            .map(|d| d.message.text)
-            .collect();
+        let texts = t.lead_texts();
         (!texts.is_empty()).then_some(texts)
     })
     .await;

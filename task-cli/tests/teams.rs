@@ -8,74 +8,13 @@ mod support;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{Value, json};
+use support::agent_sandbox::{Sandbox, fake_agent};
 use support::eventually;
 
-fn fake_agent() -> PathBuf {
-    let path = Path::new(env!("CARGO_BIN_EXE_tasks")).with_file_name("fake-agent");
-    if !path.exists() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let built = Command::new(cargo)
-            .args(["build", "-p", "task-agent", "--bin", "fake-agent"])
-            .status()
-            .unwrap();
-        assert!(built.success());
-    }
-    path
-}
-
-struct Sandbox {
-    root: tempfile::TempDir,
-}
-
 impl Sandbox {
-    fn new() -> Self {
-        Self {
-            root: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.root.path().join(name)
-    }
-
-    fn tasks(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_tasks"))
-            .args(args)
-            .env("TASKS_ROOT", self.root.path())
-            .env("TASKS_IDLE_EXIT_MS", "5000")
-            .env("TASKS_POLL_MS", "10")
-            .env("TASKS_SWEEP_MS", "50")
-            .env_remove("TASKS_SESSION")
-            .env_remove("TASKS_AGENT_ID")
-            .env_remove("TASKS_LIST_ID")
-            .env_remove("TASKS_LIST_ROOT")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.tasks(args);
-        assert!(
-            out.status.success(),
-            "tasks {args:?}: {:?}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    fn script(&self, name: &str, steps: &[Value]) -> String {
-        let path = self.path(name);
-        let lines: String = steps.iter().map(|s| format!("{s}\n")).collect();
-        std::fs::write(&path, lines).unwrap();
-        path.display().to_string()
-    }
-
     fn teammates(&self) -> Vec<Value> {
         serde_json::from_str::<Value>(&self.ok(&["team", "ls", "--json"]))
             .unwrap()
@@ -96,12 +35,6 @@ impl Sandbox {
 
     fn output_file(&self, id: &str) -> PathBuf {
         self.path(&format!("default/tasks/{id}.output"))
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        support::kill_processes_of(self.root.path());
     }
 }
 

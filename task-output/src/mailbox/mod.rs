@@ -41,6 +41,7 @@
 mod append;
 mod batch;
 mod reader;
+mod time;
 
 use std::path::{Path, PathBuf};
 
@@ -49,6 +50,7 @@ use serde::de::DeserializeOwned;
 
 pub use batch::{Batch, Delivered, Skipped};
 pub use reader::MailboxReader;
+pub use time::rfc3339;
 
 use crate::OutputError;
 
