@@ -8,7 +8,7 @@
 //!   `idle_notification` to the lead, fires the [`on_idle`](TeamExecutor::on_idle) hooks and
 //!   wakes [`until_idle`](TeamExecutor::until_idle) waiters.
 //! - **Mailboxes**: `{teams root}/{team}/inboxes/{name}.jsonl`, task-output
-//!   [`Mailbox`](task_output::mailbox::Mailbox)es. Anyone, in any process, appends
+//!   [`Mailbox`]es. Anyone, in any process, appends
 //!   ([`post`]); the teammate's loop is the one reader. As soon as the teammate is idle its new
 //!   messages (woken at once in this process, within [`TeamConfig::mailbox_poll`] from others)
 //!   become its next user turn, and the cursor is committed only after the turn was written to
