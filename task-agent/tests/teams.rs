@@ -220,6 +220,12 @@ async fn twenty_teammates_get_100_messages_each_from_several_processes_exactly_o
             assert_eq!(next[source], 20, "{id}: {source}");
         }
         assert_eq!(next["lead"], 21, "{id}");
+        // Kept for display: the newest 50 delivered, marked read.
+        let shown = t.teammate(id).messages;
+        assert_eq!(shown.len(), 50, "{id}");
+        let newest = shown.iter().last().unwrap();
+        assert_eq!(newest["text"], "lead#20");
+        assert_eq!(newest["read"], true);
     }
     // Every teammate told the lead it was idle.
     let idle: Vec<String> = t
@@ -362,6 +368,26 @@ async fn an_approved_shutdown_ends_the_teammate_and_unassigns_its_open_tasks() {
     );
     // Its name is free again.
     assert!(t.team.resolve("alice").is_none());
+}
+
+#[tokio::test]
+async fn idle_hooks_and_until_idle_fire_each_time_a_turn_ends() {
+    let t = team();
+    let idled = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&idled);
+    t.team
+        .on_idle(move |id, who| log.lock().unwrap().push((id, who.agent_name.clone())));
+    let id = t.spawn("ivy", "ready", false).await;
+    t.team.until_idle(id).await.unwrap();
+    assert_eq!(idled.lock().unwrap().as_slice(), [(id, "ivy".to_owned())]);
+    t.team
+        .send("ivy", &TeamMessage::new("lead", "one more"))
+        .unwrap();
+    wait_for(|| (idled.lock().unwrap().len() == 2).then_some(())).await;
+    t.team.until_idle(id).await.unwrap();
+    assert!(t.teammate(&id).is_idle);
+    t.fx.registry.kill(&id).await.unwrap();
+    assert!(t.team.until_idle(id).await.is_err());
 }
 
 #[tokio::test]
