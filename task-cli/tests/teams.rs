@@ -65,6 +65,10 @@ fn received(transcript: &Path) -> Vec<String> {
     out
 }
 
+/// Teammates in the CLI test, and messages each of its four senders sends each of them.
+const TEAMMATES: usize = 20;
+const PER_SENDER: usize = 25;
+
 #[test]
 fn teammates_get_every_message_from_concurrent_tasks_send_processes_once_in_order_and_shut_down() {
     let sandbox = Sandbox::new();
@@ -77,7 +81,7 @@ fn teammates_get_every_message_from_concurrent_tasks_send_processes_once_in_orde
         ],
     );
     let fake = fake_agent();
-    let names = ["mate0", "mate1", "mate2"];
+    let names: Vec<String> = (0..TEAMMATES).map(|n| format!("mate{n}")).collect();
     let ids: Vec<String> = names
         .iter()
         .map(|name| {
@@ -97,11 +101,11 @@ fn teammates_get_every_message_from_concurrent_tasks_send_processes_once_in_orde
     assert!(ids.iter().all(|id| id.starts_with('t')), "{ids:?}");
     eventually("every teammate idle", || {
         let rows = sandbox.teammates();
-        (rows.len() == 3 && rows.iter().all(|r| r["activity"] == "idle")).then_some(())
+        (rows.len() == TEAMMATES && rows.iter().all(|r| r["activity"] == "idle")).then_some(())
     });
     let table = sandbox.ok(&["ps"]);
     assert!(
-        table.lines().filter(|l| l.contains("· idle")).count() == 3,
+        table.lines().filter(|l| l.contains("· idle")).count() == TEAMMATES,
         "{table}"
     );
     // mate0 owns two open tasks and a completed one in the team's list.
@@ -113,12 +117,12 @@ fn teammates_get_every_message_from_concurrent_tasks_send_processes_once_in_orde
             "list", "--list", "crew", "update", task, "--owner", "mate0", "--status", status,
         ]);
     }
-    // Three senders, each a sequence of separate `tasks send` processes, all at once.
+    // Four senders, each a sequence of separate `tasks send` processes, all at once.
     std::thread::scope(|scope| {
-        for sender in ["s0", "s1", "s2"] {
-            let sandbox = &sandbox;
+        for sender in ["s0", "s1", "s2", "s3"] {
+            let (sandbox, names) = (&sandbox, &names);
             scope.spawn(move || {
-                for seq in 0..8 {
+                for seq in 0..PER_SENDER {
                     for name in names {
                         let sent = sandbox.ok(&["send", name, &format!("{sender}#{seq}")]);
                         assert!(
@@ -132,11 +136,11 @@ fn teammates_get_every_message_from_concurrent_tasks_send_processes_once_in_orde
     });
     for id in &ids {
         let transcript = sandbox.output_file(id);
-        let got = eventually("all 24 messages", || {
+        let got = eventually("every message", || {
             let got = received(&transcript);
-            (got.len() >= 24).then_some(got)
+            (got.len() >= 4 * PER_SENDER).then_some(got)
         });
-        assert_eq!(got.len(), 24, "{got:?}");
+        assert_eq!(got.len(), 4 * PER_SENDER, "{got:?}");
         let mut next: HashMap<String, u32> = HashMap::new();
         for body in got {
             let (sender, seq) = body.split_once('#').unwrap();
@@ -173,9 +177,8 @@ fn teammates_get_every_message_from_concurrent_tasks_send_processes_once_in_orde
     let unknown = sandbox.tasks(&["send", "nobody", "hi"]);
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stdout).contains("No agent named 'nobody'"));
-    for id in &ids[1..] {
-        sandbox.ok(&["kill", id]);
-    }
+    let rest: Vec<&str> = ids[1..].iter().map(String::as_str).collect();
+    sandbox.ok(&[&["kill"], rest.as_slice()].concat());
 }
 
 /// Task `task` of the team's list, read from the list's own file (the reference's format).
