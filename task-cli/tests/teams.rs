@@ -246,3 +246,68 @@ fn a_dream_holds_the_lock_refuses_a_second_and_a_kill_rolls_it_back() {
     let notes = sandbox.ok(&["notifications"]);
     assert!(!notes.contains(&id), "{notes}");
 }
+
+#[test]
+fn a_dream_whose_supervisor_is_sigkilled_is_rolled_back_by_the_next_dream() {
+    let sandbox = Sandbox::new();
+    let lock = sandbox.path("memory/.consolidate-lock");
+    std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+    let file = std::fs::File::create(&lock).unwrap();
+    file.set_modified(UNIX_EPOCH + Duration::from_secs(1_600_000_000))
+        .unwrap();
+    let script = sandbox.script(
+        "dream.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"touch": sandbox.path("dreaming").display().to_string()}),
+            json!({"wait_file": sandbox.path("never").display().to_string()}),
+        ],
+    );
+    let fake = fake_agent();
+    let lock_arg = lock.display().to_string();
+    let args = [
+        "dream",
+        "--lock",
+        &lock_arg,
+        "--",
+        fake.to_str().unwrap(),
+        "--script",
+        &script,
+    ];
+    let first = sandbox.ok(&args).trim().to_owned();
+    eventually("the dream running", || {
+        sandbox.path("dreaming").exists().then_some(())
+    });
+    assert!(mtime_ms(&lock) > 1_600_000_000_000);
+    let all: Value = serde_json::from_str(&sandbox.ok(&["ps", "--json"])).unwrap();
+    let row = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == first)
+        .unwrap();
+    let supervisor = i32::try_from(row["supervisorPid"].as_u64().unwrap()).unwrap();
+    support::sigkill(supervisor);
+    eventually("the supervisor gone", || {
+        (!support::is_alive(supervisor)).then_some(())
+    });
+    // Mid-dream, and nobody rolled it back yet.
+    assert!(mtime_ms(&lock) > 1_600_000_000_000);
+    std::fs::remove_file(sandbox.path("dreaming")).unwrap();
+    let second = sandbox.ok(&args).trim().to_owned();
+    let listed = sandbox.ok(&["ps", "--json"]);
+    let all: Value = serde_json::from_str(&listed).unwrap();
+    let row = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == second)
+        .unwrap();
+    // The new dream's priorMtime is the last real consolidation, not the dead dream's start.
+    assert!(
+        row.to_string().contains("\"priorMtime\":1600000000000"),
+        "{row}"
+    );
+    sandbox.ok(&["kill", &second]);
+    assert_eq!(mtime_ms(&lock), 1_600_000_000_000);
+}
