@@ -60,6 +60,16 @@ pub enum AgentError {
     /// The session takes no more input (its stdin is closed, or its CLI reads none).
     #[error("the agent session takes no more input")]
     NoInput,
+    /// The dream's consolidation lock could not be taken.
+    #[error(transparent)]
+    Lock(#[from] crate::dream::LockError),
+    /// A teammate's mailbox could not be used.
+    #[error(transparent)]
+    Mailbox(#[from] task_output::mailbox::MailboxError),
+    /// A teammate name or team that is not a plain name (`name@team`, each part
+    /// `[A-Za-z0-9_.-]`).
+    #[error("invalid teammate {0:?}: use NAME@TEAM with letters, digits, '_', '-' and '.'")]
+    InvalidTeammate(String),
     /// Writing to the agent's stdin failed.
     #[error("could not write to the agent's stdin: {0}")]
     Stdin(#[source] std::io::Error),

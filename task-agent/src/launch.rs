@@ -76,12 +76,7 @@ impl Launch for AgentExecutor {
             let error = AgentError::MissingWorkingDir { path: caller.cwd };
             return Err(LaunchError::Invalid(error.to_string()));
         }
-        let config = self.config().clone();
-        let runner = match start.runner.format() {
-            Some(format) => CommandRunner::new(start.command, format, config),
-            None => CommandRunner::detecting(start.command, config),
-        }
-        .map_err(|error| LaunchError::Invalid(error.to_string()))?;
+        let runner = command_runner(start.command, start.runner, self.config().clone())?;
         let mut request = AgentRequest::new(Arc::new(runner), start.description, start.prompt);
         request.name = start.name;
         request.model = start.model;
@@ -96,21 +91,44 @@ impl Launch for AgentExecutor {
             other => LaunchError::Failed(Box::new(other)),
         })?;
         let id = pending.id();
-        Ok(Launched {
-            id,
-            start: Some(Box::new(
-                move || match tokio::runtime::Handle::try_current() {
-                    Ok(runtime) => {
-                        runtime.spawn(async move {
-                            if let Err(error) = pending.start().await {
-                                tracing::warn!(task = %id, %error, "the agent did not start");
-                            }
-                        });
-                    }
-                    // Dropping it ends it `failed`.
-                    Err(_) => tracing::warn!(task = %id, "no tokio runtime to start the agent on"),
-                },
-            )),
-        })
+        Ok(start_on_runtime(id, async move {
+            pending.start().await.map(|_| ())
+        }))
+    }
+}
+
+/// The command runner of a request: `command` speaking `format`.
+pub(crate) fn command_runner(
+    command: Vec<String>,
+    format: RunnerFormat,
+    config: crate::config::AgentConfig,
+) -> Result<CommandRunner, LaunchError> {
+    match format.format() {
+        Some(format) => CommandRunner::new(command, format, config),
+        None => CommandRunner::detecting(command, config),
+    }
+    .map_err(|error| LaunchError::Invalid(error.to_string()))
+}
+
+/// A [`Launched`] whose start runs `start` on the current tokio runtime (dropping it unstarted
+/// when there is none ends the task `failed`).
+pub(crate) fn start_on_runtime(
+    id: task_core::TaskId,
+    start: impl std::future::Future<Output = Result<(), AgentError>> + Send + 'static,
+) -> Launched {
+    Launched {
+        id,
+        start: Some(Box::new(
+            move || match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    runtime.spawn(async move {
+                        if let Err(error) = start.await {
+                            tracing::warn!(task = %id, %error, "the task did not start");
+                        }
+                    });
+                }
+                Err(_) => tracing::warn!(task = %id, "no tokio runtime to start the task on"),
+            },
+        )),
     }
 }

@@ -17,6 +17,11 @@
 //!   notifies once per stop in the reference's 2.1.197 form, and kills the tasks an agent owns
 //!   when it ends. It also backgrounds the main session over an existing transcript.
 //!
+//! - [`team`]: `in_process_teammate` tasks: `name@team` teammates with exactly-once mailboxes
+//!   (task-output's), idle within running, plan approval, the shutdown handshake.
+//! - [`dream`]: `dream` tasks under the consolidation lock (one winner across processes,
+//!   rollback of its mtime on kill, failure, or a dead holder).
+//!
 //! The `fake-agent` binary of this crate is a test tool: a scripted CLI speaking the Claude
 //! stream-json protocol (see `src/bin/fake-agent.rs`).
 //!
@@ -43,6 +48,7 @@
 pub mod activity;
 mod command;
 mod config;
+pub mod dream;
 mod drive;
 mod error;
 mod event;
@@ -54,6 +60,7 @@ mod progress;
 mod record;
 mod runner;
 mod tail;
+pub mod team;
 mod texts;
 mod transcript_session;
 

@@ -52,8 +52,13 @@ pub enum Command {
     Monitor(MonitorArgs),
     /// Start a background agent: an agent CLI speaking a JSON event stream, followed as it works.
     Agent(AgentArgs),
-    /// Send a message to an agent (by id or name): queued while it works, or it resumes.
+    /// Send a message to an agent or teammate (by id or name): queued while an agent works, or
+    /// it resumes; a teammate gets it as soon as it is idle.
     Send(SendArgs),
+    /// Teammates NAME@TEAM with mailboxes: spawn, list, shut down (message them with `send`).
+    Team(crate::team_cmd::TeamArgs),
+    /// Start a dream: a memory-consolidation agent under the consolidation lock.
+    Dream(crate::team_cmd::DreamArgs),
     /// List the session's tasks.
     Ps(PsArgs),
     /// Read a task's output: a delta from an offset, a tail, or follow it until the task ends.

@@ -32,6 +32,8 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Monitor(args) => monitor(&session()?, args, json),
         Command::Agent(args) => agent(&session()?, args, json),
         Command::Send(args) => send(&session()?, &args, json),
+        Command::Team(args) => crate::team_cmd::team(&session()?, args, json),
+        Command::Dream(args) => crate::team_cmd::dream(&session()?, args, json),
         Command::Ps(args) => ps(&session()?, &args, json),
         Command::Output(args) => output(&session()?, &args, json),
         Command::Wait(args) => wait(&session()?, &args, json),
@@ -177,7 +179,7 @@ fn monitor(session: &Session, args: MonitorArgs, json: bool) -> Result<u8> {
 }
 
 /// Prints the id of a started task (with its output file in `--json`).
-fn print_started(session: &Session, id: TaskId, json: bool) -> Result<u8> {
+pub(crate) fn print_started(session: &Session, id: TaskId, json: bool) -> Result<u8> {
     if json {
         render::json(&json!({ "id": id, "outputFile": session.paths().output(&id) }))?;
     } else {

@@ -366,6 +366,8 @@ async fn watch_events(
                     activity.changed.notify_one();
                 }
             }
+            // A teammate going idle or back to work, an agent's tool use: `ps` shows them.
+            Ok(TaskEvent::TaskProgress { task_id, .. }) => mirror.write(task_id),
             Ok(TaskEvent::TaskStarted { task_id, .. }) => {
                 // Only while live: an id left in the set would keep the supervisor from idling.
                 if registry

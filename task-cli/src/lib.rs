@@ -54,6 +54,9 @@ pub mod record;
 pub mod render;
 pub mod session;
 pub mod supervisor;
+#[cfg(feature = "cli")]
+pub mod team_cmd;
+pub mod team_wiring;
 mod untrusted;
 pub mod wiring;
 

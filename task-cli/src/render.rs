@@ -112,6 +112,14 @@ pub fn table(rows: &[Row<'_>], color: bool) -> String {
 /// · Reading /etc/hostname`.
 fn describe(task: &TaskState) -> String {
     let base = &task.base.description;
+    if let task_core::TaskKind::Teammate(_) = &task.kind {
+        let activity = teammate_activity(task);
+        return if activity.is_empty() {
+            base.clone()
+        } else {
+            format!("{base} · {activity}")
+        };
+    }
     let task_core::TaskKind::Agent(agent) = &task.kind else {
         return base.clone();
     };
@@ -134,6 +142,19 @@ fn describe(task: &TaskState) -> String {
         text.push_str(&format!(" · {activity}"));
     }
     text
+}
+
+/// `idle`, `working` or `awaiting plan approval` for a live teammate; empty once it ended.
+pub fn teammate_activity(task: &task_core::TaskState) -> &'static str {
+    match &task.kind {
+        task_core::TaskKind::Teammate(_) if task.status().is_terminal() => "",
+        task_core::TaskKind::Teammate(mate) if mate.awaiting_plan_approval => {
+            "awaiting plan approval"
+        }
+        task_core::TaskKind::Teammate(mate) if mate.is_idle => "idle",
+        task_core::TaskKind::Teammate(_) => "working",
+        _ => "",
+    }
 }
 
 /// `950`, `1.4k`, `2.0M`.

@@ -9,7 +9,7 @@ use task_shell::{Monitors, ShellExecutor};
 use crate::engine::{Host, Launchers, MessageReply, Messenger};
 use crate::error::Result;
 
-/// Shell commands and monitors (task-shell), agents (task-agent).
+/// Shell commands and monitors (task-shell), agents, teammates and dreams (task-agent).
 ///
 /// The supervisor becomes a child subreaper, so what a task's process tree leaves behind is
 /// re-parented to it rather than to init: kills find it, and the zombies it adopts are reaped
@@ -24,11 +24,17 @@ pub fn standard(host: &Host) -> Result<Launchers> {
         .register_with_registry();
     let agents = AgentExecutor::new(host.registry.clone(), &tasks_dir, AgentConfig::default())
         .register_with_registry();
+    let (team, dreams) = crate::team_wiring::executors(host);
     Ok(Launchers::new()
         .with(shells.clone())
         .with(Monitors(shells))
         .with(agents.clone())
-        .with_messenger(AgentMessages(agents)))
+        .with(team.clone())
+        .with(dreams)
+        .with_messenger(crate::team_wiring::Messages {
+            team,
+            agents: AgentMessages(agents),
+        }))
 }
 
 /// Reaps, every `period`, the zombies this subreaper adopted (never its own children).

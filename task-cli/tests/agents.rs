@@ -7,77 +7,13 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use support::agent_sandbox::{Sandbox, fake_agent};
+
+use std::path::Path;
 
 use serde_json::{Value, json};
 
-/// The fake agent CLI, built next to the `tasks` binary (`cargo test --workspace` builds it;
-/// a lone `cargo test -p task-cli` builds it here).
-fn fake_agent() -> PathBuf {
-    let path = Path::new(env!("CARGO_BIN_EXE_tasks")).with_file_name("fake-agent");
-    if !path.exists() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let built = Command::new(cargo)
-            .args(["build", "-p", "task-agent", "--bin", "fake-agent"])
-            .status()
-            .unwrap();
-        assert!(built.success());
-    }
-    path
-}
-
-struct Sandbox {
-    root: tempfile::TempDir,
-}
-
 impl Sandbox {
-    fn new() -> Self {
-        Self {
-            root: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.root.path().join(name)
-    }
-
-    fn tasks(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_tasks"))
-            .args(args)
-            .env("TASKS_ROOT", self.root.path())
-            .env("TASKS_IDLE_EXIT_MS", "2000")
-            .env("TASKS_POLL_MS", "10")
-            .env("TASKS_SWEEP_MS", "50")
-            .env_remove("TASKS_SESSION")
-            .env_remove("TASKS_AGENT_ID")
-            // The agent's own `tasks run` finds the binary on its PATH.
-            .env("PATH", path_with_tasks())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.tasks(args);
-        assert!(
-            out.status.success(),
-            "tasks {args:?}: {:?}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    /// Writes a fake-agent script of `steps` (the first of which reads the prompt, the first
-    /// user turn on its stream-json input); returns its path.
-    fn script(&self, name: &str, steps: &[Value]) -> String {
-        let path = self.path(name);
-        let lines: String = steps.iter().map(|s| format!("{s}\n")).collect();
-        std::fs::write(&path, lines).unwrap();
-        path.display().to_string()
-    }
-
     fn agent(&self, extra: &[&str], script: &str) -> String {
         let fake = fake_agent();
         let mut args = vec!["agent"];
@@ -95,21 +31,6 @@ impl Sandbox {
             .cloned()
             .unwrap_or(Value::Null)
     }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        support::kill_processes_of(self.root.path());
-    }
-}
-
-fn path_with_tasks() -> String {
-    let dir = Path::new(env!("CARGO_BIN_EXE_tasks")).parent().unwrap();
-    format!(
-        "{}:{}",
-        dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
 }
 
 #[test]

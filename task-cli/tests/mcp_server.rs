@@ -1213,3 +1213,72 @@ async fn a_foreground_bash_whose_supervisor_dies_is_not_delivered_either() {
     let after = server.call("TaskList", json!({})).await;
     assert!(envelope_ids(&after).is_empty(), "{after:?}");
 }
+
+/// `SendMessage` reaches a teammate (spawned with `tasks team spawn`) as well as agents: the
+/// teammate's agent CLI gets the message as its next turn once it is idle.
+#[tokio::test]
+async fn send_message_reaches_a_teammate_once_it_is_idle() {
+    let server = Server::start().await;
+    let fake = Path::new(env!("CARGO_BIN_EXE_tasks")).with_file_name("fake-agent");
+    if !fake.exists() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let built = std::process::Command::new(cargo)
+            .args(["build", "-p", "task-agent", "--bin", "fake-agent"])
+            .status()
+            .unwrap();
+        assert!(built.success());
+    }
+    let script = server.root.path().join("mate.jsonl");
+    let steps = [
+        json!({"read_user": true}),
+        json!({"result": "ready"}),
+        json!({"teammate": true}),
+    ];
+    let text: String = steps.iter().map(|s| format!("{s}\n")).collect();
+    std::fs::write(&script, text).unwrap();
+    let (fake, script) = (fake.display().to_string(), script.display().to_string());
+    let args = [
+        "--json",
+        "team",
+        "spawn",
+        "mate@crew",
+        "--",
+        &fake,
+        "--script",
+        &script,
+    ];
+    let spawned = tasks_command(server.root.path(), &args)
+        .output()
+        .await
+        .unwrap();
+    assert!(spawned.status.success(), "{spawned:?}");
+    let spawned: Value = serde_json::from_slice(&spawned.stdout).unwrap();
+    let transcript = PathBuf::from(spawned["outputFile"].as_str().unwrap());
+    let result = server
+        .call(
+            "SendMessage",
+            json!({"to": "mate", "message": "via mcp", "summary": "hi"}),
+        )
+        .await;
+    assert!(
+        first_text(&result).contains("Message sent to mate's inbox"),
+        "{result:?}"
+    );
+    let deadline = Instant::now() + DEADLINE;
+    while !std::fs::read_to_string(&transcript)
+        .unwrap_or_default()
+        .contains("via mcp")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the teammate never got the message"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let id = spawned["id"].as_str().unwrap();
+    let killed = tasks_command(server.root.path(), &["kill", id])
+        .output()
+        .await
+        .unwrap();
+    assert!(killed.status.success(), "{killed:?}");
+}

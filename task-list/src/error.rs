@@ -64,6 +64,9 @@ pub enum Error {
         #[source]
         source: postgres::Error,
     },
+    /// An agent's inbox could not be written or read (task-output's shared mailbox).
+    #[error(transparent)]
+    Mailbox(#[from] task_output::mailbox::MailboxError),
     /// A store URL that names no supported store, or that does not parse.
     #[error("unsupported task-list store {store:?}: {message}")]
     InvalidStore {

@@ -1,19 +1,19 @@
 //! Per-agent inboxes for `task_assignment` messages.
 //!
 //! Layout: `{list dir}/.inboxes/{agent}.jsonl` (agent name sanitised like a list id), one JSON
-//! message per line, appended with `O_APPEND`:
+//! message per line: a [`task_output::mailbox::Mailbox`], the workspace's one mailbox (appends
+//! locked and safe in many processes, a killed writer's torn line skipped, never fatal):
 //! `{"type":"task_assignment","taskId":"3","subject":"…","description":"…","assignedBy":"lead",
 //! "timestamp":"2025-01-02T03:04:05.678Z"}`. The reference reads only `{digits}.json` in a list
 //! directory, so it never mistakes an inbox for a task.
 
-use std::path::PathBuf;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
+use task_output::mailbox::Mailbox;
 
 use crate::audit::rfc3339;
-use crate::error::{IoContext, Result};
-use crate::fsutil;
+use crate::error::Result;
 use crate::id::{TaskId, sanitize_name};
 use crate::record::Task;
 use crate::store::TaskList;
@@ -43,11 +43,9 @@ pub enum MailboxMessage {
 }
 
 impl TaskList {
-    fn inbox_path(&self, agent: &str) -> Result<PathBuf> {
-        Ok(self
-            .dir()
-            .join(INBOX_DIR)
-            .join(format!("{}.jsonl", sanitize_name(agent)?)))
+    fn inbox_mailbox(&self, agent: &str) -> Result<Mailbox> {
+        let mailbox = Mailbox::open(&self.dir().join(INBOX_DIR), &sanitize_name(agent)?)?;
+        Ok(mailbox.with_sync(self.config.durable))
     }
 
     /// Drops a `task_assignment` message for `task`'s new owner into that owner's inbox.
@@ -62,14 +60,8 @@ impl TaskList {
         if let Some(pg) = self.pg() {
             return pg.append_inbox(&sanitize_name(owner)?, &message);
         }
-        let path = self.inbox_path(owner)?;
-        let dir = self.dir().join(INBOX_DIR);
-        std::fs::create_dir_all(&dir).at("create", &dir)?;
-        fsutil::append_line(
-            &path,
-            &serde_json::to_string(&message).unwrap_or_default(),
-            self.config.durable,
-        )
+        self.inbox_mailbox(owner)?.append(&message)?;
+        Ok(())
     }
 
     /// Reads `agent`'s inbox, oldest first (lines that do not parse are skipped).
@@ -77,10 +69,7 @@ impl TaskList {
         if let Some(pg) = self.pg() {
             return pg.inbox(&sanitize_name(agent)?);
         }
-        let bytes = fsutil::read_optional(&self.inbox_path(agent)?)?.unwrap_or_default();
-        Ok(bytes
-            .split(|&b| b == b'\n')
-            .filter_map(|line| serde_json::from_slice(line).ok())
-            .collect())
+        let batch = self.inbox_mailbox(agent)?.read_from(0, usize::MAX)?;
+        Ok(batch.messages.into_iter().map(|d| d.message).collect())
     }
 }

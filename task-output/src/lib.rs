@@ -14,6 +14,8 @@
 //! - [`format`](mod@format): truncation of text for a language model.
 //! - [`utf8`]: the helpers that keep every piece of text whole code points.
 //! - [`transcript`]: output paths that are symlinks to transcripts.
+//! - [`mailbox`]: per-recipient append-only JSONL mailboxes, safe under concurrent writers in
+//!   many processes, read exactly once through a committed cursor.
 //!
 //! # Example
 //!
@@ -53,6 +55,7 @@
 mod error;
 pub mod format;
 mod lines;
+pub mod mailbox;
 pub mod open;
 pub mod pipe;
 pub mod read;

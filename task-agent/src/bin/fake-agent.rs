@@ -22,9 +22,12 @@
 //! | `{"touch": "PATH"}` | creates PATH (a signal to the test) |
 //! | `{"spawn": "CMD", "pid_file": "PATH"}` | starts `sh -c CMD` in the background, writing its pid to PATH |
 //! | `{"exit": N}` | exits with code N at once (a crash with no result) |
+//! | `{"teammate": true}` | from now on, answers a turn holding a `shutdown_request` by approving it |
 //!
 //! When the script is done it keeps reading user lines until stdin closes, answering each with
-//! `echo: {message}` (a text and a `success` result). With `--resume` it skips the script and
+//! `echo: {message}` (a text and a `success` result). After a `teammate` step, a turn that
+//! holds a team `shutdown_request` is answered first with a `SendMessage` tool use whose
+//! message is the approving `shutdown_response` (as a teammate model would). With `--resume` it skips the script and
 //! only answers (the first user line is the resumed turn). Usage defaults to 100 input and 10
 //! output tokens a message.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -51,6 +54,7 @@ struct Agent {
     stdin: std::io::StdinLock<'static>,
     stdout: std::io::Stdout,
     message_count: u64,
+    teammate: bool,
 }
 
 fn run() -> Result<u8, String> {
@@ -70,6 +74,7 @@ fn run() -> Result<u8, String> {
         stdin: std::io::stdin().lock(),
         stdout: std::io::stdout(),
         message_count: 0,
+        teammate: false,
     };
     agent.emit(
         &json!({"type": "system", "subtype": "init", "session_id": agent.session_id,
@@ -88,6 +93,19 @@ fn run() -> Result<u8, String> {
         }
     }
     while let Some(message) = agent.read_user()? {
+        if agent.teammate
+            && let Some(request_id) = shutdown_request_id(&message)
+        {
+            let response =
+                json!({"type": "shutdown_response", "request_id": request_id, "approve": true});
+            agent.tool(
+                &json!("SendMessage"),
+                Some(&json!({"to": "team-lead", "message": response.to_string()})),
+                None,
+                None,
+                None,
+            )?;
+        }
         let answer = format!("echo: {message}");
         agent.assistant(json!([{"type": "text", "text": answer}]), None)?;
         agent.emit(
@@ -133,6 +151,8 @@ impl Agent {
             std::fs::write(path, b"").map_err(|e| format!("{path}: {e}"))?;
         } else if let Some(command) = get("spawn").and_then(Value::as_str) {
             spawn(command, get("pid_file").and_then(Value::as_str))?;
+        } else if get("teammate").is_some() {
+            self.teammate = true;
         } else if let Some(code) = get("exit").and_then(Value::as_u64) {
             return Ok(Some(u8::try_from(code).unwrap_or(1)));
         } else {
@@ -216,4 +236,14 @@ fn spawn(command: &str, pid_file: Option<&str>) -> Result<(), String> {
         std::fs::write(path, child.id().to_string()).map_err(|e| format!("{path}: {e}"))?;
     }
     Ok(())
+}
+
+/// The `request_id` of a team `shutdown_request` in a user turn, if it holds one.
+fn shutdown_request_id(message: &str) -> Option<String> {
+    let start = message.find(r#"{"type":"shutdown_request""#)?;
+    let value = serde_json::Deserializer::from_str(&message[start..])
+        .into_iter::<Value>()
+        .next()?
+        .ok()?;
+    value["request_id"].as_str().map(str::to_owned)
 }

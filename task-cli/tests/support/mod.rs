@@ -3,6 +3,8 @@
 //! deadline. Each suite uses part of it.
 #![allow(dead_code)]
 
+pub mod agent_sandbox;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod format;
+mod mailbox;
 mod open;
 mod pipe;
 mod read;

@@ -1,0 +1,51 @@
+//! Dreams started from requests that crossed a process boundary (`tasks dream`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use task_core::{Caller, Launch, LaunchError, Launched};
+
+use super::{ConsolidationLock, DreamExecutor, DreamRequest, LockError};
+use crate::config::AgentConfig;
+use crate::error::AgentError;
+use crate::launch::{RunnerFormat, command_runner, start_on_runtime};
+
+/// A dream to start: the agent CLI, its prompt and the consolidation lock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DreamStart {
+    /// The agent CLI, program then arguments.
+    pub command: Vec<String>,
+    /// Its event format (`claude` when absent).
+    #[serde(default)]
+    pub runner: RunnerFormat,
+    /// The consolidation prompt.
+    pub prompt: String,
+    /// The consolidation lock file.
+    pub lock: PathBuf,
+}
+
+impl Launch for DreamExecutor {
+    type Request = DreamStart;
+    const KIND: &'static str = "dream";
+
+    /// Takes the lock and registers the dream `pending`; the start spawns its CLI. Another dream
+    /// holding the lock is an invalid request (nothing is registered).
+    fn launch(&self, start: DreamStart, caller: Caller) -> Result<Launched, LaunchError> {
+        let runner = command_runner(start.command, start.runner, AgentConfig::default())?;
+        let lock = ConsolidationLock::new(start.lock);
+        let mut request = DreamRequest::new(Arc::new(runner), start.prompt, lock);
+        request.cwd = Some(caller.cwd);
+        request.env = caller.env;
+        request.replace_env = true;
+        let pending = self.register(request).map_err(|error| match error {
+            AgentError::Lock(LockError::Busy { .. }) => LaunchError::Invalid(error.to_string()),
+            other => LaunchError::Failed(Box::new(other)),
+        })?;
+        let id = pending.id();
+        Ok(start_on_runtime(id, async move {
+            pending.start().await.map(|_| ())
+        }))
+    }
+}

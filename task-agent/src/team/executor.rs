@@ -1,0 +1,529 @@
+//! The executor of teammates: spawn, address, message, shut down, kill.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use dashmap::DashMap;
+use task_core::{
+    EndReason, KillError, Registry, Task, TaskId, TaskKind, TaskState, TaskStatus, TaskType,
+    TeammateIdentity, TeammateState,
+};
+use task_output::mailbox::MailboxReader;
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+
+use super::context::{self, TeammateContext};
+use super::member::MemberRun;
+use super::{Protocol, TEAM_LEAD, TeamConfig, TeamMessage, mailbox, post};
+use crate::error::AgentError;
+use crate::executor::AGENT_ID_ENV;
+use crate::runner::{AgentRunner, AgentSpec};
+
+/// The environment variable naming a teammate (`name@team`) to its agent's processes.
+pub const TEAMMATE_ENV: &str = "TASKS_TEAMMATE";
+
+/// A teammate to spawn.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct TeammateRequest {
+    /// Its name in the team.
+    pub name: String,
+    /// The team.
+    pub team: String,
+    /// Its display colour.
+    pub color: Option<String>,
+    /// What runs it.
+    pub runner: Arc<dyn AgentRunner>,
+    /// Its first turn.
+    pub prompt: String,
+    /// Whether its plan needs the lead's approval before it acts.
+    pub plan_mode: bool,
+    /// Its working directory.
+    pub cwd: Option<PathBuf>,
+    /// Extra environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Whether `env` is the whole environment (the caller's) rather than additions.
+    pub replace_env: bool,
+}
+
+impl TeammateRequest {
+    /// `name@team` run by `runner`, starting with `prompt`.
+    pub fn new(
+        name: impl Into<String>,
+        team: impl Into<String>,
+        runner: Arc<dyn AgentRunner>,
+        prompt: impl Into<String>,
+    ) -> Self {
+        TeammateRequest {
+            name: name.into(),
+            team: team.into(),
+            color: None,
+            runner,
+            prompt: prompt.into(),
+            plan_mode: false,
+            cwd: None,
+            env: Vec::new(),
+            replace_env: false,
+        }
+    }
+}
+
+/// How a teammate ended, for the [`on_end`](TeamExecutor::on_end) hooks (task-list's
+/// `unassign` reasons).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TeammateEnd {
+    /// It approved a shutdown request.
+    Shutdown,
+    /// Killed, crashed, or its agent exited on its own.
+    Terminated,
+}
+
+type IdleHook = Box<dyn Fn(TaskId, &TeammateIdentity) + Send + Sync>;
+type EndHook = Box<dyn Fn(TaskId, &TeammateIdentity, TeammateEnd) + Send + Sync>;
+
+/// Runs `in_process_teammate` tasks, recorded in a task-core [`Registry`].
+#[derive(Clone)]
+pub struct TeamExecutor {
+    pub(super) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for TeamExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TeamExecutor")
+            .field("teams_root", &self.inner.teams_root)
+            .field("members", &self.inner.members.len())
+            .finish_non_exhaustive()
+    }
+}
+
+pub(super) struct Inner {
+    pub(super) registry: Arc<Registry>,
+    pub(super) teams_root: PathBuf,
+    output_dir: PathBuf,
+    pub(super) config: TeamConfig,
+    pub(super) members: DashMap<TaskId, Arc<Member>>,
+    /// `name@team` → the newest teammate of that name.
+    names: DashMap<String, TaskId>,
+    idle_hooks: Mutex<Vec<IdleHook>>,
+    end_hooks: Mutex<Vec<EndHook>>,
+}
+
+/// What the executor shares with one teammate's loop.
+#[derive(Debug)]
+pub(super) struct Member {
+    pub(super) identity: TeammateIdentity,
+    /// Wakes the loop: a message was posted from this process.
+    pub(super) wake: Notify,
+    pub(super) idle: watch::Sender<bool>,
+    pub(super) cancel: mpsc::Sender<oneshot::Sender<()>>,
+}
+
+impl TeamExecutor {
+    /// An executor whose teams live under `teams_root` and whose transcripts go to
+    /// `{output_dir}/{id}.output`.
+    pub fn new(
+        registry: Arc<Registry>,
+        teams_root: impl Into<PathBuf>,
+        output_dir: impl Into<PathBuf>,
+        config: TeamConfig,
+    ) -> Self {
+        TeamExecutor {
+            inner: Arc::new(Inner {
+                registry,
+                teams_root: teams_root.into(),
+                output_dir: output_dir.into(),
+                config,
+                members: DashMap::new(),
+                names: DashMap::new(),
+                idle_hooks: Mutex::new(Vec::new()),
+                end_hooks: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Registers it with its registry as the executor of `in_process_teammate`.
+    #[must_use]
+    pub fn register_with_registry(self) -> Self {
+        let task: Arc<dyn Task> = Arc::new(TeammateTask {
+            inner: Arc::clone(&self.inner),
+        });
+        self.inner
+            .registry
+            .register_executor(TaskType::InProcessTeammate, task);
+        self
+    }
+
+    /// Where the teams live.
+    pub fn teams_root(&self) -> &std::path::Path {
+        &self.inner.teams_root
+    }
+
+    /// Calls `hook` each time a teammate goes idle.
+    pub fn on_idle(&self, hook: impl Fn(TaskId, &TeammateIdentity) + Send + Sync + 'static) {
+        if let Ok(mut hooks) = self.inner.idle_hooks.lock() {
+            hooks.push(Box::new(hook));
+        }
+    }
+
+    /// Calls `hook` once when a teammate ends, however it ends.
+    pub fn on_end(
+        &self,
+        hook: impl Fn(TaskId, &TeammateIdentity, TeammateEnd) + Send + Sync + 'static,
+    ) {
+        if let Ok(mut hooks) = self.inner.end_hooks.lock() {
+            hooks.push(Box::new(hook));
+        }
+    }
+
+    /// Spawns a teammate: [`register`](Self::register) then [`PendingTeammate::start`].
+    ///
+    /// # Errors
+    /// As those two.
+    pub async fn spawn(&self, request: TeammateRequest) -> Result<TaskId, AgentError> {
+        self.register(request)?.start().await
+    }
+
+    /// Registers a teammate `pending` (its id can be handed out) and takes its mailbox as its
+    /// one reader; nothing runs until [`PendingTeammate::start`].
+    ///
+    /// # Errors
+    /// [`AgentError::InvalidTeammate`] for a bad name or team, [`AgentError::NameTaken`] while
+    /// a live teammate has the name, [`AgentError::Mailbox`] when another reader holds its
+    /// mailbox; output and state errors.
+    pub fn register(&self, request: TeammateRequest) -> Result<PendingTeammate, AgentError> {
+        let full = full_name(&request.name, &request.team)?;
+        if self.inner.names.contains_key(&full) {
+            return Err(AgentError::NameTaken(full));
+        }
+        let reader = mailbox(&self.inner.teams_root, &request.team, &request.name)?.reader()?;
+        let id = TaskId::generate(TaskType::InProcessTeammate)?;
+        let output = self.inner.output_dir.join(format!("{id}.output"));
+        task_output::open::create_output_file(&output)?;
+        let identity = TeammateIdentity {
+            agent_name: request.name.clone(),
+            team_name: request.team.clone(),
+            color: request.color.clone(),
+        };
+        let state = TeammateState {
+            identity: identity.clone(),
+            agent_id: full.clone(),
+            ..TeammateState::default()
+        };
+        let task = TaskState::new(id, &full, &output, TaskKind::Teammate(state))?;
+        self.inner.registry.register(task)?;
+        self.inner.names.insert(full.clone(), id);
+        let mut spec = AgentSpec::new(request.prompt, &output);
+        spec.agent_type = "teammate".into();
+        spec.cwd = request.cwd;
+        spec.env = request.env;
+        spec.replace_env = request.replace_env;
+        spec.env.push((AGENT_ID_ENV.into(), id.as_str().into()));
+        spec.env.push((TEAMMATE_ENV.into(), full.into()));
+        Ok(PendingTeammate {
+            inner: Arc::clone(&self.inner),
+            context: TeammateContext {
+                identity,
+                task_id: id,
+            },
+            runner: request.runner,
+            spec,
+            reader: Some(reader),
+            plan_mode: request.plan_mode,
+        })
+    }
+
+    /// The live teammate `target` names: `name@team`, or a bare `name` when exactly one live
+    /// teammate has it, or its task id.
+    pub fn resolve(&self, target: &str) -> Option<TaskId> {
+        if let Ok(id) = TaskId::parse(target) {
+            return self.inner.members.contains_key(&id).then_some(id);
+        }
+        if target.contains('@') {
+            return self.inner.names.get(target).map(|e| *e.value());
+        }
+        let suffix_free: Vec<TaskId> = self
+            .inner
+            .members
+            .iter()
+            .filter(|m| m.identity.agent_name == target)
+            .map(|m| *m.key())
+            .collect();
+        match suffix_free.as_slice() {
+            [only] => Some(*only),
+            _ => None,
+        }
+    }
+
+    /// Posts `message` to the live teammate `target` (see [`resolve`](Self::resolve)) and
+    /// wakes it; delivered at its next idle moment.
+    ///
+    /// # Errors
+    /// [`AgentError::NoSuchAgent`] (the reference's text) when no live teammate has that name;
+    /// mailbox errors.
+    pub fn send(&self, target: &str, message: &TeamMessage) -> Result<TaskId, AgentError> {
+        let id = self
+            .resolve(target)
+            .ok_or_else(|| AgentError::NoSuchAgent(target.to_owned()))?;
+        let member = self.member(id)?;
+        post(
+            &self.inner.teams_root,
+            &member.identity.team_name,
+            &member.identity.agent_name,
+            message,
+        )?;
+        member.wake.notify_one();
+        Ok(id)
+    }
+
+    /// Asks `target` to shut down (a `shutdown_request` from the lead); returns the request id.
+    ///
+    /// # Errors
+    /// As [`send`](Self::send).
+    pub fn request_shutdown(
+        &self,
+        target: &str,
+        reason: Option<String>,
+    ) -> Result<String, AgentError> {
+        let request_id = request_id("shutdown")?;
+        let message = Protocol::ShutdownRequest {
+            request_id: request_id.clone(),
+            reason,
+        };
+        self.send(target, &TeamMessage::protocol(TEAM_LEAD, &message))?;
+        Ok(request_id)
+    }
+
+    /// Answers `target`'s plan approval request.
+    ///
+    /// # Errors
+    /// As [`send`](Self::send).
+    pub fn answer_plan(
+        &self,
+        target: &str,
+        request_id: &str,
+        approve: bool,
+        feedback: Option<String>,
+    ) -> Result<(), AgentError> {
+        let message = Protocol::PlanApprovalResponse {
+            request_id: request_id.to_owned(),
+            approve,
+            feedback,
+        };
+        self.send(target, &TeamMessage::protocol(TEAM_LEAD, &message))
+            .map(|_| ())
+    }
+
+    /// Waits until teammate `id` is idle (returns at once if it is).
+    ///
+    /// # Errors
+    /// [`AgentError::NoSuchAgent`] for an unknown teammate, and when it ends before it is idle.
+    pub async fn until_idle(&self, id: TaskId) -> Result<(), AgentError> {
+        let mut idle = self.member(id)?.idle.subscribe();
+        idle.wait_for(|&idle| idle)
+            .await
+            .map(|_| ())
+            .map_err(|_| AgentError::NoSuchAgent(id.to_string()))
+    }
+
+    fn member(&self, id: TaskId) -> Result<Arc<Member>, AgentError> {
+        self.inner
+            .members
+            .get(&id)
+            .map(|m| Arc::clone(m.value()))
+            .ok_or_else(|| AgentError::NoSuchAgent(id.to_string()))
+    }
+}
+
+/// A teammate registered `pending` by [`TeamExecutor::register`], not started yet; dropping it
+/// ends it `failed`.
+#[must_use = "a registered teammate that is never started stays pending"]
+pub struct PendingTeammate {
+    inner: Arc<Inner>,
+    context: TeammateContext,
+    runner: Arc<dyn AgentRunner>,
+    spec: AgentSpec,
+    /// Taken by `start`.
+    reader: Option<MailboxReader>,
+    plan_mode: bool,
+}
+
+impl std::fmt::Debug for PendingTeammate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingTeammate")
+            .field("id", &self.context.task_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PendingTeammate {
+    /// Its task id.
+    pub fn id(&self) -> TaskId {
+        self.context.task_id
+    }
+
+    /// Starts its session (inside its task-local context), marks it running and follows it.
+    ///
+    /// # Errors
+    /// Spawn errors: the teammate is then `failed` (silently: the caller has the error).
+    pub async fn start(mut self) -> Result<TaskId, AgentError> {
+        let id = self.id();
+        let Some(reader) = self.reader.take() else {
+            return Err(AgentError::NoSuchAgent(id.to_string()));
+        };
+        let started = context::scope(self.context.clone(), self.runner.start(&self.spec)).await;
+        let session = match started {
+            Ok(session) => session,
+            Err(error) => {
+                self.fail(error.to_string());
+                return Err(error);
+            }
+        };
+        self.inner.registry.transition(&id, TaskStatus::Running)?;
+        let (cancel, cancel_rx) = mpsc::channel(1);
+        let (idle, _) = watch::channel(false);
+        let member = Arc::new(Member {
+            identity: self.context.identity.clone(),
+            wake: Notify::new(),
+            idle,
+            cancel,
+        });
+        self.inner.members.insert(id, Arc::clone(&member));
+        let run = MemberRun::new(
+            Arc::clone(&self.inner),
+            member,
+            id,
+            session,
+            reader,
+            cancel_rx,
+            self.plan_mode,
+        );
+        tokio::spawn(context::scope(self.context.clone(), run.run()));
+        Ok(id)
+    }
+
+    fn fail(&self, error: String) {
+        let id = self.id();
+        end_silently(
+            &self.inner.registry,
+            id,
+            TaskStatus::Failed,
+            EndReason::SpawnFailed { error },
+        );
+        self.inner
+            .ended(id, &self.context.identity, TeammateEnd::Terminated);
+    }
+}
+
+impl Drop for PendingTeammate {
+    /// Never started: it ends `failed`.
+    fn drop(&mut self) {
+        if self.reader.is_some() {
+            self.fail("dropped before it was started".into());
+        }
+    }
+}
+
+impl Inner {
+    pub(super) fn fire_idle(&self, id: TaskId, identity: &TeammateIdentity) {
+        if let Ok(hooks) = self.idle_hooks.lock() {
+            hooks.iter().for_each(|hook| hook(id, identity));
+        }
+    }
+
+    /// The teammate's run is over: it leaves the addressable members, its hooks run.
+    pub(super) fn ended(&self, id: TaskId, identity: &TeammateIdentity, how: TeammateEnd) {
+        self.members.remove(&id);
+        let full = format!("{}@{}", identity.agent_name, identity.team_name);
+        self.names.remove_if(&full, |_, owner| *owner == id);
+        if let Ok(hooks) = self.end_hooks.lock() {
+            hooks.iter().for_each(|hook| hook(id, identity, how));
+        }
+    }
+
+    /// Wakes the live teammate `name@team` of this process, if any (a message was posted).
+    pub(super) fn wake(&self, name: &str, team: &str) {
+        if let Some(id) = self
+            .names
+            .get(&format!("{name}@{team}"))
+            .map(|e| *e.value())
+            && let Some(member) = self.members.get(&id)
+        {
+            member.wake.notify_one();
+        }
+    }
+}
+
+/// Ends a teammate: terminal status and `notified` in one step (no model notification).
+pub(super) fn end_silently(
+    registry: &Registry,
+    id: TaskId,
+    status: TaskStatus,
+    reason: EndReason,
+) -> bool {
+    registry
+        .transition_with(&id, status, |state| {
+            state.base.notified = true;
+            state.base.end_reason = Some(reason.clone());
+            if let TaskKind::Teammate(teammate) = &mut state.kind {
+                teammate.is_idle = false;
+            }
+        })
+        .is_ok()
+}
+
+/// `name@team`, both parts checked as mailbox names without `@`.
+fn full_name(name: &str, team: &str) -> Result<String, AgentError> {
+    for part in [name, team] {
+        if part.contains('@') || task_output::mailbox::validate_name(part).is_err() {
+            return Err(AgentError::InvalidTeammate(format!("{name}@{team}")));
+        }
+    }
+    Ok(format!("{name}@{team}"))
+}
+
+/// A fresh request id: `{kind}-{random}`.
+pub(super) fn request_id(kind: &str) -> Result<String, AgentError> {
+    let id = TaskId::generate(TaskType::InProcessTeammate)?;
+    Ok(format!("{kind}-{}", &id.as_str()[1..]))
+}
+
+/// The `in_process_teammate` policies.
+struct TeammateTask {
+    inner: Arc<Inner>,
+}
+
+#[async_trait]
+impl Task for TeammateTask {
+    /// Ends it `killed` (notified at once, no model notification), stops its agent, and
+    /// evicts it `stopped_display` later.
+    async fn kill(&self, registry: &Registry, id: &TaskId) -> Result<(), KillError> {
+        if !end_silently(registry, *id, TaskStatus::Killed, EndReason::Killed) {
+            return Ok(());
+        }
+        let cancel = self.inner.members.get(id).map(|m| m.cancel.clone());
+        if let Some(cancel) = cancel {
+            let (ack, done) = oneshot::channel();
+            if cancel.send(ack).await.is_ok() {
+                let _ = done.await;
+            }
+        }
+        let inner = Arc::clone(&self.inner);
+        let id = *id;
+        tokio::spawn(async move {
+            tokio::time::sleep(inner.config.stopped_display).await;
+            inner.registry.evict(&id);
+        });
+        Ok(())
+    }
+
+    /// A killed teammate stays visible for `STOPPED_DISPLAY_MS`.
+    fn eviction_grace(&self, ended: &TaskState) -> Option<std::time::Duration> {
+        (ended.status() == TaskStatus::Killed).then_some(self.inner.config.stopped_display)
+    }
+
+    fn carry_forward(&self, resumed: &mut TaskState, previous: &TaskState) {
+        resumed.kind.carry_ui_fields_from(&previous.kind);
+    }
+}

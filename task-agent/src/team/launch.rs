@@ -1,0 +1,59 @@
+//! Teammates started from requests that crossed a process boundary (`tasks team spawn`).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use task_core::{Caller, Launch, LaunchError, Launched};
+
+use super::{TeamExecutor, TeammateRequest};
+use crate::config::AgentConfig;
+use crate::error::AgentError;
+use crate::launch::{RunnerFormat, command_runner, start_on_runtime};
+
+/// A teammate to start (`in_process_teammate`): `name@team` and the agent CLI that runs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TeammateStart {
+    /// Its name in the team.
+    pub name: String,
+    /// The team.
+    pub team: String,
+    /// The agent CLI, program then arguments (it must take stream-json input: `claude`).
+    pub command: Vec<String>,
+    /// Its first turn.
+    pub prompt: String,
+    /// Whether its plan needs the lead's approval first.
+    #[serde(default)]
+    pub plan: bool,
+    /// Its display colour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+}
+
+impl Launch for TeamExecutor {
+    type Request = TeammateStart;
+    const KIND: &'static str = "teammate";
+
+    /// Registers the teammate `pending`; the start spawns its CLI in the caller's directory and
+    /// environment.
+    fn launch(&self, start: TeammateStart, caller: Caller) -> Result<Launched, LaunchError> {
+        let runner = command_runner(start.command, RunnerFormat::Claude, AgentConfig::default())?;
+        let mut request =
+            TeammateRequest::new(start.name, start.team, Arc::new(runner), start.prompt);
+        request.plan_mode = start.plan;
+        request.color = start.color;
+        request.cwd = Some(caller.cwd);
+        request.env = caller.env;
+        request.replace_env = true;
+        let pending = self.register(request).map_err(|error| match error {
+            AgentError::NameTaken(_) | AgentError::InvalidTeammate(_) | AgentError::Mailbox(_) => {
+                LaunchError::Invalid(error.to_string())
+            }
+            other => LaunchError::Failed(Box::new(other)),
+        })?;
+        let id = pending.id();
+        Ok(start_on_runtime(id, async move {
+            pending.start().await.map(|_| ())
+        }))
+    }
+}

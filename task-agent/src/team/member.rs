@@ -1,0 +1,312 @@
+//! One teammate's loop: its session's events, its mailbox while idle, plan approval, outgoing
+//! messages, the end.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use task_core::{EndReason, TaskId, TaskKind, TaskStatus, TeammateState};
+use task_output::mailbox::MailboxReader;
+use tokio::sync::{mpsc, oneshot};
+
+use super::executor::{Inner, Member, TeammateEnd, end_silently, request_id};
+use super::{Protocol, TEAM_LEAD, TeamMessage, post, render_turn};
+use crate::event::AgentEvent;
+use crate::runner::{AgentSession, SessionEvent};
+
+/// The tool a teammate sends messages with.
+const SEND_TOOL: &str = "SendMessage";
+
+/// Where a plan-mode teammate is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Plan {
+    /// Not in plan mode, or its plan was approved.
+    Free,
+    /// Its next turn's text is a plan to submit.
+    Drafting,
+    /// Its plan awaits the lead's answer to this request.
+    Awaiting(String),
+}
+
+pub(super) struct MemberRun {
+    inner: Arc<Inner>,
+    member: Arc<Member>,
+    id: TaskId,
+    session: Box<dyn AgentSession>,
+    reader: MailboxReader,
+    cancel: mpsc::Receiver<oneshot::Sender<()>>,
+    plan: Plan,
+    /// Messages that arrived while a plan awaited approval, in order.
+    held: Vec<TeamMessage>,
+    /// A turn is in progress.
+    working: bool,
+    turn_text: String,
+    /// It approved a shutdown: its input is closed and it is ending.
+    shutting_down: bool,
+}
+
+impl MemberRun {
+    pub(super) fn new(
+        inner: Arc<Inner>,
+        member: Arc<Member>,
+        id: TaskId,
+        session: Box<dyn AgentSession>,
+        reader: MailboxReader,
+        cancel: mpsc::Receiver<oneshot::Sender<()>>,
+        plan_mode: bool,
+    ) -> Self {
+        MemberRun {
+            inner,
+            member,
+            id,
+            session,
+            reader,
+            cancel,
+            plan: if plan_mode {
+                Plan::Drafting
+            } else {
+                Plan::Free
+            },
+            held: Vec::new(),
+            working: true,
+            turn_text: String::new(),
+            shutting_down: false,
+        }
+    }
+
+    pub(super) async fn run(mut self) {
+        let poll = self.inner.config.mailbox_poll;
+        loop {
+            let idle = !self.working && !self.shutting_down;
+            tokio::select! {
+                biased;
+                ack = self.cancel.recv() => {
+                    self.session.cancel().await;
+                    self.finish(TeammateEnd::Terminated);
+                    if let Some(ack) = ack {
+                        let _ = ack.send(());
+                    }
+                    return;
+                }
+                event = self.session.next_event() => match event {
+                    SessionEvent::Ended(end) => {
+                        self.ended(end.exit_code);
+                        return;
+                    }
+                    SessionEvent::Agent(event) => self.on_event(event),
+                },
+                () = self.member.wake.notified(), if idle => {}
+                () = tokio::time::sleep(poll), if idle => {}
+            }
+            if self.working {
+                continue;
+            }
+            if self.shutting_down {
+                // Its turn with the approving response is over: it ends with its input.
+                self.session.close_input().await;
+            } else {
+                self.deliver().await;
+            }
+        }
+    }
+
+    fn on_event(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::Text(text) => self.turn_text.push_str(&text),
+            AgentEvent::ToolStarted(tool) if tool.name == SEND_TOOL => self.outgoing(&tool.input),
+            AgentEvent::TurnEnded(_) => self.turn_ended(),
+            _ => {}
+        }
+    }
+
+    /// The turn is over: submit a plan, or go idle.
+    fn turn_ended(&mut self) {
+        self.working = false;
+        let text = std::mem::take(&mut self.turn_text);
+        if self.shutting_down {
+            return;
+        }
+        if self.plan == Plan::Drafting {
+            match request_id("plan") {
+                Ok(request) => {
+                    let ask = Protocol::PlanApprovalRequest {
+                        request_id: request.clone(),
+                        plan: text,
+                    };
+                    self.to_lead(&ask);
+                    self.plan = Plan::Awaiting(request);
+                    self.edit(|t| t.awaiting_plan_approval = true);
+                }
+                Err(error) => tracing::warn!(id = %self.id, %error, "no plan request id"),
+            }
+        } else {
+            self.to_lead(&Protocol::IdleNotification {
+                idle_reason: "available".into(),
+            });
+        }
+        self.set_idle(true);
+        self.inner.fire_idle(self.id, &self.member.identity);
+    }
+
+    /// Hands the new mailbox messages to the idle teammate as one turn; commits the cursor
+    /// once the turn was written.
+    async fn deliver(&mut self) {
+        let batch = match self.reader.pending::<TeamMessage>() {
+            Ok(batch) => batch,
+            Err(error) => {
+                tracing::warn!(id = %self.id, %error, "mailbox read failed");
+                return;
+            }
+        };
+        if batch.messages.is_empty() {
+            return;
+        }
+        let mut turn = Vec::new();
+        for delivered in batch.messages {
+            self.sort(delivered.message, &mut turn);
+        }
+        if !turn.is_empty() {
+            if let Err(error) = self.session.send(&render_turn(&turn)).await {
+                // Not committed: the agent's input is gone and its end follows.
+                tracing::warn!(id = %self.id, %error, "teammate input closed");
+                return;
+            }
+            self.working = true;
+            self.set_idle(false);
+            self.edit(|t| {
+                for message in &turn {
+                    let mut shown = message.clone();
+                    shown.read = true;
+                    t.messages
+                        .push(serde_json::to_value(shown).unwrap_or(Value::Null));
+                }
+            });
+        }
+        if let Err(error) = self.reader.commit(batch.end) {
+            tracing::warn!(id = %self.id, %error, "mailbox cursor not committed");
+        }
+    }
+
+    /// Puts one incoming message in this turn, among the held ones, or acts on it.
+    fn sort(&mut self, message: TeamMessage, turn: &mut Vec<TeamMessage>) {
+        let awaiting = match &self.plan {
+            Plan::Awaiting(request) => Some(request.clone()),
+            _ => None,
+        };
+        match (message.as_protocol(), awaiting) {
+            (
+                Some(Protocol::PlanApprovalResponse {
+                    request_id,
+                    approve,
+                    feedback,
+                }),
+                Some(awaited),
+            ) if request_id == awaited => {
+                self.edit(|t| t.awaiting_plan_approval = false);
+                if approve {
+                    self.plan = Plan::Free;
+                    turn.push(message);
+                    turn.append(&mut self.held);
+                } else {
+                    self.plan = Plan::Drafting;
+                    let feedback = feedback.unwrap_or_default();
+                    tracing::debug!(id = %self.id, %feedback, "plan rejected");
+                    turn.push(message);
+                }
+            }
+            (_, Some(_)) => self.held.push(message),
+            (_, None) => turn.push(message),
+        }
+    }
+
+    /// The teammate called `SendMessage {to, message, summary?}`: post it.
+    fn outgoing(&mut self, input: &Value) {
+        let (Some(to), Some(text)) = (
+            input.get("to").and_then(Value::as_str),
+            input.get("message").and_then(Value::as_str),
+        ) else {
+            return;
+        };
+        let summary = input
+            .get("summary")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let message =
+            TeamMessage::new(&self.member.identity.agent_name, text).with_summary(summary);
+        let team = self.member.identity.team_name.clone();
+        let to = if to == "main" { TEAM_LEAD } else { to };
+        let to = to.split_once('@').map_or(to, |(name, _)| name);
+        if let Err(error) = post(&self.inner.teams_root, &team, to, &message) {
+            tracing::warn!(id = %self.id, %error, to, "teammate message not posted");
+            return;
+        }
+        self.inner.wake(to, &team);
+        if let Some(Protocol::ShutdownResponse { approve: true, .. }) = message.as_protocol() {
+            self.shutting_down = true;
+        }
+    }
+
+    fn to_lead(&self, message: &Protocol) {
+        let identity = &self.member.identity;
+        let posted = post(
+            &self.inner.teams_root,
+            &identity.team_name,
+            TEAM_LEAD,
+            &TeamMessage::protocol(&identity.agent_name, message),
+        );
+        if let Err(error) = posted {
+            tracing::warn!(id = %self.id, %error, "message to the lead not posted");
+        }
+    }
+
+    /// The agent's process is gone: after an approved shutdown that is `completed`.
+    fn ended(mut self, exit_code: Option<i32>) {
+        let (status, reason, how) = match (self.shutting_down, exit_code) {
+            (true, _) => (
+                TaskStatus::Completed,
+                EndReason::Succeeded,
+                TeammateEnd::Shutdown,
+            ),
+            (false, Some(0)) => (
+                TaskStatus::Completed,
+                EndReason::Exited { code: 0 },
+                TeammateEnd::Terminated,
+            ),
+            (false, code) => (
+                TaskStatus::Failed,
+                EndReason::Exited {
+                    code: code.unwrap_or(-1),
+                },
+                TeammateEnd::Terminated,
+            ),
+        };
+        end_silently(&self.inner.registry, self.id, status, reason);
+        self.shutting_down = true;
+        self.finish(how);
+    }
+
+    fn finish(&self, how: TeammateEnd) {
+        self.member.idle.send_replace(false);
+        self.inner.ended(self.id, &self.member.identity, how);
+    }
+
+    /// Records idle or working, tells `until_idle` waiters, and emits a `task_progress` so
+    /// observers (a supervisor's records, `ps`) see it.
+    fn set_idle(&self, idle: bool) {
+        self.edit(|t| t.is_idle = idle);
+        self.member.idle.send_replace(idle);
+        let mut detail = serde_json::Map::new();
+        detail.insert("is_idle".into(), Value::Bool(idle));
+        self.inner.registry.emit_progress(&self.id, detail);
+    }
+
+    fn edit(&self, mut change: impl FnMut(&mut TeammateState)) {
+        let _ = self.inner.registry.update(&self.id, |current| {
+            let mut next = current.clone();
+            match &mut next.kind {
+                TaskKind::Teammate(t) if !current.status().is_terminal() => change(t),
+                _ => return None,
+            }
+            Some(next)
+        });
+    }
+}
