@@ -56,6 +56,12 @@ pub enum Command {
     Send(SendArgs),
     /// List the session's tasks.
     Ps(PsArgs),
+    /// Print a one-line summary of the background work, for a shell prompt or a status bar.
+    Status,
+    /// Remove finished tasks (record and output) whose completion was delivered.
+    Rm(crate::tidy_cmd::RmArgs),
+    /// Remove finished, delivered tasks by age, count or total output size.
+    Prune(crate::tidy_cmd::PruneArgs),
     /// Read a task's output: a delta from an offset, a tail, or follow it until the task ends.
     Output(OutputArgs),
     /// Wait until every named task has ended; the exit status mirrors the task's.
@@ -75,7 +81,7 @@ pub enum Command {
     Supervise,
 }
 
-/// `tasks run`.
+/// Start a shell command in the background and print its task id.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Human description (default: the command).
@@ -95,7 +101,7 @@ pub struct RunArgs {
     pub command: Vec<String>,
 }
 
-/// `tasks agent`.
+/// Start a background agent: an agent CLI speaking a JSON event stream, followed as it works.
 #[derive(Debug, Args)]
 pub struct AgentArgs {
     /// The CLI's event format (claude, codex, gemini): the flags it needs are added when absent.
@@ -125,7 +131,7 @@ fn parse_runner(text: &str) -> Result<task_agent::RunnerFormat, String> {
         .map_err(|_| format!("{text:?}: expected claude, codex, gemini or auto"))
 }
 
-/// `tasks send`.
+/// Send a message to an agent (by id or name): queued while it works, or it resumes.
 #[derive(Debug, Args)]
 pub struct SendArgs {
     /// The agent's task id or name.
@@ -134,7 +140,7 @@ pub struct SendArgs {
     pub message: String,
 }
 
-/// `tasks monitor`.
+/// Start a monitor: each stdout line of the command is an event notification.
 #[derive(Debug, Args)]
 pub struct MonitorArgs {
     /// Human description (default: the command).
@@ -157,7 +163,7 @@ pub struct MonitorArgs {
     pub command: Vec<String>,
 }
 
-/// `tasks ps`.
+/// List the session's tasks.
 #[derive(Debug, Args)]
 pub struct PsArgs {
     /// Include finished tasks whose notification was already delivered.
@@ -168,7 +174,7 @@ pub struct PsArgs {
     pub watch: bool,
 }
 
-/// `tasks output`.
+/// Read a task's output: a delta from an offset, a tail, or follow it until the task ends.
 #[derive(Debug, Args)]
 pub struct OutputArgs {
     /// The task id.
@@ -190,7 +196,7 @@ pub struct OutputArgs {
     pub for_model: bool,
 }
 
-/// `tasks wait`.
+/// Wait until every named task has ended; the exit status mirrors the task's.
 #[derive(Debug, Args)]
 pub struct WaitArgs {
     /// The task ids.
@@ -201,7 +207,7 @@ pub struct WaitArgs {
     pub timeout: Option<u64>,
 }
 
-/// `tasks kill`.
+/// Kill tasks and their whole process trees.
 #[derive(Debug, Args)]
 pub struct KillArgs {
     /// The task ids.
@@ -209,7 +215,7 @@ pub struct KillArgs {
     pub ids: Vec<String>,
 }
 
-/// `tasks notifications`.
+/// Deliver pending notifications (each exactly once across all readers), in priority order.
 #[derive(Debug, Args)]
 pub struct NotificationsArgs {
     /// Keep delivering new notifications until interrupted.
@@ -217,7 +223,7 @@ pub struct NotificationsArgs {
     pub follow: bool,
 }
 
-/// `tasks completions`.
+/// Print a shell completion script.
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// The shell.
@@ -235,7 +241,7 @@ pub enum CompletionShell {
     Fish,
 }
 
-/// `tasks list`.
+/// Manage task lists (the persistent checklist with dependencies).
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// The list id (default: $TASKS_LIST_ID, else `default`; with --claude the reference's chain).
@@ -349,7 +355,7 @@ pub enum UnassignReason {
     Shutdown,
 }
 
-/// `tasks list update`.
+/// Update a task (fields, status, owner, edges, metadata).
 #[derive(Debug, Args)]
 pub struct ListUpdateArgs {
     /// The task id.

@@ -99,6 +99,14 @@ pub enum CliError {
     /// Invalid input that is not an id (a JSON argument, an option value).
     #[error("{0}")]
     Invalid(String),
+    /// A task that cannot be removed now (`tasks rm`).
+    #[error("task {id} is kept: {reason}")]
+    Kept {
+        /// The task.
+        id: String,
+        /// Why.
+        reason: crate::prune::KeepReason,
+    },
 }
 
 impl CliError {
@@ -115,7 +123,8 @@ impl CliError {
             | CliError::InvalidSession(_)
             | CliError::NoRoot
             | CliError::List(_)
-            | CliError::Invalid(_) => exit::OTHER,
+            | CliError::Invalid(_)
+            | CliError::Kept { .. } => exit::OTHER,
         }
     }
 

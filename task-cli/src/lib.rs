@@ -49,11 +49,17 @@ pub mod lock;
 pub mod mcp;
 pub mod notice;
 pub mod paths;
+pub mod pill;
 pub mod protocol;
+pub mod prune;
 pub mod record;
 pub mod render;
 pub mod session;
+#[cfg(feature = "cli")]
+pub mod status_cmd;
 pub mod supervisor;
+#[cfg(feature = "cli")]
+pub mod tidy_cmd;
 mod untrusted;
 pub mod wiring;
 

@@ -1,0 +1,190 @@
+//! Removing finished tasks: `tasks rm`, `tasks prune` and the supervisor's retention policy.
+//!
+//! A task is removed (its record, its output and its delivery latches) only when nothing can
+//! still want it ([`keep_reason`]): it ended, its completion was delivered (or none is due), its
+//! final record has been on disk for two sweep intervals (by then the supervisor has evicted it
+//! from memory and never writes it again), and it is not an agent or teammate a running
+//! supervisor could resume with a message. A task read as live, or whose completion is still
+//! deliverable, is never touched; a completion racing with a prune is kept for its reader.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+use task_core::{TaskId, TaskType, now_ms};
+
+use crate::error::{CliError, Result};
+use crate::lock;
+use crate::notice;
+use crate::paths::SessionPaths;
+use crate::record::TaskRecord;
+use crate::session::Session;
+
+/// Why a task is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, thiserror::Error)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum KeepReason {
+    /// It has not ended.
+    #[error("it is still live")]
+    Live,
+    /// Its completion notification has not been delivered.
+    #[error("its completion notification has not been delivered (run `tasks notifications`)")]
+    Undelivered,
+    /// It ended moments ago: its supervisor may still hold it.
+    #[error("it ended moments ago; try again in a few seconds")]
+    Settling,
+    /// A running supervisor could resume it (an agent or a teammate takes messages).
+    #[error("the running supervisor can still resume it with a message")]
+    Resumable,
+}
+
+/// Which finished tasks `prune` removes; every field is optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Policy {
+    /// Only tasks that ended longer ago than this.
+    pub older_than: Option<Duration>,
+    /// Keep the newest this many finished tasks.
+    pub keep_last: Option<usize>,
+    /// Then remove the oldest finished tasks until the session's outputs fit in this many bytes.
+    pub max_size: Option<u64>,
+}
+
+impl Policy {
+    /// A policy with the given limits.
+    pub fn new(
+        older_than: Option<Duration>,
+        keep_last: Option<usize>,
+        max_size: Option<u64>,
+    ) -> Self {
+        Self {
+            older_than,
+            keep_last,
+            max_size,
+        }
+    }
+
+    /// Whether the policy asks for nothing (the supervisor then applies no retention).
+    pub fn is_off(&self) -> bool {
+        self.older_than.is_none() && self.keep_last.is_none() && self.max_size.is_none()
+    }
+}
+
+/// What was removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Removed {
+    /// The task.
+    pub id: TaskId,
+    /// Bytes of output freed.
+    pub bytes: u64,
+}
+
+/// Why `task` must be kept now, or `None` when it may be removed.
+pub fn keep_reason(
+    session: &Session,
+    task: &TaskRecord,
+    supervisor_running: bool,
+) -> Option<KeepReason> {
+    if !task.is_terminal() {
+        return Some(KeepReason::Live);
+    }
+    if let Some(due) = &task.notification
+        && !notice::is_notified(session.paths(), &task.id(), due)
+    {
+        return Some(KeepReason::Undelivered);
+    }
+    let grace = u64::try_from(session.config().sweep_interval.as_millis() * 2).unwrap_or(u64::MAX);
+    if task.written_ms == 0 || now_ms().saturating_sub(task.written_ms) < grace {
+        return Some(KeepReason::Settling);
+    }
+    let resumable = matches!(
+        task.task.base.task_type,
+        TaskType::LocalAgent | TaskType::InProcessTeammate
+    );
+    (resumable && supervisor_running).then_some(KeepReason::Resumable)
+}
+
+/// Removes the tasks `ids`, each only if [`keep_reason`] allows it; fails on the first that
+/// is kept or unknown, before removing anything.
+pub fn remove_ids(session: &Session, ids: &[TaskId]) -> Result<Vec<Removed>> {
+    let tasks = session.tasks_by_id(ids)?;
+    let running = lock::is_held(&session.paths().lock())?;
+    for task in &tasks {
+        if let Some(reason) = keep_reason(session, task, running) {
+            return Err(CliError::Kept {
+                id: task.id().to_string(),
+                reason,
+            });
+        }
+    }
+    tasks
+        .iter()
+        .map(|task| remove(session.paths(), task))
+        .collect()
+}
+
+/// Removes the finished tasks `policy` selects (everything removable for an empty policy).
+pub fn prune(session: &Session, policy: &Policy) -> Result<Vec<Removed>> {
+    let listing = session.tasks()?;
+    let running = lock::is_held(&session.paths().lock())?;
+    let size = |task: &TaskRecord| output_size(&session.output_path(&task.id()));
+    let mut total: u64 = listing.tasks.iter().map(size).sum();
+    // Removable tasks, the newest end first.
+    let mut finished: Vec<&TaskRecord> = listing
+        .tasks
+        .iter()
+        .filter(|t| keep_reason(session, t, running).is_none())
+        .collect();
+    finished.sort_by_key(|t| std::cmp::Reverse(t.task.base.end_time.unwrap_or(0)));
+    let now = now_ms();
+    let filtered = policy.older_than.is_some() || policy.keep_last.is_some();
+    let mut removed = Vec::new();
+    for (rank, task) in finished.iter().enumerate().rev() {
+        let old_enough = policy.older_than.is_none_or(|age| {
+            let ended = task.task.base.end_time.unwrap_or(0);
+            u128::from(now.saturating_sub(ended)) >= age.as_millis()
+        });
+        let beyond_kept = policy.keep_last.is_none_or(|keep| rank >= keep);
+        let selected = if filtered {
+            old_enough && beyond_kept
+        } else {
+            policy.max_size.is_none()
+        };
+        let over_budget = policy.max_size.is_some_and(|max| total > max);
+        if selected || over_budget {
+            let gone = remove(session.paths(), task)?;
+            total = total.saturating_sub(gone.bytes);
+            removed.push(gone);
+        }
+    }
+    Ok(removed)
+}
+
+/// Deletes the files of `task`: its output and latches first, its record last (a task whose
+/// record is listed always has whatever else it left).
+fn remove(paths: &SessionPaths, task: &TaskRecord) -> Result<Removed> {
+    let id = task.id();
+    let output = paths.output(&id);
+    let bytes = output_size(&output);
+    remove_if_present(&output)?;
+    remove_if_present(&paths.never_notified(&id))?;
+    if let Some(due) = &task.notification {
+        remove_if_present(&paths.notified(&id, due.at_ms))?;
+    }
+    remove_if_present(&paths.snapshot(&id))?;
+    tracing::info!(task = %id, bytes, "removed");
+    Ok(Removed { id, bytes })
+}
+
+fn remove_if_present(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(CliError::io("remove", path, e)),
+        _ => Ok(()),
+    }
+}
+
+fn output_size(path: &Path) -> u64 {
+    std::fs::symlink_metadata(path).map_or(0, |m| m.len())
+}
