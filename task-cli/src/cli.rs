@@ -9,7 +9,7 @@ Environment:
   TASKS_ROOT       state root (default $XDG_STATE_HOME/tasks, else ~/.local/state/tasks)
   TASKS_SESSION    session name (default \"default\")
   TASKS_LIST_ROOT  task-list root (default {root}/lists)
-  TASKS_LIST_ID    task-list id (default \"default\")
+  TASKS_LIST_ID    task-list id (default: the session name, so \"default\")
   Supervisor settings (TASKS_IDLE_EXIT_MS, TASKS_STALL_*): see the task-cli README.
 
 Exit codes:
@@ -79,6 +79,12 @@ pub enum Command {
     /// Run the session supervisor (started on demand by `run`; not for direct use).
     #[command(name = "__supervise", hide = true)]
     Supervise,
+    /// List completion candidates (used by the completion scripts; not for direct use).
+    #[command(name = "__complete", hide = true)]
+    Complete {
+        /// What to list.
+        what: crate::completions_cmd::Candidates,
+    },
 }
 
 /// Start a shell command in the background and print its task id.
@@ -244,7 +250,7 @@ pub enum CompletionShell {
 /// Manage task lists (the persistent checklist with dependencies).
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// The list id (default: $TASKS_LIST_ID, else `default`; with --claude the reference's chain).
+    /// The list id (default: $TASKS_LIST_ID, else the session's name; with --claude the reference's chain).
     #[arg(long = "list", global = true, env = "TASKS_LIST_ID", value_name = "ID")]
     pub list: Option<String>,
     /// Lists root directory (default {root}/lists).
@@ -272,9 +278,19 @@ pub struct ListArgs {
 pub enum ListOp {
     /// Create a task; prints its id.
     Create {
-        /// One-line subject.
-        #[arg(long)]
-        subject: String,
+        /// One-line subject (`tasks list create "Write API"`).
+        #[arg(
+            value_name = "SUBJECT",
+            required_unless_present = "subject_flag",
+            conflicts_with = "subject_flag"
+        )]
+        subject: Option<String>,
+        /// One-line subject, as an option.
+        #[arg(long = "subject", value_name = "SUBJECT")]
+        subject_flag: Option<String>,
+        /// Print only the new task's id (for scripts).
+        #[arg(short, long)]
+        quiet: bool,
         /// What to do.
         #[arg(long, default_value = "")]
         description: String,
@@ -285,6 +301,8 @@ pub enum ListOp {
         #[arg(long, value_name = "JSON")]
         metadata: Option<String>,
     },
+    /// Print every task of the list, one line each (status, owner, blockers).
+    Ls,
     /// Show one task.
     Get {
         /// The task id ("1", "2", …).

@@ -2,15 +2,14 @@
 
 use std::time::Duration;
 
-use clap::CommandFactory;
 use serde_json::json;
 use task_core::{TaskId, TaskStatus};
 
 use task_agent::{AgentExecutor, AgentStart};
 
 use crate::cli::{
-    AgentArgs, Cli, Command, CompletionShell, KillArgs, MonitorArgs, NotificationsArgs, OutputArgs,
-    PsArgs, RunArgs, SendArgs, WaitArgs,
+    AgentArgs, Cli, Command, KillArgs, MonitorArgs, NotificationsArgs, OutputArgs, PsArgs, RunArgs,
+    SendArgs, WaitArgs,
 };
 use crate::error::{Result, exit};
 use task_shell::monitor::WsTarget;
@@ -41,7 +40,8 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Kill(args) => kill(&session()?, &args, json),
         Command::Notifications(args) => notifications(&session()?, &args, json),
         Command::List(args) => crate::list_cmd::execute(&paths()?, args, json),
-        Command::Completions(args) => completions(args.shell),
+        Command::Completions(args) => crate::completions_cmd::completions(args.shell),
+        Command::Complete { what } => crate::completions_cmd::candidates(paths(), what),
         Command::Mcp(args) => crate::mcp::run(paths()?, args),
         Command::Supervise => {
             crate::supervisor::run(paths()?, crate::wiring::standard).map(|()| exit::OK)
@@ -479,17 +479,6 @@ fn print_notice(notice: &Notice, json: bool) -> Result<()> {
     } else {
         render::out(&format!("{}\n", notice.text()))
     }
-}
-
-fn completions(shell: CompletionShell) -> Result<u8> {
-    let shell = match shell {
-        CompletionShell::Bash => clap_complete::Shell::Bash,
-        CompletionShell::Zsh => clap_complete::Shell::Zsh,
-        CompletionShell::Fish => clap_complete::Shell::Fish,
-    };
-    let mut script = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "tasks", &mut script);
-    render::out_bytes(&script).map(|()| exit::OK)
 }
 
 #[cfg(test)]

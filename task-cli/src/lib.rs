@@ -39,11 +39,15 @@ pub mod cli;
 pub mod client;
 #[cfg(feature = "cli")]
 pub mod commands;
+#[cfg(feature = "cli")]
+pub mod completions_cmd;
 pub mod config;
 pub mod engine;
 pub mod error;
 #[cfg(feature = "cli")]
 mod list_cmd;
+#[cfg(feature = "cli")]
+mod list_text;
 pub mod lock;
 #[cfg(feature = "cli")]
 pub mod mcp;

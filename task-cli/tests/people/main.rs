@@ -7,6 +7,7 @@
 mod support;
 
 mod help;
+mod rough_edges;
 mod sandbox;
 mod status;
 mod tidy;
