@@ -93,15 +93,23 @@ pub struct RunArgs {
     /// Human description (default: the command).
     #[arg(short, long)]
     pub description: Option<String>,
-    /// Kill the task after this many milliseconds (exit 143).
-    #[arg(long, value_name = "MS")]
+    /// Kill the task after this long (`90s`, `10m`, `1h30m`; a bare number is milliseconds;
+    /// exit 143).
+    #[arg(long, value_name = "DURATION", value_parser = crate::config::parse_duration_ms)]
     pub timeout: Option<u64>,
     /// The agent that owns the task (its tasks are killed when it ends).
     #[arg(long, value_name = "ID")]
     pub agent_id: Option<String>,
-    /// Wait for the task to end, print its notification and exit with its exit code.
+    /// Wait for the task to end and exit with its exit code. On a terminal its output is
+    /// streamed, then one line says how it ended; elsewhere the id and the notification print.
     #[arg(long)]
     pub wait: bool,
+    /// With --wait: stream the output and the summary even off a terminal.
+    #[arg(long, requires = "wait", conflicts_with = "for_model")]
+    pub follow: bool,
+    /// With --wait: print the id and the notification a model reads, even on a terminal.
+    #[arg(long, requires = "wait")]
+    pub for_model: bool,
     /// The command: one argument is shell text (`'a | b'`); several are quoted words.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -152,8 +160,9 @@ pub struct MonitorArgs {
     /// Human description (default: the command).
     #[arg(short, long)]
     pub description: Option<String>,
-    /// Stop the monitor after this many milliseconds (default 300000, max 3600000).
-    #[arg(long, value_name = "MS", conflicts_with = "persistent")]
+    /// Stop the monitor after this long (default 5m, max 1h; a bare number is milliseconds).
+    #[arg(long, visible_alias = "timeout", value_name = "DURATION", conflicts_with = "persistent",
+          value_parser = crate::config::parse_duration_ms)]
     pub timeout_ms: Option<u64>,
     /// Keep the monitor until it is killed or its command exits.
     #[arg(long)]
@@ -178,6 +187,16 @@ pub struct PsArgs {
     /// Refresh the table in place every second (until interrupted).
     #[arg(short, long, conflicts_with = "json")]
     pub watch: bool,
+    /// Only tasks with these statuses (comma-separated; `live` and `ended` name groups).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "STATUS")]
+    pub status: Vec<crate::ps_cmd::StatusFilter>,
+    /// Only tasks of these types (comma-separated: bash, monitor, agent, remote, teammate,
+    /// workflow, dream).
+    #[arg(long, value_delimiter = ',', value_name = "TYPE", value_parser = crate::ps_cmd::parse_type)]
+    pub r#type: Vec<task_core::TaskType>,
+    /// Colour the status column: auto (a terminal without NO_COLOR), always or never.
+    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+    pub color: crate::ps_cmd::ColorChoice,
 }
 
 /// Read a task's output: a delta from an offset, a tail, or follow it until the task ends.
@@ -208,8 +227,11 @@ pub struct WaitArgs {
     /// The task ids.
     #[arg(required = true)]
     pub ids: Vec<String>,
-    /// Give up after this many milliseconds (exit 124).
-    #[arg(long, value_name = "MS")]
+    /// Stream each task's output as it is written, then one line saying how it ended.
+    #[arg(short, long, conflicts_with = "timeout")]
+    pub follow: bool,
+    /// Give up after this long (`30s`, `5m`; a bare number is milliseconds; exit 124).
+    #[arg(long, value_name = "DURATION", value_parser = crate::config::parse_duration_ms)]
     pub timeout: Option<u64>,
 }
 
@@ -227,6 +249,13 @@ pub struct NotificationsArgs {
     /// Keep delivering new notifications until interrupted.
     #[arg(short, long)]
     pub follow: bool,
+    /// xml (the envelope a model reads), json, or text (a line each). Default: text on a
+    /// terminal, xml elsewhere and with --for-model.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<crate::stream_cmd::NoticeFormat>,
+    /// Print what a model reads (the XML envelope).
+    #[arg(long, conflicts_with = "format")]
+    pub for_model: bool,
 }
 
 /// Print a shell completion script.

@@ -171,6 +171,14 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
         .map_err(|e| format!("{e} (expected a duration such as 500ms, 10s, 1m30s, 2h)"))
 }
 
+/// [`parse_duration`] in whole milliseconds (for options whose value is kept in ms).
+///
+/// # Errors
+/// A message saying what is wrong with `text`.
+pub fn parse_duration_ms(text: &str) -> std::result::Result<u64, String> {
+    parse_duration(text).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -196,6 +204,8 @@ mod tests {
         assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
         assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse_duration(" 1m 30s "), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration_ms("1h30m"), Ok(5_400_000));
+        assert_eq!(parse_duration_ms("250"), Ok(250));
         assert!(parse_duration("soon").unwrap_err().contains("10s"));
         let env = |name: &str| (name == "TASKS_REQUEST_TIMEOUT").then(|| "2s".to_owned());
         let config = Config::from_sources(ConfigFile::default(), env).unwrap();

@@ -56,11 +56,15 @@ pub mod paths;
 pub mod pill;
 pub mod protocol;
 pub mod prune;
+#[cfg(feature = "cli")]
+pub mod ps_cmd;
 pub mod record;
 pub mod render;
 pub mod session;
 #[cfg(feature = "cli")]
 pub mod status_cmd;
+#[cfg(feature = "cli")]
+pub mod stream_cmd;
 pub mod supervisor;
 #[cfg(feature = "cli")]
 pub mod tidy_cmd;

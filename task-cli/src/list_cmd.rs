@@ -283,10 +283,9 @@ fn update_request(args: ListUpdateArgs) -> Result<UpdateRequest> {
 
 fn watch(list: &TaskList, json: bool) -> Result<u8> {
     let mut watcher = list.watch().map_err(list_error)?;
-    // The state as it is now, then again at every change.
-    if json {
-        render::json(&list.list().map_err(list_error)?)?;
-    } else {
+    // A person sees the list as it is now, then again at every change; `--json` is a stream
+    // of changes only.
+    if !json {
         let listing = list.list().map_err(list_error)?;
         render::out(&format!("{}\n\n", listing.model_text()))?;
     }

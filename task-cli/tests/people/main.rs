@@ -7,7 +7,9 @@
 mod support;
 
 mod help;
+mod ps;
 mod rough_edges;
 mod sandbox;
 mod status;
+mod stream;
 mod tidy;

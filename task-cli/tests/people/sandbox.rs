@@ -60,6 +60,24 @@ impl Sandbox {
         serde_json::from_str(&self.ok(&full)).unwrap()
     }
 
+    /// `tasks ARGS` (shell words) on a pseudo-terminal (util-linux `script`), with `NO_COLOR`
+    /// set or not; what it printed.
+    pub fn on_terminal(&self, args: &str, no_color: bool) -> String {
+        let probe = self.command(&[]);
+        let mut command = Command::new("script");
+        command
+            .args([
+                "-qec",
+                &format!("{} {args}", env!("CARGO_BIN_EXE_tasks")),
+                "/dev/null",
+            ])
+            .envs(probe.get_envs().filter_map(|(k, v)| Some((k, v?))));
+        if no_color {
+            command.env("NO_COLOR", "1");
+        }
+        String::from_utf8(command.output().unwrap().stdout).unwrap()
+    }
+
     /// Starts `command` in the background; returns its id.
     pub fn start(&self, command: &str) -> String {
         self.ok(&["run", "--", command]).trim().to_owned()
