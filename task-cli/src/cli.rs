@@ -58,6 +58,8 @@ pub enum Command {
     Ps(PsArgs),
     /// Print a one-line summary of the background work, for a shell prompt or a status bar.
     Status,
+    /// A live dashboard of the session's tasks, their output and the task list.
+    Top(crate::top::TopArgs),
     /// Remove finished tasks (record and output) whose completion was delivered.
     Rm(crate::tidy_cmd::RmArgs),
     /// Remove finished, delivered tasks by age, count or total output size.

@@ -33,6 +33,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Send(args) => send(&session()?, &args, json),
         Command::Ps(args) => crate::ps_cmd::ps(&session()?, &args, json),
         Command::Status => crate::status_cmd::status(paths()?, json),
+        Command::Top(args) => crate::top::top(session()?, &args),
         Command::Rm(args) => crate::tidy_cmd::rm(&session()?, &args, json),
         Command::Prune(args) => crate::tidy_cmd::prune(&session()?, &args, json),
         Command::Output(args) => output(&session()?, &args, json),

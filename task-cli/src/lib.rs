@@ -68,6 +68,8 @@ pub mod stream_cmd;
 pub mod supervisor;
 #[cfg(feature = "cli")]
 pub mod tidy_cmd;
+#[cfg(feature = "cli")]
+pub mod top;
 mod untrusted;
 pub mod wiring;
 

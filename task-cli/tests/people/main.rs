@@ -13,3 +13,5 @@ mod sandbox;
 mod status;
 mod stream;
 mod tidy;
+mod tmux;
+mod top;
