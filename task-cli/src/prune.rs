@@ -162,6 +162,26 @@ pub fn prune(session: &Session, policy: &Policy) -> Result<Vec<Removed>> {
     Ok(removed)
 }
 
+/// The supervisor's retention: prunes by `config.retention` every `config.retention_interval`,
+/// for as long as the supervisor runs. A prune that fails is logged and tried again next time.
+pub async fn apply_retention(paths: SessionPaths, config: crate::config::Config) {
+    let mut ticks = tokio::time::interval(config.retention_interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let policy = config.retention.clone();
+    let session = Session::with_config(paths, config);
+    loop {
+        ticks.tick().await;
+        let (session, policy) = (session.clone(), policy.clone());
+        match tokio::task::spawn_blocking(move || prune(&session, &policy)).await {
+            Ok(Ok(removed)) if !removed.is_empty() => {
+                tracing::info!(count = removed.len(), "retention removed finished tasks");
+            }
+            Ok(Err(error)) => tracing::warn!(%error, "retention could not prune"),
+            _ => {}
+        }
+    }
+}
+
 /// Deletes the files of `task`: its output and latches first, its record last (a task whose
 /// record is listed always has whatever else it left).
 fn remove(paths: &SessionPaths, task: &TaskRecord) -> Result<Removed> {
@@ -187,4 +207,47 @@ fn remove_if_present(path: &Path) -> Result<()> {
 
 fn output_size(path: &Path) -> u64 {
     std::fs::symlink_metadata(path).map_or(0, |m| m.len())
+}
+
+/// A size: bytes, or a number with `K`, `M`, `G` or `T` (powers of 1024, `B`/`iB` optional).
+///
+/// # Errors
+/// A message saying what is wrong with `text`.
+pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let upper = text.trim().to_ascii_uppercase();
+    let unit_start = upper
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(upper.len());
+    let (digits, unit) = upper.split_at(unit_start);
+    let shift = match unit.trim().trim_end_matches("IB").trim_end_matches('B') {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("{text:?}: expected a size such as 500M or 1G")),
+    };
+    let number: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?}: expected a size such as 500M or 1G"))?;
+    number
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("{text:?}: too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_like_people_write_them() {
+        assert_eq!(parse_size("512"), Ok(512));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("500M"), Ok(500 << 20));
+        assert_eq!(parse_size("2KiB"), Ok(2048));
+        assert_eq!(parse_size("3kb"), Ok(3072));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("1X").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
 }

@@ -25,7 +25,7 @@ pub struct PruneArgs {
     #[arg(long, value_name = "N")]
     pub keep_last: Option<usize>,
     /// Then remove the oldest finished tasks until all outputs fit in this size (`500M`, `1G`).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::prune::parse_size)]
     pub max_size: Option<u64>,
 }
 
@@ -60,47 +60,4 @@ fn report(removed: &[Removed], json: bool) -> Result<u8> {
         ))?;
     }
     Ok(exit::OK)
-}
-
-/// A size: bytes, or a number with `K`, `M`, `G` or `T` (powers of 1024, `B`/`iB` optional).
-///
-/// # Errors
-/// A message saying what is wrong with `text`.
-pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
-    let upper = text.trim().to_ascii_uppercase();
-    let unit_start = upper
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(upper.len());
-    let (digits, unit) = upper.split_at(unit_start);
-    let shift = match unit.trim().trim_end_matches("IB").trim_end_matches('B') {
-        "" => 0,
-        "K" => 10,
-        "M" => 20,
-        "G" => 30,
-        "T" => 40,
-        _ => return Err(format!("{text:?}: expected a size such as 500M or 1G")),
-    };
-    let number: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?}: expected a size such as 500M or 1G"))?;
-    number
-        .checked_mul(1 << shift)
-        .ok_or_else(|| format!("{text:?}: too large"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_read_like_people_write_them() {
-        assert_eq!(parse_size("512"), Ok(512));
-        assert_eq!(parse_size("1G"), Ok(1 << 30));
-        assert_eq!(parse_size("500M"), Ok(500 << 20));
-        assert_eq!(parse_size("2KiB"), Ok(2048));
-        assert_eq!(parse_size("3kb"), Ok(3072));
-        assert!(parse_size("lots").is_err());
-        assert!(parse_size("1X").is_err());
-        assert!(parse_size("99999999999T").is_err());
-    }
 }

@@ -148,3 +148,36 @@ fn prune_keep_last_keeps_the_newest_finished_tasks() {
     let bad = sandbox.run(&["prune", "--max-size", "lots"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn the_supervisor_retention_keeps_the_newest_finished_tasks_and_never_a_live_one() {
+    let sandbox = Sandbox::new();
+    let run = |command: &str| {
+        let output = sandbox
+            .command(&["run", "--", command])
+            .env("TASKS_RETENTION_KEEP_LAST", "2")
+            .env("TASKS_RETENTION_INTERVAL_MS", "50")
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    };
+    let live = run("sleep 1000");
+    let finished: Vec<String> = (0..5).map(|n| run(&format!("echo {n}"))).collect();
+    eventually("every finished task to end", || {
+        let statuses = sandbox.statuses();
+        finished
+            .iter()
+            .all(|id| statuses.iter().any(|(i, s)| i == id && s == "completed"))
+            .then_some(())
+    });
+    // Undelivered completions are kept, however many.
+    assert_eq!(listed(&sandbox).len(), 6);
+    sandbox.ok(&["notifications"]);
+    let left = eventually("retention to prune down to the newest two", || {
+        let left = listed(&sandbox);
+        (left.len() == 3).then_some(left)
+    });
+    assert!(left.contains(&live), "the live task stays: {left:?}");
+    assert!(left.contains(&finished[3]) && left.contains(&finished[4]), "{left:?}");
+}
