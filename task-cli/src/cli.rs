@@ -60,6 +60,8 @@ pub enum Command {
     Status,
     /// A live dashboard of the session's tasks, their output and the task list.
     Top(crate::top::TopArgs),
+    /// Start a task again (same command, directory and options) under a new id.
+    Restart(RestartArgs),
     /// Remove finished tasks (record and output) whose completion was delivered.
     Rm(crate::tidy_cmd::RmArgs),
     /// Remove finished, delivered tasks by age, count or total output size.
@@ -235,6 +237,16 @@ pub struct WaitArgs {
     /// Give up after this long (`30s`, `5m`; a bare number is milliseconds; exit 124).
     #[arg(long, value_name = "DURATION", value_parser = crate::config::parse_duration_ms)]
     pub timeout: Option<u64>,
+}
+
+/// Start a task again (same command, directory and options) under a new id.
+#[derive(Debug, Args)]
+pub struct RestartArgs {
+    /// The task to run again (it may be live: the new one runs beside it).
+    pub id: String,
+    /// Wait for the new task as `tasks run --wait` does.
+    #[arg(long)]
+    pub wait: bool,
 }
 
 /// Kill tasks and their whole process trees.

@@ -34,6 +34,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Ps(args) => crate::ps_cmd::ps(&session()?, &args, json),
         Command::Status => crate::status_cmd::status(paths()?, json),
         Command::Top(args) => crate::top::top(session()?, &args),
+        Command::Restart(args) => restart(&session()?, &args, json),
         Command::Rm(args) => crate::tidy_cmd::rm(&session()?, &args, json),
         Command::Prune(args) => crate::tidy_cmd::prune(&session()?, &args, json),
         Command::Output(args) => output(&session()?, &args, json),
@@ -122,6 +123,14 @@ fn started(session: &Session, id: TaskId, wait: bool, json: bool) -> Result<u8> 
         render::out(&format!("{}\n", notice.text()))?;
     }
     Ok(exit_code(task))
+}
+
+fn restart(session: &Session, args: &crate::cli::RestartArgs, json: bool) -> Result<u8> {
+    let id = session.restart(&Session::parse_id(&args.id)?)?;
+    if args.wait && crate::stream_cmd::streams(false, false, json) {
+        return crate::stream_cmd::follow_then_summarize(session, &[id]);
+    }
+    started(session, id, args.wait, json)
 }
 
 fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {

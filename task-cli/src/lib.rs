@@ -60,6 +60,7 @@ pub mod prune;
 pub mod ps_cmd;
 pub mod record;
 pub mod render;
+pub mod restart;
 pub mod session;
 #[cfg(feature = "cli")]
 pub mod status_cmd;

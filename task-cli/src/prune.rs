@@ -190,6 +190,7 @@ fn remove(paths: &SessionPaths, task: &TaskRecord) -> Result<Removed> {
     let bytes = output_size(&output);
     remove_if_present(&output)?;
     remove_if_present(&paths.never_notified(&id))?;
+    remove_if_present(&paths.start_request(&id))?;
     if let Some(due) = &task.notification {
         remove_if_present(&paths.notified(&id, due.at_ms))?;
     }

@@ -179,5 +179,8 @@ fn the_supervisor_retention_keeps_the_newest_finished_tasks_and_never_a_live_one
         (left.len() == 3).then_some(left)
     });
     assert!(left.contains(&live), "the live task stays: {left:?}");
-    assert!(left.contains(&finished[3]) && left.contains(&finished[4]), "{left:?}");
+    assert!(
+        left.contains(&finished[3]) && left.contains(&finished[4]),
+        "{left:?}"
+    );
 }
