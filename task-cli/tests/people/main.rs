@@ -8,6 +8,7 @@ mod support;
 
 mod help;
 mod ps;
+mod readme;
 mod restart;
 mod rough_edges;
 mod sandbox;

@@ -8,7 +8,13 @@ fn restart_runs_the_same_command_in_the_same_directory_with_the_same_options() {
     let workdir = sandbox.root().join("project");
     std::fs::create_dir(&workdir).unwrap();
     let started = sandbox
-        .command(&["run", "-d", "where am I", "--", "pwd; echo \"greeting=$GREETING\""])
+        .command(&[
+            "run",
+            "-d",
+            "where am I",
+            "--",
+            "pwd; echo \"greeting=$GREETING\"",
+        ])
         .current_dir(&workdir)
         .env("GREETING", "first")
         .output()
@@ -24,13 +30,19 @@ fn restart_runs_the_same_command_in_the_same_directory_with_the_same_options() {
         .output()
         .unwrap();
     assert!(restarted.status.success(), "{restarted:?}");
-    let second = String::from_utf8(restarted.stdout).unwrap().trim().to_owned();
+    let second = String::from_utf8(restarted.stdout)
+        .unwrap()
+        .trim()
+        .to_owned();
     assert_ne!(second, first);
     assert_eq!(sandbox.run(&["wait", &second]).status.code(), Some(0));
     let output = sandbox.ok(&["output", &second]);
     assert_eq!(
         output,
-        format!("{}\ngreeting=again\n", workdir.canonicalize().unwrap().display())
+        format!(
+            "{}\ngreeting=again\n",
+            workdir.canonicalize().unwrap().display()
+        )
     );
     let listed = sandbox.json(&["ps", "--all"]);
     let second_row = listed
@@ -54,6 +66,9 @@ fn restart_keeps_the_timeout_and_refuses_unknown_tasks() {
         Some(143),
         "the restarted task has the same timeout"
     );
-    assert_eq!(sandbox.run(&["restart", "b00000000"]).status.code(), Some(66));
+    assert_eq!(
+        sandbox.run(&["restart", "b00000000"]).status.code(),
+        Some(66)
+    );
     assert_eq!(sandbox.run(&["restart", "../x"]).status.code(), Some(65));
 }
