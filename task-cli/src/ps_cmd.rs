@@ -289,7 +289,7 @@ pub fn terminal_width() -> Option<usize> {
         .filter(|&w| w > 0)
 }
 
-/// `tasks ps`.
+/// Runs `tasks ps`: the table, or JSON, once or refreshed every second.
 pub fn ps(session: &Session, args: &crate::cli::PsArgs, json: bool) -> Result<u8> {
     let filter = Filter {
         all: args.all,

@@ -22,7 +22,7 @@ use crate::error::{CliError, Result, exit};
 use crate::session::Session;
 use app::{Action, App};
 
-/// `tasks top`.
+/// A live dashboard of the session's tasks, their output and the task list.
 #[derive(Debug, Args)]
 pub struct TopArgs {
     /// How often to read the session again (`500ms`, `2s`).
