@@ -3,7 +3,8 @@
 //! It reads the same files as `tasks ps` every `--interval`, follows the selected task's output
 //! by delta reads, and acts through the session (kill, send). The terminal is put back as it
 //! was when the dashboard ends: on `q`, on an error, on a panic (ratatui's hook), and on
-//! SIGTERM, SIGHUP or SIGINT (flags checked between frames).
+//! SIGTERM, SIGHUP or SIGINT (flags checked between frames); when the terminal itself hangs up,
+//! the dashboard leaves too.
 
 mod app;
 mod details;
@@ -97,20 +98,27 @@ fn event_loop(
     interval: Duration,
     stop: &AtomicBool,
 ) -> Result<()> {
+    let read_error = |e| CliError::io("read", "the terminal", e);
     let mut refreshed = Instant::now();
     screen.draw(app)?;
     while !stop.load(Ordering::Relaxed) {
         let wait = interval
             .saturating_sub(refreshed.elapsed())
             .min(Duration::from_millis(100));
-        if event::poll(wait).map_err(|e| CliError::io("read", "the terminal", e))? {
-            match event::read().map_err(|e| CliError::io("read", "the terminal", e))? {
-                Event::Key(key) if key.kind == KeyEventKind::Press => match app.on_key(key)? {
+        if wait_for_input(wait) == Input::HungUp {
+            return Ok(());
+        }
+        // What crossterm has now (keys, resizes), never waiting inside it: on a terminal that
+        // hangs up it reads end-of-file in a loop that does not return.
+        while event::poll(Duration::ZERO).map_err(read_error)? {
+            if let Event::Key(key) = event::read().map_err(read_error)?
+                && key.kind == KeyEventKind::Press
+            {
+                match app.on_key(key)? {
                     Action::Quit => return Ok(()),
                     Action::Page(path) => screen.lend(|| page(&path))?,
                     Action::Stay => {}
-                },
-                _ => {}
+                }
             }
             screen.draw(app)?;
         }
@@ -121,6 +129,34 @@ fn event_loop(
         }
     }
     Ok(())
+}
+
+/// What waiting on the terminal found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Input {
+    /// Something to read, a signal, or the time is up.
+    Ready,
+    /// The terminal hung up (its window closed, the ssh connection dropped).
+    HungUp,
+}
+
+/// Waits up to `wait` for input on stdin, or for it to hang up.
+fn wait_for_input(wait: Duration) -> Input {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+    let timeout = Timespec::try_from(wait).unwrap_or_default();
+    match rustix::event::poll(&mut fds, Some(&timeout)) {
+        Ok(_)
+            if fds[0]
+                .revents()
+                .intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL) =>
+        {
+            Input::HungUp
+        }
+        Ok(_) | Err(rustix::io::Errno::INTR) => Input::Ready,
+        Err(_) => Input::HungUp,
+    }
 }
 
 /// Opens `path` in `$PAGER` (split as a shell would, never run by one), else `less`.

@@ -175,3 +175,24 @@ fn run_wait_on_a_terminal_streams_the_output_then_says_how_it_ended() {
     assert!(summary.contains("completed in"), "{summary}");
     assert!(screen.contains("last-line"), "{screen}");
 }
+
+#[test]
+fn top_exits_when_its_terminal_goes_away() {
+    let sandbox = Sandbox::new();
+    let tmux = Tmux::start(
+        &sandbox,
+        &format!("{} top --interval 100ms", env!("CARGO_BIN_EXE_tasks")),
+    );
+    tmux.wait_for("the dashboard", |s| s.contains("No background tasks"));
+    let is_top = |pid: &i32| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| c.split(|&b| b == 0).any(|arg| arg == b"top"))
+    };
+    let top = eventually("the top process", || {
+        processes_of(sandbox.root()).into_iter().find(is_top)
+    });
+    drop(tmux); // kills the server: the terminal is gone
+    eventually("top to leave with its terminal", || {
+        (!crate::support::is_alive(top)).then_some(())
+    });
+}
