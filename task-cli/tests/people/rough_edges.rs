@@ -2,7 +2,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
-use std::sync::mpsc;
 
 use serde_json::{Value, json};
 
@@ -104,15 +103,7 @@ fn list_watch_prints_the_current_state_first() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let stdout = watcher.stdout.take().unwrap();
-    let (lines, received) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            if lines.send(line.unwrap()).is_err() {
-                return;
-            }
-        }
-    });
+    let received = crate::sandbox::stdout_lines(&mut watcher);
     let first = received.recv_timeout(DEADLINE);
     sigkill(watcher.id() as i32);
     watcher.wait().unwrap();

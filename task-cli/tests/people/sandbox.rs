@@ -102,3 +102,18 @@ impl Drop for Sandbox {
         super::support::kill_processes_of(self.root());
     }
 }
+
+/// The lines `child` prints on stdout, as they come (read on a thread of their own).
+pub fn stdout_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().unwrap();
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if lines.send(line.unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    received
+}

@@ -1,9 +1,7 @@
 //! Following like a person: output streamed as it is written, then a one-line summary;
 //! notifications as readable lines on a terminal, XML elsewhere.
 
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
-use std::sync::mpsc;
 
 use crate::sandbox::Sandbox;
 use crate::support::DEADLINE;
@@ -22,13 +20,7 @@ fn run_wait_follow_streams_output_as_it_is_written_then_summarizes() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (lines, received) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let _ = lines.send(line.unwrap());
-        }
-    });
+    let received = crate::sandbox::stdout_lines(&mut child);
     // The first line arrives while the task is still running (it waits for the gate).
     assert_eq!(received.recv_timeout(DEADLINE).unwrap(), "first");
     std::fs::write(&gate, "").unwrap();
