@@ -13,6 +13,8 @@
 //! | mixed types                         | `N background tasks`           |
 //! | nothing                             | (no label)                     |
 //!
+//! The reference hides its pill when every background task is an in-process teammate (its
+//! spinner tree shows them); a status line has no spinner tree, so teams are counted.
 //! The reference keeps monitors as shells of kind `monitor`; here they are `monitor_mcp` tasks
 //! with [`ShellKind::Monitor`] data, so shells and monitors count as one family.
 //! An ultraplan's phase is read from its remote metadata (`remoteTaskMetadata.ultraplanPhase`,
