@@ -9,7 +9,7 @@ Environment:
   TASKS_ROOT       state root (default $XDG_STATE_HOME/tasks, else ~/.local/state/tasks)
   TASKS_SESSION    session name (default \"default\")
   TASKS_LIST_ROOT  task-list root (default {root}/lists)
-  TASKS_LIST_ID    task-list id (default \"default\")
+  TASKS_LIST_ID    task-list id (default: the session name, so \"default\")
   Supervisor settings (TASKS_IDLE_EXIT_MS, TASKS_STALL_*): see the task-cli README.
 
 Exit codes:
@@ -61,6 +61,16 @@ pub enum Command {
     Dream(crate::team_cmd::DreamArgs),
     /// List the session's tasks.
     Ps(PsArgs),
+    /// Print a one-line summary of the background work, for a shell prompt or a status bar.
+    Status,
+    /// A live dashboard of the session's tasks, their output and the task list.
+    Top(crate::top::TopArgs),
+    /// Start a task again (same command, directory and options) under a new id.
+    Restart(RestartArgs),
+    /// Remove finished tasks (record and output) whose completion was delivered.
+    Rm(crate::tidy_cmd::RmArgs),
+    /// Remove finished, delivered tasks by age, count or total output size.
+    Prune(crate::tidy_cmd::PruneArgs),
     /// Read a task's output: a delta from an offset, a tail, or follow it until the task ends.
     Output(OutputArgs),
     /// Wait until every named task has ended; the exit status mirrors the task's.
@@ -78,29 +88,43 @@ pub enum Command {
     /// Run the session supervisor (started on demand by `run`; not for direct use).
     #[command(name = "__supervise", hide = true)]
     Supervise,
+    /// List completion candidates (used by the completion scripts; not for direct use).
+    #[command(name = "__complete", hide = true)]
+    Complete {
+        /// What to list.
+        what: crate::completions_cmd::Candidates,
+    },
 }
 
-/// `tasks run`.
+/// Start a shell command in the background and print its task id.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Human description (default: the command).
     #[arg(short, long)]
     pub description: Option<String>,
-    /// Kill the task after this many milliseconds (exit 143).
-    #[arg(long, value_name = "MS")]
+    /// Kill the task after this long (`90s`, `10m`, `1h30m`; a bare number is milliseconds;
+    /// exit 143).
+    #[arg(long, value_name = "DURATION", value_parser = crate::config::parse_duration_ms)]
     pub timeout: Option<u64>,
     /// The agent that owns the task (its tasks are killed when it ends).
     #[arg(long, value_name = "ID")]
     pub agent_id: Option<String>,
-    /// Wait for the task to end, print its notification and exit with its exit code.
+    /// Wait for the task to end and exit with its exit code. On a terminal its output is
+    /// streamed, then one line says how it ended; elsewhere the id and the notification print.
     #[arg(long)]
     pub wait: bool,
+    /// With --wait: stream the output and the summary even off a terminal.
+    #[arg(long, requires = "wait", conflicts_with = "for_model")]
+    pub follow: bool,
+    /// With --wait: print the id and the notification a model reads, even on a terminal.
+    #[arg(long, requires = "wait")]
+    pub for_model: bool,
     /// The command: one argument is shell text (`'a | b'`); several are quoted words.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
-/// `tasks agent`.
+/// Start a background agent: an agent CLI speaking a JSON event stream, followed as it works.
 #[derive(Debug, Args)]
 pub struct AgentArgs {
     /// The CLI's event format (claude, codex, gemini): the flags it needs are added when absent.
@@ -130,7 +154,7 @@ fn parse_runner(text: &str) -> Result<task_agent::RunnerFormat, String> {
         .map_err(|_| format!("{text:?}: expected claude, codex, gemini or auto"))
 }
 
-/// `tasks send`.
+/// Send a message to an agent (by id or name): queued while it works, or it resumes.
 #[derive(Debug, Args)]
 pub struct SendArgs {
     /// The agent's task id or name.
@@ -139,14 +163,15 @@ pub struct SendArgs {
     pub message: String,
 }
 
-/// `tasks monitor`.
+/// Start a monitor: each stdout line of the command is an event notification.
 #[derive(Debug, Args)]
 pub struct MonitorArgs {
     /// Human description (default: the command).
     #[arg(short, long)]
     pub description: Option<String>,
-    /// Stop the monitor after this many milliseconds (default 300000, max 3600000).
-    #[arg(long, value_name = "MS", conflicts_with = "persistent")]
+    /// Stop the monitor after this long (default 5m, max 1h; a bare number is milliseconds).
+    #[arg(long, visible_alias = "timeout", value_name = "DURATION", conflicts_with = "persistent",
+          value_parser = crate::config::parse_duration_ms)]
     pub timeout_ms: Option<u64>,
     /// Keep the monitor until it is killed or its command exits.
     #[arg(long)]
@@ -162,7 +187,7 @@ pub struct MonitorArgs {
     pub command: Vec<String>,
 }
 
-/// `tasks ps`.
+/// List the session's tasks.
 #[derive(Debug, Args)]
 pub struct PsArgs {
     /// Include finished tasks whose notification was already delivered.
@@ -171,9 +196,19 @@ pub struct PsArgs {
     /// Refresh the table in place every second (until interrupted).
     #[arg(short, long, conflicts_with = "json")]
     pub watch: bool,
+    /// Only tasks with these statuses (comma-separated; `live` and `ended` name groups).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "STATUS")]
+    pub status: Vec<crate::ps_cmd::StatusFilter>,
+    /// Only tasks of these types (comma-separated: bash, monitor, agent, remote, teammate,
+    /// workflow, dream).
+    #[arg(long, value_delimiter = ',', value_name = "TYPE", value_parser = crate::ps_cmd::parse_type)]
+    pub r#type: Vec<task_core::TaskType>,
+    /// Colour the status column: auto (a terminal without NO_COLOR), always or never.
+    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+    pub color: crate::ps_cmd::ColorChoice,
 }
 
-/// `tasks output`.
+/// Read a task's output: a delta from an offset, a tail, or follow it until the task ends.
 #[derive(Debug, Args)]
 pub struct OutputArgs {
     /// The task id.
@@ -195,18 +230,31 @@ pub struct OutputArgs {
     pub for_model: bool,
 }
 
-/// `tasks wait`.
+/// Wait until every named task has ended; the exit status mirrors the task's.
 #[derive(Debug, Args)]
 pub struct WaitArgs {
     /// The task ids.
     #[arg(required = true)]
     pub ids: Vec<String>,
-    /// Give up after this many milliseconds (exit 124).
-    #[arg(long, value_name = "MS")]
+    /// Stream each task's output as it is written, then one line saying how it ended.
+    #[arg(short, long, conflicts_with = "timeout")]
+    pub follow: bool,
+    /// Give up after this long (`30s`, `5m`; a bare number is milliseconds; exit 124).
+    #[arg(long, value_name = "DURATION", value_parser = crate::config::parse_duration_ms)]
     pub timeout: Option<u64>,
 }
 
-/// `tasks kill`.
+/// Start a task again (same command, directory and options) under a new id.
+#[derive(Debug, Args)]
+pub struct RestartArgs {
+    /// The task to run again (it may be live: the new one runs beside it).
+    pub id: String,
+    /// Wait for the new task as `tasks run --wait` does.
+    #[arg(long)]
+    pub wait: bool,
+}
+
+/// Kill tasks and their whole process trees.
 #[derive(Debug, Args)]
 pub struct KillArgs {
     /// The task ids.
@@ -214,15 +262,22 @@ pub struct KillArgs {
     pub ids: Vec<String>,
 }
 
-/// `tasks notifications`.
+/// Deliver pending notifications (each exactly once across all readers), in priority order.
 #[derive(Debug, Args)]
 pub struct NotificationsArgs {
     /// Keep delivering new notifications until interrupted.
     #[arg(short, long)]
     pub follow: bool,
+    /// xml (the envelope a model reads), json, or text (a line each). Default: text on a
+    /// terminal, xml elsewhere and with --for-model.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<crate::stream_cmd::NoticeFormat>,
+    /// Print what a model reads (the XML envelope).
+    #[arg(long, conflicts_with = "format")]
+    pub for_model: bool,
 }
 
-/// `tasks completions`.
+/// Print a shell completion script.
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// The shell.
@@ -240,10 +295,10 @@ pub enum CompletionShell {
     Fish,
 }
 
-/// `tasks list`.
+/// Manage task lists (the persistent checklist with dependencies).
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// The list id (default: $TASKS_LIST_ID, else `default`; with --claude the reference's chain).
+    /// The list id (default: $TASKS_LIST_ID, else the session's name; with --claude the reference's chain).
     #[arg(long = "list", global = true, env = "TASKS_LIST_ID", value_name = "ID")]
     pub list: Option<String>,
     /// Lists root directory (default {root}/lists).
@@ -271,9 +326,19 @@ pub struct ListArgs {
 pub enum ListOp {
     /// Create a task; prints its id.
     Create {
-        /// One-line subject.
-        #[arg(long)]
-        subject: String,
+        /// One-line subject (`tasks list create "Write API"`).
+        #[arg(
+            value_name = "SUBJECT",
+            required_unless_present = "subject_flag",
+            conflicts_with = "subject_flag"
+        )]
+        subject: Option<String>,
+        /// One-line subject, as an option.
+        #[arg(long = "subject", value_name = "SUBJECT")]
+        subject_flag: Option<String>,
+        /// Print only the new task's id (for scripts).
+        #[arg(short, long)]
+        quiet: bool,
         /// What to do.
         #[arg(long, default_value = "")]
         description: String,
@@ -284,6 +349,8 @@ pub enum ListOp {
         #[arg(long, value_name = "JSON")]
         metadata: Option<String>,
     },
+    /// Print every task of the list, one line each (status, owner, blockers).
+    Ls,
     /// Show one task.
     Get {
         /// The task id ("1", "2", …).
@@ -354,7 +421,7 @@ pub enum UnassignReason {
     Shutdown,
 }
 
-/// `tasks list update`.
+/// Update a task (fields, status, owner, edges, metadata).
 #[derive(Debug, Args)]
 pub struct ListUpdateArgs {
     /// The task id.

@@ -2,15 +2,14 @@
 
 use std::time::Duration;
 
-use clap::CommandFactory;
 use serde_json::json;
 use task_core::{TaskId, TaskStatus};
 
 use task_agent::{AgentExecutor, AgentStart};
 
 use crate::cli::{
-    AgentArgs, Cli, Command, CompletionShell, KillArgs, MonitorArgs, NotificationsArgs, OutputArgs,
-    PsArgs, RunArgs, SendArgs, WaitArgs,
+    AgentArgs, Cli, Command, KillArgs, MonitorArgs, NotificationsArgs, OutputArgs, RunArgs,
+    SendArgs, WaitArgs,
 };
 use crate::error::{Result, exit};
 use task_shell::monitor::WsTarget;
@@ -19,7 +18,7 @@ use task_shell::{MonitorStart, Monitors, ShellExecutor, ShellStart};
 use crate::notice::Notice;
 use crate::paths::SessionPaths;
 use crate::record::TaskRecord;
-use crate::render::{self, Row, Spinner};
+use crate::render::{self, Spinner};
 use crate::session::{Session, WaitOutcome};
 
 /// Runs the parsed command line; returns the process exit code.
@@ -34,13 +33,19 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Send(args) => send(&session()?, &args, json),
         Command::Team(args) => crate::team_cmd::team(&session()?, args, json),
         Command::Dream(args) => crate::team_cmd::dream(&session()?, args, json),
-        Command::Ps(args) => ps(&session()?, &args, json),
+        Command::Ps(args) => crate::ps_cmd::ps(&session()?, &args, json),
+        Command::Status => crate::status_cmd::status(paths()?, json),
+        Command::Top(args) => crate::top::top(session()?, &args),
+        Command::Restart(args) => restart(&session()?, &args, json),
+        Command::Rm(args) => crate::tidy_cmd::rm(&session()?, &args, json),
+        Command::Prune(args) => crate::tidy_cmd::prune(&session()?, &args, json),
         Command::Output(args) => output(&session()?, &args, json),
         Command::Wait(args) => wait(&session()?, &args, json),
         Command::Kill(args) => kill(&session()?, &args, json),
         Command::Notifications(args) => notifications(&session()?, &args, json),
         Command::List(args) => crate::list_cmd::execute(&paths()?, args, json),
-        Command::Completions(args) => completions(args.shell),
+        Command::Completions(args) => crate::completions_cmd::completions(args.shell),
+        Command::Complete { what } => crate::completions_cmd::candidates(paths(), what),
         Command::Mcp(args) => crate::mcp::run(paths()?, args),
         Command::Supervise => {
             crate::supervisor::run(paths()?, crate::wiring::standard).map(|()| exit::OK)
@@ -90,6 +95,9 @@ fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
         timeout_ms: args.timeout,
     };
     let id = session.start::<ShellExecutor>(start, caller)?;
+    if args.wait && crate::stream_cmd::streams(args.follow, args.for_model, json) {
+        return crate::stream_cmd::follow_then_summarize(session, &[id]);
+    }
     started(session, id, args.wait, json)
 }
 
@@ -117,6 +125,14 @@ fn started(session: &Session, id: TaskId, wait: bool, json: bool) -> Result<u8> 
         render::out(&format!("{}\n", notice.text()))?;
     }
     Ok(exit_code(task))
+}
+
+fn restart(session: &Session, args: &crate::cli::RestartArgs, json: bool) -> Result<u8> {
+    let id = session.restart(&Session::parse_id(&args.id)?)?;
+    if args.wait && crate::stream_cmd::streams(false, false, json) {
+        return crate::stream_cmd::follow_then_summarize(session, &[id]);
+    }
+    started(session, id, args.wait, json)
 }
 
 fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
@@ -188,43 +204,6 @@ pub(crate) fn print_started(session: &Session, id: TaskId, json: bool) -> Result
     Ok(exit::OK)
 }
 
-fn ps(session: &Session, args: &PsArgs, json: bool) -> Result<u8> {
-    loop {
-        let listing = session.tasks()?;
-        for problem in &listing.problems {
-            eprintln_one(&format!("warning: {problem}"));
-        }
-        let rows: Vec<Row<'_>> = listing
-            .tasks
-            .iter()
-            .filter_map(|task| {
-                let id = task.id();
-                let notified = task
-                    .notification
-                    .as_ref()
-                    .is_none_or(|due| crate::notice::is_notified(session.paths(), &id, due));
-                let settled = task.is_terminal() && notified;
-                let size = std::fs::metadata(session.output_path(&id)).map_or(0, |m| m.len());
-                (args.all || !settled).then(|| Row::new(task, size, notified))
-            })
-            .collect();
-        if json {
-            return render::json(&rows).map(|()| exit::OK);
-        }
-        let table = render::table(&rows, render::stdout_is_terminal());
-        if !args.watch {
-            return render::out(&table).map(|()| exit::OK);
-        }
-        render::out(&format!("\x1b[H\x1b[2J{table}"))?;
-        std::thread::sleep(Duration::from_secs(1));
-    }
-}
-
-fn eprintln_one(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "tasks: {line}");
-}
-
 /// `tasks output`: without `--max-bytes` prints everything from the offset to the end (streamed
 /// in chunks, so a huge output never sits in memory whole); with it, one read, and a line on
 /// stderr saying how many bytes are left and the `--offset` that continues, so output is never
@@ -280,7 +259,7 @@ fn output(session: &Session, args: &OutputArgs, json: bool) -> Result<u8> {
     };
     let remaining = output_left(session, &id, new_offset)?;
     if remaining > 0 {
-        eprintln_one(&format!(
+        render::warn(&format!(
             "{remaining} more bytes of output; continue with --offset {new_offset}"
         ));
     }
@@ -355,7 +334,12 @@ fn output_left(session: &Session, id: &TaskId, offset: u64) -> Result<u64> {
 }
 
 /// Prints output as it grows until the task is terminal and everything was printed.
-fn follow(session: &Session, id: &TaskId, mut offset: u64, max_bytes: usize) -> Result<u8> {
+pub(crate) fn follow(
+    session: &Session,
+    id: &TaskId,
+    mut offset: u64,
+    max_bytes: usize,
+) -> Result<u8> {
     loop {
         // Look at the status before reading, so the last read sees everything written before
         // the task ended.
@@ -386,6 +370,9 @@ fn wait_with_spinner(
 
 fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
     let ids = parse_ids(&args.ids)?;
+    if args.follow && !json {
+        return crate::stream_cmd::follow_then_summarize(session, &ids);
+    }
     let outcome = wait_with_spinner(session, &ids, args.timeout.map(Duration::from_millis), json)?;
     let (tasks, code) = match &outcome {
         WaitOutcome::Ended(tasks) => (
@@ -458,37 +445,17 @@ fn kill(session: &Session, args: &KillArgs, json: bool) -> Result<u8> {
 }
 
 fn notifications(session: &Session, args: &NotificationsArgs, json: bool) -> Result<u8> {
+    use crate::stream_cmd::{NoticeFormat, print_notice};
+    let format = NoticeFormat::choose(args.format, json, args.for_model);
     loop {
         for notice in session.drain_notifications()? {
-            print_notice(&notice, json)?;
+            print_notice(&notice, format)?;
         }
         if !args.follow {
             return Ok(exit::OK);
         }
         std::thread::sleep(session.config().poll_interval);
     }
-}
-
-fn print_notice(notice: &Notice, json: bool) -> Result<()> {
-    if json {
-        render::json(&json!({
-            "taskId": notice.task_id(), "priority": notice.priority, "atMs": notice.at_ms,
-            "text": notice.text(), "notification": notice.notification,
-        }))
-    } else {
-        render::out(&format!("{}\n", notice.text()))
-    }
-}
-
-fn completions(shell: CompletionShell) -> Result<u8> {
-    let shell = match shell {
-        CompletionShell::Bash => clap_complete::Shell::Bash,
-        CompletionShell::Zsh => clap_complete::Shell::Zsh,
-        CompletionShell::Fish => clap_complete::Shell::Fish,
-    };
-    let mut script = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "tasks", &mut script);
-    render::out_bytes(&script).map(|()| exit::OK)
 }
 
 #[cfg(test)]

@@ -14,6 +14,15 @@
 //! | `request_timeout`           | `TASKS_REQUEST_TIMEOUT`       | `10s`    |
 //! | `agent_command`             | `TASKS_AGENT_COMMAND`         | none     |
 //! | `agent_runner`              | `TASKS_AGENT_RUNNER`          | `claude` |
+//! | `retention_older_than`      | `TASKS_RETENTION_OLDER_THAN`  | none     |
+//! | `retention_keep_last`       | `TASKS_RETENTION_KEEP_LAST`   | none     |
+//! | `retention_max_size`        | `TASKS_RETENTION_MAX_SIZE`    | none     |
+//! | `retention_interval_ms`     | `TASKS_RETENTION_INTERVAL_MS` | 60 000   |
+//!
+//! Retention is off unless one of the `retention_*` limits is set: the supervisor then prunes
+//! finished, delivered tasks as `tasks prune` would, every `retention_interval_ms`
+//! (`retention_older_than` takes a human duration such as `7d`, `retention_max_size` a size
+//! such as `1G`). Nothing is deleted by default that the user did not ask to delete.
 //!
 //! Millisecond settings take a number; `request_timeout` takes a human duration (`500ms`,
 //! `10s`, `1m 30s`; a bare number is milliseconds).
@@ -50,6 +59,10 @@ pub struct Config {
     pub agent_runner: Option<String>,
     /// The shell executors' settings (stall and size watchdogs, monitor timeouts).
     pub shell: ShellConfig,
+    /// What the supervisor prunes by itself (off: nothing).
+    pub retention: crate::prune::Policy,
+    /// How often the supervisor applies [`Config::retention`].
+    pub retention_interval: Duration,
 }
 
 impl Default for Config {
@@ -63,6 +76,8 @@ impl Default for Config {
             agent_command: None,
             agent_runner: None,
             shell: ShellConfig::default(),
+            retention: crate::prune::Policy::default(),
+            retention_interval: Duration::from_secs(60),
         }
     }
 }
@@ -82,6 +97,10 @@ struct ConfigFile {
     request_timeout: Option<String>,
     agent_command: Option<String>,
     agent_runner: Option<String>,
+    retention_older_than: Option<String>,
+    retention_keep_last: Option<u64>,
+    retention_max_size: Option<String>,
+    retention_interval_ms: Option<u64>,
 }
 
 impl Config {
@@ -154,6 +173,36 @@ impl Config {
         if let Some(cap) = number("TASKS_SIZE_CAP_BYTES", file.size_cap_bytes)? {
             shell.size_cap_bytes = cap;
         }
+        let parsed = |var: &str,
+                      from_file: Option<String>,
+                      parse: fn(&str) -> std::result::Result<u64, String>| {
+            env(var)
+                .or(from_file)
+                .map(|text| {
+                    parse(&text).map_err(|e| CliError::Invalid(format!("{var}={text:?}: {e}")))
+                })
+                .transpose()
+        };
+        let older_than = parsed(
+            "TASKS_RETENTION_OLDER_THAN",
+            file.retention_older_than,
+            parse_duration_ms,
+        )?;
+        let keep_last = number("TASKS_RETENTION_KEEP_LAST", file.retention_keep_last)?;
+        config.retention = crate::prune::Policy::new(
+            older_than.map(Duration::from_millis),
+            keep_last.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            parsed(
+                "TASKS_RETENTION_MAX_SIZE",
+                file.retention_max_size,
+                crate::prune::parse_size,
+            )?,
+        );
+        config.retention_interval = ms(
+            "TASKS_RETENTION_INTERVAL_MS",
+            file.retention_interval_ms,
+            config.retention_interval,
+        )?;
         Ok(config)
     }
 }
@@ -169,6 +218,14 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
     }
     humantime::parse_duration(text)
         .map_err(|e| format!("{e} (expected a duration such as 500ms, 10s, 1m30s, 2h)"))
+}
+
+/// [`parse_duration`] in whole milliseconds (for options whose value is kept in ms).
+///
+/// # Errors
+/// A message saying what is wrong with `text`.
+pub fn parse_duration_ms(text: &str) -> std::result::Result<u64, String> {
+    parse_duration(text).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]
@@ -196,10 +253,36 @@ mod tests {
         assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
         assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse_duration(" 1m 30s "), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration_ms("1h30m"), Ok(5_400_000));
+        assert_eq!(parse_duration_ms("250"), Ok(250));
         assert!(parse_duration("soon").unwrap_err().contains("10s"));
         let env = |name: &str| (name == "TASKS_REQUEST_TIMEOUT").then(|| "2s".to_owned());
         let config = Config::from_sources(ConfigFile::default(), env).unwrap();
         assert_eq!(config.request_timeout, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn retention_is_off_by_default_and_read_like_people_write_it() {
+        assert!(Config::default().retention.is_off());
+        let file = ConfigFile {
+            retention_older_than: Some("7d".into()),
+            retention_max_size: Some("1G".into()),
+            ..ConfigFile::default()
+        };
+        let env = |name: &str| (name == "TASKS_RETENTION_KEEP_LAST").then(|| "20".to_owned());
+        let config = Config::from_sources(file, env).unwrap();
+        let expected = crate::prune::Policy::new(
+            Some(Duration::from_secs(7 * 86_400)),
+            Some(20),
+            Some(1 << 30),
+        );
+        assert_eq!(config.retention, expected);
+        let env = |name: &str| (name == "TASKS_RETENTION_MAX_SIZE").then(|| "lots".to_owned());
+        let err = Config::from_sources(ConfigFile::default(), env).unwrap_err();
+        assert!(
+            err.to_string().contains("TASKS_RETENTION_MAX_SIZE"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -35,6 +35,14 @@ pub enum CliError {
         /// The text given.
         input: String,
     },
+    /// A task-list task id that is not a positive number.
+    #[error(
+        "malformed list task id {input:?}: task-list tasks are numbered 1, 2, 3, … as `tasks list` shows them (#1, #2, …)"
+    )]
+    MalformedListId {
+        /// The text given.
+        input: String,
+    },
     /// No task of this session has that id.
     #[error("no task {id} in session {session:?}")]
     UnknownTask {
@@ -99,13 +107,21 @@ pub enum CliError {
     /// Invalid input that is not an id (a JSON argument, an option value).
     #[error("{0}")]
     Invalid(String),
+    /// A task that cannot be removed now (`tasks rm`).
+    #[error("task {id} is kept: {reason}")]
+    Kept {
+        /// The task.
+        id: String,
+        /// Why.
+        reason: crate::prune::KeepReason,
+    },
 }
 
 impl CliError {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::MalformedId { .. } => exit::MALFORMED_ID,
+            CliError::MalformedId { .. } | CliError::MalformedListId { .. } => exit::MALFORMED_ID,
             CliError::UnknownTask { .. } => exit::UNKNOWN_TASK,
             CliError::Io { .. } => exit::IO,
             CliError::Supervisor(_) | CliError::NoAnswer { .. } => exit::SUPERVISOR,
@@ -115,7 +131,8 @@ impl CliError {
             | CliError::InvalidSession(_)
             | CliError::NoRoot
             | CliError::List(_)
-            | CliError::Invalid(_) => exit::OTHER,
+            | CliError::Invalid(_)
+            | CliError::Kept { .. } => exit::OTHER,
         }
     }
 

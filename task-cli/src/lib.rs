@@ -39,24 +39,41 @@ pub mod cli;
 pub mod client;
 #[cfg(feature = "cli")]
 pub mod commands;
+#[cfg(feature = "cli")]
+pub mod completions_cmd;
 pub mod config;
 pub mod engine;
 pub mod error;
 #[cfg(feature = "cli")]
 mod list_cmd;
+#[cfg(feature = "cli")]
+mod list_text;
 pub mod lock;
 #[cfg(feature = "cli")]
 pub mod mcp;
 pub mod notice;
 pub mod paths;
+pub mod pill;
 pub mod protocol;
+pub mod prune;
+#[cfg(feature = "cli")]
+pub mod ps_cmd;
 pub mod record;
 pub mod render;
+pub mod restart;
 pub mod session;
+#[cfg(feature = "cli")]
+pub mod status_cmd;
+#[cfg(feature = "cli")]
+pub mod stream_cmd;
 pub mod supervisor;
 #[cfg(feature = "cli")]
 pub mod team_cmd;
 pub mod team_wiring;
+#[cfg(feature = "cli")]
+pub mod tidy_cmd;
+#[cfg(feature = "cli")]
+pub mod top;
 mod untrusted;
 pub mod wiring;
 

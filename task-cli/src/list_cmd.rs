@@ -12,6 +12,7 @@ use task_list::{
 
 use crate::cli::{ListArgs, ListOp, ListUpdateArgs, UnassignReason};
 use crate::error::{CliError, Result, exit};
+use crate::list_text;
 use crate::paths::{SessionPaths, private_file};
 use crate::render;
 
@@ -21,6 +22,8 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool) -> Result<u8> {
     match args.op {
         ListOp::Create {
             subject,
+            subject_flag,
+            quiet,
             description,
             active_form,
             metadata,
@@ -28,15 +31,21 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool) -> Result<u8> {
             let request = CreateRequest {
                 active_form,
                 metadata: metadata.as_deref().map(parse_metadata).transpose()?,
-                ..CreateRequest::new(subject, description)
+                ..CreateRequest::new(subject.or(subject_flag).unwrap_or_default(), description)
             };
             let created = list.create(&request).map_err(list_error)?;
-            print(json, &created, &created.model_text(), true)
+            let text = if quiet {
+                created.task.id.to_string()
+            } else {
+                created.model_text()
+            };
+            print(json, &created, &text, true)
         }
-        ListOp::Get { id } => {
-            let found = list.get_details(parse_id(&id)?).map_err(list_error)?;
-            print(json, &found, &found.model_text(), found.task.is_some())
+        ListOp::Ls => {
+            let listing = list.list().map_err(list_error)?;
+            print(json, &listing, &listing.model_text(), true)
         }
+        ListOp::Get { id } => get(&list, &id, json),
         ListOp::Update(update) => {
             let result = list.update(&update_request(update)?).map_err(list_error)?;
             print(json, &result, &result.model_text(), result.success)
@@ -76,11 +85,10 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool) -> Result<u8> {
         }
         ListOp::Ready => {
             let report = list.ready().map_err(list_error)?;
-            let mut text: Vec<String> = report
-                .ready
-                .iter()
-                .map(|t| format!("#{} ready: {} (unblocks {})", t.id, t.subject, t.unblocks))
-                .collect();
+            let mut text: Vec<String> = report.ready.iter().map(list_text::ready_line).collect();
+            if report.ready.is_empty() {
+                text.push(list_text::NOTHING_READY.to_owned());
+            }
             text.extend(report.not_ready.iter().map(|t| {
                 let reasons: Vec<String> = t.reasons.iter().map(not_ready).collect();
                 format!(
@@ -116,16 +124,7 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool) -> Result<u8> {
         }
         ListOp::Doctor { fix } => {
             let report = list.doctor(fix).map_err(list_error)?;
-            let text = if report.is_clean() {
-                "No problems found".to_owned()
-            } else {
-                let lines: Vec<String> = report.problems.iter().map(to_word).collect();
-                format!(
-                    "{}{}",
-                    lines.join("\n"),
-                    if report.fixed { "\nRepaired." } else { "" }
-                )
-            };
+            let text = list_text::doctor_report(&report);
             print(json, &report, &text, report.is_clean() || report.fixed)
         }
         ListOp::Watch => watch(&list, json),
@@ -190,7 +189,7 @@ fn open(paths: &SessionPaths, args: &ListArgs) -> Result<TaskList> {
         Layout::Auto
     };
     let hints = ListIdHints {
-        explicit: args.list.as_deref(),
+        explicit: session_list(args.list.as_deref(), args.claude, paths),
         ..ListIdHints::default()
     };
     let id = task_list::resolve_list_id(&env, layout, hints).map_err(list_error)?;
@@ -199,6 +198,46 @@ fn open(paths: &SessionPaths, args: &ListArgs) -> Result<TaskList> {
         Some(actor) => list.with_actor(Actor::new(actor.clone())),
         None => list,
     })
+}
+
+/// The list a session uses when none is named: `--list`/`$TASKS_LIST_ID`, else the list named
+/// after the session (`default` for the default session), so `tasks list` and `tasks mcp` of one
+/// session share a list. With `--claude`, an unnamed list follows the reference's chain instead.
+pub(crate) fn session_list<'a>(
+    named: Option<&'a str>,
+    claude: bool,
+    paths: &'a SessionPaths,
+) -> Option<&'a str> {
+    named.or((!claude).then(|| paths.name()))
+}
+
+/// `tasks list get`: the reference's fields, and the owner (text and JSON).
+fn get(list: &TaskList, id: &str, json: bool) -> Result<u8> {
+    let task = list.get(parse_id(id)?).map_err(list_error)?;
+    let Some(task) = task else {
+        return print(
+            json,
+            &task_list::GetResult { task: None },
+            "Task not found",
+            false,
+        );
+    };
+    let found = task_list::GetResult {
+        task: Some(task_list::TaskDetails::from(&task)),
+    };
+    if json {
+        let mut value = serde_json::to_value(&found)
+            .map_err(|e| CliError::Invalid(format!("cannot encode output: {e}")))?;
+        value["task"]["owner"] = serde_json::json!(task.owner);
+        return print(json, &value, "", true);
+    }
+    let owner = task.owner.as_deref().unwrap_or("(none)");
+    print(
+        false,
+        &found,
+        &format!("{}\nOwner: {owner}", found.model_text()),
+        true,
+    )
 }
 
 /// Opens list `id` in the store `store` names (a `postgres://` URL), or in the lists root
@@ -244,6 +283,12 @@ fn update_request(args: ListUpdateArgs) -> Result<UpdateRequest> {
 
 fn watch(list: &TaskList, json: bool) -> Result<u8> {
     let mut watcher = list.watch().map_err(list_error)?;
+    // A person sees the list as it is now, then again at every change; `--json` is a stream
+    // of changes only.
+    if !json {
+        let listing = list.list().map_err(list_error)?;
+        render::out(&format!("{}\n\n", listing.model_text()))?;
+    }
     loop {
         // Without a timeout, no change means the filesystem watch itself has ended.
         let Some(change) = watcher.next_change(None).map_err(list_error)? else {
@@ -304,8 +349,9 @@ fn to_word(value: &impl Serialize) -> String {
     }
 }
 
+/// A list task id as `tasks list` prints it (`#2`) or bare (`2`).
 fn parse_id(text: &str) -> Result<TaskId> {
-    TaskId::parse(text).map_err(|_| CliError::MalformedId {
+    TaskId::parse(text.strip_prefix('#').unwrap_or(text)).map_err(|_| CliError::MalformedListId {
         input: text.to_owned(),
     })
 }
@@ -318,7 +364,7 @@ fn parse_metadata(text: &str) -> Result<Metadata> {
 fn list_error(error: task_list::Error) -> CliError {
     match error {
         task_list::Error::Io { op, path, source } => CliError::io(op, path, source),
-        task_list::Error::InvalidId(input) => CliError::MalformedId { input },
+        task_list::Error::InvalidId(input) => CliError::MalformedListId { input },
         task_list::Error::Corrupt { path, message } => CliError::CorruptState {
             path,
             reason: message,

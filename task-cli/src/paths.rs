@@ -84,6 +84,11 @@ impl SessionPaths {
         self.tasks_dir().join(format!("{id}.json"))
     }
 
+    /// How `id` was started (kind, working directory, request), for `tasks restart`.
+    pub fn start_request(&self, id: &TaskId) -> PathBuf {
+        self.tasks_dir().join(format!("{id}.start.json"))
+    }
+
     /// The latch of one completion of `id`: the one that ended at `ended_ms` (a resumed agent
     /// ends, and notifies, more than once).
     pub fn notified(&self, id: &TaskId, ended_ms: u64) -> PathBuf {

@@ -124,14 +124,23 @@ impl TaskRecord {
 /// documentation). A failed write leaves no temp file behind.
 pub fn write(paths: &SessionPaths, record: &TaskRecord) -> Result<()> {
     let id = record.id();
-    let path = paths.snapshot(&id);
-    let temp = paths
-        .tasks_dir()
-        .join(format!(".{id}.json.{}.tmp", std::process::id()));
     let body = serde_json::to_vec_pretty(record)
         .map_err(|e| CliError::Invalid(format!("cannot encode {id}: {e}")))?;
-    let written = write_new(&temp, &body)
-        .and_then(|()| fs::rename(&temp, &path).map_err(|e| CliError::io("replace", &path, e)));
+    replace(paths, &paths.snapshot(&id), &body)
+}
+
+/// Replaces the file `path` of the session's tasks directory with `body` atomically: a private
+/// temp file beside it, then a rename. A failed write leaves no temp file behind.
+pub(crate) fn replace(paths: &SessionPaths, path: &Path, body: &[u8]) -> Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let temp = paths
+        .tasks_dir()
+        .join(format!(".{name}.{}.tmp", std::process::id()));
+    let written = write_new(&temp, body)
+        .and_then(|()| fs::rename(&temp, path).map_err(|e| CliError::io("replace", path, e)));
     if written.is_err() {
         let _ = fs::remove_file(&temp);
     }

@@ -3,10 +3,9 @@
 use std::io::{self, IsTerminal, Write};
 
 use serde::Serialize;
-use task_core::TaskStatus;
 
 use crate::error::{CliError, Result};
-use task_core::{TaskState, now_ms};
+use task_core::TaskState;
 
 use crate::record::TaskRecord;
 
@@ -33,6 +32,16 @@ pub fn out_bytes(bytes: &[u8]) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// Writes `tasks: {line}` to stderr (a warning or a hint beside the output).
+pub fn warn(line: &str) {
+    let _ = writeln!(io::stderr(), "tasks: {line}");
+}
+
+/// Writes `line` to stderr as it is (a summary beside streamed output).
+pub fn warn_plain(line: &str) {
+    let _ = writeln!(io::stderr(), "{line}");
 }
 
 /// Writes one JSON document (or one JSON line) to stdout.
@@ -75,42 +84,9 @@ impl<'a> Row<'a> {
     }
 }
 
-/// The `tasks ps` table.
-pub fn table(rows: &[Row<'_>], color: bool) -> String {
-    let mut text = format!(
-        "{:<10} {:<12} {:<10} {:<18} {:>6} {:>8}  {}\n",
-        "ID", "TYPE", "STATUS", "END", "AGE", "OUTPUT", "DESCRIPTION"
-    );
-    let now = now_ms();
-    for row in rows {
-        let base = &row.task.base;
-        let status = format!("{:<10}", base.status.as_str());
-        let end = base
-            .end_reason
-            .as_ref()
-            .map(task_core::EndReason::short)
-            .unwrap_or_default();
-        text.push_str(&format!(
-            "{:<10} {:<12} {} {:<18} {:>6} {:>8}  {}\n",
-            base.id.as_str(),
-            base.task_type.as_str(),
-            if color {
-                paint(base.status, &status)
-            } else {
-                status
-            },
-            one_line(&end, 18),
-            age(now.saturating_sub(base.start_time)),
-            size(row.output_bytes),
-            one_line(&describe(row.task), 80),
-        ));
-    }
-    text
-}
-
 /// A task's description, and for an agent what it has done: `research · 1.4k tokens · 3 tools
 /// · Reading /etc/hostname`.
-fn describe(task: &TaskState) -> String {
+pub fn describe(task: &TaskState) -> String {
     let base = &task.base.description;
     if let task_core::TaskKind::Teammate(_) = &task.kind {
         let activity = teammate_activity(task);
@@ -166,16 +142,6 @@ fn count(n: u64) -> String {
     }
 }
 
-fn paint(status: TaskStatus, text: &str) -> String {
-    let code = match status {
-        TaskStatus::Running | TaskStatus::Pending => "33",
-        TaskStatus::Completed => "32",
-        TaskStatus::Failed => "31",
-        TaskStatus::Killed => "35",
-    };
-    format!("\x1b[{code}m{text}\x1b[0m")
-}
-
 /// `950ms`-free ages: `12s`, `4m`, `3h`, `2d`.
 pub fn age(ms: u64) -> String {
     let secs = ms / 1000;
@@ -198,7 +164,8 @@ pub fn size(bytes: u64) -> String {
     }
 }
 
-fn one_line(text: &str, max_chars: usize) -> String {
+/// The first line of `text`, cut to `max_chars` with an ellipsis when anything is left out.
+pub fn one_line(text: &str, max_chars: usize) -> String {
     let line = text.lines().next().unwrap_or_default();
     if line.chars().count() <= max_chars && !text.contains('\n') {
         return line.to_owned();

@@ -108,10 +108,27 @@ impl Session {
             caller,
             request,
         };
+        self.start_raw(start)
+    }
+
+    /// Sends `start` as it is; returns the new task's id once its record exists, and records
+    /// how it was started (for [`Session::restart`]).
+    fn start_raw(&self, start: Start) -> Result<TaskId> {
+        let remembered = crate::restart::StartRecord::of(&start);
         match self.send(Op::Start(start))? {
-            Response::Started { id } => Ok(id),
+            Response::Started { id } => {
+                crate::restart::remember(&self.paths, &id, &remembered);
+                Ok(id)
+            }
             other => Err(unexpected(other)),
         }
+    }
+
+    /// Starts the task `id` again (same kind, request, working directory and owner; this
+    /// process's environment) under a new id.
+    pub fn restart(&self, id: &TaskId) -> Result<TaskId> {
+        let start = crate::restart::recall(&self.paths, id)?.again()?;
+        self.start_raw(start)
     }
 
     fn send(&self, op: Op) -> Result<Response> {

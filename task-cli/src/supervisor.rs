@@ -69,6 +69,9 @@ fn supervise(paths: &SessionPaths, wiring: Wiring, ready: &mut ReadyPipe) -> Res
     let served = runtime.block_on(async {
         let engine = Arc::new(Engine::start(paths.clone(), config.clone(), wiring)?);
         engine.end_orphans()?;
+        if !config.retention.is_off() {
+            tokio::spawn(crate::prune::apply_retention(paths.clone(), config.clone()));
+        }
         let listener = bind(paths)?;
         ready.say("ready");
         serve(paths, listener, engine, &config).await

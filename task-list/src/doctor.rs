@@ -120,13 +120,13 @@ impl TaskList {
         if !fix {
             let snapshot = self.snapshot()?;
             return Ok(DoctorReport {
-                problems: self.find_problems(&snapshot)?,
+                problems: self.find_problems(&snapshot, false)?,
                 fixed: false,
             });
         }
         let problems = self.write(true, |txn| {
             let snapshot = self.snapshot()?;
-            let problems = self.find_problems(&snapshot)?;
+            let problems = self.find_problems(&snapshot, true)?;
             self.repair(txn, &snapshot, &problems)?;
             Ok(problems)
         })?;
@@ -136,7 +136,9 @@ impl TaskList {
         })
     }
 
-    fn find_problems(&self, snapshot: &Snapshot) -> Result<Vec<Problem>> {
+    /// Everything wrong with the list; `locked`: the caller holds the list lock (its own lock
+    /// directory is then no problem to report).
+    fn find_problems(&self, snapshot: &Snapshot, locked: bool) -> Result<Vec<Problem>> {
         let mut problems: Vec<Problem> = snapshot
             .problems
             .iter()
@@ -164,7 +166,7 @@ impl TaskList {
                 highest_issued: highest_issued.max(highest_file),
             });
         }
-        problems.extend(self.leftovers()?);
+        problems.extend(self.leftovers(locked)?);
         Ok(problems)
     }
 
@@ -189,8 +191,10 @@ impl TaskList {
         }))
     }
 
-    /// Lock directories, temp files and a journal left in the list directory (files only).
-    fn leftovers(&self) -> Result<Vec<Problem>> {
+    /// Lock directories, temp files and a journal left in the list directory (files only);
+    /// `locked`: the list lock is the caller's own, not reported.
+    fn leftovers(&self, locked: bool) -> Result<Vec<Problem>> {
+        let own_lock = crate::lock::lock_dir_for(&self.dir().join(crate::lock::LIST_LOCK_FILE));
         let mut problems = Vec::new();
         if self.pg().is_some() {
             return Ok(problems); // no lock directories, temp files or journal in a database
@@ -207,6 +211,9 @@ impl TaskList {
                 continue;
             }
             if !name.ends_with(".lock") || !entry.file_type().at("stat", &entry.path())?.is_dir() {
+                continue;
+            }
+            if locked && entry.path() == own_lock {
                 continue;
             }
             let Some(age) = lock_age(&entry.path())? else {

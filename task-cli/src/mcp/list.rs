@@ -27,7 +27,7 @@ pub(crate) fn open_list(session: &Session, args: &McpArgs) -> Result<TaskList> {
         Layout::Auto
     };
     let hints = ListIdHints {
-        explicit: Some(args.list.as_deref().unwrap_or(session.paths().name())),
+        explicit: crate::list_cmd::session_list(args.list.as_deref(), args.claude, session.paths()),
         ..ListIdHints::default()
     };
     let id = task_list::resolve_list_id(&env, layout, hints).map_err(list_error)?;

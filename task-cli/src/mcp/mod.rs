@@ -41,7 +41,7 @@ use crate::session::Session;
 pub use notify::WatchSettings;
 pub use server::TasksServer;
 
-/// `tasks mcp`.
+/// Serve the task tools over the Model Context Protocol on stdio (for agents).
 #[derive(Debug, Clone, Args)]
 pub struct McpArgs {
     /// The task list of the Task* list tools (default: $TASKS_LIST_ID, else the session name).

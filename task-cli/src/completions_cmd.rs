@@ -1,0 +1,126 @@
+//! `tasks completions SHELL`: clap's completion script for the visible commands (hidden ones
+//! such as `__supervise` are left out), plus, for bash and fish, completion of the session's
+//! task ids and of list names, which the script asks `tasks __complete ids|lists` for.
+
+use clap::{Command, CommandFactory};
+
+use crate::cli::{Cli, CompletionShell};
+use crate::error::{Result, exit};
+use crate::paths::SessionPaths;
+use crate::render;
+use crate::session::Session;
+
+/// What `tasks __complete` lists.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Candidates {
+    /// The ids of the session's tasks, newest first.
+    Ids,
+    /// The names of the task lists under the lists root.
+    Lists,
+}
+
+/// Subcommands whose positional arguments are task ids.
+const ID_COMMANDS: &str = "output wait kill rm restart input send";
+
+/// Prints the completion script for `shell`.
+pub fn completions(shell: CompletionShell) -> Result<u8> {
+    let generator = match shell {
+        CompletionShell::Bash => clap_complete::Shell::Bash,
+        CompletionShell::Zsh => clap_complete::Shell::Zsh,
+        CompletionShell::Fish => clap_complete::Shell::Fish,
+    };
+    let mut script = Vec::new();
+    clap_complete::generate(
+        generator,
+        &mut visible(Cli::command()),
+        "tasks",
+        &mut script,
+    );
+    let dynamic = match shell {
+        CompletionShell::Bash => {
+            BASH_DYNAMIC.replace("{ID_COMMANDS}", &ID_COMMANDS.replace(' ', "|"))
+        }
+        CompletionShell::Fish => FISH_DYNAMIC.replace("{ID_COMMANDS}", ID_COMMANDS),
+        CompletionShell::Zsh => String::new(),
+    };
+    script.extend_from_slice(dynamic.as_bytes());
+    render::out_bytes(&script).map(|()| exit::OK)
+}
+
+/// `command` without its hidden subcommands (clap's generators list them).
+fn visible(command: Command) -> Command {
+    let subcommands: Vec<Command> = command
+        .get_subcommands()
+        .filter(|sub| !sub.is_hide_set())
+        .cloned()
+        .collect();
+    Command::new("tasks")
+        .version(env!("CARGO_PKG_VERSION"))
+        .args(command.get_arguments().cloned())
+        .subcommands(subcommands)
+}
+
+/// `tasks __complete ids|lists`: one candidate a line; nothing at all when there is nothing
+/// to read (completion never prints an error).
+pub fn candidates(paths: Result<SessionPaths>, what: Candidates) -> Result<u8> {
+    let names = match (paths, what) {
+        (Ok(paths), Candidates::Ids) => Session::open(paths)
+            .and_then(|s| s.tasks())
+            .map(|listing| {
+                let mut tasks = listing.tasks;
+                tasks.reverse();
+                tasks.iter().map(|t| t.id().to_string()).collect()
+            })
+            .unwrap_or_default(),
+        (Ok(paths), Candidates::Lists) => list_names(&paths),
+        (Err(_), _) => Vec::new(),
+    };
+    let text: String = names.iter().map(|n| format!("{n}\n")).collect();
+    render::out(&text).map(|()| exit::OK)
+}
+
+fn list_names(paths: &SessionPaths) -> Vec<String> {
+    let mut env = task_list::EnvValues::from_env();
+    env.tasks_root = Some(paths.root().to_string_lossy().into_owned());
+    let Ok(root) = task_list::resolve_lists_root(&env, task_list::Layout::Auto) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    names.sort();
+    names
+}
+
+const BASH_DYNAMIC: &str = r#"
+# Task ids and list names, read from the session when completing.
+_tasks_dynamic() {
+    _tasks "$@"
+    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"
+    case "$cur" in -*) return ;; esac
+    if [[ "$prev" == "--list" ]]; then
+        COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" __complete lists 2>/dev/null)" -- "$cur"))
+        return
+    fi
+    case "${COMP_WORDS[1]}" in
+        {ID_COMMANDS})
+            COMPREPLY+=($(compgen -W "$("${COMP_WORDS[0]}" __complete ids 2>/dev/null)" -- "$cur")) ;;
+    esac
+}
+if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERSINFO[0]}" -gt 4 ]]; then
+    complete -F _tasks_dynamic -o nosort -o bashdefault -o default tasks
+else
+    complete -F _tasks_dynamic -o bashdefault -o default tasks
+fi
+"#;
+
+const FISH_DYNAMIC: &str = r#"
+# Task ids and list names, read from the session when completing.
+complete -c tasks -n "__fish_seen_subcommand_from {ID_COMMANDS}" -f -a "(tasks __complete ids 2>/dev/null)"
+complete -c tasks -l list -f -r -a "(tasks __complete lists 2>/dev/null)"
+"#;

@@ -1,0 +1,254 @@
+//! Removing finished tasks: `tasks rm`, `tasks prune` and the supervisor's retention policy.
+//!
+//! A task is removed (its record, its output and its delivery latches) only when nothing can
+//! still want it ([`keep_reason`]): it ended, its completion was delivered (or none is due), its
+//! final record has been on disk for two sweep intervals (by then the supervisor has evicted it
+//! from memory and never writes it again), and it is not an agent or teammate a running
+//! supervisor could resume with a message. A task read as live, or whose completion is still
+//! deliverable, is never touched; a completion racing with a prune is kept for its reader.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+use task_core::{TaskId, TaskType, now_ms};
+
+use crate::error::{CliError, Result};
+use crate::lock;
+use crate::notice;
+use crate::paths::SessionPaths;
+use crate::record::TaskRecord;
+use crate::session::Session;
+
+/// Why a task is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, thiserror::Error)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum KeepReason {
+    /// It has not ended.
+    #[error("it is still live")]
+    Live,
+    /// Its completion notification has not been delivered.
+    #[error("its completion notification has not been delivered (run `tasks notifications`)")]
+    Undelivered,
+    /// It ended moments ago: its supervisor may still hold it.
+    #[error("it ended moments ago; try again in a few seconds")]
+    Settling,
+    /// A running supervisor could resume it (an agent or a teammate takes messages).
+    #[error("the running supervisor can still resume it with a message")]
+    Resumable,
+}
+
+/// Which finished tasks `prune` removes; every field is optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Policy {
+    /// Only tasks that ended longer ago than this.
+    pub older_than: Option<Duration>,
+    /// Keep the newest this many finished tasks.
+    pub keep_last: Option<usize>,
+    /// Then remove the oldest finished tasks until the session's outputs fit in this many bytes.
+    pub max_size: Option<u64>,
+}
+
+impl Policy {
+    /// A policy with the given limits.
+    pub fn new(
+        older_than: Option<Duration>,
+        keep_last: Option<usize>,
+        max_size: Option<u64>,
+    ) -> Self {
+        Self {
+            older_than,
+            keep_last,
+            max_size,
+        }
+    }
+
+    /// Whether the policy asks for nothing (the supervisor then applies no retention).
+    pub fn is_off(&self) -> bool {
+        self.older_than.is_none() && self.keep_last.is_none() && self.max_size.is_none()
+    }
+}
+
+/// What was removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Removed {
+    /// The task.
+    pub id: TaskId,
+    /// Bytes of output freed.
+    pub bytes: u64,
+}
+
+/// Why `task` must be kept now, or `None` when it may be removed.
+pub fn keep_reason(
+    session: &Session,
+    task: &TaskRecord,
+    supervisor_running: bool,
+) -> Option<KeepReason> {
+    if !task.is_terminal() {
+        return Some(KeepReason::Live);
+    }
+    if let Some(due) = &task.notification
+        && !notice::is_notified(session.paths(), &task.id(), due)
+    {
+        return Some(KeepReason::Undelivered);
+    }
+    let grace = u64::try_from(session.config().sweep_interval.as_millis() * 2).unwrap_or(u64::MAX);
+    if task.written_ms == 0 || now_ms().saturating_sub(task.written_ms) < grace {
+        return Some(KeepReason::Settling);
+    }
+    let resumable = matches!(
+        task.task.base.task_type,
+        TaskType::LocalAgent | TaskType::InProcessTeammate
+    );
+    (resumable && supervisor_running).then_some(KeepReason::Resumable)
+}
+
+/// Removes the tasks `ids`, each only if [`keep_reason`] allows it; fails on the first that
+/// is kept or unknown, before removing anything.
+pub fn remove_ids(session: &Session, ids: &[TaskId]) -> Result<Vec<Removed>> {
+    let tasks = session.tasks_by_id(ids)?;
+    let running = lock::is_held(&session.paths().lock())?;
+    for task in &tasks {
+        if let Some(reason) = keep_reason(session, task, running) {
+            return Err(CliError::Kept {
+                id: task.id().to_string(),
+                reason,
+            });
+        }
+    }
+    tasks
+        .iter()
+        .map(|task| remove(session.paths(), task))
+        .collect()
+}
+
+/// Removes the finished tasks `policy` selects (everything removable for an empty policy).
+pub fn prune(session: &Session, policy: &Policy) -> Result<Vec<Removed>> {
+    let listing = session.tasks()?;
+    let running = lock::is_held(&session.paths().lock())?;
+    let size = |task: &TaskRecord| output_size(&session.output_path(&task.id()));
+    let mut total: u64 = listing.tasks.iter().map(size).sum();
+    // Removable tasks, the newest end first.
+    let mut finished: Vec<&TaskRecord> = listing
+        .tasks
+        .iter()
+        .filter(|t| keep_reason(session, t, running).is_none())
+        .collect();
+    finished.sort_by_key(|t| std::cmp::Reverse(t.task.base.end_time.unwrap_or(0)));
+    let now = now_ms();
+    let filtered = policy.older_than.is_some() || policy.keep_last.is_some();
+    let mut removed = Vec::new();
+    for (rank, task) in finished.iter().enumerate().rev() {
+        let old_enough = policy.older_than.is_none_or(|age| {
+            let ended = task.task.base.end_time.unwrap_or(0);
+            u128::from(now.saturating_sub(ended)) >= age.as_millis()
+        });
+        let beyond_kept = policy.keep_last.is_none_or(|keep| rank >= keep);
+        let selected = if filtered {
+            old_enough && beyond_kept
+        } else {
+            policy.max_size.is_none()
+        };
+        let over_budget = policy.max_size.is_some_and(|max| total > max);
+        if selected || over_budget {
+            let gone = remove(session.paths(), task)?;
+            total = total.saturating_sub(gone.bytes);
+            removed.push(gone);
+        }
+    }
+    Ok(removed)
+}
+
+/// The supervisor's retention: prunes by `config.retention` every `config.retention_interval`,
+/// for as long as the supervisor runs. A prune that fails is logged and tried again next time.
+pub async fn apply_retention(paths: SessionPaths, config: crate::config::Config) {
+    let mut ticks = tokio::time::interval(config.retention_interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let policy = config.retention.clone();
+    let session = Session::with_config(paths, config);
+    loop {
+        ticks.tick().await;
+        let (session, policy) = (session.clone(), policy.clone());
+        match tokio::task::spawn_blocking(move || prune(&session, &policy)).await {
+            Ok(Ok(removed)) if !removed.is_empty() => {
+                tracing::info!(count = removed.len(), "retention removed finished tasks");
+            }
+            Ok(Err(error)) => tracing::warn!(%error, "retention could not prune"),
+            _ => {}
+        }
+    }
+}
+
+/// Deletes the files of `task`: its output and latches first, its record last (a task whose
+/// record is listed always has whatever else it left).
+fn remove(paths: &SessionPaths, task: &TaskRecord) -> Result<Removed> {
+    let id = task.id();
+    let output = paths.output(&id);
+    let bytes = output_size(&output);
+    remove_if_present(&output)?;
+    remove_if_present(&paths.never_notified(&id))?;
+    remove_if_present(&paths.start_request(&id))?;
+    if let Some(due) = &task.notification {
+        remove_if_present(&paths.notified(&id, due.at_ms))?;
+    }
+    remove_if_present(&paths.snapshot(&id))?;
+    tracing::info!(task = %id, bytes, "removed");
+    Ok(Removed { id, bytes })
+}
+
+fn remove_if_present(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(CliError::io("remove", path, e)),
+        _ => Ok(()),
+    }
+}
+
+fn output_size(path: &Path) -> u64 {
+    std::fs::symlink_metadata(path).map_or(0, |m| m.len())
+}
+
+/// A size: bytes, or a number with `K`, `M`, `G` or `T` (powers of 1024, `B`/`iB` optional).
+///
+/// # Errors
+/// A message saying what is wrong with `text`.
+pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let upper = text.trim().to_ascii_uppercase();
+    let unit_start = upper
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(upper.len());
+    let (digits, unit) = upper.split_at(unit_start);
+    let shift = match unit.trim().trim_end_matches("IB").trim_end_matches('B') {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("{text:?}: expected a size such as 500M or 1G")),
+    };
+    let number: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?}: expected a size such as 500M or 1G"))?;
+    number
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("{text:?}: too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_like_people_write_them() {
+        assert_eq!(parse_size("512"), Ok(512));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("500M"), Ok(500 << 20));
+        assert_eq!(parse_size("2KiB"), Ok(2048));
+        assert_eq!(parse_size("3kb"), Ok(3072));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("1X").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+}

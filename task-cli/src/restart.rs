@@ -1,0 +1,87 @@
+//! Re-running a task: each start is remembered beside the task's record
+//! (`{id}.start.json`: its kind, working directory, owner and request, as sent to the
+//! supervisor), so `tasks restart ID` starts the same thing again under a new id.
+//!
+//! The caller's environment is not written down (it holds whatever secrets the shell had): a
+//! restart runs in the environment of the `tasks restart` that asks for it.
+
+use serde::{Deserialize, Serialize};
+use task_core::{Caller, TaskId};
+
+use crate::error::{CliError, Result};
+use crate::paths::SessionPaths;
+use crate::protocol::Start;
+
+/// The format of `{id}.start.json` written today.
+pub const FORMAT: u32 = 1;
+
+/// How a task was started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartRecord {
+    /// [`FORMAT`].
+    pub format: u32,
+    /// The launcher's kind (`shell`, `monitor`, `agent`, …).
+    pub kind: String,
+    /// The working directory it ran in.
+    pub cwd: std::path::PathBuf,
+    /// The agent that owned it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The launcher's request, as sent.
+    pub request: serde_json::Value,
+}
+
+impl StartRecord {
+    /// The record of `start` (its environment left out).
+    pub fn of(start: &Start) -> Self {
+        Self {
+            format: FORMAT,
+            kind: start.kind.clone(),
+            cwd: start.caller.cwd.clone(),
+            agent_id: start.caller.agent_id.clone(),
+            request: start.request.clone(),
+        }
+    }
+
+    /// The same start again, from the process asking for it (its environment), in the
+    /// original working directory and for the original owner.
+    pub fn again(&self) -> Result<Start> {
+        let mut caller = Caller::current().map_err(CliError::MissingCwd)?;
+        caller.cwd.clone_from(&self.cwd);
+        caller.agent_id.clone_from(&self.agent_id);
+        Ok(Start {
+            kind: self.kind.clone(),
+            caller,
+            request: self.request.clone(),
+        })
+    }
+}
+
+/// Writes how `id` was started. Failing to is not failing the start: the task runs, and only
+/// `restart` will say it cannot.
+pub fn remember(paths: &SessionPaths, id: &TaskId, start: &StartRecord) {
+    let written = serde_json::to_vec_pretty(start)
+        .map_err(|e| CliError::Invalid(e.to_string()))
+        .and_then(|body| crate::record::replace(paths, &paths.start_request(id), &body));
+    if let Err(error) = written {
+        tracing::warn!(task = %id, %error, "cannot record how the task started; it cannot be restarted");
+    }
+}
+
+/// How `id` was started.
+pub fn recall(paths: &SessionPaths, id: &TaskId) -> Result<StartRecord> {
+    crate::record::read(paths, id)?;
+    let path = paths.start_request(id);
+    let bytes = crate::untrusted::read_file(&path, crate::untrusted::MAX_STATE_FILE_BYTES)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => CliError::Invalid(format!(
+                "task {id} cannot be restarted: how it was started was not recorded"
+            )),
+            _ => CliError::io("read", &path, e),
+        })?;
+    serde_json::from_slice(&bytes).map_err(|e| CliError::CorruptState {
+        path,
+        reason: e.to_string(),
+    })
+}

@@ -1,0 +1,116 @@
+//! Following tasks like a person: their output streamed as it is written, then one line saying
+//! how each ended (`tasks run --wait` on a terminal or with `--follow`, `tasks wait --follow`);
+//! notifications as readable lines (`tasks notifications --format`).
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use clap::ValueEnum;
+use serde_json::json;
+use task_core::{TaskId, TaskStatus};
+
+use crate::commands::exit_code;
+use crate::error::Result;
+use crate::notice::Notice;
+use crate::record::TaskRecord;
+use crate::render;
+use crate::session::Session;
+
+/// How notifications are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NoticeFormat {
+    /// The `<task-notification>` envelope a model reads.
+    Xml,
+    /// One JSON document per line.
+    Json,
+    /// One readable line per notification.
+    Text,
+}
+
+impl NoticeFormat {
+    /// The format asked for, else JSON with `--json`, XML for a model or off a terminal, and
+    /// text on a terminal.
+    pub fn choose(asked: Option<NoticeFormat>, json: bool, for_model: bool) -> NoticeFormat {
+        match asked {
+            Some(format) => format,
+            None if json => NoticeFormat::Json,
+            None if for_model || !std::io::stdout().is_terminal() => NoticeFormat::Xml,
+            None => NoticeFormat::Text,
+        }
+    }
+}
+
+/// Prints `notice` in `format`.
+pub fn print_notice(notice: &Notice, format: NoticeFormat) -> Result<()> {
+    match format {
+        NoticeFormat::Json => render::json(&json!({
+            "taskId": notice.task_id(), "priority": notice.priority, "atMs": notice.at_ms,
+            "text": notice.text(), "notification": notice.notification,
+        })),
+        NoticeFormat::Xml => render::out(&format!("{}\n", notice.text())),
+        NoticeFormat::Text => render::out(&format!("{}\n", notice_line(notice))),
+    }
+}
+
+/// `b1234abcd completed: Background command "make" completed (exit code 0)`; an event says
+/// what happened instead of a status.
+pub fn notice_line(notice: &Notice) -> String {
+    let n = &notice.notification;
+    let what = match (&n.status, &n.event) {
+        (Some(status), _) => status.as_str().to_owned(),
+        (None, Some(_)) => "event".to_owned(),
+        (None, None) => "update".to_owned(),
+    };
+    let detail = n.event.as_deref().unwrap_or(&n.summary);
+    format!("{} {what}: {}", n.task_id, render::one_line(detail, 200))
+}
+
+/// Whether `run --wait` streams the output (a terminal, or `--follow`) rather than printing the
+/// id and the notification a model reads.
+pub fn streams(follow: bool, for_model: bool, json: bool) -> bool {
+    !json && !for_model && (follow || std::io::stdout().is_terminal())
+}
+
+/// Streams the output of each of `ids` in turn until it ended, then prints one summary line
+/// per task on stderr; claims their completions (the person saw them). Returns the exit
+/// status `wait` gives.
+pub fn follow_then_summarize(session: &Session, ids: &[TaskId]) -> Result<u8> {
+    let mut code = 0;
+    for id in ids {
+        crate::commands::follow(session, id, 0, task_output::read::DEFAULT_MAX_READ_BYTES)?;
+        let task = session.task(id)?;
+        session.claim_completion(&task)?;
+        render::warn_plain(&summary(&task));
+        if code == 0 {
+            code = exit_code(&task);
+        }
+    }
+    Ok(code)
+}
+
+/// One line saying how a task ended: `✓ b1234abcd completed in 1.2s: make`,
+/// `✗ b1234abcd failed (exit 2) after 3m 4s: make test`.
+pub fn summary(task: &TaskRecord) -> String {
+    let base = &task.task.base;
+    let took = base
+        .end_time
+        .unwrap_or_else(task_core::now_ms)
+        .saturating_sub(base.start_time);
+    let took = crate::ps_cmd::took_text(Duration::from_millis(took));
+    let (mark, link) = match task.status() {
+        TaskStatus::Completed => ("✓", "in"),
+        TaskStatus::Pending | TaskStatus::Running => ("…", "for"),
+        _ => ("✗", "after"),
+    };
+    let why = task
+        .end_reason()
+        .filter(|_| task.status() != TaskStatus::Completed)
+        .map(|reason| format!(" ({})", reason.short()))
+        .unwrap_or_default();
+    format!(
+        "{mark} {} {}{why} {link} {took}: {}",
+        base.id,
+        task.status().as_str(),
+        render::one_line(&base.description, 60)
+    )
+}

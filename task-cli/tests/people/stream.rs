@@ -1,0 +1,84 @@
+//! Following like a person: output streamed as it is written, then a one-line summary;
+//! notifications as readable lines on a terminal, XML elsewhere.
+
+use std::process::Stdio;
+
+use crate::sandbox::Sandbox;
+use crate::support::DEADLINE;
+
+#[test]
+fn run_wait_follow_streams_output_as_it_is_written_then_summarizes() {
+    let sandbox = Sandbox::new();
+    let gate = sandbox.root().join("gate");
+    let script = format!(
+        "echo first; while [ ! -e {} ]; do sleep 0.01; done; echo last; exit 4",
+        gate.display()
+    );
+    let mut child = sandbox
+        .command(&["run", "--wait", "--follow", "--", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let received = crate::sandbox::stdout_lines(&mut child);
+    // The first line arrives while the task is still running (it waits for the gate).
+    assert_eq!(received.recv_timeout(DEADLINE).unwrap(), "first");
+    std::fs::write(&gate, "").unwrap();
+    assert_eq!(received.recv_timeout(DEADLINE).unwrap(), "last");
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(4));
+    let summary = String::from_utf8(output.stderr).unwrap();
+    let line = summary.lines().last().unwrap();
+    assert!(line.starts_with("✗ b"), "{summary}");
+    assert!(line.contains("failed (exit 4) after"), "{summary}");
+    // The person saw the ending: it is not delivered again.
+    assert_eq!(sandbox.ok(&["notifications"]), "");
+}
+
+#[test]
+fn wait_follow_streams_a_started_task_then_summarizes() {
+    let sandbox = Sandbox::new();
+    let id = sandbox.start("echo one; echo two");
+    let output = sandbox.run(&["wait", "--follow", &id]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "one\ntwo\n");
+    let summary = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        summary.starts_with(&format!("✓ {id} completed in ")),
+        "{summary}"
+    );
+    assert!(
+        summary.trim_end().ends_with(": echo one; echo two"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn notifications_are_lines_on_a_terminal_and_xml_elsewhere() {
+    let sandbox = Sandbox::new();
+    let first = sandbox.start("echo hi");
+    assert_eq!(sandbox.run(&["wait", &first]).status.code(), Some(0));
+    let text = sandbox.ok(&["notifications", "--format", "text"]);
+    assert_eq!(
+        text,
+        format!("{first} completed: Background command \"echo hi\" completed (exit code 0)\n")
+    );
+    let second = sandbox.start("exit 3");
+    assert_eq!(sandbox.run(&["wait", &second]).status.code(), Some(3));
+    // Off a terminal (a pipe, as here) the default stays the envelope a model reads.
+    let xml = sandbox.ok(&["notifications"]);
+    assert!(xml.starts_with("<task-notification>\n"), "{xml}");
+    assert!(
+        xml.contains(&format!("<task-id>{second}</task-id>")),
+        "{xml}"
+    );
+    // On a terminal, readable lines by default; --for-model keeps XML.
+    let third = sandbox.start("true");
+    assert_eq!(sandbox.run(&["wait", &third]).status.code(), Some(0));
+    let seen = sandbox.on_terminal("notifications", false);
+    assert!(
+        seen.starts_with(&format!("{third} completed: ")),
+        "{seen:?}"
+    );
+    assert!(!seen.contains('<'), "{seen:?}");
+}

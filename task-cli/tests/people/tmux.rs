@@ -1,0 +1,96 @@
+//! A real terminal for the tests: a tmux server of the test's own (its socket in the sandbox),
+//! one 80×24 window running a shell command; keys sent and the screen read back as text.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::sandbox::Sandbox;
+use crate::support::eventually;
+
+/// One tmux window; the server is killed on drop.
+pub struct Tmux {
+    socket: PathBuf,
+    /// The sandbox's environment (the server inherits it, so the sandbox kills what it starts).
+    envs: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+}
+
+impl Tmux {
+    /// Starts `shell` (a `sh -c` script) in an 80×24 window.
+    pub fn start(sandbox: &Sandbox, shell: &str) -> Self {
+        let probe = sandbox.command(&[]);
+        let envs = probe
+            .get_envs()
+            .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
+            .collect();
+        let tmux = Self {
+            socket: sandbox.root().join("tmux.sock"),
+            envs,
+        };
+        let started = tmux
+            .command()
+            .args([
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                "80",
+                "-y",
+                "24",
+            ])
+            .args(["-s", "t", "sh", "-c", shell])
+            .status()
+            .unwrap();
+        assert!(started.success(), "tmux could not start");
+        tmux
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command
+            .arg("-S")
+            .arg(&self.socket)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
+            .env("TERM", "xterm-256color")
+            .env_remove("TMUX");
+        command
+    }
+
+    /// The screen as text, one string per row.
+    pub fn screen(&self) -> Vec<String> {
+        let output = self
+            .command()
+            .args(["capture-pane", "-p", "-t", "t"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Sends keys (tmux names: `Down`, `q`, `Escape`).
+    pub fn keys(&self, keys: &[&str]) {
+        let sent = self
+            .command()
+            .args(["send-keys", "-t", "t"])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+
+    /// Waits until the screen satisfies `test`; returns it.
+    pub fn wait_for(&self, what: &str, test: impl Fn(&str) -> bool) -> String {
+        eventually(what, || {
+            let screen = self.screen().join("\n");
+            test(&screen).then_some(screen)
+        })
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.command().arg("kill-server").status();
+    }
+}
