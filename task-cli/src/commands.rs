@@ -40,6 +40,11 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::List(args) => crate::list_cmd::execute(&paths()?, args, json),
         Command::Completions(args) => completions(args.shell),
         Command::Mcp(args) => crate::mcp::run(paths()?, args),
+        Command::Remote(args) => {
+            let (id, wait) = crate::remote_cmd::start(&session()?, args)?;
+            started(&session()?, id, wait, json)
+        }
+        Command::Serve(args) => crate::serve::run(paths()?, args),
         Command::Supervise => {
             crate::supervisor::run(paths()?, crate::wiring::standard).map(|()| exit::OK)
         }

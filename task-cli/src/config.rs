@@ -14,6 +14,13 @@
 //! | `request_timeout`           | `TASKS_REQUEST_TIMEOUT`       | `10s`    |
 //! | `agent_command`             | `TASKS_AGENT_COMMAND`         | none     |
 //! | `agent_runner`              | `TASKS_AGENT_RUNNER`          | `claude` |
+//! | `remote_server`             | `TASKS_REMOTE_SERVER`         | none     |
+//! | `remote_token_file`         | `TASKS_REMOTE_TOKEN_FILE`     | none     |
+//! | `remote_poll_interval_ms`   | `TASKS_REMOTE_POLL_MS`        | 1 000    |
+//! | `remote_backoff_base_ms`    | `TASKS_REMOTE_BACKOFF_MS`     | 2 000    |
+//! | `remote_backoff_cap_ms`     | `TASKS_REMOTE_BACKOFF_CAP_MS` | 16 000   |
+//! | `remote_outage_limit_ms`    | `TASKS_REMOTE_OUTAGE_MS`      | 300 000  |
+//! | `remote_request_timeout_ms` | `TASKS_REMOTE_REQUEST_MS`     | 30 000   |
 //!
 //! Millisecond settings take a number; `request_timeout` takes a human duration (`500ms`,
 //! `10s`, `1m 30s`; a bare number is milliseconds).
@@ -50,6 +57,12 @@ pub struct Config {
     pub agent_runner: Option<String>,
     /// The shell executors' settings (stall and size watchdogs, monitor timeouts).
     pub shell: ShellConfig,
+    /// The sessions server the MCP `Agent` tool uses for `isolation: "remote"` (none: refused).
+    pub remote_server: Option<String>,
+    /// The file holding that server's bearer token.
+    pub remote_token_file: Option<std::path::PathBuf>,
+    /// The remote executor's timing (poll, backoff, outage limit, request timeout).
+    pub remote: task_remote::RemoteConfig,
 }
 
 impl Default for Config {
@@ -63,6 +76,9 @@ impl Default for Config {
             agent_command: None,
             agent_runner: None,
             shell: ShellConfig::default(),
+            remote_server: None,
+            remote_token_file: None,
+            remote: task_remote::RemoteConfig::default(),
         }
     }
 }
@@ -82,6 +98,13 @@ struct ConfigFile {
     request_timeout: Option<String>,
     agent_command: Option<String>,
     agent_runner: Option<String>,
+    remote_server: Option<String>,
+    remote_token_file: Option<std::path::PathBuf>,
+    remote_poll_interval_ms: Option<u64>,
+    remote_backoff_base_ms: Option<u64>,
+    remote_backoff_cap_ms: Option<u64>,
+    remote_outage_limit_ms: Option<u64>,
+    remote_request_timeout_ms: Option<u64>,
 }
 
 impl Config {
@@ -153,6 +176,41 @@ impl Config {
         )?;
         if let Some(cap) = number("TASKS_SIZE_CAP_BYTES", file.size_cap_bytes)? {
             shell.size_cap_bytes = cap;
+        }
+        config.remote_server = env("TASKS_REMOTE_SERVER").or(file.remote_server);
+        config.remote_token_file = env("TASKS_REMOTE_TOKEN_FILE")
+            .map(Into::into)
+            .or(file.remote_token_file);
+        let remote = &mut config.remote;
+        let pairs = [
+            (
+                "TASKS_REMOTE_POLL_MS",
+                file.remote_poll_interval_ms,
+                &mut remote.poll_interval,
+            ),
+            (
+                "TASKS_REMOTE_BACKOFF_MS",
+                file.remote_backoff_base_ms,
+                &mut remote.backoff_base,
+            ),
+            (
+                "TASKS_REMOTE_BACKOFF_CAP_MS",
+                file.remote_backoff_cap_ms,
+                &mut remote.backoff_cap,
+            ),
+            (
+                "TASKS_REMOTE_OUTAGE_MS",
+                file.remote_outage_limit_ms,
+                &mut remote.outage_limit,
+            ),
+            (
+                "TASKS_REMOTE_REQUEST_MS",
+                file.remote_request_timeout_ms,
+                &mut remote.request_timeout,
+            ),
+        ];
+        for (var, from_file, slot) in pairs {
+            *slot = ms(var, from_file, *slot)?;
         }
         Ok(config)
     }

@@ -51,7 +51,12 @@ pub mod notice;
 pub mod paths;
 pub mod protocol;
 pub mod record;
+#[cfg(feature = "cli")]
+mod remote_cmd;
+mod remote_wiring;
 pub mod render;
+#[cfg(feature = "cli")]
+pub mod serve;
 pub mod session;
 pub mod supervisor;
 mod untrusted;

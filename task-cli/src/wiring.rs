@@ -24,11 +24,16 @@ pub fn standard(host: &Host) -> Result<Launchers> {
         .register_with_registry();
     let agents = AgentExecutor::new(host.registry.clone(), &tasks_dir, AgentConfig::default())
         .register_with_registry();
+    let remotes = crate::remote_wiring::executor(host);
     Ok(Launchers::new()
         .with(shells.clone())
         .with(Monitors(shells))
         .with(agents.clone())
-        .with_messenger(AgentMessages(agents)))
+        .with(remotes.clone())
+        .with_messenger(crate::remote_wiring::RemoteOrAgent {
+            remotes,
+            agents: AgentMessages(agents),
+        }))
 }
 
 /// Reaps, every `period`, the zombies this subreaper adopted (never its own children).
@@ -45,7 +50,7 @@ async fn reap_adopted_orphans(period: std::time::Duration) {
 }
 
 /// Messages go to agents (queued while they run, resuming them once stopped).
-struct AgentMessages(AgentExecutor);
+pub(crate) struct AgentMessages(AgentExecutor);
 
 #[async_trait::async_trait]
 impl Messenger for AgentMessages {
