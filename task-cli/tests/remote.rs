@@ -564,3 +564,54 @@ fn a_wrong_token_fails_the_remote_task_at_once_with_a_clear_reason() {
     assert!(notices.contains("refused the token"), "{notices}");
     assert!(server.sessions().is_empty());
 }
+
+/// The schemathesis command: `TASKS_SCHEMATHESIS`, else the venv `.ci/schemathesis.sh` makes,
+/// else one on the PATH.
+fn schemathesis() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("TASKS_SCHEMATHESIS").filter(|p| !p.is_empty()) {
+        return Some(path.into());
+    }
+    let venv =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/schemathesis-venv/bin/schemathesis");
+    if venv.exists() {
+        return Some(venv);
+    }
+    Command::new("schemathesis")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|_| "schemathesis".into())
+}
+
+#[test]
+#[allow(clippy::print_stderr)]
+fn the_openapi_file_holds_against_the_running_server() {
+    let Some(tool) = schemathesis() else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "schemathesis is missing: run `export TASKS_SCHEMATHESIS=$(.ci/schemathesis.sh)`"
+        );
+        eprintln!("skipped: no schemathesis (see .ci/schemathesis.sh)");
+        return;
+    };
+    let server = Server::start(&[json!({"read_user": true}), json!({"result": "ok"})]);
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("../task-remote/openapi.yaml");
+    let reports = tempfile::tempdir().unwrap();
+    let out = Command::new(tool)
+        .args(["run", schema.to_str().unwrap(), "--url", &server.url])
+        .args(["-H", &format!("Authorization: Bearer {}", server.token)])
+        .args(["--max-examples", "30", "--seed", "20261123", "--no-color"])
+        .args(["--report-dir", reports.path().to_str().unwrap()])
+        .env("SCHEMATHESIS_HOOKS", "")
+        .current_dir(reports.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "schemathesis found server errors or schema violations:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("No issues found"), "{stdout}");
+}

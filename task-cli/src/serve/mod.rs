@@ -97,6 +97,7 @@ pub fn run(paths: SessionPaths, args: ServeArgs) -> Result<u8> {
         .map_err(|e| CliError::io("listen on", args.listen.to_string(), e))?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     crate::render::out(&format!("listening on {scheme}://{bound}\n"))?;
+    keep_supervisor_alive(Arc::clone(&served));
     let app = routes::router(served, args.max_body);
     let runtime =
         tokio::runtime::Runtime::new().map_err(|e| CliError::io("start", "the runtime", e))?;
@@ -120,4 +121,23 @@ pub fn run(paths: SessionPaths, args: ServeArgs) -> Result<u8> {
         .map_err(|e| CliError::io("serve on", bound.to_string(), e))
     })?;
     Ok(exit::OK)
+}
+
+/// Pings the session's supervisor often enough that it never leaves for idleness while this
+/// server runs (a request would otherwise race its exit), starting it if it is not running.
+fn keep_supervisor_alive(served: Arc<routes::Served>) {
+    let period = (served.tasks.config().idle_exit / 3).max(std::time::Duration::from_millis(50));
+    let spawned = std::thread::Builder::new()
+        .name("supervisor-keepalive".into())
+        .spawn(move || {
+            loop {
+                if let Err(error) = served.tasks.ping() {
+                    tracing::warn!(%error, "the session's supervisor does not answer");
+                }
+                std::thread::sleep(period);
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "no keep-alive for the supervisor");
+    }
 }

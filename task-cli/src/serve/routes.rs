@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
-use axum::extract::rejection::JsonRejection;
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
@@ -15,7 +15,9 @@ use serde::Deserialize;
 use serde_json::json;
 use task_agent::{AgentExecutor, AgentStart, RunnerFormat};
 use task_core::{TaskId, TaskStatus, TaskType};
-use task_remote::api::{CreateSession, ErrorBody, ErrorDetail, SendEvents, Session, SessionStatus};
+use task_remote::api::{
+    CreateSession, ErrorBody, ErrorDetail, SendEvents, Session, SessionStatus, UserEvent,
+};
 
 use super::pages::{self, PageLimits, Source};
 use super::token::Token;
@@ -120,7 +122,20 @@ impl From<JsonRejection> for ApiFailure {
     }
 }
 
+impl From<PathRejection> for ApiFailure {
+    fn from(rejection: PathRejection) -> Self {
+        ApiFailure::invalid(rejection.body_text())
+    }
+}
+
+impl From<QueryRejection> for ApiFailure {
+    fn from(rejection: QueryRejection) -> Self {
+        ApiFailure::invalid(rejection.body_text())
+    }
+}
+
 type Answer<T> = Result<Json<T>, ApiFailure>;
+type IdPath = Result<Path<String>, PathRejection>;
 
 /// Refuses, before anything else runs, a request without the right bearer token.
 async fn auth(State(served): State<Arc<Served>>, request: Request, next: Next) -> Response {
@@ -175,13 +190,12 @@ async fn create(
     body: Result<Json<CreateSession>, JsonRejection>,
 ) -> Answer<Session> {
     let Json(request) = body?;
-    let prompt = request
-        .events
-        .iter()
-        .find(|e| e.kind == "user")
-        .map(|e| e.message.content.trim().to_owned())
-        .filter(|text| !text.is_empty())
-        .ok_or_else(|| ApiFailure::invalid("events must hold a user message with text"))?;
+    let prompt = user_texts(request.events.clone())?.join("\n\n");
+    for (what, text) in [("title", &request.title), ("model", &request.model)] {
+        if let Some(text) = text {
+            no_nul(what, text)?;
+        }
+    }
     let description = request
         .title
         .clone()
@@ -207,7 +221,8 @@ async fn create(
     .map(Json)
 }
 
-async fn status(State(served): State<Arc<Served>>, Path(id): Path<String>) -> Answer<Session> {
+async fn status(State(served): State<Arc<Served>>, id: IdPath) -> Answer<Session> {
+    let Path(id) = id?;
     let id = session_id(&id)?;
     blocking(move || Ok(describe(&served.tasks.task(&id)?)))
         .await
@@ -222,15 +237,21 @@ struct After {
 
 async fn events(
     State(served): State<Arc<Served>>,
-    Path(id): Path<String>,
-    Query(after): Query<After>,
+    id: IdPath,
+    after: Result<Query<After>, QueryRejection>,
 ) -> Answer<task_remote::api::EventsPage> {
+    let Path(id) = id?;
     let id = session_id(&id)?;
+    let Query(after) = after?;
     let offset = match after.after_id.as_deref() {
         None | Some("") => 0,
-        Some(text) => text
-            .parse::<u64>()
-            .map_err(|_| ApiFailure::invalid(format!("after_id {text:?} is not an event id")))?,
+        // Digits beyond any offset: past the end, so nothing after it.
+        Some(text) if text.bytes().all(|b| b.is_ascii_digit()) => text.parse().unwrap_or(u64::MAX),
+        Some(text) => {
+            return Err(ApiFailure::invalid(format!(
+                "after_id {text:?} is not an event id"
+            )));
+        }
     };
     blocking(move || {
         served.tasks.task(&id)?;
@@ -246,20 +267,13 @@ async fn events(
 
 async fn send(
     State(served): State<Arc<Served>>,
-    Path(id): Path<String>,
+    id: IdPath,
     body: Result<Json<SendEvents>, JsonRejection>,
 ) -> Answer<serde_json::Value> {
+    let Path(id) = id?;
     let id = session_id(&id)?;
     let Json(request) = body?;
-    let texts: Vec<String> = request
-        .events
-        .into_iter()
-        .filter(|e| e.kind == "user")
-        .map(|e| e.message.content)
-        .collect();
-    if texts.is_empty() {
-        return Err(ApiFailure::invalid("events must hold a user message"));
-    }
+    let texts = user_texts(request.events)?;
     blocking(move || {
         let task = served.tasks.task(&id)?;
         if task.status() == TaskStatus::Killed {
@@ -285,7 +299,8 @@ async fn send(
     .map(Json)
 }
 
-async fn archive(State(served): State<Arc<Served>>, Path(id): Path<String>) -> Answer<Session> {
+async fn archive(State(served): State<Arc<Served>>, id: IdPath) -> Answer<Session> {
+    let Path(id) = id?;
     let id = session_id(&id)?;
     blocking(move || {
         served.tasks.kill(&[id])?;
@@ -296,6 +311,40 @@ async fn archive(State(served): State<Arc<Served>>, Path(id): Path<String>) -> A
     })
     .await
     .map(Json)
+}
+
+/// The texts of user turns: at least one, each a `user` event with a `user` message of text.
+fn user_texts(events: Vec<UserEvent>) -> Result<Vec<String>, ApiFailure> {
+    if events.is_empty() {
+        return Err(ApiFailure::invalid(
+            "events must hold at least one user turn",
+        ));
+    }
+    events
+        .into_iter()
+        .map(|event| {
+            if event.kind != "user" || event.message.role != "user" {
+                return Err(ApiFailure::invalid(
+                    "every event must be of type user with a message of role user",
+                ));
+            }
+            if event.message.content.is_empty() {
+                return Err(ApiFailure::invalid("a user message must have text"));
+            }
+            no_nul("a user message", &event.message.content)?;
+            Ok(event.message.content)
+        })
+        .collect()
+}
+
+/// Refuses text with a NUL byte (it can be neither an argument nor a line of a CLI's input).
+fn no_nul(what: &str, text: &str) -> Result<(), ApiFailure> {
+    if text.contains('\0') {
+        return Err(ApiFailure::invalid(format!(
+            "{what} contains a NUL character"
+        )));
+    }
+    Ok(())
 }
 
 /// The session of an agent task: running while it works, idle once its turn is over (a
