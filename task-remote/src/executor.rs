@@ -175,6 +175,8 @@ pub(crate) struct Inner {
     pub(crate) config: RemoteConfig,
     pub(crate) checkers: DashMap<RemoteSubtype, Arc<dyn CompletionChecker>>,
     runs: DashMap<TaskId, Arc<Run>>,
+    /// One client (one connection pool) per server and token, shared by its tasks.
+    clients: DashMap<(String, Secret), Arc<dyn RemoteSessions>>,
     task: Arc<RemoteTask>,
 }
 
@@ -201,6 +203,7 @@ impl RemoteExecutor {
             config,
             checkers: DashMap::new(),
             runs: DashMap::new(),
+            clients: DashMap::new(),
             task: Arc::new(RemoteTask {
                 inner: weak.clone(),
             }),
@@ -368,8 +371,17 @@ impl RemoteExecutor {
         token_file: &Path,
     ) -> Result<Arc<dyn RemoteSessions>, RemoteError> {
         let token = read_token(token_file)?;
-        let client = HttpSessions::new(server, token, self.inner.config.request_timeout)?;
-        Ok(Arc::new(client))
+        let key = (server.to_owned(), Secret(token));
+        if let Some(client) = self.inner.clients.get(&key) {
+            return Ok(Arc::clone(client.value()));
+        }
+        let client: Arc<dyn RemoteSessions> = Arc::new(HttpSessions::new(
+            server,
+            key.1.0.clone(),
+            self.inner.config.request_timeout,
+        )?);
+        self.inner.clients.insert(key, Arc::clone(&client));
+        Ok(client)
     }
 
     fn output_path(&self, id: &TaskId) -> PathBuf {
@@ -429,6 +441,16 @@ impl RemoteExecutor {
             tracing::warn!(task = %id, %error, "cannot delete the sidecar");
         }
         inner.runs.remove(id);
+    }
+}
+
+/// A token, never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Secret(String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(…)")
     }
 }
 
