@@ -96,21 +96,11 @@ impl Launch for AgentExecutor {
             other => LaunchError::Failed(Box::new(other)),
         })?;
         let id = pending.id();
-        Ok(Launched {
-            id,
-            start: Some(Box::new(
-                move || match tokio::runtime::Handle::try_current() {
-                    Ok(runtime) => {
-                        runtime.spawn(async move {
-                            if let Err(error) = pending.start().await {
-                                tracing::warn!(task = %id, %error, "the agent did not start");
-                            }
-                        });
-                    }
-                    // Dropping it ends it `failed`.
-                    Err(_) => tracing::warn!(task = %id, "no tokio runtime to start the agent on"),
-                },
-            )),
-        })
+        // Dropped unstarted (no runtime), it ends `failed`.
+        Ok(Launched::on_runtime(id, async move {
+            if let Err(error) = pending.start().await {
+                tracing::warn!(task = %id, %error, "the agent did not start");
+            }
+        }))
     }
 }

@@ -16,18 +16,8 @@ fn tasks_bin() -> &'static str {
     env!("CARGO_BIN_EXE_tasks")
 }
 
-/// The fake agent CLI, built next to the `tasks` binary.
 fn fake_agent() -> PathBuf {
-    let path = Path::new(tasks_bin()).with_file_name("fake-agent");
-    if !path.exists() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let built = Command::new(cargo)
-            .args(["build", "-p", "task-agent", "--bin", "fake-agent"])
-            .status()
-            .unwrap();
-        assert!(built.success());
-    }
-    path
+    support::fake_agent(tasks_bin())
 }
 
 /// One `tasks` state root: the server's or the client's.

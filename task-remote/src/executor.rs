@@ -79,6 +79,27 @@ pub struct PendingRemote {
     id: TaskId,
     request: RemoteRequest,
     client: Arc<dyn RemoteSessions>,
+    /// Until started: dropping it fails the task.
+    armed: bool,
+}
+
+impl Drop for PendingRemote {
+    /// Never started: it ends `failed`, silently (its starter had the chance to report).
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let _ =
+            self.executor
+                .inner
+                .registry
+                .transition_with(&self.id, TaskStatus::Failed, |state| {
+                    state.base.notified = true;
+                    state.base.end_reason = Some(EndReason::SpawnFailed {
+                        error: "dropped before it was started".into(),
+                    });
+                });
+    }
 }
 
 impl PendingRemote {
@@ -90,8 +111,9 @@ impl PendingRemote {
     /// Creates the session (retrying transient faults within the outage limit), writes the
     /// sidecar, marks the task running and follows it. A failure ends the task `failed` with a
     /// notification.
-    pub async fn start(self) {
-        let executor = self.executor;
+    pub async fn start(mut self) {
+        self.armed = false;
+        let executor = self.executor.clone();
         let inner = &executor.inner;
         let create = CreateSession {
             events: vec![UserEvent::text(&self.request.prompt)],
@@ -149,7 +171,7 @@ impl PendingRemote {
             let _ = inner.sidecars.delete(&self.id);
             return;
         }
-        executor.follow(self.id, session.id, self.client, None);
+        executor.follow(self.id, session.id, Arc::clone(&self.client), None);
     }
 }
 
@@ -279,6 +301,7 @@ impl RemoteExecutor {
             id,
             request,
             client,
+            armed: true,
         })
     }
 

@@ -53,17 +53,6 @@ impl Launch for RemoteExecutor {
             }
             other => LaunchError::Failed(Box::new(other)),
         })?;
-        let id = pending.id();
-        Ok(Launched {
-            id,
-            start: Some(Box::new(
-                move || match tokio::runtime::Handle::try_current() {
-                    Ok(runtime) => {
-                        runtime.spawn(pending.start());
-                    }
-                    Err(_) => tracing::warn!(task = %id, "no tokio runtime to start on"),
-                },
-            )),
-        })
+        Ok(Launched::on_runtime(pending.id(), pending.start()))
     }
 }
