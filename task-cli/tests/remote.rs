@@ -605,3 +605,116 @@ fn the_openapi_file_holds_against_the_running_server() {
     );
     assert!(stdout.contains("No issues found"), "{stdout}");
 }
+
+/// `tasks mcp` on stdio, spoken to line by line (JSON-RPC), answers read with a deadline.
+struct Mcp {
+    child: Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl Mcp {
+    fn start(command: &mut Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if send.send(serde_json::from_str(&line).unwrap()).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take().unwrap();
+        let mut mcp = Mcp {
+            child,
+            stdin,
+            lines,
+        };
+        mcp.request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18",
+            "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+        );
+        mcp.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message = self
+                .lines
+                .recv_timeout(support::DEADLINE)
+                .expect("no answer from tasks mcp");
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_mcp_agent_tool_with_remote_isolation_starts_a_remote_agent_on_the_configured_server() {
+    let server = Server::start(&[json!({"read_user": true}), json!({"result": "from afar"})]);
+    let client = Root::new();
+    let agent = json!({"description": "far job", "prompt": "work remotely",
+        "isolation": "remote", "run_in_background": true});
+
+    // With an agent command but no server, the tool exists and says what to set.
+    let mut command = client.command(&["mcp"]);
+    command.env("TASKS_AGENT_COMMAND", "true");
+    let mut unconfigured = Mcp::start(&mut command);
+    let refused = unconfigured.request(
+        2,
+        "tools/call",
+        json!({"name": "Agent", "arguments": agent}),
+    );
+    assert!(
+        refused.to_string().contains("TASKS_REMOTE_SERVER"),
+        "without a server it says what to set: {refused}"
+    );
+    drop(unconfigured);
+
+    let mut command = client.command(&["mcp"]);
+    command
+        .env("TASKS_REMOTE_SERVER", &server.url)
+        .env("TASKS_REMOTE_TOKEN_FILE", &server.token_file);
+    let mut mcp = Mcp::start(&mut command);
+    let started = mcp.request(
+        2,
+        "tools/call",
+        json!({"name": "Agent", "arguments": agent}),
+    );
+    let id = started["result"]["structuredContent"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_owned();
+    assert!(id.starts_with('r'), "{id}");
+    assert!(client.tasks(&["wait", &id]).status.success());
+    let notices = client.ok(&["notifications"]);
+    assert!(notices.contains("<result>from afar</result>"), "{notices}");
+    assert!(
+        notices.contains("<task-type>remote_agent</task-type>"),
+        "{notices}"
+    );
+    assert_eq!(server.sessions().len(), 1);
+}
