@@ -115,7 +115,7 @@ struct Server {
 
 impl Server {
     fn start(steps: &[Value]) -> Self {
-        Self::start_with(steps, &[])
+        Self::start_with(steps, &["--listen", "127.0.0.1:0"])
     }
 
     fn start_with(steps: &[Value], extra: &[&str]) -> Self {
@@ -126,13 +126,7 @@ impl Server {
         let token_file = root.path("token");
         let token = root.ok(&["serve", "--init-token", token_file.to_str().unwrap()]);
         let agent = format!("{} --script {}", fake_agent().display(), script.display());
-        let mut args = vec![
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--token-file",
-            token_file.to_str().unwrap(),
-        ];
+        let mut args = vec!["serve", "--token-file", token_file.to_str().unwrap()];
         args.extend_from_slice(extra);
         let mut child = root
             .command(&args)
@@ -429,7 +423,10 @@ fn request(
 
 #[test]
 fn requests_without_the_token_or_over_the_size_limit_are_refused_and_start_nothing() {
-    let server = Server::start_with(&[json!({"result": "x"})], &["--max-body", "4096"]);
+    let server = Server::start_with(
+        &[json!({"result": "x"})],
+        &["--listen", "127.0.0.1:0", "--max-body", "4096"],
+    );
     let create = serde_json::to_vec(&json!({
         "events": [{"type": "user", "message": {"role": "user", "content": "hi"}}]
     }))
@@ -717,4 +714,49 @@ fn the_mcp_agent_tool_with_remote_isolation_starts_a_remote_agent_on_the_configu
         "{notices}"
     );
     assert_eq!(server.sessions().len(), 1);
+}
+
+#[test]
+fn a_non_loopback_address_is_served_over_tls_with_the_given_certificate() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let cert = fixtures.join("cert.pem");
+    let key = fixtures.join("key.pem");
+    let server = Server::start_with(
+        &[json!({"result": "x"})],
+        &[
+            "--listen",
+            "0.0.0.0:0",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    let port = server.url.rsplit(':').next().unwrap();
+    assert!(server.url.starts_with("https://"), "{}", server.url);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let ca = std::fs::read(fixtures.join("ca.pem")).unwrap();
+        let ca = reqwest::Certificate::from_pem(&ca).unwrap();
+        let client = reqwest::Client::builder()
+            .add_root_certificate(ca)
+            .build()
+            .unwrap();
+        let url = format!("https://localhost:{port}/v1/sessions/a00000000");
+        let answer = client
+            .get(&url)
+            .bearer_auth(&server.token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status().as_u16(), 404, "served over TLS");
+        let plain = reqwest::get(format!("http://127.0.0.1:{port}/v1/sessions/a00000000")).await;
+        assert!(
+            plain.is_err() || plain.unwrap().status().as_u16() != 404,
+            "no plain HTTP on a TLS port"
+        );
+    });
 }
