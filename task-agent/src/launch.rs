@@ -116,19 +116,9 @@ pub(crate) fn start_on_runtime(
     id: task_core::TaskId,
     start: impl std::future::Future<Output = Result<(), AgentError>> + Send + 'static,
 ) -> Launched {
-    Launched {
-        id,
-        start: Some(Box::new(
-            move || match tokio::runtime::Handle::try_current() {
-                Ok(runtime) => {
-                    runtime.spawn(async move {
-                        if let Err(error) = start.await {
-                            tracing::warn!(task = %id, %error, "the task did not start");
-                        }
-                    });
-                }
-                Err(_) => tracing::warn!(task = %id, "no tokio runtime to start the task on"),
-            },
-        )),
-    }
+    Launched::on_runtime(id, async move {
+        if let Err(error) = start.await {
+            tracing::warn!(task = %id, %error, "the task did not start");
+        }
+    })
 }

@@ -85,6 +85,10 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Serve the task tools over the Model Context Protocol on stdio (for agents).
     Mcp(crate::mcp::McpArgs),
+    /// Start a remote agent: a session on a sessions server (`tasks serve` on another machine).
+    Remote(crate::remote_cmd::RemoteArgs),
+    /// Serve this machine's agents over the sessions API (for `tasks remote` elsewhere).
+    Serve(crate::serve::ServeArgs),
     /// Run the session supervisor (started on demand by `run`; not for direct use).
     #[command(name = "__supervise", hide = true)]
     Supervise,

@@ -47,6 +47,11 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Completions(args) => crate::completions_cmd::completions(args.shell),
         Command::Complete { what } => crate::completions_cmd::candidates(paths(), what),
         Command::Mcp(args) => crate::mcp::run(paths()?, args),
+        Command::Remote(args) => {
+            let (id, wait) = crate::remote_cmd::start(&session()?, args)?;
+            started(&session()?, id, wait, json)
+        }
+        Command::Serve(args) => crate::serve::run(paths()?, args),
         Command::Supervise => {
             crate::supervisor::run(paths()?, crate::wiring::standard).map(|()| exit::OK)
         }

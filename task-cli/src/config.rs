@@ -18,6 +18,13 @@
 //! | `retention_keep_last`       | `TASKS_RETENTION_KEEP_LAST`   | none     |
 //! | `retention_max_size`        | `TASKS_RETENTION_MAX_SIZE`    | none     |
 //! | `retention_interval_ms`     | `TASKS_RETENTION_INTERVAL_MS` | 60 000   |
+//! | `remote_server`             | `TASKS_REMOTE_SERVER`         | none     |
+//! | `remote_token_file`         | `TASKS_REMOTE_TOKEN_FILE`     | none     |
+//! | `remote_poll_interval_ms`   | `TASKS_REMOTE_POLL_MS`        | 1 000    |
+//! | `remote_backoff_base_ms`    | `TASKS_REMOTE_BACKOFF_MS`     | 2 000    |
+//! | `remote_backoff_cap_ms`     | `TASKS_REMOTE_BACKOFF_CAP_MS` | 16 000   |
+//! | `remote_outage_limit_ms`    | `TASKS_REMOTE_OUTAGE_MS`      | 300 000  |
+//! | `remote_request_timeout_ms` | `TASKS_REMOTE_REQUEST_MS`     | 30 000   |
 //!
 //! Retention is off unless one of the `retention_*` limits is set: the supervisor then prunes
 //! finished, delivered tasks as `tasks prune` would, every `retention_interval_ms`
@@ -63,6 +70,12 @@ pub struct Config {
     pub retention: crate::prune::Policy,
     /// How often the supervisor applies [`Config::retention`].
     pub retention_interval: Duration,
+    /// The sessions server the MCP `Agent` tool uses for `isolation: "remote"` (none: refused).
+    pub remote_server: Option<String>,
+    /// The file holding that server's bearer token.
+    pub remote_token_file: Option<std::path::PathBuf>,
+    /// The remote executor's timing (poll, backoff, outage limit, request timeout).
+    pub remote: task_remote::RemoteConfig,
 }
 
 impl Default for Config {
@@ -78,6 +91,9 @@ impl Default for Config {
             shell: ShellConfig::default(),
             retention: crate::prune::Policy::default(),
             retention_interval: Duration::from_secs(60),
+            remote_server: None,
+            remote_token_file: None,
+            remote: task_remote::RemoteConfig::default(),
         }
     }
 }
@@ -101,6 +117,13 @@ struct ConfigFile {
     retention_keep_last: Option<u64>,
     retention_max_size: Option<String>,
     retention_interval_ms: Option<u64>,
+    remote_server: Option<String>,
+    remote_token_file: Option<std::path::PathBuf>,
+    remote_poll_interval_ms: Option<u64>,
+    remote_backoff_base_ms: Option<u64>,
+    remote_backoff_cap_ms: Option<u64>,
+    remote_outage_limit_ms: Option<u64>,
+    remote_request_timeout_ms: Option<u64>,
 }
 
 impl Config {
@@ -203,6 +226,41 @@ impl Config {
             file.retention_interval_ms,
             config.retention_interval,
         )?;
+        config.remote_server = env("TASKS_REMOTE_SERVER").or(file.remote_server);
+        config.remote_token_file = env("TASKS_REMOTE_TOKEN_FILE")
+            .map(Into::into)
+            .or(file.remote_token_file);
+        let remote = &mut config.remote;
+        let pairs = [
+            (
+                "TASKS_REMOTE_POLL_MS",
+                file.remote_poll_interval_ms,
+                &mut remote.poll_interval,
+            ),
+            (
+                "TASKS_REMOTE_BACKOFF_MS",
+                file.remote_backoff_base_ms,
+                &mut remote.backoff_base,
+            ),
+            (
+                "TASKS_REMOTE_BACKOFF_CAP_MS",
+                file.remote_backoff_cap_ms,
+                &mut remote.backoff_cap,
+            ),
+            (
+                "TASKS_REMOTE_OUTAGE_MS",
+                file.remote_outage_limit_ms,
+                &mut remote.outage_limit,
+            ),
+            (
+                "TASKS_REMOTE_REQUEST_MS",
+                file.remote_request_timeout_ms,
+                &mut remote.request_timeout,
+            ),
+        ];
+        for (var, from_file, slot) in pairs {
+            *slot = ms(var, from_file, *slot)?;
+        }
         Ok(config)
     }
 }

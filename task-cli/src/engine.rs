@@ -181,7 +181,17 @@ impl Engine {
     /// Call before serving anything (the caller holds the session lock).
     pub fn end_orphans(&self) -> Result<()> {
         let listing = record::list(&self.paths)?;
-        for found in listing.tasks.into_iter().filter(|r| !r.is_terminal()) {
+        // A task the wiring resumed (a remote agent, followed again from its sidecar) is live here.
+        let resumed = |id: &TaskId| {
+            self.registry
+                .get(id)
+                .is_some_and(|state| !state.status().is_terminal())
+        };
+        let orphans = listing
+            .tasks
+            .into_iter()
+            .filter(|r| !r.is_terminal() && !resumed(&r.id()));
+        for found in orphans {
             let id = found.id();
             tracing::warn!(task = %id, "left {} by a dead supervisor", found.status().as_str());
             if let Some(executor) = self.registry.executor(found.task.base.task_type)

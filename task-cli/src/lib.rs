@@ -59,8 +59,13 @@ pub mod prune;
 #[cfg(feature = "cli")]
 pub mod ps_cmd;
 pub mod record;
+#[cfg(feature = "cli")]
+mod remote_cmd;
+mod remote_wiring;
 pub mod render;
 pub mod restart;
+#[cfg(feature = "cli")]
+pub mod serve;
 pub mod session;
 #[cfg(feature = "cli")]
 pub mod status_cmd;

@@ -9,7 +9,8 @@ use task_shell::{Monitors, ShellExecutor};
 use crate::engine::{Host, Launchers, MessageReply, Messenger};
 use crate::error::Result;
 
-/// Shell commands and monitors (task-shell), agents, teammates and dreams (task-agent).
+/// Shell commands and monitors (task-shell), agents, teammates and dreams (task-agent), remote
+/// agents (task-remote).
 ///
 /// The supervisor becomes a child subreaper, so what a task's process tree leaves behind is
 /// re-parented to it rather than to init: kills find it, and the zombies it adopts are reaped
@@ -25,15 +26,20 @@ pub fn standard(host: &Host) -> Result<Launchers> {
     let agents = AgentExecutor::new(host.registry.clone(), &tasks_dir, AgentConfig::default())
         .register_with_registry();
     let (team, dreams) = crate::team_wiring::executors(host);
+    let remotes = crate::remote_wiring::executor(host);
     Ok(Launchers::new()
         .with(shells.clone())
         .with(Monitors(shells))
         .with(agents.clone())
         .with(team.clone())
         .with(dreams)
+        .with(remotes.clone())
         .with_messenger(crate::team_wiring::Messages {
             team,
-            agents: AgentMessages(agents),
+            agents: crate::remote_wiring::RemoteOrAgent {
+                remotes,
+                agents: AgentMessages(agents),
+            },
         }))
 }
 
@@ -51,7 +57,7 @@ async fn reap_adopted_orphans(period: std::time::Duration) {
 }
 
 /// Messages go to agents (queued while they run, resuming them once stopped).
-struct AgentMessages(AgentExecutor);
+pub(crate) struct AgentMessages(AgentExecutor);
 
 #[async_trait::async_trait]
 impl Messenger for AgentMessages {

@@ -79,6 +79,27 @@ pub struct Launched {
     pub start: Option<Box<dyn FnOnce() + Send>>,
 }
 
+impl Launched {
+    /// A task whose start spawns `work` on the tokio runtime of the thread that runs the start
+    /// (a host runs it on a long-lived worker). Without a runtime `work` is dropped unstarted,
+    /// with a warning.
+    pub fn on_runtime<F>(id: TaskId, work: F) -> Self
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let start = move || match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(work);
+            }
+            Err(_) => tracing::warn!(task = %id, "no tokio runtime to start the task on"),
+        };
+        Launched {
+            id,
+            start: Some(Box::new(start)),
+        }
+    }
+}
+
 impl fmt::Debug for Launched {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Launched")

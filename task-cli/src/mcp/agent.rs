@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::session::Session;
 
 use super::context::{Context, Failure, Reply, blocking};
-use super::schema::{AgentInput, SendMessageInput};
+use super::schema::{AgentInput, Isolation, SendMessageInput};
 
 /// How long a foreground `Agent` call waits for its agent (it is killed if the call is
 /// abandoned first).
@@ -39,10 +39,14 @@ pub(crate) fn configured_runner(config: &Config) -> Result<(Vec<String>, RunnerF
 }
 
 pub(crate) async fn agent(context: &Arc<Context>, input: AgentInput) -> Result<Reply, Failure> {
-    if let Some(isolation) = input.isolation {
-        return Err(Failure::invalid(format!(
-            "isolation {isolation:?} is not available on this server"
-        )));
+    match input.isolation {
+        Some(Isolation::Remote) => return remote_agent(context, input).await,
+        Some(isolation) => {
+            return Err(Failure::invalid(format!(
+                "isolation {isolation:?} is not available on this server"
+            )));
+        }
+        None => {}
     }
     let (command, runner) = configured_runner(context.session.config()).map_err(Failure::Tool)?;
     let start = AgentStart {
@@ -93,4 +97,39 @@ pub(crate) async fn send_message(
     let sent = blocking(move || session.send_message(&input.to, &input.message)).await?;
     let shape: serde_json::Value = serde_json::from_str(&sent.reply).unwrap_or_default();
     Reply::new(sent.reply, &shape)
+}
+
+/// `Agent` with `isolation: "remote"`: a remote agent on the configured sessions server
+/// (`TASKS_REMOTE_SERVER` and `TASKS_REMOTE_TOKEN_FILE`, or `remote_server` and
+/// `remote_token_file` in the session's config), always in the background.
+async fn remote_agent(context: &Arc<Context>, input: AgentInput) -> Result<Reply, Failure> {
+    let config = context.session.config();
+    let (Some(server), Some(token_file)) = (&config.remote_server, &config.remote_token_file)
+    else {
+        return Err(Failure::invalid(
+            "isolation \"remote\" needs a sessions server: set TASKS_REMOTE_SERVER and \
+             TASKS_REMOTE_TOKEN_FILE (or remote_server and remote_token_file in config.json)",
+        ));
+    };
+    let start = task_remote::RemoteStart {
+        server: server.clone(),
+        token_file: token_file.clone(),
+        remote_task_type: task_core::RemoteSubtype::RemoteAgent,
+        description: input.description,
+        prompt: input.prompt,
+        metadata: None,
+    };
+    let caller = Session::caller()?;
+    let session = context.session.clone();
+    let id = blocking(move || session.start::<task_remote::RemoteExecutor>(start, caller)).await?;
+    let output = context.session.paths().output(&id);
+    let shape = serde_json::json!({"taskId": id.as_str(), "status": "remote_launched"});
+    Reply::new(
+        format!(
+            "Remote agent launched (task {id}). You will be notified when it completes. Its \
+             events are appended to {}.",
+            output.display()
+        ),
+        &shape,
+    )
 }

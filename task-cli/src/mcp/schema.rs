@@ -285,7 +285,8 @@ pub struct AgentInput {
     pub model: Option<AgentModel>,
     /// Set to true to run this agent in the background. You will be notified when it completes.
     pub run_in_background: Option<bool>,
-    /// Isolation mode: "worktree" or "remote" (neither is available on this server).
+    /// Isolation mode: "remote" runs it on the configured sessions server; "worktree" is not
+    /// available on this server.
     pub isolation: Option<Isolation>,
 }
 

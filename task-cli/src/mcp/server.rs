@@ -45,7 +45,11 @@ pub struct TasksServer {
 impl TasksServer {
     pub(crate) fn new(context: Arc<Context>, watch: WatchSettings) -> Self {
         let mut tool_router = Self::tool_router();
-        if let Err(why) = agent::configured_runner(context.session.config()) {
+        let config = context.session.config();
+        let remote = config.remote_server.is_some() && config.remote_token_file.is_some();
+        if let Err(why) = agent::configured_runner(config)
+            && !remote
+        {
             tracing::debug!("no Agent tool: {why}");
             tool_router.remove_route("Agent");
         }

@@ -9,16 +9,7 @@ use serde_json::Value;
 /// The fake agent CLI, built next to the `tasks` binary (`cargo test --workspace` builds it;
 /// a lone `cargo test -p task-cli` builds it here).
 pub fn fake_agent() -> PathBuf {
-    let path = Path::new(env!("CARGO_BIN_EXE_tasks")).with_file_name("fake-agent");
-    if !path.exists() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let built = Command::new(cargo)
-            .args(["build", "-p", "task-agent", "--bin", "fake-agent"])
-            .status()
-            .unwrap();
-        assert!(built.success());
-    }
-    path
+    super::fake_agent(env!("CARGO_BIN_EXE_tasks"))
 }
 
 /// A `TASKS_ROOT` of its own; every process it caused is killed when it is dropped.

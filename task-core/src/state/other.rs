@@ -124,4 +124,10 @@ pub struct RemoteState {
     /// Subtype-specific data, passed to the completion checker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_task_metadata: Option<Value>,
+    /// The id of the last event received (the cursor of the next poll).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_event_id: Option<String>,
+    /// How many events have been received.
+    #[serde(default)]
+    pub events_received: u64,
 }

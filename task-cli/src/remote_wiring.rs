@@ -1,0 +1,54 @@
+//! The remote agents of a supervisor: task-remote's executor, the remote tasks a dead
+//! supervisor left resumed from their sidecars, and messages routed to them.
+
+use task_core::{TaskId, TaskType};
+use task_remote::RemoteExecutor;
+
+use crate::engine::{Host, MessageReply, Messenger};
+use crate::wiring::AgentMessages;
+
+/// The remote executor of `host`'s session, with every unfinished remote task of the session
+/// followed again from its cursor (a task whose record says it ended is never resumed).
+pub(crate) fn executor(host: &Host) -> RemoteExecutor {
+    let remotes = RemoteExecutor::new(
+        host.registry.clone(),
+        host.paths.tasks_dir(),
+        host.paths.dir(),
+        host.config.remote.clone(),
+    )
+    .register_with_registry();
+    let paths = host.paths.clone();
+    let resumed = remotes
+        .resume_all(|id| crate::record::read(&paths, id).is_ok_and(|record| record.is_terminal()));
+    if !resumed.is_empty() {
+        tracing::info!(?resumed, "remote agents followed again");
+    }
+    remotes
+}
+
+/// Messages to a remote agent go to its session; any other to the agents.
+pub(crate) struct RemoteOrAgent {
+    pub(crate) remotes: RemoteExecutor,
+    pub(crate) agents: AgentMessages,
+}
+
+#[async_trait::async_trait]
+impl Messenger for RemoteOrAgent {
+    async fn send(&self, to: &str, message: &str) -> MessageReply {
+        let remote = TaskId::parse(to)
+            .ok()
+            .filter(|id| id.task_type() == TaskType::RemoteAgent);
+        let Some(id) = remote else {
+            return self.agents.send(to, message).await;
+        };
+        let outcome = self.remotes.send(&id, message).await;
+        let (delivered, text) = match &outcome {
+            Ok(()) => (true, format!("Message sent to remote agent {id}.")),
+            Err(error) => (false, error.to_string()),
+        };
+        MessageReply {
+            delivered,
+            reply: serde_json::json!({"success": delivered, "message": text}).to_string(),
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! `tasks serve`: this machine's task runtime over the sessions API (SPEC §16), so a remote
+//! agent started on another machine (`tasks remote`) runs here as an agent task.
+//!
+//! It listens on 127.0.0.1 by default; any other address needs TLS (`--tls-cert`, `--tls-key`,
+//! rustls). Every request needs the bearer token of `--token-file` (a file of mode `0600`,
+//! which `--init-token FILE` creates), compared in constant time; bodies are size-limited and
+//! events paged within a size limit. Each connection is served by its own task, and the session
+//! layer's blocking calls run on the blocking pool, so a slow client holds only itself.
+
+mod pages;
+mod routes;
+mod token;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+
+use crate::error::{CliError, Result, exit};
+use crate::paths::SessionPaths;
+use crate::session::Session;
+
+pub use pages::PageLimits;
+
+/// The default address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7070";
+/// The default request body limit (bytes).
+pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
+
+/// `tasks serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on (port 0: any free port; the address is printed).
+    #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// The file holding the bearer token clients must present (mode 0600).
+    #[arg(long, value_name = "FILE", required_unless_present = "init_token")]
+    pub token_file: Option<PathBuf>,
+    /// Write a new random token to FILE (mode 0600; it must not exist), print it and exit.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["token_file", "tls_cert"])]
+    pub init_token: Option<PathBuf>,
+    /// The TLS certificate chain (PEM); required for a non-loopback address.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The TLS private key (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The largest request body accepted (bytes).
+    #[arg(long, default_value_t = DEFAULT_MAX_BODY, value_name = "BYTES")]
+    pub max_body: usize,
+    /// The most transcript bytes one events page holds.
+    #[arg(long, default_value_t = PageLimits::default().max_bytes, value_name = "BYTES")]
+    pub page_bytes: usize,
+}
+
+/// Runs `tasks serve` until it is killed.
+pub fn run(paths: SessionPaths, args: ServeArgs) -> Result<u8> {
+    if let Some(path) = &args.init_token {
+        let token = token::init(path)?;
+        crate::render::out(&format!("{token}\n"))?;
+        return Ok(exit::OK);
+    }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
+        _ => None,
+    };
+    if !args.listen.ip().is_loopback() && tls.is_none() {
+        return Err(CliError::Invalid(format!(
+            "refusing to serve {} without TLS: a non-loopback address needs --tls-cert and --tls-key",
+            args.listen
+        )));
+    }
+    let token_file = args
+        .token_file
+        .as_deref()
+        .ok_or_else(|| CliError::Invalid("--token-file is required".into()))?;
+    let token = token::read(token_file)?;
+    let tasks = Session::open(paths)?;
+    let agent = crate::mcp::configured_runner(tasks.config()).map_err(CliError::Invalid)?;
+    let served = Arc::new(routes::Served {
+        tasks,
+        agent,
+        token,
+        pages: PageLimits {
+            max_bytes: args.page_bytes.max(1),
+            ..PageLimits::default()
+        },
+    });
+    let listener = TcpListener::bind(args.listen)
+        .map_err(|e| CliError::io("listen on", args.listen.to_string(), e))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| CliError::io("listen on", args.listen.to_string(), e))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| CliError::io("listen on", args.listen.to_string(), e))?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    crate::render::out(&format!("listening on {scheme}://{bound}\n"))?;
+    keep_supervisor_alive(Arc::clone(&served));
+    let app = routes::router(served, args.max_body);
+    let runtime =
+        tokio::runtime::Runtime::new().map_err(|e| CliError::io("start", "the runtime", e))?;
+    runtime.block_on(async move {
+        match tls {
+            Some((cert, key)) => {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                let config = axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key)
+                    .await
+                    .map_err(|e| CliError::io("load", &cert, e))?;
+                axum_server::from_tcp_rustls(listener, config)
+                    .serve(app.into_make_service())
+                    .await
+            }
+            None => {
+                axum_server::from_tcp(listener)
+                    .serve(app.into_make_service())
+                    .await
+            }
+        }
+        .map_err(|e| CliError::io("serve on", bound.to_string(), e))
+    })?;
+    Ok(exit::OK)
+}
+
+/// Pings the session's supervisor often enough that it never leaves for idleness while this
+/// server runs (a request would otherwise race its exit), starting it if it is not running.
+fn keep_supervisor_alive(served: Arc<routes::Served>) {
+    let period = (served.tasks.config().idle_exit / 3).max(std::time::Duration::from_millis(50));
+    let spawned = std::thread::Builder::new()
+        .name("supervisor-keepalive".into())
+        .spawn(move || {
+            loop {
+                if let Err(error) = served.tasks.ping() {
+                    tracing::warn!(%error, "the session's supervisor does not answer");
+                }
+                std::thread::sleep(period);
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "no keep-alive for the supervisor");
+    }
+}

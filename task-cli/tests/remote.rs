@@ -1,0 +1,762 @@
+//! Remote agents through two real `tasks` processes on 127.0.0.1: `tasks serve` (agents run by
+//! task-agent's scripted `fake-agent`) and a client session whose supervisor follows the remote
+//! session (`tasks remote`): completion, a message mid-run, kill = archive, the sidecar's life,
+//! a client supervisor SIGKILLed mid-poll and started again, and the server's refusals.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn tasks_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_tasks")
+}
+
+fn fake_agent() -> PathBuf {
+    support::fake_agent(tasks_bin())
+}
+
+/// One `tasks` state root: the server's or the client's.
+struct Root {
+    dir: tempfile::TempDir,
+}
+
+impl Root {
+    fn new() -> Self {
+        Root {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(tasks_bin());
+        command
+            .args(args)
+            .env("TASKS_ROOT", self.dir.path())
+            .env("TASKS_IDLE_EXIT_MS", "60000")
+            .env("TASKS_POLL_MS", "10")
+            .env("TASKS_SWEEP_MS", "50")
+            .env("TASKS_REMOTE_POLL_MS", "30")
+            .env("TASKS_REMOTE_BACKOFF_MS", "30")
+            .env("TASKS_REMOTE_BACKOFF_CAP_MS", "120")
+            .env("TASKS_REMOTE_REQUEST_MS", "5000")
+            .env_remove("TASKS_SESSION")
+            .env_remove("TASKS_AGENT_ID")
+            .env_remove("TASKS_AGENT_COMMAND")
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn tasks(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.tasks(args);
+        assert!(
+            out.status.success(),
+            "tasks {args:?}: {:?}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn listed(&self, id: &str) -> Value {
+        let all: Value = serde_json::from_str(&self.ok(&["ps", "--all", "--json"])).unwrap();
+        all.as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    fn all(&self) -> Vec<Value> {
+        let all: Value = serde_json::from_str(&self.ok(&["ps", "--all", "--json"])).unwrap();
+        all.as_array().unwrap().clone()
+    }
+
+    fn sidecar(&self, id: &str) -> PathBuf {
+        self.path(&format!(
+            "default/remote-agents/remote-agent-{id}.meta.json"
+        ))
+    }
+
+    fn supervisor_pid(&self) -> Option<i32> {
+        let text = std::fs::read_to_string(self.path("default/supervisor.lock")).ok()?;
+        let pid = text.trim().parse().ok()?;
+        support::is_alive(pid).then_some(pid)
+    }
+}
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        support::kill_processes_of(self.dir.path());
+    }
+}
+
+/// `tasks serve` on 127.0.0.1 (any free port), its agents the fake agent with `script`.
+struct Server {
+    root: Root,
+    child: Child,
+    url: String,
+    token_file: PathBuf,
+    token: String,
+}
+
+impl Server {
+    fn start(steps: &[Value]) -> Self {
+        Self::start_with(steps, &["--listen", "127.0.0.1:0"])
+    }
+
+    fn start_with(steps: &[Value], extra: &[&str]) -> Self {
+        let root = Root::new();
+        let script = root.path("script.jsonl");
+        let lines: String = steps.iter().map(|s| format!("{s}\n")).collect();
+        std::fs::write(&script, lines).unwrap();
+        let token_file = root.path("token");
+        let token = root.ok(&["serve", "--init-token", token_file.to_str().unwrap()]);
+        let agent = format!("{} --script {}", fake_agent().display(), script.display());
+        let mut args = vec!["serve", "--token-file", token_file.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let mut child = root
+            .command(&args)
+            .env("TASKS_AGENT_COMMAND", agent)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("tasks serve said {line:?}"))
+            .to_owned();
+        Server {
+            root,
+            child,
+            url,
+            token_file,
+            token: token.trim().to_owned(),
+        }
+    }
+
+    /// The server's agent tasks (its sessions).
+    fn sessions(&self) -> Vec<Value> {
+        self.root.all()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client session that starts remote agents on `server`.
+fn remote(client: &Root, server: &Server, extra: &[&str], prompt: &str) -> String {
+    let mut args = vec![
+        "remote",
+        "--server",
+        &server.url,
+        "--token-file",
+        server.token_file.to_str().unwrap(),
+        "--description",
+        "remote job",
+    ];
+    args.extend_from_slice(extra);
+    args.extend(["--", prompt]);
+    client.ok(&args).lines().next().unwrap().to_owned()
+}
+
+/// The events of a remote task's output file, in order.
+fn logged_events(client: &Root, id: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(client.path(&format!("default/tasks/{id}.output")))
+        .unwrap_or_default();
+    text.lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn assert_no_duplicate_events(events: &[Value]) {
+    let ids: Vec<u64> = events
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "event ids must strictly increase (no event twice): {ids:?}"
+    );
+}
+
+fn touch(path: &Path) {
+    std::fs::write(path, b"").unwrap();
+}
+
+#[test]
+fn a_remote_agent_runs_to_one_completion_notification_and_its_sidecar_lives_while_it_runs() {
+    let gate = tempfile::tempdir().unwrap();
+    let gate = gate.path().join("go");
+    let server = Server::start(&[
+        json!({"read_user": true}),
+        json!({"text": "looking"}),
+        json!({"wait_file": gate}),
+        json!({"result": "remote work done"}),
+    ]);
+    let client = Root::new();
+    let id = remote(&client, &server, &[], "do the remote work");
+    assert!(id.starts_with('r'), "{id}");
+
+    let sidecar: Value = support::eventually("the sidecar", || {
+        let text = std::fs::read_to_string(client.sidecar(&id)).ok()?;
+        serde_json::from_str(&text).ok()
+    });
+    assert_eq!(sidecar["taskId"], id.as_str());
+    assert_eq!(sidecar["remoteTaskType"], "remote-agent");
+    assert_eq!(sidecar["command"], "do the remote work");
+    assert_eq!(sidecar["server"], server.url.as_str());
+    assert!(
+        !sidecar.to_string().contains(&server.token),
+        "no token in the sidecar"
+    );
+    let session = sidecar["sessionId"].as_str().unwrap().to_owned();
+    support::eventually("the text event", || {
+        logged_events(&client, &id)
+            .iter()
+            .any(|e| e["type"] == "assistant")
+            .then_some(())
+    });
+    assert_eq!(client.listed(&id)["status"], "running");
+
+    touch(&gate);
+    let waited = client.tasks(&["wait", &id]);
+    assert!(waited.status.success(), "{waited:?}");
+    let notices = client.ok(&["notifications"]);
+    assert_eq!(
+        notices.matches("<task-notification>").count(),
+        1,
+        "{notices}"
+    );
+    assert!(
+        notices.contains("<task-type>remote_agent</task-type>"),
+        "{notices}"
+    );
+    assert!(notices.contains("<status>completed</status>"), "{notices}");
+    assert!(
+        notices.contains("<summary>Remote agent \"remote job\" completed</summary>"),
+        "{notices}"
+    );
+    assert!(
+        notices.contains("<result>remote work done</result>"),
+        "{notices}"
+    );
+    assert!(!client.sidecar(&id).exists(), "deleted at completion");
+    let events = logged_events(&client, &id);
+    assert_no_duplicate_events(&events);
+    assert_eq!(events.last().unwrap()["type"], "result");
+    // The session was the server's agent task, which ended on its own.
+    let sessions = server.sessions();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0]["id"], session.as_str());
+    assert_eq!(sessions[0]["status"], "completed");
+    assert!(client.ok(&["notifications"]).is_empty(), "exactly once");
+}
+
+#[test]
+fn a_message_sent_mid_run_reaches_the_remote_agent_and_its_answer_ends_the_task() {
+    let gate = tempfile::tempdir().unwrap();
+    let gate = gate.path().join("go");
+    let server = Server::start(&[
+        json!({"read_user": true}),
+        json!({"wait_file": gate}),
+        json!({"result": "first turn"}),
+    ]);
+    let client = Root::new();
+    let id = remote(&client, &server, &[], "start");
+    support::eventually("running", || {
+        (client.listed(&id)["status"] == "running" && client.sidecar(&id).exists()).then_some(())
+    });
+    let sent = client.ok(&["send", &id, "and one more thing"]);
+    assert!(sent.contains("Message sent"), "{sent}");
+    touch(&gate);
+    assert!(client.tasks(&["wait", &id]).status.success());
+    let notices = client.ok(&["notifications"]);
+    assert!(
+        notices.contains("<result>echo: and one more thing</result>"),
+        "the task ends with the answer to the message: {notices}"
+    );
+    let events = logged_events(&client, &id);
+    assert_no_duplicate_events(&events);
+    let results = events.iter().filter(|e| e["type"] == "result").count();
+    assert_eq!(results, 2, "{events:?}");
+}
+
+#[test]
+fn killing_a_remote_agent_archives_its_session_and_deletes_its_sidecar() {
+    let gate = tempfile::tempdir().unwrap();
+    let never = gate.path().join("never");
+    let server = Server::start(&[json!({"read_user": true}), json!({"wait_file": never})]);
+    let client = Root::new();
+    let id = remote(&client, &server, &[], "wait forever");
+    support::eventually("running", || {
+        (client.listed(&id)["status"] == "running" && client.sidecar(&id).exists()).then_some(())
+    });
+    let killed = client.ok(&["kill", &id]);
+    assert!(killed.contains("killed"), "{killed}");
+    assert_eq!(client.listed(&id)["status"], "killed");
+    assert!(!client.sidecar(&id).exists(), "deleted at kill");
+    support::eventually("the server's session archived (its agent killed)", || {
+        let sessions = server.sessions();
+        (sessions.len() == 1 && sessions[0]["status"] == "killed").then_some(())
+    });
+    assert!(
+        client.ok(&["notifications"]).is_empty(),
+        "a kill on request is not notified to the model"
+    );
+}
+
+#[test]
+fn a_client_supervisor_killed_mid_poll_resumes_from_its_cursor_and_completes_exactly_once() {
+    let gates = tempfile::tempdir().unwrap();
+    let gate = gates.path().join("go");
+    let server = Server::start(&[
+        json!({"read_user": true}),
+        json!({"text": "before the crash"}),
+        json!({"wait_file": gate}),
+        json!({"text": "after the crash"}),
+        json!({"result": "survived"}),
+    ]);
+    let client = Root::new();
+    let id = remote(&client, &server, &[], "survive a crash");
+    support::eventually("the first events", || {
+        logged_events(&client, &id)
+            .iter()
+            .any(|e| e["type"] == "assistant")
+            .then_some(())
+    });
+    let before = logged_events(&client, &id);
+    let pid = client.supervisor_pid().expect("a live supervisor");
+    support::sigkill(pid);
+    support::eventually("the supervisor gone", || {
+        (!support::is_alive(pid)).then_some(())
+    });
+    touch(&gate);
+
+    // Any request starts a new supervisor, which follows the task again from its cursor.
+    client.ok(&["run", "--", "true"]);
+    assert!(client.tasks(&["wait", &id]).status.success());
+    let task = client.listed(&id);
+    assert_eq!(task["status"], "completed", "{task}");
+    let events = logged_events(&client, &id);
+    assert_no_duplicate_events(&events);
+    assert_eq!(&events[..before.len()], &before[..], "the log only grew");
+    let texts: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e["message"]["content"][0]["text"].as_str())
+        .collect();
+    assert_eq!(
+        texts.iter().filter(|t| **t == "after the crash").count(),
+        1,
+        "{texts:?}"
+    );
+    let notices = client.ok(&["notifications"]);
+    let mine = notices.matches(&format!("<task-id>{id}</task-id>")).count();
+    assert_eq!(mine, 1, "{notices}");
+    assert!(notices.contains("<result>survived</result>"), "{notices}");
+    assert!(!client.sidecar(&id).exists());
+
+    // A finished task is never resurrected by the next supervisor.
+    let pid = client.supervisor_pid().expect("a live supervisor");
+    support::sigkill(pid);
+    support::eventually("the supervisor gone", || {
+        (!support::is_alive(pid)).then_some(())
+    });
+    client.ok(&["run", "--", "true"]);
+    assert_eq!(client.listed(&id)["status"], "completed");
+    assert_eq!(logged_events(&client, &id), events);
+    let again = client.ok(&["notifications"]);
+    assert!(!again.contains(&id), "{again}");
+}
+
+/// A request to the server with a raw HTTP client.
+fn request(
+    server: &Server,
+    method: reqwest::Method,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Vec<u8>>,
+) -> (u16, Value) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = reqwest::Client::new();
+        let mut request = client.request(method, format!("{}{path}", server.url));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let body = response.json().await.unwrap_or(Value::Null);
+        (status, body)
+    })
+}
+
+#[test]
+fn requests_without_the_token_or_over_the_size_limit_are_refused_and_start_nothing() {
+    let server = Server::start_with(
+        &[json!({"result": "x"})],
+        &["--listen", "127.0.0.1:0", "--max-body", "4096"],
+    );
+    let create = serde_json::to_vec(&json!({
+        "events": [{"type": "user", "message": {"role": "user", "content": "hi"}}]
+    }))
+    .unwrap();
+    let post = reqwest::Method::POST;
+    let (status, body) = request(
+        &server,
+        post.clone(),
+        "/v1/sessions",
+        None,
+        Some(create.clone()),
+    );
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["error"]["type"], "authentication_error");
+    let (status, _) = request(
+        &server,
+        post.clone(),
+        "/v1/sessions",
+        Some("not-the-token"),
+        Some(create.clone()),
+    );
+    assert_eq!(status, 401);
+    let prefix = &server.token[..server.token.len() - 1];
+    let (status, _) = request(
+        &server,
+        post.clone(),
+        "/v1/sessions",
+        Some(prefix),
+        Some(create),
+    );
+    assert_eq!(status, 401, "a prefix of the token is not the token");
+    let huge = serde_json::to_vec(&json!({
+        "events": [{"type": "user", "message": {"role": "user", "content": "x".repeat(8192)}}]
+    }))
+    .unwrap();
+    let (status, body) = request(
+        &server,
+        post,
+        "/v1/sessions",
+        Some(&server.token),
+        Some(huge),
+    );
+    assert_eq!(status, 413, "{body}");
+    let (status, _) = request(
+        &server,
+        reqwest::Method::GET,
+        "/v1/sessions/..%2F..%2Fetc%2Fpasswd/events",
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(status, 404, "an id is validated before any path is built");
+    assert!(server.sessions().is_empty(), "nothing was started");
+    assert!(
+        !server.root.path("default/tasks").exists()
+            || std::fs::read_dir(server.root.path("default/tasks"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+}
+
+#[test]
+fn a_slow_client_does_not_stall_the_others() {
+    let server = Server::start(&[json!({"result": "x"})]);
+    let address = server.url.trim_start_matches("http://").to_owned();
+    // Half a request, never finished.
+    let mut slow = std::net::TcpStream::connect(&address).unwrap();
+    slow.write_all(b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{")
+        .unwrap();
+    let (status, _) = request(
+        &server,
+        reqwest::Method::GET,
+        "/v1/sessions/a00000000",
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(
+        status, 404,
+        "served while the slow client holds its connection"
+    );
+    drop(slow);
+}
+
+#[test]
+fn a_non_loopback_address_without_tls_is_refused() {
+    let root = Root::new();
+    let token_file = root.path("token");
+    root.ok(&["serve", "--init-token", token_file.to_str().unwrap()]);
+    let out = root.tasks(&[
+        "serve",
+        "--listen",
+        "0.0.0.0:0",
+        "--token-file",
+        token_file.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("without TLS"), "{stderr}");
+}
+
+#[test]
+fn a_wrong_token_fails_the_remote_task_at_once_with_a_clear_reason() {
+    let server = Server::start(&[json!({"result": "x"})]);
+    let client = Root::new();
+    let wrong = client.path("wrong-token");
+    std::fs::write(&wrong, "not-the-token\n").unwrap();
+    let id = client.ok(&[
+        "remote",
+        "--server",
+        &server.url,
+        "--token-file",
+        wrong.to_str().unwrap(),
+        "--",
+        "hello",
+    ]);
+    let id = id.trim();
+    let waited = client.tasks(&["wait", id]);
+    assert!(!waited.status.success());
+    let task = client.listed(id);
+    assert_eq!(task["status"], "failed", "{task}");
+    let notices = client.ok(&["notifications"]);
+    assert!(notices.contains("refused the token"), "{notices}");
+    assert!(server.sessions().is_empty());
+}
+
+/// The schemathesis command: `TASKS_SCHEMATHESIS`, else the venv `.ci/schemathesis.sh` makes,
+/// else one on the PATH.
+fn schemathesis() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("TASKS_SCHEMATHESIS").filter(|p| !p.is_empty()) {
+        return Some(path.into());
+    }
+    let venv =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/schemathesis-venv/bin/schemathesis");
+    if venv.exists() {
+        return Some(venv);
+    }
+    Command::new("schemathesis")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|_| "schemathesis".into())
+}
+
+#[test]
+#[allow(clippy::print_stderr)]
+fn the_openapi_file_holds_against_the_running_server() {
+    let Some(tool) = schemathesis() else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "schemathesis is missing: run `export TASKS_SCHEMATHESIS=$(.ci/schemathesis.sh)`"
+        );
+        eprintln!("skipped: no schemathesis (see .ci/schemathesis.sh)");
+        return;
+    };
+    let server = Server::start(&[json!({"read_user": true}), json!({"result": "ok"})]);
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("../task-remote/openapi.yaml");
+    let reports = tempfile::tempdir().unwrap();
+    let out = Command::new(tool)
+        .args(["run", schema.to_str().unwrap(), "--url", &server.url])
+        .args(["-H", &format!("Authorization: Bearer {}", server.token)])
+        .args(["--max-examples", "30", "--seed", "20261123", "--no-color"])
+        .args(["--report-dir", reports.path().to_str().unwrap()])
+        .env("SCHEMATHESIS_HOOKS", "")
+        .current_dir(reports.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "schemathesis found server errors or schema violations:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("No issues found"), "{stdout}");
+}
+
+/// `tasks mcp` on stdio, spoken to line by line (JSON-RPC), answers read with a deadline.
+struct Mcp {
+    child: Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl Mcp {
+    fn start(command: &mut Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if send.send(serde_json::from_str(&line).unwrap()).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take().unwrap();
+        let mut mcp = Mcp {
+            child,
+            stdin,
+            lines,
+        };
+        mcp.request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18",
+            "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+        );
+        mcp.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message = self
+                .lines
+                .recv_timeout(support::DEADLINE)
+                .expect("no answer from tasks mcp");
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_mcp_agent_tool_with_remote_isolation_starts_a_remote_agent_on_the_configured_server() {
+    let server = Server::start(&[json!({"read_user": true}), json!({"result": "from afar"})]);
+    let client = Root::new();
+    let agent = json!({"description": "far job", "prompt": "work remotely",
+        "isolation": "remote", "run_in_background": true});
+
+    // With an agent command but no server, the tool exists and says what to set.
+    let mut command = client.command(&["mcp"]);
+    command.env("TASKS_AGENT_COMMAND", "true");
+    let mut unconfigured = Mcp::start(&mut command);
+    let refused = unconfigured.request(
+        2,
+        "tools/call",
+        json!({"name": "Agent", "arguments": agent}),
+    );
+    assert!(
+        refused.to_string().contains("TASKS_REMOTE_SERVER"),
+        "without a server it says what to set: {refused}"
+    );
+    drop(unconfigured);
+
+    let mut command = client.command(&["mcp"]);
+    command
+        .env("TASKS_REMOTE_SERVER", &server.url)
+        .env("TASKS_REMOTE_TOKEN_FILE", &server.token_file);
+    let mut mcp = Mcp::start(&mut command);
+    let started = mcp.request(
+        2,
+        "tools/call",
+        json!({"name": "Agent", "arguments": agent}),
+    );
+    let id = started["result"]["structuredContent"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_owned();
+    assert!(id.starts_with('r'), "{id}");
+    assert!(client.tasks(&["wait", &id]).status.success());
+    let notices = client.ok(&["notifications"]);
+    assert!(notices.contains("<result>from afar</result>"), "{notices}");
+    assert!(
+        notices.contains("<task-type>remote_agent</task-type>"),
+        "{notices}"
+    );
+    assert_eq!(server.sessions().len(), 1);
+}
+
+#[test]
+fn a_non_loopback_address_is_served_over_tls_with_the_given_certificate() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let cert = fixtures.join("cert.pem");
+    let key = fixtures.join("key.pem");
+    let server = Server::start_with(
+        &[json!({"result": "x"})],
+        &[
+            "--listen",
+            "0.0.0.0:0",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    let port = server.url.rsplit(':').next().unwrap();
+    assert!(server.url.starts_with("https://"), "{}", server.url);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let ca = std::fs::read(fixtures.join("ca.pem")).unwrap();
+        let ca = reqwest::Certificate::from_pem(&ca).unwrap();
+        let client = reqwest::Client::builder()
+            .add_root_certificate(ca)
+            .build()
+            .unwrap();
+        let url = format!("https://localhost:{port}/v1/sessions/a00000000");
+        let answer = client
+            .get(&url)
+            .bearer_auth(&server.token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status().as_u16(), 404, "served over TLS");
+        let plain = reqwest::get(format!("http://127.0.0.1:{port}/v1/sessions/a00000000")).await;
+        assert!(
+            plain.is_err() || plain.unwrap().status().as_u16() != 404,
+            "no plain HTTP on a TLS port"
+        );
+    });
+}

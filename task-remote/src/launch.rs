@@ -1,0 +1,58 @@
+//! Remote agents started from requests that crossed a process boundary: the [`Launch`] side of
+//! [`RemoteExecutor`] (`"remote"` requests, from `tasks remote` or the MCP `Agent` tool with
+//! `isolation: "remote"`).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use task_core::{Caller, Launch, LaunchError, Launched, RemoteSubtype};
+
+use crate::error::RemoteError;
+use crate::executor::{RemoteExecutor, RemoteRequest};
+
+/// A remote agent to start: where the server is and what to ask it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteStart {
+    /// The server's base URL (`http://127.0.0.1:7070`).
+    pub server: String,
+    /// The file holding its bearer token (relative to the caller's directory).
+    pub token_file: PathBuf,
+    /// The subtype (`remote-agent` when absent).
+    #[serde(default)]
+    pub remote_task_type: RemoteSubtype,
+    /// The one-line description.
+    pub description: String,
+    /// The first user turn.
+    pub prompt: String,
+    /// Subtype data for its completion checker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
+}
+
+impl Launch for RemoteExecutor {
+    type Request = RemoteStart;
+    const KIND: &'static str = "remote";
+
+    /// Reads the token and registers the task `pending`; the returned start creates the session
+    /// on the current tokio runtime.
+    fn launch(&self, start: RemoteStart, caller: Caller) -> Result<Launched, LaunchError> {
+        let mut request = RemoteRequest::new(
+            start.server,
+            caller.cwd.join(start.token_file),
+            start.description,
+            start.prompt,
+        );
+        request.subtype = start.remote_task_type;
+        request.metadata = start.metadata;
+        request.tool_use_id = caller.tool_use_id;
+        request.owner_agent_id = caller.agent_id;
+        let pending = self.register(request).map_err(|error| match error {
+            RemoteError::TokenFile { .. } | RemoteError::Api(_) => {
+                LaunchError::Invalid(error.to_string())
+            }
+            other => LaunchError::Failed(Box::new(other)),
+        })?;
+        Ok(Launched::on_runtime(pending.id(), pending.start()))
+    }
+}
