@@ -405,6 +405,27 @@ async fn a_killed_teammate_is_not_notified_and_is_evicted_after_the_stopped_disp
 }
 
 #[tokio::test]
+async fn a_teammate_killed_before_it_started_stays_killed_and_frees_its_name() {
+    let t = team();
+    let runner =
+        t.fx.runner(&[json!({"touch": t.fx.path("ran").display().to_string()})]);
+    let pending = t
+        .team
+        .register(TeammateRequest::new("zed", "crew", runner, "go"))
+        .unwrap();
+    let id = pending.id();
+    t.fx.registry.kill(&id).await.unwrap();
+    assert!(pending.start().await.is_err());
+    assert_eq!(t.fx.state(&id).status(), TaskStatus::Killed);
+    assert_eq!(
+        t.ended.lock().unwrap().as_slice(),
+        [(id, "zed".to_owned(), TeammateEnd::Terminated)]
+    );
+    // Its name is free again, and its mailbox has no reader left.
+    t.spawn("zed", "ready", false).await;
+}
+
+#[tokio::test]
 async fn a_crashed_teammate_fails_and_is_terminated() {
     let t = team();
     let runner =

@@ -6,7 +6,7 @@ use serde_json::Value;
 use task_core::{DreamState, DreamTurn, EndReason, Registry, TaskId, TaskKind, TaskStatus};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{FILE_WRITE_TOOLS, LockHeld, end, roll_back};
+use super::{DreamLock, FILE_WRITE_TOOLS, end};
 use crate::event::{AgentEvent, TurnOutcome};
 use crate::runner::{AgentSession, SessionEvent};
 
@@ -14,7 +14,7 @@ pub(super) struct Follow {
     pub(super) registry: Arc<Registry>,
     pub(super) id: TaskId,
     pub(super) session: Box<dyn AgentSession>,
-    pub(super) held: LockHeld,
+    pub(super) held: DreamLock,
     pub(super) cancel: mpsc::Receiver<oneshot::Sender<()>>,
 }
 
@@ -27,7 +27,7 @@ impl Follow {
                 biased;
                 ack = self.cancel.recv() => {
                     self.session.cancel().await;
-                    roll_back(self.held);
+                    self.held.roll_back();
                     if let Some(ack) = ack {
                         let _ = ack.send(());
                     }
@@ -85,7 +85,7 @@ impl Follow {
         if ended && status == TaskStatus::Completed {
             self.held.succeed();
         } else {
-            roll_back(self.held);
+            self.held.roll_back();
         }
     }
 

@@ -24,7 +24,7 @@ use task_core::{
     DreamState, EndReason, KillError, Registry, Task, TaskId, TaskKind, TaskState, TaskStatus,
     TaskType,
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 pub use launch::DreamStart;
 pub use lock::{ConsolidationLock, LockError, LockHeld};
@@ -86,6 +86,8 @@ struct Inner {
     output_dir: PathBuf,
     /// The live dreams' cancel channels.
     cancels: DashMap<TaskId, mpsc::Sender<oneshot::Sender<()>>>,
+    /// Each dream's "its lock was settled" signal, until a kill has waited for it.
+    settled: DashMap<TaskId, watch::Receiver<bool>>,
 }
 
 impl DreamExecutor {
@@ -96,6 +98,7 @@ impl DreamExecutor {
                 registry,
                 output_dir: output_dir.into(),
                 cancels: DashMap::new(),
+                settled: DashMap::new(),
             }),
         }
     }
@@ -147,7 +150,7 @@ impl DreamExecutor {
             id,
             runner: request.runner,
             spec,
-            held: Some(held),
+            held: Some(self.inner.hold(id, held)),
         })
     }
 }
@@ -162,7 +165,7 @@ pub struct PendingDream {
     runner: Arc<dyn AgentRunner>,
     spec: AgentSpec,
     /// Taken by `start`.
-    held: Option<LockHeld>,
+    held: Option<DreamLock>,
 }
 
 impl PendingDream {
@@ -187,13 +190,23 @@ impl PendingDream {
                     error: error.to_string(),
                 };
                 end(&self.inner.registry, id, TaskStatus::Failed, reason);
-                roll_back(held);
+                held.roll_back();
+                self.inner.forget(id);
                 return Err(error);
             }
         };
-        self.inner.registry.transition(&id, TaskStatus::Running)?;
+        // The cancel channel exists before the dream can be seen running: a kill from then on
+        // reaches the follower (the request waits in the channel until it runs).
         let (cancel_tx, cancel_rx) = mpsc::channel(1);
         self.inner.cancels.insert(id, cancel_tx);
+        if let Err(error) = self.inner.registry.transition(&id, TaskStatus::Running) {
+            // Killed while starting: the session's process group is killed, the lock rolled
+            // back (a kill waiting for that wakes), then the dream is forgotten.
+            drop(session);
+            held.roll_back();
+            self.inner.forget(id);
+            return Err(error.into());
+        }
         let follow = follow::Follow {
             registry: Arc::clone(&self.inner.registry),
             id,
@@ -204,7 +217,7 @@ impl PendingDream {
         let inner = Arc::clone(&self.inner);
         tokio::spawn(async move {
             follow.run().await;
-            inner.cancels.remove(&id);
+            inner.forget(id);
         });
         Ok(id)
     }
@@ -217,7 +230,8 @@ impl Drop for PendingDream {
                 error: "dropped before it was started".into(),
             };
             end(&self.inner.registry, self.id, TaskStatus::Failed, reason);
-            roll_back(held);
+            held.roll_back();
+            self.inner.forget(self.id);
         }
     }
 }
@@ -231,6 +245,56 @@ fn end(registry: &Registry, id: TaskId, status: TaskStatus, reason: EndReason) -
             state.base.end_reason = Some(reason.clone());
         })
         .is_ok()
+}
+
+impl Inner {
+    /// Drops what it keeps of a dream that is over.
+    fn forget(&self, id: TaskId) {
+        self.cancels.remove(&id);
+        self.settled.remove(&id);
+    }
+
+    /// Wraps a dream's hold so that a kill can wait until it is settled.
+    fn hold(&self, id: TaskId, held: LockHeld) -> DreamLock {
+        let (settled, watcher) = watch::channel(false);
+        self.settled.insert(id, watcher);
+        DreamLock {
+            held: Some(held),
+            settled,
+        }
+    }
+}
+
+/// One dream's hold of the lock; settled (succeeded or rolled back) exactly once, and rolled
+/// back if dropped unsettled, whoever holds it at the time (the pending dream, its start, its
+/// follower).
+#[derive(Debug)]
+struct DreamLock {
+    held: Option<LockHeld>,
+    settled: watch::Sender<bool>,
+}
+
+impl DreamLock {
+    fn succeed(mut self) {
+        if let Some(held) = self.held.take() {
+            held.succeed();
+        }
+    }
+
+    fn roll_back(mut self) {
+        if let Some(held) = self.held.take() {
+            roll_back(held);
+        }
+    }
+}
+
+impl Drop for DreamLock {
+    fn drop(&mut self) {
+        if let Some(held) = self.held.take() {
+            roll_back(held);
+        }
+        self.settled.send_replace(true);
+    }
 }
 
 fn roll_back(held: LockHeld) {
@@ -258,6 +322,12 @@ impl Task for DreamTask {
             if cancel.send(ack).await.is_ok() {
                 let _ = done.await;
             }
+        }
+        // Killed before it ran (its start still in flight): the start sees the kill and drops
+        // the hold; return once the lock is rolled back either way.
+        let settled = self.inner.settled.remove(id).map(|(_, watcher)| watcher);
+        if let Some(mut settled) = settled {
+            let _ = settled.wait_for(|&done| done).await;
         }
         Ok(())
     }

@@ -380,7 +380,8 @@ impl PendingTeammate {
                 return Err(error);
             }
         };
-        self.inner.registry.transition(&id, TaskStatus::Running)?;
+        // The member (and its cancel channel) exists before it can be seen running: a kill
+        // from then on reaches its loop (the request waits in the channel until it runs).
         let (cancel, cancel_rx) = mpsc::channel(1);
         let (idle, _) = watch::channel(false);
         let member = Arc::new(Member {
@@ -390,6 +391,13 @@ impl PendingTeammate {
             cancel,
         });
         self.inner.members.insert(id, Arc::clone(&member));
+        if let Err(error) = self.inner.registry.transition(&id, TaskStatus::Running) {
+            // Killed while starting: its agent is stopped, its end hooks run.
+            drop(session);
+            self.inner
+                .ended(id, &self.context.identity, TeammateEnd::Terminated);
+            return Err(error.into());
+        }
         let run = MemberRun::new(
             Arc::clone(&self.inner),
             member,
