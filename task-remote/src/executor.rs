@@ -156,6 +156,8 @@ impl PendingRemote {
             executor.end(&self.id, RemoteEnd::Failed(error.to_string()));
             return;
         }
+        // Tracked before it is seen running, so a kill from then on finds the session to archive.
+        let run = executor.track(self.id, session.id.clone(), Arc::clone(&self.client));
         let running = inner
             .registry
             .transition_with(&self.id, TaskStatus::Running, |state| {
@@ -167,11 +169,12 @@ impl PendingRemote {
             });
         if running.is_err() {
             // Killed while the session was being created: the kill could not archive it.
+            inner.runs.remove(&self.id);
             let _ = self.client.archive(&session.id).await;
             let _ = inner.sidecars.delete(&self.id);
             return;
         }
-        executor.follow(self.id, session.id, Arc::clone(&self.client), None);
+        executor.follow(self.id, run, None);
     }
 }
 
@@ -355,8 +358,12 @@ impl RemoteExecutor {
         task.base.tool_use_id.clone_from(&sidecar.tool_use_id);
         task.base.start_time = sidecar.spawned_at;
         self.inner.registry.register(task)?;
-        self.inner.registry.transition(&id, TaskStatus::Running)?;
-        self.follow(id, sidecar.session_id.clone(), client, last);
+        let run = self.track(id, sidecar.session_id.clone(), client);
+        if let Err(error) = self.inner.registry.transition(&id, TaskStatus::Running) {
+            self.inner.runs.remove(&id);
+            return Err(error.into());
+        }
+        self.follow(id, run, last);
         Ok(id)
     }
 
@@ -411,20 +418,24 @@ impl RemoteExecutor {
         self.inner.output_dir.join(format!("{id}.output"))
     }
 
-    /// Starts the poll loop of a running task.
-    fn follow(
-        &self,
-        id: TaskId,
-        session_id: String,
-        client: Arc<dyn RemoteSessions>,
-        last_event: Option<serde_json::Map<String, serde_json::Value>>,
-    ) {
+    /// Records the session of task `id`, so a kill can archive it.
+    fn track(&self, id: TaskId, session_id: String, client: Arc<dyn RemoteSessions>) -> Arc<Run> {
         let run = Arc::new(Run {
             client,
             session_id,
             stop: Notify::new(),
         });
         self.inner.runs.insert(id, Arc::clone(&run));
+        run
+    }
+
+    /// Starts the poll loop of a running task.
+    fn follow(
+        &self,
+        id: TaskId,
+        run: Arc<Run>,
+        last_event: Option<serde_json::Map<String, serde_json::Value>>,
+    ) {
         let follow = Follow::new(self.clone(), id, run, last_event);
         tokio::spawn(follow.run());
     }
