@@ -7,7 +7,7 @@
 //! takes fewer samples).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -69,7 +69,7 @@ fn command(tasks: &Path, root: &Path, args: &[&str]) -> Command {
     command
 }
 
-fn status(tasks: &PathBuf, root: &Path) -> std::process::ExitStatus {
+fn status(tasks: &Path, root: &Path) -> std::process::ExitStatus {
     command(tasks, root, &["status"])
         .stdout(Stdio::null())
         .status()
