@@ -56,6 +56,8 @@ mod runner;
 mod tail;
 mod texts;
 mod transcript_session;
+#[cfg(feature = "workflow")]
+pub mod workflow;
 
 pub use command::{CommandRunner, CommandSession};
 pub use config::{
