@@ -52,6 +52,8 @@ pub(crate) enum ToScript {
 /// What the script thread needs.
 #[derive(Debug)]
 pub(crate) struct ScriptJob {
+    /// The run id, which names the script's thread.
+    pub(crate) run_id: String,
     /// The script body (after `meta`) and its `meta` as JSON.
     pub(crate) body: String,
     pub(crate) meta_json: String,
@@ -72,7 +74,7 @@ pub(crate) struct ScriptJob {
 /// Runs the script on a new thread; it reports [`ToHost::Finished`] last.
 pub(crate) fn spawn(job: ScriptJob) -> std::io::Result<()> {
     std::thread::Builder::new()
-        .name("workflow-js".into())
+        .name(job.run_id.clone())
         .stack_size(job.config.engine_stack_bytes.saturating_mul(2).max(4 << 20))
         .spawn(move || {
             let to_host = job.to_host.clone();

@@ -287,6 +287,7 @@ impl WorkflowExecutor {
         let spent = Arc::new(AtomicU64::new(0));
         let config = self.inner.config.clone();
         let job = ScriptJob {
+            run_id: run_id.clone(),
             body: parsed.body.clone(),
             meta_json: parsed.meta_value.to_string(),
             args_json: request.args.as_ref().map(Value::to_string),

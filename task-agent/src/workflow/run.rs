@@ -79,8 +79,10 @@ impl Run {
         while let Some(message) = from_script.recv().await {
             match message {
                 ToHost::Agent(call) => {
+                    // Keyed and listed in call order; answered concurrently.
+                    let key = self.accept(&call);
                     let run = Arc::clone(&self);
-                    calls.spawn(async move { run.answer(call).await });
+                    calls.spawn(async move { run.answer(call, key).await });
                 }
                 ToHost::Phase(title) => {
                     self.book().enter_phase(&title);
@@ -115,10 +117,9 @@ impl Run {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// One `agent()` call: from the journal, or a new agent; the script gets its value.
-    async fn answer(&self, call: AgentCall) {
-        let index = call.call;
-        let key = self.key(&call);
+    /// Records a new call (its progress entry) and returns its key.
+    fn accept(&self, call: &AgentCall) -> String {
+        let key = self.key(call);
         let label = call
             .opts
             .get("label")
@@ -133,8 +134,14 @@ impl Run {
         let phase = call.opts.get("phase").and_then(Value::as_str);
         let entry = self
             .book()
-            .add_agent(index, label, phase, model, &call.prompt, now_ms());
+            .add_agent(call.call, label, phase, model, &call.prompt, now_ms());
         self.report(&entry);
+        key
+    }
+
+    /// One `agent()` call: from the journal, or a new agent; the script gets its value.
+    async fn answer(&self, call: AgentCall, key: String) {
+        let index = call.call;
         let value = match self.cache.get(&key) {
             Some((agent_id, result)) => {
                 self.replay(index, &key, agent_id, result);
@@ -240,12 +247,13 @@ impl Run {
             agent_id: agent_id.to_string(),
         });
         let started_at = now_ms();
-        if let Some(entry) = self.book().update(call.call, |entry| {
+        let entry = self.book().update(call.call, |entry| {
             entry.agent_id = Some(agent_id.to_string());
             entry.started_at = Some(started_at);
             entry.attempt = Some(1);
             entry.last_progress_at = started_at;
-        }) {
+        });
+        if let Some(entry) = entry {
             self.report(&entry);
         }
         if let Err(error) = pending.start().await {
@@ -306,12 +314,13 @@ impl Run {
                 Ok(TaskEvent::TaskProgress { task_id, .. }) if task_id == agent_id => {
                     let (tokens, tool_calls, _) = usage_of(&state);
                     let now = now_ms();
-                    if let Some(entry) = self.book().update(index, |entry| {
+                    let entry = self.book().update(index, |entry| {
                         entry.state = AgentStage::Progress;
                         entry.last_progress_at = now;
                         entry.tokens = Some(tokens);
                         entry.tool_calls = Some(tool_calls);
-                    }) {
+                    });
+                    if let Some(entry) = entry {
                         self.report(&entry);
                     }
                 }
