@@ -52,6 +52,8 @@ pub enum Command {
     Monitor(MonitorArgs),
     /// Start a background agent: an agent CLI speaking a JSON event stream, followed as it works.
     Agent(AgentArgs),
+    /// Run, resume or show JavaScript workflow scripts whose agent() calls are background agents.
+    Workflow(crate::workflow_cmd::WorkflowArgs),
     /// Send a message to an agent (by id or name): queued while it works, or it resumes.
     Send(SendArgs),
     /// List the session's tasks.

@@ -31,6 +31,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Run(args) => run(&session()?, args, json),
         Command::Monitor(args) => monitor(&session()?, args, json),
         Command::Agent(args) => agent(&session()?, args, json),
+        Command::Workflow(args) => crate::workflow_cmd::execute(&paths()?, args, json),
         Command::Send(args) => send(&session()?, &args, json),
         Command::Ps(args) => ps(&session()?, &args, json),
         Command::Output(args) => output(&session()?, &args, json),
@@ -100,6 +101,11 @@ fn started(session: &Session, id: TaskId, wait: bool, json: bool) -> Result<u8> 
     if !json {
         render::out(&format!("{id}\n"))?;
     }
+    wait_and_report(session, id, json)
+}
+
+/// Waits for a started task to end, prints its notification and returns its exit status.
+pub(crate) fn wait_and_report(session: &Session, id: TaskId, json: bool) -> Result<u8> {
     let WaitOutcome::Ended(tasks) = wait_with_spinner(session, &[id], None, json)? else {
         return Ok(exit::WAIT_TIMEOUT);
     };

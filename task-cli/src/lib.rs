@@ -56,6 +56,7 @@ pub mod session;
 pub mod supervisor;
 mod untrusted;
 pub mod wiring;
+mod workflow_cmd;
 
 pub use error::{CliError, Result};
 

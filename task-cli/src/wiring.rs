@@ -3,13 +3,14 @@
 //! Everything else in the session layer is generic; adding a task type means an executor crate
 //! (implementing task-core's `Task` and `Launch`) and a line here.
 
+use task_agent::workflow::{WorkflowConfig, WorkflowExecutor};
 use task_agent::{AgentConfig, AgentExecutor, send_result};
 use task_shell::{Monitors, ShellExecutor};
 
 use crate::engine::{Host, Launchers, MessageReply, Messenger};
 use crate::error::Result;
 
-/// Shell commands and monitors (task-shell), agents (task-agent).
+/// Shell commands and monitors (task-shell), agents and workflows (task-agent).
 ///
 /// The supervisor becomes a child subreaper, so what a task's process tree leaves behind is
 /// re-parented to it rather than to init: kills find it, and the zombies it adopts are reaped
@@ -24,10 +25,13 @@ pub fn standard(host: &Host) -> Result<Launchers> {
         .register_with_registry();
     let agents = AgentExecutor::new(host.registry.clone(), &tasks_dir, AgentConfig::default())
         .register_with_registry();
+    let workflows = WorkflowExecutor::new(agents.clone(), &tasks_dir, WorkflowConfig::default())
+        .register_with_registry();
     Ok(Launchers::new()
         .with(shells.clone())
         .with(Monitors(shells))
         .with(agents.clone())
+        .with(workflows)
         .with_messenger(AgentMessages(agents)))
 }
 

@@ -143,6 +143,7 @@ fn string_end(bytes: &[u8], start: usize, quote: u8) -> Option<usize> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

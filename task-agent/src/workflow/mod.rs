@@ -14,6 +14,7 @@ mod meta;
 mod progress;
 mod run;
 mod show;
+mod texts;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -40,6 +41,7 @@ pub use launch::WorkflowStart;
 pub use meta::{Meta, PhaseMeta};
 pub use progress::{AgentEntry, AgentStage};
 pub use show::{load_record, render_tree};
+pub use texts::workflow_launch_text;
 
 use crate::executor::AgentExecutor;
 use crate::runner::AgentRunner;
