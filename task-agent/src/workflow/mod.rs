@@ -305,7 +305,7 @@ impl WorkflowExecutor {
             registry: Arc::clone(self.registry()),
             agents: self.inner.agents.clone(),
             runner: Arc::clone(&request.runner),
-            slots: Semaphore::new(config.concurrency.max(1)),
+            slots: Arc::new(Semaphore::new(config.concurrency.max(1))),
             config,
             id,
             run_id: run_id.clone(),

@@ -15,7 +15,7 @@ use task_core::{
 };
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::sync::{Semaphore, broadcast};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast, oneshot};
 
 use super::config::{WORKFLOW_AGENT_TYPE, WorkflowConfig};
 use super::engine::{AgentCall, ToHost, ToScript};
@@ -63,7 +63,8 @@ pub(crate) struct Run {
     pub(crate) book: Mutex<Book>,
     /// How many identical calls were made so far, by their first key.
     pub(crate) seen: Mutex<HashMap<String, u32>>,
-    pub(crate) slots: Semaphore,
+    /// The run's agent slots (`concurrency` of them).
+    pub(crate) slots: Arc<Semaphore>,
     pub(crate) stopped: Arc<AtomicBool>,
     /// Held while an agent is being started, so a stop never misses one.
     pub(crate) gate: tokio::sync::Mutex<()>,
@@ -76,13 +77,19 @@ impl Run {
     /// Answers the script until it finishes.
     pub(crate) async fn drive(self: Arc<Self>, mut from_script: UnboundedReceiver<ToHost>) {
         let mut calls = tokio::task::JoinSet::new();
+        let tickets = spawn_dispatcher(Arc::clone(&self.slots));
         while let Some(message) = from_script.recv().await {
             match message {
                 ToHost::Agent(call) => {
-                    // Keyed and listed in call order; answered concurrently.
+                    // Keyed, listed and queued for a slot in call order; answered concurrently.
                     let key = self.accept(&call);
+                    let slot = (!self.cache.contains_key(&key)).then(|| {
+                        let (ticket, slot) = oneshot::channel();
+                        let _ = tickets.send(ticket);
+                        slot
+                    });
                     let run = Arc::clone(&self);
-                    calls.spawn(async move { run.answer(call, key).await });
+                    calls.spawn(async move { run.answer(call, key, slot).await });
                 }
                 ToHost::Phase(title) => {
                     self.book().enter_phase(&title);
@@ -140,16 +147,24 @@ impl Run {
     }
 
     /// One `agent()` call: from the journal, or a new agent; the script gets its value.
-    async fn answer(&self, call: AgentCall, key: String) {
+    async fn answer(
+        &self,
+        call: AgentCall,
+        key: String,
+        slot: Option<oneshot::Receiver<OwnedSemaphorePermit>>,
+    ) {
         let index = call.call;
         let value = match self.cache.get(&key) {
             Some((agent_id, result)) => {
                 self.replay(index, &key, agent_id, result);
                 Some(result.clone())
             }
-            None => match self.slots.acquire().await {
-                Ok(_permit) => self.run_agent(&call, &key).await,
-                Err(_) => None,
+            None => match slot {
+                Some(slot) => match slot.await {
+                    Ok(_permit) => self.run_agent(&call, &key).await,
+                    Err(_) => None,
+                },
+                None => None,
             },
         };
         self.update_state(|state| state.agent_count = state.agent_count.max(index));
@@ -465,6 +480,25 @@ impl Run {
             tracing::warn!(run = %self.run_id, %error, "the workflow record could not be written");
         }
     }
+}
+
+/// Hands out agent slots in the order calls were queued (a bare semaphore would serve
+/// whichever call's task polls first).
+fn spawn_dispatcher(
+    slots: Arc<Semaphore>,
+) -> tokio::sync::mpsc::UnboundedSender<oneshot::Sender<OwnedSemaphorePermit>> {
+    let (tickets, mut queue) =
+        tokio::sync::mpsc::unbounded_channel::<oneshot::Sender<OwnedSemaphorePermit>>();
+    tokio::spawn(async move {
+        while let Some(ticket) = queue.recv().await {
+            let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+                return;
+            };
+            // A call that went away (the run ended) gives its slot straight back.
+            let _ = ticket.send(permit);
+        }
+    });
+    tickets
 }
 
 /// What `agent()` returns for an ended agent: its final text, or with a schema the object it
