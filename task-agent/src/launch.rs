@@ -53,6 +53,21 @@ pub enum RunnerFormat {
 }
 
 impl RunnerFormat {
+    /// A command runner of `command` in this format.
+    ///
+    /// # Errors
+    /// [`AgentError::EmptyCommand`].
+    pub fn command_runner(
+        self,
+        command: Vec<String>,
+        config: crate::AgentConfig,
+    ) -> Result<CommandRunner, AgentError> {
+        match self.format() {
+            Some(format) => CommandRunner::new(command, format, config),
+            None => CommandRunner::detecting(command, config),
+        }
+    }
+
     /// The format, or `None` for one detected from the transcript.
     pub fn format(self) -> Option<CliFormat> {
         match self {
@@ -76,12 +91,10 @@ impl Launch for AgentExecutor {
             let error = AgentError::MissingWorkingDir { path: caller.cwd };
             return Err(LaunchError::Invalid(error.to_string()));
         }
-        let config = self.config().clone();
-        let runner = match start.runner.format() {
-            Some(format) => CommandRunner::new(start.command, format, config),
-            None => CommandRunner::detecting(start.command, config),
-        }
-        .map_err(|error| LaunchError::Invalid(error.to_string()))?;
+        let runner = start
+            .runner
+            .command_runner(start.command, self.config().clone())
+            .map_err(|error| LaunchError::Invalid(error.to_string()))?;
         let mut request = AgentRequest::new(Arc::new(runner), start.description, start.prompt);
         request.name = start.name;
         request.model = start.model;

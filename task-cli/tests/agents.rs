@@ -12,20 +12,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-/// The fake agent CLI, built next to the `tasks` binary (`cargo test --workspace` builds it;
-/// a lone `cargo test -p task-cli` builds it here).
-fn fake_agent() -> PathBuf {
-    let path = Path::new(env!("CARGO_BIN_EXE_tasks")).with_file_name("fake-agent");
-    if !path.exists() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let built = Command::new(cargo)
-            .args(["build", "-p", "task-agent", "--bin", "fake-agent"])
-            .status()
-            .unwrap();
-        assert!(built.success());
-    }
-    path
-}
+use support::fake_agent;
 
 struct Sandbox {
     root: tempfile::TempDir,

@@ -5,26 +5,12 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-const SCRIPT: &str = include_str!("fixtures/workflow-script.js");
-
-/// The fake agent CLI, built next to the `tasks` binary.
-fn fake_agent() -> PathBuf {
-    let path = Path::new(env!("CARGO_BIN_EXE_tasks")).with_file_name("fake-agent");
-    if !path.exists() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let built = Command::new(cargo)
-            .args(["build", "-p", "task-agent", "--bin", "fake-agent"])
-            .status()
-            .unwrap();
-        assert!(built.success());
-    }
-    path
-}
+/// The reference's workflow script (task-agent keeps the fixtures).
+const SCRIPT: &str = include_str!("../../task-agent/tests/fixtures/workflow/script.js");
 
 /// A session root whose agent CLI is a fake agent answering by prompt.
 struct Session {
@@ -50,7 +36,11 @@ impl Session {
             ),
         )
         .unwrap();
-        let agent_command = format!("{} --script {}", fake_agent().display(), script.display());
+        let agent_command = format!(
+            "{} --script {}",
+            support::fake_agent().display(),
+            script.display()
+        );
         Session {
             root,
             agent_command,
@@ -88,6 +78,20 @@ impl Session {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Waits until `ps` lists `count` agent tasks (records are mirrored to disk by the
+    /// supervisor as events arrive); fails on more.
+    fn wait_agents(&self, count: usize) {
+        let listed = support::eventually("the agents' records", || {
+            let agents = self
+                .listed()
+                .iter()
+                .filter(|t| t["type"] == "local_agent")
+                .count();
+            (agents >= count).then_some(agents)
+        });
+        assert_eq!(listed, count);
     }
 
     fn listed(&self) -> Vec<Value> {
@@ -151,10 +155,8 @@ fn run_show_and_resume_the_reference_script() {
             .any(|t| t["id"] == id.as_str() && t["type"] == "local_workflow"),
         "{listed:?}"
     );
-    assert_eq!(
-        listed.iter().filter(|t| t["type"] == "local_agent").count(),
-        3
-    );
+    // Records are mirrored to disk by the supervisor as events arrive: wait for them.
+    session.wait_agents(3);
 
     let tree = session.ok(&["workflow", "show", &run_id]);
     assert!(
@@ -176,14 +178,7 @@ fn run_show_and_resume_the_reference_script() {
         out.contains(r#"<result>{"parts":["A=3","B=4"],"total":"7"}</result>"#),
         "{out}"
     );
-    assert_eq!(
-        session
-            .listed()
-            .iter()
-            .filter(|t| t["type"] == "local_agent")
-            .count(),
-        3
-    );
+    session.wait_agents(3);
     assert!(
         session
             .ok(&["workflow", "show", &resumed])
@@ -199,14 +194,7 @@ fn run_show_and_resume_the_reference_script() {
         "workflow", "resume", &resumed, "--script", &edited, "--wait",
     ]);
     assert!(out.contains(r#""total":"seven""#), "{out}");
-    assert_eq!(
-        session
-            .listed()
-            .iter()
-            .filter(|t| t["type"] == "local_agent")
-            .count(),
-        4
-    );
+    session.wait_agents(4);
 
     // Bad run ids are refused before any path is built.
     for bad in ["wf_../../x", "nope"] {

@@ -9,7 +9,6 @@ use serde_json::Value;
 use task_core::{Caller, Launch, LaunchError, Launched};
 
 use super::{ScriptSource, WorkflowError, WorkflowExecutor, WorkflowRequest};
-use crate::command::CommandRunner;
 use crate::launch::RunnerFormat;
 
 /// A workflow to start: the agent CLI its agents run, and the `Workflow` tool's inputs.
@@ -62,12 +61,10 @@ impl Launch for WorkflowExecutor {
     fn launch(&self, start: WorkflowStart, caller: Caller) -> Result<Launched, LaunchError> {
         let invalid = |error: WorkflowError| LaunchError::Invalid(error.to_string());
         let source = start.source().map_err(invalid)?;
-        let config = self.inner.agents.config().clone();
-        let runner = match start.runner.format() {
-            Some(format) => CommandRunner::new(start.command, format, config),
-            None => CommandRunner::detecting(start.command, config),
-        }
-        .map_err(|error| LaunchError::Invalid(error.to_string()))?;
+        let runner = start
+            .runner
+            .command_runner(start.command, self.inner.agents.config().clone())
+            .map_err(|error| LaunchError::Invalid(error.to_string()))?;
         let mut request = WorkflowRequest::new(Arc::new(runner), source);
         request.args = start.args;
         request.resume_from = start.resume_from_run_id;
