@@ -251,3 +251,79 @@ fn is_supervisor(pid: i32) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == b"__supervise"))
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_workflow_tool_launches_and_notifies() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+
+    let session = Session::new(&fixture_answers());
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tasks"));
+    command
+        .arg("mcp")
+        .env("TASKS_ROOT", session.root.path())
+        .env("TASKS_IDLE_EXIT_MS", "2000")
+        .env("TASKS_POLL_MS", "10")
+        .env_remove("TASKS_SESSION")
+        .env_remove("TASKS_AGENT_ID")
+        .env_remove("TASKS_AGENT_RUNNER")
+        .env("TASKS_AGENT_COMMAND", &session.agent_command);
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let call = async |tool: &'static str, arguments: Value| {
+        let params =
+            CallToolRequestParams::new(tool).with_arguments(arguments.as_object().unwrap().clone());
+        client.call_tool(params).await.unwrap()
+    };
+
+    let tools = client.list_all_tools().await.unwrap();
+    let workflow = tools.iter().find(|t| t.name == "Workflow").unwrap();
+    let schema = Value::Object((*workflow.input_schema).clone());
+    for field in [
+        "script",
+        "name",
+        "description",
+        "title",
+        "args",
+        "scriptPath",
+        "resumeFromRunId",
+    ] {
+        assert!(
+            schema["properties"].get(field).is_some(),
+            "{field}: {schema}"
+        );
+    }
+    assert_eq!(
+        schema["properties"]["resumeFromRunId"]["pattern"],
+        "^wf_[a-z0-9-]{6,}$"
+    );
+
+    let launched = call("Workflow", json!({"script": SCRIPT})).await;
+    let text = launched.content[0].as_text().unwrap().text.clone();
+    assert!(
+        text.starts_with("Workflow launched in background. Task ID: w"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nSummary: Count things in two places\n"),
+        "{text}"
+    );
+    let id = text["Workflow launched in background. Task ID: ".len()..][..9].to_owned();
+    assert!(
+        text.contains(&format!("\nRun ID: wf_{}\n", &id[1..])),
+        "{text}"
+    );
+    let output = call(
+        "TaskOutput",
+        json!({"task_id": id, "block": true, "timeout": 30000}),
+    )
+    .await;
+    let view = &output.structured_content.as_ref().unwrap()["task"];
+    assert_eq!(view["status"], "completed", "{output:?}");
+    let summary: Value = serde_json::from_str(view["output"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        summary["result"],
+        json!({"parts": ["A=3", "B=4"], "total": "7"})
+    );
+    client.cancel().await.unwrap();
+}
