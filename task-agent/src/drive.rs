@@ -252,10 +252,15 @@ impl Drive {
             subagent_tokens: self.tracker.progress().token_count,
             tool_uses: self.tracker.progress().tool_use_count,
             duration_ms: self.elapsed_ms(),
+            agent_count: None,
         };
         let notification = agent_notification(state, end, usage);
-        self.registry
-            .notify_once(&self.id, notification, Delivery::Queue(Priority::Later));
+        let delivery = if self.record.silent {
+            Delivery::Silent
+        } else {
+            Delivery::Queue(Priority::Later)
+        };
+        self.registry.notify_once(&self.id, notification, delivery);
         self.registry.kill_tasks_for_agent(self.id.as_str()).await;
     }
 

@@ -62,6 +62,16 @@ pub struct AgentRequest {
     pub replace_env: bool,
     /// The agent that started this one (it is killed when that agent ends).
     pub owner_agent_id: Option<String>,
+    /// Where its transcript goes (`{output_dir}/agents` when unset): a workflow keeps its
+    /// agents' transcripts in the run's directory.
+    pub transcript_dir: Option<PathBuf>,
+    /// `spawnDepth` in its `meta.json` (1 for a workflow's agents).
+    pub spawn_depth: Option<u32>,
+    /// Whether its end is reported to its starter only (no notification for the model): a
+    /// workflow's agents report to the workflow.
+    pub silent: bool,
+    /// A JSON Schema its final answer must follow (asked of CLIs that take one).
+    pub json_schema: Option<String>,
 }
 
 impl AgentRequest {
@@ -83,6 +93,10 @@ impl AgentRequest {
             env: Vec::new(),
             replace_env: false,
             owner_agent_id: None,
+            transcript_dir: None,
+            spawn_depth: None,
+            silent: false,
+            json_schema: None,
         }
     }
 }
@@ -266,7 +280,7 @@ impl AgentExecutor {
             return Err(AgentError::NameTaken(name.clone()));
         }
         let id = TaskId::generate(TaskType::LocalAgent)?;
-        let handle = self.files(id, None)?;
+        let handle = self.files(id, None, request.transcript_dir.as_deref())?;
         let agent_type = request
             .agent_type
             .clone()
@@ -282,6 +296,7 @@ impl AgentExecutor {
             env,
             replace_env: request.replace_env,
             transcript: handle.transcript.clone(),
+            json_schema: request.json_schema.clone(),
         };
         let state = AgentState {
             agent_id: id.as_str().to_owned(),
@@ -300,7 +315,9 @@ impl AgentExecutor {
         .owned_by(request.owner_agent_id.clone());
         task.base.tool_use_id = request.tool_use_id.clone();
         self.inner.registry.register(task)?;
-        let record = Arc::new(AgentRecord::new(Arc::clone(&request.runner), spec, true));
+        let mut record = AgentRecord::new(Arc::clone(&request.runner), spec, true);
+        record.silent = request.silent;
+        let record = Arc::new(record);
         self.inner.agents.insert(id, Arc::clone(&record));
         if let Some(name) = request.name {
             self.inner.names.insert(name, id);
@@ -369,7 +386,7 @@ impl AgentExecutor {
         format: Option<CliFormat>,
     ) -> Result<AgentHandle, AgentError> {
         let id = TaskId::main_session()?;
-        let handle = self.files(id, Some(transcript))?;
+        let handle = self.files(id, Some(transcript), None)?;
         let state = AgentState {
             agent_id: id.as_str().to_owned(),
             agent_type: MAIN_SESSION_TYPE.into(),
@@ -554,15 +571,23 @@ impl AgentExecutor {
             .join(format!("agent-{id}.jsonl"))
     }
 
-    /// Creates the transcript (unless given) and the output symlink to it.
-    fn files(&self, id: TaskId, existing: Option<&Path>) -> Result<AgentHandle, AgentError> {
+    /// Creates the transcript (unless given; in `dir` when set) and the output symlink to it.
+    fn files(
+        &self,
+        id: TaskId,
+        existing: Option<&Path>,
+        dir: Option<&Path>,
+    ) -> Result<AgentHandle, AgentError> {
         let transcript = match existing {
             Some(path) => {
                 std::fs::metadata(path).map_err(|e| task_output::OutputError::from_io(path, e))?;
                 path.to_path_buf()
             }
             None => {
-                let path = self.transcript_path(id);
+                let path = match dir {
+                    Some(dir) => dir.join(format!("agent-{id}.jsonl")),
+                    None => self.transcript_path(id),
+                };
                 if let Some(dir) = path.parent() {
                     std::fs::create_dir_all(dir)
                         .map_err(|e| task_output::OutputError::from_io(dir, e))?;
@@ -608,6 +633,9 @@ fn write_meta(
     }
     if let Some(tool_use_id) = &request.tool_use_id {
         meta["toolUseId"] = json!(tool_use_id);
+    }
+    if let Some(depth) = request.spawn_depth {
+        meta["spawnDepth"] = json!(depth);
     }
     let path = transcript.with_extension("meta.json");
     let mut file = create_output_file(&path)?;

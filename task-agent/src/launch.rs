@@ -53,6 +53,21 @@ pub enum RunnerFormat {
 }
 
 impl RunnerFormat {
+    /// A command runner of `command` in this format.
+    ///
+    /// # Errors
+    /// [`AgentError::EmptyCommand`].
+    pub fn command_runner(
+        self,
+        command: Vec<String>,
+        config: crate::AgentConfig,
+    ) -> Result<CommandRunner, AgentError> {
+        match self.format() {
+            Some(format) => CommandRunner::new(command, format, config),
+            None => CommandRunner::detecting(command, config),
+        }
+    }
+
     /// The format, or `None` for one detected from the transcript.
     pub fn format(self) -> Option<CliFormat> {
         match self {
@@ -103,11 +118,9 @@ pub(crate) fn command_runner(
     format: RunnerFormat,
     config: crate::config::AgentConfig,
 ) -> Result<CommandRunner, LaunchError> {
-    match format.format() {
-        Some(format) => CommandRunner::new(command, format, config),
-        None => CommandRunner::detecting(command, config),
-    }
-    .map_err(|error| LaunchError::Invalid(error.to_string()))
+    format
+        .command_runner(command, config)
+        .map_err(|error| LaunchError::Invalid(error.to_string()))
 }
 
 /// A [`Launched`] whose start runs `start` on the current tokio runtime (dropping it unstarted

@@ -63,6 +63,8 @@ mod tail;
 pub mod team;
 mod texts;
 mod transcript_session;
+#[cfg(feature = "workflow")]
+pub mod workflow;
 
 pub use command::{CommandRunner, CommandSession};
 pub use config::{

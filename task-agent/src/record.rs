@@ -22,6 +22,8 @@ pub(crate) struct AgentRecord {
     pub(crate) spec: AgentSpec,
     /// Whether it takes messages (the main session does not).
     pub(crate) accepts_messages: bool,
+    /// Whether its end is reported silently (a workflow's agents).
+    pub(crate) silent: bool,
     pub(crate) session_id: Mutex<Option<String>>,
     /// The live run's control channel, tagged with its run number.
     control: Mutex<Option<(u64, mpsc::Sender<Control>)>>,
@@ -39,6 +41,7 @@ impl AgentRecord {
             runner,
             spec,
             accepts_messages,
+            silent: false,
             session_id: Mutex::new(None),
             control: Mutex::new(None),
             lifecycle: tokio::sync::Mutex::new(0),

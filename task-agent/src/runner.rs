@@ -27,6 +27,8 @@ pub struct AgentSpec {
     pub replace_env: bool,
     /// Where the session's transcript goes (appended to on resume).
     pub transcript: PathBuf,
+    /// A JSON Schema for structured output (Claude's `--json-schema`).
+    pub json_schema: Option<String>,
 }
 
 impl AgentSpec {

@@ -157,6 +157,7 @@ fn background_agent_notification_matches_the_reference_envelope() {
         subagent_tokens: tracker.progress().token_count,
         tool_uses: tracker.progress().tool_use_count,
         duration_ms,
+        agent_count: None,
     };
     let rendered =
         agent_notification(&state, &RunEnd::Finished(tracker.result_text()), usage).render();

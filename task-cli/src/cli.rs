@@ -52,6 +52,8 @@ pub enum Command {
     Monitor(MonitorArgs),
     /// Start a background agent: an agent CLI speaking a JSON event stream, followed as it works.
     Agent(AgentArgs),
+    /// Run, resume or show JavaScript workflow scripts whose agent() calls are background agents.
+    Workflow(crate::workflow_cmd::WorkflowArgs),
     /// Send a message to an agent or teammate (by id or name): queued while an agent works, or
     /// it resumes; a teammate gets it as soon as it is idle.
     Send(SendArgs),

@@ -30,6 +30,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Run(args) => run(&session()?, args, json),
         Command::Monitor(args) => monitor(&session()?, args, json),
         Command::Agent(args) => agent(&session()?, args, json),
+        Command::Workflow(args) => crate::workflow_cmd::execute(&paths()?, args, json),
         Command::Send(args) => send(&session()?, &args, json),
         Command::Team(args) => crate::team_cmd::team(&session()?, args, json),
         Command::Dream(args) => crate::team_cmd::dream(&session()?, args, json),
@@ -115,6 +116,11 @@ fn started(session: &Session, id: TaskId, wait: bool, json: bool) -> Result<u8> 
     if !json {
         render::out(&format!("{id}\n"))?;
     }
+    wait_and_report(session, id, json)
+}
+
+/// Waits for a started task to end, prints its notification and returns its exit status.
+pub(crate) fn wait_and_report(session: &Session, id: TaskId, json: bool) -> Result<u8> {
     let WaitOutcome::Ended(tasks) = wait_with_spinner(session, &[id], None, json)? else {
         return Ok(exit::WAIT_TIMEOUT);
     };

@@ -81,6 +81,7 @@ pub mod tidy_cmd;
 pub mod top;
 mod untrusted;
 pub mod wiring;
+mod workflow_cmd;
 
 pub use error::{CliError, Result};
 

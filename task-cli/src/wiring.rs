@@ -3,14 +3,15 @@
 //! Everything else in the session layer is generic; adding a task type means an executor crate
 //! (implementing task-core's `Task` and `Launch`) and a line here.
 
+use task_agent::workflow::{WorkflowConfig, WorkflowExecutor};
 use task_agent::{AgentConfig, AgentExecutor, send_result};
 use task_shell::{Monitors, ShellExecutor};
 
 use crate::engine::{Host, Launchers, MessageReply, Messenger};
 use crate::error::Result;
 
-/// Shell commands and monitors (task-shell), agents, teammates and dreams (task-agent), remote
-/// agents (task-remote).
+/// Shell commands and monitors (task-shell), agents, workflows, teammates and dreams
+/// (task-agent), remote agents (task-remote).
 ///
 /// The supervisor becomes a child subreaper, so what a task's process tree leaves behind is
 /// re-parented to it rather than to init: kills find it, and the zombies it adopts are reaped
@@ -25,12 +26,15 @@ pub fn standard(host: &Host) -> Result<Launchers> {
         .register_with_registry();
     let agents = AgentExecutor::new(host.registry.clone(), &tasks_dir, AgentConfig::default())
         .register_with_registry();
+    let workflows = WorkflowExecutor::new(agents.clone(), &tasks_dir, WorkflowConfig::default())
+        .register_with_registry();
     let (team, dreams) = crate::team_wiring::executors(host);
     let remotes = crate::remote_wiring::executor(host);
     Ok(Launchers::new()
         .with(shells.clone())
         .with(Monitors(shells))
         .with(agents.clone())
+        .with(workflows)
         .with(team.clone())
         .with(dreams)
         .with(remotes.clone())

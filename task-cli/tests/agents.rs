@@ -7,7 +7,8 @@
 
 mod support;
 
-use support::agent_sandbox::{Sandbox, fake_agent};
+use support::agent_sandbox::Sandbox;
+use support::fake_agent;
 
 use std::path::Path;
 

@@ -16,10 +16,6 @@ fn tasks_bin() -> &'static str {
     env!("CARGO_BIN_EXE_tasks")
 }
 
-fn fake_agent() -> PathBuf {
-    support::fake_agent(tasks_bin())
-}
-
 /// One `tasks` state root: the server's or the client's.
 struct Root {
     dir: tempfile::TempDir,
@@ -125,7 +121,11 @@ impl Server {
         std::fs::write(&script, lines).unwrap();
         let token_file = root.path("token");
         let token = root.ok(&["serve", "--init-token", token_file.to_str().unwrap()]);
-        let agent = format!("{} --script {}", fake_agent().display(), script.display());
+        let agent = format!(
+            "{} --script {}",
+            support::fake_agent().display(),
+            script.display()
+        );
         let mut args = vec!["serve", "--token-file", token_file.to_str().unwrap()];
         args.extend_from_slice(extra);
         let mut child = root

@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{Value, json};
-use support::agent_sandbox::{Sandbox, fake_agent};
+use support::agent_sandbox::Sandbox;
 use support::eventually;
+use support::fake_agent;
 
 impl Sandbox {
     fn teammates(&self) -> Vec<Value> {

@@ -23,6 +23,7 @@
 //! | `{"spawn": "CMD", "pid_file": "PATH"}` | starts `sh -c CMD` in the background, writing its pid to PATH |
 //! | `{"exit": N}` | exits with code N at once (a crash with no result) |
 //! | `{"teammate": true}` | from now on, answers a turn holding a `shutdown_request` by approving it |
+//! | `{"by_prompt": [{"if": "…", "steps": […]}, …]}` | runs the steps of the first rule whose `if` is in the last user turn read (`""` matches any) |
 //!
 //! When the script is done it keeps reading user lines until stdin closes, answering each with
 //! `echo: {message}` (a text and a `success` result). After a `teammate` step, a turn that
@@ -55,6 +56,8 @@ struct Agent {
     stdout: std::io::Stdout,
     message_count: u64,
     teammate: bool,
+    /// The last user turn read.
+    last_user: String,
 }
 
 fn run() -> Result<u8, String> {
@@ -75,6 +78,7 @@ fn run() -> Result<u8, String> {
         stdout: std::io::stdout(),
         message_count: 0,
         teammate: false,
+        last_user: String::new(),
     };
     agent.emit(
         &json!({"type": "system", "subtype": "init", "session_id": agent.session_id,
@@ -155,8 +159,29 @@ impl Agent {
             self.teammate = true;
         } else if let Some(code) = get("exit").and_then(Value::as_u64) {
             return Ok(Some(u8::try_from(code).unwrap_or(1)));
+        } else if let Some(rules) = get("by_prompt").and_then(Value::as_array) {
+            return self.by_prompt(rules);
         } else {
             return Err(format!("unknown step {step}"));
+        }
+        Ok(None)
+    }
+
+    /// Runs the steps of the first rule matching the last user turn.
+    fn by_prompt(&mut self, rules: &[Value]) -> Result<Option<u8>, String> {
+        let rule = rules.iter().find(|rule| {
+            rule["if"]
+                .as_str()
+                .is_some_and(|needle| self.last_user.contains(needle))
+        });
+        let steps = rule
+            .and_then(|rule| rule["steps"].as_array())
+            .cloned()
+            .unwrap_or_default();
+        for step in &steps {
+            if let Some(code) = self.step(step)? {
+                return Ok(Some(code));
+            }
         }
         Ok(None)
     }
@@ -204,11 +229,11 @@ impl Agent {
             };
             if value["type"] == "user" {
                 let content = &value["message"]["content"];
-                return Ok(Some(
-                    content
-                        .as_str()
-                        .map_or_else(|| content.to_string(), str::to_owned),
-                ));
+                let text = content
+                    .as_str()
+                    .map_or_else(|| content.to_string(), str::to_owned);
+                self.last_user.clone_from(&text);
+                return Ok(Some(text));
             }
         }
     }

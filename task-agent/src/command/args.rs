@@ -46,6 +46,9 @@ pub(crate) fn plan(
                 &["--input-format"],
             );
             push_model(&mut args, "--model", model);
+            if let Some(schema) = &spec.json_schema {
+                args.extend(["--json-schema".into(), schema.into()]);
+            }
             let text = match resume {
                 Some((session_id, message)) => {
                     args.extend(["--resume".into(), session_id.into()]);

@@ -18,6 +18,7 @@
 //! `tasks://{id}/output` with `notifications/resources/updated` while they grow.
 
 mod agent;
+mod workflow;
 pub(crate) use agent::configured_runner;
 mod context;
 mod list;

@@ -52,6 +52,7 @@ impl TasksServer {
         {
             tracing::debug!("no Agent tool: {why}");
             tool_router.remove_route("Agent");
+            tool_router.remove_route("Workflow");
         }
         Self {
             context,
@@ -71,6 +72,23 @@ impl TasksServer {
         Parameters(input): Parameters<AgentInput>,
     ) -> Result<CallToolResult, ErrorData> {
         into_response(agent::agent(&self.context, input).await)
+    }
+
+    /// Executes a workflow script that orchestrates multiple subagents deterministically, in the
+    /// background: agent(prompt, opts) spawns a sub-agent (null if it dies; opts.schema gives a
+    /// validated object), parallel(thunks) is a barrier, pipeline(items, ...stages) has none,
+    /// phase(title), log(msg), args, budget, workflow(nameOrRef, args) one level deep. The
+    /// script begins with a pure-literal `export const meta = {name, description, phases?}`.
+    /// Date.now(), Math.random() and argless new Date() throw (resume depends on it); no
+    /// filesystem or process access. At most min(16, cores - 2) agents run at once, 1000 per
+    /// run, 4096 items per parallel/pipeline call. resumeFromRunId answers unchanged agent()
+    /// calls from that run's journal. A task-notification arrives when it completes.
+    #[tool(name = "Workflow")]
+    async fn workflow(
+        &self,
+        Parameters(input): Parameters<super::workflow::WorkflowInput>,
+    ) -> Result<CallToolResult, ErrorData> {
+        into_response(super::workflow::workflow(&self.context, input).await)
     }
 
     /// Sends a message to an agent by name or id: queued for its next turn while it works; an

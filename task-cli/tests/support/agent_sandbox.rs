@@ -6,12 +6,6 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-/// The fake agent CLI, built next to the `tasks` binary (`cargo test --workspace` builds it;
-/// a lone `cargo test -p task-cli` builds it here).
-pub fn fake_agent() -> PathBuf {
-    super::fake_agent(env!("CARGO_BIN_EXE_tasks"))
-}
-
 /// A `TASKS_ROOT` of its own; every process it caused is killed when it is dropped.
 pub struct Sandbox {
     pub root: tempfile::TempDir,

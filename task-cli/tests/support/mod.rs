@@ -73,17 +73,17 @@ pub fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
     }
 }
 
-/// The fake agent CLI, built next to the `tasks` binary at `tasks_bin` (`cargo test --workspace`
-/// builds it; a lone `cargo test -p task-cli` builds it here).
-pub fn fake_agent(tasks_bin: &str) -> std::path::PathBuf {
-    let path = Path::new(tasks_bin).with_file_name("fake-agent");
+/// task-agent's scripted `fake-agent` CLI, built next to the `tasks` binary (`cargo test
+/// --workspace` builds it; a lone `cargo test -p task-cli` builds it here).
+pub fn fake_agent() -> std::path::PathBuf {
+    let path = Path::new(env!("CARGO_BIN_EXE_tasks")).with_file_name("fake-agent");
     if !path.exists() {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let built = std::process::Command::new(cargo)
             .args(["build", "-p", "task-agent", "--bin", "fake-agent"])
             .status()
-            .map(|status| status.success());
-        assert!(matches!(built, Ok(true)), "cannot build fake-agent");
+            .is_ok_and(|status| status.success());
+        assert!(built, "could not build fake-agent");
     }
     path
 }

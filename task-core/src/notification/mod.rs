@@ -43,6 +43,9 @@ pub struct AgentUsage {
     pub tool_uses: u64,
     /// `<duration_ms>`.
     pub duration_ms: u64,
+    /// `<agent_count>`: how many agents a workflow ran (first in `<usage>`; workflows only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_count: Option<u64>,
 }
 
 /// One notification for the model: the envelope's fields, and who it is for.
@@ -181,8 +184,12 @@ fn push_agent_extras(out: &mut String, agent: &AgentExtras) {
         push_element(out, "result", result);
     }
     if let Some(usage) = agent.usage {
+        out.push_str("<usage>");
+        if let Some(count) = usage.agent_count {
+            out.push_str(&format!("<agent_count>{count}</agent_count>"));
+        }
         out.push_str(&format!(
-            "<usage><subagent_tokens>{}</subagent_tokens><tool_uses>{}</tool_uses><duration_ms>{}</duration_ms></usage>\n",
+            "<subagent_tokens>{}</subagent_tokens><tool_uses>{}</tool_uses><duration_ms>{}</duration_ms></usage>\n",
             usage.subagent_tokens, usage.tool_uses, usage.duration_ms
         ));
     }

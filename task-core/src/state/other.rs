@@ -28,6 +28,24 @@ pub struct WorkflowStep {
 pub struct WorkflowState {
     /// The steps, in order.
     pub steps: Vec<WorkflowStep>,
+    /// The run's id (`wf_…`), the key of its journal and run record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The script's `meta.name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_name: Option<String>,
+    /// The phase the script is in (its last `phase()` call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// How many `agent()` calls it has made (journal hits included).
+    #[serde(default)]
+    pub agent_count: u64,
+    /// Tokens its agents used.
+    #[serde(default)]
+    pub total_tokens: u64,
+    /// Tool calls its agents made.
+    #[serde(default)]
+    pub total_tool_calls: u64,
 }
 
 /// A dream's phase.

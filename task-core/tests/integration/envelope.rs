@@ -96,6 +96,7 @@ fn agent_completion_matches_reference() {
                 subagent_tokens: 1203,
                 tool_uses: 2,
                 duration_ms: 185,
+                agent_count: None,
             }),
             worktree: None,
         }),

@@ -138,7 +138,7 @@ proptest! {
             agent: Some(AgentExtras {
                 note: Some(note.clone()),
                 result: Some(result.clone()),
-                usage: Some(AgentUsage { subagent_tokens: 1, tool_uses: 2, duration_ms: 3 }),
+                usage: Some(AgentUsage { subagent_tokens: 1, tool_uses: 2, duration_ms: 3, agent_count: None }),
                 worktree: Some(Worktree { worktree_path: path.clone(), worktree_branch: branch.clone() }),
             }),
             trailer: Some(trailer.clone()),

@@ -1,0 +1,148 @@
+//! The files of a run: its directory (journal, agents' transcripts), its record, its script.
+//! Every path is built from a validated run id; every write refuses symlinks.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::engine::MAX_SCRIPT_BYTES;
+use super::error::WorkflowError;
+
+/// The paths of one run under `{output_dir}/workflows/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunPaths {
+    /// `workflows/{runId}/`: the journal and the agents' transcripts.
+    pub dir: PathBuf,
+    /// `workflows/{runId}/journal.jsonl`.
+    pub journal: PathBuf,
+    /// `workflows/{runId}.json`: the run record.
+    pub record: PathBuf,
+    /// `workflows/scripts/`: where scripts are kept.
+    pub scripts: PathBuf,
+}
+
+impl RunPaths {
+    /// The paths of `run_id` (checked) under `output_dir`.
+    ///
+    /// # Errors
+    /// [`WorkflowError::InvalidRunId`].
+    pub fn new(output_dir: &Path, run_id: &str) -> Result<RunPaths, WorkflowError> {
+        check_run_id(run_id)?;
+        let root = output_dir.join("workflows");
+        Ok(RunPaths {
+            dir: root.join(run_id),
+            journal: root.join(run_id).join("journal.jsonl"),
+            record: root.join(format!("{run_id}.json")),
+            scripts: root.join("scripts"),
+        })
+    }
+}
+
+/// A run id is `wf_` then at least 6 of `[a-z0-9-]` (the tool's pattern), at most 64.
+///
+/// # Errors
+/// [`WorkflowError::InvalidRunId`].
+pub fn check_run_id(run_id: &str) -> Result<(), WorkflowError> {
+    let tail = run_id.strip_prefix("wf_").unwrap_or("");
+    let valid = (6..=64).contains(&tail.len())
+        && tail
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if valid {
+        Ok(())
+    } else {
+        Err(WorkflowError::InvalidRunId(run_id.to_owned()))
+    }
+}
+
+/// Writes `bytes` to `path`, replacing its content; a symlink at `path` is refused.
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), WorkflowError> {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+        .map_err(|e| WorkflowError::file(path, e))?;
+    file.write_all(bytes)
+        .map_err(|e| WorkflowError::file(path, e))
+}
+
+/// Reads a script (regular file, no symlink, at most 512 KiB).
+pub(crate) fn read_script(path: &Path) -> Result<String, WorkflowError> {
+    let bytes = task_output::open::read_untrusted(path, MAX_SCRIPT_BYTES + 1)?;
+    if bytes.len() as u64 > MAX_SCRIPT_BYTES {
+        return Err(WorkflowError::file(
+            path,
+            "the script is larger than 512 KiB",
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| WorkflowError::file(path, "the script is not UTF-8"))
+}
+
+/// Reads a JSON file of a run.
+pub(crate) fn read_json(path: &Path) -> Result<Value, WorkflowError> {
+    let bytes = task_output::open::read_untrusted(path, 64 << 20)?;
+    serde_json::from_slice(&bytes).map_err(|e| WorkflowError::file(path, e))
+}
+
+/// The script `workflow(reference)` names: `{scriptPath}` (relative to `cwd`) or a name
+/// looked up as `{name}.js` in `dirs`.
+pub(crate) fn resolve_reference(
+    reference: &Value,
+    cwd: &Path,
+    dirs: &[PathBuf],
+) -> Result<PathBuf, WorkflowError> {
+    if let Some(path) = reference.get("scriptPath").and_then(Value::as_str) {
+        return Ok(cwd.join(path));
+    }
+    let name = reference.as_str().unwrap_or_default();
+    let valid = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !valid {
+        return Err(WorkflowError::UnknownWorkflow(reference.to_string()));
+    }
+    dirs.iter()
+        .map(|dir| dir.join(format!("{name}.js")))
+        .find(|path| path.is_file())
+        .ok_or_else(|| WorkflowError::UnknownWorkflow(name.to_owned()))
+}
+
+/// A name safe in a file name: `[A-Za-z0-9_-]`, others as `-`, at most 64.
+pub(crate) fn file_stem(name: &str) -> String {
+    name.chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_are_checked_before_any_path() {
+        assert!(check_run_id("wf_c35ccbad-117").is_ok());
+        for bad in [
+            "wf_../../x",
+            "wf_abc",
+            "WF_abcdefg",
+            "wf_abcdef/g",
+            "abcdefgh",
+            "wf_ABCDEFG",
+        ] {
+            assert!(RunPaths::new(Path::new("/tmp"), bad).is_err(), "{bad}");
+        }
+    }
+}

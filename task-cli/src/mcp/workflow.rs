@@ -1,0 +1,81 @@
+//! `Workflow`: JavaScript workflow scripts run by the session's supervisor, their agents
+//! through the configured agent CLI (offered only when one is configured, like `Agent`).
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use task_agent::workflow::{WorkflowExecutor, WorkflowStart, load_record, workflow_launch_text};
+
+use crate::session::Session;
+
+use super::agent::configured_runner;
+use super::context::{Context, Failure, Reply, blocking};
+
+/// `Workflow` input (the reference's schema).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WorkflowInput {
+    /// Self-contained workflow script. Must begin with `export const meta = { name, description, phases }` (pure literal, no computed values) followed by the script body using agent()/parallel()/pipeline()/phase().
+    #[schemars(length(max = 524288))]
+    pub script: Option<String>,
+    /// Name of a predefined workflow. Resolves to a self-contained script.
+    pub name: Option<String>,
+    /// Ignored — set the workflow description in the script's `meta` block.
+    #[allow(dead_code)] // Accepted and ignored, as the reference does.
+    pub description: Option<String>,
+    /// Ignored — set the workflow title in the script's `meta` block.
+    #[allow(dead_code)] // Accepted and ignored, as the reference does.
+    pub title: Option<String>,
+    /// Optional input value exposed to the script as the global `args`, verbatim. Pass arrays/objects as actual JSON values, NOT as a JSON-encoded string.
+    pub args: Option<Value>,
+    /// Path to a workflow script file on disk. Every Workflow invocation persists its script and returns the path in the tool result. Takes precedence over `script` and `name`.
+    pub script_path: Option<String>,
+    /// Run ID of a prior Workflow invocation to resume from. Completed agent() calls with unchanged (prompt, opts) return their cached results instantly; only edited or new calls re-run. Stop the prior run first (TaskStop) before resuming.
+    #[schemars(regex(pattern = r"^wf_[a-z0-9-]{6,}$"))]
+    pub resume_from_run_id: Option<String>,
+}
+
+pub(crate) async fn workflow(
+    context: &Arc<Context>,
+    input: WorkflowInput,
+) -> Result<Reply, Failure> {
+    let (command, runner) = configured_runner(context.session.config()).map_err(Failure::Tool)?;
+    let start = WorkflowStart {
+        command,
+        runner,
+        script: input.script,
+        script_path: input.script_path.map(Into::into),
+        name: input.name,
+        args: input.args,
+        resume_from_run_id: input.resume_from_run_id,
+    };
+    let caller = Session::caller()?;
+    let session = context.session.clone();
+    let id = blocking(move || session.start::<WorkflowExecutor>(start, caller)).await?;
+    let run_id = WorkflowExecutor::run_id_of(&id);
+    let tasks_dir = context.session.paths().tasks_dir();
+    let record = load_record(&tasks_dir, &run_id).map_err(|e| Failure::Tool(e.to_string()))?;
+    let text = |key: &str| {
+        record
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let script_path = text("scriptPath");
+    let run_dir = tasks_dir.join("workflows").join(&run_id);
+    let launch = workflow_launch_text(
+        id.as_str(),
+        &text("summary"),
+        &run_dir,
+        script_path.as_ref(),
+        &run_id,
+    );
+    let shape = serde_json::json!({
+        "taskId": id.as_str(), "runId": run_id, "status": "async_launched",
+        "scriptPath": script_path, "outputFile": context.session.paths().output(&id),
+    });
+    Reply::new(launch, &shape)
+}

@@ -1,0 +1,329 @@
+//! Workflows through the `tasks` binary: `tasks workflow run|resume|show` with the reference's
+//! own script, its agents run by task-agent's scripted `fake-agent` configured as the
+//! session's agent CLI (`TASKS_AGENT_COMMAND`); a kill leaves no process of the run.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+/// The reference's workflow script (task-agent keeps the fixtures).
+const SCRIPT: &str = include_str!("../../task-agent/tests/fixtures/workflow/script.js");
+
+/// A session root whose agent CLI is a fake agent answering by prompt.
+struct Session {
+    root: tempfile::TempDir,
+    agent_command: String,
+}
+
+impl Session {
+    /// `rules`: (text in the prompt, steps).
+    fn new(rules: &[(&str, Value)]) -> Session {
+        let root = tempfile::tempdir().unwrap();
+        let rules: Vec<Value> = rules
+            .iter()
+            .map(|(needle, steps)| json!({"if": needle, "steps": steps}))
+            .collect();
+        let script = root.path().join("agent.jsonl");
+        std::fs::write(
+            &script,
+            format!(
+                "{}\n{}\n",
+                json!({"read_user": true}),
+                json!({"by_prompt": rules})
+            ),
+        )
+        .unwrap();
+        let agent_command = format!(
+            "{} --script {}",
+            support::fake_agent().display(),
+            script.display()
+        );
+        Session {
+            root,
+            agent_command,
+        }
+    }
+
+    fn file(&self, name: &str, text: &str) -> String {
+        let path = self.root.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    }
+
+    fn tasks(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_tasks"))
+            .args(args)
+            .env("TASKS_ROOT", self.root.path())
+            .env("TASKS_AGENT_COMMAND", &self.agent_command)
+            .env("TASKS_IDLE_EXIT_MS", "2000")
+            .env("TASKS_POLL_MS", "10")
+            .env("TASKS_SWEEP_MS", "50")
+            .env_remove("TASKS_SESSION")
+            .env_remove("TASKS_AGENT_ID")
+            .env_remove("TASKS_AGENT_RUNNER")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.tasks(args);
+        assert!(
+            out.status.success(),
+            "tasks {args:?}: {:?}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Waits until `ps` lists `count` agent tasks (records are mirrored to disk by the
+    /// supervisor as events arrive); fails on more.
+    fn wait_agents(&self, count: usize) {
+        let listed = support::eventually("the agents' records", || {
+            let agents = self
+                .listed()
+                .iter()
+                .filter(|t| t["type"] == "local_agent")
+                .count();
+            (agents >= count).then_some(agents)
+        });
+        assert_eq!(listed, count);
+    }
+
+    fn listed(&self) -> Vec<Value> {
+        serde_json::from_str::<Value>(&self.ok(&["ps", "--all", "--json"]))
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        support::kill_processes_of(self.root.path());
+    }
+}
+
+fn answer(text: &str) -> Value {
+    json!([{"text": text, "usage": {"input_tokens": 1200, "output_tokens": 1}}, {"result": text}])
+}
+
+fn fixture_answers() -> Vec<(&'static str, Value)> {
+    vec![
+        ("scan part A", answer("A=3")),
+        ("scan part B", answer("B=4")),
+        ("sum A=3,B=4", answer("7")),
+        ("total A=3,B=4", answer("seven")),
+    ]
+}
+
+#[test]
+fn run_show_and_resume_the_reference_script() {
+    let session = Session::new(&fixture_answers());
+    let script = session.file("count.js", SCRIPT);
+    let out = session.ok(&["workflow", "run", &script, "--wait"]);
+    let mut lines = out.lines();
+    let id = lines.next().unwrap().to_owned();
+    let run_id = lines.next().unwrap().to_owned();
+    assert!(id.starts_with('w') && id.len() == 9, "{out}");
+    assert_eq!(run_id, format!("wf_{}", &id[1..]));
+    assert!(
+        out.contains(
+            "<summary>Dynamic workflow \"Count things in two places\" completed</summary>"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"<result>{"parts":["A=3","B=4"],"total":"7"}</result>"#),
+        "{out}"
+    );
+    assert!(
+        out.contains("<usage><agent_count>3</agent_count><subagent_tokens>3603</subagent_tokens>"),
+        "{out}"
+    );
+
+    // The workflow and its three agents are tasks of the session.
+    let listed = session.listed();
+    assert!(
+        listed
+            .iter()
+            .any(|t| t["id"] == id.as_str() && t["type"] == "local_workflow"),
+        "{listed:?}"
+    );
+    // Records are mirrored to disk by the supervisor as events arrive: wait for them.
+    session.wait_agents(3);
+
+    let tree = session.ok(&["workflow", "show", &run_id]);
+    assert!(
+        tree.starts_with(&format!(
+            "{run_id} count-things [completed] 3 agents, 3603 tokens"
+        )),
+        "{tree}"
+    );
+    assert!(tree.contains("├─ Scan\n│  ├─ #1 scan:a [done]"), "{tree}");
+    assert!(
+        tree.contains("└─ Sum\n   └─ #3 sum [done]") && tree.contains("→ 7\n"),
+        "{tree}"
+    );
+
+    // Resume with nothing changed: every call from the journal, no new agent.
+    let out = session.ok(&["workflow", "resume", &run_id, "--wait"]);
+    let resumed = out.lines().nth(1).unwrap().to_owned();
+    assert!(
+        out.contains(r#"<result>{"parts":["A=3","B=4"],"total":"7"}</result>"#),
+        "{out}"
+    );
+    session.wait_agents(3);
+    assert!(
+        session
+            .ok(&["workflow", "show", &resumed])
+            .contains("[completed] 3 agents, 0 tokens")
+    );
+
+    // Resume an edited script: only the edited call runs.
+    let edited = session.file(
+        "edited.js",
+        &SCRIPT.replace("'SUBAGENT-MARK sum '", "'SUBAGENT-MARK total '"),
+    );
+    let out = session.ok(&[
+        "workflow", "resume", &resumed, "--script", &edited, "--wait",
+    ]);
+    assert!(out.contains(r#""total":"seven""#), "{out}");
+    session.wait_agents(4);
+
+    // Bad run ids are refused before any path is built.
+    for bad in ["wf_../../x", "nope"] {
+        assert!(!session.tasks(&["workflow", "show", bad]).status.success());
+        assert!(!session.tasks(&["workflow", "resume", bad]).status.success());
+    }
+}
+
+#[test]
+fn kill_stops_the_script_and_leaves_no_process() {
+    let session = Session::new(&[(
+        "",
+        json!([{"spawn": "sleep 300"}, {"wait_file": "/nonexistent/never"}]),
+    )]);
+    let script = session.file(
+        "slow.js",
+        "export const meta = { name: 'slow', description: 'A slow one' }\n\
+        return await parallel([() => agent('one'), () => agent('two')])",
+    );
+    let out = session.ok(&["workflow", "run", &script]);
+    let id = out.lines().next().unwrap().to_owned();
+    support::eventually("an agent of the run is running", || {
+        session
+            .listed()
+            .iter()
+            .any(|t| t["type"] == "local_agent" && t["status"] == "running")
+            .then_some(())
+    });
+    session.ok(&["kill", &id]);
+    let listed = session.listed();
+    let workflow = listed.iter().find(|t| t["id"] == id.as_str()).unwrap();
+    assert_eq!(workflow["status"], "killed");
+    support::eventually("every agent killed", || {
+        session
+            .listed()
+            .iter()
+            .filter(|t| t["type"] == "local_agent")
+            .all(|t| t["status"] == "killed")
+            .then_some(())
+    });
+    // Nothing of the run is left (agents and the `sleep`s they spawned): only the supervisor
+    // itself carries the session's root.
+    support::eventually("no agent or child process left", || {
+        let left: Vec<i32> = support::processes_of(session.root.path())
+            .into_iter()
+            .filter(|pid| !is_supervisor(*pid))
+            .collect();
+        left.is_empty().then_some(())
+    });
+}
+
+/// Whether `pid` is the session's `tasks __supervise` process.
+fn is_supervisor(pid: i32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == b"__supervise"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_workflow_tool_launches_and_notifies() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+
+    let session = Session::new(&fixture_answers());
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tasks"));
+    command
+        .arg("mcp")
+        .env("TASKS_ROOT", session.root.path())
+        .env("TASKS_IDLE_EXIT_MS", "2000")
+        .env("TASKS_POLL_MS", "10")
+        .env_remove("TASKS_SESSION")
+        .env_remove("TASKS_AGENT_ID")
+        .env_remove("TASKS_AGENT_RUNNER")
+        .env("TASKS_AGENT_COMMAND", &session.agent_command);
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let call = async |tool: &'static str, arguments: Value| {
+        let params =
+            CallToolRequestParams::new(tool).with_arguments(arguments.as_object().unwrap().clone());
+        client.call_tool(params).await.unwrap()
+    };
+
+    let tools = client.list_all_tools().await.unwrap();
+    let workflow = tools.iter().find(|t| t.name == "Workflow").unwrap();
+    let schema = Value::Object((*workflow.input_schema).clone());
+    for field in [
+        "script",
+        "name",
+        "description",
+        "title",
+        "args",
+        "scriptPath",
+        "resumeFromRunId",
+    ] {
+        assert!(
+            schema["properties"].get(field).is_some(),
+            "{field}: {schema}"
+        );
+    }
+    assert_eq!(
+        schema["properties"]["resumeFromRunId"]["pattern"],
+        "^wf_[a-z0-9-]{6,}$"
+    );
+
+    let launched = call("Workflow", json!({"script": SCRIPT})).await;
+    let text = launched.content[0].as_text().unwrap().text.clone();
+    assert!(
+        text.starts_with("Workflow launched in background. Task ID: w"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nSummary: Count things in two places\n"),
+        "{text}"
+    );
+    let id = text["Workflow launched in background. Task ID: ".len()..][..9].to_owned();
+    assert!(
+        text.contains(&format!("\nRun ID: wf_{}\n", &id[1..])),
+        "{text}"
+    );
+    let output = call(
+        "TaskOutput",
+        json!({"task_id": id, "block": true, "timeout": 30000}),
+    )
+    .await;
+    let view = &output.structured_content.as_ref().unwrap()["task"];
+    assert_eq!(view["status"], "completed", "{output:?}");
+    let summary: Value = serde_json::from_str(view["output"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        summary["result"],
+        json!({"parts": ["A=3", "B=4"], "total": "7"})
+    );
+    client.cancel().await.unwrap();
+}
