@@ -10,7 +10,7 @@ use task_remote::{RemoteExecutor, RemoteStart};
 use crate::error::{CliError, Result};
 use crate::session::Session;
 
-/// `tasks remote`.
+/// Start a remote agent: a session on a sessions server (`tasks serve` on another machine).
 #[derive(Debug, Args)]
 pub struct RemoteArgs {
     /// The server's base URL (`http://127.0.0.1:7070`, `https://build-box:7070`).

@@ -18,7 +18,7 @@ use crate::session::Session;
 pub const DEFAULT_DREAM_PROMPT: &str =
     "Review the recent sessions and consolidate what is worth remembering into the memory files.";
 
-/// `tasks team`.
+/// Teammates NAME@TEAM with mailboxes: spawn, list, shut down (message them with `send`).
 #[derive(Debug, Args)]
 pub struct TeamArgs {
     /// What to do.
@@ -38,7 +38,7 @@ pub enum TeamCommand {
     Shutdown(TeamShutdownArgs),
 }
 
-/// `tasks team spawn`.
+/// Spawn a teammate NAME@TEAM: one long-lived agent CLI fed through its stream-json input.
 #[derive(Debug, Args)]
 pub struct TeamSpawnArgs {
     /// The teammate, `NAME@TEAM`.
@@ -61,7 +61,7 @@ pub struct TeamSpawnArgs {
     pub command: Vec<String>,
 }
 
-/// `tasks team shutdown`.
+/// Ask a teammate to shut down (a `shutdown_request`; it ends once it approves).
 #[derive(Debug, Args)]
 pub struct TeamShutdownArgs {
     /// The teammate: NAME, NAME@TEAM or its task id.
@@ -71,7 +71,7 @@ pub struct TeamShutdownArgs {
     pub reason: Option<String>,
 }
 
-/// `tasks dream`.
+/// Start a dream: a memory-consolidation agent under the consolidation lock.
 #[derive(Debug, Args)]
 pub struct DreamArgs {
     /// The consolidation prompt.

@@ -16,7 +16,7 @@ use crate::paths::SessionPaths;
 use crate::render;
 use crate::session::Session;
 
-/// `tasks workflow`.
+/// Run, resume or show JavaScript workflow scripts whose agent() calls are background agents.
 #[derive(Debug, Args)]
 pub struct WorkflowArgs {
     /// What to do.
@@ -49,7 +49,7 @@ pub struct AgentCli {
     pub command: Vec<String>,
 }
 
-/// `tasks workflow run`.
+/// Start a workflow script; prints its task id and run id.
 #[derive(Debug, Args)]
 pub struct RunWorkflowArgs {
     /// The script (`export const meta = {…}` then the body).
@@ -62,7 +62,7 @@ pub struct RunWorkflowArgs {
     pub agents: AgentCli,
 }
 
-/// `tasks workflow resume`.
+/// Run a script again, answering unchanged agent() calls from an earlier run's journal.
 #[derive(Debug, Args)]
 pub struct ResumeWorkflowArgs {
     /// The run to resume (`wf_…`).
@@ -78,7 +78,7 @@ pub struct ResumeWorkflowArgs {
     pub agents: AgentCli,
 }
 
-/// `tasks workflow show`.
+/// Show a run's phases and agents as a tree.
 #[derive(Debug, Args)]
 pub struct ShowWorkflowArgs {
     /// The run (`wf_…`).

@@ -28,7 +28,7 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7070";
 /// The default request body limit (bytes).
 pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
 
-/// `tasks serve`.
+/// Serve this machine's agents over the sessions API (for `tasks remote` elsewhere).
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// The address to listen on (port 0: any free port; the address is printed).
