@@ -133,7 +133,7 @@ fn every_list_command_prints_the_same_on_postgres_as_on_files() {
     );
     assert_eq!(
         stdout(&listed),
-        "Task #4: After delete\nStatus: completed\nDescription: \n"
+        "Task #4: After delete\nStatus: completed\nDescription: \nOwner: (none)\n"
     );
 }
 
@@ -295,6 +295,6 @@ fn mcp_task_tools_use_the_store_from_the_environment() {
     );
     assert_eq!(
         stdout(&got),
-        "Task #2: Second\nStatus: pending\nDescription: d\nBlocked by: #1\n"
+        "Task #2: Second\nStatus: pending\nDescription: d\nBlocked by: #1\nOwner: (none)\n"
     );
 }
