@@ -54,8 +54,9 @@ pub enum Command {
     Agent(AgentArgs),
     /// Run, resume or show JavaScript workflow scripts whose agent() calls are background agents.
     Workflow(crate::workflow_cmd::WorkflowArgs),
-    /// Send a message to an agent or teammate (by id or name): queued while an agent works, or
-    /// it resumes; a teammate gets it as soon as it is idle.
+    /// Send a message to an agent or teammate (by id or name).
+    ///
+    /// Queued while an agent works, or it resumes; a teammate gets it as soon as it is idle.
     Send(SendArgs),
     /// Teammates NAME@TEAM with mailboxes: spawn, list, shut down (message them with `send`).
     Team(crate::team_cmd::TeamArgs),
@@ -160,7 +161,9 @@ fn parse_runner(text: &str) -> Result<task_agent::RunnerFormat, String> {
         .map_err(|_| format!("{text:?}: expected claude, codex, gemini or auto"))
 }
 
-/// Send a message to an agent (by id or name): queued while it works, or it resumes.
+/// Send a message to an agent or teammate (by id or name).
+///
+/// Queued while an agent works, or it resumes; a teammate gets it as soon as it is idle.
 #[derive(Debug, Args)]
 pub struct SendArgs {
     /// The agent's task id or name.

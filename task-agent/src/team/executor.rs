@@ -235,25 +235,39 @@ impl TeamExecutor {
     }
 
     /// The live teammate `target` names: `name@team`, or a bare `name` when exactly one live
-    /// teammate has it, or its task id.
+    /// teammate has it, or its task id. A teammate is live from its registration on (its
+    /// agent CLI may still be starting: messages wait in its mailbox), until it ends.
     pub fn resolve(&self, target: &str) -> Option<TaskId> {
         if let Ok(id) = TaskId::parse(target) {
-            return self.inner.members.contains_key(&id).then_some(id);
+            return self.full_name_of(id).map(|_| id);
         }
         if target.contains('@') {
             return self.inner.names.get(target).map(|e| *e.value());
         }
-        let suffix_free: Vec<TaskId> = self
+        let named: Vec<TaskId> = self
             .inner
-            .members
+            .names
             .iter()
-            .filter(|m| m.identity.agent_name == target)
-            .map(|m| *m.key())
+            .filter(|e| {
+                e.key()
+                    .split_once('@')
+                    .is_some_and(|(name, _)| name == target)
+            })
+            .map(|e| *e.value())
             .collect();
-        match suffix_free.as_slice() {
+        match named.as_slice() {
             [only] => Some(*only),
             _ => None,
         }
+    }
+
+    /// The `name@team` of the live teammate `id`.
+    fn full_name_of(&self, id: TaskId) -> Option<String> {
+        self.inner
+            .names
+            .iter()
+            .find(|e| *e.value() == id)
+            .map(|e| e.key().clone())
     }
 
     /// Posts `message` to the live teammate `target` (see [`resolve`](Self::resolve)) and
@@ -263,17 +277,15 @@ impl TeamExecutor {
     /// [`AgentError::NoSuchAgent`] (the reference's text) when no live teammate has that name;
     /// mailbox errors.
     pub fn send(&self, target: &str, message: &TeamMessage) -> Result<TaskId, AgentError> {
-        let id = self
-            .resolve(target)
-            .ok_or_else(|| AgentError::NoSuchAgent(target.to_owned()))?;
-        let member = self.member(id)?;
-        post(
-            &self.inner.teams_root,
-            &member.identity.team_name,
-            &member.identity.agent_name,
-            message,
-        )?;
-        member.wake.notify_one();
+        let no_such = || AgentError::NoSuchAgent(target.to_owned());
+        let id = self.resolve(target).ok_or_else(no_such)?;
+        let full = self.full_name_of(id).ok_or_else(no_such)?;
+        let (name, team) = full.split_once('@').ok_or_else(no_such)?;
+        post(&self.inner.teams_root, team, name, message)?;
+        // Not started yet: it reads its mailbox at its first idle moment.
+        if let Some(member) = self.inner.members.get(&id) {
+            member.wake.notify_one();
+        }
         Ok(id)
     }
 
