@@ -24,21 +24,30 @@ const PRIOR_MS: u64 = 1_600_000_000_000;
 
 /// Not a test: a process that tries the lock once "go" exists, reports `won` or `busy`, and
 /// if it won holds the lock until "release" exists (then succeeds).
+/// Waits for the test's signal file; a child whose test died gives up after a minute.
+fn await_file(path: &std::path::Path) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !path.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 #[test]
 #[ignore = "run as a child process by the dream tests"]
 fn lock_holder_process() {
     let lock = ConsolidationLock::new(std::env::var(LOCK_ENV).unwrap());
     let signals = PathBuf::from(std::env::var(SIGNAL_ENV).unwrap());
-    while !signals.join("go").exists() {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    await_file(&signals.join("go"));
     let me = std::process::id();
     match lock.acquire() {
         Ok(held) => {
             std::fs::write(signals.join(format!("won-{me}")), b"").unwrap();
-            while !signals.join("release").exists() {
-                std::thread::sleep(Duration::from_millis(2));
-            }
+            await_file(&signals.join("release"));
             held.succeed();
         }
         Err(LockError::Busy { .. }) => {

@@ -197,64 +197,16 @@ fn mtime_ms(path: &Path) -> u64 {
     modified.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
 }
 
-#[test]
-fn a_dream_holds_the_lock_refuses_a_second_and_a_kill_rolls_it_back() {
-    let sandbox = Sandbox::new();
-    let lock = sandbox.path("memory/.consolidate-lock");
-    std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
-    let file = std::fs::File::create(&lock).unwrap();
-    let prior = UNIX_EPOCH + Duration::from_secs(1_600_000_000);
-    file.set_modified(prior).unwrap();
-    let script = sandbox.script(
-        "dream.jsonl",
-        &[
-            json!({"read_user": true}),
-            json!({"touch": sandbox.path("dreaming").display().to_string()}),
-            json!({"wait_file": sandbox.path("never").display().to_string()}),
-        ],
-    );
-    let fake = fake_agent();
-    let lock_arg = lock.display().to_string();
-    let dream = |sandbox: &Sandbox| {
-        sandbox.tasks(&[
-            "dream",
-            "--lock",
-            &lock_arg,
-            "--",
-            fake.to_str().unwrap(),
-            "--script",
-            &script,
-        ])
-    };
-    let first = dream(&sandbox);
-    assert!(first.status.success(), "{first:?}");
-    let id = String::from_utf8(first.stdout).unwrap().trim().to_owned();
-    assert!(id.starts_with('d'), "{id}");
-    eventually("the dream running", || {
-        sandbox.path("dreaming").exists().then_some(())
-    });
-    assert!(mtime_ms(&lock) > 1_600_000_000_000);
-    let second = dream(&sandbox);
-    assert!(!second.status.success());
-    assert!(
-        String::from_utf8_lossy(&second.stderr)
-            .contains("another dream holds the consolidation lock"),
-        "{second:?}"
-    );
-    sandbox.ok(&["kill", &id]);
-    assert_eq!(sandbox.status(&id), "killed");
-    assert_eq!(mtime_ms(&lock), 1_600_000_000_000);
-    let notes = sandbox.ok(&["notifications"]);
-    assert!(!notes.contains(&id), "{notes}");
-}
+/// The last real consolidation the dream tests start from (ms since the epoch).
+const PRIOR_MS: u64 = 1_600_000_000_000;
 
-#[test]
-fn a_dream_whose_supervisor_is_sigkilled_is_rolled_back_by_the_next_dream() {
-    let sandbox = Sandbox::new();
+/// A consolidation lock last touched at [`PRIOR_MS`], and the arguments of a `tasks dream` on
+/// it whose agent touches `dreaming` and then works until killed.
+fn dream_fixture(sandbox: &Sandbox) -> (PathBuf, Vec<String>) {
     let lock = sandbox.path("memory/.consolidate-lock");
     std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
     let file = std::fs::File::create(&lock).unwrap();
-    file.set_modified(UNIX_EPOCH + Duration::from_secs(1_600_000_000))
+    file.set_modified(UNIX_EPOCH + Duration::from_millis(PRIOR_MS))
         .unwrap();
     let script = sandbox.script(
         "dream.jsonl",
@@ -264,22 +216,58 @@ fn a_dream_whose_supervisor_is_sigkilled_is_rolled_back_by_the_next_dream() {
             json!({"wait_file": sandbox.path("never").display().to_string()}),
         ],
     );
-    let fake = fake_agent();
-    let lock_arg = lock.display().to_string();
     let args = [
         "dream",
         "--lock",
-        &lock_arg,
+        &lock.display().to_string(),
         "--",
-        fake.to_str().unwrap(),
+        &fake_agent().display().to_string(),
         "--script",
         &script,
-    ];
+    ]
+    .map(String::from)
+    .to_vec();
+    (lock, args)
+}
+
+#[test]
+fn a_dream_holds_the_lock_refuses_a_second_and_a_kill_rolls_it_back() {
+    let sandbox = Sandbox::new();
+    let (lock, args) = dream_fixture(&sandbox);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let dream = |sandbox: &Sandbox| sandbox.tasks(&args);
+    let first = dream(&sandbox);
+    assert!(first.status.success(), "{first:?}");
+    let id = String::from_utf8(first.stdout).unwrap().trim().to_owned();
+    assert!(id.starts_with('d'), "{id}");
+    eventually("the dream running", || {
+        sandbox.path("dreaming").exists().then_some(())
+    });
+    assert!(mtime_ms(&lock) > PRIOR_MS);
+    let second = dream(&sandbox);
+    assert!(!second.status.success());
+    assert!(
+        String::from_utf8_lossy(&second.stderr)
+            .contains("another dream holds the consolidation lock"),
+        "{second:?}"
+    );
+    sandbox.ok(&["kill", &id]);
+    assert_eq!(sandbox.status(&id), "killed");
+    assert_eq!(mtime_ms(&lock), PRIOR_MS);
+    let notes = sandbox.ok(&["notifications"]);
+    assert!(!notes.contains(&id), "{notes}");
+}
+
+#[test]
+fn a_dream_whose_supervisor_is_sigkilled_is_rolled_back_by_the_next_dream() {
+    let sandbox = Sandbox::new();
+    let (lock, args) = dream_fixture(&sandbox);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let first = sandbox.ok(&args).trim().to_owned();
     eventually("the dream running", || {
         sandbox.path("dreaming").exists().then_some(())
     });
-    assert!(mtime_ms(&lock) > 1_600_000_000_000);
+    assert!(mtime_ms(&lock) > PRIOR_MS);
     let all: Value = serde_json::from_str(&sandbox.ok(&["ps", "--json"])).unwrap();
     let row = all
         .as_array()
@@ -293,7 +281,7 @@ fn a_dream_whose_supervisor_is_sigkilled_is_rolled_back_by_the_next_dream() {
         (!support::is_alive(supervisor)).then_some(())
     });
     // Mid-dream, and nobody rolled it back yet.
-    assert!(mtime_ms(&lock) > 1_600_000_000_000);
+    assert!(mtime_ms(&lock) > PRIOR_MS);
     std::fs::remove_file(sandbox.path("dreaming")).unwrap();
     let second = sandbox.ok(&args).trim().to_owned();
     let listed = sandbox.ok(&["ps", "--json"]);
@@ -310,5 +298,5 @@ fn a_dream_whose_supervisor_is_sigkilled_is_rolled_back_by_the_next_dream() {
         "{row}"
     );
     sandbox.ok(&["kill", &second]);
-    assert_eq!(mtime_ms(&lock), 1_600_000_000_000);
+    assert_eq!(mtime_ms(&lock), PRIOR_MS);
 }
