@@ -16,6 +16,13 @@ pub struct LockConfig {
     pub min_backoff: Duration,
     /// Backoff ceiling (100 ms).
     pub max_backoff: Duration,
+    /// Whether to take the reference's `F.lock` directories as well as the kernel `flock`
+    /// (on). They exist only so that a running reference harness and this crate exclude each
+    /// other on a list they share; between this crate's own processes the `flock` alone is
+    /// enough. A list no reference harness writes can leave them off, which spares every write
+    /// a `mkdir` and an `rmdir` (each a block allocation and free, slow on a disk mounted with
+    /// `discard`) and the refresher thread.
+    pub reference_locks: bool,
 }
 
 impl Default for LockConfig {
@@ -26,6 +33,7 @@ impl Default for LockConfig {
             retries: 30,
             min_backoff: Duration::from_millis(5),
             max_backoff: Duration::from_millis(100),
+            reference_locks: true,
         }
     }
 }

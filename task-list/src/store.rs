@@ -161,14 +161,15 @@ impl TaskList {
 
     /// Reads one task. A file that does not parse is read again under the reference's lock on
     /// it (the reference writes in place, so it may have been caught half written) before it is
-    /// called corrupt.
+    /// called corrupt, if the reference's locks are on; this crate's own writes never leave a
+    /// file half written.
     pub fn get(&self, id: TaskId) -> Result<Option<Task>> {
         if let Some(pg) = self.pg() {
             return pg.get(id);
         }
         let path = self.task_path(id);
         match read_task(&path) {
-            Err(Error::Corrupt { .. }) => {
+            Err(Error::Corrupt { .. }) if self.config.lock.reference_locks => {
                 let _lock = DirLock::acquire(lock_dir_for(&path), &self.config.lock)?;
                 read_task(&path)
             }

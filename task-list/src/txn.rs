@@ -70,7 +70,7 @@ impl<'a> Txn<'a> {
     fn lock_file(&mut self, id: TaskId) -> Result<()> {
         let path = self.list.task_path(id);
         if !self.file_locks.iter().any(|l| l.protects(&path)) {
-            self.file_locks.push(self.guard.lock_file(&path)?);
+            self.file_locks.extend(self.guard.lock_file(&path)?);
         }
         Ok(())
     }
@@ -110,7 +110,7 @@ impl<'a> Txn<'a> {
                 });
             }
             if change.name != HIGH_WATER_MARK_FILE {
-                locks.push(self.guard.lock_file(&dir.join(&change.name))?);
+                locks.extend(self.guard.lock_file(&dir.join(&change.name))?);
             }
         }
         tracing::warn!(list = %self.list.list_id(), files = changes.len(), "replaying the journal of an interrupted write");
