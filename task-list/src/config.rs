@@ -153,6 +153,11 @@ pub struct StoreConfig {
     /// xfs, btrfs and tmpfs; 1 s on some older filesystems) plus any clock skew between this
     /// machine and a network filesystem's server; `Duration::MAX` turns the cache off.
     pub cache_min_age: Duration,
+    /// Whether the snapshot cache is also kept in the list directory (`.snapshot-cache`, not
+    /// fsynced) for the next process, so that a short-lived command such as `tasks list ready`
+    /// starts warm (on). Entries are checked against their files' stamps like the in-memory
+    /// ones, so a stale or damaged cache file only costs a re-read.
+    pub cache_file: bool,
 }
 
 impl Default for StoreConfig {
@@ -166,6 +171,7 @@ impl Default for StoreConfig {
             verification_nudge: true,
             durable: true,
             cache_min_age: Duration::from_secs(2),
+            cache_file: true,
         }
     }
 }

@@ -42,6 +42,30 @@ pub(crate) fn read_with_metadata(path: &Path) -> Result<Option<(Vec<u8>, Metadat
     Ok(Some((bytes, meta)))
 }
 
+/// [`read_optional`] of a file that may hold at most `max` bytes: a larger one is an error
+/// (`InvalidData`), and is not read.
+pub(crate) fn read_optional_within(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(nofollow())
+        .open(path);
+    let file = match file {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).at("open", path),
+    };
+    let size = file.metadata().at("stat", path)?.len();
+    if size > max {
+        let error = std::io::Error::new(ErrorKind::InvalidData, format!("over {max} bytes"));
+        return Err(error).at("read", path);
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .at("read", path)?;
+    Ok(Some(bytes))
+}
+
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Replaces `dir/name` atomically: a temp file in the same directory (created `O_EXCL`,

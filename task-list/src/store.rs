@@ -179,9 +179,9 @@ impl TaskList {
 
     /// Reads every task. Malformed files are reported in [`Snapshot::problems`], never fatal.
     ///
-    /// Each file is `stat`ed; one unchanged since this handle (or a clone of it) last parsed
-    /// it is taken from the handle's cache instead of being read again (see
-    /// [`StoreConfig::cache_min_age`]). Large lists are handled by several threads (one per
+    /// Each file is `stat`ed; one unchanged since this handle (or a clone of it, or, through
+    /// the list's cache file, another process) last parsed it is taken from the cache instead
+    /// of being read again (see [`StoreConfig::cache_min_age`] and [`StoreConfig::cache_file`]). Large lists are handled by several threads (one per
     /// core, at most 8).
     pub fn snapshot(&self) -> Result<Snapshot> {
         if let Some(pg) = self.pg() {
@@ -210,11 +210,16 @@ impl TaskList {
         const PER_THREAD_MIN: usize = 512;
         let started = SystemTime::now();
         let ids = fsutil::task_ids(&self.dir)?;
-        let cache = self.cache.current();
-        let threads = std::thread::available_parallelism()
-            .map_or(1, usize::from)
-            .clamp(1, 8)
-            .min(ids.len().div_ceil(PER_THREAD_MIN).max(1));
+        let cache_dir = self.config.cache_file.then_some(self.dir.as_path());
+        let cache = self.cache.current_or_load(cache_dir);
+        // Asking for the core count reads cgroup files: not worth it for a small list.
+        let threads = match ids.len() > PER_THREAD_MIN {
+            true => std::thread::available_parallelism()
+                .map_or(1, usize::from)
+                .clamp(1, 8)
+                .min(ids.len().div_ceil(PER_THREAD_MIN)),
+            false => 1,
+        };
         let chunk = ids.len().div_ceil(threads).max(1);
         let parts: Vec<Result<Part>> = std::thread::scope(|scope| {
             let cache = cache.as_slice();
@@ -241,7 +246,7 @@ impl TaskList {
             snapshot.problems.extend(part.problems);
             cached.extend(part.cached);
         }
-        self.cache.replace(cached);
+        self.cache.replace(&cache, cached, cache_dir);
         Ok(snapshot)
     }
 
