@@ -204,7 +204,7 @@ fn load(dir: &Path) -> Vec<CachedTask> {
     }
 }
 
-/// Writes `entries` to `dir`'s cache file (atomically, not durably: it is only a cache). A
+/// Writes `entries` to `dir`'s cache file (renamed into place, not flushed: it is only a cache). A
 /// failure (a read-only list directory, a full disk) is logged and otherwise ignored.
 fn save(dir: &Path, entries: &[CachedTask]) {
     let saved = SavedCache {
@@ -215,7 +215,9 @@ fn save(dir: &Path, entries: &[CachedTask]) {
         .map_err(std::io::Error::from)
         .map_err(|e| e.to_string())
         .and_then(|bytes| {
-            fsutil::write_atomic(dir, CACHE_FILE, &bytes, false).map_err(|e| e.to_string())
+            fsutil::Staged::write(dir, CACHE_FILE, &bytes)
+                .and_then(fsutil::Staged::publish)
+                .map_err(|e| e.to_string())
         });
     if let Err(error) = written {
         tracing::debug!(dir = %dir.display(), %error, "snapshot cache not written");

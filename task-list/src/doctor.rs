@@ -14,7 +14,6 @@ use crate::id::TaskId;
 use crate::lock::lock_age;
 use crate::record::Task;
 use crate::store::{HIGH_WATER_MARK_FILE, Snapshot, TaskList};
-use crate::txn::JOURNAL_FILE;
 
 /// One integrity problem.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -206,7 +205,7 @@ impl TaskList {
                 problems.push(Problem::LeftoverTempFile { name });
                 continue;
             }
-            if name == JOURNAL_FILE {
+            if crate::journal::is_journal(&name) {
                 problems.push(Problem::UnfinishedJournal);
                 continue;
             }

@@ -3,7 +3,7 @@
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{IoContext, Result};
@@ -68,27 +68,70 @@ pub(crate) fn read_optional_within(path: &Path, max: u64) -> Result<Option<Vec<u
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Replaces `dir/name` atomically: a temp file in the same directory (created `O_EXCL`,
-/// `O_NOFOLLOW`), fsync (when `durable`), rename over the target. The directory is *not*
-/// fsynced here: call [`sync_dir`] once after a batch of writes.
-pub(crate) fn write_atomic(dir: &Path, name: &str, contents: &[u8], durable: bool) -> Result<()> {
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let temp = dir.join(format!(".{name}.tmp.{}.{n}", std::process::id()));
-    let target = dir.join(name);
-    let result = write_new(&temp, contents, durable)
-        .and_then(|()| std::fs::rename(&temp, &target).at("rename", &target));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
+/// A file's new contents, written under a temp name in the same directory (created `O_EXCL`,
+/// `O_NOFOLLOW`), waiting to be flushed and renamed over its target. Dropped unpublished, the
+/// temp file is removed.
+#[derive(Debug)]
+pub(crate) struct Staged {
+    file: File,
+    temp: PathBuf,
+    target: PathBuf,
+    published: bool,
 }
 
-/// Whether `name` is one of [`write_atomic`]'s temp files (`.{name}.tmp.{pid}.{n}`).
+impl Staged {
+    /// Writes `contents` to a temp file for `dir/name` (`.{name}.tmp.{pid}.{n}`), not flushed.
+    pub(crate) fn write(dir: &Path, name: &str, contents: &[u8]) -> Result<Self> {
+        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let temp = dir.join(format!(".{name}.tmp.{}.{n}", std::process::id()));
+        let file = match create_new(&temp, contents) {
+            Ok(file) => file,
+            Err(e) => {
+                let _ = std::fs::remove_file(&temp);
+                return Err(e);
+            }
+        };
+        Ok(Self {
+            file,
+            temp,
+            target: dir.join(name),
+            published: false,
+        })
+    }
+
+    /// The temp file, to be flushed before [`Staged::publish`].
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// The temp file's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.temp
+    }
+
+    /// Renames the temp file over the target.
+    pub(crate) fn publish(mut self) -> Result<()> {
+        std::fs::rename(&self.temp, &self.target).at("rename", &self.target)?;
+        self.published = true;
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// Whether `name` is one of [`Staged`]'s temp files (`.{name}.tmp.{pid}.{n}`).
 pub(crate) fn is_temp_file(name: &str) -> bool {
     name.starts_with('.') && name.contains(".tmp.")
 }
 
-fn write_new(path: &Path, contents: &[u8], durable: bool) -> Result<()> {
+/// Creates `path` (`O_EXCL`, `O_NOFOLLOW`) holding `contents`, not flushed.
+pub(crate) fn create_new(path: &Path, contents: &[u8]) -> Result<File> {
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -96,18 +139,43 @@ fn write_new(path: &Path, contents: &[u8], durable: bool) -> Result<()> {
         .open(path)
         .at("create", path)?;
     file.write_all(contents).at("write", path)?;
-    if durable {
-        file.sync_all().at("fsync", path)?;
-    }
-    Ok(())
+    Ok(file)
 }
 
-/// Fsyncs a directory (when `durable`) so renames and unlinks in it are durable.
-pub(crate) fn sync_dir(dir: &Path, durable: bool) -> Result<()> {
-    if !durable {
+/// Opens a directory, to fsync it.
+pub(crate) fn open_dir(dir: &Path) -> Result<File> {
+    File::open(dir).at("open", dir)
+}
+
+/// Fsyncs every file at once, one thread each (the calling thread takes the first). A disk
+/// that is busy serves concurrent flushes together, where one after another each would wait
+/// its turn. The first error is returned once all are done.
+pub(crate) fn sync_all_at_once(files: &[(&File, &Path)]) -> Result<()> {
+    let sync = |(file, path): &(&File, &Path)| file.sync_all().at("fsync", path);
+    at_once(files, sync)
+}
+
+/// Runs `job` on every item at once, one thread each (the calling thread takes the first); the
+/// first error, once all are done.
+pub(crate) fn at_once<T: Sync>(items: &[T], job: impl Fn(&T) -> Result<()> + Sync) -> Result<()> {
+    let Some((first, rest)) = items.split_first() else {
         return Ok(());
-    }
-    File::open(dir).and_then(|d| d.sync_all()).at("fsync", dir)
+    };
+    let job = &job;
+    std::thread::scope(|scope| {
+        let others: Vec<_> = rest
+            .iter()
+            .map(|item| scope.spawn(move || job(item)))
+            .collect();
+        let mut result = job(first);
+        for other in others {
+            let outcome = other.join().unwrap_or_else(|_| {
+                Err(std::io::Error::other("a flush thread panicked")).at("fsync", Path::new("."))
+            });
+            result = result.and(outcome);
+        }
+        result
+    })
 }
 
 /// Appends one line to a file (created if missing, `O_APPEND`, `O_NOFOLLOW`) in a single

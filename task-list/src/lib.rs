@@ -64,6 +64,7 @@ mod fsutil;
 mod graph;
 mod hooks;
 mod id;
+mod journal;
 mod location;
 mod lock;
 mod mailbox;

@@ -2,38 +2,35 @@
 //! for writing, and all writes applied at commit through a journal, so a multi-file change
 //! (an edge, a delete) is all-or-nothing even if the writer is killed half way.
 //!
-//! Commit: if more than one file changes, the new contents are first written to `.journal`
-//! (atomically, fsynced); then each file is replaced atomically (temp file, fsync, rename) or
-//! removed, the audit records are appended (one write, one fdatasync), the directory is
-//! fsynced and the journal removed. The next transaction on the list finds a leftover journal
-//! (its writer died) and replays it before anything else. A crash between the audit append and
-//! the directory fsync can leave, on a filesystem that does not commit metadata in order, an
-//! audit record of a single-file change whose rename was lost; never a torn task file. The reference reads only `{digits}.json`, so it ignores the journal.
+//! Commit, in three rounds of concurrent flushes at most (a busy disk serves concurrent
+//! flushes together, where one after another each waits its turn):
+//! 1. every new file is written under a temp name and, if more than one file changes, the
+//!    journal under its final name (see [`crate::journal`]); the temp files, the journal and the
+//!    directory are fsynced at once. A durable journal is the commit point.
+//! 2. each temp file is renamed over its target, each removed file unlinked;
+//! 3. the audit records are appended (one write, one fdatasync) while the directory is fsynced.
+//!
+//! Then the journal is removed. The next transaction on the list finds a leftover journal (its
+//! writer died) and replays it before anything else, or discards it if it never became whole on
+//! disk (its writer had not answered). A crash during round 3 can leave, on a filesystem that
+//! does not commit metadata in order, an audit record of a single-file change whose rename was
+//! lost; never a torn task file. The reference reads only `{digits}.json`, so it ignores the
+//! journal.
 
 use std::collections::HashMap;
-
-use serde::{Deserialize, Serialize};
-
+use std::fs::File;
+use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use crate::audit::AuditRecord;
 use crate::backend::StoreTxn;
-use crate::error::{Error, Result};
-use crate::fsutil;
+use crate::error::{Error, IoContext, Result};
+use crate::fsutil::{self, Staged};
 use crate::id::TaskId;
+use crate::journal::{self, FileChange, Found};
 use crate::lock::{DirLock, ListGuard};
 use crate::record::Task;
 use crate::store::{HIGH_WATER_MARK_FILE, TaskList, read_task};
-
-/// The journal of a transaction in flight.
-pub(crate) const JOURNAL_FILE: &str = ".journal";
-
-/// One file change: new contents, or removal.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct FileChange {
-    name: String,
-    contents: Option<String>,
-}
 
 /// The list locked for writing.
 #[derive(Debug)]
@@ -85,20 +82,33 @@ impl<'a> Txn<'a> {
         }
     }
 
-    /// Finishes the transaction of a writer that died after writing its journal.
+    /// Finishes the transaction of a writer that died after committing its journal, and
+    /// discards the journal of one that died before.
     fn replay_journal(&self) -> Result<()> {
         let dir = self.list.dir();
-        let path = dir.join(JOURNAL_FILE);
-        let Some(bytes) = fsutil::read_optional(&path)? else {
+        let mut committed = Vec::new();
+        for name in journal::find(dir)? {
+            match journal::read(dir, &name)? {
+                Some(Found::Committed(changes)) => committed.push((name, changes)),
+                Some(Found::Torn(why)) => {
+                    tracing::warn!(list = %self.list.list_id(), journal = name, why, "discarding the journal of a write that never committed");
+                    fsutil::remove_if_exists(&dir.join(&name))?;
+                }
+                None => {}
+            }
+        }
+        let Some((name, changes)) = committed.pop() else {
             return Ok(());
         };
-        // A journal is renamed into place complete, so one that does not parse cannot exist
-        // unless something else wrote it: keep it for inspection and refuse to guess.
-        let changes: Vec<FileChange> =
-            serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
-                path: path.clone(),
-                message: e.to_string(),
-            })?;
+        let path = dir.join(&name);
+        if !committed.is_empty() {
+            // One writer at a time, and each replays before it writes: two committed journals
+            // cannot both be current. Refuse to guess their order.
+            return Err(Error::Corrupt {
+                path,
+                message: format!("{} other committed journals", committed.len()),
+            });
+        }
         let mut locks = Vec::new();
         for change in &changes {
             let valid = change.name == HIGH_WATER_MARK_FILE
@@ -114,7 +124,7 @@ impl<'a> Txn<'a> {
             }
         }
         tracing::warn!(list = %self.list.list_id(), files = changes.len(), "replaying the journal of an interrupted write");
-        apply(self.list, &changes)?;
+        apply(self.list, &changes, None, &[]).map_err(Applied::into_error)?;
         fsutil::remove_if_exists(&path)
     }
 }
@@ -194,48 +204,144 @@ impl StoreTxn for Txn<'_> {
         fsutil::task_ids(self.list.dir())
     }
 
-    /// Applies the staged changes (through the journal when there are several) and appends the
-    /// audit records, then makes both durable with one fsync of the directory, then releases the
-    /// locks. The audit append comes before the directory fsync so that, on filesystems that
-    /// commit metadata in one journal (ext4, xfs), its fdatasync also commits the renames and
-    /// the directory fsync finds nothing left to flush: a create costs two device flushes, not
-    /// three. Every file and the directory are still fsynced before the change counts as done.
+    /// Applies the staged changes, through a journal when there are several, with the audit
+    /// records (see the module's documentation), then releases the locks.
     fn commit(self: Box<Self>) -> Result<()> {
+        if self.changes.is_empty() && self.audit.is_empty() {
+            return Ok(());
+        }
         let dir = self.list.dir();
-        let durable = self.list.config.durable;
-        let journaled = self.changes.len() > 1;
-        if journaled {
-            let journal = serde_json::to_vec(&self.changes).unwrap_or_default();
-            fsutil::write_atomic(dir, JOURNAL_FILE, &journal, durable)?;
-            fsutil::sync_dir(dir, durable)?;
+        let journal = match self.changes.len() > 1 {
+            true => Some(journal::create(dir, &self.changes)?),
+            false => None,
+        };
+        let applied = apply(
+            self.list,
+            &self.changes,
+            journal.as_ref().map(|(file, path)| (file, path.as_path())),
+            &self.audit,
+        );
+        if let Some((_, path)) = &journal {
+            // Not committed: no longer wanted. Committed: applied, or to be replayed by the
+            // next writer if applying failed half way.
+            if matches!(applied, Ok(()) | Err(Applied::NotCommitted(_))) {
+                fsutil::remove_if_exists(path)?;
+            }
         }
-        write_files(self.list, &self.changes)?;
-        self.list.append_audit(&self.audit)?;
-        fsutil::sync_dir(dir, durable)?;
-        if journaled {
-            fsutil::remove_if_exists(&dir.join(JOURNAL_FILE))?;
-        }
-        Ok(())
+        applied.map_err(Applied::into_error)
     }
 }
 
-/// Applies `changes` and makes them durable.
-fn apply(list: &TaskList, changes: &[FileChange]) -> Result<()> {
-    write_files(list, changes)?;
-    fsutil::sync_dir(list.dir(), list.config.durable)
+/// How far a failed [`apply`] got.
+#[derive(Debug)]
+enum Applied {
+    /// Failed before the commit point: nothing changed.
+    NotCommitted(Error),
+    /// Failed after it: the journal (if any) holds the rest.
+    Committed(Error),
 }
 
-/// Replaces or removes each file (each replacement fsynced when durable; the directory not).
-fn write_files(list: &TaskList, changes: &[FileChange]) -> Result<()> {
+impl Applied {
+    fn into_error(self) -> Error {
+        match self {
+            Self::NotCommitted(e) | Self::Committed(e) => e,
+        }
+    }
+}
+
+/// Applies `changes` and `audit` durably (when the list is): the new files staged and flushed
+/// at once with the `journal` and the directory, then renamed into place (removals unlinked),
+/// then the audit appended while the directory is fsynced.
+fn apply(
+    list: &TaskList,
+    changes: &[FileChange],
+    journal: Option<(&File, &Path)>,
+    audit: &[AuditRecord],
+) -> std::result::Result<(), Applied> {
     let dir = list.dir();
     let durable = list.config.durable;
-    for change in changes {
-        match &change.contents {
-            Some(contents) => {
-                fsutil::write_atomic(dir, &change.name, contents.as_bytes(), durable)?
-            }
+    let directory = fsutil::open_dir(dir).map_err(Applied::NotCommitted)?;
+    let staged = stage(dir, changes).map_err(Applied::NotCommitted)?;
+    if durable {
+        let mut flushes: Vec<(&File, &Path)> = staged
+            .iter()
+            .flatten()
+            .map(|s| (s.file(), s.path()))
+            .collect();
+        if let Some(journal) = journal {
+            // The journal's directory entry must be on disk before any rename can be.
+            flushes.extend([journal, (&directory, dir)]);
+        }
+        fsutil::sync_all_at_once(&flushes).map_err(Applied::NotCommitted)?;
+    }
+    publish(dir, changes, staged).map_err(Applied::Committed)?;
+    let append = || list.append_audit(audit);
+    let sync_dir = || match durable {
+        true => directory.sync_all().at("fsync", dir),
+        false => Ok(()),
+    };
+    let rounds: [&(dyn Fn() -> Result<()> + Sync); 2] = [&sync_dir, &append];
+    fsutil::at_once(&rounds, |job| job()).map_err(Applied::Committed)
+}
+
+/// Writes the new contents of `changes` to temp files (`None` for removals).
+fn stage(dir: &Path, changes: &[FileChange]) -> Result<Vec<Option<Staged>>> {
+    changes
+        .iter()
+        .map(|change| {
+            change
+                .contents
+                .as_ref()
+                .map(|contents| Staged::write(dir, &change.name, contents.as_bytes()))
+                .transpose()
+        })
+        .collect()
+}
+
+/// Renames each staged file over its target and removes the removed ones.
+fn publish(dir: &Path, changes: &[FileChange], staged: Vec<Option<Staged>>) -> Result<()> {
+    for (change, staged) in changes.iter().zip(staged) {
+        match staged {
+            Some(staged) => staged.publish()?,
             None => fsutil::remove_if_exists(&dir.join(&change.name))?,
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::StoreConfig;
+    use crate::api::CreateRequest;
+
+    #[test]
+    fn a_committed_journal_is_replayed_by_the_next_writer() {
+        let root = tempfile::tempdir().unwrap();
+        let list = TaskList::open(root.path(), "l", StoreConfig::default()).unwrap();
+        for subject in ["one", "two"] {
+            list.create(&CreateRequest::new(subject, "")).unwrap();
+        }
+        let one = TaskId::new(1).unwrap();
+        let mut renamed = list.get(one).unwrap().unwrap();
+        renamed.subject = "from the journal".into();
+        // A writer that died after its journal was durable and before it renamed anything.
+        let changes = [
+            FileChange {
+                name: "1.json".into(),
+                contents: Some(renamed.to_file_json()),
+            },
+            FileChange {
+                name: "2.json".into(),
+                contents: None,
+            },
+        ];
+        drop(journal::create(list.dir(), &changes).unwrap());
+
+        list.create(&CreateRequest::new("three", "")).unwrap();
+        assert_eq!(list.get(one).unwrap().unwrap().subject, "from the journal");
+        assert!(list.get(TaskId::new(2).unwrap()).unwrap().is_none());
+        assert!(journal::find(list.dir()).unwrap().is_empty());
+    }
 }
