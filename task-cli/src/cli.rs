@@ -79,6 +79,10 @@ pub enum Command {
     /// Wait until every named task has ended; the exit status mirrors the task's.
     Wait(WaitArgs),
     /// Write a line, or this command's stdin, to the stdin of a task run with --stdin pipe.
+    ///
+    /// `tasks input ID TEXT` writes TEXT and a newline; `tasks input ID -` copies this
+    /// command's stdin until end of file (the task's stdin stays open); `--close` then closes
+    /// it, so commands that read to the end (`sort`, `wc`, `cat`) finish.
     Input(InputArgs),
     /// Kill tasks and their whole process trees.
     Kill(KillArgs),
@@ -155,7 +159,11 @@ impl From<StdinChoice> for task_shell::process::StdinMode {
     }
 }
 
-/// Write to the stdin of a task started with `tasks run --stdin pipe`.
+/// Write a line, or this command's stdin, to the stdin of a task run with --stdin pipe.
+///
+/// `tasks input ID TEXT` writes TEXT and a newline; `tasks input ID -` copies this command's
+/// stdin until end of file (the task's stdin stays open); `--close` then closes it, so commands
+/// that read to the end (`sort`, `wc`, `cat`) finish.
 #[derive(Debug, Args)]
 pub struct InputArgs {
     /// The task id.

@@ -275,3 +275,22 @@ fn typed_lines_reach_the_task_from_a_terminal_until_ctrl_d() {
         "got:typed one\ngot:typed two\n"
     );
 }
+
+#[test]
+fn completion_offers_input_its_task_ids_and_the_stdin_modes() {
+    let sandbox = Sandbox::new();
+    let id = start_piped(&sandbox, "sleep 1000");
+    let commands = sandbox.complete_bash("tasks in", 1);
+    assert!(
+        commands.split_whitespace().any(|w| w == "input"),
+        "{commands}"
+    );
+    let ids = sandbox.complete_bash("tasks input ''", 2);
+    assert!(ids.split_whitespace().any(|w| w == id), "{ids}");
+    let modes = sandbox.complete_bash("tasks run --stdin ''", 3);
+    assert_eq!(
+        modes.split_whitespace().collect::<Vec<_>>(),
+        ["null", "pipe"]
+    );
+    sandbox.ok(&["kill", &id]);
+}
