@@ -172,13 +172,15 @@ impl<R: Read> LineChunks<R> {
         self.filled -= self.taken;
         self.taken = 0;
         loop {
-            let cut = if self.eof || self.filled == self.buffer.len() {
-                self.filled
-            } else {
-                self.buffer[..self.filled]
-                    .iter()
-                    .rposition(|&b| b == b'\n')
-                    .map_or(0, |newline| newline + 1)
+            let line_end = self.buffer[..self.filled]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map(|newline| newline + 1);
+            let cut = match line_end {
+                _ if self.eof => self.filled,
+                Some(end) => end,
+                None if self.filled == self.buffer.len() => self.filled, // one long line
+                None => 0,
             };
             if cut > 0 {
                 self.taken = cut;
