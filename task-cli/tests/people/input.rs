@@ -102,7 +102,7 @@ fn eight_concurrent_writers_of_fifty_lines_each_never_interleave_within_a_line()
     let sandbox = Sandbox::new();
     let id = start_piped(&sandbox, "cat");
     // Writers 0, 2, 4, 6 copy their stdin (`-`): lines long enough that a chunk holds only a
-    // few of them. Writers 1, 3, 5, 7 run `tasks input ID TEXT` once per line.
+    // few of them (and ends mid-line unless cut at a line end). Writers 1, 3, 5, 7 run `tasks input ID TEXT` once per line.
     let line = |writer: usize, n: usize| {
         let pad = if writer.is_multiple_of(2) { 3000 } else { 20 };
         format!(
@@ -115,19 +115,17 @@ fn eight_concurrent_writers_of_fifty_lines_each_never_interleave_within_a_line()
             let (sandbox, id) = (&sandbox, &id);
             scope.spawn(move || {
                 if writer.is_multiple_of(2) {
-                    let mut child = sandbox
+                    // From a file, so every read fills the client's buffer: chunks must be cut
+                    // at line ends, not where the buffer ends.
+                    let file = sandbox.root().join(format!("lines-{writer}"));
+                    let lines: String = (0..50).map(|n| format!("{}\n", line(writer, n))).collect();
+                    std::fs::write(&file, lines).unwrap();
+                    let status = sandbox
                         .command(&["input", id, "-"])
-                        .stdin(Stdio::piped())
-                        .spawn()
+                        .stdin(std::fs::File::open(&file).unwrap())
+                        .status()
                         .unwrap();
-                    let mut stdin = child.stdin.take().unwrap();
-                    for n in 0..50 {
-                        stdin
-                            .write_all(format!("{}\n", line(writer, n)).as_bytes())
-                            .unwrap();
-                    }
-                    drop(stdin);
-                    assert!(child.wait().unwrap().success());
+                    assert!(status.success());
                 } else {
                     for n in 0..50 {
                         sandbox.ok(&["input", id, &line(writer, n)]);
