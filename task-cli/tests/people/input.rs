@@ -261,8 +261,11 @@ fn typed_lines_reach_the_task_from_a_terminal_until_ctrl_d() {
         (sandbox.ok(&["output", &id]) == "got:typed one\ngot:typed two\n").then_some(())
     });
     tmux.keys(&["C-d"]);
+    // The shell creates the file, then writes the line: wait for the whole line.
     let said = eventually("tasks input to end at Ctrl-D", || {
-        std::fs::read_to_string(&done).ok()
+        std::fs::read_to_string(&done)
+            .ok()
+            .filter(|said| said.ends_with('\n'))
     });
     assert_eq!(said, "input exit 0\n");
     // The task is still live and reading: end of file was for `tasks input`, not the task.
