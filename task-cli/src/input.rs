@@ -134,6 +134,11 @@ fn with_hint(reason: InputRefusal, message: String) -> String {
             "{message}; start the command with `tasks run --stdin pipe -- …` to write to it"
         ),
         InputRefusal::Closed => format!("{message} (by `tasks input --close`)"),
+        InputRefusal::NotAccepted => {
+            format!(
+                "{message}: only a command run with `--stdin pipe` does (agents and teammates take messages: `tasks send`)"
+            )
+        }
         _ => message,
     }
 }

@@ -190,6 +190,17 @@ fn input_is_refused_clearly_and_the_supervisor_serves_on() {
     let (code, said) = refused(&sandbox, &["input", &closer, "hello"]);
     assert_eq!(code, Some(74));
     assert!(said.contains("closed its stdin"), "{said}");
+    // A task of a type that takes no input.
+    let monitor = sandbox
+        .ok(&["monitor", "--persistent", "--", "sleep 1000"])
+        .trim()
+        .to_owned();
+    let (code, said) = refused(&sandbox, &["input", &monitor, "hello"]);
+    assert_eq!(code, Some(70));
+    assert!(
+        said.contains("monitor_mcp task, which takes no input") && said.contains("tasks send"),
+        "{said}"
+    );
     // Malformed and unknown ids.
     let (code, said) = refused(&sandbox, &["input", "../etc", "hello"]);
     assert_eq!(code, Some(65));
@@ -207,7 +218,7 @@ fn input_is_refused_clearly_and_the_supervisor_serves_on() {
         pid,
         "the supervisor is the same process"
     );
-    sandbox.ok(&["kill", &unpiped, &closed, &closer]);
+    sandbox.ok(&["kill", &unpiped, &closed, &closer, &monitor]);
 }
 
 /// The pid of the session's supervisor, as its lock file says.
