@@ -20,11 +20,13 @@
 //! (and replaced by the next snapshot that caches anything).
 
 use std::fs::Metadata;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
+use rustix::fs::{AtFlags, FileType};
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil;
@@ -61,6 +63,28 @@ impl FileStamp {
             mtime: (meta.mtime(), meta.mtime_nsec()),
             ctime: (meta.ctime(), meta.ctime_nsec()),
         })
+    }
+
+    /// The stamp of the entry `name` in the directory `dir` (not following a symlink): `None`
+    /// if it is missing or not a regular file. One `statx` relative to the open directory,
+    /// without walking the directory's path again for every file.
+    pub(crate) fn at(dir: &OwnedFd, name: &str) -> std::io::Result<Option<Self>> {
+        let stat = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => stat,
+            Err(rustix::io::Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let regular = FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile;
+        // The field types differ between platforms and rustix backends.
+        #[allow(clippy::useless_conversion)]
+        let time = |secs, nanos| (i64::from(secs), i64::try_from(nanos).unwrap_or(-1));
+        Ok(regular.then(|| Self {
+            dev: stat.st_dev,
+            ino: stat.st_ino,
+            size: u64::try_from(stat.st_size).unwrap_or(u64::MAX),
+            mtime: time(stat.st_mtime, stat.st_mtime_nsec),
+            ctime: time(stat.st_ctime, stat.st_ctime_nsec),
+        }))
     }
 
     /// Whether the file's last change happened at least `min_age` before `stamped_at` (a time
@@ -250,6 +274,20 @@ mod tests {
         let now = SystemTime::now();
         assert!(!stamp.settled(now, Duration::from_secs(60)));
         assert!(stamp.settled(now + Duration::from_secs(120), Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn a_stamp_taken_in_the_directory_equals_the_stamp_of_the_metadata() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("1.json"), "{}").unwrap();
+        std::fs::create_dir(dir.path().join("2.json")).unwrap();
+        let fd = OwnedFd::from(std::fs::File::open(dir.path()).unwrap());
+        assert_eq!(
+            FileStamp::at(&fd, "1.json").unwrap(),
+            Some(stamp_of(&dir.path().join("1.json")))
+        );
+        assert_eq!(FileStamp::at(&fd, "2.json").unwrap(), None);
+        assert_eq!(FileStamp::at(&fd, "3.json").unwrap(), None);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The [`TaskList`] handle: one list directory, its configuration and the acting agent.
 
 use std::collections::BTreeMap;
-use std::io::ErrorKind;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -221,15 +221,20 @@ impl TaskList {
             false => 1,
         };
         let chunk = ids.len().div_ceil(threads).max(1);
+        let dir = OwnedFd::from(fsutil::open_dir(&self.dir)?);
         let parts: Vec<Result<Part>> = std::thread::scope(|scope| {
-            let cache = cache.as_slice();
+            let (cache, dir) = (cache.as_slice(), &dir);
             let handles: Vec<_> = ids
                 .chunks(chunk)
                 .skip(1)
-                .map(|ids| scope.spawn(move || self.read_tasks(ids, cache, started)))
+                .map(|ids| scope.spawn(move || self.read_tasks(ids, dir, cache, started)))
                 .collect();
-            let first =
-                self.read_tasks(ids.chunks(chunk).next().unwrap_or_default(), cache, started);
+            let first = self.read_tasks(
+                ids.chunks(chunk).next().unwrap_or_default(),
+                dir,
+                cache,
+                started,
+            );
             std::iter::once(first)
                 .chain(handles.into_iter().map(|h| {
                     h.join().unwrap_or_else(|_| {
@@ -250,18 +255,19 @@ impl TaskList {
         Ok(snapshot)
     }
 
-    /// Reads `ids` (sorted): a task whose file still has its cached stamp is taken from
-    /// `cache`; every other file is read.
+    /// Reads `ids` (sorted) of the list directory `dir`: a task whose file still has its
+    /// cached stamp is taken from `cache`; every other file is read.
     fn read_tasks(
         &self,
         ids: &[TaskId],
+        dir: &OwnedFd,
         cache: &[CachedTask],
         started: SystemTime,
     ) -> Result<Part> {
         let mut part = Part::default();
         for &id in ids {
             match cache::find(cache, id) {
-                Some(cached) if self.unchanged(id, cached.stamp)? => {
+                Some(cached) if self.unchanged(dir, id, cached.stamp)? => {
                     part.add(Arc::clone(&cached.task), Some(cached.stamp));
                 }
                 _ => self.read_uncached(id, started, &mut part)?,
@@ -270,13 +276,11 @@ impl TaskList {
         Ok(part)
     }
 
-    /// Whether task `id`'s file still has the stamp `cached`.
-    fn unchanged(&self, id: TaskId, cached: FileStamp) -> Result<bool> {
-        let path = self.task_path(id);
-        match std::fs::symlink_metadata(&path) {
-            Ok(meta) => Ok(FileStamp::of(&meta) == Some(cached)),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(e).at("stat", &path),
+    /// Whether task `id`'s file in the list directory `dir` still has the stamp `cached`.
+    fn unchanged(&self, dir: &OwnedFd, id: TaskId, cached: FileStamp) -> Result<bool> {
+        match FileStamp::at(dir, &id.file_name()) {
+            Ok(stamp) => Ok(stamp == Some(cached)),
+            Err(e) => Err(e).at("stat", &self.task_path(id)),
         }
     }
 
