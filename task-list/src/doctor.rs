@@ -14,6 +14,7 @@ use crate::id::TaskId;
 use crate::lock::lock_age;
 use crate::record::Task;
 use crate::store::{HIGH_WATER_MARK_FILE, Snapshot, TaskList};
+use crate::txn::JOURNAL_FILE;
 
 /// One integrity problem.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -205,7 +206,7 @@ impl TaskList {
                 problems.push(Problem::LeftoverTempFile { name });
                 continue;
             }
-            if crate::journal::is_journal(&name) {
+            if name == JOURNAL_FILE {
                 problems.push(Problem::UnfinishedJournal);
                 continue;
             }

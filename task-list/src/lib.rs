@@ -64,7 +64,6 @@ mod fsutil;
 mod graph;
 mod hooks;
 mod id;
-mod journal;
 mod location;
 mod lock;
 mod mailbox;

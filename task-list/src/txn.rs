@@ -2,35 +2,46 @@
 //! for writing, and all writes applied at commit through a journal, so a multi-file change
 //! (an edge, a delete) is all-or-nothing even if the writer is killed half way.
 //!
-//! Commit, in three rounds of concurrent flushes at most (a busy disk serves concurrent
-//! flushes together, where one after another each waits its turn):
-//! 1. every new file is written under a temp name and, if more than one file changes, the
-//!    journal under its final name (see [`crate::journal`]); the temp files, the journal and the
-//!    directory are fsynced at once. A durable journal is the commit point.
-//! 2. each temp file is renamed over its target, each removed file unlinked;
-//! 3. the audit records are appended (one write, one fdatasync) while the directory is fsynced.
+//! Commit, in rounds of concurrent flushes (a busy disk serves concurrent flushes together,
+//! where one after another each waits its turn):
+//! 1. every new file is written under a temp name, and if more than one file changes, the
+//!    journal (the new contents of all of them) too; all of them are fsynced at once;
+//! 2. if journaled, the journal is renamed to `.journal` and the directory fsynced: the commit
+//!    point;
+//! 3. each temp file is renamed over its target, each removed file unlinked;
+//! 4. the audit records are appended (one write, one fdatasync) while the directory is fsynced.
 //!
 //! Then the journal is removed. The next transaction on the list finds a leftover journal (its
-//! writer died) and replays it before anything else, or discards it if it never became whole on
-//! disk (its writer had not answered). A crash during round 3 can leave, on a filesystem that
-//! does not commit metadata in order, an audit record of a single-file change whose rename was
-//! lost; never a torn task file. The reference reads only `{digits}.json`, so it ignores the
-//! journal.
+//! writer died after the commit point) and replays it before anything else. A crash during
+//! round 4 can leave, on a filesystem that does not commit metadata in order, an audit record
+//! of a single-file change whose rename was lost; never a torn task file. The reference reads
+//! only `{digits}.json`, so it ignores the journal.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
+use serde::{Deserialize, Serialize};
+
 use crate::audit::AuditRecord;
 use crate::backend::StoreTxn;
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil::{self, Staged};
 use crate::id::TaskId;
-use crate::journal::{self, FileChange, Found};
 use crate::lock::{DirLock, ListGuard};
 use crate::record::Task;
 use crate::store::{HIGH_WATER_MARK_FILE, TaskList, read_task};
+
+/// The journal of a transaction in flight.
+pub(crate) const JOURNAL_FILE: &str = ".journal";
+
+/// One file change: new contents, or removal.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct FileChange {
+    name: String,
+    contents: Option<String>,
+}
 
 /// The list locked for writing.
 #[derive(Debug)]
@@ -82,33 +93,20 @@ impl<'a> Txn<'a> {
         }
     }
 
-    /// Finishes the transaction of a writer that died after committing its journal, and
-    /// discards the journal of one that died before.
+    /// Finishes the transaction of a writer that died after writing its journal.
     fn replay_journal(&self) -> Result<()> {
         let dir = self.list.dir();
-        let mut committed = Vec::new();
-        for name in journal::find(dir)? {
-            match journal::read(dir, &name)? {
-                Some(Found::Committed(changes)) => committed.push((name, changes)),
-                Some(Found::Torn(why)) => {
-                    tracing::warn!(list = %self.list.list_id(), journal = name, why, "discarding the journal of a write that never committed");
-                    fsutil::remove_if_exists(&dir.join(&name))?;
-                }
-                None => {}
-            }
-        }
-        let Some((name, changes)) = committed.pop() else {
+        let path = dir.join(JOURNAL_FILE);
+        let Some(bytes) = fsutil::read_optional(&path)? else {
             return Ok(());
         };
-        let path = dir.join(&name);
-        if !committed.is_empty() {
-            // One writer at a time, and each replays before it writes: two committed journals
-            // cannot both be current. Refuse to guess their order.
-            return Err(Error::Corrupt {
-                path,
-                message: format!("{} other committed journals", committed.len()),
-            });
-        }
+        // A journal is renamed into place complete, so one that does not parse cannot exist
+        // unless something else wrote it: keep it for inspection and refuse to guess.
+        let changes: Vec<FileChange> =
+            serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
         let mut locks = Vec::new();
         for change in &changes {
             let valid = change.name == HIGH_WATER_MARK_FILE
@@ -124,7 +122,7 @@ impl<'a> Txn<'a> {
             }
         }
         tracing::warn!(list = %self.list.list_id(), files = changes.len(), "replaying the journal of an interrupted write");
-        apply(self.list, &changes, None, &[]).map_err(Applied::into_error)?;
+        apply(self.list, &changes, false, &[]).map_err(Applied::into_error)?;
         fsutil::remove_if_exists(&path)
     }
 }
@@ -210,23 +208,12 @@ impl StoreTxn for Txn<'_> {
         if self.changes.is_empty() && self.audit.is_empty() {
             return Ok(());
         }
-        let dir = self.list.dir();
-        let journal = match self.changes.len() > 1 {
-            true => Some(journal::create(dir, &self.changes)?),
-            false => None,
-        };
-        let applied = apply(
-            self.list,
-            &self.changes,
-            journal.as_ref().map(|(file, path)| (file, path.as_path())),
-            &self.audit,
-        );
-        if let Some((_, path)) = &journal {
-            // Not committed: no longer wanted. Committed: applied, or to be replayed by the
-            // next writer if applying failed half way.
-            if matches!(applied, Ok(()) | Err(Applied::NotCommitted(_))) {
-                fsutil::remove_if_exists(path)?;
-            }
+        let journaled = self.changes.len() > 1;
+        let applied = apply(self.list, &self.changes, journaled, &self.audit);
+        // Committed and applied: the journal is done with. Committed but not applied: the
+        // next writer replays it.
+        if journaled && applied.is_ok() {
+            fsutil::remove_if_exists(&self.list.dir().join(JOURNAL_FILE))?;
         }
         applied.map_err(Applied::into_error)
     }
@@ -249,39 +236,53 @@ impl Applied {
     }
 }
 
-/// Applies `changes` and `audit` durably (when the list is): the new files staged and flushed
-/// at once with the `journal` and the directory, then renamed into place (removals unlinked),
-/// then the audit appended while the directory is fsynced.
+/// Applies `changes` and `audit` durably (when the list is): the new files (and, if
+/// `journaled`, the journal) staged and flushed at once; the journal renamed into place and the
+/// directory flushed; the files renamed into place (removals unlinked); the audit appended
+/// while the directory is flushed.
 fn apply(
     list: &TaskList,
     changes: &[FileChange],
-    journal: Option<(&File, &Path)>,
+    journaled: bool,
     audit: &[AuditRecord],
 ) -> std::result::Result<(), Applied> {
     let dir = list.dir();
     let durable = list.config.durable;
     let directory = fsutil::open_dir(dir).map_err(Applied::NotCommitted)?;
-    let staged = stage(dir, changes).map_err(Applied::NotCommitted)?;
-    if durable {
-        let mut flushes: Vec<(&File, &Path)> = staged
-            .iter()
-            .flatten()
-            .map(|s| (s.file(), s.path()))
-            .collect();
-        if let Some(journal) = journal {
-            // The journal's directory entry must be on disk before any rename can be.
-            flushes.extend([journal, (&directory, dir)]);
-        }
-        fsutil::sync_all_at_once(&flushes).map_err(Applied::NotCommitted)?;
-    }
-    publish(dir, changes, staged).map_err(Applied::Committed)?;
-    let append = || list.append_audit(audit);
     let sync_dir = || match durable {
         true => directory.sync_all().at("fsync", dir),
         false => Ok(()),
     };
+    let staged = stage(dir, changes).map_err(Applied::NotCommitted)?;
+    let journal = match journaled {
+        true => Some(stage_journal(dir, changes).map_err(Applied::NotCommitted)?),
+        false => None,
+    };
+    if durable {
+        let flushes: Vec<(&File, &Path)> = staged
+            .iter()
+            .flatten()
+            .chain(&journal)
+            .map(|s| (s.file(), s.path()))
+            .collect();
+        fsutil::sync_all_at_once(&flushes).map_err(Applied::NotCommitted)?;
+    }
+    if let Some(journal) = journal {
+        journal.publish().map_err(Applied::NotCommitted)?;
+        sync_dir().map_err(Applied::Committed)?;
+    }
+    publish(dir, changes, staged).map_err(Applied::Committed)?;
+    let append = || list.append_audit(audit);
     let rounds: [&(dyn Fn() -> Result<()> + Sync); 2] = [&sync_dir, &append];
     fsutil::at_once(&rounds, |job| job()).map_err(Applied::Committed)
+}
+
+/// The journal of `changes`, staged.
+fn stage_journal(dir: &Path, changes: &[FileChange]) -> Result<Staged> {
+    let journal = serde_json::to_vec(changes)
+        .map_err(std::io::Error::from)
+        .at("encode", &dir.join(JOURNAL_FILE))?;
+    Staged::write(dir, JOURNAL_FILE, &journal)
 }
 
 /// Writes the new contents of `changes` to temp files (`None` for removals).
@@ -337,11 +338,12 @@ mod tests {
                 contents: None,
             },
         ];
-        drop(journal::create(list.dir(), &changes).unwrap());
+        let journal = serde_json::to_vec(&changes).unwrap();
+        std::fs::write(list.dir().join(JOURNAL_FILE), journal).unwrap();
 
         list.create(&CreateRequest::new("three", "")).unwrap();
         assert_eq!(list.get(one).unwrap().unwrap().subject, "from the journal");
         assert!(list.get(TaskId::new(2).unwrap()).unwrap().is_none());
-        assert!(journal::find(list.dir()).unwrap().is_empty());
+        assert!(!list.dir().join(JOURNAL_FILE).exists());
     }
 }
