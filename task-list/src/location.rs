@@ -119,13 +119,11 @@ pub fn reference_locks(env: &EnvValues, lists_root: &Path) -> bool {
         .is_ok_and(|reference| same_directory(&reference, lists_root))
 }
 
-/// Whether two paths name the same directory (literally, or once both are resolved).
-fn same_directory(a: &Path, b: &Path) -> bool {
-    a == b
-        || matches!(
-            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
-            (Ok(a), Ok(b)) if a == b
-        )
+/// Whether `path` names the directory `dir` (literally, or once both are resolved).
+fn same_directory(dir: &Path, path: &Path) -> bool {
+    dir == path
+        || std::fs::canonicalize(dir)
+            .is_ok_and(|dir| std::fs::canonicalize(path).is_ok_and(|path| path == dir))
 }
 
 /// What the caller knows that can name a list.
