@@ -104,6 +104,23 @@ impl FileStamp {
     }
 }
 
+/// When a snapshot began, and how long before that a file's last change must lie for its
+/// parsed task to be cached.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SettleRule {
+    /// Taken before any file was stamped.
+    pub(crate) started: SystemTime,
+    /// The filesystem's racy window ([`crate::StoreConfig::cache_min_age`] or its local value).
+    pub(crate) min_age: Duration,
+}
+
+impl SettleRule {
+    /// Whether the file stamped `stamp` may be cached.
+    pub(crate) fn settled(&self, stamp: &FileStamp) -> bool {
+        stamp.settled(self.started, self.min_age)
+    }
+}
+
 /// A parsed task and the stamp of the file it came from.
 #[derive(Debug, Clone)]
 pub(crate) struct CachedTask {

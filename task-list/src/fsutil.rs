@@ -147,6 +147,28 @@ pub(crate) fn open_dir(dir: &Path) -> Result<File> {
     File::open(dir).at("open", dir)
 }
 
+/// Whether the open directory `dir` is on a local filesystem that takes its timestamps from
+/// this machine's clock in ticks of milliseconds (see [`crate::StoreConfig::cache_min_age_local`]).
+pub(crate) fn on_local_fs(dir: &File) -> bool {
+    const LOCAL: [u64; 9] = [
+        0xEF53,      // ext2, ext3, ext4
+        0x5846_5342, // xfs
+        0x9123_683E, // btrfs
+        0xF2F5_2010, // f2fs
+        0x2FC1_2FC1, // zfs
+        0xCA45_1A4E, // bcachefs
+        0x0102_1994, // tmpfs
+        0x8584_58F6, // ramfs
+        0x794C_7630, // overlayfs (containers)
+    ];
+    rustix::fs::fstatfs(dir).is_ok_and(|fs| {
+        // `f_type` is signed on some targets; the magic numbers are 32-bit.
+        #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+        let magic = (fs.f_type as i64 as u64) & 0xFFFF_FFFF;
+        LOCAL.contains(&magic)
+    })
+}
+
 /// Fsyncs every file at once, one thread each (the calling thread takes the first). A disk
 /// that is busy serves concurrent flushes together, where one after another each would wait
 /// its turn. The first error is returned once all are done.
@@ -225,4 +247,18 @@ pub(crate) fn task_ids(dir: &Path) -> Result<Vec<TaskId>> {
     }
     ids.sort_unstable();
     Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn tmpfs_is_local_and_procfs_is_not() {
+        assert!(!on_local_fs(&File::open("/proc").unwrap()));
+        if let Ok(shm) = File::open("/dev/shm") {
+            assert!(on_local_fs(&shm), "/dev/shm (tmpfs)");
+        }
+    }
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::SystemTime;
 
 use crate::backend::Backend;
-use crate::cache::{self, CachedTask, FileStamp, TaskCache};
+use crate::cache::{self, CachedTask, FileStamp, SettleRule, TaskCache};
 use crate::config::StoreConfig;
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil;
@@ -221,19 +221,28 @@ impl TaskList {
             false => 1,
         };
         let chunk = ids.len().div_ceil(threads).max(1);
-        let dir = OwnedFd::from(fsutil::open_dir(&self.dir)?);
+        let dir = fsutil::open_dir(&self.dir)?;
+        let min_age = match fsutil::on_local_fs(&dir) {
+            true => self
+                .config
+                .cache_min_age_local
+                .min(self.config.cache_min_age),
+            false => self.config.cache_min_age,
+        };
+        let rule = SettleRule { started, min_age };
+        let dir = OwnedFd::from(dir);
         let parts: Vec<Result<Part>> = std::thread::scope(|scope| {
             let (cache, dir) = (cache.as_slice(), &dir);
             let handles: Vec<_> = ids
                 .chunks(chunk)
                 .skip(1)
-                .map(|ids| scope.spawn(move || self.read_tasks(ids, dir, cache, started)))
+                .map(|ids| scope.spawn(move || self.read_tasks(ids, dir, cache, rule)))
                 .collect();
             let first = self.read_tasks(
                 ids.chunks(chunk).next().unwrap_or_default(),
                 dir,
                 cache,
-                started,
+                rule,
             );
             std::iter::once(first)
                 .chain(handles.into_iter().map(|h| {
@@ -262,7 +271,7 @@ impl TaskList {
         ids: &[TaskId],
         dir: &OwnedFd,
         cache: &[CachedTask],
-        started: SystemTime,
+        rule: SettleRule,
     ) -> Result<Part> {
         let mut part = Part::default();
         for &id in ids {
@@ -270,7 +279,7 @@ impl TaskList {
                 Some(cached) if self.unchanged(dir, id, cached.stamp)? => {
                     part.add(Arc::clone(&cached.task), Some(cached.stamp));
                 }
-                _ => self.read_uncached(id, started, &mut part)?,
+                _ => self.read_uncached(id, rule, &mut part)?,
             }
         }
         Ok(part)
@@ -285,7 +294,7 @@ impl TaskList {
     }
 
     /// Reads one task file into `part`, to be cached if it has settled.
-    fn read_uncached(&self, id: TaskId, started: SystemTime, part: &mut Part) -> Result<()> {
+    fn read_uncached(&self, id: TaskId, rule: SettleRule, part: &mut Part) -> Result<()> {
         let path = self.task_path(id);
         let Some((bytes, meta)) = fsutil::read_with_metadata(&path)? else {
             return Ok(());
@@ -307,7 +316,7 @@ impl TaskList {
             },
         };
         if let Some(task) = task {
-            let settled = stamp.filter(|s| s.settled(started, self.config.cache_min_age));
+            let settled = stamp.filter(|s| rule.settled(s));
             part.add(Arc::new(task), settled);
         }
         Ok(())

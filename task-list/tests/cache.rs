@@ -291,3 +291,24 @@ fn the_cache_file_is_rewritten_only_when_the_cache_changed() {
     subjects(&off);
     assert!(!off.dir().join(CACHE_FILE).exists());
 }
+
+#[test]
+fn on_a_local_filesystem_files_are_cached_once_50_ms_old_not_2_s() {
+    let root = tempfile::tempdir().unwrap();
+    let list = TaskList::open(root.path(), "list", fast_config()).unwrap();
+    create(&list, "young");
+    let path = list.dir().join("1.json");
+    wait_until("the file to be 150 ms old", || {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        let changed =
+            SystemTime::UNIX_EPOCH + Duration::new(meta.ctime() as u64, meta.ctime_nsec() as u32);
+        changed + Duration::from_millis(150) < SystemTime::now()
+    });
+    assert_eq!(subjects(&list), ["young"]);
+    tamper_with_cache_file(&list, "\"young\"", "\"YOUNG\"");
+    assert_eq!(
+        subjects(&open(root.path())),
+        ["YOUNG"],
+        "not cached at 150 ms"
+    );
+}
