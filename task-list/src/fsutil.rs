@@ -22,6 +22,16 @@ pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
 /// [`read_optional`], also returning the metadata of the file that was read, taken from the
 /// open file before reading it (so the contents are at least as new as the metadata).
 pub(crate) fn read_with_metadata(path: &Path) -> Result<Option<(Vec<u8>, Metadata)>> {
+    read_within(path, u64::MAX)
+}
+
+/// [`read_optional`] of a file that may hold at most `max` bytes: a larger one is an error
+/// (`InvalidData`), and is not read.
+pub(crate) fn read_optional_within(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
+    Ok(read_within(path, max)?.map(|(bytes, _)| bytes))
+}
+
+fn read_within(path: &Path, max: u64) -> Result<Option<(Vec<u8>, Metadata)>> {
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(nofollow())
@@ -32,38 +42,18 @@ pub(crate) fn read_with_metadata(path: &Path) -> Result<Option<(Vec<u8>, Metadat
         Err(e) => return Err(e).at("open", path),
     };
     let meta = file.metadata().at("stat", path)?;
+    if meta.len() > max {
+        let error = std::io::Error::new(ErrorKind::InvalidData, format!("over {max} bytes"));
+        return Err(error).at("read", path);
+    }
     let size = usize::try_from(meta.len()).unwrap_or(0);
     // One spare byte lets the final read see end-of-file without growing the buffer; `take`
     // reads to the end without repeating the size probe of `File::read_to_end`.
     let mut bytes = Vec::with_capacity(size.saturating_add(1));
-    file.take(u64::MAX)
-        .read_to_end(&mut bytes)
-        .at("read", path)?;
-    Ok(Some((bytes, meta)))
-}
-
-/// [`read_optional`] of a file that may hold at most `max` bytes: a larger one is an error
-/// (`InvalidData`), and is not read.
-pub(crate) fn read_optional_within(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(nofollow())
-        .open(path);
-    let file = match file {
-        Ok(file) => file,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).at("open", path),
-    };
-    let size = file.metadata().at("stat", path)?.len();
-    if size > max {
-        let error = std::io::Error::new(ErrorKind::InvalidData, format!("over {max} bytes"));
-        return Err(error).at("read", path);
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
     file.take(max.saturating_add(1))
         .read_to_end(&mut bytes)
         .at("read", path)?;
-    Ok(Some(bytes))
+    Ok(Some((bytes, meta)))
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);

@@ -199,12 +199,20 @@ fn subjects(list: &TaskList) -> Vec<String> {
     tasks.into_values().map(|t| t.subject).collect()
 }
 
+/// [`root_and_next`], settled and read once so that its cache file holds both tasks; the list
+/// and the cache file's path.
+fn cached_root_and_next(root: &Path) -> (TaskList, std::path::PathBuf) {
+    let (list, _) = root_and_next(root);
+    settle(&list);
+    assert_eq!(subjects(&list), ["root", "next"]);
+    let path = list.dir().join(CACHE_FILE);
+    (list, path)
+}
+
 #[test]
 fn a_new_handle_starts_from_the_cache_file_while_the_files_are_unchanged() {
     let root = tempfile::tempdir().unwrap();
-    let (list, _) = root_and_next(root.path());
-    settle(&list);
-    assert_eq!(subjects(&list), ["root", "next"]);
+    let (list, _) = cached_root_and_next(root.path());
     tamper_with_cache_file(&list, "\"next\"", "\"NEXT\"");
     // The stamps in the cache file still match the files, so a new handle serves its entries:
     // task #2 was not read again.
@@ -220,10 +228,7 @@ fn a_new_handle_starts_from_the_cache_file_while_the_files_are_unchanged() {
 #[test]
 fn a_cache_file_that_is_damaged_foreign_or_a_symlink_is_ignored() {
     let root = tempfile::tempdir().unwrap();
-    let (list, _) = root_and_next(root.path());
-    settle(&list);
-    subjects(&list);
-    let path = list.dir().join(CACHE_FILE);
+    let (_, path) = cached_root_and_next(root.path());
     let good = std::fs::read(&path).unwrap();
     let foreign = String::from_utf8(good.clone())
         .unwrap()
@@ -260,10 +265,7 @@ fn a_cache_file_that_is_damaged_foreign_or_a_symlink_is_ignored() {
 #[test]
 fn the_cache_file_is_rewritten_only_when_the_cache_changed() {
     let root = tempfile::tempdir().unwrap();
-    let (list, _) = root_and_next(root.path());
-    settle(&list);
-    subjects(&list);
-    let path = list.dir().join(CACHE_FILE);
+    let (list, path) = cached_root_and_next(root.path());
     let first = std::fs::symlink_metadata(&path).unwrap().ino();
     subjects(&open(root.path()));
     list.ready().unwrap();
