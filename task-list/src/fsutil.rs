@@ -63,7 +63,8 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// temp file is removed.
 #[derive(Debug)]
 pub(crate) struct Staged {
-    file: File,
+    /// Open until [`Staged::close`] (a large write cannot keep every file open).
+    file: Option<File>,
     temp: PathBuf,
     target: PathBuf,
     published: bool,
@@ -82,16 +83,21 @@ impl Staged {
             }
         };
         Ok(Self {
-            file,
+            file: Some(file),
             temp,
             target: dir.join(name),
             published: false,
         })
     }
 
-    /// The temp file, to be flushed before [`Staged::publish`].
-    pub(crate) fn file(&self) -> &File {
-        &self.file
+    /// The temp file while it is open, to be flushed before [`Staged::publish`].
+    pub(crate) fn file(&self) -> Option<&File> {
+        self.file.as_ref()
+    }
+
+    /// Closes the temp file (flushed or not; its contents stay).
+    pub(crate) fn close(&mut self) {
+        self.file = None;
     }
 
     /// The temp file's path.
@@ -167,19 +173,22 @@ pub(crate) fn sync_all_at_once(files: &[(&File, &Path)]) -> Result<()> {
     at_once(files, sync)
 }
 
-/// Runs `job` on every item at once, one thread each (the calling thread takes the first); the
-/// first error, once all are done.
+/// Runs `job` on every item, at once: on up to [`MAX_FLUSH_THREADS`] threads, each taking an
+/// equal share in order (the calling thread takes the first); the first error, once all are
+/// done.
 pub(crate) fn at_once<T: Sync>(items: &[T], job: impl Fn(&T) -> Result<()> + Sync) -> Result<()> {
-    let Some((first, rest)) = items.split_first() else {
+    let share = items.len().div_ceil(MAX_FLUSH_THREADS).max(1);
+    let mut shares = items.chunks(share);
+    let Some(first) = shares.next() else {
         return Ok(());
     };
     let job = &job;
+    let run = move |share: &[T]| share.iter().try_for_each(job);
     std::thread::scope(|scope| {
-        let others: Vec<_> = rest
-            .iter()
-            .map(|item| scope.spawn(move || job(item)))
+        let others: Vec<_> = shares
+            .map(|share| scope.spawn(move || run(share)))
             .collect();
-        let mut result = job(first);
+        let mut result = run(first);
         for other in others {
             let outcome = other.join().unwrap_or_else(|_| {
                 Err(std::io::Error::other("a flush thread panicked")).at("fsync", Path::new("."))
@@ -189,6 +198,9 @@ pub(crate) fn at_once<T: Sync>(items: &[T], job: impl Fn(&T) -> Result<()> + Syn
         result
     })
 }
+
+/// At most this many threads flush at once (a write may flush thousands of files).
+const MAX_FLUSH_THREADS: usize = 8;
 
 /// Appends one line to a file (created if missing, `O_APPEND`, `O_NOFOLLOW`) in a single
 /// `write`, and fsyncs it when `durable`.

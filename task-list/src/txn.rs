@@ -33,6 +33,10 @@ use crate::lock::{DirLock, ListGuard};
 use crate::record::Task;
 use crate::store::{HIGH_WATER_MARK_FILE, TaskList, read_task};
 
+/// Files a commit keeps open at once (staged, flushed, then closed), well under any limit on
+/// open files: an import writes thousands in one transaction.
+const OPEN_AT_ONCE: usize = 64;
+
 /// The journal of a transaction in flight.
 pub(crate) const JOURNAL_FILE: &str = ".journal";
 
@@ -253,19 +257,29 @@ fn apply(
         true => directory.sync_all().at("fsync", dir),
         false => Ok(()),
     };
-    let staged = stage(dir, changes).map_err(Applied::NotCommitted)?;
-    let journal = match journaled {
+    let mut journal = match journaled {
         true => Some(stage_journal(dir, changes).map_err(Applied::NotCommitted)?),
         false => None,
     };
-    if durable {
-        let flushes: Vec<(&File, &Path)> = staged
-            .iter()
+    let mut staged = Vec::with_capacity(changes.len());
+    for batch in changes.chunks(OPEN_AT_ONCE) {
+        let mut batch = stage(dir, batch).map_err(Applied::NotCommitted)?;
+        if durable {
+            // The journal is flushed with the first batch.
+            let flushes: Vec<(&File, &Path)> = batch
+                .iter()
+                .flatten()
+                .chain(&journal)
+                .filter_map(|s| s.file().map(|file| (file, s.path())))
+                .collect();
+            fsutil::sync_all_at_once(&flushes).map_err(Applied::NotCommitted)?;
+        }
+        batch
+            .iter_mut()
             .flatten()
-            .chain(&journal)
-            .map(|s| (s.file(), s.path()))
-            .collect();
-        fsutil::sync_all_at_once(&flushes).map_err(Applied::NotCommitted)?;
+            .chain(&mut journal)
+            .for_each(Staged::close);
+        staged.extend(batch);
     }
     if let Some(journal) = journal {
         journal.publish().map_err(Applied::NotCommitted)?;
