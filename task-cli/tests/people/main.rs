@@ -17,3 +17,4 @@ mod stream;
 mod tidy;
 mod tmux;
 mod top;
+mod zsh_completion;
