@@ -79,7 +79,7 @@ step '{"read_user": true}' \
     '{"text": "Reading the request handlers.", "usage": {"input_tokens": 5200, "output_tokens": 40}}' \
     '{"tool": "Bash", "input": {"command": "grep -rn unwrap task-cli/src/serve", "description": "Find unwraps in the server"}, "usage": {"input_tokens": 8300, "output_tokens": 60}, "output": "task-cli/src/serve/mod.rs:88: let id = parts[2].parse().unwrap();"}' \
     '{"tool": "Read", "input": {"file_path": "task-cli/src/serve/mod.rs"}, "usage": {"input_tokens": 14100, "output_tokens": 90}, "output": "fn route(...)"}' \
-    '{"text": "One handler parses the id without validating it; proposing a typed error.", "usage": {"input_tokens": 15800, "output_tokens": 420}}' \
+    '{"text": "One id is parsed unchecked; proposing a typed error.", "usage": {"input_tokens": 15800, "output_tokens": 420}}' \
     "{\"wait_file\": \"$work/never\"}" >"$work/reviewer.jsonl"
 reviewer="$(tasks agent --name reviewer --prompt "Review the HTTP handlers for panics" -- \
     "$bin/fake-agent" --script "$work/reviewer.jsonl" | head -n1)"
@@ -192,16 +192,13 @@ shoot() {
 }
 
 mkdir -p "$out"
-build="$(tasks ps --json | py '
-import json, sys
-print(next(t["id"] for t in json.load(sys.stdin) if t["description"].startswith("cargo build")))')"
 clippy="$(tasks ps --all --json | py '
 import json, sys
 print(next(t["id"] for t in json.load(sys.stdin) if t["status"] == "failed"))')"
 
 top_in 100 30
-select_task "$build"
-wait_until "the build's output" shows "task-crate-40"
+select_task "$reviewer"
+wait_until "the agent's conversation" shows "proposing a typed error"
 shoot overview
 tmux -S "$sock" send-keys -t shot l
 wait_until "the task list" shows "Release 0.2"
