@@ -207,7 +207,8 @@ fn ready(c: &mut Criterion, store: &Store) {
             store.name(),
             start.elapsed()
         );
-        // The file store caches only files unchanged for `cache_min_age` (2 s).
+        // The file store caches only files unchanged for `cache_min_age` (2 s; 50 ms on a
+        // local filesystem).
         std::thread::sleep(Duration::from_millis(2100));
         group.bench_function(format!("ready_{name}_tasks_warm"), |b| {
             b.iter(|| list.ready().unwrap())

@@ -50,6 +50,7 @@ fn main() {
             command: "true".into(),
             description: "soak".into(),
             timeout_ms: None,
+            stdin: task_shell::process::StdinMode::Null,
         };
         session
             .start::<ShellExecutor>(request, caller.clone())

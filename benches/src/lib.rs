@@ -5,13 +5,17 @@ use std::process::Command;
 use std::time::Duration;
 
 /// Builds `tasks` as shipped (the `build-tasks` alias of `.cargo/config.toml`: release,
-/// static-pie) into the calling bench's target directory; returns its path.
+/// static-pie) into the calling bench's target directory; returns its path. With
+/// `TASKS_BENCH_BIN` set, that binary is measured instead (to compare two builds).
 ///
 /// # Panics
 ///
 /// If the build fails (a bench has nothing to measure then).
 #[allow(clippy::expect_used)]
 pub fn build_tasks_binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("TASKS_BENCH_BIN") {
+        return PathBuf::from(bin);
+    }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .arg("build-tasks")

@@ -78,6 +78,12 @@ pub enum Command {
     Output(OutputArgs),
     /// Wait until every named task has ended; the exit status mirrors the task's.
     Wait(WaitArgs),
+    /// Write a line, or this command's stdin, to the stdin of a task run with --stdin pipe.
+    ///
+    /// `tasks input ID TEXT` writes TEXT and a newline; `tasks input ID -` copies this
+    /// command's stdin until end of file (the task's stdin stays open); `--close` then closes
+    /// it, so commands that read to the end (`sort`, `wc`, `cat`) finish.
+    Input(InputArgs),
     /// Kill tasks and their whole process trees.
     Kill(KillArgs),
     /// Deliver pending notifications (each exactly once across all readers), in priority order.
@@ -126,9 +132,49 @@ pub struct RunArgs {
     /// With --wait: print the id and the notification a model reads, even on a terminal.
     #[arg(long, requires = "wait")]
     pub for_model: bool,
+    /// The command's stdin: null (/dev/null, read gets end of file at once) or pipe (kept open
+    /// for `tasks input ID`).
+    #[arg(long, value_enum, default_value = "null", value_name = "MODE")]
+    pub stdin: StdinChoice,
     /// The command: one argument is shell text (`'a | b'`); several are quoted words.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// What a started command's stdin is (`tasks run --stdin`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StdinChoice {
+    /// `/dev/null`, as in the reference harness.
+    Null,
+    /// A pipe the supervisor keeps open; write to it with `tasks input`.
+    Pipe,
+}
+
+impl From<StdinChoice> for task_shell::process::StdinMode {
+    fn from(choice: StdinChoice) -> Self {
+        match choice {
+            StdinChoice::Null => Self::Null,
+            StdinChoice::Pipe => Self::Piped,
+        }
+    }
+}
+
+/// Write a line, or this command's stdin, to the stdin of a task run with --stdin pipe.
+///
+/// `tasks input ID TEXT` writes TEXT and a newline; `tasks input ID -` copies this command's
+/// stdin until end of file (the task's stdin stays open); `--close` then closes it, so commands
+/// that read to the end (`sort`, `wc`, `cat`) finish.
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// The task id.
+    pub id: String,
+    /// One line to write (a newline is added), or `-` to copy this command's stdin until end
+    /// of file.
+    #[arg(required_unless_present = "close", value_name = "TEXT")]
+    pub text: Option<String>,
+    /// Close the task's stdin afterwards (end of file: `sort`, `wc`, `cat` finish).
+    #[arg(long)]
+    pub close: bool,
 }
 
 /// Start a background agent: an agent CLI speaking a JSON event stream, followed as it works.

@@ -42,6 +42,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Prune(args) => crate::tidy_cmd::prune(&session()?, &args, json),
         Command::Output(args) => output(&session()?, &args, json),
         Command::Wait(args) => wait(&session()?, &args, json),
+        Command::Input(args) => crate::input_cmd::input(&session()?, &args, json),
         Command::Kill(args) => kill(&session()?, &args, json),
         Command::Notifications(args) => notifications(&session()?, &args, json),
         Command::List(args) => crate::list_cmd::execute(&paths()?, args, json),
@@ -99,6 +100,7 @@ fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
         description: args.description.unwrap_or_else(|| command.clone()),
         command,
         timeout_ms: args.timeout,
+        stdin: args.stdin.into(),
     };
     let id = session.start::<ShellExecutor>(start, caller)?;
     if args.wait && crate::stream_cmd::streams(args.follow, args.for_model, json) {

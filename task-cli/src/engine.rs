@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use task_core::{
-    Caller, EndReason, KillError, KillOutcome, Launch, LaunchError, Launched, Registry,
-    RegistryConfig, TaskEvent, TaskId, TaskStatus,
+    Caller, EndReason, Input, InputError, KillError, KillOutcome, Launch, LaunchError, Launched,
+    Registry, RegistryConfig, TaskEvent, TaskId, TaskStatus,
 };
 use tokio::sync::{Notify, broadcast, oneshot};
 
@@ -327,6 +327,22 @@ impl Engine {
                 delivered: false,
                 reply: "no task of this session takes messages".into(),
             },
+        }
+    }
+
+    /// Writes to the stdin of a live task through its executor (task-core's
+    /// [`Registry::write_input`]). A task the registry no longer holds (evicted) but whose
+    /// record is on disk has ended: [`InputError::Finished`].
+    pub async fn write_input(&self, id: &TaskId, input: Input<'_>) -> Result<(), InputError> {
+        match self.registry.write_input(id, input).await {
+            Err(InputError::NotFound(_)) => match record::read(&self.paths, id) {
+                Ok(found) => Err(InputError::Finished {
+                    id: *id,
+                    status: found.status(),
+                }),
+                Err(_) => Err(InputError::NotFound(*id)),
+            },
+            written => written,
         }
     }
 

@@ -3,6 +3,8 @@
 use std::io;
 use std::path::PathBuf;
 
+use crate::protocol::InputRefusal;
+
 /// Exit codes of `tasks`, documented in `tasks --help` and the crate README.
 pub mod exit {
     /// Success.
@@ -107,6 +109,14 @@ pub enum CliError {
     /// Invalid input that is not an id (a JSON argument, an option value).
     #[error("{0}")]
     Invalid(String),
+    /// Input for a task's stdin was refused, or only partly written (`tasks input`).
+    #[error("{message}")]
+    Input {
+        /// Why.
+        reason: crate::protocol::InputRefusal,
+        /// What the supervisor said, with what to do about it.
+        message: String,
+    },
     /// A task that cannot be removed now (`tasks rm`).
     #[error("task {id} is kept: {reason}")]
     Kept {
@@ -126,6 +136,11 @@ impl CliError {
             CliError::Io { .. } => exit::IO,
             CliError::Supervisor(_) | CliError::NoAnswer { .. } => exit::SUPERVISOR,
             CliError::MissingCwd(_) => exit::IO,
+            CliError::Input { reason, .. } => match reason {
+                InputRefusal::UnknownTask => exit::UNKNOWN_TASK,
+                InputRefusal::ReaderGone | InputRefusal::Failed => exit::IO,
+                _ => exit::OTHER,
+            },
             CliError::CorruptState { .. }
             | CliError::UnsafeState { .. }
             | CliError::InvalidSession(_)

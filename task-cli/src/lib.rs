@@ -44,6 +44,9 @@ pub mod completions_cmd;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod input;
+#[cfg(feature = "cli")]
+mod input_cmd;
 #[cfg(feature = "cli")]
 mod list_cmd;
 #[cfg(feature = "cli")]

@@ -241,17 +241,23 @@ fn get(list: &TaskList, id: &str, json: bool) -> Result<u8> {
 }
 
 /// Opens list `id` in the store `store` names (a `postgres://` URL), or in the lists root
-/// `env` and `layout` resolve to when there is none. Shared by `tasks list` and `tasks mcp`.
+/// `env` and `layout` resolve to when there is none, taking the reference harness's lock
+/// directories only where it may be writing too ([`task_list::reference_locks`]). Shared by
+/// `tasks list` and `tasks mcp`.
 pub(crate) fn open_in(
     store: Option<&str>,
     env: &EnvValues,
     layout: Layout,
     id: &str,
 ) -> task_list::Result<TaskList> {
-    let config = StoreConfig::default();
+    let mut config = StoreConfig::default();
     match store {
         Some(url) => TaskList::connect(url, id, config),
-        None => TaskList::open(task_list::resolve_lists_root(env, layout)?, id, config),
+        None => {
+            let root = task_list::resolve_lists_root(env, layout)?;
+            config.lock.reference_locks = task_list::reference_locks(env, &root);
+            TaskList::open(root, id, config)
+        }
     }
 }
 

@@ -38,6 +38,19 @@ pub enum Op {
         /// The message.
         message: String,
     },
+    /// Bytes for a task's stdin (`tasks input`), then, if asked, its end. One chunk per
+    /// request: the answer comes once the bytes are in the task's pipe, so a client that sends
+    /// its next chunk only then keeps order and never has more than one chunk in flight.
+    Input {
+        /// The task.
+        id: TaskId,
+        /// The bytes, base64 (standard alphabet, padded); empty to only close.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        data: String,
+        /// Close the task's stdin after the bytes.
+        #[serde(default)]
+        close: bool,
+    },
     /// Liveness check.
     Ping,
 }
@@ -75,6 +88,20 @@ pub enum Response {
         delivered: bool,
         /// The result in the reference's words (a JSON text for a model).
         reply: String,
+    },
+    /// The bytes of an [`Op::Input`] are in the task's stdin pipe.
+    Written {
+        /// How many.
+        bytes: usize,
+        /// Whether the stdin was closed after them.
+        closed: bool,
+    },
+    /// An [`Op::Input`] was refused (nothing written), or only partly written (`Stalled`).
+    InputRefused {
+        /// Why.
+        reason: InputRefusal,
+        /// One line for humans.
+        message: String,
     },
     /// Answer to [`Op::Ping`].
     Pong {
@@ -124,6 +151,46 @@ impl KillResult {
             KillResult::AlreadyEnded => "already ended",
             KillResult::Unknown => "unknown",
             KillResult::Failed => "failed",
+        }
+    }
+}
+
+/// Why input for a task's stdin was refused (task-core's [`task_core::InputError`], by class).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum InputRefusal {
+    /// No task of the session has that id.
+    UnknownTask,
+    /// The task has ended.
+    Finished,
+    /// Tasks of its type take no input.
+    NotAccepted,
+    /// It was started with stdin `/dev/null`.
+    NotPiped,
+    /// Its stdin was closed on request.
+    Closed,
+    /// Its process closed its stdin (`EPIPE`).
+    ReaderGone,
+    /// It did not read the bytes in time; part of them may have gone through.
+    Stalled,
+    /// Writing failed otherwise.
+    Failed,
+}
+
+impl InputRefusal {
+    /// The class of `error`.
+    pub fn of(error: &task_core::InputError) -> Self {
+        use task_core::InputError as E;
+        match error {
+            E::NotFound(_) => Self::UnknownTask,
+            E::Finished { .. } => Self::Finished,
+            E::NotAccepted { .. } | E::NoExecutor(_) => Self::NotAccepted,
+            E::NotPiped(_) => Self::NotPiped,
+            E::Closed(_) => Self::Closed,
+            E::ReaderGone(_) => Self::ReaderGone,
+            E::Stalled { .. } => Self::Stalled,
+            _ => Self::Failed,
         }
     }
 }

@@ -131,7 +131,7 @@ impl Session {
         self.start_raw(start)
     }
 
-    fn send(&self, op: Op) -> Result<Response> {
+    pub(crate) fn send(&self, op: Op) -> Result<Response> {
         let default;
         let supervisor = match &self.supervisor {
             Some(command) => command,
@@ -393,7 +393,7 @@ fn output_error(error: OutputError) -> CliError {
     }
 }
 
-fn unexpected(response: Response) -> CliError {
+pub(crate) fn unexpected(response: Response) -> CliError {
     match response {
         Response::Error {
             kind: ErrorKind::BadRequest,

@@ -276,6 +276,11 @@ async fn dispatch(request: Request, engine: &Engine) -> Response {
                 reply: sent.reply,
             }
         }
+        Op::Input { id, data, close } => {
+            let patience =
+                Duration::from_millis(request.deadline_ms.saturating_sub(task_core::now_ms()));
+            crate::input::serve(engine, &id, &data, close, patience).await
+        }
         Op::Ping => Response::Pong {
             pid: std::process::id(),
             registered: engine.registered_tasks(),

@@ -257,6 +257,7 @@ async fn every_end_reason_reads_the_same_in_every_front_end() {
         command: "true".into(),
         description: "unstartable".into(),
         timeout_ms: None,
+        stdin: task_shell::process::StdinMode::Null,
     };
     let unstartable = tokio::task::spawn_blocking(move || {
         session

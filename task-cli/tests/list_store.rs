@@ -298,3 +298,29 @@ fn mcp_task_tools_use_the_store_from_the_environment() {
         "Task #2: Second\nStatus: pending\nDescription: d\nBlocked by: #1\nOwner: (none)\n"
     );
 }
+
+#[test]
+fn reference_lock_directories_are_honoured_only_where_the_reference_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("state");
+    let claude = dir.path().join("claude");
+    // A reference harness holding the list lock of its `default` list, and of ours.
+    for list in [claude.join("tasks/default"), root.join("lists/default")] {
+        std::fs::create_dir_all(list.join(".lock.lock")).unwrap();
+    }
+    let ours = tasks(&root, &[], &["list", "create", "mine", "-q"]);
+    assert!(ours.status.success(), "{ours:?}");
+    assert_eq!(stdout(&ours).trim(), "1");
+
+    let claude_env = [("CLAUDE_CONFIG_DIR", claude.to_str().unwrap())];
+    let shared = tasks(&root, &claude_env, &["list", "create", "theirs", "-q"]);
+    assert!(!shared.status.success(), "{shared:?}");
+    let message = String::from_utf8_lossy(&shared.stderr);
+    assert!(message.contains(".lock.lock"), "{message}");
+    assert!(!claude.join("tasks/default/1.json").exists());
+
+    // Forced on, our own list waits for the reference's lock as well.
+    let forced = [("TASKS_LIST_REFERENCE_LOCKS", "1")];
+    let waited = tasks(&root, &forced, &["list", "create", "again", "-q"]);
+    assert!(!waited.status.success(), "{waited:?}");
+}

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::input::{Input, InputError};
 use crate::{Registry, TaskId, TaskState, TaskStatus, TaskType};
 
 /// What an executor crate implements for the task types it runs.
@@ -45,6 +46,24 @@ pub trait Task: Send + Sync {
     fn reap_orphan(&self, orphan: &TaskState) -> Result<(), KillError> {
         let _ = orphan;
         Ok(())
+    }
+
+    /// Writes `input` to the standard input of task `id` (live when the registry checked),
+    /// whole and before any other writer's bytes, then closes it if asked. Return
+    /// [`InputError::NotPiped`] (or any error) if the task ended meanwhile:
+    /// [`Registry::write_input`] then reports [`InputError::Finished`] from its state.
+    /// Default: tasks of this type take no input ([`InputError::NotAccepted`]).
+    async fn write_input(
+        &self,
+        registry: &Registry,
+        id: &TaskId,
+        input: Input<'_>,
+    ) -> Result<(), InputError> {
+        let _ = input;
+        let task_type = registry
+            .get(id)
+            .map_or(id.task_type(), |s| s.base.task_type);
+        Err(InputError::NotAccepted { id: *id, task_type })
     }
 }
 

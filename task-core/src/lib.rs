@@ -62,6 +62,7 @@ mod end;
 mod event;
 mod executor;
 mod id;
+mod input;
 mod launch;
 mod notification;
 mod poll;
@@ -75,6 +76,7 @@ pub use end::{EXIT_KILLED, EXIT_SPAWN_FAILED, EXIT_TIMED_OUT, EndReason, human_d
 pub use event::{SdkStatus, TaskEvent, TaskPatch};
 pub use executor::{KillError, KillOutcome, Task};
 pub use id::{IdError, TASK_ID_LEN, TaskId, TaskType};
+pub use input::{Input, InputError};
 pub use launch::{Caller, Launch, LaunchError, Launched};
 pub use notification::{
     AGENT_RESUME_NOTE, AgentExtras, AgentUsage, MODEL_FRAMING, Notification, NotificationQueue,

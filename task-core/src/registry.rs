@@ -12,6 +12,7 @@ use tokio::sync::broadcast;
 use crate::config::millis;
 use crate::event::{TaskEvent, TaskPatch};
 use crate::executor::{KillError, KillOutcome, Task};
+use crate::input::{Input, InputError};
 use crate::notification::{Notification, NotificationQueue, Priority};
 use crate::slot::{Slot, SlotUpdate};
 use crate::state::now_ms;
@@ -355,6 +356,32 @@ impl Registry {
             }
             _ => KillOutcome::Killed,
         })
+    }
+
+    /// Writes to the standard input of a live task through the executor registered for its
+    /// type. A task that ended, also while the executor was writing, is
+    /// [`InputError::Finished`].
+    pub async fn write_input(&self, id: &TaskId, input: Input<'_>) -> Result<(), InputError> {
+        let state = self.get(id).ok_or(InputError::NotFound(*id))?;
+        let finished = |status: TaskStatus| InputError::Finished { id: *id, status };
+        if state.status().is_terminal() {
+            return Err(finished(state.status()));
+        }
+        let task_type = state.base.task_type;
+        let executor = self
+            .executor(task_type)
+            .ok_or(InputError::NoExecutor(task_type))?;
+        executor
+            .write_input(self, id, input)
+            .await
+            .map_err(|error| match self.get(id).map(|s| s.status()) {
+                Some(status)
+                    if status.is_terminal() && !matches!(error, InputError::Stalled { .. }) =>
+                {
+                    finished(status)
+                }
+                _ => error,
+            })
     }
 
     /// Orphan cleanup (SPEC §5): kills every unfinished task whose owner is `agent_id`, then

@@ -16,6 +16,13 @@ pub struct LockConfig {
     pub min_backoff: Duration,
     /// Backoff ceiling (100 ms).
     pub max_backoff: Duration,
+    /// Whether to take the reference's `F.lock` directories as well as the kernel `flock`
+    /// (on). They exist only so that a running reference harness and this crate exclude each
+    /// other on a list they share; between this crate's own processes the `flock` alone is
+    /// enough. A list no reference harness writes can leave them off, which spares every write
+    /// a `mkdir` and an `rmdir` (each a block allocation and free, slow on a disk mounted with
+    /// `discard`) and the refresher thread.
+    pub reference_locks: bool,
 }
 
 impl Default for LockConfig {
@@ -26,6 +33,7 @@ impl Default for LockConfig {
             retries: 30,
             min_backoff: Duration::from_millis(5),
             max_backoff: Duration::from_millis(100),
+            reference_locks: true,
         }
     }
 }
@@ -140,11 +148,20 @@ pub struct StoreConfig {
     /// last commits, never half of one).
     pub durable: bool,
     /// How long a task file must have been left unchanged before a snapshot may keep its
-    /// parsed task in the handle's cache (2 s). Files changed more recently are read on every
-    /// snapshot. This must exceed the filesystem's timestamp granularity (a few ms on ext4,
-    /// xfs, btrfs and tmpfs; 1 s on some older filesystems) plus any clock skew between this
+    /// parsed task in the handle's cache (2 s), on a filesystem not known to be local. Files
+    /// changed more recently are read on every snapshot. This must exceed the filesystem's
+    /// timestamp granularity (1 s on some older filesystems) plus any clock skew between this
     /// machine and a network filesystem's server; `Duration::MAX` turns the cache off.
     pub cache_min_age: Duration,
+    /// The same on a local filesystem whose timestamps come from this machine's clock in ticks
+    /// of a few milliseconds at most (ext2/3/4, xfs, btrfs, f2fs, zfs, bcachefs, tmpfs, and
+    /// overlayfs on them): 50 ms. Never more than `cache_min_age`.
+    pub cache_min_age_local: Duration,
+    /// Whether the snapshot cache is also kept in the list directory (`.snapshot-cache`, not
+    /// fsynced) for the next process, so that a short-lived command such as `tasks list ready`
+    /// starts warm (on). Entries are checked against their files' stamps like the in-memory
+    /// ones, so a stale or damaged cache file only costs a re-read.
+    pub cache_file: bool,
 }
 
 impl Default for StoreConfig {
@@ -158,6 +175,8 @@ impl Default for StoreConfig {
             verification_nudge: true,
             durable: true,
             cache_min_age: Duration::from_secs(2),
+            cache_min_age_local: Duration::from_millis(50),
+            cache_file: true,
         }
     }
 }

@@ -92,7 +92,8 @@ pub use graph::Graph;
 pub use hooks::{BLOCKING_EXIT_CODE, HookEvent};
 pub use id::{TaskId, sanitize_name};
 pub use location::{
-    DEFAULT_LIST_ID, EnvValues, Layout, ListIdHints, resolve_list_id, resolve_lists_root,
+    DEFAULT_LIST_ID, EnvValues, Layout, ListIdHints, reference_locks, resolve_list_id,
+    resolve_lists_root,
 };
 pub use mailbox::{INBOX_DIR, MailboxMessage};
 pub use ops::TASK_NOT_FOUND;

@@ -4,7 +4,7 @@
 //! The resolution is pure ([`resolve_lists_root`], [`resolve_list_id`] take an [`EnvValues`]);
 //! [`EnvValues::from_env`] reads the real environment.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::id::sanitize_name;
@@ -24,6 +24,10 @@ pub struct EnvValues {
     pub claude_config_dir: Option<String>,
     /// `$CLAUDE_CODE_TASK_LIST_ID`: the reference's list id override.
     pub claude_code_task_list_id: Option<String>,
+    /// `$TASKS_LIST_REFERENCE_LOCKS`: `1` (or `true`, `on`) takes the reference's lock
+    /// directories on every list, `0` (or `false`, `off`) on none; unset, only on lists in the
+    /// reference's directory (see [`reference_locks`]).
+    pub tasks_list_reference_locks: Option<String>,
 }
 
 impl EnvValues {
@@ -37,6 +41,7 @@ impl EnvValues {
             home: var("HOME"),
             claude_config_dir: var("CLAUDE_CONFIG_DIR"),
             claude_code_task_list_id: var("CLAUDE_CODE_TASK_LIST_ID"),
+            tasks_list_reference_locks: var("TASKS_LIST_REFERENCE_LOCKS"),
         }
     }
 }
@@ -87,6 +92,38 @@ pub fn resolve_lists_root(env: &EnvValues, layout: Layout) -> Result<PathBuf> {
         (None, None) => home()?.join(".local").join("state").join("tasks"),
     };
     Ok(state_root.join("lists"))
+}
+
+/// Whether lists under `lists_root` should take the reference's lock directories
+/// ([`crate::LockConfig::reference_locks`]): as `$TASKS_LIST_REFERENCE_LOCKS` says when it is set
+/// to a yes or a no, else only when `lists_root` is the reference harness's own directory
+/// (`$CLAUDE_CONFIG_DIR/tasks`, else `~/.claude/tasks`, compared after resolving symlinks), the
+/// one place a running reference harness writes lists.
+pub fn reference_locks(env: &EnvValues, lists_root: &Path) -> bool {
+    let forced = env
+        .tasks_list_reference_locks
+        .as_deref()
+        .map(str::to_ascii_lowercase);
+    match forced.as_deref() {
+        Some("1" | "true" | "on" | "yes") => return true,
+        Some("0" | "false" | "off" | "no") => return false,
+        Some(other) => {
+            tracing::warn!(
+                value = other,
+                "TASKS_LIST_REFERENCE_LOCKS is not a yes or a no: ignored"
+            );
+        }
+        None => {}
+    }
+    resolve_lists_root(env, Layout::Claude)
+        .is_ok_and(|reference| same_directory(&reference, lists_root))
+}
+
+/// Whether `path` names the directory `dir` (literally, or once both are resolved).
+fn same_directory(dir: &Path, path: &Path) -> bool {
+    dir == path
+        || std::fs::canonicalize(dir)
+            .is_ok_and(|dir| std::fs::canonicalize(path).is_ok_and(|path| path == dir))
 }
 
 /// What the caller knows that can name a list.
@@ -177,6 +214,26 @@ mod tests {
             PathBuf::from("/cc/tasks")
         );
         assert!(resolve_lists_root(&EnvValues::default(), Layout::Claude).is_err());
+    }
+
+    #[test]
+    fn reference_locks_only_in_the_reference_directory_unless_forced() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut e = env();
+        e.home = Some(dir.path().to_string_lossy().into_owned());
+        let reference = dir.path().join(".claude/tasks");
+        std::fs::create_dir_all(&reference).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&reference, &link).unwrap();
+        assert!(reference_locks(&e, &reference));
+        assert!(reference_locks(&e, &link));
+        assert!(!reference_locks(&e, &dir.path().join("lists")));
+        e.tasks_list_reference_locks = Some("ON".into());
+        assert!(reference_locks(&e, &dir.path().join("lists")));
+        e.tasks_list_reference_locks = Some("0".into());
+        assert!(!reference_locks(&e, &reference));
+        e.tasks_list_reference_locks = Some("maybe".into());
+        assert!(reference_locks(&e, &reference));
     }
 
     #[test]

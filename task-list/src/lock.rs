@@ -215,7 +215,8 @@ pub(crate) struct ListGuard {
 }
 
 impl ListGuard {
-    /// Locks the list in `dir`: the flock always, the `.lock.lock` directory if `with_dir_lock`.
+    /// Locks the list in `dir`: the flock always, the `.lock.lock` directory if `with_dir_lock`
+    /// and the reference's locks are on ([`LockConfig::reference_locks`]).
     pub(crate) fn acquire(dir: &Path, config: &LockConfig, with_dir_lock: bool) -> Result<Self> {
         let lock_file = dir.join(LIST_LOCK_FILE);
         let kernel = OpenOptions::new()
@@ -229,7 +230,7 @@ impl ListGuard {
         rustix::fs::flock(&kernel, rustix::fs::FlockOperation::LockExclusive)
             .map_err(std::io::Error::from)
             .at("flock", &lock_file)?;
-        let dir_lock = match with_dir_lock {
+        let dir_lock = match with_dir_lock && config.reference_locks {
             true => Some(
                 DirLock::acquire(lock_dir_for(&lock_file), config)?.refreshed(config.refresh_every),
             ),
@@ -242,12 +243,14 @@ impl ListGuard {
         })
     }
 
-    /// Takes the reference's lock on one task file (`{file}.lock`) for as long as the result lives.
-    pub(crate) fn lock_file(&self, file: &Path) -> Result<DirLock> {
-        Ok(
-            DirLock::acquire(lock_dir_for(file), &self.config)?
-                .refreshed(self.config.refresh_every),
-        )
+    /// Takes the reference's lock on one task file (`{file}.lock`) for as long as the result
+    /// lives; `None` when the reference's locks are off.
+    pub(crate) fn lock_file(&self, file: &Path) -> Result<Option<DirLock>> {
+        if !self.config.reference_locks {
+            return Ok(None);
+        }
+        let lock = DirLock::acquire(lock_dir_for(file), &self.config)?;
+        Ok(Some(lock.refreshed(self.config.refresh_every)))
     }
 }
 
@@ -263,6 +266,7 @@ mod tests {
             retries: 3,
             min_backoff: Duration::from_millis(1),
             max_backoff: Duration::from_millis(2),
+            ..LockConfig::default()
         }
     }
 

@@ -1,14 +1,14 @@
 //! The [`TaskList`] handle: one list directory, its configuration and the acting agent.
 
 use std::collections::BTreeMap;
-use std::io::ErrorKind;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::SystemTime;
 
 use crate::backend::Backend;
-use crate::cache::{self, CachedTask, FileStamp, TaskCache};
+use crate::cache::{self, CachedTask, FileStamp, SettleRule, TaskCache};
 use crate::config::StoreConfig;
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil;
@@ -161,14 +161,15 @@ impl TaskList {
 
     /// Reads one task. A file that does not parse is read again under the reference's lock on
     /// it (the reference writes in place, so it may have been caught half written) before it is
-    /// called corrupt.
+    /// called corrupt, if the reference's locks are on; this crate's own writes never leave a
+    /// file half written.
     pub fn get(&self, id: TaskId) -> Result<Option<Task>> {
         if let Some(pg) = self.pg() {
             return pg.get(id);
         }
         let path = self.task_path(id);
         match read_task(&path) {
-            Err(Error::Corrupt { .. }) => {
+            Err(Error::Corrupt { .. }) if self.config.lock.reference_locks => {
                 let _lock = DirLock::acquire(lock_dir_for(&path), &self.config.lock)?;
                 read_task(&path)
             }
@@ -178,9 +179,9 @@ impl TaskList {
 
     /// Reads every task. Malformed files are reported in [`Snapshot::problems`], never fatal.
     ///
-    /// Each file is `stat`ed; one unchanged since this handle (or a clone of it) last parsed
-    /// it is taken from the handle's cache instead of being read again (see
-    /// [`StoreConfig::cache_min_age`]). Large lists are handled by several threads (one per
+    /// Each file is `stat`ed; one unchanged since this handle (or a clone of it, or, through
+    /// the list's cache file, another process) last parsed it is taken from the cache instead
+    /// of being read again (see [`StoreConfig::cache_min_age`] and [`StoreConfig::cache_file`]). Large lists are handled by several threads (one per
     /// core, at most 8).
     pub fn snapshot(&self) -> Result<Snapshot> {
         if let Some(pg) = self.pg() {
@@ -209,21 +210,40 @@ impl TaskList {
         const PER_THREAD_MIN: usize = 512;
         let started = SystemTime::now();
         let ids = fsutil::task_ids(&self.dir)?;
-        let cache = self.cache.current();
-        let threads = std::thread::available_parallelism()
-            .map_or(1, usize::from)
-            .clamp(1, 8)
-            .min(ids.len().div_ceil(PER_THREAD_MIN).max(1));
+        let cache_dir = self.config.cache_file.then_some(self.dir.as_path());
+        let cache = self.cache.current_or_load(cache_dir);
+        // Asking for the core count reads cgroup files: not worth it for a small list.
+        let threads = match ids.len() > PER_THREAD_MIN {
+            true => std::thread::available_parallelism()
+                .map_or(1, usize::from)
+                .clamp(1, 8)
+                .min(ids.len().div_ceil(PER_THREAD_MIN)),
+            false => 1,
+        };
         let chunk = ids.len().div_ceil(threads).max(1);
+        let dir = fsutil::open_dir(&self.dir)?;
+        let min_age = match fsutil::on_local_fs(&dir) {
+            true => self
+                .config
+                .cache_min_age_local
+                .min(self.config.cache_min_age),
+            false => self.config.cache_min_age,
+        };
+        let rule = SettleRule { started, min_age };
+        let dir = OwnedFd::from(dir);
         let parts: Vec<Result<Part>> = std::thread::scope(|scope| {
-            let cache = cache.as_slice();
+            let (cache, dir) = (cache.as_slice(), &dir);
             let handles: Vec<_> = ids
                 .chunks(chunk)
                 .skip(1)
-                .map(|ids| scope.spawn(move || self.read_tasks(ids, cache, started)))
+                .map(|ids| scope.spawn(move || self.read_tasks(ids, dir, cache, rule)))
                 .collect();
-            let first =
-                self.read_tasks(ids.chunks(chunk).next().unwrap_or_default(), cache, started);
+            let first = self.read_tasks(
+                ids.chunks(chunk).next().unwrap_or_default(),
+                dir,
+                cache,
+                rule,
+            );
             std::iter::once(first)
                 .chain(handles.into_iter().map(|h| {
                     h.join().unwrap_or_else(|_| {
@@ -240,42 +260,41 @@ impl TaskList {
             snapshot.problems.extend(part.problems);
             cached.extend(part.cached);
         }
-        self.cache.replace(cached);
+        self.cache.replace(&cache, cached, cache_dir);
         Ok(snapshot)
     }
 
-    /// Reads `ids` (sorted): a task whose file still has its cached stamp is taken from
-    /// `cache`; every other file is read.
+    /// Reads `ids` (sorted) of the list directory `dir`: a task whose file still has its
+    /// cached stamp is taken from `cache`; every other file is read.
     fn read_tasks(
         &self,
         ids: &[TaskId],
+        dir: &OwnedFd,
         cache: &[CachedTask],
-        started: SystemTime,
+        rule: SettleRule,
     ) -> Result<Part> {
         let mut part = Part::default();
         for &id in ids {
             match cache::find(cache, id) {
-                Some(cached) if self.unchanged(id, cached.stamp)? => {
+                Some(cached) if self.unchanged(dir, id, cached.stamp)? => {
                     part.add(Arc::clone(&cached.task), Some(cached.stamp));
                 }
-                _ => self.read_uncached(id, started, &mut part)?,
+                _ => self.read_uncached(id, rule, &mut part)?,
             }
         }
         Ok(part)
     }
 
-    /// Whether task `id`'s file still has the stamp `cached`.
-    fn unchanged(&self, id: TaskId, cached: FileStamp) -> Result<bool> {
-        let path = self.task_path(id);
-        match std::fs::symlink_metadata(&path) {
-            Ok(meta) => Ok(FileStamp::of(&meta) == Some(cached)),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(e).at("stat", &path),
+    /// Whether task `id`'s file in the list directory `dir` still has the stamp `cached`.
+    fn unchanged(&self, dir: &OwnedFd, id: TaskId, cached: FileStamp) -> Result<bool> {
+        match FileStamp::at(dir, &id.file_name()) {
+            Ok(stamp) => Ok(stamp == Some(cached)),
+            Err(e) => Err(e).at("stat", &self.task_path(id)),
         }
     }
 
     /// Reads one task file into `part`, to be cached if it has settled.
-    fn read_uncached(&self, id: TaskId, started: SystemTime, part: &mut Part) -> Result<()> {
+    fn read_uncached(&self, id: TaskId, rule: SettleRule, part: &mut Part) -> Result<()> {
         let path = self.task_path(id);
         let Some((bytes, meta)) = fsutil::read_with_metadata(&path)? else {
             return Ok(());
@@ -297,7 +316,7 @@ impl TaskList {
             },
         };
         if let Some(task) = task {
-            let settled = stamp.filter(|s| s.settled(started, self.config.cache_min_age));
+            let settled = stamp.filter(|s| rule.settled(s));
             part.add(Arc::new(task), settled);
         }
         Ok(())

@@ -2,28 +2,40 @@
 //! for writing, and all writes applied at commit through a journal, so a multi-file change
 //! (an edge, a delete) is all-or-nothing even if the writer is killed half way.
 //!
-//! Commit: if more than one file changes, the new contents are first written to `.journal`
-//! (atomically, fsynced); then each file is replaced atomically (temp file, fsync, rename) or
-//! removed, the audit records are appended (one write, one fdatasync), the directory is
-//! fsynced and the journal removed. The next transaction on the list finds a leftover journal
-//! (its writer died) and replays it before anything else. A crash between the audit append and
-//! the directory fsync can leave, on a filesystem that does not commit metadata in order, an
-//! audit record of a single-file change whose rename was lost; never a torn task file. The reference reads only `{digits}.json`, so it ignores the journal.
+//! Commit, in rounds of concurrent flushes (a busy disk serves concurrent flushes together,
+//! where one after another each waits its turn):
+//! 1. every new file is written under a temp name, and if more than one file changes, the
+//!    journal (the new contents of all of them) too; all of them are fsynced at once;
+//! 2. if journaled, the journal is renamed to `.journal` and the directory fsynced: the commit
+//!    point;
+//! 3. each temp file is renamed over its target, each removed file unlinked;
+//! 4. the audit records are appended (one write, one fdatasync) while the directory is fsynced.
+//!
+//! Then the journal is removed. The next transaction on the list finds a leftover journal (its
+//! writer died after the commit point) and replays it before anything else. A crash during
+//! round 4 can leave, on a filesystem that does not commit metadata in order, an audit record
+//! of a single-file change whose rename was lost; never a torn task file. The reference reads
+//! only `{digits}.json`, so it ignores the journal.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::path::Path;
+use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
 
-use std::sync::atomic::Ordering;
-
 use crate::audit::AuditRecord;
 use crate::backend::StoreTxn;
-use crate::error::{Error, Result};
-use crate::fsutil;
+use crate::error::{Error, IoContext, Result};
+use crate::fsutil::{self, Staged};
 use crate::id::TaskId;
 use crate::lock::{DirLock, ListGuard};
 use crate::record::Task;
 use crate::store::{HIGH_WATER_MARK_FILE, TaskList, read_task};
+
+/// Files a commit keeps open at once (staged, flushed, then closed), well under any limit on
+/// open files: an import writes thousands in one transaction.
+const OPEN_AT_ONCE: usize = 64;
 
 /// The journal of a transaction in flight.
 pub(crate) const JOURNAL_FILE: &str = ".journal";
@@ -70,7 +82,7 @@ impl<'a> Txn<'a> {
     fn lock_file(&mut self, id: TaskId) -> Result<()> {
         let path = self.list.task_path(id);
         if !self.file_locks.iter().any(|l| l.protects(&path)) {
-            self.file_locks.push(self.guard.lock_file(&path)?);
+            self.file_locks.extend(self.guard.lock_file(&path)?);
         }
         Ok(())
     }
@@ -110,11 +122,11 @@ impl<'a> Txn<'a> {
                 });
             }
             if change.name != HIGH_WATER_MARK_FILE {
-                locks.push(self.guard.lock_file(&dir.join(&change.name))?);
+                locks.extend(self.guard.lock_file(&dir.join(&change.name))?);
             }
         }
         tracing::warn!(list = %self.list.list_id(), files = changes.len(), "replaying the journal of an interrupted write");
-        apply(self.list, &changes)?;
+        apply(self.list, &changes, false, &[]).map_err(Applied::into_error)?;
         fsutil::remove_if_exists(&path)
     }
 }
@@ -194,48 +206,158 @@ impl StoreTxn for Txn<'_> {
         fsutil::task_ids(self.list.dir())
     }
 
-    /// Applies the staged changes (through the journal when there are several) and appends the
-    /// audit records, then makes both durable with one fsync of the directory, then releases the
-    /// locks. The audit append comes before the directory fsync so that, on filesystems that
-    /// commit metadata in one journal (ext4, xfs), its fdatasync also commits the renames and
-    /// the directory fsync finds nothing left to flush: a create costs two device flushes, not
-    /// three. Every file and the directory are still fsynced before the change counts as done.
+    /// Applies the staged changes, through a journal when there are several, with the audit
+    /// records (see the module's documentation), then releases the locks.
     fn commit(self: Box<Self>) -> Result<()> {
-        let dir = self.list.dir();
-        let durable = self.list.config.durable;
+        if self.changes.is_empty() && self.audit.is_empty() {
+            return Ok(());
+        }
         let journaled = self.changes.len() > 1;
-        if journaled {
-            let journal = serde_json::to_vec(&self.changes).unwrap_or_default();
-            fsutil::write_atomic(dir, JOURNAL_FILE, &journal, durable)?;
-            fsutil::sync_dir(dir, durable)?;
+        let applied = apply(self.list, &self.changes, journaled, &self.audit);
+        // Committed and applied: the journal is done with. Committed but not applied: the
+        // next writer replays it.
+        if journaled && applied.is_ok() {
+            fsutil::remove_if_exists(&self.list.dir().join(JOURNAL_FILE))?;
         }
-        write_files(self.list, &self.changes)?;
-        self.list.append_audit(&self.audit)?;
-        fsutil::sync_dir(dir, durable)?;
-        if journaled {
-            fsutil::remove_if_exists(&dir.join(JOURNAL_FILE))?;
-        }
-        Ok(())
+        applied.map_err(Applied::into_error)
     }
 }
 
-/// Applies `changes` and makes them durable.
-fn apply(list: &TaskList, changes: &[FileChange]) -> Result<()> {
-    write_files(list, changes)?;
-    fsutil::sync_dir(list.dir(), list.config.durable)
+/// How far a failed [`apply`] got.
+#[derive(Debug)]
+enum Applied {
+    /// Failed before the commit point: nothing changed.
+    NotCommitted(Error),
+    /// Failed after it: the journal (if any) holds the rest.
+    Committed(Error),
 }
 
-/// Replaces or removes each file (each replacement fsynced when durable; the directory not).
-fn write_files(list: &TaskList, changes: &[FileChange]) -> Result<()> {
+impl Applied {
+    fn into_error(self) -> Error {
+        match self {
+            Self::NotCommitted(e) | Self::Committed(e) => e,
+        }
+    }
+}
+
+/// Applies `changes` and `audit` durably (when the list is): the new files (and, if
+/// `journaled`, the journal) staged and flushed at once; the journal renamed into place and the
+/// directory flushed; the files renamed into place (removals unlinked); the audit appended
+/// while the directory is flushed.
+fn apply(
+    list: &TaskList,
+    changes: &[FileChange],
+    journaled: bool,
+    audit: &[AuditRecord],
+) -> std::result::Result<(), Applied> {
     let dir = list.dir();
     let durable = list.config.durable;
-    for change in changes {
-        match &change.contents {
-            Some(contents) => {
-                fsutil::write_atomic(dir, &change.name, contents.as_bytes(), durable)?
-            }
+    let directory = fsutil::open_dir(dir).map_err(Applied::NotCommitted)?;
+    let sync_dir = || match durable {
+        true => directory.sync_all().at("fsync", dir),
+        false => Ok(()),
+    };
+    let mut journal = match journaled {
+        true => Some(stage_journal(dir, changes).map_err(Applied::NotCommitted)?),
+        false => None,
+    };
+    let mut staged = Vec::with_capacity(changes.len());
+    for batch in changes.chunks(OPEN_AT_ONCE) {
+        let mut batch = stage(dir, batch).map_err(Applied::NotCommitted)?;
+        if durable {
+            // The journal is flushed with the first batch.
+            let flushes: Vec<(&File, &Path)> = batch
+                .iter()
+                .flatten()
+                .chain(&journal)
+                .filter_map(|s| s.file().map(|file| (file, s.path())))
+                .collect();
+            fsutil::sync_all_at_once(&flushes).map_err(Applied::NotCommitted)?;
+        }
+        batch
+            .iter_mut()
+            .flatten()
+            .chain(&mut journal)
+            .for_each(Staged::close);
+        staged.extend(batch);
+    }
+    if let Some(journal) = journal {
+        journal.publish().map_err(Applied::NotCommitted)?;
+        sync_dir().map_err(Applied::Committed)?;
+    }
+    publish(dir, changes, staged).map_err(Applied::Committed)?;
+    let append = || list.append_audit(audit);
+    let rounds: [&(dyn Fn() -> Result<()> + Sync); 2] = [&sync_dir, &append];
+    fsutil::at_once(&rounds, |job| job()).map_err(Applied::Committed)
+}
+
+/// The journal of `changes`, staged.
+fn stage_journal(dir: &Path, changes: &[FileChange]) -> Result<Staged> {
+    let journal = serde_json::to_vec(changes)
+        .map_err(std::io::Error::from)
+        .at("encode", &dir.join(JOURNAL_FILE))?;
+    Staged::write(dir, JOURNAL_FILE, &journal)
+}
+
+/// Writes the new contents of `changes` to temp files (`None` for removals).
+fn stage(dir: &Path, changes: &[FileChange]) -> Result<Vec<Option<Staged>>> {
+    changes
+        .iter()
+        .map(|change| {
+            change
+                .contents
+                .as_ref()
+                .map(|contents| Staged::write(dir, &change.name, contents.as_bytes()))
+                .transpose()
+        })
+        .collect()
+}
+
+/// Renames each staged file over its target and removes the removed ones.
+fn publish(dir: &Path, changes: &[FileChange], staged: Vec<Option<Staged>>) -> Result<()> {
+    for (change, staged) in changes.iter().zip(staged) {
+        match staged {
+            Some(staged) => staged.publish()?,
             None => fsutil::remove_if_exists(&dir.join(&change.name))?,
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::StoreConfig;
+    use crate::api::CreateRequest;
+
+    #[test]
+    fn a_committed_journal_is_replayed_by_the_next_writer() {
+        let root = tempfile::tempdir().unwrap();
+        let list = TaskList::open(root.path(), "l", StoreConfig::default()).unwrap();
+        for subject in ["one", "two"] {
+            list.create(&CreateRequest::new(subject, "")).unwrap();
+        }
+        let one = TaskId::new(1).unwrap();
+        let mut renamed = list.get(one).unwrap().unwrap();
+        renamed.subject = "from the journal".into();
+        // A writer that died after its journal was durable and before it renamed anything.
+        let changes = [
+            FileChange {
+                name: "1.json".into(),
+                contents: Some(renamed.to_file_json()),
+            },
+            FileChange {
+                name: "2.json".into(),
+                contents: None,
+            },
+        ];
+        let journal = serde_json::to_vec(&changes).unwrap();
+        std::fs::write(list.dir().join(JOURNAL_FILE), journal).unwrap();
+
+        list.create(&CreateRequest::new("three", "")).unwrap();
+        assert_eq!(list.get(one).unwrap().unwrap().subject, "from the journal");
+        assert!(list.get(TaskId::new(2).unwrap()).unwrap().is_none());
+        assert!(!list.dir().join(JOURNAL_FILE).exists());
+    }
 }

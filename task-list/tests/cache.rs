@@ -182,3 +182,135 @@ fn same_size_rewrite_right_after_a_warm_read_is_seen() {
     rewrite_in_place_same_size(root.path(), &path, &text.replace("\"abc\"", "\"xyz\""));
     assert_eq!(list.ready().unwrap().ready[0].subject, "xyz");
 }
+
+const CACHE_FILE: &str = ".snapshot-cache";
+
+/// Edits the subject of every task in `list`'s cache file, keeping the stamps: what a new
+/// handle then shows tells whether it served the cache or read the files.
+fn tamper_with_cache_file(list: &TaskList, from: &str, to: &str) {
+    let path = list.dir().join(CACHE_FILE);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{text}");
+    std::fs::write(&path, text.replace(from, to)).unwrap();
+}
+
+fn subjects(list: &TaskList) -> Vec<String> {
+    let tasks = list.snapshot().unwrap().tasks;
+    tasks.into_values().map(|t| t.subject).collect()
+}
+
+/// [`root_and_next`], settled and read once so that its cache file holds both tasks; the list
+/// and the cache file's path.
+fn cached_root_and_next(root: &Path) -> (TaskList, std::path::PathBuf) {
+    let (list, _) = root_and_next(root);
+    settle(&list);
+    assert_eq!(subjects(&list), ["root", "next"]);
+    let path = list.dir().join(CACHE_FILE);
+    (list, path)
+}
+
+#[test]
+fn a_new_handle_starts_from_the_cache_file_while_the_files_are_unchanged() {
+    let root = tempfile::tempdir().unwrap();
+    let (list, _) = cached_root_and_next(root.path());
+    tamper_with_cache_file(&list, "\"next\"", "\"NEXT\"");
+    // The stamps in the cache file still match the files, so a new handle serves its entries:
+    // task #2 was not read again.
+    assert_eq!(subjects(&open(root.path())), ["root", "NEXT"]);
+
+    // Once the file changes (even rewritten in place to the same size), it is read again.
+    let path = list.dir().join("2.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    rewrite_in_place_same_size(root.path(), &path, &text.replace("\"next\"", "\"nExt\""));
+    assert_eq!(subjects(&open(root.path())), ["root", "nExt"]);
+}
+
+#[test]
+fn a_cache_file_that_is_damaged_foreign_or_a_symlink_is_ignored() {
+    let root = tempfile::tempdir().unwrap();
+    let (_, path) = cached_root_and_next(root.path());
+    let good = std::fs::read(&path).unwrap();
+    let foreign = String::from_utf8(good.clone())
+        .unwrap()
+        .replace("\"version\":1", "\"version\":99")
+        .replace("\"next\"", "\"NEXT\"");
+    let decoy = root.path().join("decoy");
+    std::fs::write(
+        &decoy,
+        String::from_utf8(good.clone())
+            .unwrap()
+            .replace("\"next\"", "\"NEXT\""),
+    )
+    .unwrap();
+    let damaged: Vec<Vec<u8>> = vec![
+        good[..good.len() / 2].to_vec(),
+        Vec::new(),
+        b"\0\0\0\0".to_vec(),
+        foreign.into_bytes(),
+    ];
+    for bytes in damaged {
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(subjects(&open(root.path())), ["root", "next"]);
+    }
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(&decoy, &path).unwrap();
+    assert_eq!(subjects(&open(root.path())), ["root", "next"]);
+    let decoy_text = std::fs::read_to_string(&decoy).unwrap();
+    assert!(
+        decoy_text.contains("NEXT"),
+        "the symlink's target was written through"
+    );
+}
+
+#[test]
+fn the_cache_file_is_rewritten_only_when_the_cache_changed() {
+    let root = tempfile::tempdir().unwrap();
+    let (list, path) = cached_root_and_next(root.path());
+    let first = std::fs::symlink_metadata(&path).unwrap().ino();
+    subjects(&open(root.path()));
+    list.ready().unwrap();
+    assert_eq!(
+        std::fs::symlink_metadata(&path).unwrap().ino(),
+        first,
+        "unchanged cache rewritten"
+    );
+    create(&list, "third");
+    settle(&list);
+    assert_eq!(subjects(&open(root.path())), ["root", "next", "third"]);
+    assert_ne!(std::fs::symlink_metadata(&path).unwrap().ino(), first);
+
+    let off = TaskList::open(
+        root.path(),
+        "other",
+        StoreConfig {
+            cache_file: false,
+            ..config()
+        },
+    )
+    .unwrap();
+    create(&off, "a");
+    settle(&off);
+    subjects(&off);
+    assert!(!off.dir().join(CACHE_FILE).exists());
+}
+
+#[test]
+fn on_a_local_filesystem_files_are_cached_once_50_ms_old_not_2_s() {
+    let root = tempfile::tempdir().unwrap();
+    let list = TaskList::open(root.path(), "list", fast_config()).unwrap();
+    create(&list, "young");
+    let path = list.dir().join("1.json");
+    wait_until("the file to be 150 ms old", || {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        let changed =
+            SystemTime::UNIX_EPOCH + Duration::new(meta.ctime() as u64, meta.ctime_nsec() as u32);
+        changed + Duration::from_millis(150) < SystemTime::now()
+    });
+    assert_eq!(subjects(&list), ["young"]);
+    tamper_with_cache_file(&list, "\"young\"", "\"YOUNG\"");
+    assert_eq!(
+        subjects(&open(root.path())),
+        ["YOUNG"],
+        "not cached at 150 ms"
+    );
+}

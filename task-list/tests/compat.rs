@@ -178,6 +178,39 @@ fn a_held_reference_lock_is_respected_and_a_stale_one_taken_over() {
 }
 
 #[test]
+fn without_reference_locks_no_lock_directory_is_taken_or_waited_for() {
+    let root = tempfile::tempdir().unwrap();
+    let mut config = fast_config();
+    config.lock.reference_locks = false;
+    let list = TaskList::open(root.path(), "list", config).unwrap();
+    create(&list, "a");
+    create(&list, "b");
+    // Lock directories a reference harness would hold do not stop a list that is not shared
+    // with one (the kernel flock orders this crate's own writers).
+    for held in ["1.json.lock", "2.json.lock", ".lock.lock"] {
+        std::fs::create_dir(list.dir().join(held)).unwrap();
+    }
+    let mut edge = UpdateRequest::new(2);
+    edge.add_blocked_by = Some(vec!["1".into()]);
+    assert!(list.update(&edge).unwrap().success);
+    assert_eq!(create(&list, "c"), id(3));
+    assert_eq!(list.get(id(1)).unwrap().unwrap().blocks, [id(2)]);
+    for held in ["1.json.lock", "2.json.lock", ".lock.lock"] {
+        std::fs::remove_dir(list.dir().join(held)).unwrap();
+    }
+    // And none is left behind by its own writes.
+    let mut rename = UpdateRequest::new(3);
+    rename.subject = Some("renamed".into());
+    assert!(list.update(&rename).unwrap().success);
+    let lock_dirs: Vec<_> = std::fs::read_dir(list.dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".lock") && name != ".lock")
+        .collect();
+    assert!(lock_dirs.is_empty(), "{lock_dirs:?}");
+}
+
+#[test]
 fn a_torn_reference_write_is_reread_under_its_lock_before_being_called_corrupt() {
     let root = tempfile::tempdir().unwrap();
     let list = open_impatient(root.path());

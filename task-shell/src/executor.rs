@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use task_core::{
-    Delivery, KillError, KillOutcome, Priority, ProcessOwner, Registry, ShellKind, ShellProcess,
-    ShellState, Task, TaskId, TaskKind, TaskState, TaskType,
+    Delivery, Input, InputError, KillError, KillOutcome, Priority, ProcessOwner, Registry,
+    ShellKind, ShellProcess, ShellState, Task, TaskId, TaskKind, TaskState, TaskType,
 };
 use task_output::open::{child_stdio, create_output_file, open_output_append};
 use tokio::process::{Child, ChildStdin};
@@ -23,6 +23,7 @@ use crate::monitor::{MonitorRequest, MonitorSource};
 use crate::process::{CommandSpec, TaskFingerprint};
 use crate::shell::ShellRequest;
 use crate::shell::run::ShellRun;
+use crate::stdin::{Inputs, Reservation};
 
 /// Runs `local_bash` and `monitor_mcp` tasks over real processes and sockets, recording their
 /// lifecycle in a task-core [`Registry`].
@@ -37,6 +38,7 @@ pub struct ShellExecutor {
     config: Arc<ShellConfig>,
     output_dir: PathBuf,
     controls: Arc<Controls>,
+    inputs: Arc<Inputs>,
     task: Arc<Killer>,
 }
 
@@ -48,14 +50,17 @@ impl ShellExecutor {
         config: ShellConfig,
     ) -> Self {
         let controls = Arc::new(Controls::default());
+        let inputs = Arc::new(Inputs::default());
         let task = Arc::new(Killer {
             controls: Arc::clone(&controls),
+            inputs: Arc::clone(&inputs),
         });
         Self {
             book: Book::new(registry),
             config: Arc::new(config),
             output_dir: output_dir.into(),
             controls,
+            inputs,
             task,
         }
     }
@@ -278,6 +283,11 @@ impl ShellExecutor {
             },
             Ok(_) => Err(ShellError::Kill(KillError::NotFound(*id))),
         }
+    }
+
+    /// Reserves the stdin pipe of a shell being started with a pipe (see [`PendingShell::start`]).
+    pub(crate) fn reserve_stdin(&self, id: TaskId) -> Reservation {
+        self.inputs.reserve(id)
     }
 
     /// Creates the output file, opens the control channel of its run and registers the task.
@@ -524,10 +534,12 @@ impl TaskHandle {
     }
 }
 
-/// The [`Task`] implementation the registry calls to kill shells and monitors.
+/// The [`Task`] implementation the registry calls to kill shells and monitors, and to write
+/// to a shell's stdin pipe.
 #[derive(Debug)]
 struct Killer {
     controls: Arc<Controls>,
+    inputs: Arc<Inputs>,
 }
 
 #[async_trait]
@@ -546,6 +558,21 @@ impl Task for Killer {
                 Ok(())
             }
             None => Err(KillError::NotFound(*id)),
+        }
+    }
+
+    /// Writes to the stdin pipe of a shell started with [`StdinMode::Piped`](crate::process::StdinMode);
+    /// monitors take no input.
+    async fn write_input(
+        &self,
+        registry: &Registry,
+        id: &TaskId,
+        input: Input<'_>,
+    ) -> Result<(), InputError> {
+        match registry.get(id).map(|state| state.base.task_type) {
+            Some(TaskType::LocalBash) => self.inputs.write(id, input).await,
+            Some(task_type) => Err(InputError::NotAccepted { id: *id, task_type }),
+            None => Err(InputError::NotFound(*id)),
         }
     }
 

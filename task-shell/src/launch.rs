@@ -10,7 +10,7 @@ use task_core::{Caller, Launch, LaunchError, Launched};
 use crate::ShellExecutor;
 use crate::error::ShellError;
 use crate::monitor::{MonitorRequest, MonitorSource, WsTarget};
-use crate::process::CommandSpec;
+use crate::process::{CommandSpec, StdinMode};
 use crate::shell::ShellRequest;
 
 /// A shell command to start (`local_bash`), as `tasks run` or the MCP `Bash` tool asks for it.
@@ -24,6 +24,10 @@ pub struct ShellStart {
     /// Kill the command after this many milliseconds (exit code 143).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// `/dev/null` (the default), or a pipe the host holds for the task's life and writes to
+    /// through [`Registry::write_input`](task_core::Registry::write_input).
+    #[serde(default, skip_serializing_if = "StdinMode::is_null")]
+    pub stdin: StdinMode,
 }
 
 /// A monitor to start (`monitor_mcp`): a command xor a WebSocket.
@@ -91,19 +95,26 @@ impl Launch for ShellExecutor {
     /// Registers the command (its id can be handed out before the fork); the returned start
     /// spawns it (see [`ShellExecutor::register`]).
     fn launch(&self, start: ShellStart, caller: Caller) -> Result<Launched, LaunchError> {
-        let spec = command_in(&start.command, &caller).map_err(launch_error)?;
+        let spec = command_in(&start.command, &caller)
+            .map_err(launch_error)?
+            .stdin(start.stdin);
         let mut request = ShellRequest::new(spec, start.description).background(caller.background);
         request.timeout = start.timeout_ms.map(Duration::from_millis);
         request.agent_id = caller.agent_id;
         request.tool_use_id = caller.tool_use_id;
         let pending = self.register(request).map_err(launch_error)?;
         let id = pending.id();
+        // Input sent before the process exists waits for its pipe.
+        let pipe = (start.stdin == StdinMode::Piped).then(|| self.reserve_stdin(id));
         Ok(Launched {
             id,
-            start: Some(Box::new(move || {
-                if let Err(error) = pending.start() {
-                    tracing::warn!(task = %id, %error, "the command did not start");
+            start: Some(Box::new(move || match pending.start() {
+                Ok(task) => {
+                    if let Some(pipe) = pipe {
+                        pipe.attach(task);
+                    }
                 }
+                Err(error) => tracing::warn!(task = %id, %error, "the command did not start"),
             })),
         })
     }

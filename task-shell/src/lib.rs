@@ -60,6 +60,7 @@ mod output;
 pub mod process;
 pub mod prompt;
 pub mod shell;
+mod stdin;
 pub mod watchdog;
 
 pub use book::monitor_event_summary;

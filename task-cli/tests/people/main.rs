@@ -7,6 +7,7 @@
 mod support;
 
 mod help;
+mod input;
 mod ps;
 mod readme;
 mod restart;

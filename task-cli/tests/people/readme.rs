@@ -52,8 +52,18 @@ fn without_durations(text: &str) -> String {
 
 #[test]
 fn the_quick_start_prints_what_the_readme_shows() {
+    replay(&block(&readme(), "## Quick start", "console"));
+}
+
+#[test]
+fn the_stdin_pipe_example_prints_what_the_readme_shows() {
+    replay(&block(&readme(), "write to it later", "console"));
+}
+
+/// Runs each `$ tasks …` step of `session` in a fresh sandbox and compares what it prints; the
+/// first step starts a task whose id stands for the one shown.
+fn replay(session: &str) {
     let sandbox = Sandbox::new();
-    let session = block(&readme(), "## Quick start", "console");
     let mut steps = session.split("$ tasks ").skip(1);
     // The first step starts the task: its id stands for the one shown in every later step.
     let (command, shown_id) = steps.next().unwrap().split_once('\n').unwrap();

@@ -137,29 +137,9 @@ fn completions_offer_no_hidden_command_and_complete_task_ids_and_list_names() {
     }
     let id = sandbox.ok(&["run", "--", "true"]).trim().to_owned();
     sandbox.ok(&["list", "--list", "backlog", "create", "One"]);
-    let script = sandbox.root().join("tasks.bash");
-    std::fs::write(&script, sandbox.ok(&["completions", "bash"])).unwrap();
-    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_tasks"))
-        .parent()
-        .unwrap();
-    let complete = |words: &str, index: usize| {
-        let program = format!(
-            "source {}; COMP_WORDS=({words}); COMP_CWORD={index}; _tasks_dynamic; echo \"${{COMPREPLY[@]}}\"",
-            script.display()
-        );
-        let command = sandbox.command(&[]);
-        let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
-        let output = std::process::Command::new("bash")
-            .args(["-c", &program])
-            .envs(command.get_envs().filter_map(|(k, v)| Some((k, v?))))
-            .env("PATH", path)
-            .output()
-            .unwrap();
-        String::from_utf8(output.stdout).unwrap()
-    };
-    let ids = complete("tasks kill ''", 2);
+    let ids = sandbox.complete_bash("tasks kill ''", 2);
     assert!(ids.split_whitespace().any(|w| w == id), "{ids}");
-    let lists = complete("tasks list --list ''", 3);
+    let lists = sandbox.complete_bash("tasks list --list ''", 3);
     assert_eq!(lists.trim(), "backlog");
 }
 

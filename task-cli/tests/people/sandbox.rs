@@ -25,6 +25,28 @@ impl Sandbox {
         String::from_utf8(command.output().unwrap().stdout).unwrap()
     }
 
+    /// What `tasks completions bash` offers for the command line `words` (bash words) with the
+    /// cursor on word `index`, called as bash calls it (command, current word, previous word),
+    /// with the built binary on `PATH`.
+    pub fn complete_bash(&self, words: &str, index: usize) -> String {
+        let script = self.root().join("tasks.bash");
+        std::fs::write(&script, self.ok(&["completions", "bash"])).unwrap();
+        let bin_dir = Path::new(env!("CARGO_BIN_EXE_tasks")).parent().unwrap();
+        let program = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD={index}; _tasks_dynamic tasks \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; echo \"${{COMPREPLY[@]}}\"",
+            script.display()
+        );
+        let command = self.command(&[]);
+        let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+        let output = Command::new("bash")
+            .args(["-c", &program])
+            .envs(command.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        String::from_utf8(output.stdout).unwrap()
+    }
+
     /// Starts `command` in the background; returns its id.
     pub fn start(&self, command: &str) -> String {
         self.ok(&["run", "--", command]).trim().to_owned()

@@ -22,6 +22,7 @@ pub fn fast_config() -> StoreConfig {
             retries: 60,
             min_backoff: Duration::from_millis(1),
             max_backoff: Duration::from_millis(20),
+            ..LockConfig::default()
         },
         ..StoreConfig::default()
     }
