@@ -1,5 +1,6 @@
 //! A temporary `TASKS_ROOT` and the `tasks` binary run in it.
 
+use std::path::Path;
 use std::process::Command;
 
 /// One test's state root: the shared [`TasksRoot`] as it is (`new`, `root`, `command`, `run`,
