@@ -292,55 +292,28 @@ fn print_to_end(session: &Session, id: &TaskId, mut offset: u64, chunk: usize) -
     }
 }
 
-/// How many bytes of the output of `id` lie past `offset` now (0 when there is no file).
-/// Prints an agent's transcript as a person reads it: its text, each tool it used (with the
-/// activity the reference shows), and how each turn ended. Events of no interest to a reader
-/// (init, usage, unknown types) are left out; lines that are not events are shown as they are
-/// (`--json` prints the transcript untouched).
+/// Prints an agent's transcript as a person reads it ([`crate::transcript`]); lines that are
+/// not events are shown as they are (`--json` prints the transcript untouched).
 fn print_transcript(session: &Session, id: &TaskId) -> Result<()> {
     use std::io::BufRead;
-    use task_agent::format::{DetectingParser, LineParser};
-    use task_agent::{AgentEvent, TurnOutcome};
 
     let path = session.output_path(id);
     let file = std::fs::File::open(&path).map_err(|e| crate::CliError::io("read", &path, e))?;
-    let mut parser = DetectingParser::default();
-    let mut events = Vec::new();
+    let mut readable = crate::transcript::Readable::default();
     for line in std::io::BufReader::new(file).split(b'\n') {
         let line = line.map_err(|e| crate::CliError::io("read", &path, e))?;
-        events.clear();
-        if parser.parse_line(&line, &mut events).is_err() {
-            // Not an event (a CLI's plain text, a malformed line): shown as it is.
-            render::out_bytes(&line)?;
-            render::out("\n")?;
-            continue;
-        }
-        let mut text = String::new();
-        for event in &events {
-            match event {
-                AgentEvent::Text(said) => text.push_str(&format!("{said}\n")),
-                AgentEvent::ToolStarted(tool) => {
-                    let what = task_agent::activity::description(&tool.name, &tool.input)
-                        .unwrap_or_else(|| tool.name.clone());
-                    text.push_str(&format!("  → {what}\n"));
-                }
-                AgentEvent::ToolFinished { is_error: true, .. } => {
-                    text.push_str("    (the tool failed)\n");
-                }
-                AgentEvent::TurnEnded(TurnOutcome::Success { result }) => {
-                    text.push_str(&format!("✓ {}\n", result.as_deref().unwrap_or("done")));
-                }
-                AgentEvent::TurnEnded(outcome) => {
-                    text.push_str(&format!("✗ {}\n", outcome.error_text().unwrap_or_default()));
-                }
-                _ => {}
+        match readable.line(&line) {
+            Some(text) => render::out(&text)?,
+            None => {
+                render::out_bytes(&line)?;
+                render::out("\n")?;
             }
         }
-        render::out(&text)?;
     }
     Ok(())
 }
 
+/// How many bytes of the output of `id` lie past `offset` now (0 when there is no file).
 fn output_left(session: &Session, id: &TaskId, offset: u64) -> Result<u64> {
     let len = std::fs::metadata(session.output_path(id)).map_or(0, |meta| meta.len());
     Ok(len.saturating_sub(offset))

@@ -1,6 +1,6 @@
 //! `tasks completions SHELL`: clap's completion script for the visible commands (hidden ones
-//! such as `__supervise` are left out), plus, for bash and fish, completion of the session's
-//! task ids and of list names, which the script asks `tasks __complete ids|lists` for.
+//! such as `__supervise` are left out), plus completion of the session's task ids and of list
+//! names, which the script asks `tasks __complete ids|lists` for.
 
 use clap::{Command, CommandFactory};
 
@@ -36,15 +36,36 @@ pub fn completions(shell: CompletionShell) -> Result<u8> {
         "tasks",
         &mut script,
     );
-    let dynamic = match shell {
-        CompletionShell::Bash => {
-            BASH_DYNAMIC.replace("{ID_COMMANDS}", &ID_COMMANDS.replace(' ', "|"))
-        }
-        CompletionShell::Fish => FISH_DYNAMIC.replace("{ID_COMMANDS}", ID_COMMANDS),
-        CompletionShell::Zsh => String::new(),
+    let clap_script = String::from_utf8_lossy(&script);
+    let ids = ID_COMMANDS.replace(' ', "|");
+    let script = match shell {
+        CompletionShell::Bash => format!(
+            "{clap_script}{}",
+            BASH_DYNAMIC.replace("{ID_COMMANDS}", &ids)
+        ),
+        CompletionShell::Fish => format!(
+            "{clap_script}{}",
+            FISH_DYNAMIC.replace("{ID_COMMANDS}", ID_COMMANDS)
+        ),
+        CompletionShell::Zsh => with_zsh_dynamic(&clap_script, &ids),
     };
-    script.extend_from_slice(dynamic.as_bytes());
-    render::out_bytes(&script).map(|()| exit::OK)
+    render::out(&script).map(|()| exit::OK)
+}
+
+/// clap's zsh script with its `_tasks` renamed `_tasks_clap` and a `_tasks` of ours that
+/// completes ids and list names and hands everything else to it, defined before clap's last
+/// lines (which call `_tasks` when the file is autoloaded from `$fpath`, or `compdef` it when
+/// it is sourced): both ways of installing the script get the dynamic completion.
+/// `id_commands` is [`ID_COMMANDS`] as a zsh pattern (`a|b|c`).
+fn with_zsh_dynamic(clap_script: &str, id_commands: &str) -> String {
+    let renamed = clap_script.replacen("\n_tasks() {", "\n_tasks_clap() {", 1);
+    let dynamic = ZSH_DYNAMIC.replace("{ID_COMMANDS}", id_commands);
+    match renamed.rfind(ZSH_FOOTER) {
+        Some(at) => format!("{}{dynamic}{}", &renamed[..at], &renamed[at..]),
+        // A clap whose script ends otherwise: sourcing it still works; autoloading from
+        // `$fpath` needs the footer (the zsh test loads it that way, so it would say).
+        None => renamed + dynamic.as_str(),
+    }
 }
 
 /// `command` without its hidden subcommands (clap's generators list them).
@@ -117,6 +138,27 @@ if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERS
 else
     complete -F _tasks_dynamic -o bashdefault -o default tasks
 fi
+"#;
+
+/// The start of the lines that end clap's zsh script.
+const ZSH_FOOTER: &str = "\nif [ \"$funcstack[1]\" = \"_tasks\" ]; then";
+
+const ZSH_DYNAMIC: &str = r#"
+# Task ids and list names, read from the session when completing; the rest is clap's.
+_tasks() {
+    local -a expl candidates
+    if [[ ${words[CURRENT-1]} == --list ]] || compset -P '--list='; then
+        candidates=(${(f)"$(${words[1]} __complete lists 2>/dev/null)"})
+        _wanted lists expl 'task list' compadd -a candidates
+        return
+    fi
+    if (( CURRENT > 2 )) && [[ $PREFIX != -* && ${words[2]} == ({ID_COMMANDS}) ]]; then
+        candidates=(${(f)"$(${words[1]} __complete ids 2>/dev/null)"})
+        _wanted ids expl 'task id' compadd -a candidates
+        return
+    fi
+    _tasks_clap "$@"
+}
 "#;
 
 const FISH_DYNAMIC: &str = r#"

@@ -82,6 +82,8 @@ pub mod team_wiring;
 pub mod tidy_cmd;
 #[cfg(feature = "cli")]
 pub mod top;
+#[cfg(feature = "cli")]
+pub mod transcript;
 mod untrusted;
 pub mod wiring;
 mod workflow_cmd;

@@ -36,7 +36,7 @@ impl Sandbox {
 
 #[test]
 fn an_agent_runs_to_its_result_and_a_message_resumes_it_under_the_same_id() {
-    let sandbox = Sandbox::new();
+    let sandbox = Sandbox::for_agents();
     let script = sandbox.script(
         "count.jsonl",
         &[
@@ -48,7 +48,7 @@ fn an_agent_runs_to_its_result_and_a_message_resumes_it_under_the_same_id() {
         ],
     );
     let fake = fake_agent();
-    let out = sandbox.tasks(&[
+    let out = sandbox.run(&[
         "agent",
         "--name",
         "counter",
@@ -97,7 +97,7 @@ fn an_agent_runs_to_its_result_and_a_message_resumes_it_under_the_same_id() {
     // A message to the stopped agent, by name, resumes it under the same id.
     let sent = sandbox.ok(&["send", "counter", "and now?"]);
     assert!(sent.contains("resumed it in the background"), "{sent}");
-    assert_eq!(sandbox.tasks(&["wait", &id]).status.code(), Some(0));
+    assert_eq!(sandbox.run(&["wait", &id]).status.code(), Some(0));
     let again = sandbox.ok(&["notifications"]);
     assert!(
         again.contains(&format!("<task-id>{id}</task-id>")),
@@ -108,7 +108,7 @@ fn an_agent_runs_to_its_result_and_a_message_resumes_it_under_the_same_id() {
 
 #[test]
 fn a_message_sent_while_the_agent_works_is_its_next_turn() {
-    let sandbox = Sandbox::new();
+    let sandbox = Sandbox::for_agents();
     let go = sandbox.path("go");
     let script = sandbox.script(
         "busy.jsonl",
@@ -126,7 +126,7 @@ fn a_message_sent_while_the_agent_works_is_its_next_turn() {
     let sent = sandbox.ok(&["send", &id, "also this"]);
     assert!(sent.contains("queued"), "{sent}");
     std::fs::write(&go, "").unwrap();
-    assert_eq!(sandbox.tasks(&["wait", &id]).status.code(), Some(0));
+    assert_eq!(sandbox.run(&["wait", &id]).status.code(), Some(0));
     let done = sandbox.listed(&id);
     assert_eq!(done["kind"]["agent"]["result"], "echo: also this", "{done}");
     let notices = sandbox.ok(&["notifications"]);
@@ -139,7 +139,7 @@ fn a_message_sent_while_the_agent_works_is_its_next_turn() {
 
 #[test]
 fn killing_an_agent_mid_turn_ends_its_cli_and_every_shell_it_started() {
-    let sandbox = Sandbox::new();
+    let sandbox = Sandbox::for_agents();
     let never = sandbox.path("never");
     let started = sandbox.path("started");
     let script = sandbox.script(
@@ -182,7 +182,7 @@ fn killing_an_agent_mid_turn_ends_its_cli_and_every_shell_it_started() {
         .parse()
         .unwrap();
     support::eventually("no process left but the supervisor", || {
-        let left: Vec<i32> = support::processes_of(sandbox.root.path())
+        let left: Vec<i32> = support::processes_of(sandbox.root())
             .into_iter()
             .filter(|&pid| pid != supervisor)
             .collect();
@@ -195,7 +195,7 @@ async fn the_mcp_agent_tool_runs_the_configured_cli_and_send_message_resumes_it(
     use rmcp::ServiceExt;
     use rmcp::model::CallToolRequestParams;
 
-    let sandbox = Sandbox::new();
+    let sandbox = Sandbox::for_agents();
     let script = sandbox.script(
         "mcp.jsonl",
         &[
@@ -208,7 +208,7 @@ async fn the_mcp_agent_tool_runs_the_configured_cli_and_send_message_resumes_it(
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tasks"));
     command
         .arg("mcp")
-        .env("TASKS_ROOT", sandbox.root.path())
+        .env("TASKS_ROOT", sandbox.root())
         .env("TASKS_IDLE_EXIT_MS", "2000")
         .env("TASKS_POLL_MS", "10")
         .env_remove("TASKS_SESSION")
@@ -282,7 +282,7 @@ async fn the_mcp_agent_tool_runs_the_configured_cli_and_send_message_resumes_it(
 
 #[test]
 fn a_shell_an_agent_started_through_tasks_mcp_dies_with_the_agent() {
-    let sandbox = Sandbox::new();
+    let sandbox = Sandbox::for_agents();
     let requests = sandbox.path("mcp-in.jsonl");
     let answers = sandbox.path("mcp-out.jsonl");
     let lines = [
@@ -333,7 +333,7 @@ fn a_shell_an_agent_started_through_tasks_mcp_dies_with_the_agent() {
 
 #[test]
 fn with_runner_auto_the_command_runs_as_given_and_its_format_is_detected() {
-    let sandbox = Sandbox::new();
+    let sandbox = Sandbox::for_agents();
     let script = sandbox.script(
         "auto.jsonl",
         &[
@@ -344,7 +344,7 @@ fn with_runner_auto_the_command_runs_as_given_and_its_format_is_detected() {
     );
     let fake = fake_agent();
     // The flags are the user's own; the runner adds none (no -p, no stream-json input).
-    let out = sandbox.tasks(&[
+    let out = sandbox.run(&[
         "agent",
         "--runner",
         "auto",
@@ -362,7 +362,7 @@ fn with_runner_auto_the_command_runs_as_given_and_its_format_is_detected() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("<result>hostname read</result>"), "{text}");
     assert!(text.contains("<tool_uses>1</tool_uses>"), "{text}");
-    let bad = sandbox.tasks(&["agent", "--runner", "cobol", "--prompt", "x", "--", "true"]);
+    let bad = sandbox.run(&["agent", "--runner", "cobol", "--prompt", "x", "--", "true"]);
     assert_eq!(bad.status.code(), Some(2), "{bad:?}");
     assert!(
         String::from_utf8_lossy(&bad.stderr).contains("expected claude, codex, gemini or auto")
@@ -373,7 +373,7 @@ fn with_runner_auto_the_command_runs_as_given_and_its_format_is_detected() {
 async fn the_agent_command_may_come_from_the_sessions_config_file() {
     use rmcp::ServiceExt;
 
-    let sandbox = Sandbox::new();
+    let sandbox = Sandbox::for_agents();
     let session = sandbox.path("default");
     std::fs::create_dir_all(&session).unwrap();
     std::fs::set_permissions(
@@ -405,7 +405,7 @@ async fn the_agent_command_may_come_from_the_sessions_config_file() {
         names
     };
     assert!(
-        list_tools(sandbox.root.path())
+        list_tools(sandbox.root())
             .await
             .contains(&"Agent".to_owned())
     );

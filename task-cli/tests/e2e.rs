@@ -23,71 +23,21 @@ fn tasks_bin() -> String {
     std::env::var("TASKS_E2E_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_tasks").to_owned())
 }
 
-struct Sandbox {
-    root: tempfile::TempDir,
-    env: Vec<(&'static str, String)>,
+/// A test's root: the shared [`TasksRoot`] running [`tasks_bin`], with what this suite adds.
+use support::root::TasksRoot as Sandbox;
+
+/// A root with the supervisor's default sweep, with `extra` settings.
+fn root_with(extra: &[(&'static str, &str)]) -> Sandbox {
+    let root = Sandbox::new()
+        .bin(tasks_bin())
+        .env_remove("TASKS_SWEEP_MS")
+        .env_remove("TASK_MAX_OUTPUT_LENGTH");
+    extra.iter().fold(root, |root, (k, v)| root.env(k, v))
 }
 
 impl Sandbox {
-    fn new() -> Self {
-        Self::with_env(&[])
-    }
-
-    fn with_env(extra: &[(&'static str, &str)]) -> Self {
-        let root = tempfile::tempdir().unwrap();
-        let mut env = vec![
-            ("TASKS_IDLE_EXIT_MS", "3000".to_owned()),
-            ("TASKS_POLL_MS", "10".to_owned()),
-        ];
-        env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
-        Self { root, env }
-    }
-
-    fn root(&self) -> &Path {
-        self.root.path()
-    }
-
     fn session_dir(&self) -> PathBuf {
         self.root().join("default")
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(tasks_bin());
-        command.args(args);
-        self.environment(&mut command);
-        command
-    }
-
-    /// Gives `command` this sandbox's environment and a closed stdin.
-    fn environment(&self, command: &mut Command) {
-        command
-            .env("TASKS_ROOT", self.root())
-            .env_remove("TASKS_SESSION")
-            .env_remove("TASK_MAX_OUTPUT_LENGTH")
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null());
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
-    }
-
-    /// Runs and expects success; returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let output = self.run(args);
-        assert!(
-            output.status.success(),
-            "tasks {args:?} failed: {:?}\nstderr: {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut full = args.to_vec();
-        full.push("--json");
-        serde_json::from_str(&self.ok(&full)).unwrap()
     }
 
     fn start(&self, command: &str) -> String {
@@ -115,12 +65,6 @@ impl Sandbox {
     }
 }
 
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        support::kill_processes_of(self.root());
-    }
-}
-
 fn code(output: &Output) -> i32 {
     output.status.code().unwrap_or(-1)
 }
@@ -141,7 +85,7 @@ fn stderr_line(output: &Output) -> String {
 
 #[test]
 fn a_task_started_by_one_invocation_is_listed_read_waited_and_killed_by_later_ones() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     let id = sandbox.start("echo hello; echo world");
     assert_eq!(sandbox.run(&["wait", &id]).status.code(), Some(0));
     assert_eq!(sandbox.ok(&["output", &id]), "hello\nworld\n");
@@ -176,7 +120,7 @@ fn a_task_started_by_one_invocation_is_listed_read_waited_and_killed_by_later_on
 
 #[test]
 fn output_follows_a_task_until_it_ends_and_formats_for_the_model() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     let gate = sandbox.root().join("gate");
     let script = format!(
         "echo first; while [ ! -e {0} ]; do sleep 0.01; done; echo last",
@@ -213,7 +157,7 @@ fn output_follows_a_task_until_it_ends_and_formats_for_the_model() {
 
 #[test]
 fn killing_a_tree_leaves_no_survivor() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     let pids = sandbox.root().join("pids");
     let script = format!(
         "sleep 1001 & echo $! >> {0}; (sleep 1002 & echo $! >> {0}; wait) & \
@@ -236,7 +180,7 @@ fn killing_a_tree_leaves_no_survivor() {
 
 #[test]
 fn a_prompt_waiting_command_shows_up_as_a_stall_warning() {
-    let sandbox = Sandbox::with_env(&[
+    let sandbox = root_with(&[
         ("TASKS_STALL_CHECK_MS", "20"),
         ("TASKS_STALL_THRESHOLD_MS", "100"),
     ]);
@@ -265,7 +209,7 @@ fn a_prompt_waiting_command_shows_up_as_a_stall_warning() {
 
 #[test]
 fn each_completion_is_delivered_exactly_once_when_two_readers_race() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     let ids: Vec<String> = (0..8)
         .map(|i| sandbox.start(&format!("exit {}", i % 2)))
         .collect();
@@ -317,7 +261,7 @@ fn each_completion_is_delivered_exactly_once_when_two_readers_race() {
 
 #[test]
 fn wait_mirrors_exit_codes() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     let ok = sandbox.start("true");
     let three = sandbox.start("exit 3");
     assert_eq!(code(&sandbox.run(&["wait", &ok])), 0);
@@ -335,7 +279,7 @@ fn wait_mirrors_exit_codes() {
 
 #[test]
 fn run_wait_prints_the_id_and_the_notification_once() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     let out = sandbox.ok(&["run", "--wait", "--", "echo", "hello"]);
     let (id, envelope) = out.split_once('\n').unwrap();
     assert!(envelope.starts_with("<task-notification>\n"), "{out}");
@@ -354,7 +298,7 @@ fn run_wait_prints_the_id_and_the_notification_once() {
 
 #[test]
 fn a_supervisor_killed_with_sigkill_leaves_its_task_marked_failed() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     let pidfile = sandbox.root().join("pid");
     let sleep_pidfile = sandbox.root().join("sleep-pid");
     let id = sandbox.start(&format!(
@@ -407,7 +351,7 @@ fn a_supervisor_killed_with_sigkill_leaves_its_task_marked_failed() {
 
 #[test]
 fn a_corrupt_state_file_is_reported_by_name_and_the_others_are_still_listed() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     let id = sandbox.start("true");
     sandbox.ok(&["wait", &id]);
     let corrupt = sandbox.session_dir().join("tasks").join("bcorrupt1.json");
@@ -427,7 +371,7 @@ fn a_corrupt_state_file_is_reported_by_name_and_the_others_are_still_listed() {
 
 #[test]
 fn bad_ids_get_clear_errors_with_distinct_exit_codes() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     for args in [
         &["output", "../etc/passwd"][..],
         &["wait", "B12345678"],
@@ -462,7 +406,7 @@ fn racing_starters_converge_on_one_detached_supervisor_that_exits_when_idle() {
     // Long enough idle time that the winner outlives the losers' patience for the lock (500 ms):
     // a shorter one lets a loser take over from an idle winner, which is correct but would make
     // the pid checks below race with that hand-over.
-    let sandbox = Sandbox::with_env(&[("TASKS_IDLE_EXIT_MS", "2000")]);
+    let sandbox = root_with(&[("TASKS_IDLE_EXIT_MS", "2000")]);
     let starters: Vec<_> = (0..6)
         .map(|_| {
             sandbox
@@ -526,7 +470,7 @@ fn racing_starters_converge_on_one_detached_supervisor_that_exits_when_idle() {
 
 #[test]
 fn help_and_completions_cover_every_subcommand() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     let help = sandbox.ok(&["--help"]);
     for sub in [
         "run",
@@ -557,7 +501,7 @@ fn help_and_completions_cover_every_subcommand() {
 
 #[test]
 fn monitor_lines_become_next_priority_events_before_the_completion() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     let id = sandbox
         .ok(&[
             "monitor",
@@ -587,7 +531,7 @@ fn monitor_lines_become_next_priority_events_before_the_completion() {
 
 #[test]
 fn sessions_are_separate_and_task_lists_round_trip() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     let id = sandbox
         .ok(&["--session", "other", "run", "--", "true"])
         .trim()
@@ -698,7 +642,7 @@ impl Drop for Terminal {
 
 #[test]
 fn wait_shows_a_spinner_on_a_terminal_and_none_when_piped() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     let gate = sandbox.root().join("gate");
     let id = sandbox.start(&format!(
         "while [ ! -e '{}' ]; do sleep 0.02; done; exit 3",
@@ -734,7 +678,7 @@ fn wait_shows_a_spinner_on_a_terminal_and_none_when_piped() {
 
 #[test]
 fn ps_watch_refreshes_the_table_in_place_on_a_terminal() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     let first = sandbox.start("sleep 1000");
     let terminal = Terminal::start(&sandbox, &["ps", "--watch"]);
     eventually("a first screen listing the task", || {
@@ -772,7 +716,7 @@ fn stdout_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<St
 
 #[test]
 fn list_watch_reports_changes_made_by_other_invocations_as_json_lines() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     sandbox.ok(&["list", "create", "--subject", "Before the watch"]);
     let mut watch = sandbox.command(&["list", "watch", "--json"]);
     let mut child = watch.stdout(Stdio::piped()).spawn().unwrap();
@@ -825,7 +769,7 @@ fn list_watch_reports_changes_made_by_other_invocations_as_json_lines() {
 
 #[test]
 fn a_large_supervisor_log_is_rotated_when_a_supervisor_starts() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     let dir = sandbox.session_dir();
     std::fs::create_dir_all(&dir).unwrap();
     let old = "an old line of the supervisor log\n".repeat(40_000); // about 1.3 MiB
@@ -857,7 +801,7 @@ fn a_large_supervisor_log_is_rotated_when_a_supervisor_starts() {
 
 #[test]
 fn output_prints_everything_by_default_and_says_what_is_left_when_limited() {
-    let sandbox = Sandbox::new();
+    let sandbox = root_with(&[]);
     // More than the 8 MiB a single read returns, as in the report (13.7 MB).
     let total: usize = 14_000_000;
     let id = sandbox.start(&format!("yes | head -c {total}"));

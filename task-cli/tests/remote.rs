@@ -8,62 +8,23 @@ mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
-fn tasks_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_tasks")
-}
-
 /// One `tasks` state root: the server's or the client's.
-struct Root {
-    dir: tempfile::TempDir,
-}
+use support::root::TasksRoot as Root;
 
 impl Root {
-    fn new() -> Self {
-        Root {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(tasks_bin());
-        command
-            .args(args)
-            .env("TASKS_ROOT", self.dir.path())
+    /// A root with fast remote polling and backoff, whose supervisor outlives the test.
+    fn remote() -> Self {
+        Root::new()
             .env("TASKS_IDLE_EXIT_MS", "60000")
-            .env("TASKS_POLL_MS", "10")
-            .env("TASKS_SWEEP_MS", "50")
             .env("TASKS_REMOTE_POLL_MS", "30")
             .env("TASKS_REMOTE_BACKOFF_MS", "30")
             .env("TASKS_REMOTE_BACKOFF_CAP_MS", "120")
             .env("TASKS_REMOTE_REQUEST_MS", "5000")
-            .env_remove("TASKS_SESSION")
-            .env_remove("TASKS_AGENT_ID")
             .env_remove("TASKS_AGENT_COMMAND")
-            .stdin(Stdio::null());
-        command
-    }
-
-    fn tasks(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.tasks(args);
-        assert!(
-            out.status.success(),
-            "tasks {args:?}: {:?}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
     }
 
     fn listed(&self, id: &str) -> Value {
@@ -94,12 +55,6 @@ impl Root {
     }
 }
 
-impl Drop for Root {
-    fn drop(&mut self) {
-        support::kill_processes_of(self.dir.path());
-    }
-}
-
 /// `tasks serve` on 127.0.0.1 (any free port), its agents the fake agent with `script`.
 struct Server {
     root: Root,
@@ -115,7 +70,7 @@ impl Server {
     }
 
     fn start_with(steps: &[Value], extra: &[&str]) -> Self {
-        let root = Root::new();
+        let root = Root::remote();
         let script = root.path("script.jsonl");
         let lines: String = steps.iter().map(|s| format!("{s}\n")).collect();
         std::fs::write(&script, lines).unwrap();
@@ -216,7 +171,7 @@ fn a_remote_agent_runs_to_one_completion_notification_and_its_sidecar_lives_whil
         json!({"wait_file": gate}),
         json!({"result": "remote work done"}),
     ]);
-    let client = Root::new();
+    let client = Root::remote();
     let id = remote(&client, &server, &[], "do the remote work");
     assert!(id.starts_with('r'), "{id}");
 
@@ -242,7 +197,7 @@ fn a_remote_agent_runs_to_one_completion_notification_and_its_sidecar_lives_whil
     assert_eq!(client.listed(&id)["status"], "running");
 
     touch(&gate);
-    let waited = client.tasks(&["wait", &id]);
+    let waited = client.run(&["wait", &id]);
     assert!(waited.status.success(), "{waited:?}");
     let notices = client.ok(&["notifications"]);
     assert_eq!(
@@ -284,7 +239,7 @@ fn a_message_sent_mid_run_reaches_the_remote_agent_and_its_answer_ends_the_task(
         json!({"wait_file": gate}),
         json!({"result": "first turn"}),
     ]);
-    let client = Root::new();
+    let client = Root::remote();
     let id = remote(&client, &server, &[], "start");
     support::eventually("running", || {
         (client.listed(&id)["status"] == "running" && client.sidecar(&id).exists()).then_some(())
@@ -292,7 +247,7 @@ fn a_message_sent_mid_run_reaches_the_remote_agent_and_its_answer_ends_the_task(
     let sent = client.ok(&["send", &id, "and one more thing"]);
     assert!(sent.contains("Message sent"), "{sent}");
     touch(&gate);
-    assert!(client.tasks(&["wait", &id]).status.success());
+    assert!(client.run(&["wait", &id]).status.success());
     let notices = client.ok(&["notifications"]);
     assert!(
         notices.contains("<result>echo: and one more thing</result>"),
@@ -309,7 +264,7 @@ fn killing_a_remote_agent_archives_its_session_and_deletes_its_sidecar() {
     let gate = tempfile::tempdir().unwrap();
     let never = gate.path().join("never");
     let server = Server::start(&[json!({"read_user": true}), json!({"wait_file": never})]);
-    let client = Root::new();
+    let client = Root::remote();
     let id = remote(&client, &server, &[], "wait forever");
     support::eventually("running", || {
         (client.listed(&id)["status"] == "running" && client.sidecar(&id).exists()).then_some(())
@@ -339,7 +294,7 @@ fn a_client_supervisor_killed_mid_poll_resumes_from_its_cursor_and_completes_exa
         json!({"text": "after the crash"}),
         json!({"result": "survived"}),
     ]);
-    let client = Root::new();
+    let client = Root::remote();
     let id = remote(&client, &server, &[], "survive a crash");
     support::eventually("the first events", || {
         logged_events(&client, &id)
@@ -357,7 +312,7 @@ fn a_client_supervisor_killed_mid_poll_resumes_from_its_cursor_and_completes_exa
 
     // Any request starts a new supervisor, which follows the task again from its cursor.
     client.ok(&["run", "--", "true"]);
-    assert!(client.tasks(&["wait", &id]).status.success());
+    assert!(client.run(&["wait", &id]).status.success());
     let task = client.listed(&id);
     assert_eq!(task["status"], "completed", "{task}");
     let events = logged_events(&client, &id);
@@ -512,10 +467,10 @@ fn a_slow_client_does_not_stall_the_others() {
 
 #[test]
 fn a_non_loopback_address_without_tls_is_refused() {
-    let root = Root::new();
+    let root = Root::remote();
     let token_file = root.path("token");
     root.ok(&["serve", "--init-token", token_file.to_str().unwrap()]);
-    let out = root.tasks(&[
+    let out = root.run(&[
         "serve",
         "--listen",
         "0.0.0.0:0",
@@ -530,7 +485,7 @@ fn a_non_loopback_address_without_tls_is_refused() {
 #[test]
 fn a_wrong_token_fails_the_remote_task_at_once_with_a_clear_reason() {
     let server = Server::start(&[json!({"result": "x"})]);
-    let client = Root::new();
+    let client = Root::remote();
     let wrong = client.path("wrong-token");
     std::fs::write(&wrong, "not-the-token\n").unwrap();
     let id = client.ok(&[
@@ -543,7 +498,7 @@ fn a_wrong_token_fails_the_remote_task_at_once_with_a_clear_reason() {
         "hello",
     ]);
     let id = id.trim();
-    let waited = client.tasks(&["wait", id]);
+    let waited = client.run(&["wait", id]);
     assert!(!waited.status.success());
     let task = client.listed(id);
     assert_eq!(task["status"], "failed", "{task}");
@@ -672,7 +627,7 @@ impl Drop for Mcp {
 #[test]
 fn the_mcp_agent_tool_with_remote_isolation_starts_a_remote_agent_on_the_configured_server() {
     let server = Server::start(&[json!({"read_user": true}), json!({"result": "from afar"})]);
-    let client = Root::new();
+    let client = Root::remote();
     let agent = json!({"description": "far job", "prompt": "work remotely",
         "isolation": "remote", "run_in_background": true});
 
@@ -706,7 +661,7 @@ fn the_mcp_agent_tool_with_remote_isolation_starts_a_remote_agent_on_the_configu
         .unwrap_or_else(|| panic!("{started}"))
         .to_owned();
     assert!(id.starts_with('r'), "{id}");
-    assert!(client.tasks(&["wait", &id]).status.success());
+    assert!(client.run(&["wait", &id]).status.success());
     let notices = client.ok(&["notifications"]);
     assert!(notices.contains("<result>from afar</result>"), "{notices}");
     assert!(

@@ -72,7 +72,7 @@ const PER_SENDER: usize = 25;
 
 #[test]
 fn teammates_get_every_message_from_concurrent_tasks_send_processes_once_in_order_and_shut_down() {
-    let sandbox = Sandbox::new();
+    let sandbox = Sandbox::for_agents();
     let script = sandbox.script(
         "mate.jsonl",
         &[
@@ -175,7 +175,7 @@ fn teammates_get_every_message_from_concurrent_tasks_send_processes_once_in_orde
     // Teammates never notify the model.
     let notes = sandbox.ok(&["notifications"]);
     assert!(!notes.contains(&ids[0]), "{notes}");
-    let unknown = sandbox.tasks(&["send", "nobody", "hi"]);
+    let unknown = sandbox.run(&["send", "nobody", "hi"]);
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stdout).contains("No agent named 'nobody'"));
     let rest: Vec<&str> = ids[1..].iter().map(String::as_str).collect();
@@ -232,10 +232,10 @@ fn dream_fixture(sandbox: &Sandbox) -> (PathBuf, Vec<String>) {
 
 #[test]
 fn a_dream_holds_the_lock_refuses_a_second_and_a_kill_rolls_it_back() {
-    let sandbox = Sandbox::new();
+    let sandbox = Sandbox::for_agents();
     let (lock, args) = dream_fixture(&sandbox);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let dream = |sandbox: &Sandbox| sandbox.tasks(&args);
+    let dream = |sandbox: &Sandbox| sandbox.run(&args);
     let first = dream(&sandbox);
     assert!(first.status.success(), "{first:?}");
     let id = String::from_utf8(first.stdout).unwrap().trim().to_owned();
@@ -260,7 +260,7 @@ fn a_dream_holds_the_lock_refuses_a_second_and_a_kill_rolls_it_back() {
 
 #[test]
 fn a_dream_whose_supervisor_is_sigkilled_is_rolled_back_by_the_next_dream() {
-    let sandbox = Sandbox::new();
+    let sandbox = Sandbox::for_agents();
     let (lock, args) = dream_fixture(&sandbox);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let first = sandbox.ok(&args).trim().to_owned();

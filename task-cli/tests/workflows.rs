@@ -5,28 +5,37 @@
 
 mod support;
 
-use std::process::{Command, Output, Stdio};
+use support::root::TasksRoot;
 
 use serde_json::{Value, json};
 
 /// The reference's workflow script (task-agent keeps the fixtures).
 const SCRIPT: &str = include_str!("../../task-agent/tests/fixtures/workflow/script.js");
 
-/// A session root whose agent CLI is a fake agent answering by prompt.
+/// A session root whose agent CLI is a fake agent answering by prompt (the shared
+/// [`TasksRoot`], whose `root`, `path`, `run` and `ok` it offers).
 struct Session {
-    root: tempfile::TempDir,
+    root: TasksRoot,
     agent_command: String,
+}
+
+impl std::ops::Deref for Session {
+    type Target = TasksRoot;
+
+    fn deref(&self) -> &TasksRoot {
+        &self.root
+    }
 }
 
 impl Session {
     /// `rules`: (text in the prompt, steps).
     fn new(rules: &[(&str, Value)]) -> Session {
-        let root = tempfile::tempdir().unwrap();
+        let root = TasksRoot::new();
         let rules: Vec<Value> = rules
             .iter()
             .map(|(needle, steps)| json!({"if": needle, "steps": steps}))
             .collect();
-        let script = root.path().join("agent.jsonl");
+        let script = root.path("agent.jsonl");
         std::fs::write(
             &script,
             format!(
@@ -41,6 +50,10 @@ impl Session {
             support::fake_agent().display(),
             script.display()
         );
+        let root = root
+            .env("TASKS_AGENT_COMMAND", &agent_command)
+            .env("TASKS_IDLE_EXIT_MS", "2000")
+            .env_remove("TASKS_AGENT_RUNNER");
         Session {
             root,
             agent_command,
@@ -48,36 +61,9 @@ impl Session {
     }
 
     fn file(&self, name: &str, text: &str) -> String {
-        let path = self.root.path().join(name);
+        let path = self.path(name);
         std::fs::write(&path, text).unwrap();
         path.display().to_string()
-    }
-
-    fn tasks(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_tasks"))
-            .args(args)
-            .env("TASKS_ROOT", self.root.path())
-            .env("TASKS_AGENT_COMMAND", &self.agent_command)
-            .env("TASKS_IDLE_EXIT_MS", "2000")
-            .env("TASKS_POLL_MS", "10")
-            .env("TASKS_SWEEP_MS", "50")
-            .env_remove("TASKS_SESSION")
-            .env_remove("TASKS_AGENT_ID")
-            .env_remove("TASKS_AGENT_RUNNER")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.tasks(args);
-        assert!(
-            out.status.success(),
-            "tasks {args:?}: {:?}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
     }
 
     /// Waits until `ps` lists `count` agent tasks (records are mirrored to disk by the
@@ -100,12 +86,6 @@ impl Session {
             .as_array()
             .unwrap()
             .clone()
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        support::kill_processes_of(self.root.path());
     }
 }
 
@@ -198,8 +178,8 @@ fn run_show_and_resume_the_reference_script() {
 
     // Bad run ids are refused before any path is built.
     for bad in ["wf_../../x", "nope"] {
-        assert!(!session.tasks(&["workflow", "show", bad]).status.success());
-        assert!(!session.tasks(&["workflow", "resume", bad]).status.success());
+        assert!(!session.run(&["workflow", "show", bad]).status.success());
+        assert!(!session.run(&["workflow", "resume", bad]).status.success());
     }
 }
 
@@ -238,7 +218,7 @@ fn kill_stops_the_script_and_leaves_no_process() {
     // Nothing of the run is left (agents and the `sleep`s they spawned): only the supervisor
     // itself carries the session's root.
     support::eventually("no agent or child process left", || {
-        let left: Vec<i32> = support::processes_of(session.root.path())
+        let left: Vec<i32> = support::processes_of(session.root())
             .into_iter()
             .filter(|pid| !is_supervisor(*pid))
             .collect();
@@ -261,7 +241,7 @@ async fn the_mcp_workflow_tool_launches_and_notifies() {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tasks"));
     command
         .arg("mcp")
-        .env("TASKS_ROOT", session.root.path())
+        .env("TASKS_ROOT", session.root())
         .env("TASKS_IDLE_EXIT_MS", "2000")
         .env("TASKS_POLL_MS", "10")
         .env_remove("TASKS_SESSION")

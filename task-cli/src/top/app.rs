@@ -1,7 +1,7 @@
 //! The dashboard's state between frames and what each key does.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use task_core::{TaskId, TaskKind};
+use task_core::{TaskId, TaskKind, TaskType};
 
 use super::state::{ListPane, OutputPane, Tasks};
 use crate::error::Result;
@@ -83,7 +83,8 @@ impl App {
         match index.map(|i| &self.tasks.shown[i]) {
             Some(task) => {
                 let (id, size) = (task.record.id(), task.output_bytes);
-                self.output.follow(&self.session, id, size)?;
+                let transcript = task.record.task.base.task_type == TaskType::LocalAgent;
+                self.output.follow(&self.session, id, size, transcript)?;
             }
             None => self.output.clear(),
         }

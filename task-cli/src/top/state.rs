@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::pill::{self, Pill};
 use crate::record::TaskRecord;
 use crate::session::Session;
+use crate::transcript::Readable;
 
 /// How many lines of the selected task's output the pane keeps.
 pub const OUTPUT_LINES: usize = 500;
@@ -80,7 +81,8 @@ impl Tasks {
     }
 }
 
-/// The selected task's output, followed from where the pane last read.
+/// The selected task's output, followed from where the pane last read; an agent's transcript
+/// is shown as a person reads it (what it said, its tools, how its turns ended).
 #[derive(Debug, Default)]
 pub struct OutputPane {
     /// The task followed.
@@ -89,18 +91,31 @@ pub struct OutputPane {
     offset: u64,
     /// Complete lines, the newest last.
     pub lines: VecDeque<String>,
-    /// The last line, while it has no newline yet.
-    pub partial: String,
+    /// The last line read, while it has no newline yet.
+    partial: String,
+    /// Reads the followed agent's transcript; `None` for other tasks.
+    transcript: Option<Readable>,
+    /// The first line read is the end of a line cut by the tail read (a transcript skips it).
+    cut: bool,
 }
 
 impl OutputPane {
     /// Follows `id`: a task newly selected starts from the tail of its output; afterwards only
-    /// what was written since is read.
-    pub fn follow(&mut self, session: &Session, id: TaskId, size: u64) -> Result<()> {
+    /// what was written since is read. `transcript`: the output is an agent's transcript.
+    pub fn follow(
+        &mut self,
+        session: &Session,
+        id: TaskId,
+        size: u64,
+        transcript: bool,
+    ) -> Result<()> {
         if self.id != Some(id) {
+            let offset = size.saturating_sub(OUTPUT_READ_BYTES as u64);
             *self = Self {
                 id: Some(id),
-                offset: size.saturating_sub(OUTPUT_READ_BYTES as u64),
+                offset,
+                transcript: transcript.then(Readable::default),
+                cut: offset > 0,
                 ..Self::default()
             };
         }
@@ -110,17 +125,44 @@ impl OutputPane {
         Ok(())
     }
 
-    fn push(&mut self, text: &str) {
+    /// The last line while it has no newline yet (nothing for a transcript, whose lines are
+    /// shown once complete).
+    pub fn partial(&self) -> &str {
+        match self.transcript {
+            Some(_) => "",
+            None => &self.partial,
+        }
+    }
+
+    /// Adds text read from the output.
+    pub(super) fn push(&mut self, text: &str) {
         let mut pieces = text.split('\n').peekable();
         while let Some(piece) = pieces.next() {
             self.partial.push_str(piece);
             if pieces.peek().is_some() {
                 let line = std::mem::take(&mut self.partial);
-                self.lines.push_back(line);
-                if self.lines.len() > OUTPUT_LINES {
-                    self.lines.pop_front();
-                }
+                self.complete(line);
             }
+        }
+    }
+
+    fn complete(&mut self, line: String) {
+        let Some(readable) = &mut self.transcript else {
+            return self.keep(line);
+        };
+        if std::mem::take(&mut self.cut) {
+            return;
+        }
+        match readable.line(line.as_bytes()) {
+            Some(text) => text.lines().for_each(|l| self.keep(l.to_owned())),
+            None => self.keep(line),
+        }
+    }
+
+    fn keep(&mut self, line: String) {
+        self.lines.push_back(line);
+        if self.lines.len() > OUTPUT_LINES {
+            self.lines.pop_front();
         }
     }
 
@@ -224,5 +266,46 @@ mod tests {
         }
         assert_eq!(pane.lines.len(), OUTPUT_LINES);
         assert_eq!(pane.lines.back().map(String::as_str), Some("499"));
+    }
+
+    fn agent_pane(cut: bool) -> OutputPane {
+        OutputPane {
+            transcript: Some(Readable::default()),
+            cut,
+            ..OutputPane::default()
+        }
+    }
+
+    #[test]
+    fn an_agents_transcript_reads_as_a_conversation() {
+        let mut pane = agent_pane(false);
+        let transcript = [
+            r#"{"type":"system","subtype":"init","session_id":"s1"}"#,
+            r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Looking at the files."}],"usage":{"input_tokens":10,"output_tokens":2}}}"#,
+            r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls","description":"List files"}}]}}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a"}]}}"#,
+            "plain text from the CLI",
+            r#"{"type":"result","subtype":"success","result":"3 files"}"#,
+        ];
+        pane.push(&format!("{}\n", transcript.join("\n")));
+        pane.push(r#"{"type":"assistant","mess"#);
+        let lines: Vec<&str> = pane.lines.iter().map(String::as_str).collect();
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert_eq!(lines[0], "Looking at the files.");
+        assert!(
+            lines[1].starts_with("  → ") && lines[1].contains("List files"),
+            "{lines:?}"
+        );
+        assert_eq!(lines[2..], ["plain text from the CLI", "✓ 3 files"]);
+        assert_eq!(pane.partial(), "", "half an event is not shown");
+    }
+
+    #[test]
+    fn a_transcript_read_from_its_tail_skips_the_line_the_read_cut() {
+        let mut pane = agent_pane(true);
+        pane.push(
+            "\"result\":\"old\"}\n{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"new\"}\n",
+        );
+        assert_eq!(pane.lines, ["✓ new"]);
     }
 }

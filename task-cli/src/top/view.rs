@@ -11,6 +11,7 @@ use task_core::{TaskStatus, TaskType, now_ms};
 
 use super::app::{App, Mode};
 use super::details;
+use super::state::OutputPane;
 use crate::render;
 
 /// Draws the whole dashboard.
@@ -176,24 +177,30 @@ fn draw_details(frame: &mut Frame<'_>, app: &App, area: Rect) {
 fn draw_output(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let height = usize::from(area.height.saturating_sub(1));
     let output = &app.output;
-    let mut lines: Vec<Line<'_>> = output
-        .lines
-        .iter()
-        .rev()
-        .skip(usize::from(!output.partial.is_empty()))
-        .take(height)
-        .rev()
-        .map(|l| Line::raw(l.as_str()))
+    let lines: Vec<Line<'_>> = last_lines(output, height)
+        .into_iter()
+        .map(Line::raw)
         .collect();
-    if !output.partial.is_empty() {
-        lines.push(Line::raw(output.partial.as_str()));
-    }
     let title = match output.id {
         Some(id) => format!(" Output of {id} (following; o: pager) "),
         None => " Output ".into(),
     };
     let block = Block::new().borders(Borders::TOP).title(title);
     frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// The newest `height` lines of the pane, the line still being written last.
+fn last_lines(output: &OutputPane, height: usize) -> Vec<&str> {
+    let partial = Some(output.partial()).filter(|p| !p.is_empty());
+    let complete = height.saturating_sub(usize::from(partial.is_some()));
+    let skipped = output.lines.len().saturating_sub(complete);
+    output
+        .lines
+        .iter()
+        .skip(skipped)
+        .map(String::as_str)
+        .chain(partial)
+        .collect()
 }
 
 fn draw_list(frame: &mut Frame<'_>, app: &App, area: Rect) {
@@ -284,4 +291,19 @@ fn draw_help(frame: &mut Frame<'_>) {
         Paragraph::new(lines).block(Block::bordered().title(" Keys ")),
         popup,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_being_written_comes_after_the_newest_complete_lines() {
+        let mut pane = OutputPane::default();
+        pane.push("a\nb\nc\nprompt? ");
+        assert_eq!(last_lines(&pane, 3), ["b", "c", "prompt? "]);
+        assert_eq!(last_lines(&pane, 10), ["a", "b", "c", "prompt? "]);
+        pane.push("y\n");
+        assert_eq!(last_lines(&pane, 3), ["b", "c", "prompt? y"]);
+    }
 }

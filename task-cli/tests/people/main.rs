@@ -18,3 +18,4 @@ mod stream;
 mod tidy;
 mod tmux;
 mod top;
+mod zsh_completion;

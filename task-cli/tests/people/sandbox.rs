@@ -1,65 +1,13 @@
 //! A temporary `TASKS_ROOT` and the `tasks` binary run in it.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
-use serde_json::Value;
-
-/// One test's state root; every process that carries it is killed on drop.
-pub struct Sandbox {
-    root: tempfile::TempDir,
-}
+/// One test's state root: the shared [`TasksRoot`] as it is (`new`, `root`, `command`, `run`,
+/// `ok`, `json`), with what this suite adds below.
+pub use crate::support::root::TasksRoot as Sandbox;
 
 impl Sandbox {
-    pub fn new() -> Self {
-        Self {
-            root: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    pub fn root(&self) -> &Path {
-        self.root.path()
-    }
-
-    /// `tasks ARGS` with this root, short supervisor timings and a closed stdin.
-    pub fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_tasks"));
-        command
-            .args(args)
-            .env("TASKS_ROOT", self.root())
-            .env("TASKS_IDLE_EXIT_MS", "3000")
-            .env("TASKS_POLL_MS", "10")
-            .env("TASKS_SWEEP_MS", "50")
-            .env_remove("TASKS_SESSION")
-            .env_remove("TASKS_LIST_ID")
-            .env_remove("TASKS_LIST_ROOT")
-            .env_remove("NO_COLOR")
-            .stdin(Stdio::null());
-        command
-    }
-
-    pub fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
-    }
-
-    /// Runs and expects success; returns stdout.
-    pub fn ok(&self, args: &[&str]) -> String {
-        let output = self.run(args);
-        assert!(
-            output.status.success(),
-            "tasks {args:?} failed: {:?}\nstderr: {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap()
-    }
-
-    pub fn json(&self, args: &[&str]) -> Value {
-        let mut full = args.to_vec();
-        full.push("--json");
-        serde_json::from_str(&self.ok(&full)).unwrap()
-    }
-
     /// `tasks ARGS` (shell words) on a pseudo-terminal (util-linux `script`), with `NO_COLOR`
     /// set or not; what it printed.
     pub fn on_terminal(&self, args: &str, no_color: bool) -> String {
@@ -116,12 +64,6 @@ impl Sandbox {
                 (field("id"), field("status"))
             })
             .collect()
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        super::support::kill_processes_of(self.root());
     }
 }
 

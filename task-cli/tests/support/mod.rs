@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod agent_sandbox;
+pub mod root;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
