@@ -79,6 +79,25 @@ async fn the_fixture_script_produces_the_fixture_result_summary_and_record() {
         assert_eq!(keys(entry), keys(reference), "entry fields and their order");
     }
 
+    // The task's steps: every phase, completed, with its agents under it, done.
+    let TaskKind::Workflow(flow) = &state.kind else {
+        panic!("not a workflow: {:?}", state.kind)
+    };
+    let titles: Vec<&str> = flow.steps.iter().map(|s| s.step.as_str()).collect();
+    assert_eq!(titles, ["Scan", "Sum"]);
+    for (n, step) in flow.steps.iter().enumerate() {
+        assert_eq!(step.status, TaskStatus::Completed, "{step:?}");
+        let in_phase = summary["workflowProgress"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "workflow_agent" && e["phaseIndex"] == n + 1)
+            .count();
+        let agents = step.detail["agents"].as_array().unwrap();
+        assert_eq!(agents.len(), in_phase, "{step:?}");
+        assert!(agents.iter().all(|a| a["status"] == "done"), "{step:?}");
+    }
+
     // The run record has every field of the reference's.
     let record = wf.record(&handle);
     let reference = fixture_json("run-record.json");
@@ -249,6 +268,24 @@ async fn a_failing_agent_yields_null_and_the_run_goes_on() {
         wf.agent_ids().len(),
         3,
         "the thrown stage skipped its item's next stage"
+    );
+    // Outside any phase, the agents make one step; the two that failed say so.
+    let TaskKind::Workflow(flow) = &state.kind else {
+        panic!("not a workflow: {:?}", state.kind)
+    };
+    let [step] = flow.steps.as_slice() else {
+        panic!("{:?}", flow.steps)
+    };
+    let mut statuses: Vec<&str> = step.detail["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["status"].as_str().unwrap())
+        .collect();
+    statuses.sort_unstable();
+    assert_eq!(
+        (step.step.as_str(), statuses),
+        ("agents", vec!["done", "failed", "failed"])
     );
 }
 

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+use task_core::{TaskStatus, WorkflowStep};
 
 use super::config::PREVIEW_CHARS;
 use super::meta::PhaseMeta;
@@ -213,6 +214,62 @@ impl Book {
     /// How many calls were made.
     pub(crate) fn agent_count(&self) -> u64 {
         self.agents.len() as u64
+    }
+
+    /// The script has ended: no phase is current any more.
+    pub(crate) fn close(&mut self) {
+        self.current = None;
+    }
+
+    /// The run as the task's steps (what `tasks top` draws as a tree): each phase in order with
+    /// its agents, then the agents called outside any phase. A phase is running while it is
+    /// the current one or has an agent not done, completed once it has agents and all are
+    /// done, pending before that.
+    pub(crate) fn steps(&self) -> Vec<WorkflowStep> {
+        let mut steps: Vec<WorkflowStep> = (0..self.phases.len())
+            .map(|i| self.step(&self.phases[i].title, Some(i + 1)))
+            .collect();
+        if self.agents.iter().any(|a| a.phase_index.is_none()) {
+            steps.push(self.step("agents", None));
+        }
+        steps
+    }
+
+    fn step(&self, title: &str, phase: Option<usize>) -> WorkflowStep {
+        let agents: Vec<&AgentEntry> = self
+            .agents
+            .iter()
+            .filter(|a| a.phase_index == phase)
+            .collect();
+        let current = phase.is_some() && self.current.map(|c| c + 1) == phase;
+        let all_done = !agents.is_empty() && agents.iter().all(|a| a.state == AgentStage::Done);
+        let status = match (current, all_done, agents.is_empty()) {
+            (false, true, _) => TaskStatus::Completed,
+            (true, _, _) | (_, _, false) => TaskStatus::Running,
+            (false, false, true) => TaskStatus::Pending,
+        };
+        let agents: Vec<Value> = agents.iter().map(|a| a.as_step_agent()).collect();
+        let mut detail = Map::new();
+        detail.insert("agents".into(), Value::Array(agents));
+        WorkflowStep {
+            step: title.to_owned(),
+            status,
+            detail,
+        }
+    }
+}
+
+impl AgentEntry {
+    /// The entry as one agent of a step: its label, task id and where it is (`queued`,
+    /// `running`, `done`, or `failed`: done without a result).
+    fn as_step_agent(&self) -> Value {
+        let status = match (self.state, &self.result_preview) {
+            (AgentStage::Start, _) => "queued",
+            (AgentStage::Progress, _) => "running",
+            (AgentStage::Done, Some(_)) => "done",
+            (AgentStage::Done, None) => "failed",
+        };
+        json!({"name": self.label, "id": self.agent_id, "status": status})
     }
 }
 

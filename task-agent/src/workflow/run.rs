@@ -92,8 +92,15 @@ impl Run {
                     calls.spawn(async move { run.answer(call, key, slot).await });
                 }
                 ToHost::Phase(title) => {
-                    self.book().enter_phase(&title);
-                    self.update_state(|state| state.phase = Some(title.clone()));
+                    let steps = {
+                        let mut book = self.book();
+                        book.enter_phase(&title);
+                        book.steps()
+                    };
+                    self.update_state(|state| {
+                        state.phase = Some(title.clone());
+                        state.steps = steps.clone();
+                    });
                 }
                 ToHost::Log(message) => self.book().logs.push(message),
                 ToHost::Finished(outcome) => {
@@ -345,12 +352,15 @@ impl Run {
         }
     }
 
-    /// A `task_progress` event for a changed entry.
+    /// A `task_progress` event for a changed entry, and the task's steps brought up to date.
     fn report(&self, entry: &AgentEntry) {
         let elapsed = millis_since(self.started);
-        let detail = self
-            .book()
-            .progress_detail(entry, &self.origin.meta.description, elapsed);
+        let (detail, steps) = {
+            let mut book = self.book();
+            let detail = book.progress_detail(entry, &self.origin.meta.description, elapsed);
+            (detail, book.steps())
+        };
+        self.update_state(|state| state.steps = steps.clone());
         self.registry.emit_progress(&self.id, detail);
     }
 
@@ -375,7 +385,10 @@ impl Run {
             Err(error) => (TaskStatus::Failed, Value::Null, Some(error)),
         };
         let (summary, usage) = {
-            let book = self.book();
+            let mut book = self.book();
+            book.close();
+            let steps = book.steps();
+            self.update_state(|state| state.steps = steps.clone());
             let summary = json!({
                 "summary": self.origin.meta.description,
                 "agentCount": book.agent_count(),

@@ -16,10 +16,12 @@ pub fn one_line_state(task: &TaskState) -> String {
     match &task.kind {
         TaskKind::Teammate(mate) => {
             let doing = if mate.is_idle { "idle" } else { "working" };
-            format!(
-                "{}@{} · {doing} · {description}",
-                mate.identity.agent_name, mate.identity.team_name
-            )
+            let who = format!("{}@{}", mate.identity.agent_name, mate.identity.team_name);
+            match description == &who {
+                // A teammate's description is usually its name: say it once.
+                true => format!("{who} · {doing}"),
+                false => format!("{who} · {doing} · {description}"),
+            }
         }
         TaskKind::Workflow(flow) => {
             let done = flow.steps.iter().filter(|s| s.status.is_terminal()).count();
