@@ -541,6 +541,13 @@ impl Mirror {
     }
 }
 
+/// Whether a task's state may change without an event: an agent's usage and text are
+/// counted as they arrive, and only its tool uses are reported. Shells (and monitors) change
+/// by events alone.
+fn changes_quietly(task: &task_core::TaskState) -> bool {
+    !matches!(task.kind, task_core::TaskKind::Shell(_))
+}
+
 impl Books {
     /// Drops everything about `id` (evicted, or never begun).
     fn forget(&mut self, id: &TaskId) {
@@ -687,13 +694,27 @@ impl Mirrored {
         }
     }
 
-    /// Retries failed writes, writes the ends whose notice wait is over, and evicts ended
-    /// tasks whose final record has been on disk for a sweep interval.
+    /// Retries failed writes, writes the ends whose notice wait is over, brings the records of
+    /// live agents up to date, and evicts ended tasks whose final record has been on disk for
+    /// a sweep interval.
     fn sweep(&self) {
         let retry: Vec<TaskId> = {
             let books = lock(&self.books);
             let waited = books.awaiting_notice.keys();
-            books.unwritten.iter().chain(waited).copied().collect()
+            // Agents change without an event (tokens and text between tool uses): their
+            // records are compared with their states, and rewritten if they differ.
+            let quiet = books
+                .written
+                .iter()
+                .filter(|(_, record)| !record.is_terminal() && changes_quietly(&record.task))
+                .map(|(id, _)| id);
+            books
+                .unwritten
+                .iter()
+                .chain(waited)
+                .chain(quiet)
+                .copied()
+                .collect()
         };
         for id in retry {
             let _ = self.write(id, Occasion::Change); // not yet: kept for the next sweep

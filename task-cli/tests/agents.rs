@@ -416,3 +416,30 @@ async fn the_agent_command_may_come_from_the_sessions_config_file() {
             .contains(&"Agent".to_owned())
     );
 }
+
+#[test]
+fn an_agents_tokens_reach_ps_while_it_works_between_tool_uses() {
+    let sandbox = Sandbox::for_agents();
+    let never = sandbox.path("never");
+    let script = sandbox.script(
+        "thinker.jsonl",
+        &[
+            json!({"read_user": true}),
+            // Text and usage, no tool use: no progress event; only the sweep writes it.
+            json!({"text": "Thinking it over.", "usage": {"input_tokens": 2100, "output_tokens": 9}}),
+            json!({"wait_file": never.display().to_string()}),
+        ],
+    );
+    let id = sandbox.agent(&["--prompt", "think"], &script);
+    let listed = support::eventually("the agent's tokens in ps", || {
+        let task = sandbox.listed(&id);
+        let tokens = &task["kind"]["agent"]["progress"]["tokenCount"];
+        (tokens.as_u64() > Some(0)).then_some(task)
+    });
+    assert_eq!(
+        listed["kind"]["agent"]["progress"]["tokenCount"], 2109,
+        "{listed}"
+    );
+    assert_eq!(listed["status"], "running");
+    sandbox.ok(&["kill", &id]);
+}
