@@ -715,3 +715,38 @@ fn a_non_loopback_address_is_served_over_tls_with_the_given_certificate() {
         );
     });
 }
+
+#[test]
+fn a_client_trickling_its_request_head_is_disconnected_after_the_header_timeout() {
+    use std::io::Read;
+    let server = Server::start_with(
+        &[json!({"result": "x"})],
+        &["--listen", "127.0.0.1:0", "--header-timeout", "300ms"],
+    );
+    let address = server.url.strip_prefix("http://").unwrap();
+    let mut slow = std::net::TcpStream::connect(address).unwrap();
+    // The first line and one header, then silence: the head never ends.
+    slow.write_all(b"GET /v1/sessions HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    // Far longer than the timeout: without it the server would keep the connection (and this
+    // read would fail with a timeout instead of seeing the server close it).
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let mut answer = Vec::new();
+    let closed = slow.read_to_end(&mut answer);
+    assert!(closed.is_ok(), "the server kept the connection: {closed:?}");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+        "{answer}"
+    );
+    // A client that sends whole requests is still served (here: a session that does not exist).
+    let (status, body) = request(
+        &server,
+        reqwest::Method::GET,
+        "/v1/sessions/a12345678",
+        Some(&server.token),
+        None,
+    );
+    assert_eq!(status, 404, "{body}");
+}

@@ -52,6 +52,10 @@ pub struct ServeArgs {
     /// The most transcript bytes one events page holds.
     #[arg(long, default_value_t = PageLimits::default().max_bytes, value_name = "BYTES")]
     pub page_bytes: usize,
+    /// A client that has not sent a whole request head this long after it began is
+    /// disconnected (a client trickling its headers would hold a connection forever).
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = crate::config::parse_duration)]
+    pub header_timeout: std::time::Duration,
 }
 
 /// Runs `tasks serve` until it is killed.
@@ -108,12 +112,14 @@ pub fn run(paths: SessionPaths, args: ServeArgs) -> Result<u8> {
                 let config = axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key)
                     .await
                     .map_err(|e| CliError::io("load", &cert, e))?;
-                axum_server::from_tcp_rustls(listener, config)
+                let server = axum_server::from_tcp_rustls(listener, config);
+                with_header_timeout(server, args.header_timeout)
                     .serve(app.into_make_service())
                     .await
             }
             None => {
-                axum_server::from_tcp(listener)
+                let server = axum_server::from_tcp(listener);
+                with_header_timeout(server, args.header_timeout)
                     .serve(app.into_make_service())
                     .await
             }
@@ -121,6 +127,21 @@ pub fn run(paths: SessionPaths, args: ServeArgs) -> Result<u8> {
         .map_err(|e| CliError::io("serve on", bound.to_string(), e))
     })?;
     Ok(exit::OK)
+}
+
+/// `server`, disconnecting a client whose request head is not complete `timeout` after it
+/// began. (hyper has the timeout but applies it only with a timer, which axum-server does not
+/// give it.)
+fn with_header_timeout<A>(
+    mut server: axum_server::Server<A>,
+    timeout: std::time::Duration,
+) -> axum_server::Server<A> {
+    server
+        .http_builder()
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(timeout);
+    server
 }
 
 /// Pings the session's supervisor often enough that it never leaves for idleness while this
