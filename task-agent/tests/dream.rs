@@ -1,13 +1,15 @@
 //! Dreams and their consolidation lock: one winner among processes, the rollback after a kill,
 //! a failure and a `SIGKILL`ed holder, and the phases of a real (scripted) agent CLI.
-//! Lock holders in other processes are this test binary re-run as `lock_holder_process`.
+//! Lock holders in other processes are this test binary re-run as `lock_holder_process`,
+//! told what to do on their stdin and saying what happened on their stdout.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use std::fs::FileTimes;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::io::{BufRead, BufReader, Lines, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, UNIX_EPOCH};
 
 use common::{Fixture, wait_file};
@@ -17,67 +19,69 @@ use task_agent::dream::{ConsolidationLock, DreamExecutor, DreamRequest, LockErro
 use task_core::{DreamPhase, EndReason, TaskKind, TaskStatus};
 
 const LOCK_ENV: &str = "DREAM_TEST_LOCK";
-const SIGNAL_ENV: &str = "DREAM_TEST_SIGNALS";
 
 /// A consolidation that happened long ago (ms epoch).
 const PRIOR_MS: u64 = 1_600_000_000_000;
 
-/// Not a test: a process that tries the lock once "go" exists, reports `won` or `busy`, and
-/// if it won holds the lock until "release" exists (then succeeds).
-/// Waits for the test's signal file; a child whose test died gives up after a minute.
-fn await_file(path: &std::path::Path) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !path.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no {}",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
+/// Not a test: a process that tries the lock once it reads `go` on its stdin, says `won` or
+/// `busy` on its stdout, and if it won holds the lock until it reads `release` (then
+/// succeeds). A test that dies closes its end: the read fails and the holder exits.
 #[test]
 #[ignore = "run as a child process by the dream tests"]
 fn lock_holder_process() {
     let lock = ConsolidationLock::new(std::env::var(LOCK_ENV).unwrap());
-    let signals = PathBuf::from(std::env::var(SIGNAL_ENV).unwrap());
-    await_file(&signals.join("go"));
-    let me = std::process::id();
+    let mut orders = std::io::stdin().lock().lines();
+    let mut order = || orders.next().unwrap().unwrap();
+    assert_eq!(order(), "go");
+    // Straight to stdout, past the test harness's capture.
+    let say = |word: &str| {
+        let mut out = std::io::stdout();
+        writeln!(out, "{word}").and_then(|()| out.flush()).unwrap();
+    };
     match lock.acquire() {
         Ok(held) => {
-            std::fs::write(signals.join(format!("won-{me}")), b"").unwrap();
-            await_file(&signals.join("release"));
+            say("won");
+            assert_eq!(order(), "release");
             held.succeed();
         }
-        Err(LockError::Busy { .. }) => {
-            std::fs::write(signals.join(format!("busy-{me}")), b"").unwrap()
-        }
+        Err(LockError::Busy { .. }) => say("busy"),
         Err(other) => panic!("{other}"),
     }
 }
 
-fn holder(lock: &Path, signals: &Path) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["lock_holder_process", "--exact", "--ignored", "--quiet"])
-        .env(LOCK_ENV, lock)
-        .env(SIGNAL_ENV, signals)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap()
+/// A lock holder process, its stdin and the lines of its stdout.
+struct Holder {
+    child: Child,
+    said: Lines<BufReader<ChildStdout>>,
 }
 
-fn count(dir: &Path, prefix: &str) -> usize {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .starts_with(prefix)
-        })
-        .count()
+impl Holder {
+    fn spawn(lock: &Path) -> Self {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["lock_holder_process", "--exact", "--ignored", "--quiet"])
+            .env(LOCK_ENV, lock)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let said = BufReader::new(child.stdout.take().unwrap()).lines();
+        Self { child, said }
+    }
+
+    /// Tells it `order` (a holder that already exited cannot hear it: ignored).
+    fn tell(&mut self, order: &str) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        let _ = writeln!(stdin, "{order}").and_then(|()| stdin.flush());
+    }
+
+    /// Its answer to `go`: `won` or `busy` (the harness's own lines are skipped).
+    fn answer(&mut self) -> String {
+        self.said
+            .by_ref()
+            .map(Result::unwrap)
+            .find(|line| line == "won" || line == "busy")
+            .expect("the holder exited without an answer")
+    }
 }
 
 fn mtime_ms(path: &Path) -> u64 {
@@ -99,19 +103,16 @@ fn consolidated_long_ago(dir: &Path) -> ConsolidationLock {
 async fn of_eight_processes_racing_for_the_lock_exactly_one_wins() {
     let dir = tempfile::tempdir().unwrap();
     let lock = consolidated_long_ago(dir.path());
-    let signals = dir.path().join("signals");
-    std::fs::create_dir(&signals).unwrap();
-    let mut children: Vec<Child> = (0..8).map(|_| holder(lock.path(), &signals)).collect();
-    std::fs::write(signals.join("go"), b"").unwrap();
-    common::wait_for(|| (count(&signals, "won-") + count(&signals, "busy-") == 8).then_some(()))
-        .await;
-    assert_eq!(count(&signals, "won-"), 1);
-    assert_eq!(count(&signals, "busy-"), 7);
+    let mut holders: Vec<Holder> = (0..8).map(|_| Holder::spawn(lock.path())).collect();
+    holders.iter_mut().for_each(|h| h.tell("go"));
+    let mut answers: Vec<String> = holders.iter_mut().map(Holder::answer).collect();
+    answers.sort();
+    assert_eq!(answers, [["busy"; 7].as_slice(), &["won"]].concat());
     // This process is refused too while the winner holds it.
     assert!(matches!(lock.acquire(), Err(LockError::Busy { .. })));
-    std::fs::write(signals.join("release"), b"").unwrap();
-    for child in &mut children {
-        assert!(child.wait().unwrap().success());
+    for holder in &mut holders {
+        holder.tell("release");
+        assert!(holder.child.wait().unwrap().success());
     }
     // The winner succeeded: the consolidation is recorded as after the prior one.
     assert!(lock.last_consolidated().unwrap().unwrap() > PRIOR_MS);
@@ -121,15 +122,13 @@ async fn of_eight_processes_racing_for_the_lock_exactly_one_wins() {
 async fn a_holder_sigkilled_mid_dream_is_rolled_back_by_the_next_acquire() {
     let dir = tempfile::tempdir().unwrap();
     let lock = consolidated_long_ago(dir.path());
-    let signals = dir.path().join("signals");
-    std::fs::create_dir(&signals).unwrap();
-    std::fs::write(signals.join("go"), b"").unwrap();
-    let mut child = holder(lock.path(), &signals);
-    common::wait_for(|| (count(&signals, "won-") == 1).then_some(())).await;
+    let mut holder = Holder::spawn(lock.path());
+    holder.tell("go");
+    assert_eq!(holder.answer(), "won");
     // Mid-dream, the lock says "consolidated now".
     assert!(mtime_ms(lock.path()) > PRIOR_MS);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    holder.child.kill().unwrap();
+    holder.child.wait().unwrap();
     let held = lock.acquire().unwrap();
     assert_eq!(held.prior_mtime(), Some(PRIOR_MS));
     held.roll_back().unwrap();

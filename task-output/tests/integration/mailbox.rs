@@ -3,8 +3,10 @@
 //! with its instructions in the environment.
 
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -16,6 +18,13 @@ const SENDER_ENV: &str = "MAILBOX_TEST_SENDER";
 const COUNT_ENV: &str = "MAILBOX_TEST_COUNT";
 const PAD_ENV: &str = "MAILBOX_TEST_PAD";
 
+/// What a writer process prints (straight to its stdout, past the harness's capture) after
+/// each append.
+const APPENDED: &str = "appended";
+
+/// How long a test waits for its writers before it fails.
+const DEADLINE: Duration = Duration::from_secs(60);
+
 /// Not a test: the body of a writer process (run by the tests below with `--ignored`).
 #[test]
 #[ignore = "run as a child process by the mailbox tests"]
@@ -25,10 +34,13 @@ fn writer_process() {
     let count: u64 = std::env::var(COUNT_ENV).unwrap().parse().unwrap();
     let pad = "x".repeat(std::env::var(PAD_ENV).unwrap().parse().unwrap());
     let inbox = Mailbox::open(Path::new(&dir), "alice@team").unwrap();
+    let mut progress = std::io::stdout();
     for seq in 0..count {
         inbox
             .append(&json!({"from": sender, "seq": seq, "pad": pad}))
             .unwrap();
+        writeln!(progress, "{APPENDED}").unwrap();
+        progress.flush().unwrap();
     }
 }
 
@@ -39,9 +51,36 @@ fn writer(dir: &Path, sender: &str, count: u64, pad: usize) -> Child {
         .env(SENDER_ENV, sender)
         .env(COUNT_ENV, count.to_string())
         .env(PAD_ENV, pad.to_string())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .spawn()
         .unwrap()
+}
+
+/// One message per append any of `writers` reports; the channel closes once all of them have
+/// exited (or closed their stdout).
+fn appends_of(writers: &mut [Child]) -> Receiver<()> {
+    let (appended, appends) = mpsc::channel();
+    for child in writers {
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let appended = appended.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                if line == APPENDED && appended.send(()).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    appends
+}
+
+/// Waits for the next append of a writer: `false` once every writer has exited.
+fn next_append(appends: &Receiver<()>, deadline: Instant) -> bool {
+    match appends.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        Ok(()) => true,
+        Err(RecvTimeoutError::Disconnected) => false,
+        Err(RecvTimeoutError::Timeout) => panic!("the writers stopped appending"),
+    }
 }
 
 /// Checks every sender's messages arrived once each, in order: returns the count per sender.
@@ -63,26 +102,25 @@ fn per_sender_in_order(messages: &[Value]) -> HashMap<String, u64> {
 #[test]
 fn concurrent_writer_processes_lose_and_interleave_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let writers: Vec<Child> = (0..8)
+    let mut writers: Vec<Child> = (0..8)
         .map(|n| writer(dir.path(), &format!("w{n}"), 200, 300))
         .collect();
+    let appends = appends_of(&mut writers);
     let inbox = Mailbox::open(dir.path(), "alice@team").unwrap();
-    // The consumer reads while they write, and commits as it goes.
+    // The consumer reads while they write, after each append they report, and commits as it
+    // goes; once they have all exited, it takes what is left.
     let mut reader = inbox.reader().unwrap();
     let mut seen = Vec::new();
-    let mut writers = writers;
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + DEADLINE;
     loop {
-        let done = writers.iter_mut().all(|c| c.try_wait().unwrap().is_some());
+        let writing = next_append(&appends, deadline);
         let batch = reader.pending::<Value>().unwrap();
         assert!(batch.skipped.is_empty(), "{:?}", batch.skipped);
         seen.extend(batch.messages.into_iter().map(|d| d.message));
         reader.commit(batch.end).unwrap();
-        if done && reader.pending::<Value>().unwrap().messages.is_empty() {
+        if !writing {
             break;
         }
-        assert!(Instant::now() < deadline, "writers did not finish");
-        std::thread::sleep(Duration::from_millis(2));
     }
     for mut child in writers {
         assert!(child.wait().unwrap().success());
@@ -99,11 +137,11 @@ fn a_writer_killed_mid_append_never_corrupts_the_mailbox() {
     // Large messages (512 KiB) make the kill likely to land inside a write.
     for round in 0..3 {
         let mut child = writer(dir.path(), &format!("doomed{round}"), 1_000_000, 512 * 1024);
-        let started = std::fs::metadata(inbox.path()).map_or(0, |m| m.len());
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::fs::metadata(inbox.path()).map_or(0, |m| m.len()) < started + 3 * 512 * 1024 {
-            assert!(Instant::now() < deadline, "the writer wrote nothing");
-            std::thread::sleep(Duration::from_millis(1));
+        // Three appends done, the next under way.
+        let appends = appends_of(std::slice::from_mut(&mut child));
+        let deadline = Instant::now() + DEADLINE;
+        for _ in 0..3 {
+            assert!(next_append(&appends, deadline), "the writer exited");
         }
         child.kill().unwrap();
         child.wait().unwrap();
