@@ -4,8 +4,9 @@
 //! it from an exit code or a duration.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
@@ -18,8 +19,6 @@ use task_cli::paths::SessionPaths;
 use task_cli::session::Session;
 use task_shell::{ShellExecutor, ShellStart};
 use tokio::process::Command;
-
-const DEADLINE: Duration = Duration::from_secs(30);
 
 /// Settings every process of the test shares (the supervisor inherits them from whichever
 /// process starts it): a 64 KiB output cap checked often, and short idle and poll periods.
@@ -154,17 +153,6 @@ impl Views {
     }
 }
 
-async fn eventually<T>(what: &str, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = probe().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn every_end_reason_reads_the_same_in_every_front_end() {
     let fx = Fixture::new().await;
@@ -284,7 +272,7 @@ async fn every_end_reason_reads_the_same_in_every_front_end() {
     let orphan = fx
         .start(&["run", "--description", "orphan", "--", "sleep 30"])
         .await;
-    eventually("the orphan running", async || {
+    support::eventually_async("the orphan running", async || {
         let (_, table) = fx.cli(&["ps"]).await;
         table
             .lines()

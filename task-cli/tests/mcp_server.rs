@@ -5,12 +5,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(deprecated)] // resources/subscribe and logging are the session protocol's methods
 
+mod support;
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures_util::SinkExt;
 use rmcp::model::{
@@ -24,12 +25,11 @@ use serde_json::{Value, json};
 use task_cli::paths::SessionPaths;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
-use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use tokio_tungstenite::tungstenite::http::header::SEC_WEBSOCKET_PROTOCOL;
 
-const DEADLINE: Duration = Duration::from_secs(30);
+use support::DEADLINE;
 
 /// What the server pushed.
 #[derive(Debug, Default)]
@@ -142,18 +142,13 @@ impl Server {
 
     /// Calls `TaskOutput` without blocking until `done` holds for its result.
     async fn output_until(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
+        support::eventually_async("the task's output", async || {
             let result = self
                 .call("TaskOutput", json!({"task_id": id, "block": false}))
                 .await;
-            let shape = structured(&result).clone();
-            if done(&shape) {
-                return shape;
-            }
-            assert!(Instant::now() < deadline, "gave up waiting: {shape}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+            Some(structured(&result).clone()).filter(|shape| done(shape))
+        })
+        .await
     }
 
     /// Runs the `tasks` CLI on the same root and returns its JSON output.
@@ -455,14 +450,10 @@ async fn task_stop_kills_the_whole_tree_and_the_task_is_gone() {
     assert_eq!(first_text(&stopped), expected.to_string());
     assert_eq!(structured(&stopped), &expected);
 
-    let deadline = Instant::now() + DEADLINE;
-    while !pids.iter().all(|pid| is_gone(pid)) {
-        assert!(
-            Instant::now() < deadline,
-            "a process of the tree survived: {pids:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    support::eventually_async("every process of the tree gone", async || {
+        pids.iter().all(|pid| is_gone(pid)).then_some(())
+    })
+    .await;
     let after = server
         .call("TaskOutput", json!({"task_id": id, "block": false}))
         .await;
@@ -486,14 +477,10 @@ async fn a_completion_is_pushed_once_and_delivered_once() {
     let id = server.background(&command, "bg test").await;
     std::fs::write(&gate, "").unwrap();
 
-    let deadline = Instant::now() + DEADLINE;
-    let push = loop {
-        if let Some(push) = server.pushes_about(&id).into_iter().next() {
-            break push;
-        }
-        assert!(Instant::now() < deadline, "no push for {id}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let push = support::eventually_async("a push about the task", async || {
+        server.pushes_about(&id).into_iter().next()
+    })
+    .await;
     assert_eq!(push["type"], "task-notification");
     assert_eq!(push["status"], "failed");
     assert_eq!(push["delivered"], false);
@@ -536,8 +523,7 @@ async fn outputs_are_resources_with_update_notifications() {
     assert!(listed.iter().any(|r| r.uri == uri), "{listed:?}");
 
     std::fs::write(&gate, "").unwrap();
-    let deadline = Instant::now() + DEADLINE;
-    loop {
+    support::eventually_async("the whole output and an update", async || {
         let read = server
             .client()
             .read_resource(ReadResourceRequestParams::new(uri.clone()))
@@ -552,12 +538,9 @@ async fn outputs_are_resources_with_update_notifications() {
             .iter()
             .filter(|u| **u == uri)
             .count();
-        if text == "one\ntwo\n" && updates >= 1 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "text {text}, {updates} updates");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        (text == "one\ntwo\n" && updates >= 1).then_some(())
+    })
+    .await;
     let missing = server
         .client()
         .read_resource(ReadResourceRequestParams::new("tasks://b00000000/output"))
@@ -918,16 +901,11 @@ async fn monitor_events_are_pushed_and_delivered_in_order() {
     assert!(first_text(&started).starts_with(&format!("Monitor started with ID: {id}.")));
     std::fs::write(&gate, "").unwrap();
 
-    let deadline = Instant::now() + DEADLINE;
-    loop {
+    support::eventually_async("two monitor events pushed", async || {
         let pushes = server.pushes_about(&id);
-        let events = pushes.iter().filter(|l| l["event"].is_string()).count();
-        if events >= 2 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{events} monitor events pushed");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        (pushes.iter().filter(|l| l["event"].is_string()).count() >= 2).then_some(())
+    })
+    .await;
     let result = server.call("TaskList", json!({})).await;
     let envelopes = envelopes_about(&result, &id);
     assert!(envelopes.len() >= 2, "{result:?}");
@@ -1006,14 +984,14 @@ async fn a_foreground_bash_is_never_delivered_even_to_a_reader_polling_while_it_
         );
     }
     std::fs::write(&gate, "").unwrap();
-    let deadline = Instant::now() + DEADLINE;
-    while !delivered.lock().unwrap().contains(&background) {
-        assert!(
-            Instant::now() < deadline,
-            "the reader never got {background}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    support::eventually_async("the reader to get the background task", async || {
+        delivered
+            .lock()
+            .unwrap()
+            .contains(&background)
+            .then_some(())
+    })
+    .await;
     stop.store(true, Ordering::SeqCst);
     reader.await.unwrap();
     let mut delivered = delivered.lock().unwrap().clone();
@@ -1113,18 +1091,12 @@ async fn a_websocket_monitor_delivers_each_message_once_and_in_order() {
     // handler in a task of its own, so the order in which the recorder sees pushes is not the
     // order the server sent them in; order is checked on the tool result below, which is one
     // message.
-    let deadline = Instant::now() + DEADLINE;
-    let pushes = loop {
+    let pushes = support::eventually_async("everything pushed", async || {
         let pushes = server.pushes_about(&id);
-        if pushes.iter().any(|p| p["status"].is_string()) && pushes.len() > frames.len() {
-            break pushes;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not everything pushed: {pushes:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+        let done = pushes.iter().any(|p| p["status"].is_string()) && pushes.len() > frames.len();
+        done.then_some(pushes)
+    })
+    .await;
     let mut pushed: Vec<&str> = pushes.iter().filter_map(|p| p["event"].as_str()).collect();
     pushed.sort_unstable();
     let mut expected: Vec<&str> = frames.iter().map(String::as_str).collect();
@@ -1159,16 +1131,18 @@ async fn a_websocket_monitor_started_by_the_cli_reaches_the_agent() {
     go.send(()).unwrap();
     assert_eq!(socket.await.unwrap().as_deref(), Some("events.v1"));
 
-    let deadline = Instant::now() + DEADLINE;
-    let mut envelopes = Vec::new();
-    while !envelopes.iter().any(|e: &String| e.contains("<status>")) {
-        assert!(Instant::now() < deadline, "{envelopes:?}");
+    let mut envelopes: Vec<String> = Vec::new();
+    support::eventually_async("the monitor's end in TaskList", async || {
         envelopes.extend(envelopes_about(
             &server.call("TaskList", json!({})).await,
             &id,
         ));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        envelopes
+            .iter()
+            .any(|e| e.contains("<status>"))
+            .then_some(())
+    })
+    .await;
     let events: Vec<String> = envelopes.iter().filter_map(|e| event_of(e)).collect();
     assert_eq!(events, ["from the cli"]);
     assert!(
@@ -1190,16 +1164,13 @@ async fn a_foreground_bash_whose_supervisor_dies_is_not_delivered_either() {
                 .await
         })
     };
-    let deadline = Instant::now() + DEADLINE;
-    let supervisor = loop {
+    let supervisor = support::eventually_async("the foreground task running", async || {
         let running = server.cli_json(&["ps"]).await;
         let pid = std::fs::read_to_string(server.session().lock()).unwrap_or_default();
-        if running.as_array().is_some_and(|tasks| tasks.len() == 1) && !pid.trim().is_empty() {
-            break pid.trim().parse().unwrap();
-        }
-        assert!(Instant::now() < deadline, "the foreground task never ran");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+        let one = running.as_array().is_some_and(|tasks| tasks.len() == 1);
+        pid.trim().parse().ok().filter(|_| one)
+    })
+    .await;
     kill(supervisor);
 
     // The next look marks the orphan failed; its completion is still never delivered.
@@ -1264,17 +1235,11 @@ async fn send_message_reaches_a_teammate_once_it_is_idle() {
         first_text(&result).contains("Message sent to mate's inbox"),
         "{result:?}"
     );
-    let deadline = Instant::now() + DEADLINE;
-    while !std::fs::read_to_string(&transcript)
-        .unwrap_or_default()
-        .contains("via mcp")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the teammate never got the message"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    support::eventually_async("the teammate to get the message", async || {
+        let text = std::fs::read_to_string(&transcript).unwrap_or_default();
+        text.contains("via mcp").then_some(())
+    })
+    .await;
     let id = spawned["id"].as_str().unwrap();
     let killed = tasks_command(server.root.path(), &["kill", id])
         .output()

@@ -74,6 +74,19 @@ pub fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// [`eventually`] for a probe that awaits (an MCP call, a tokio lock), without blocking the
+/// runtime while it waits.
+pub async fn eventually_async<T>(what: &str, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// task-agent's scripted `fake-agent` CLI, built next to the `tasks` binary (`cargo test
 /// --workspace` builds it; a lone `cargo test -p task-cli` builds it here).
 pub fn fake_agent() -> std::path::PathBuf {
