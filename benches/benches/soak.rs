@@ -15,11 +15,11 @@
 use std::time::{Duration, Instant};
 
 use benches::{build_tasks_binary, rss_kib};
-use task_cli::client::SupervisorCommand;
-use task_cli::config::Config;
-use task_cli::paths::SessionPaths;
-use task_cli::session::Session;
 use task_core::TaskId;
+use task_session::client::SupervisorCommand;
+use task_session::config::Config;
+use task_session::paths::SessionPaths;
+use task_session::session::Session;
 use task_shell::{ShellExecutor, ShellStart};
 
 const WINDOW: usize = 10_000;

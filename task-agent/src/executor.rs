@@ -27,9 +27,7 @@ use crate::runner::{AgentRunner, AgentSession, AgentSpec};
 use crate::tail::TranscriptTail;
 use crate::transcript_session::TranscriptSession;
 
-/// The environment variable that tells an agent's processes (and a `tasks mcp` server it
-/// launches) which agent they belong to.
-pub const AGENT_ID_ENV: &str = "TASKS_AGENT_ID";
+pub use task_core::AGENT_ID_ENV;
 /// The agent type of the backgrounded main session.
 pub const MAIN_SESSION_TYPE: &str = "main-session";
 /// The agent type when a request names none.

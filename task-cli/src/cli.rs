@@ -117,7 +117,7 @@ pub struct RunArgs {
     pub description: Option<String>,
     /// Kill the task after this long (`90s`, `10m`, `1h30m`; a bare number is milliseconds;
     /// exit 143).
-    #[arg(long, value_name = "DURATION", value_parser = crate::config::parse_duration_ms)]
+    #[arg(long, value_name = "DURATION", value_parser = task_session::config::parse_duration_ms)]
     pub timeout: Option<u64>,
     /// The agent that owns the task (its tasks are killed when it ends).
     #[arg(long, value_name = "ID")]
@@ -226,7 +226,7 @@ pub struct MonitorArgs {
     pub description: Option<String>,
     /// Stop the monitor after this long (default 5m, max 1h; a bare number is milliseconds).
     #[arg(long, visible_alias = "timeout", value_name = "DURATION", conflicts_with = "persistent",
-          value_parser = crate::config::parse_duration_ms)]
+          value_parser = task_session::config::parse_duration_ms)]
     pub timeout_ms: Option<u64>,
     /// Keep the monitor until it is killed or its command exits.
     #[arg(long)]
@@ -295,7 +295,7 @@ pub struct WaitArgs {
     #[arg(short, long, conflicts_with = "timeout")]
     pub follow: bool,
     /// Give up after this long (`30s`, `5m`; a bare number is milliseconds; exit 124).
-    #[arg(long, value_name = "DURATION", value_parser = crate::config::parse_duration_ms)]
+    #[arg(long, value_name = "DURATION", value_parser = task_session::config::parse_duration_ms)]
     pub timeout: Option<u64>,
 }
 

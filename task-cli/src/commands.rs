@@ -15,11 +15,11 @@ use crate::error::{Result, exit};
 use task_shell::monitor::WsTarget;
 use task_shell::{MonitorStart, Monitors, ShellExecutor, ShellStart};
 
-use crate::notice::Notice;
-use crate::paths::SessionPaths;
-use crate::record::TaskRecord;
 use crate::render::{self, Spinner};
-use crate::session::{Session, WaitOutcome};
+use task_session::notice::Notice;
+use task_session::paths::SessionPaths;
+use task_session::record::TaskRecord;
+use task_session::session::{Session, WaitOutcome};
 
 /// Runs the parsed command line; returns the process exit code.
 pub fn execute(cli: Cli) -> Result<u8> {
@@ -47,7 +47,9 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Notifications(args) => notifications(&session()?, &args, json),
         Command::List(args) => crate::list_cmd::execute(&paths()?, args, json),
         Command::Completions(args) => crate::completions_cmd::completions(args.shell),
-        Command::Complete { what } => crate::completions_cmd::candidates(paths(), what),
+        Command::Complete { what } => {
+            crate::completions_cmd::candidates(paths().map_err(Into::into), what)
+        }
         Command::Mcp(args) => crate::mcp::run(paths()?, args),
         Command::Remote(args) => {
             let (id, wait) = crate::remote_cmd::start(&session()?, args)?;
@@ -55,7 +57,8 @@ pub fn execute(cli: Cli) -> Result<u8> {
         }
         Command::Serve(args) => crate::serve::run(paths()?, args),
         Command::Supervise => {
-            crate::supervisor::run(paths()?, crate::wiring::standard).map(|()| exit::OK)
+            task_session::supervisor::run(paths()?, crate::wiring::standard)?;
+            Ok(exit::OK)
         }
     }
 }
@@ -86,7 +89,7 @@ fn shell_quote(word: &str) -> String {
 fn parse_ids(inputs: &[String]) -> Result<Vec<TaskId>> {
     inputs
         .iter()
-        .map(|input| Session::parse_id(input))
+        .map(|input| Ok(Session::parse_id(input)?))
         .collect()
 }
 
@@ -188,7 +191,7 @@ fn monitor(session: &Session, args: MonitorArgs, json: bool) -> Result<u8> {
                 protocols,
             };
             ws.validate()
-                .map_err(|e| crate::CliError::Invalid(e.to_string()))?;
+                .map_err(|e| crate::CliError::invalid(e.to_string()))?;
             (None, Some(ws), url)
         }
         None => {
@@ -351,7 +354,7 @@ fn wait_with_spinner(
         spinner.tick(&format!("waiting for {live} task(s)"));
     });
     spinner.clear();
-    outcome
+    Ok(outcome?)
 }
 
 fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {

@@ -6,9 +6,9 @@ use clap::{Command, CommandFactory};
 
 use crate::cli::{Cli, CompletionShell};
 use crate::error::{Result, exit};
-use crate::paths::SessionPaths;
 use crate::render;
-use crate::session::Session;
+use task_session::paths::SessionPaths;
+use task_session::session::Session;
 
 /// What `tasks __complete` lists.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

@@ -1,9 +1,8 @@
 //! The error type of the `tasks` binary and the exit code of each failure.
 
-use std::io;
 use std::path::PathBuf;
 
-use crate::protocol::InputRefusal;
+use task_session::protocol::InputRefusal;
 
 /// Exit codes of `tasks`, documented in `tasks --help` and the crate README.
 pub mod exit {
@@ -25,18 +24,14 @@ pub mod exit {
     pub const KILLED: u8 = 137;
 }
 
-/// Everything that can make a `tasks` command fail.
+/// Everything that can make a `tasks` command fail: the session layer's errors and the task
+/// list's.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CliError {
-    /// A task id failed validation; nothing was built from it.
-    #[error(
-        "malformed task id {input:?}: expected a lowercase letter followed by 8 characters of [0-9a-z]"
-    )]
-    MalformedId {
-        /// The text given.
-        input: String,
-    },
+    /// The session layer failed (a bad id, an unknown task, the supervisor, a state file).
+    #[error(transparent)]
+    Session(#[from] task_session::Error),
     /// A task-list task id that is not a positive number.
     #[error(
         "malformed list task id {input:?}: task-list tasks are numbered 1, 2, 3, … as `tasks list` shows them (#1, #2, …)"
@@ -45,119 +40,47 @@ pub enum CliError {
         /// The text given.
         input: String,
     },
-    /// No task of this session has that id.
-    #[error("no task {id} in session {session:?}")]
-    UnknownTask {
-        /// The id.
-        id: String,
-        /// The session searched.
-        session: String,
-    },
-    /// A file or socket operation failed.
-    #[error("cannot {action} {}: {source}", path.display())]
-    Io {
-        /// What was being done ("read", "create", …).
-        action: &'static str,
-        /// The path involved.
-        path: PathBuf,
-        /// The cause.
-        source: io::Error,
-    },
-    /// A state file exists but cannot be understood.
-    #[error("corrupt state file {}: {reason}", path.display())]
-    CorruptState {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// A state directory that is not private to this user.
-    #[error("refusing to use {}: {reason}", path.display())]
-    UnsafeState {
-        /// The directory.
-        path: PathBuf,
-        /// Why it is refused.
-        reason: String,
-    },
-    /// The caller's working directory is gone or inaccessible: a task never runs elsewhere.
-    #[error(
-        "cannot use the current directory as the task's working directory ({0}); cd to an existing directory"
-    )]
-    MissingCwd(io::Error),
-    /// The supervisor did not answer in time.
-    #[error(
-        "the supervisor (pid {pid}) did not answer within {waited}; it may be stopped (kill -CONT {pid}) or overloaded. The request will not be carried out later."
-    )]
-    NoAnswer {
-        /// The supervisor's pid, as its lock file says (0 if unknown).
-        pid: u32,
-        /// How long the client waited.
-        waited: String,
-    },
-    /// The session name would escape the root or is empty.
-    #[error("invalid session name {0:?}: use letters, digits, '-', '_' and '.' (not leading)")]
-    InvalidSession(String),
-    /// No state directory could be derived (no `--root`, `$TASKS_ROOT`, `$XDG_STATE_HOME` or `$HOME`).
-    #[error("cannot find a state directory: set --root or $TASKS_ROOT")]
-    NoRoot,
-    /// The supervisor could not be started or reached, or answered with an error.
-    #[error("supervisor: {0}")]
-    Supervisor(String),
     /// The task list store refused the operation.
     #[error("{0}")]
     List(String),
-    /// Invalid input that is not an id (a JSON argument, an option value).
-    #[error("{0}")]
-    Invalid(String),
-    /// Input for a task's stdin was refused, or only partly written (`tasks input`).
-    #[error("{message}")]
-    Input {
-        /// Why.
-        reason: crate::protocol::InputRefusal,
-        /// What the supervisor said, with what to do about it.
-        message: String,
-    },
-    /// A task that cannot be removed now (`tasks rm`).
-    #[error("task {id} is kept: {reason}")]
-    Kept {
-        /// The task.
-        id: String,
-        /// Why.
-        reason: crate::prune::KeepReason,
-    },
 }
 
 impl CliError {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
-        match self {
-            CliError::MalformedId { .. } | CliError::MalformedListId { .. } => exit::MALFORMED_ID,
-            CliError::UnknownTask { .. } => exit::UNKNOWN_TASK,
-            CliError::Io { .. } => exit::IO,
-            CliError::Supervisor(_) | CliError::NoAnswer { .. } => exit::SUPERVISOR,
-            CliError::MissingCwd(_) => exit::IO,
-            CliError::Input { reason, .. } => match reason {
+        use task_session::Error;
+        let session = match self {
+            CliError::Session(error) => error,
+            CliError::MalformedListId { .. } => return exit::MALFORMED_ID,
+            CliError::List(_) => return exit::OTHER,
+        };
+        match session {
+            Error::MalformedId { .. } => exit::MALFORMED_ID,
+            Error::UnknownTask { .. } => exit::UNKNOWN_TASK,
+            Error::Io { .. } | Error::MissingCwd(_) => exit::IO,
+            Error::Supervisor(_) | Error::NoAnswer { .. } => exit::SUPERVISOR,
+            Error::Input { reason, .. } => match reason {
                 InputRefusal::UnknownTask => exit::UNKNOWN_TASK,
                 InputRefusal::ReaderGone | InputRefusal::Failed => exit::IO,
                 _ => exit::OTHER,
             },
-            CliError::CorruptState { .. }
-            | CliError::UnsafeState { .. }
-            | CliError::InvalidSession(_)
-            | CliError::NoRoot
-            | CliError::List(_)
-            | CliError::Invalid(_)
-            | CliError::Kept { .. } => exit::OTHER,
+            _ => exit::OTHER,
         }
     }
 
-    /// Builds an [`CliError::Io`] for `path`.
-    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
-        CliError::Io {
-            action,
-            path: path.into(),
-            source,
-        }
+    /// Invalid input that is not an id (a JSON argument, an option value).
+    pub fn invalid(message: String) -> Self {
+        task_session::Error::Invalid(message).into()
+    }
+
+    /// A file or socket operation on `path` failed.
+    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        task_session::Error::io(action, path, source).into()
+    }
+
+    /// The supervisor could not be reached or refused.
+    pub fn supervisor(message: String) -> Self {
+        task_session::Error::Supervisor(message).into()
     }
 }
 

@@ -5,7 +5,7 @@ use serde_json::json;
 use crate::cli::InputArgs;
 use crate::error::{Result, exit};
 use crate::render;
-use crate::session::Session;
+use task_session::session::Session;
 
 /// Writes TEXT and a newline, or copies this process's stdin (`-`), then closes the task's
 /// stdin with `--close`. Prints nothing on success (`--json`: what was written).

@@ -36,45 +36,33 @@
 
 #[cfg(feature = "cli")]
 pub mod cli;
-pub mod client;
 #[cfg(feature = "cli")]
 pub mod commands;
 #[cfg(feature = "cli")]
 pub mod completions_cmd;
-pub mod config;
-pub mod engine;
 pub mod error;
-pub mod input;
 #[cfg(feature = "cli")]
 mod input_cmd;
 #[cfg(feature = "cli")]
 mod list_cmd;
 #[cfg(feature = "cli")]
 mod list_text;
-pub mod lock;
 #[cfg(feature = "cli")]
 pub mod mcp;
-pub mod notice;
-pub mod paths;
 pub mod pill;
-pub mod protocol;
-pub mod prune;
 #[cfg(feature = "cli")]
 pub mod ps_cmd;
-pub mod record;
 #[cfg(feature = "cli")]
 mod remote_cmd;
 mod remote_wiring;
 pub mod render;
-pub mod restart;
 #[cfg(feature = "cli")]
 pub mod serve;
-pub mod session;
+pub mod settings;
 #[cfg(feature = "cli")]
 pub mod status_cmd;
 #[cfg(feature = "cli")]
 pub mod stream_cmd;
-pub mod supervisor;
 #[cfg(feature = "cli")]
 pub mod team_cmd;
 pub mod team_wiring;
@@ -84,16 +72,8 @@ pub mod tidy_cmd;
 pub mod top;
 #[cfg(feature = "cli")]
 pub mod transcript;
-mod untrusted;
 pub mod wiring;
+#[cfg(feature = "cli")]
 mod workflow_cmd;
 
 pub use error::{CliError, Result};
-
-/// Locks `mutex`, carrying on with its data if a thread panicked while holding it (every
-/// structure guarded here stays consistent between statements).
-pub(crate) fn guard<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}

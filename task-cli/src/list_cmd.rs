@@ -13,8 +13,8 @@ use task_list::{
 use crate::cli::{ListArgs, ListOp, ListUpdateArgs, UnassignReason};
 use crate::error::{CliError, Result, exit};
 use crate::list_text;
-use crate::paths::{SessionPaths, private_file};
 use crate::render;
+use task_session::paths::{SessionPaths, private_file};
 
 /// Runs one `tasks list` operation.
 pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool) -> Result<u8> {
@@ -145,7 +145,7 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool) -> Result<u8> {
 fn export(list: &TaskList, output: Option<&Path>) -> Result<u8> {
     let document = list.export().map_err(list_error)?;
     let text = serde_json::to_string_pretty(&document)
-        .map_err(|e| CliError::Invalid(format!("export: {e}")))?;
+        .map_err(|e| CliError::invalid(format!("export: {e}")))?;
     match output {
         None => render::out(&with_newline(&text))?,
         Some(path) => {
@@ -174,7 +174,7 @@ fn read_export(file: &Path) -> Result<ListExport> {
         std::fs::read(file).map_err(|e| CliError::io("read", file, e))?
     };
     serde_json::from_slice(&bytes)
-        .map_err(|e| CliError::Invalid(format!("{}: not a tasks list export: {e}", file.display())))
+        .map_err(|e| CliError::invalid(format!("{}: not a tasks list export: {e}", file.display())))
 }
 
 fn open(paths: &SessionPaths, args: &ListArgs) -> Result<TaskList> {
@@ -227,7 +227,7 @@ fn get(list: &TaskList, id: &str, json: bool) -> Result<u8> {
     };
     if json {
         let mut value = serde_json::to_value(&found)
-            .map_err(|e| CliError::Invalid(format!("cannot encode output: {e}")))?;
+            .map_err(|e| CliError::invalid(format!("cannot encode output: {e}")))?;
         value["task"]["owner"] = serde_json::json!(task.owner);
         return print(json, &value, "", true);
     }
@@ -267,7 +267,7 @@ fn update_request(args: ListUpdateArgs) -> Result<UpdateRequest> {
             .map(|s| {
                 serde_json::from_value::<UpdateStatus>(serde_json::Value::String(s.clone()))
                     .map_err(|_| {
-                        CliError::Invalid(format!(
+                        CliError::invalid(format!(
                             "invalid status {s:?}: use pending, in_progress, completed or deleted"
                         ))
                     })
@@ -364,17 +364,18 @@ fn parse_id(text: &str) -> Result<TaskId> {
 
 fn parse_metadata(text: &str) -> Result<Metadata> {
     serde_json::from_str(text)
-        .map_err(|e| CliError::Invalid(format!("--metadata must be a JSON object: {e}")))
+        .map_err(|e| CliError::invalid(format!("--metadata must be a JSON object: {e}")))
 }
 
 fn list_error(error: task_list::Error) -> CliError {
     match error {
         task_list::Error::Io { op, path, source } => CliError::io(op, path, source),
         task_list::Error::InvalidId(input) => CliError::MalformedListId { input },
-        task_list::Error::Corrupt { path, message } => CliError::CorruptState {
+        task_list::Error::Corrupt { path, message } => task_session::Error::CorruptState {
             path,
             reason: message,
-        },
+        }
+        .into(),
         other => CliError::List(other.to_string()),
     }
 }

@@ -8,9 +8,9 @@ use clap::ValueEnum;
 use task_core::{TaskStatus, TaskType, now_ms};
 
 use crate::error::{Result, exit};
-use crate::record::TaskRecord;
 use crate::render::{self, Row};
-use crate::session::Session;
+use task_session::record::TaskRecord;
+use task_session::session::Session;
 
 /// When to colour the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -142,7 +142,7 @@ pub fn rows<'a>(
             let notified = task
                 .notification
                 .as_ref()
-                .is_none_or(|due| crate::notice::is_notified(session.paths(), &id, due));
+                .is_none_or(|due| task_session::notice::is_notified(session.paths(), &id, due));
             let settled = task.is_terminal() && notified;
             if !filter.shows(task, settled) {
                 // Hidden for being finished alone (not by a filter the caller gave).

@@ -8,7 +8,7 @@ use task_core::{RemoteSubtype, TaskId};
 use task_remote::{RemoteExecutor, RemoteStart};
 
 use crate::error::{CliError, Result};
-use crate::session::Session;
+use task_session::session::Session;
 
 /// Start a remote agent: a session on a sessions server (`tasks serve` on another machine).
 #[derive(Debug, Args)]
@@ -45,7 +45,7 @@ fn parse_subtype(text: &str) -> std::result::Result<RemoteSubtype, String> {
 pub(crate) fn start(session: &Session, args: RemoteArgs) -> Result<(TaskId, bool)> {
     let prompt = args.prompt.join(" ");
     if prompt.trim().is_empty() {
-        return Err(CliError::Invalid("the prompt is empty".into()));
+        return Err(CliError::invalid("the prompt is empty".into()));
     }
     let description = args
         .description

@@ -4,22 +4,23 @@
 use task_core::{TaskId, TaskType};
 use task_remote::RemoteExecutor;
 
-use crate::engine::{Host, MessageReply, Messenger};
 use crate::wiring::AgentMessages;
+use task_session::engine::{Host, MessageReply, Messenger};
 
 /// The remote executor of `host`'s session, with every unfinished remote task of the session
 /// followed again from its cursor (a task whose record says it ended is never resumed).
-pub(crate) fn executor(host: &Host) -> RemoteExecutor {
+pub(crate) fn executor(host: &Host, config: task_remote::RemoteConfig) -> RemoteExecutor {
     let remotes = RemoteExecutor::new(
         host.registry.clone(),
         host.paths.tasks_dir(),
         host.paths.dir(),
-        host.config.remote.clone(),
+        config,
     )
     .register_with_registry();
     let paths = host.paths.clone();
-    let resumed = remotes
-        .resume_all(|id| crate::record::read(&paths, id).is_ok_and(|record| record.is_terminal()));
+    let resumed = remotes.resume_all(|id| {
+        task_session::record::read(&paths, id).is_ok_and(|record| record.is_terminal())
+    });
     if !resumed.is_empty() {
         tracing::info!(?resumed, "remote agents followed again");
     }

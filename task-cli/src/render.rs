@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::error::{CliError, Result};
 use task_core::TaskState;
 
-use crate::record::TaskRecord;
+use task_session::record::TaskRecord;
 
 /// Writes to stdout; a closed pipe (`tasks ps | head`) is not an error worth a message.
 pub fn out(text: &str) -> Result<()> {
@@ -47,7 +47,7 @@ pub fn warn_plain(line: &str) {
 /// Writes one JSON document (or one JSON line) to stdout.
 pub fn json(value: &impl Serialize) -> Result<()> {
     let text = serde_json::to_string(value)
-        .map_err(|e| CliError::Invalid(format!("cannot encode output: {e}")))?;
+        .map_err(|e| CliError::invalid(format!("cannot encode output: {e}")))?;
     out(&format!("{text}\n"))
 }
 

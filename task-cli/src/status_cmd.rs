@@ -12,15 +12,15 @@ use std::collections::HashSet;
 use task_core::{TaskId, TaskType};
 
 use crate::error::{CliError, Result, exit};
-use crate::paths::SessionPaths;
 use crate::pill;
-use crate::record::{self, TaskRecord};
 use crate::render;
+use task_session::paths::SessionPaths;
+use task_session::record::{self, TaskRecord};
 
 /// Prints the pill of the session at `paths` (`--json`: label, attention flag and count).
 pub fn status(paths: SessionPaths, json: bool) -> Result<u8> {
     paths.verify()?;
-    let tasks = if crate::lock::is_held(&paths.lock())? {
+    let tasks = if task_session::lock::is_held(&paths.lock())? {
         candidates(&paths)?
     } else {
         Vec::new()

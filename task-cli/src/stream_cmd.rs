@@ -11,10 +11,10 @@ use task_core::{TaskId, TaskStatus};
 
 use crate::commands::exit_code;
 use crate::error::Result;
-use crate::notice::Notice;
-use crate::record::TaskRecord;
 use crate::render;
-use crate::session::Session;
+use task_session::notice::Notice;
+use task_session::record::TaskRecord;
+use task_session::session::Session;
 
 /// How notifications are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -12,7 +12,7 @@ use task_core::{TaskKind, TaskType};
 use crate::commands::print_started;
 use crate::error::{CliError, Result, exit};
 use crate::render;
-use crate::session::Session;
+use task_session::session::Session;
 
 /// The prompt of a dream when none is given.
 pub const DEFAULT_DREAM_PROMPT: &str =
@@ -98,7 +98,7 @@ fn spawn(session: &Session, args: TeamSpawnArgs, json: bool) -> Result<u8> {
     let (name, team) = args
         .member
         .split_once('@')
-        .ok_or_else(|| CliError::Invalid(format!("{:?}: expected NAME@TEAM", args.member)))?;
+        .ok_or_else(|| CliError::invalid(format!("{:?}: expected NAME@TEAM", args.member)))?;
     let start = TeammateStart {
         name: name.to_owned(),
         team: team.to_owned(),
@@ -157,7 +157,7 @@ fn shutdown(session: &Session, args: &TeamShutdownArgs, json: bool) -> Result<u8
         reason: args.reason.clone(),
     };
     let text = serde_json::to_string(&request)
-        .map_err(|e| CliError::Invalid(format!("cannot encode the request: {e}")))?;
+        .map_err(|e| CliError::invalid(format!("cannot encode the request: {e}")))?;
     let sent = session.send_message(&args.name, &text)?;
     if json {
         render::json(

@@ -13,7 +13,7 @@ use task_core::TeammateIdentity;
 #[cfg(feature = "cli")]
 use task_list::{EnvValues, Layout, ListIdHints, UnassignReason};
 
-use crate::engine::{Host, MessageReply, Messenger};
+use task_session::engine::{Host, MessageReply, Messenger};
 
 /// The teammate and dream executors of a supervisor, registered with its registry. Teams live
 /// in `{session}/teams/`; a teammate that ends gets its open tasks in the list named after its

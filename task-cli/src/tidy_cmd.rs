@@ -1,11 +1,11 @@
-//! `tasks rm` and `tasks prune`: removing finished tasks by hand ([`crate::prune`]).
+//! `tasks rm` and `tasks prune`: removing finished tasks by hand ([`task_session::prune`]).
 
 use clap::Args;
 
 use crate::error::{Result, exit};
-use crate::prune::{self, Policy, Removed};
 use crate::render;
-use crate::session::Session;
+use task_session::prune::{self, Policy, Removed};
+use task_session::session::Session;
 
 /// Remove finished tasks (record and output) whose completion was delivered.
 #[derive(Debug, Args)]
@@ -19,13 +19,13 @@ pub struct RmArgs {
 #[derive(Debug, Args)]
 pub struct PruneArgs {
     /// Only tasks that ended longer ago than this (`7d`, `12h`, `30m`).
-    #[arg(long, value_name = "DURATION", value_parser = crate::config::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = task_session::config::parse_duration)]
     pub older_than: Option<std::time::Duration>,
     /// Keep the newest N finished tasks.
     #[arg(long, value_name = "N")]
     pub keep_last: Option<usize>,
     /// Then remove the oldest finished tasks until all outputs fit in this size (`500M`, `1G`).
-    #[arg(long, value_name = "SIZE", value_parser = crate::prune::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = task_session::prune::parse_size)]
     pub max_size: Option<u64>,
 }
 
@@ -35,7 +35,7 @@ pub fn rm(session: &Session, args: &RmArgs, json: bool) -> Result<u8> {
         .ids
         .iter()
         .map(|id| Session::parse_id(id))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<task_session::Result<Vec<_>>>()?;
     let removed = prune::remove_ids(session, &ids)?;
     report(&removed, json)
 }

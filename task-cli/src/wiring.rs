@@ -7,8 +7,9 @@ use task_agent::workflow::{WorkflowConfig, WorkflowExecutor};
 use task_agent::{AgentConfig, AgentExecutor, send_result};
 use task_shell::{Monitors, ShellExecutor};
 
-use crate::engine::{Host, Launchers, MessageReply, Messenger};
-use crate::error::Result;
+use crate::settings::Settings;
+use task_session::Result;
+use task_session::engine::{Host, Launchers, MessageReply, Messenger};
 
 /// Shell commands and monitors (task-shell), agents, workflows, teammates and dreams
 /// (task-agent), remote agents (task-remote).
@@ -21,15 +22,16 @@ pub fn standard(host: &Host) -> Result<Launchers> {
         tracing::warn!(%error, "not a subreaper: escapees of a killed task go to init");
     }
     tokio::spawn(reap_adopted_orphans(host.config.sweep_interval));
+    let settings = Settings::read(&host.config.executors)?;
     let tasks_dir = host.paths.tasks_dir();
-    let shells = ShellExecutor::new(host.registry.clone(), &tasks_dir, host.config.shell.clone())
+    let shells = ShellExecutor::new(host.registry.clone(), &tasks_dir, settings.shell)
         .register_with_registry();
     let agents = AgentExecutor::new(host.registry.clone(), &tasks_dir, AgentConfig::default())
         .register_with_registry();
     let workflows = WorkflowExecutor::new(agents.clone(), &tasks_dir, WorkflowConfig::default())
         .register_with_registry();
     let (team, dreams) = crate::team_wiring::executors(host);
-    let remotes = crate::remote_wiring::executor(host);
+    let remotes = crate::remote_wiring::executor(host, settings.remote);
     Ok(Launchers::new()
         .with(shells.clone())
         .with(Monitors(shells))

@@ -12,9 +12,10 @@ use task_agent::workflow::{
 };
 
 use crate::error::{CliError, Result};
-use crate::paths::SessionPaths;
 use crate::render;
-use crate::session::Session;
+use crate::settings::Settings;
+use task_session::paths::SessionPaths;
+use task_session::session::Session;
 
 /// Run, resume or show JavaScript workflow scripts whose agent() calls are background agents.
 #[derive(Debug, Args)]
@@ -98,7 +99,7 @@ pub fn execute(paths: &SessionPaths, args: WorkflowArgs, json: bool) -> Result<u
             start(paths, run.agents, script_path, run.args, None, json)
         }
         WorkflowCommand::Resume(resume) => {
-            check_run_id(&resume.run_id).map_err(|e| CliError::Invalid(e.to_string()))?;
+            check_run_id(&resume.run_id).map_err(|e| CliError::invalid(e.to_string()))?;
             let script_path = resume.script.map(absolute).transpose()?;
             start(
                 paths,
@@ -111,7 +112,7 @@ pub fn execute(paths: &SessionPaths, args: WorkflowArgs, json: bool) -> Result<u
         }
         WorkflowCommand::Show(show) => {
             let record = load_record(&paths.tasks_dir(), &show.run_id)
-                .map_err(|e| CliError::Invalid(e.to_string()))?;
+                .map_err(|e| CliError::invalid(e.to_string()))?;
             if json {
                 render::json(&record)?;
             } else {
@@ -133,10 +134,11 @@ fn start(
     let args = args
         .map(|text| serde_json::from_str::<Value>(&text))
         .transpose()
-        .map_err(|e| CliError::Invalid(format!("--args is not JSON: {e}")))?;
+        .map_err(|e| CliError::invalid(format!("--args is not JSON: {e}")))?;
     let session = Session::open(paths.clone())?;
     let (command, runner) = if agents.command.is_empty() {
-        crate::mcp::configured_runner(session.config()).map_err(CliError::Invalid)?
+        crate::mcp::configured_runner(&Settings::read(&session.config().executors)?)
+            .map_err(CliError::invalid)?
     } else {
         (agents.command, RunnerFormat::Claude)
     };
@@ -172,6 +174,6 @@ fn absolute(path: PathBuf) -> Result<PathBuf> {
         return Ok(path);
     }
     Ok(std::env::current_dir()
-        .map_err(|e| CliError::Invalid(format!("no working directory: {e}")))?
+        .map_err(|e| CliError::invalid(format!("no working directory: {e}")))?
         .join(path))
 }

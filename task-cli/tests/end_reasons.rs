@@ -13,10 +13,10 @@ use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use task_cli::client::SupervisorCommand;
-use task_cli::config::Config;
-use task_cli::paths::SessionPaths;
-use task_cli::session::Session;
+use task_session::client::SupervisorCommand;
+use task_session::config::Config;
+use task_session::paths::SessionPaths;
+use task_session::session::Session;
 use task_shell::{ShellExecutor, ShellStart};
 use tokio::process::Command;
 

@@ -22,7 +22,7 @@ use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use task_cli::paths::SessionPaths;
+use task_session::paths::SessionPaths;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tokio_tungstenite::tungstenite::Message;
@@ -196,7 +196,7 @@ impl Drop for Server {
 
 /// Kills the session's supervisor and every task's process group, by pid.
 fn kill_session(paths: &SessionPaths) {
-    if let Ok(listing) = task_cli::record::list(paths) {
+    if let Ok(listing) = task_session::record::list(paths) {
         for record in listing.tasks {
             let process = match &record.task.kind {
                 task_core::TaskKind::Shell(shell) => shell.process,

@@ -19,17 +19,17 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use task_cli::client::SupervisorCommand;
-use task_cli::config::Config;
-use task_cli::engine::{Host, Launchers};
-use task_cli::paths::SessionPaths;
-use task_cli::protocol::KillResult;
-use task_cli::session::Session;
 use task_core::summary::{self, AgentEnd};
 use task_core::{
     AgentState, Caller, Delivery, EndReason, KillError, Launch, LaunchError, Launched,
     Notification, Priority, Registry, Task, TaskId, TaskKind, TaskState, TaskStatus, TaskType,
 };
+use task_session::client::SupervisorCommand;
+use task_session::config::Config;
+use task_session::engine::{Host, Launchers};
+use task_session::paths::SessionPaths;
+use task_session::protocol::KillResult;
+use task_session::session::Session;
 use tokio::sync::oneshot;
 
 /// What a scripted task does: print `lines`, then finish with `reply` once `release` exists.
@@ -137,7 +137,7 @@ impl Task for Scripted {
 }
 
 /// The standard wiring, plus the scripted kind: the lines a new executor needs.
-fn wiring(host: &Host) -> task_cli::Result<Launchers> {
+fn wiring(host: &Host) -> task_session::Result<Launchers> {
     let scripted = Scripted {
         registry: Arc::clone(&host.registry),
         dir: host.paths.tasks_dir(),
@@ -158,7 +158,7 @@ fn supervisor_entry() {
     let root = std::env::var_os("TASKS_ROOT").expect("started as a supervisor");
     let session = std::env::var("TASKS_SESSION").unwrap_or_else(|_| "default".into());
     let paths = SessionPaths::new(PathBuf::from(root), &session).unwrap();
-    task_cli::supervisor::run(paths, wiring).unwrap();
+    task_session::supervisor::run(paths, wiring).unwrap();
 }
 
 struct Sandbox {

@@ -34,6 +34,14 @@ pub trait Launch: Send + Sync + 'static {
     fn launch(&self, request: Self::Request, caller: Caller) -> Result<Launched, LaunchError>;
 }
 
+/// The environment variable naming the agent on whose behalf a process runs: set on an agent's
+/// CLI and inherited by every process it starts (a `tasks` command or MCP server among them),
+/// whose tasks are then owned by that agent ([`Caller::agent_id`]).
+pub const AGENT_ID_ENV: &str = "TASKS_AGENT_ID";
+
+/// The environment variable naming the task a process belongs to, set on every task's process.
+pub const TASK_MARKER_ENV: &str = "TASKS_TASK_ID";
+
 /// Who asks for a task, and from where: the task runs as if started from the caller's shell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use task_agent::{AgentExecutor, AgentStart, RunnerFormat, launch_text};
 use task_core::TaskKind;
 
-use crate::config::Config;
-use crate::session::Session;
+use crate::settings::Settings;
+use task_session::session::Session;
 
 use super::context::{Context, Failure, Reply, blocking};
 use super::schema::{AgentInput, Isolation, SendMessageInput};
@@ -19,7 +19,7 @@ use super::schema::{AgentInput, Isolation, SendMessageInput};
 const FOREGROUND_LIMIT: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 
 /// The configured agent CLI and its format, or why there is none usable.
-pub(crate) fn configured_runner(config: &Config) -> Result<(Vec<String>, RunnerFormat), String> {
+pub(crate) fn configured_runner(config: &Settings) -> Result<(Vec<String>, RunnerFormat), String> {
     let line = config
         .agent_command
         .as_deref()
@@ -48,7 +48,7 @@ pub(crate) async fn agent(context: &Arc<Context>, input: AgentInput) -> Result<R
         }
         None => {}
     }
-    let (command, runner) = configured_runner(context.session.config()).map_err(Failure::Tool)?;
+    let (command, runner) = configured_runner(&context.settings).map_err(Failure::Tool)?;
     let start = AgentStart {
         command,
         runner,
@@ -103,7 +103,7 @@ pub(crate) async fn send_message(
 /// (`TASKS_REMOTE_SERVER` and `TASKS_REMOTE_TOKEN_FILE`, or `remote_server` and
 /// `remote_token_file` in the session's config), always in the background.
 async fn remote_agent(context: &Arc<Context>, input: AgentInput) -> Result<Reply, Failure> {
-    let config = context.session.config();
+    let config = &context.settings;
     let (Some(server), Some(token_file)) = (&config.remote_server, &config.remote_token_file)
     else {
         return Err(Failure::invalid(

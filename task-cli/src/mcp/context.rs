@@ -11,9 +11,10 @@ use task_core::TaskId;
 use task_list::TaskList;
 use tokio::time::Instant;
 
-use crate::error::CliError;
-use crate::record::TaskRecord;
-use crate::session::Session;
+use crate::error::{CliError, Result};
+use crate::settings::Settings;
+use task_session::record::TaskRecord;
+use task_session::session::Session;
 
 use super::Deliverer;
 use super::text;
@@ -27,16 +28,20 @@ pub(crate) struct Context {
     pub list: TaskList,
     /// Whether pushed notifications deliver, or only announce, pending envelopes.
     pub delivery: Deliverer,
+    /// The executors' settings of the session (the agent command, the remote server).
+    pub settings: Settings,
 }
 
 impl Context {
     /// A context over `session` and `list`.
-    pub fn new(session: Session, list: TaskList, delivery: Deliverer) -> Arc<Self> {
-        Arc::new(Self {
+    pub fn new(session: Session, list: TaskList, delivery: Deliverer) -> Result<Arc<Self>> {
+        let settings = Settings::read(&session.config().executors)?;
+        Ok(Arc::new(Self {
             session,
             list,
             delivery,
-        })
+            settings,
+        }))
     }
 
     /// Guards the foreground run `id` until the returned guard is finished: a guard dropped
@@ -106,12 +111,17 @@ impl Drop for ForegroundGuard {
 }
 
 /// Runs blocking session work on the blocking pool.
-pub(crate) async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, CliError> + Send + 'static,
-) -> Result<T, CliError> {
+pub(crate) async fn blocking<T, E>(
+    work: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Result<T>
+where
+    T: Send + 'static,
+    E: Into<CliError> + Send + 'static,
+{
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|e| CliError::Invalid(format!("internal error: a blocking job failed: {e}")))?
+        .map_err(|e| CliError::invalid(format!("internal error: a blocking job failed: {e}")))?
+        .map_err(Into::into)
 }
 
 /// Why a tool call failed.
@@ -130,11 +140,20 @@ impl Failure {
     }
 }
 
+impl From<task_session::Error> for Failure {
+    fn from(error: task_session::Error) -> Self {
+        match error {
+            task_session::Error::MalformedId { .. } => Failure::invalid(error.to_string()),
+            task_session::Error::UnknownTask { id, .. } => Failure::Tool(text::no_such_task(&id)),
+            other => Failure::Tool(other.to_string()),
+        }
+    }
+}
+
 impl From<CliError> for Failure {
     fn from(error: CliError) -> Self {
         match error {
-            CliError::MalformedId { .. } => Failure::invalid(error.to_string()),
-            CliError::UnknownTask { id, .. } => Failure::Tool(text::no_such_task(&id)),
+            CliError::Session(error) => error.into(),
             other => Failure::Tool(other.to_string()),
         }
     }

@@ -9,7 +9,7 @@ use task_list::{
 use super::McpArgs;
 use super::context::{Failure, Reply, blocking};
 use crate::error::{CliError, Result};
-use crate::session::Session;
+use task_session::session::Session;
 
 /// The list the `Task*` list tools use: resolved as `tasks list` resolves it, in the store
 /// `--store` / `$TASKS_LIST_STORE` names (files by default).
@@ -45,7 +45,7 @@ async fn on_list<T: Send + 'static>(
     operation: impl FnOnce(&TaskList) -> std::result::Result<T, task_list::Error> + Send + 'static,
 ) -> std::result::Result<T, Failure> {
     let list = list.clone();
-    let outcome = blocking(move || Ok(operation(&list))).await?;
+    let outcome = blocking(move || Ok::<_, CliError>(operation(&list))).await?;
     outcome.map_err(Failure::from)
 }
 

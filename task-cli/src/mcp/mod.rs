@@ -37,8 +37,8 @@ use clap::Args;
 use rmcp::ServiceExt;
 
 use crate::error::{CliError, Result, exit};
-use crate::paths::SessionPaths;
-use crate::session::Session;
+use task_session::paths::SessionPaths;
+use task_session::session::Session;
 
 pub use notify::WatchSettings;
 pub use server::TasksServer;
@@ -85,7 +85,7 @@ pub enum Deliverer {
 pub fn run(paths: SessionPaths, args: McpArgs) -> Result<u8> {
     let session = Session::open(paths)?;
     let list = list::open_list(&session, &args)?;
-    let context = context::Context::new(session, list, args.deliver);
+    let context = context::Context::new(session, list, args.deliver)?;
     let watch = WatchSettings {
         interval: Duration::from_millis(args.watch_ms.max(1)),
     };
@@ -106,12 +106,12 @@ async fn serve(server: TasksServer) -> Result<()> {
             transport::MAX_LINE_BYTES,
         ))
         .await
-        .map_err(|e| CliError::Invalid(format!("mcp: the client did not initialize: {e}")))?;
+        .map_err(|e| CliError::invalid(format!("mcp: the client did not initialize: {e}")))?;
     tracing::info!("serving MCP on stdio");
     let reason = running
         .waiting()
         .await
-        .map_err(|e| CliError::Invalid(format!("mcp: the server stopped: {e}")))?;
+        .map_err(|e| CliError::invalid(format!("mcp: the server stopped: {e}")))?;
     tracing::info!(?reason, "MCP client gone");
     Ok(())
 }

@@ -25,8 +25,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use crate::guard as lock;
 use std::time::Duration;
+use task_session::guard as lock;
 
 use rmcp::model::{
     LoggingLevel, LoggingMessageNotificationParam, ResourceUpdatedNotificationParam,
@@ -36,7 +36,7 @@ use serde_json::json;
 use task_core::{TaskId, TaskStatus, TerminalStatus};
 
 use crate::error::CliError;
-use crate::notice::{self, Notice};
+use task_session::notice::{self, Notice};
 
 use super::Deliverer;
 use super::context::{Context, blocking};
@@ -242,7 +242,7 @@ impl Seen {
 /// events waiting to be claimed, in delivery order.
 fn peek(
     context: &Context,
-    tasks: &[crate::record::TaskRecord],
+    tasks: &[task_session::record::TaskRecord],
 ) -> Result<Vec<(String, Notice)>, CliError> {
     let paths = context.session.paths();
     let mut found: Vec<(String, Notice)> = tasks

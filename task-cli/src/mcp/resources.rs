@@ -9,7 +9,7 @@ use rmcp::model::{
 use task_core::TaskId;
 
 use crate::error::CliError;
-use crate::session::Session;
+use task_session::session::Session;
 
 use super::context::{Context, blocking};
 
@@ -42,24 +42,26 @@ pub(crate) async fn list(context: &Context) -> Result<ListResourcesResult, Error
     let session = context.session.clone();
     let resources = blocking(move || {
         let listing = session.tasks()?;
-        Ok(listing
-            .tasks
-            .iter()
-            .map(|task| {
-                let id = task.id();
-                let base = &task.task.base;
-                let size = std::fs::metadata(session.output_path(&id)).map_or(0, |m| m.len());
-                Resource::new(output_uri(&id), format!("{id} output"))
-                    .with_description(format!(
-                        "{} ({}, {})",
-                        base.description,
-                        base.task_type.as_str(),
-                        base.status.as_str()
-                    ))
-                    .with_mime_type(MIME)
-                    .with_size(size)
-            })
-            .collect())
+        Ok::<_, CliError>(
+            listing
+                .tasks
+                .iter()
+                .map(|task| {
+                    let id = task.id();
+                    let base = &task.task.base;
+                    let size = std::fs::metadata(session.output_path(&id)).map_or(0, |m| m.len());
+                    Resource::new(output_uri(&id), format!("{id} output"))
+                        .with_description(format!(
+                            "{} ({}, {})",
+                            base.description,
+                            base.task_type.as_str(),
+                            base.status.as_str()
+                        ))
+                        .with_mime_type(MIME)
+                        .with_size(size)
+                })
+                .collect(),
+        )
     })
     .await
     .map_err(internal)?;
@@ -82,7 +84,9 @@ pub(crate) async fn read(context: &Context, uri: &str) -> Result<ReadResourceRes
     let text = blocking(move || session.task(&id).and_then(|_| session.output_tail(&id)))
         .await
         .map_err(|error| match error {
-            CliError::UnknownTask { .. } => ErrorData::resource_not_found(error.to_string(), None),
+            CliError::Session(task_session::Error::UnknownTask { .. }) => {
+                ErrorData::resource_not_found(error.to_string(), None)
+            }
             other => internal(other),
         })?;
     Ok(ReadResourceResult::new(vec![

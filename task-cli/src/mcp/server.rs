@@ -45,7 +45,7 @@ pub struct TasksServer {
 impl TasksServer {
     pub(crate) fn new(context: Arc<Context>, watch: WatchSettings) -> Self {
         let mut tool_router = Self::tool_router();
-        let config = context.session.config();
+        let config = &context.settings;
         let remote = config.remote_server.is_some() && config.remote_token_file.is_some();
         if let Err(why) = agent::configured_runner(config)
             && !remote

@@ -8,8 +8,8 @@ use task_core::{EndReason, TaskId};
 use task_output::format::format_for_model;
 use task_shell::{MonitorStart, Monitors, ShellExecutor, ShellStart};
 
-use crate::protocol::KillResult;
-use crate::session::Session;
+use task_session::protocol::KillResult;
+use task_session::session::Session;
 
 use super::context::{Context, Failure, Reply, blocking};
 use super::schema::{
@@ -196,7 +196,7 @@ pub(crate) async fn task_stop(context: &Context, input: TaskStopInput) -> Result
 
 /// `Monitor`: starts a command whose stdout lines become event notifications.
 pub(crate) async fn monitor(context: &Context, input: MonitorInput) -> Result<Reply, Failure> {
-    let shell_config = &context.session.config().shell;
+    let shell_config = &context.settings.shell;
     let max_ms = duration_ms(shell_config.monitor_max_timeout);
     if let Some(requested) = input.timeout_ms.filter(|&ms| ms > max_ms) {
         return Err(Failure::invalid(format!(

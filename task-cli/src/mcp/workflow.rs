@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use task_agent::workflow::{WorkflowExecutor, WorkflowStart, load_record, workflow_launch_text};
 
-use crate::session::Session;
+use task_session::session::Session;
 
 use super::agent::configured_runner;
 use super::context::{Context, Failure, Reply, blocking};
@@ -41,7 +41,7 @@ pub(crate) async fn workflow(
     context: &Arc<Context>,
     input: WorkflowInput,
 ) -> Result<Reply, Failure> {
-    let (command, runner) = configured_runner(context.session.config()).map_err(Failure::Tool)?;
+    let (command, runner) = configured_runner(&context.settings).map_err(Failure::Tool)?;
     let start = WorkflowStart {
         command,
         runner,

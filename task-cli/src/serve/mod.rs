@@ -18,8 +18,9 @@ use std::sync::Arc;
 use clap::Args;
 
 use crate::error::{CliError, Result, exit};
-use crate::paths::SessionPaths;
-use crate::session::Session;
+use crate::settings::Settings;
+use task_session::paths::SessionPaths;
+use task_session::session::Session;
 
 pub use pages::PageLimits;
 
@@ -54,7 +55,7 @@ pub struct ServeArgs {
     pub page_bytes: usize,
     /// A client that has not sent a whole request head this long after it began is
     /// disconnected (a client trickling its headers would hold a connection forever).
-    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = crate::config::parse_duration)]
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = task_session::config::parse_duration)]
     pub header_timeout: std::time::Duration,
 }
 
@@ -70,7 +71,7 @@ pub fn run(paths: SessionPaths, args: ServeArgs) -> Result<u8> {
         _ => None,
     };
     if !args.listen.ip().is_loopback() && tls.is_none() {
-        return Err(CliError::Invalid(format!(
+        return Err(CliError::invalid(format!(
             "refusing to serve {} without TLS: a non-loopback address needs --tls-cert and --tls-key",
             args.listen
         )));
@@ -78,10 +79,11 @@ pub fn run(paths: SessionPaths, args: ServeArgs) -> Result<u8> {
     let token_file = args
         .token_file
         .as_deref()
-        .ok_or_else(|| CliError::Invalid("--token-file is required".into()))?;
+        .ok_or_else(|| CliError::invalid("--token-file is required".into()))?;
     let token = token::read(token_file)?;
     let tasks = Session::open(paths)?;
-    let agent = crate::mcp::configured_runner(tasks.config()).map_err(CliError::Invalid)?;
+    let agent = crate::mcp::configured_runner(&Settings::read(&tasks.config().executors)?)
+        .map_err(CliError::invalid)?;
     let served = Arc::new(routes::Served {
         tasks,
         agent,

@@ -22,8 +22,8 @@ use task_remote::api::{
 use super::pages::{self, PageLimits, Source};
 use super::token::Token;
 use crate::error::CliError;
-use crate::record::TaskRecord;
-use crate::session::Session as Tasks;
+use task_session::record::TaskRecord;
+use task_session::session::Session as Tasks;
 
 /// What every request handler shares.
 #[derive(Debug)]
@@ -96,8 +96,24 @@ impl IntoResponse for ApiFailure {
 impl From<CliError> for ApiFailure {
     fn from(error: CliError) -> Self {
         match error {
-            CliError::UnknownTask { id, .. } => ApiFailure::not_found(&id),
-            CliError::MalformedId { input } => ApiFailure::not_found(&input),
+            CliError::Session(error) => error.into(),
+            other => {
+                tracing::warn!(error = %other, "request failed");
+                ApiFailure::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "api_error",
+                    other.to_string(),
+                )
+            }
+        }
+    }
+}
+
+impl From<task_session::Error> for ApiFailure {
+    fn from(error: task_session::Error) -> Self {
+        match error {
+            task_session::Error::UnknownTask { id, .. } => ApiFailure::not_found(&id),
+            task_session::Error::MalformedId { input } => ApiFailure::not_found(&input),
             other => {
                 tracing::warn!(error = %other, "request failed");
                 ApiFailure::new(
@@ -385,8 +401,8 @@ impl Source for Transcript<'_> {
         match self.tasks.read_delta(&self.id, offset, len) {
             Ok(delta) => Ok(delta.bytes.to_vec()),
             // A cursor past the end (not one this server gave): nothing after it.
-            Err(CliError::Invalid(_)) => Ok(Vec::new()),
-            Err(error) => Err(error),
+            Err(task_session::Error::Invalid(_)) => Ok(Vec::new()),
+            Err(error) => Err(error.into()),
         }
     }
 }

@@ -38,7 +38,7 @@ impl Token {
 pub fn init(path: &Path) -> Result<String> {
     let mut random = [0u8; TOKEN_BYTES];
     getrandom::fill(&mut random)
-        .map_err(|e| CliError::Invalid(format!("no randomness for a token: {e}")))?;
+        .map_err(|e| CliError::invalid(format!("no randomness for a token: {e}")))?;
     let token: String = random.iter().map(|b| format!("{b:02x}")).collect();
     let mut file = std::fs::OpenOptions::new()
         .write(true)
@@ -60,20 +60,21 @@ pub fn init(path: &Path) -> Result<String> {
 pub fn read(path: &Path) -> Result<Token> {
     let meta = std::fs::symlink_metadata(path).map_err(|e| CliError::io("read", path, e))?;
     if meta.mode() & 0o077 != 0 {
-        return Err(CliError::UnsafeState {
+        return Err(task_session::Error::UnsafeState {
             path: path.to_owned(),
             reason: format!(
                 "a token file must be readable by its owner only (mode {:o}; chmod 600 it)",
                 meta.mode() & 0o777
             ),
-        });
+        }
+        .into());
     }
-    let bytes = crate::untrusted::read_file(path, MAX_TOKEN_FILE_BYTES)
+    let bytes = task_session::untrusted::read_file(path, MAX_TOKEN_FILE_BYTES)
         .map_err(|e| CliError::io("read", path, e))?;
     let text = String::from_utf8_lossy(&bytes);
     let token = text.lines().next().unwrap_or_default().trim();
     if token.is_empty() {
-        return Err(CliError::Invalid(format!(
+        return Err(CliError::invalid(format!(
             "the token file {} is empty",
             path.display()
         )));

@@ -5,7 +5,7 @@ use task_core::{TaskId, TaskKind, TaskType};
 
 use super::state::{ListPane, OutputPane, Tasks};
 use crate::error::Result;
-use crate::session::Session;
+use task_session::session::Session;
 
 /// What the keys do at the moment.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,8 +7,8 @@ use ratatui::text::Line;
 use serde_json::Value;
 use task_core::{TaskKind, TaskState, TaskStatus, WorkflowStep, now_ms};
 
-use crate::record::TaskRecord;
 use crate::render;
+use task_session::record::TaskRecord;
 
 /// The task's state in one line, for the task table.
 pub fn one_line_state(task: &TaskState) -> String {

@@ -20,22 +20,22 @@ use clap::Args;
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
 use crate::error::{CliError, Result, exit};
-use crate::session::Session;
 use app::{Action, App};
+use task_session::session::Session;
 
 /// A live dashboard of the session's tasks, their output and the task list.
 #[derive(Debug, Args)]
 pub struct TopArgs {
     /// How often to read the session again (`500ms`, `2s`).
     #[arg(long, default_value = "1s", value_name = "DURATION",
-          value_parser = crate::config::parse_duration)]
+          value_parser = task_session::config::parse_duration)]
     pub interval: Duration,
 }
 
 /// Runs the dashboard until `q` or a signal.
 pub fn top(session: Session, args: &TopArgs) -> Result<u8> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        return Err(CliError::Invalid(
+        return Err(CliError::invalid(
             "tasks top needs a terminal (use tasks ps or tasks status elsewhere)".into(),
         ));
     }

@@ -7,9 +7,9 @@ use task_core::{TaskId, TaskType};
 
 use crate::error::Result;
 use crate::pill::{self, Pill};
-use crate::record::TaskRecord;
-use crate::session::Session;
 use crate::transcript::Readable;
+use task_session::record::TaskRecord;
+use task_session::session::Session;
 
 /// How many lines of the selected task's output the pane keeps.
 pub const OUTPUT_LINES: usize = 500;
@@ -50,7 +50,7 @@ impl Tasks {
             let delivered = record
                 .notification
                 .as_ref()
-                .is_none_or(|due| crate::notice::is_notified(session.paths(), &id, due));
+                .is_none_or(|due| task_session::notice::is_notified(session.paths(), &id, due));
             if !all && record.is_terminal() && delivered {
                 hidden += 1;
                 continue;

@@ -204,7 +204,7 @@ impl Sandbox {
         // holds its files until its last thread has left the kernel.
         let lock = self.session_dir().join("supervisor.lock");
         eventually("the supervisor gone", || {
-            (!is_alive(pid) && !task_cli::lock::is_held(&lock).unwrap()).then_some(())
+            (!is_alive(pid) && !task_session::lock::is_held(&lock).unwrap()).then_some(())
         });
     }
 }

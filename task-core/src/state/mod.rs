@@ -139,6 +139,39 @@ impl TaskKind {
         }
     }
 
+    /// Whether the task's data changes without a [`TaskEvent`](crate::TaskEvent): an agent's
+    /// usage and text are counted as they arrive and only its tool uses are reported, so a
+    /// mirror of the state must compare it now and then; shells and monitors change by events
+    /// alone.
+    pub fn changes_quietly(&self) -> bool {
+        !matches!(self, TaskKind::Shell(_))
+    }
+
+    /// Whether a message can bring an ended task of this data back to life (an agent or a
+    /// teammate resumes its conversation), so a supervisor that could resume it must keep it.
+    pub fn resumes_on_message(&self) -> bool {
+        matches!(self, TaskKind::Agent(_) | TaskKind::Teammate(_))
+    }
+
+    /// What the task runs, in one line: a shell's command, an agent's prompt, a remote
+    /// session's command; empty for the other types.
+    pub fn command_line(&self) -> &str {
+        match self {
+            TaskKind::Shell(shell) => &shell.command,
+            TaskKind::Agent(agent) => &agent.prompt,
+            TaskKind::Remote(remote) => &remote.command,
+            _ => "",
+        }
+    }
+
+    /// The exit code of a shell command or monitor, once it ended (none for other types).
+    pub fn exit_code(&self) -> Option<i32> {
+        match self {
+            TaskKind::Shell(shell) => shell.exit_code,
+            _ => None,
+        }
+    }
+
     /// Copies the UI-held fields of `previous` (messages, diskLoaded, pendingMessages) into
     /// this data, for the executors whose resume carries them forward
     /// ([`Task::carry_forward`](crate::Task::carry_forward)). Data of another kind is left alone.

@@ -29,8 +29,7 @@ use rustix::process::{Pid, WaitOptions};
 
 use super::procfs::{self, ProcStat};
 
-/// The environment variable naming the task a process belongs to, set on every task's shell.
-pub const TASK_MARKER_ENV: &str = "TASKS_TASK_ID";
+pub use task_core::TASK_MARKER_ENV;
 
 /// How long a kill waits for the processes it signalled to die and be reaped.
 const REAP_PATIENCE: Duration = Duration::from_secs(5);

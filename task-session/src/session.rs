@@ -18,7 +18,7 @@ use task_output::read::{self, Delta, TextDelta};
 
 use crate::client::{self, SupervisorCommand};
 use crate::config::Config;
-use crate::error::{CliError, Result};
+use crate::error::{Error, Result};
 use crate::lock;
 use crate::notice::{self, Notice};
 use crate::paths::SessionPaths;
@@ -78,21 +78,21 @@ impl Session {
         &self.config
     }
 
-    /// Parses an id given from outside; the error is [`CliError::MalformedId`].
+    /// Parses an id given from outside; the error is [`Error::MalformedId`].
     pub fn parse_id(input: &str) -> Result<TaskId> {
-        TaskId::parse(input).map_err(|_| CliError::MalformedId {
+        TaskId::parse(input).map_err(|_| Error::MalformedId {
             input: input.to_owned(),
         })
     }
 
     /// The calling process as the caller of a task: its working directory (which must exist:
-    /// [`CliError::MissingCwd`] otherwise) and its whole environment, in the background, owned
+    /// [`Error::MissingCwd`] otherwise) and its whole environment, in the background, owned
     /// by the agent named in `TASKS_AGENT_ID` if any (an agent's CLI, and every `tasks` process
     /// or MCP server it launches, carry it: their tasks die with the agent). Front ends may
     /// name another owner and add the tool use.
     pub fn caller() -> Result<Caller> {
-        let mut caller = Caller::current().map_err(CliError::MissingCwd)?;
-        caller.agent_id = std::env::var(task_agent::AGENT_ID_ENV)
+        let mut caller = Caller::current().map_err(Error::MissingCwd)?;
+        caller.agent_id = std::env::var(task_core::AGENT_ID_ENV)
             .ok()
             .filter(|id| !id.is_empty());
         Ok(caller)
@@ -102,7 +102,7 @@ impl Session {
     /// exists.
     pub fn start<L: Launch>(&self, request: L::Request, caller: Caller) -> Result<TaskId> {
         let request = serde_json::to_value(request)
-            .map_err(|e| CliError::Invalid(format!("cannot encode a {} request: {e}", L::KIND)))?;
+            .map_err(|e| Error::Invalid(format!("cannot encode a {} request: {e}", L::KIND)))?;
         let start = Start {
             kind: L::KIND.to_owned(),
             caller,
@@ -382,24 +382,24 @@ fn missing_is_empty<T: Default>(result: Result<T, OutputError>) -> Result<T> {
     }
 }
 
-fn output_error(error: OutputError) -> CliError {
+fn output_error(error: OutputError) -> Error {
     match error {
-        OutputError::OffsetPastEnd { .. } => CliError::Invalid(error.to_string()),
-        OutputError::Io { path, source } => CliError::io("read", path, source),
+        OutputError::OffsetPastEnd { .. } => Error::Invalid(error.to_string()),
+        OutputError::Io { path, source } => Error::io("read", path, source),
         other => {
             let path = other.path().to_owned();
-            CliError::io("read", path, std::io::Error::other(other.to_string()))
+            Error::io("read", path, std::io::Error::other(other.to_string()))
         }
     }
 }
 
-pub(crate) fn unexpected(response: Response) -> CliError {
+pub(crate) fn unexpected(response: Response) -> Error {
     match response {
         Response::Error {
             kind: ErrorKind::BadRequest,
             message,
-        } => CliError::Invalid(message),
-        Response::Error { message, .. } => CliError::Supervisor(message),
-        other => CliError::Supervisor(format!("unexpected answer {other:?}")),
+        } => Error::Invalid(message),
+        Response::Error { message, .. } => Error::Supervisor(message),
+        other => Error::Supervisor(format!("unexpected answer {other:?}")),
     }
 }

@@ -18,7 +18,7 @@ use task_core::{
 use tokio::sync::{Notify, broadcast, oneshot};
 
 use crate::config::Config;
-use crate::error::{CliError, Result};
+use crate::error::{Error, Result};
 use crate::guard as lock;
 use crate::notice::{self, Notice};
 use crate::paths::SessionPaths;
@@ -486,7 +486,7 @@ impl Mirror {
         std::thread::Builder::new()
             .name("record-writer".into())
             .spawn(move || writer.write_loop(&receiver))
-            .map_err(|e| CliError::io("start", "the record writer", e))?;
+            .map_err(|e| Error::io("start", "the record writer", e))?;
         Ok(Self { sender, state })
     }
 
@@ -539,13 +539,6 @@ impl Mirror {
         let books = lock(&self.state.books);
         books.unwritten.len() + books.awaiting_notice.len()
     }
-}
-
-/// Whether a task's state may change without an event: an agent's usage and text are
-/// counted as they arrive, and only its tool uses are reported. Shells (and monitors) change
-/// by events alone.
-fn changes_quietly(task: &task_core::TaskState) -> bool {
-    !matches!(task.kind, task_core::TaskKind::Shell(_))
 }
 
 impl Books {
@@ -706,7 +699,7 @@ impl Mirrored {
             let quiet = books
                 .written
                 .iter()
-                .filter(|(_, record)| !record.is_terminal() && changes_quietly(&record.task))
+                .filter(|(_, record)| !record.is_terminal() && record.task.kind.changes_quietly())
                 .map(|(id, _)| id);
             books
                 .unwritten

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use task_core::{Notification, Priority, TaskId};
 
-use crate::error::{CliError, Result};
+use crate::error::{Error, Result};
 use crate::paths::{SessionPaths, private_file};
 use crate::untrusted;
 
@@ -74,21 +74,21 @@ pub fn publish_event(paths: &SessionPaths, notice: &Notice) -> Result<()> {
         notice.task_id()
     );
     let body = serde_json::to_vec(notice)
-        .map_err(|e| CliError::Invalid(format!("cannot encode an event: {e}")))?;
+        .map_err(|e| Error::Invalid(format!("cannot encode an event: {e}")))?;
     let staging = paths.dir().join("events").join(format!(".{name}"));
     let mut file = private_file()
         .write(true)
         .create_new(true)
         .open(&staging)
-        .map_err(|e| CliError::io("create", &staging, e))?;
+        .map_err(|e| Error::io("create", &staging, e))?;
     if let Err(e) = file.write_all(&body) {
         let _ = fs::remove_file(&staging);
-        return Err(CliError::io("write", &staging, e));
+        return Err(Error::io("write", &staging, e));
     }
     let target = paths.pending_events().join(&name);
     fs::rename(&staging, &target).map_err(|e| {
         let _ = fs::remove_file(&staging);
-        CliError::io("publish", &target, e)
+        Error::io("publish", &target, e)
     })
 }
 
@@ -101,7 +101,7 @@ fn pending_names(paths: &SessionPaths) -> Result<Vec<std::ffi::OsString>> {
             .filter_map(|entry| entry.ok().map(|e| e.file_name()))
             .collect(),
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(CliError::io("list", &pending, e)),
+        Err(e) => return Err(Error::io("list", &pending, e)),
     };
     names.sort();
     Ok(names)
@@ -161,7 +161,7 @@ pub fn claim_events(paths: &SessionPaths) -> Result<Vec<Claim>> {
             Err(e) if e.kind() == ErrorKind::NotFound => {} // another reader won it
             Err(e) => {
                 release_all(claimed);
-                return Err(CliError::io("claim", &delivered, e));
+                return Err(Error::io("claim", &delivered, e));
             }
         }
     }
@@ -197,8 +197,8 @@ pub fn peek_events(paths: &SessionPaths) -> Result<Vec<PendingEvent>> {
 
 fn read_event(path: &Path) -> Result<Notice> {
     let bytes = untrusted::read_file(path, untrusted::MAX_STATE_FILE_BYTES)
-        .map_err(|e| CliError::io("read", path, e))?;
-    serde_json::from_slice(&bytes).map_err(|e| CliError::CorruptState {
+        .map_err(|e| Error::io("read", path, e))?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::CorruptState {
         path: path.to_owned(),
         reason: e.to_string(),
     })
@@ -232,7 +232,7 @@ fn create_latch(latch: &Path) -> Result<bool> {
     match private_file().write(true).create_new(true).open(latch) {
         Ok(_) => Ok(true),
         Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(CliError::io("create", latch, e)),
+        Err(e) => Err(Error::io("create", latch, e)),
     }
 }
 
@@ -279,13 +279,13 @@ fn append_to_log<'a>(
     let mut lines = Vec::new();
     for notice in notices {
         serde_json::to_writer(&mut lines, notice)
-            .map_err(|e| CliError::Invalid(format!("cannot encode a notification: {e}")))?;
+            .map_err(|e| Error::Invalid(format!("cannot encode a notification: {e}")))?;
         lines.push(b'\n');
     }
     let mut log = untrusted::open_regular(&path, private_file().create(true).append(true))
-        .map_err(|e| CliError::io("open", &path, e))?;
+        .map_err(|e| Error::io("open", &path, e))?;
     log.write_all(&lines)
-        .map_err(|e| CliError::io("append to", &path, e))
+        .map_err(|e| Error::io("append to", &path, e))
 }
 
 #[cfg(test)]

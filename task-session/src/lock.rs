@@ -9,7 +9,7 @@ use std::path::Path;
 
 use rustix::fs::{FlockOperation, flock};
 
-use crate::error::{CliError, Result};
+use crate::error::{Error, Result};
 use crate::paths::private_file;
 
 /// A held exclusive lock on a session's `supervisor.lock`; released when dropped.
@@ -27,11 +27,11 @@ impl SupervisorLock {
             .create(true)
             .truncate(false)
             .open(path)
-            .map_err(|e| CliError::io("open", path, e))?;
+            .map_err(|e| Error::io("open", path, e))?;
         match flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => Ok(Some(Self { file })),
             Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
-            Err(e) => Err(CliError::io("lock", path, e.into())),
+            Err(e) => Err(Error::io("lock", path, e.into())),
         }
     }
 
@@ -53,12 +53,12 @@ pub fn is_held(path: &Path) -> Result<bool> {
     let file = match crate::untrusted::open_regular(path, std::fs::OpenOptions::new().read(true)) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(CliError::io("open", path, e)),
+        Err(e) => return Err(Error::io("open", path, e)),
     };
     match flock(&file, FlockOperation::NonBlockingLockShared) {
         Ok(()) => Ok(false),
         Err(rustix::io::Errno::WOULDBLOCK) => Ok(true),
-        Err(e) => Err(CliError::io("lock", path, e.into())),
+        Err(e) => Err(Error::io("lock", path, e.into())),
     }
 }
 

@@ -20,7 +20,7 @@ use tokio::net::{UnixListener, UnixStream};
 
 use crate::config::Config;
 use crate::engine::{Engine, Wiring};
-use crate::error::{CliError, Result};
+use crate::error::{Error, Result};
 use crate::lock::SupervisorLock;
 use crate::paths::SessionPaths;
 use crate::protocol::{ErrorKind, Op, Request, Response};
@@ -56,7 +56,7 @@ fn supervise(paths: &SessionPaths, wiring: Wiring, ready: &mut ReadyPipe) -> Res
         return Ok(());
     };
     lock.write_pid(std::process::id())
-        .map_err(|e| CliError::io("write", paths.lock(), e))?;
+        .map_err(|e| Error::io("write", paths.lock(), e))?;
     if let Err(e) = rotate_log(paths) {
         tracing::warn!("cannot rotate {}: {e}", paths.log().display());
     }
@@ -65,7 +65,7 @@ fn supervise(paths: &SessionPaths, wiring: Wiring, ready: &mut ReadyPipe) -> Res
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| CliError::io("start", "the async runtime", e))?;
+        .map_err(|e| Error::io("start", "the async runtime", e))?;
     let served = runtime.block_on(async {
         let engine = Arc::new(Engine::start(paths.clone(), config.clone(), wiring)?);
         engine.end_orphans()?;
@@ -100,7 +100,7 @@ fn bind(paths: &SessionPaths) -> Result<UnixListener> {
     let _ = std::fs::remove_file(&socket);
     paths
         .with_socket_path(|path| UnixListener::bind(path))
-        .map_err(|e| CliError::io("bind", &socket, e))
+        .map_err(|e| Error::io("bind", &socket, e))
 }
 
 /// The descriptor a client passed to hear whether this supervisor started (see

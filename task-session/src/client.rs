@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
-use crate::error::{CliError, Result};
+use crate::error::{Error, Result};
 use crate::lock;
 use crate::paths::{SessionPaths, private_file};
 use crate::protocol::{Request, Response};
@@ -38,7 +38,7 @@ impl SupervisorCommand {
     /// This executable's hidden `__supervise` command (what the `tasks` binary runs).
     pub fn this_executable() -> Result<Self> {
         let program =
-            std::env::current_exe().map_err(|e| CliError::io("locate", "the tasks binary", e))?;
+            std::env::current_exe().map_err(|e| Error::io("locate", "the tasks binary", e))?;
         Ok(Self {
             program,
             args: vec!["__supervise".into()],
@@ -63,7 +63,7 @@ pub fn send(
         op,
     };
     let mut line = serde_json::to_string(&request)
-        .map_err(|e| CliError::Supervisor(format!("cannot encode request: {e}")))?;
+        .map_err(|e| Error::Supervisor(format!("cannot encode request: {e}")))?;
     line.push('\n'); // one write: the supervisor wakes once per request
     for _ in 0..2 {
         let stream = connect_or_start(paths, config, supervisor)?;
@@ -72,7 +72,7 @@ pub fn send(
         }
         // The supervisor closed without answering (it was leaving): once more, to its successor.
     }
-    Err(CliError::Supervisor(
+    Err(Error::Supervisor(
         "the supervisor closed the connection without answering".into(),
     ))
 }
@@ -88,11 +88,11 @@ fn exchange(
     deadline: Instant,
 ) -> Result<Option<Response>> {
     let socket = paths.socket();
-    let io_err = |e| CliError::io("talk to the supervisor at", &socket, e);
+    let io_err = |e| Error::io("talk to the supervisor at", &socket, e);
     let patience = deadline.saturating_duration_since(Instant::now()) + ANSWER_GRACE;
     stream.set_read_timeout(Some(patience)).map_err(io_err)?;
     stream.set_write_timeout(Some(patience)).map_err(io_err)?;
-    let no_answer = || CliError::NoAnswer {
+    let no_answer = || Error::NoAnswer {
         pid: lock::holder_pid(&paths.lock()).unwrap_or(0),
         waited: task_core::human_duration(config.request_timeout),
     };
@@ -107,7 +107,7 @@ fn exchange(
         Ok(0) => Ok(None),
         Ok(_) => serde_json::from_str(&answer)
             .map(Some)
-            .map_err(|e| CliError::Supervisor(format!("unreadable answer {answer:?}: {e}"))),
+            .map_err(|e| Error::Supervisor(format!("unreadable answer {answer:?}: {e}"))),
         Err(e) if is_disconnect(e.kind()) => Ok(None),
         Err(e) if is_timeout(e.kind()) => Err(no_answer()),
         Err(e) => Err(io_err(e)),
@@ -140,10 +140,10 @@ pub fn connect_or_start(
         match paths.with_socket_path(|path| UnixStream::connect(path)) {
             Ok(stream) => return Ok(stream),
             Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::ConnectionRefused) => {}
-            Err(e) => return Err(CliError::io("connect to", &socket, e)),
+            Err(e) => return Err(Error::io("connect to", &socket, e)),
         }
         if Instant::now() >= deadline {
-            return Err(CliError::Supervisor(format!(
+            return Err(Error::Supervisor(format!(
                 "no supervisor answered at {} within {} ms (see {})",
                 socket.display(),
                 config.start_timeout.as_millis(),
@@ -168,17 +168,17 @@ fn start_supervisor(
     deadline: Instant,
 ) -> Result<()> {
     let (read_end, write_end) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-        .map_err(|e| CliError::io("create", "a pipe to the supervisor", e.into()))?;
+        .map_err(|e| Error::io("create", "a pipe to the supervisor", e.into()))?;
     let child = spawn(paths, supervisor, write_end)?;
     let word = read_word(read_end, deadline);
     reap_in_background(child);
     match word.as_deref() {
         Some("ready" | "busy") => Ok(()),
-        Some(line) => Err(CliError::Supervisor(format!(
+        Some(line) => Err(Error::Supervisor(format!(
             "cannot start the supervisor: {}",
             line.strip_prefix("error: ").unwrap_or(line)
         ))),
-        None => Err(CliError::Supervisor(format!(
+        None => Err(Error::Supervisor(format!(
             "the supervisor exited or stalled before it was ready (see {})",
             paths.log().display()
         ))),
@@ -241,7 +241,7 @@ fn spawn(paths: &SessionPaths, supervisor: &SupervisorCommand, ready: OwnedFd) -
         .env("MALLOC_ARENA_MAX", "2")
         // Started from inside a task, it is still nobody's task: it must not die with the
         // task whose marker this client carries.
-        .env_remove(task_shell::process::TASK_MARKER_ENV)
+        .env_remove(task_core::TASK_MARKER_ENV)
         .current_dir("/")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -258,7 +258,7 @@ fn spawn(paths: &SessionPaths, supervisor: &SupervisorCommand, ready: OwnedFd) -
     }
     let child = command
         .spawn()
-        .map_err(|e| CliError::Supervisor(format!("cannot start the supervisor: {e}")))?;
+        .map_err(|e| Error::Supervisor(format!("cannot start the supervisor: {e}")))?;
     drop(ready); // the child has its copy; ours must close so its death reads as end of file
     Ok(child)
 }

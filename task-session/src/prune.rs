@@ -11,9 +11,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde::Serialize;
-use task_core::{TaskId, TaskType, now_ms};
+use task_core::{TaskId, now_ms};
 
-use crate::error::{CliError, Result};
+use crate::error::{Error, Result};
 use crate::lock;
 use crate::notice;
 use crate::paths::SessionPaths;
@@ -99,11 +99,7 @@ pub fn keep_reason(
     if task.written_ms == 0 || now_ms().saturating_sub(task.written_ms) < grace {
         return Some(KeepReason::Settling);
     }
-    let resumable = matches!(
-        task.task.base.task_type,
-        TaskType::LocalAgent | TaskType::InProcessTeammate
-    );
-    (resumable && supervisor_running).then_some(KeepReason::Resumable)
+    (task.task.kind.resumes_on_message() && supervisor_running).then_some(KeepReason::Resumable)
 }
 
 /// Removes the tasks `ids`, each only if [`keep_reason`] allows it; fails on the first that
@@ -113,7 +109,7 @@ pub fn remove_ids(session: &Session, ids: &[TaskId]) -> Result<Vec<Removed>> {
     let running = lock::is_held(&session.paths().lock())?;
     for task in &tasks {
         if let Some(reason) = keep_reason(session, task, running) {
-            return Err(CliError::Kept {
+            return Err(Error::Kept {
                 id: task.id().to_string(),
                 reason,
             });
@@ -201,7 +197,7 @@ fn remove(paths: &SessionPaths, task: &TaskRecord) -> Result<Removed> {
 
 fn remove_if_present(path: &Path) -> Result<()> {
     match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(CliError::io("remove", path, e)),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", path, e)),
         _ => Ok(()),
     }
 }

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use task_core::{Caller, TaskId};
 
-use crate::error::{CliError, Result};
+use crate::error::{Error, Result};
 use crate::paths::SessionPaths;
 use crate::protocol::Start;
 
@@ -47,7 +47,7 @@ impl StartRecord {
     /// The same start again, from the process asking for it (its environment), in the
     /// original working directory and for the original owner.
     pub fn again(&self) -> Result<Start> {
-        let mut caller = Caller::current().map_err(CliError::MissingCwd)?;
+        let mut caller = Caller::current().map_err(Error::MissingCwd)?;
         caller.cwd.clone_from(&self.cwd);
         caller.agent_id.clone_from(&self.agent_id);
         Ok(Start {
@@ -62,7 +62,7 @@ impl StartRecord {
 /// `restart` will say it cannot.
 pub fn remember(paths: &SessionPaths, id: &TaskId, start: &StartRecord) {
     let written = serde_json::to_vec_pretty(start)
-        .map_err(|e| CliError::Invalid(e.to_string()))
+        .map_err(|e| Error::Invalid(e.to_string()))
         .and_then(|body| crate::record::replace(paths, &paths.start_request(id), &body));
     if let Err(error) = written {
         tracing::warn!(task = %id, %error, "cannot record how the task started; it cannot be restarted");
@@ -75,12 +75,12 @@ pub fn recall(paths: &SessionPaths, id: &TaskId) -> Result<StartRecord> {
     let path = paths.start_request(id);
     let bytes = crate::untrusted::read_file(&path, crate::untrusted::MAX_STATE_FILE_BYTES)
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => CliError::Invalid(format!(
+            std::io::ErrorKind::NotFound => Error::Invalid(format!(
                 "task {id} cannot be restarted: how it was started was not recorded"
             )),
-            _ => CliError::io("read", &path, e),
+            _ => Error::io("read", &path, e),
         })?;
-    serde_json::from_slice(&bytes).map_err(|e| CliError::CorruptState {
+    serde_json::from_slice(&bytes).map_err(|e| Error::CorruptState {
         path,
         reason: e.to_string(),
     })

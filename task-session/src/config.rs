@@ -4,27 +4,19 @@
 //! | key in `config.json`        | environment variable          | default  |
 //! |-----------------------------|-------------------------------|----------|
 //! | `idle_exit_ms`              | `TASKS_IDLE_EXIT_MS`          | 30 000   |
-//! | `stall_check_interval_ms`   | `TASKS_STALL_CHECK_MS`        | 5 000    |
-//! | `stall_threshold_ms`        | `TASKS_STALL_THRESHOLD_MS`    | 45 000   |
-//! | `size_check_interval_ms`    | `TASKS_SIZE_CHECK_MS`         | 5 000    |
-//! | `size_cap_bytes`            | `TASKS_SIZE_CAP_BYTES`        | 5 GiB    |
 //! | `start_timeout_ms`          | `TASKS_START_TIMEOUT_MS`      | 5 000    |
 //! | `poll_interval_ms`          | `TASKS_POLL_MS`               | 100      |
 //! | `sweep_interval_ms`         | `TASKS_SWEEP_MS`              | 1 000    |
 //! | `request_timeout`           | `TASKS_REQUEST_TIMEOUT`       | `10s`    |
-//! | `agent_command`             | `TASKS_AGENT_COMMAND`         | none     |
-//! | `agent_runner`              | `TASKS_AGENT_RUNNER`          | `claude` |
 //! | `retention_older_than`      | `TASKS_RETENTION_OLDER_THAN`  | none     |
 //! | `retention_keep_last`       | `TASKS_RETENTION_KEEP_LAST`   | none     |
 //! | `retention_max_size`        | `TASKS_RETENTION_MAX_SIZE`    | none     |
 //! | `retention_interval_ms`     | `TASKS_RETENTION_INTERVAL_MS` | 60 000   |
-//! | `remote_server`             | `TASKS_REMOTE_SERVER`         | none     |
-//! | `remote_token_file`         | `TASKS_REMOTE_TOKEN_FILE`     | none     |
-//! | `remote_poll_interval_ms`   | `TASKS_REMOTE_POLL_MS`        | 1 000    |
-//! | `remote_backoff_base_ms`    | `TASKS_REMOTE_BACKOFF_MS`     | 2 000    |
-//! | `remote_backoff_cap_ms`     | `TASKS_REMOTE_BACKOFF_CAP_MS` | 16 000   |
-//! | `remote_outage_limit_ms`    | `TASKS_REMOTE_OUTAGE_MS`      | 300 000  |
-//! | `remote_request_timeout_ms` | `TASKS_REMOTE_REQUEST_MS`     | 30 000   |
+//!
+//! Every other key of `config.json` belongs to the executors a wiring registers (a shell's
+//! stall watchdog, an agent's command line): the session keeps them, with the `TASKS_*`
+//! environment, as [`ExecutorSettings`], which the wiring reads with the same rules (the
+//! environment over the file over the default) and checks for keys nobody knows.
 //!
 //! Retention is off unless one of the `retention_*` limits is set: the supervisor then prunes
 //! finished, delivered tasks as `tasks prune` would, every `retention_interval_ms`
@@ -40,10 +32,12 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Deserialize;
-use task_shell::ShellConfig;
+use std::collections::BTreeMap;
 
-use crate::error::{CliError, Result};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
 
 /// Settings of one session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,22 +54,12 @@ pub struct Config {
     /// How long a client waits for the supervisor's answer; a request answered later is not
     /// carried out at all.
     pub request_timeout: Duration,
-    /// The agent CLI the MCP `Agent` tool runs, as a shell would split it (none: no such tool).
-    pub agent_command: Option<String>,
-    /// That CLI's event format: `claude`, `codex`, `gemini` or `auto`.
-    pub agent_runner: Option<String>,
-    /// The shell executors' settings (stall and size watchdogs, monitor timeouts).
-    pub shell: ShellConfig,
     /// What the supervisor prunes by itself (off: nothing).
     pub retention: crate::prune::Policy,
     /// How often the supervisor applies [`Config::retention`].
     pub retention_interval: Duration,
-    /// The sessions server the MCP `Agent` tool uses for `isolation: "remote"` (none: refused).
-    pub remote_server: Option<String>,
-    /// The file holding that server's bearer token.
-    pub remote_token_file: Option<std::path::PathBuf>,
-    /// The remote executor's timing (poll, backoff, outage limit, request timeout).
-    pub remote: task_remote::RemoteConfig,
+    /// The settings of the executors, for the wiring to read.
+    pub executors: ExecutorSettings,
 }
 
 impl Default for Config {
@@ -86,44 +70,108 @@ impl Default for Config {
             poll_interval: Duration::from_millis(100),
             sweep_interval: Duration::from_millis(1_000),
             request_timeout: Duration::from_secs(10),
-            agent_command: None,
-            agent_runner: None,
-            shell: ShellConfig::default(),
             retention: crate::prune::Policy::default(),
             retention_interval: Duration::from_secs(60),
-            remote_server: None,
-            remote_token_file: None,
-            remote: task_remote::RemoteConfig::default(),
+            executors: ExecutorSettings::default(),
+        }
+    }
+}
+
+/// The keys of `config.json` the session layer does not read itself, and the `TASKS_*`
+/// environment: what the executors of a wiring are configured from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecutorSettings {
+    file: BTreeMap<String, Value>,
+    env: BTreeMap<String, String>,
+}
+
+impl ExecutorSettings {
+    /// Settings from `file`'s keys and the environment variables `env` (tests build them
+    /// directly; [`Config::load`] takes the process's environment).
+    pub fn new(
+        file: impl IntoIterator<Item = (String, Value)>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Self {
+        Self {
+            file: file.into_iter().collect(),
+            env: env.into_iter().collect(),
+        }
+    }
+
+    /// The text of `var` in the environment, or else of `key` in the file.
+    ///
+    /// # Errors
+    /// The file's value for `key` is not a string.
+    pub fn text(&self, var: &str, key: &str) -> Result<Option<String>> {
+        if let Some(text) = self.env.get(var) {
+            return Ok(Some(text.clone()));
+        }
+        match self.file.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text.clone())),
+            Some(other) => Err(Error::Invalid(format!(
+                "config.json: {key} must be a string, not {other}"
+            ))),
+        }
+    }
+
+    /// The non-negative integer of `var` in the environment, or else of `key` in the file.
+    ///
+    /// # Errors
+    /// Either is not a non-negative integer.
+    pub fn number(&self, var: &str, key: &str) -> Result<Option<u64>> {
+        if let Some(text) = self.env.get(var) {
+            return text.trim().parse().map(Some).map_err(|_| {
+                Error::Invalid(format!("{var}={text:?} is not a non-negative integer"))
+            });
+        }
+        match self.file.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => value.as_u64().map(Some).ok_or_else(|| {
+                Error::Invalid(format!(
+                    "config.json: {key} must be a non-negative integer, not {value}"
+                ))
+            }),
+        }
+    }
+
+    /// Milliseconds from `var` or `key` ([`ExecutorSettings::number`]), or `default`.
+    ///
+    /// # Errors
+    /// As [`ExecutorSettings::number`].
+    pub fn millis(&self, var: &str, key: &str, default: Duration) -> Result<Duration> {
+        Ok(self
+            .number(var, key)?
+            .map_or(default, Duration::from_millis))
+    }
+
+    /// Fails on a key of the file that is none of `known` (a typo would otherwise be ignored).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming the first unknown key.
+    pub fn check_known(&self, known: &[&str]) -> Result<()> {
+        match self.file.keys().find(|key| !known.contains(&key.as_str())) {
+            Some(key) => Err(Error::Invalid(format!("config.json: unknown key {key:?}"))),
+            None => Ok(()),
         }
     }
 }
 
 /// The optional `config.json` of a session; every key is optional.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct ConfigFile {
     idle_exit_ms: Option<u64>,
-    stall_check_interval_ms: Option<u64>,
-    stall_threshold_ms: Option<u64>,
-    size_check_interval_ms: Option<u64>,
-    size_cap_bytes: Option<u64>,
     start_timeout_ms: Option<u64>,
     poll_interval_ms: Option<u64>,
     sweep_interval_ms: Option<u64>,
     request_timeout: Option<String>,
-    agent_command: Option<String>,
-    agent_runner: Option<String>,
     retention_older_than: Option<String>,
     retention_keep_last: Option<u64>,
     retention_max_size: Option<String>,
     retention_interval_ms: Option<u64>,
-    remote_server: Option<String>,
-    remote_token_file: Option<std::path::PathBuf>,
-    remote_poll_interval_ms: Option<u64>,
-    remote_backoff_base_ms: Option<u64>,
-    remote_backoff_cap_ms: Option<u64>,
-    remote_outage_limit_ms: Option<u64>,
-    remote_request_timeout_ms: Option<u64>,
+    /// Everything else: the executors' keys.
+    #[serde(flatten)]
+    executors: BTreeMap<String, Value>,
 }
 
 impl Config {
@@ -133,24 +181,28 @@ impl Config {
             config_file,
             crate::untrusted::MAX_STATE_FILE_BYTES,
         ) {
-            Ok(bytes) => serde_json::from_slice::<ConfigFile>(&bytes).map_err(|e| {
-                CliError::CorruptState {
+            Ok(bytes) => {
+                serde_json::from_slice::<ConfigFile>(&bytes).map_err(|e| Error::CorruptState {
                     path: config_file.to_owned(),
                     reason: e.to_string(),
-                }
-            })?,
+                })?
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => ConfigFile::default(),
-            Err(e) => return Err(CliError::io("read", config_file, e)),
+            Err(e) => return Err(Error::io("read", config_file, e)),
         };
-        let env = |name: &str| std::env::var(name).ok();
+        let env = std::env::vars().filter(|(name, _)| name.starts_with("TASKS_"));
         Self::from_sources(file, env)
     }
 
-    fn from_sources(file: ConfigFile, env: impl Fn(&str) -> Option<String>) -> Result<Self> {
+    fn from_sources(
+        file: ConfigFile,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self> {
+        let env: BTreeMap<String, String> = env.into_iter().collect();
         let number = |var: &str, from_file: Option<u64>| -> Result<Option<u64>> {
-            match env(var) {
+            match env.get(var) {
                 Some(text) => text.trim().parse().map(Some).map_err(|_| {
-                    CliError::Invalid(format!("{var}={text:?} is not a non-negative integer"))
+                    Error::Invalid(format!("{var}={text:?} is not a non-negative integer"))
                 }),
                 None => Ok(from_file),
             }
@@ -171,38 +223,22 @@ impl Config {
             file.sweep_interval_ms,
             config.sweep_interval,
         )?;
-        config.agent_command = env("TASKS_AGENT_COMMAND").or(file.agent_command);
-        config.agent_runner = env("TASKS_AGENT_RUNNER").or(file.agent_runner);
-        if let Some(text) = env("TASKS_REQUEST_TIMEOUT").or(file.request_timeout) {
+        if let Some(text) = env
+            .get("TASKS_REQUEST_TIMEOUT")
+            .cloned()
+            .or(file.request_timeout)
+        {
             config.request_timeout = parse_duration(&text)
-                .map_err(|e| CliError::Invalid(format!("TASKS_REQUEST_TIMEOUT={text:?}: {e}")))?;
-        }
-        let shell = &mut config.shell;
-        shell.stall_check_interval = ms(
-            "TASKS_STALL_CHECK_MS",
-            file.stall_check_interval_ms,
-            shell.stall_check_interval,
-        )?;
-        shell.stall_threshold = ms(
-            "TASKS_STALL_THRESHOLD_MS",
-            file.stall_threshold_ms,
-            shell.stall_threshold,
-        )?;
-        shell.size_check_interval = ms(
-            "TASKS_SIZE_CHECK_MS",
-            file.size_check_interval_ms,
-            shell.size_check_interval,
-        )?;
-        if let Some(cap) = number("TASKS_SIZE_CAP_BYTES", file.size_cap_bytes)? {
-            shell.size_cap_bytes = cap;
+                .map_err(|e| Error::Invalid(format!("TASKS_REQUEST_TIMEOUT={text:?}: {e}")))?;
         }
         let parsed = |var: &str,
                       from_file: Option<String>,
                       parse: fn(&str) -> std::result::Result<u64, String>| {
-            env(var)
+            env.get(var)
+                .cloned()
                 .or(from_file)
                 .map(|text| {
-                    parse(&text).map_err(|e| CliError::Invalid(format!("{var}={text:?}: {e}")))
+                    parse(&text).map_err(|e| Error::Invalid(format!("{var}={text:?}: {e}")))
                 })
                 .transpose()
         };
@@ -226,41 +262,10 @@ impl Config {
             file.retention_interval_ms,
             config.retention_interval,
         )?;
-        config.remote_server = env("TASKS_REMOTE_SERVER").or(file.remote_server);
-        config.remote_token_file = env("TASKS_REMOTE_TOKEN_FILE")
-            .map(Into::into)
-            .or(file.remote_token_file);
-        let remote = &mut config.remote;
-        let pairs = [
-            (
-                "TASKS_REMOTE_POLL_MS",
-                file.remote_poll_interval_ms,
-                &mut remote.poll_interval,
-            ),
-            (
-                "TASKS_REMOTE_BACKOFF_MS",
-                file.remote_backoff_base_ms,
-                &mut remote.backoff_base,
-            ),
-            (
-                "TASKS_REMOTE_BACKOFF_CAP_MS",
-                file.remote_backoff_cap_ms,
-                &mut remote.backoff_cap,
-            ),
-            (
-                "TASKS_REMOTE_OUTAGE_MS",
-                file.remote_outage_limit_ms,
-                &mut remote.outage_limit,
-            ),
-            (
-                "TASKS_REMOTE_REQUEST_MS",
-                file.remote_request_timeout_ms,
-                &mut remote.request_timeout,
-            ),
-        ];
-        for (var, from_file, slot) in pairs {
-            *slot = ms(var, from_file, *slot)?;
-        }
+        config.executors = ExecutorSettings {
+            file: file.executors,
+            env,
+        };
         Ok(config)
     }
 }
@@ -291,18 +296,37 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    fn env(name: &str, value: &str) -> Vec<(String, String)> {
+        vec![(name.to_owned(), value.to_owned())]
+    }
+
     #[test]
     fn environment_overrides_the_file_which_overrides_the_defaults() {
-        let file = ConfigFile {
-            idle_exit_ms: Some(10),
-            stall_threshold_ms: Some(20),
-            ..ConfigFile::default()
-        };
-        let env = |name: &str| (name == "TASKS_STALL_THRESHOLD_MS").then(|| "30".to_owned());
-        let config = Config::from_sources(file, env).unwrap();
+        let file: ConfigFile = serde_json::from_str(
+            r#"{"idle_exit_ms": 10, "sweep_interval_ms": 20, "stall_threshold_ms": 20}"#,
+        )
+        .unwrap();
+        let config = Config::from_sources(file, env("TASKS_SWEEP_MS", "30")).unwrap();
         assert_eq!(config.idle_exit, Duration::from_millis(10));
-        assert_eq!(config.shell.stall_threshold, Duration::from_millis(30));
-        assert_eq!(config.shell.stall_check_interval, Duration::from_secs(5));
+        assert_eq!(config.sweep_interval, Duration::from_millis(30));
+        assert_eq!(config.poll_interval, Duration::from_millis(100));
+        let executors = &config.executors;
+        let default = Duration::from_secs(5);
+        let read = |var| {
+            executors
+                .millis(var, "stall_threshold_ms", default)
+                .unwrap()
+        };
+        assert_eq!(read("TASKS_STALL_THRESHOLD_MS"), Duration::from_millis(20));
+        let executors = ExecutorSettings::new(
+            executors.file.clone(),
+            env("TASKS_STALL_THRESHOLD_MS", "40"),
+        );
+        let read = executors.millis("TASKS_STALL_THRESHOLD_MS", "stall_threshold_ms", default);
+        assert_eq!(read.unwrap(), Duration::from_millis(40));
+        assert!(executors.check_known(&["stall_threshold_ms"]).is_ok());
+        let err = executors.check_known(&["agent_command"]).unwrap_err();
+        assert!(err.to_string().contains("stall_threshold_ms"), "{err}");
     }
 
     #[test]
@@ -314,8 +338,9 @@ mod tests {
         assert_eq!(parse_duration_ms("1h30m"), Ok(5_400_000));
         assert_eq!(parse_duration_ms("250"), Ok(250));
         assert!(parse_duration("soon").unwrap_err().contains("10s"));
-        let env = |name: &str| (name == "TASKS_REQUEST_TIMEOUT").then(|| "2s".to_owned());
-        let config = Config::from_sources(ConfigFile::default(), env).unwrap();
+        let config =
+            Config::from_sources(ConfigFile::default(), env("TASKS_REQUEST_TIMEOUT", "2s"))
+                .unwrap();
         assert_eq!(config.request_timeout, Duration::from_secs(2));
     }
 
@@ -327,16 +352,18 @@ mod tests {
             retention_max_size: Some("1G".into()),
             ..ConfigFile::default()
         };
-        let env = |name: &str| (name == "TASKS_RETENTION_KEEP_LAST").then(|| "20".to_owned());
-        let config = Config::from_sources(file, env).unwrap();
+        let config = Config::from_sources(file, env("TASKS_RETENTION_KEEP_LAST", "20")).unwrap();
         let expected = crate::prune::Policy::new(
             Some(Duration::from_secs(7 * 86_400)),
             Some(20),
             Some(1 << 30),
         );
         assert_eq!(config.retention, expected);
-        let env = |name: &str| (name == "TASKS_RETENTION_MAX_SIZE").then(|| "lots".to_owned());
-        let err = Config::from_sources(ConfigFile::default(), env).unwrap_err();
+        let err = Config::from_sources(
+            ConfigFile::default(),
+            env("TASKS_RETENTION_MAX_SIZE", "lots"),
+        )
+        .unwrap_err();
         assert!(
             err.to_string().contains("TASKS_RETENTION_MAX_SIZE"),
             "{err}"
@@ -345,8 +372,8 @@ mod tests {
 
     #[test]
     fn a_bad_number_is_an_error_naming_the_variable() {
-        let env = |name: &str| (name == "TASKS_POLL_MS").then(|| "soon".to_owned());
-        let err = Config::from_sources(ConfigFile::default(), env).unwrap_err();
+        let err =
+            Config::from_sources(ConfigFile::default(), env("TASKS_POLL_MS", "soon")).unwrap_err();
         assert!(err.to_string().contains("TASKS_POLL_MS"), "{err}");
     }
 
@@ -354,7 +381,10 @@ mod tests {
     fn a_missing_file_gives_the_defaults_and_a_malformed_one_names_itself() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.json");
-        assert_eq!(Config::load(&path).unwrap().shell, ShellConfig::default());
+        assert_eq!(
+            Config::load(&path).unwrap().idle_exit,
+            Config::default().idle_exit
+        );
         std::fs::write(&path, "{\"idle_exit_ms\": \"x\"}").unwrap();
         let err = Config::load(&path).unwrap_err();
         assert!(err.to_string().contains("config.json"), "{err}");

@@ -21,7 +21,7 @@ use task_core::{
     TaskStatus, TaskType,
 };
 
-use crate::error::{CliError, Result};
+use crate::error::{Error, Result};
 use crate::notice::Notice;
 use crate::paths::{SessionPaths, private_file};
 use crate::untrusted;
@@ -84,20 +84,12 @@ impl TaskRecord {
 
     /// The exit code of a shell command or monitor, once it ended.
     pub fn exit_code(&self) -> Option<i32> {
-        match &self.task.kind {
-            TaskKind::Shell(shell) => shell.exit_code,
-            _ => None,
-        }
+        self.task.kind.exit_code()
     }
 
     /// What the task runs, in one line: a shell's command, an agent's prompt.
     pub fn command(&self) -> &str {
-        match &self.task.kind {
-            TaskKind::Shell(shell) => &shell.command,
-            TaskKind::Agent(agent) => &agent.prompt,
-            TaskKind::Remote(remote) => &remote.command,
-            _ => "",
-        }
+        self.task.kind.command_line()
     }
 
     /// This live record as it reads once its supervisor is known to be dead: `failed` with
@@ -125,7 +117,7 @@ impl TaskRecord {
 pub fn write(paths: &SessionPaths, record: &TaskRecord) -> Result<()> {
     let id = record.id();
     let body = serde_json::to_vec_pretty(record)
-        .map_err(|e| CliError::Invalid(format!("cannot encode {id}: {e}")))?;
+        .map_err(|e| Error::Invalid(format!("cannot encode {id}: {e}")))?;
     replace(paths, &paths.snapshot(&id), &body)
 }
 
@@ -140,7 +132,7 @@ pub(crate) fn replace(paths: &SessionPaths, path: &Path, body: &[u8]) -> Result<
         .tasks_dir()
         .join(format!(".{name}.{}.tmp", std::process::id()));
     let written = write_new(&temp, body)
-        .and_then(|()| fs::rename(&temp, path).map_err(|e| CliError::io("replace", path, e)));
+        .and_then(|()| fs::rename(&temp, path).map_err(|e| Error::io("replace", path, e)));
     if written.is_err() {
         let _ = fs::remove_file(&temp);
     }
@@ -153,12 +145,12 @@ fn write_new(path: &Path, body: &[u8]) -> Result<()> {
         .create(true)
         .truncate(true)
         .open(path)
-        .map_err(|e| CliError::io("create", path, e))?;
+        .map_err(|e| Error::io("create", path, e))?;
     file.write_all(body)
-        .map_err(|e| CliError::io("write", path, e))
+        .map_err(|e| Error::io("write", path, e))
 }
 
-/// Reads the record of `id`: [`CliError::UnknownTask`] if there is none.
+/// Reads the record of `id`: [`Error::UnknownTask`] if there is none.
 pub fn read(paths: &SessionPaths, id: &TaskId) -> Result<TaskRecord> {
     let path = paths.snapshot(id);
     match untrusted::read_file_with_mtime(&path, untrusted::MAX_STATE_FILE_BYTES) {
@@ -166,23 +158,23 @@ pub fn read(paths: &SessionPaths, id: &TaskId) -> Result<TaskRecord> {
             record.written_ms = mtime_ms;
             record
         }),
-        Err(e) if e.kind() == ErrorKind::NotFound => Err(CliError::UnknownTask {
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(Error::UnknownTask {
             id: id.to_string(),
             session: paths.name().to_owned(),
         }),
         Err(e) if e.kind() == ErrorKind::InvalidData || e.raw_os_error() == Some(40) => {
-            Err(CliError::CorruptState {
+            Err(Error::CorruptState {
                 path,
                 reason: e.to_string(),
             })
         }
-        Err(e) => Err(CliError::io("read", &path, e)),
+        Err(e) => Err(Error::io("read", &path, e)),
     }
 }
 
 /// Parses a record of either format; the record must be about `id` (the file's name).
 fn parse(path: &Path, id: &TaskId, bytes: &[u8]) -> Result<TaskRecord> {
-    let corrupt = |reason: String| CliError::CorruptState {
+    let corrupt = |reason: String| Error::CorruptState {
         path: path.to_owned(),
         reason,
     };
@@ -206,7 +198,7 @@ pub struct Listing {
     /// Readable records, oldest first.
     pub tasks: Vec<TaskRecord>,
     /// One error per unreadable record file.
-    pub problems: Vec<CliError>,
+    pub problems: Vec<Error>,
 }
 
 /// Reads every `{id}.json` of the session. A corrupt or hostile file is reported in
@@ -216,11 +208,11 @@ pub fn list(paths: &SessionPaths) -> Result<Listing> {
     let entries = match fs::read_dir(&dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Listing::default()),
-        Err(e) => return Err(CliError::io("list", &dir, e)),
+        Err(e) => return Err(Error::io("list", &dir, e)),
     };
     let mut listing = Listing::default();
     for entry in entries {
-        let entry = entry.map_err(|e| CliError::io("list", &dir, e))?;
+        let entry = entry.map_err(|e| Error::io("list", &dir, e))?;
         let name = entry.file_name();
         let Some(id) = name
             .to_str()
@@ -231,7 +223,7 @@ pub fn list(paths: &SessionPaths) -> Result<Listing> {
         };
         match read(paths, &id) {
             Ok(record) => listing.tasks.push(record),
-            Err(CliError::UnknownTask { .. }) => {} // deleted while listing
+            Err(Error::UnknownTask { .. }) => {} // deleted while listing
             Err(e) => listing.problems.push(e),
         }
     }
@@ -342,11 +334,11 @@ mod tests {
         let other = TaskId::parse("b00000000").unwrap();
         assert!(matches!(
             parse(Path::new("x.json"), &other, LEGACY.as_bytes()),
-            Err(CliError::CorruptState { .. })
+            Err(Error::CorruptState { .. })
         ));
         assert!(matches!(
             parse(Path::new("x.json"), &id, b"{\"format\": 2}"),
-            Err(CliError::CorruptState { .. })
+            Err(Error::CorruptState { .. })
         ));
     }
 }

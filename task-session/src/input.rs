@@ -19,7 +19,7 @@ use base64::engine::general_purpose::STANDARD;
 use task_core::{Input, TaskId};
 
 use crate::engine::Engine;
-use crate::error::{CliError, Result};
+use crate::error::{Error, Result};
 use crate::protocol::{InputRefusal, Op, Response};
 use crate::session::Session;
 
@@ -86,7 +86,7 @@ impl Session {
         let mut chunks = LineChunks::new(reader);
         while let Some(chunk) = chunks
             .next_chunk()
-            .map_err(|e| CliError::io("read", "standard input", e))?
+            .map_err(|e| Error::io("read", "standard input", e))?
         {
             self.send_input(id, chunk, false)?;
             copied += chunk.len() as u64;
@@ -98,11 +98,11 @@ impl Session {
     }
 
     /// [`InputRefusal::Finished`] if the record of `id` says it ended (an unknown id is
-    /// [`CliError::UnknownTask`]).
+    /// [`Error::UnknownTask`]).
     fn refuse_ended(&self, id: &TaskId) -> Result<()> {
         let task = self.task(id)?;
         if task.is_terminal() {
-            return Err(CliError::Input {
+            return Err(Error::Input {
                 reason: InputRefusal::Finished,
                 message: format!("task {id} has already ended ({})", task.status()),
             });
@@ -118,7 +118,7 @@ impl Session {
         };
         match self.send(op)? {
             Response::Written { .. } => Ok(()),
-            Response::InputRefused { reason, message } => Err(CliError::Input {
+            Response::InputRefused { reason, message } => Err(Error::Input {
                 reason,
                 message: with_hint(reason, message),
             }),

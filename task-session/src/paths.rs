@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use task_core::TaskId;
 
-use crate::error::{CliError, Result};
+use crate::error::{Error, Result};
 
 /// The paths of one session. Building one validates the session name; ids are typed, so no path
 /// is ever built from unvalidated input.
@@ -37,7 +37,7 @@ impl SessionPaths {
     pub fn resolve(root: Option<PathBuf>, session: Option<String>) -> Result<Self> {
         let root = match root {
             Some(root) => root,
-            None => default_root().ok_or(CliError::NoRoot)?,
+            None => default_root().ok_or(Error::NoRoot)?,
         };
         Self::new(root, session.as_deref().unwrap_or("default"))
     }
@@ -156,22 +156,22 @@ impl SessionPaths {
         ] {
             builder
                 .create(&dir)
-                .map_err(|e| CliError::io("create", &dir, e))?;
+                .map_err(|e| Error::io("create", &dir, e))?;
         }
         self.verify()
     }
 
-    /// Refuses (with [`CliError::UnsafeState`]) a state root or session directory that is a
+    /// Refuses (with [`Error::UnsafeState`]) a state root or session directory that is a
     /// symlink, belongs to another user, or that other users can write to: whoever can write
     /// there could plant state that drives this user's `tasks`. Missing directories are fine.
     pub fn verify(&self) -> Result<()> {
         for dir in [&self.root, &self.dir] {
             crate::untrusted::check_private_dir(dir).map_err(|e| match e.kind() {
-                std::io::ErrorKind::PermissionDenied => CliError::UnsafeState {
+                std::io::ErrorKind::PermissionDenied => Error::UnsafeState {
                     path: dir.clone(),
                     reason: e.to_string(),
                 },
-                _ => CliError::io("use", dir, e),
+                _ => Error::io("use", dir, e),
             })?;
         }
         Ok(())
@@ -228,13 +228,13 @@ fn default_root() -> Option<PathBuf> {
 }
 
 fn absolute(path: PathBuf) -> Result<PathBuf> {
-    std::path::absolute(&path).map_err(|e| CliError::io("resolve", path, e))
+    std::path::absolute(&path).map_err(|e| Error::io("resolve", path, e))
 }
 
 fn validate_session(name: &str) -> Result<()> {
     let valid_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
     if name.is_empty() || name.starts_with('.') || !name.chars().all(valid_char) {
-        return Err(CliError::InvalidSession(name.to_owned()));
+        return Err(Error::InvalidSession(name.to_owned()));
     }
     Ok(())
 }
@@ -249,7 +249,7 @@ mod tests {
         for bad in ["", "..", ".hidden", "a/b", "a b", "x\0"] {
             assert!(matches!(
                 SessionPaths::new("/tmp", bad),
-                Err(CliError::InvalidSession(_))
+                Err(Error::InvalidSession(_))
             ));
         }
         let paths = SessionPaths::new("/tmp/r", "work-1.a_b").unwrap();

@@ -1,0 +1,167 @@
+//! The settings of the `tasks` binary's executors, read from the session's
+//! [`ExecutorSettings`] (the keys of `config.json` the session layer leaves to its wiring, with
+//! the environment over them), as the session's own settings are.
+//!
+//! | key in `config.json`        | environment variable          | default  |
+//! |-----------------------------|-------------------------------|----------|
+//! | `stall_check_interval_ms`   | `TASKS_STALL_CHECK_MS`        | 5 000    |
+//! | `stall_threshold_ms`        | `TASKS_STALL_THRESHOLD_MS`    | 45 000   |
+//! | `size_check_interval_ms`    | `TASKS_SIZE_CHECK_MS`         | 5 000    |
+//! | `size_cap_bytes`            | `TASKS_SIZE_CAP_BYTES`        | 5 GiB    |
+//! | `agent_command`             | `TASKS_AGENT_COMMAND`         | none     |
+//! | `agent_runner`              | `TASKS_AGENT_RUNNER`          | `claude` |
+//! | `remote_server`             | `TASKS_REMOTE_SERVER`         | none     |
+//! | `remote_token_file`         | `TASKS_REMOTE_TOKEN_FILE`     | none     |
+//! | `remote_poll_interval_ms`   | `TASKS_REMOTE_POLL_MS`        | 1 000    |
+//! | `remote_backoff_base_ms`    | `TASKS_REMOTE_BACKOFF_MS`     | 2 000    |
+//! | `remote_backoff_cap_ms`     | `TASKS_REMOTE_BACKOFF_CAP_MS` | 16 000   |
+//! | `remote_outage_limit_ms`    | `TASKS_REMOTE_OUTAGE_MS`      | 300 000  |
+//! | `remote_request_timeout_ms` | `TASKS_REMOTE_REQUEST_MS`     | 30 000   |
+//!
+//! The session's own keys (idle exit, sweep, retention, …) are task-session's
+//! [`Config`](task_session::config::Config).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use task_remote::RemoteConfig;
+use task_session::config::ExecutorSettings;
+use task_shell::ShellConfig;
+
+use task_session::Result;
+
+/// Every key this module reads (anything else in `config.json` is a mistake).
+const KEYS: &[&str] = &[
+    "stall_check_interval_ms",
+    "stall_threshold_ms",
+    "size_check_interval_ms",
+    "size_cap_bytes",
+    "agent_command",
+    "agent_runner",
+    "remote_server",
+    "remote_token_file",
+    "remote_poll_interval_ms",
+    "remote_backoff_base_ms",
+    "remote_backoff_cap_ms",
+    "remote_outage_limit_ms",
+    "remote_request_timeout_ms",
+];
+
+/// The settings of the executors the `tasks` binary wires.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Settings {
+    /// The shell executors' settings (stall and size watchdogs, monitor timeouts).
+    pub shell: ShellConfig,
+    /// The agent CLI the MCP `Agent` tool runs, as a shell would split it (none: no such tool).
+    pub agent_command: Option<String>,
+    /// That CLI's event format: `claude`, `codex`, `gemini` or `auto`.
+    pub agent_runner: Option<String>,
+    /// The sessions server the MCP `Agent` tool uses for `isolation: "remote"` (none: refused).
+    pub remote_server: Option<String>,
+    /// The file holding that server's bearer token.
+    pub remote_token_file: Option<PathBuf>,
+    /// The remote executor's timing (poll, backoff, outage limit, request timeout).
+    pub remote: RemoteConfig,
+}
+
+impl Settings {
+    /// Reads the settings from `from`; a key of `config.json` that no one knows is an error.
+    pub fn read(from: &ExecutorSettings) -> Result<Self> {
+        from.check_known(KEYS)?;
+        let mut settings = Settings::default();
+        let shell = &mut settings.shell;
+        let ms = |var: &str, key: &str, default: Duration| from.millis(var, key, default);
+        shell.stall_check_interval = ms(
+            "TASKS_STALL_CHECK_MS",
+            "stall_check_interval_ms",
+            shell.stall_check_interval,
+        )?;
+        shell.stall_threshold = ms(
+            "TASKS_STALL_THRESHOLD_MS",
+            "stall_threshold_ms",
+            shell.stall_threshold,
+        )?;
+        shell.size_check_interval = ms(
+            "TASKS_SIZE_CHECK_MS",
+            "size_check_interval_ms",
+            shell.size_check_interval,
+        )?;
+        if let Some(cap) = from.number("TASKS_SIZE_CAP_BYTES", "size_cap_bytes")? {
+            shell.size_cap_bytes = cap;
+        }
+        settings.agent_command = from.text("TASKS_AGENT_COMMAND", "agent_command")?;
+        settings.agent_runner = from.text("TASKS_AGENT_RUNNER", "agent_runner")?;
+        settings.remote_server = from.text("TASKS_REMOTE_SERVER", "remote_server")?;
+        settings.remote_token_file = from
+            .text("TASKS_REMOTE_TOKEN_FILE", "remote_token_file")?
+            .map(PathBuf::from);
+        let remote = &mut settings.remote;
+        let timings = [
+            (
+                "TASKS_REMOTE_POLL_MS",
+                "remote_poll_interval_ms",
+                &mut remote.poll_interval,
+            ),
+            (
+                "TASKS_REMOTE_BACKOFF_MS",
+                "remote_backoff_base_ms",
+                &mut remote.backoff_base,
+            ),
+            (
+                "TASKS_REMOTE_BACKOFF_CAP_MS",
+                "remote_backoff_cap_ms",
+                &mut remote.backoff_cap,
+            ),
+            (
+                "TASKS_REMOTE_OUTAGE_MS",
+                "remote_outage_limit_ms",
+                &mut remote.outage_limit,
+            ),
+            (
+                "TASKS_REMOTE_REQUEST_MS",
+                "remote_request_timeout_ms",
+                &mut remote.request_timeout,
+            ),
+        ];
+        for (var, key, slot) in timings {
+            *slot = ms(var, key, *slot)?;
+        }
+        Ok(settings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn settings(file: &str, env: &[(&str, &str)]) -> Result<Settings> {
+        let file: serde_json::Map<String, serde_json::Value> = serde_json::from_str(file).unwrap();
+        let env = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
+        Settings::read(&ExecutorSettings::new(file, env))
+    }
+
+    #[test]
+    fn environment_overrides_the_file_which_overrides_the_defaults() {
+        let read = settings(
+            r#"{"stall_threshold_ms": 20, "remote_poll_interval_ms": 7}"#,
+            &[("TASKS_STALL_THRESHOLD_MS", "30")],
+        )
+        .unwrap();
+        assert_eq!(read.shell.stall_threshold, Duration::from_millis(30));
+        assert_eq!(read.shell.stall_check_interval, Duration::from_secs(5));
+        assert_eq!(read.remote.poll_interval, Duration::from_millis(7));
+        assert_eq!(read.agent_command, None);
+    }
+
+    #[test]
+    fn an_unknown_key_or_a_bad_value_is_an_error_naming_it() {
+        let err = settings(r#"{"stal_threshold_ms": 20}"#, &[]).unwrap_err();
+        assert!(err.to_string().contains("stal_threshold_ms"), "{err}");
+        let err = settings("{}", &[("TASKS_SIZE_CAP_BYTES", "big")]).unwrap_err();
+        assert!(err.to_string().contains("TASKS_SIZE_CAP_BYTES"), "{err}");
+        let err = settings(r#"{"agent_command": 3}"#, &[]).unwrap_err();
+        assert!(err.to_string().contains("agent_command"), "{err}");
+    }
+}

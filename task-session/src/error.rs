@@ -1,0 +1,109 @@
+//! The error type of the session layer.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Everything that can make a session operation fail.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A task id failed validation; nothing was built from it.
+    #[error(
+        "malformed task id {input:?}: expected a lowercase letter followed by 8 characters of [0-9a-z]"
+    )]
+    MalformedId {
+        /// The text given.
+        input: String,
+    },
+    /// No task of this session has that id.
+    #[error("no task {id} in session {session:?}")]
+    UnknownTask {
+        /// The id.
+        id: String,
+        /// The session searched.
+        session: String,
+    },
+    /// A file or socket operation failed.
+    #[error("cannot {action} {}: {source}", path.display())]
+    Io {
+        /// What was being done ("read", "create", …).
+        action: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// A state file exists but cannot be understood.
+    #[error("corrupt state file {}: {reason}", path.display())]
+    CorruptState {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A state directory that is not private to this user.
+    #[error("refusing to use {}: {reason}", path.display())]
+    UnsafeState {
+        /// The directory.
+        path: PathBuf,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// The caller's working directory is gone or inaccessible: a task never runs elsewhere.
+    #[error(
+        "cannot use the current directory as the task's working directory ({0}); cd to an existing directory"
+    )]
+    MissingCwd(io::Error),
+    /// The supervisor did not answer in time.
+    #[error(
+        "the supervisor (pid {pid}) did not answer within {waited}; it may be stopped (kill -CONT {pid}) or overloaded. The request will not be carried out later."
+    )]
+    NoAnswer {
+        /// The supervisor's pid, as its lock file says (0 if unknown).
+        pid: u32,
+        /// How long the client waited.
+        waited: String,
+    },
+    /// The session name would escape the root or is empty.
+    #[error("invalid session name {0:?}: use letters, digits, '-', '_' and '.' (not leading)")]
+    InvalidSession(String),
+    /// No state directory could be derived (no `--root`, `$TASKS_ROOT`, `$XDG_STATE_HOME` or `$HOME`).
+    #[error("cannot find a state directory: set --root or $TASKS_ROOT")]
+    NoRoot,
+    /// The supervisor could not be started or reached, or answered with an error.
+    #[error("supervisor: {0}")]
+    Supervisor(String),
+    /// Invalid input that is not an id (a JSON argument, an option value).
+    #[error("{0}")]
+    Invalid(String),
+    /// Input for a task's stdin was refused, or only partly written (`tasks input`).
+    #[error("{message}")]
+    Input {
+        /// Why.
+        reason: crate::protocol::InputRefusal,
+        /// What the supervisor said, with what to do about it.
+        message: String,
+    },
+    /// A task that cannot be removed now (`tasks rm`).
+    #[error("task {id} is kept: {reason}")]
+    Kept {
+        /// The task.
+        id: String,
+        /// Why.
+        reason: crate::prune::KeepReason,
+    },
+}
+
+impl Error {
+    /// Builds an [`Error::Io`] for `path`.
+    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
