@@ -66,7 +66,7 @@
 //!                     let note = Notification::for_task(
 //!                         &done,
 //!                         TaskStatus::Completed.terminal(),
-//!                         "echoed".into(),
+//!                         "echoed",
 //!                     );
 //!                     registry.notify_once(&id, note, Delivery::Queue(Priority::Later));
 //!                 }
