@@ -1,34 +1,26 @@
-//! The `tasks` binary as a library: the session layer that makes tasks outlive the command that
-//! started them, and (with the default `cli` feature) the CLI and MCP front ends over it.
+//! The `tasks` binary as a library: its composition root and its front ends.
 //!
-//! `tasks run` hands a start request to the session's supervisor, one daemon per session started
-//! on demand ([`supervisor`]), which runs every task of the session in one process and mirrors
-//! each task's state to `{id}.json` ([`record`]). Every other command reads those files
-//! ([`session::Session`]); completions and events are delivered exactly once across processes by
-//! atomic file claims ([`notice`]).
-//!
-//! Nothing in the session layer knows a task type. The supervisor holds task-core executors by
-//! type and [`Launch`](task_core::Launch)ers by kind, registered by a [`engine::Wiring`]
-//! function ([`wiring::standard`] for the `tasks` binary: shells and monitors). A harness with
-//! task types of its own writes its own wiring, runs [`supervisor::run`] in a process of its own
-//! and points its [`session::Session`] at it with
-//! [`with_supervisor`](session::Session::with_supervisor); built with
-//! `default-features = false`, this crate pulls in neither clap nor rmcp.
+//! The session layer (supervisor, client, records, exactly-once delivery) is the
+//! [`task_session`] crate; this crate wires the standard executors into it ([`wiring::standard`]:
+//! shells and monitors, agents, workflows, teammates, dreams, remote agents, each configured from
+//! the session's `config.json` by [`settings`]) and holds the front ends over it (with the
+//! default `cli` feature): the commands, `tasks top`, the MCP server and `tasks serve`.
 //!
 //! # Example
 //!
-//! Reading a session from files alone (no supervisor is started by reads):
+//! The executors' settings of a session, read as the supervisor reads them:
 //!
 //! ```
-//! use task_cli::paths::SessionPaths;
-//! use task_cli::session::Session;
+//! use task_cli::settings::Settings;
+//! use task_session::config::ExecutorSettings;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let root = tempfile::tempdir()?;
-//! let session = Session::open(SessionPaths::new(root.path(), "default")?)?;
-//! assert!(session.tasks()?.tasks.is_empty());
-//! assert!(session.drain_notifications()?.is_empty());
-//! assert!(Session::parse_id("../etc").is_err());
+//! let file = serde_json::json!({"stall_threshold_ms": 1000, "agent_command": "claude"});
+//! let env = [("TASKS_STALL_THRESHOLD_MS".to_owned(), "2000".to_owned())];
+//! let from = ExecutorSettings::new(file.as_object().cloned().unwrap_or_default(), env);
+//! let settings = Settings::read(&from)?;
+//! assert_eq!(settings.shell.stall_threshold, std::time::Duration::from_secs(2));
+//! assert_eq!(settings.agent_command.as_deref(), Some("claude"));
 //! # Ok(())
 //! # }
 //! ```

@@ -267,14 +267,7 @@ pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
-/// Says why a test skips; under `CI=true` (which runs as root) a skip is a failure instead.
-pub fn skip(why: &str) {
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "CI must not skip: {why}"
-    );
-    eprintln!("skipped: {why}");
-}
+pub use crate::support::skip;
 
 /// Leftover temporary record files (`.{id}.json.{pid}.tmp`) in `dir`.
 pub fn temp_files(dir: &Path) -> Vec<String> {

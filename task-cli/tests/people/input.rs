@@ -259,13 +259,15 @@ fn typed_lines_reach_the_task_from_a_terminal_until_ctrl_d() {
     let id = start_piped(&sandbox, LINE_READER);
     let tasks = env!("CARGO_BIN_EXE_tasks");
     let done = sandbox.root().join("input-done");
-    let tmux = Tmux::start(
+    let Some(tmux) = Tmux::start(
         &sandbox,
         &format!(
             "{tasks} input {id} -; echo \"input exit $?\" > {}; sleep 1000",
             done.display()
         ),
-    );
+    ) else {
+        return;
+    };
     tmux.keys(&["typed one", "Enter"]);
     tmux.keys(&["typed two", "Enter"]);
     eventually("both typed lines in the task's output", || {

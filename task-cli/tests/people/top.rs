@@ -53,7 +53,9 @@ fn top_shows_the_tasks_follows_an_end_kills_with_x_and_restores_the_terminal() {
         gate.display()
     ));
     let sleeper = sandbox.start("sleep 1000");
-    let tmux = Tmux::start(&sandbox, &around_top(&sandbox));
+    let Some(tmux) = Tmux::start(&sandbox, &around_top(&sandbox)) else {
+        return;
+    };
     let screen = tmux.wait_for("both tasks running", |s| {
         row_of(s, &ending).contains("running") && row_of(s, &sleeper).contains("running")
     });
@@ -115,7 +117,9 @@ fn top_shows_help_and_the_task_list() {
         "--owner",
         "bob",
     ]);
-    let tmux = Tmux::start(&sandbox, &around_top(&sandbox));
+    let Some(tmux) = Tmux::start(&sandbox, &around_top(&sandbox)) else {
+        return;
+    };
     tmux.wait_for("the dashboard", |s| s.contains("No background tasks"));
     tmux.keys(&["?"]);
     tmux.wait_for("the help", |s| {
@@ -140,7 +144,9 @@ fn top_shows_help_and_the_task_list() {
 fn top_restores_the_terminal_on_sigterm() {
     let sandbox = Sandbox::new();
     sandbox.start("sleep 1000");
-    let tmux = Tmux::start(&sandbox, &around_top(&sandbox));
+    let Some(tmux) = Tmux::start(&sandbox, &around_top(&sandbox)) else {
+        return;
+    };
     tmux.wait_for("the dashboard", |s| s.contains("Shells"));
     let top = eventually("the top process", || {
         processes_of(sandbox.root()).into_iter().find(|pid| {
@@ -162,7 +168,9 @@ fn run_wait_on_a_terminal_streams_the_output_then_says_how_it_ended() {
         env!("CARGO_BIN_EXE_tasks"),
         gate.display()
     );
-    let tmux = Tmux::start(&sandbox, &shell);
+    let Some(tmux) = Tmux::start(&sandbox, &shell) else {
+        return;
+    };
     let screen = tmux.wait_for("the first line", |s| s.contains("first-line"));
     assert!(!screen.contains("last-line"), "{screen}");
     assert!(!screen.contains("<task-notification>"), "{screen}");
@@ -179,10 +187,12 @@ fn run_wait_on_a_terminal_streams_the_output_then_says_how_it_ended() {
 #[test]
 fn top_exits_when_its_terminal_goes_away() {
     let sandbox = Sandbox::new();
-    let tmux = Tmux::start(
+    let Some(tmux) = Tmux::start(
         &sandbox,
         &format!("{} top --interval 100ms", env!("CARGO_BIN_EXE_tasks")),
-    );
+    ) else {
+        return;
+    };
     tmux.wait_for("the dashboard", |s| s.contains("No background tasks"));
     let is_top = |pid: &i32| {
         std::fs::read(format!("/proc/{pid}/cmdline"))

@@ -9,6 +9,31 @@ pub mod root;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+/// Says why a test skips; under `CI=true` (where `.ci/run` installs every tool a test needs and
+/// runs as root) a skip is a failure instead.
+pub fn skip(why: &str) {
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI must not skip: {why}"
+    );
+    eprintln!("skipped: {why}");
+}
+
+/// Whether `tool` runs here (`tool --version` succeeds); when it does not, the test says so
+/// and skips ([`skip`]: a failure under `CI=true`). `installer` is the script that installs it.
+pub fn tool_installed(tool: &str, installer: &str) -> bool {
+    let runs = std::process::Command::new(tool)
+        .arg(if tool == "tmux" { "-V" } else { "--version" })
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !runs {
+        skip(&format!(
+            "{tool} is not installed ({installer} installs it)"
+        ));
+    }
+    runs
+}
+
 /// Every live process, other than this one, whose environment sets `TASKS_ROOT` to `root`.
 pub fn processes_of(root: &Path) -> Vec<i32> {
     let marker = format!("TASKS_ROOT={}", root.display());

@@ -1,0 +1,257 @@
+//! task-session embedded by a harness of its own: a toy executor defined here (a task that
+//! writes its lines to its output, then ends with a result once released), a supervisor that
+//! is this test binary started on demand by the session's client, and the client in the test
+//! process: two processes, no `tasks` binary, no executor crate of ours.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use task_core::{
+    AgentState, Caller, Delivery, EndReason, KillError, Launch, LaunchError, Launched,
+    Notification, Priority, Registry, Task, TaskId, TaskKind, TaskState, TaskStatus, TaskType,
+};
+use task_session::client::SupervisorCommand;
+use task_session::config::Config;
+use task_session::engine::{Host, Launchers};
+use task_session::paths::SessionPaths;
+use task_session::protocol::KillResult;
+use task_session::session::{Session, WaitOutcome};
+use tokio::sync::oneshot;
+
+/// What a toy task does: write `lines`, then finish once `release` exists.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ToyStart {
+    lines: Vec<String>,
+    release: PathBuf,
+}
+
+#[derive(Clone)]
+struct Toy {
+    registry: Arc<Registry>,
+    dir: PathBuf,
+    cancels: Arc<Mutex<HashMap<TaskId, oneshot::Sender<()>>>>,
+}
+
+impl Launch for Toy {
+    type Request = ToyStart;
+    const KIND: &'static str = "toy";
+
+    fn launch(&self, start: ToyStart, caller: Caller) -> Result<Launched, LaunchError> {
+        let failed = |e: String| LaunchError::Failed(e.into());
+        let id = TaskId::generate(TaskType::LocalAgent).map_err(|e| failed(e.to_string()))?;
+        let output = self.dir.join(format!("{id}.output"));
+        std::fs::write(&output, "").map_err(|e| failed(e.to_string()))?;
+        let agent = AgentState {
+            agent_type: "toy".into(),
+            prompt: start.lines.join(" "),
+            ..AgentState::default()
+        };
+        let state = TaskState::new(id, "toy task", &output, TaskKind::Agent(agent))
+            .map_err(|e| failed(e.to_string()))?
+            .owned_by(caller.agent_id);
+        self.registry
+            .register(state)
+            .map_err(|e| failed(e.to_string()))?;
+        let (cancel, cancelled) = oneshot::channel();
+        self.cancels.lock().unwrap().insert(id, cancel);
+        let registry = Arc::clone(&self.registry);
+        Ok(Launched {
+            id,
+            start: Some(Box::new(move || {
+                tokio::spawn(play(registry, id, output, start, cancelled));
+            })),
+        })
+    }
+}
+
+async fn play(
+    registry: Arc<Registry>,
+    id: TaskId,
+    output: PathBuf,
+    start: ToyStart,
+    mut cancelled: oneshot::Receiver<()>,
+) {
+    let text: String = start.lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&output, text).unwrap();
+    registry.transition(&id, TaskStatus::Running).unwrap();
+    while !start.release.exists() {
+        tokio::select! {
+            _ = &mut cancelled => return,
+            () = tokio::time::sleep(Duration::from_millis(5)) => {}
+        }
+    }
+    let done = registry.transition_with(&id, TaskStatus::Completed, |state| {
+        state.base.end_reason = Some(EndReason::Succeeded);
+    });
+    if let Ok(done) = done {
+        let note = Notification::for_task(&done, TaskStatus::Completed.terminal(), "toy done");
+        registry.notify_once(&id, note, Delivery::Queue(Priority::Later));
+    }
+}
+
+#[async_trait]
+impl Task for Toy {
+    async fn kill(&self, registry: &Registry, id: &TaskId) -> Result<(), KillError> {
+        if let Some(cancel) = self.cancels.lock().unwrap().remove(id) {
+            let _ = cancel.send(());
+        }
+        let _ = registry.transition_with(id, TaskStatus::Killed, |state| {
+            state.base.end_reason = Some(EndReason::Killed);
+            state.base.notified = true;
+        });
+        Ok(())
+    }
+}
+
+fn wiring(host: &Host) -> task_session::Result<Launchers> {
+    let toy = Toy {
+        registry: Arc::clone(&host.registry),
+        dir: host.paths.tasks_dir(),
+        cancels: Arc::default(),
+    };
+    host.registry
+        .register_executor(TaskType::LocalAgent, Arc::new(toy.clone()));
+    Ok(Launchers::new().with(toy))
+}
+
+/// Not a test: the supervisor process of the other tests, started by their session's client
+/// (its session comes in `TASKS_ROOT` and `TASKS_SESSION`).
+#[test]
+#[ignore = "the supervisor process of the other tests, started by their session's client"]
+fn supervisor_entry() {
+    let root = std::env::var_os("TASKS_ROOT").expect("started as a supervisor");
+    let session = std::env::var("TASKS_SESSION").unwrap_or_else(|_| "default".into());
+    let paths = SessionPaths::new(PathBuf::from(root), &session).unwrap();
+    task_session::supervisor::run(paths, wiring).unwrap();
+}
+
+struct Harness {
+    root: tempfile::TempDir,
+    session: Session,
+}
+
+impl Harness {
+    fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        let paths = SessionPaths::new(root.path(), "default").unwrap();
+        paths.create_dirs().unwrap();
+        std::fs::write(
+            paths.config(),
+            r#"{"idle_exit_ms": 2000, "sweep_interval_ms": 50, "poll_interval_ms": 5}"#,
+        )
+        .unwrap();
+        let supervisor = SupervisorCommand {
+            program: std::env::current_exe().unwrap(),
+            args: ["supervisor_entry", "--exact", "--ignored", "--nocapture"]
+                .map(Into::into)
+                .to_vec(),
+        };
+        let config = Config::load(&paths.config()).unwrap();
+        let session = Session::with_config(paths, config).with_supervisor(supervisor);
+        Self { root, session }
+    }
+
+    fn start(&self, lines: &[&str], release: &str) -> TaskId {
+        let start = ToyStart {
+            lines: lines.iter().map(|l| (*l).to_owned()).collect(),
+            release: self.root.path().join(release),
+        };
+        self.session
+            .start::<Toy>(start, Session::caller().unwrap())
+            .unwrap()
+    }
+
+    fn supervisor_pid(&self) -> Option<rustix::process::Pid> {
+        std::fs::read_to_string(self.session.paths().lock())
+            .ok()
+            .and_then(|text| text.trim().parse::<i32>().ok())
+            .and_then(rustix::process::Pid::from_raw)
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if let Some(pid) = self.supervisor_pid() {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(found) = probe() {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn an_embedded_executor_runs_in_a_supervisor_process_and_notifies_once() {
+    let harness = Harness::new();
+    let session = &harness.session;
+    let id = harness.start(&["one", "two"], "release");
+    assert_eq!(id.task_type(), TaskType::LocalAgent);
+    let pid = harness
+        .supervisor_pid()
+        .expect("a supervisor started on demand");
+    assert_ne!(
+        pid.as_raw_nonzero().get().unsigned_abs(),
+        std::process::id()
+    );
+
+    // Its record and output, read from files by this process.
+    eventually("the task running", || {
+        (session.task(&id).unwrap().status() == TaskStatus::Running).then_some(())
+    });
+    assert_eq!(session.tail(&id, 5).unwrap(), ["one", "two"]);
+    assert!(session.drain_notifications().unwrap().is_empty());
+
+    // Released, it completes with the executor's end reason.
+    std::fs::write(harness.root.path().join("release"), "").unwrap();
+    let ended = match session.wait(&[id], Some(Duration::from_secs(30)), |_| {}) {
+        Ok(WaitOutcome::Ended(tasks)) => tasks,
+        other => panic!("wait: {other:?}"),
+    };
+    assert_eq!(ended[0].status(), TaskStatus::Completed);
+    assert_eq!(ended[0].end_reason(), Some(&EndReason::Succeeded));
+
+    // Exactly one notification, in the executor's words, across however many drains.
+    let delivered = eventually("the completion delivered", || {
+        let notices = session.drain_notifications().unwrap();
+        (!notices.is_empty()).then_some(notices)
+    });
+    assert_eq!(delivered.len(), 1, "{delivered:?}");
+    assert_eq!(delivered[0].task_id(), id);
+    assert!(
+        delivered[0].text().contains("toy done"),
+        "{}",
+        delivered[0].text()
+    );
+    for _ in 0..3 {
+        assert!(session.drain_notifications().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn a_kill_reaches_the_embedded_executor_and_notifies_nothing() {
+    let harness = Harness::new();
+    let session = &harness.session;
+    let id = harness.start(&["forever"], "never");
+    eventually("the task running", || {
+        (session.task(&id).unwrap().status() == TaskStatus::Running).then_some(())
+    });
+    let reports = session.kill(&[id]).unwrap();
+    assert_eq!(reports[0].result, KillResult::Killed);
+    assert_eq!(session.task(&id).unwrap().status(), TaskStatus::Killed);
+    assert!(session.drain_notifications().unwrap().is_empty());
+    let again = session.kill(&[id]).unwrap();
+    assert_eq!(again[0].result, KillResult::AlreadyEnded);
+}
