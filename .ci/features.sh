@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds every workspace crate on its own with each of its feature sets (as `cargo hack check
+# --each-feature` would): its defaults, no default features, and each feature alone. A crate
+# that builds only thanks to the features another crate turns on (Cargo unifies features across
+# a workspace build), or whose `default-features = false` is broken, fails here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+for package in json.load(sys.stdin)["packages"]:
+    name = package["name"]
+    features = sorted(f for f in package["features"] if f != "default")
+    print(name, "")
+    if "default" in package["features"]:
+        print(name, "--no-default-features")
+    for feature in features:
+        print(name, f"--no-default-features --features {feature}")
+' | while read -r crate flags; do
+    echo "cargo check -p $crate --lib --bins $flags" >&2
+    # shellcheck disable=SC2086 # the flags are words
+    cargo check --quiet -p "$crate" --lib --bins $flags
+done
+
+# The session layer is for embedding: no front end in its dependency tree.
+forbidden='^(clap|ratatui|rmcp|axum|axum-server|reqwest|rquickjs|postgres|tokio-postgres) '
+if cargo tree -p task-session -e normal --prefix none | grep -E "$forbidden"; then
+    echo "task-session depends on a front end (above)" >&2
+    exit 1
+fi
