@@ -11,12 +11,12 @@ use crate::cli::{
     AgentArgs, Cli, Command, KillArgs, MonitorArgs, NotificationsArgs, OutputArgs, RunArgs,
     SendArgs, WaitArgs,
 };
-use crate::error::{Result, exit};
+use crate::error::{CliError, Result, exit};
 use task_shell::monitor::WsTarget;
 use task_shell::{MonitorStart, Monitors, ShellExecutor, ShellStart};
 
 use crate::render::{self, Spinner};
-use task_session::notice::Notice;
+use task_session::notice::{Leased, Notice};
 use task_session::paths::SessionPaths;
 use task_session::record::TaskRecord;
 use task_session::session::{Session, WaitOutcome};
@@ -130,15 +130,28 @@ pub(crate) fn wait_and_report(session: &Session, id: TaskId, json: bool) -> Resu
         return Ok(exit::WAIT_TIMEOUT);
     };
     let task = &tasks[0];
-    let notice = session.claim_completion(task)?;
-    if json {
-        render::json(&json!({
-            "id": id, "status": task.status(), "exitCode": task.exit_code(),
-            "endReason": task.end_reason(),
-            "notification": notice.as_ref().map(Notice::text),
-        }))?;
-    } else if let Some(notice) = notice {
-        render::out(&format!("{}\n", notice.text()))?;
+    let report = |notice: Option<&Notice>| {
+        if json {
+            let value = json!({
+                "id": id, "status": task.status(), "exitCode": task.exit_code(),
+                "endReason": task.end_reason(),
+                "notification": notice.map(Notice::text),
+            });
+            render::write_out(&format!("{value}\n"))
+        } else {
+            notice.map_or(Ok(()), |n| render::write_out(&format!("{}\n", n.text())))
+        }
+    };
+    // Marked delivered only once printed.
+    let delivered = session.deliver_completion(task, |notices| report(notices.first().copied()));
+    match delivered {
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            report(None).map(|()| true).or_else(ignore_closed_pipe)?;
+        }
+        Err(task_session::Error::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(error) => return Err(error.into()),
     }
     Ok(exit_code(task))
 }
@@ -370,21 +383,28 @@ fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
         ),
         WaitOutcome::TimedOut(tasks) => (tasks, exit::WAIT_TIMEOUT),
     };
-    if json {
+    // The completions it reports are delivered, as `run --wait` delivers its task's: claimed,
+    // printed, then marked (a `wait` killed before it printed leaves them deliverable).
+    let mut leased = Leased::new(session.paths());
+    for task in tasks {
+        leased.extend(session.lease_completion(task)?);
+    }
+    let delivered = |id: TaskId| leased.notices().find(|n| n.task_id() == id);
+    let text = if json {
         let items: Vec<_> = tasks
             .iter()
             .map(|t| {
                 json!({
                     "id": t.id(), "status": t.status(), "exitCode": t.exit_code(),
                     "endReason": t.end_reason(), "exit": exit_code(t),
+                    "notification": delivered(t.id()).map(Notice::text),
                 })
             })
             .collect();
-        render::json(
-            &json!({ "timedOut": code == exit::WAIT_TIMEOUT && matches!(outcome, WaitOutcome::TimedOut(_)), "tasks": items }),
-        )?;
+        let timed_out = matches!(outcome, WaitOutcome::TimedOut(_));
+        format!("{}\n", json!({ "timedOut": timed_out, "tasks": items }))
     } else {
-        let lines: String = tasks
+        tasks
             .iter()
             .map(|t| {
                 // Why it ended, unless the status already says it all.
@@ -395,10 +415,24 @@ fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
                     .unwrap_or_default();
                 format!("{} {}{why}\n", t.id(), t.status().as_str())
             })
-            .collect();
-        render::out(&lines)?;
+            .collect()
+    };
+    if render::write_out(&text)
+        .map(|()| true)
+        .or_else(ignore_closed_pipe)?
+    {
+        leased.commit()?;
     }
     Ok(code)
+}
+
+/// A reader that closed its end of the pipe is not an error (`tasks wait | head -1`); what
+/// was not written is not delivered. True when the write went through.
+fn ignore_closed_pipe(error: std::io::Error) -> Result<bool> {
+    match error.kind() {
+        std::io::ErrorKind::BrokenPipe => Ok(false),
+        _ => Err(CliError::io("write", "standard output", error)),
+    }
 }
 
 /// The exit status `wait` mirrors: the command's own code, 137 when killed, 143 when timed out,
@@ -434,12 +468,15 @@ fn kill(session: &Session, args: &KillArgs, json: bool) -> Result<u8> {
 }
 
 fn notifications(session: &Session, args: &NotificationsArgs, json: bool) -> Result<u8> {
-    use crate::stream_cmd::{NoticeFormat, print_notice};
+    use crate::stream_cmd::{NoticeFormat, notice_text};
     let format = NoticeFormat::choose(args.format, json, args.for_model);
     loop {
-        for notice in session.drain_notifications()? {
-            print_notice(&notice, format)?;
-        }
+        // Marked delivered only once written out: a reader killed before that leaves them
+        // deliverable again, with the same keys.
+        session.deliver_notifications(|notices| {
+            let text: String = notices.iter().map(|n| notice_text(n, format)).collect();
+            render::write_out(&text)
+        })?;
         if !args.follow {
             return Ok(exit::OK);
         }

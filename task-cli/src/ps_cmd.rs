@@ -129,13 +129,9 @@ impl Filter {
 }
 
 /// The rows `filter` selects, newest first, and how many settled tasks it hid.
-pub fn rows<'a>(
-    session: &Session,
-    tasks: &'a [TaskRecord],
-    filter: &Filter,
-) -> (Vec<Row<'a>>, usize) {
+pub fn rows(session: &Session, tasks: &[TaskRecord], filter: &Filter) -> (Vec<Row>, usize) {
     let mut hidden = 0;
-    let mut rows: Vec<Row<'a>> = tasks
+    let mut rows: Vec<Row> = tasks
         .iter()
         .filter_map(|task| {
             let id = task.id();
@@ -159,14 +155,14 @@ pub fn rows<'a>(
         })
         .collect();
     rows.sort_by(|a, b| {
-        let key = |r: &Row<'_>| (r.task.base.start_time, r.task.base.id.as_str().to_owned());
+        let key = |r: &Row| (r.task.base.start_time, r.task.base.id.as_str().to_owned());
         key(b).cmp(&key(a))
     });
     (rows, hidden)
 }
 
 /// The table, fitted to `width` columns (none: no limit).
-pub fn table(rows: &[Row<'_>], color: bool, width: Option<usize>) -> String {
+pub fn table(rows: &[Row], color: bool, width: Option<usize>) -> String {
     let now = now_ms();
     let cells: Vec<[String; 8]> = rows.iter().map(|row| cells(row, now)).collect();
     let header = [
@@ -215,7 +211,7 @@ pub fn table(rows: &[Row<'_>], color: bool, width: Option<usize>) -> String {
     for (row, cells) in rows.iter().zip(&cells) {
         text.push_str(&line(
             cells,
-            &render::describe(row.task),
+            &render::describe(&row.task),
             Some(row.task.base.status),
         ));
     }
@@ -231,7 +227,7 @@ pub fn hidden_hint(hidden: usize) -> Option<String> {
     (hidden > 0).then(|| format!("{hidden} finished {what} not shown (tasks ps --all shows them)"))
 }
 
-fn cells(row: &Row<'_>, now: u64) -> [String; 8] {
+fn cells(row: &Row, now: u64) -> [String; 8] {
     let base = &row.task.base;
     let end = base
         .end_reason

@@ -11,16 +11,21 @@ use task_session::record::TaskRecord;
 
 /// Writes to stdout; a closed pipe (`tasks ps | head`) is not an error worth a message.
 pub fn out(text: &str) -> Result<()> {
-    let mut stdout = io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
+    match write_out(text) {
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
             Err(CliError::io("write", "standard output", e))
         }
         _ => Ok(()),
     }
+}
+
+/// Writes `text` to stdout and flushes it; any failure, a closed pipe included, is returned
+/// (what is delivered only once written out, such as a notification, must know).
+pub fn write_out(text: &str) -> io::Result<()> {
+    let mut stdout = io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
 }
 
 /// Writes raw bytes to stdout.
@@ -55,10 +60,11 @@ pub fn json(value: &impl Serialize) -> Result<()> {
 /// session knows of it, and what is measured at listing time.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Row<'a> {
-    /// The task.
+pub struct Row {
+    /// The task; its `notified` says whether its completion was delivered to a reader (what
+    /// the session's latches say, not the supervisor's in-memory flag).
     #[serde(flatten)]
-    pub task: &'a TaskState,
+    pub task: TaskState,
     /// The exit code of a command that ended.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
@@ -66,20 +72,19 @@ pub struct Row<'a> {
     pub supervisor_pid: u32,
     /// Size of the output file in bytes.
     pub output_bytes: u64,
-    /// Whether the completion notification was delivered.
-    pub notified: bool,
 }
 
-impl<'a> Row<'a> {
+impl Row {
     /// The row of `record`, whose output file holds `output_bytes` and whose completion was
     /// delivered or not.
-    pub fn new(record: &'a TaskRecord, output_bytes: u64, notified: bool) -> Self {
+    pub fn new(record: &TaskRecord, output_bytes: u64, notified: bool) -> Self {
+        let mut task = record.task.clone();
+        task.base.notified = notified;
         Self {
-            task: &record.task,
+            task,
             exit_code: record.exit_code(),
             supervisor_pid: record.supervisor_pid,
             output_bytes,
-            notified,
         }
     }
 }

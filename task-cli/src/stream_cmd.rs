@@ -40,15 +40,18 @@ impl NoticeFormat {
     }
 }
 
-/// Prints `notice` in `format`.
-pub fn print_notice(notice: &Notice, format: NoticeFormat) -> Result<()> {
+/// `notice` as `format` prints it, one line (an envelope for `Xml`).
+pub fn notice_text(notice: &Notice, format: NoticeFormat) -> String {
     match format {
-        NoticeFormat::Json => render::json(&json!({
-            "taskId": notice.task_id(), "priority": notice.priority, "atMs": notice.at_ms,
-            "text": notice.text(), "notification": notice.notification,
-        })),
-        NoticeFormat::Xml => render::out(&format!("{}\n", notice.text())),
-        NoticeFormat::Text => render::out(&format!("{}\n", notice_line(notice))),
+        NoticeFormat::Json => {
+            let value = json!({
+                "key": notice.key, "taskId": notice.task_id(), "priority": notice.priority,
+                "atMs": notice.at_ms, "text": notice.text(), "notification": notice.notification,
+            });
+            format!("{value}\n")
+        }
+        NoticeFormat::Xml => format!("{}\n", notice.text()),
+        NoticeFormat::Text => format!("{}\n", notice_line(notice)),
     }
 }
 
@@ -79,8 +82,15 @@ pub fn follow_then_summarize(session: &Session, ids: &[TaskId]) -> Result<u8> {
     for id in ids {
         crate::commands::follow(session, id, 0, task_output::read::DEFAULT_MAX_READ_BYTES)?;
         let task = session.task(id)?;
-        session.claim_completion(&task)?;
-        render::warn_plain(&summary(&task));
+        // The person saw it end: its completion is delivered with the summary line.
+        let line = summary(&task);
+        let said = session.deliver_completion(&task, |_| {
+            render::warn_plain(&line);
+            Ok(())
+        })?;
+        if said.is_none() {
+            render::warn_plain(&line);
+        }
         if code == 0 {
             code = exit_code(&task);
         }

@@ -8,6 +8,7 @@
 //! | `poll_interval_ms`          | `TASKS_POLL_MS`               | 100      |
 //! | `sweep_interval_ms`         | `TASKS_SWEEP_MS`              | 1 000    |
 //! | `request_timeout`           | `TASKS_REQUEST_TIMEOUT`       | `10s`    |
+//! | `delivery_lease_ms`         | `TASKS_DELIVERY_LEASE_MS`     | 30 000   |
 //! | `retention_older_than`      | `TASKS_RETENTION_OLDER_THAN`  | none     |
 //! | `retention_keep_last`       | `TASKS_RETENTION_KEEP_LAST`   | none     |
 //! | `retention_max_size`        | `TASKS_RETENTION_MAX_SIZE`    | none     |
@@ -54,6 +55,9 @@ pub struct Config {
     /// How long a client waits for the supervisor's answer; a request answered later is not
     /// carried out at all.
     pub request_timeout: Duration,
+    /// How long a reader may take to write out the notifications it claimed before another
+    /// reader may deliver them (sooner if it dies: see [`crate::lease`]).
+    pub delivery_lease: Duration,
     /// What the supervisor prunes by itself (off: nothing).
     pub retention: crate::prune::Policy,
     /// How often the supervisor applies [`Config::retention`].
@@ -70,6 +74,7 @@ impl Default for Config {
             poll_interval: Duration::from_millis(100),
             sweep_interval: Duration::from_millis(1_000),
             request_timeout: Duration::from_secs(10),
+            delivery_lease: Duration::from_secs(30),
             retention: crate::prune::Policy::default(),
             retention_interval: Duration::from_secs(60),
             executors: ExecutorSettings::default(),
@@ -165,6 +170,7 @@ struct ConfigFile {
     poll_interval_ms: Option<u64>,
     sweep_interval_ms: Option<u64>,
     request_timeout: Option<String>,
+    delivery_lease_ms: Option<u64>,
     retention_older_than: Option<String>,
     retention_keep_last: Option<u64>,
     retention_max_size: Option<String>,
@@ -222,6 +228,11 @@ impl Config {
             "TASKS_SWEEP_MS",
             file.sweep_interval_ms,
             config.sweep_interval,
+        )?;
+        config.delivery_lease = ms(
+            "TASKS_DELIVERY_LEASE_MS",
+            file.delivery_lease_ms,
+            config.delivery_lease,
         )?;
         if let Some(text) = env
             .get("TASKS_REQUEST_TIMEOUT")

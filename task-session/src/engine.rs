@@ -435,6 +435,7 @@ async fn pump_notifications(paths: SessionPaths, registry: Arc<Registry>, mirror
                 priority,
                 at_ms: task_core::now_ms(),
                 notification,
+                key: None,
             };
             if notice.notification.status.is_some() {
                 mirror.complete(id, notice);

@@ -118,6 +118,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod input;
+pub mod lease;
 pub mod lock;
 pub mod notice;
 pub mod paths;

@@ -2,29 +2,38 @@
 //!
 //! Two kinds of notification reach readers, each with its own atomic claim:
 //!
-//! * **Completions** live in the task's record. A reader delivers one only if it creates its
-//!   latch `{id}.{end}.notified` with `O_CREAT|O_EXCL`: the kernel lets exactly one creator
-//!   succeed, across processes. The end time is part of the name because a resumed agent ends,
+//! * **Completions** live in the task's record. A reader delivers one only if it holds its
+//!   lease (`{id}.{end}.lease{n}`, created with `O_EXCL`: the kernel lets exactly one creator
+//!   succeed, across processes), and marks it delivered by creating its latch
+//!   `{id}.{end}.notified`. The end time is part of the name because a resumed agent ends,
 //!   and notifies, once per run. `{id}.notified` marks a task whose completions are never
 //!   delivered (its caller waits for it in the foreground).
 //! * **Events** that do not end a task (stall warnings, monitor lines) are files the supervisor
 //!   writes into `events/pending/` (written elsewhere, then renamed in, so never seen torn). A
-//!   reader claims one by renaming it into `events/delivered/`: exactly one rename succeeds.
+//!   reader claims one by renaming it into `events/leased/` under a name that says who holds
+//!   it (exactly one rename succeeds), and moves it to `events/delivered/` once delivered.
 //!
-//! A claim and the durable record of the delivery succeed or fail together: every claimed
-//! notification is appended to `notifications.jsonl` in one write, and if that fails (a full
-//! disk, a planted symlink) every claim is released (the latch removed, the event renamed
-//! back), so the notifications stay deliverable and the error is reported.
+//! A claim is a lease ([`crate::lease`]): the reader writes the notification out (its stdout
+//! flushed, its MCP message sent) and only then commits it ([`Leased::commit`]): it is appended
+//! to `notifications.jsonl` in one write and marked delivered (the latch created, the event
+//! moved to `events/delivered/`). A reader that dies in between leaves a lease whose holder is
+//! gone: the next reader delivers the notification again, with the same [`Notice::key`]. If the
+//! log cannot be written (a full disk, a planted symlink) every claim is given back and the
+//! error reported.
 
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{ErrorKind, Write};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use task_core::{Notification, Priority, TaskId};
 
 use crate::error::{Error, Result};
+use crate::lease::Holder;
 use crate::paths::{SessionPaths, private_file};
 use crate::untrusted;
 
@@ -38,6 +47,11 @@ pub struct Notice {
     pub at_ms: u64,
     /// The notification.
     pub notification: Notification,
+    /// Its stable key, set when it is claimed: the task id and end of a completion
+    /// (`b12345678@1764000000000`), the file name of an event. A notification delivered twice
+    /// (its first reader died before marking it delivered) carries the same key both times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 impl Notice {
@@ -47,6 +61,7 @@ impl Notice {
             priority: Priority::Later,
             at_ms: end_time.unwrap_or_else(task_core::now_ms),
             notification,
+            key: None,
         }
     }
 
@@ -107,65 +122,224 @@ fn pending_names(paths: &SessionPaths) -> Result<Vec<std::ffi::OsString>> {
     Ok(names)
 }
 
-/// A notification this process claimed and has not recorded yet.
+/// A notification this process holds under a lease: written out, then committed (marked
+/// delivered), or released (deliverable again).
 #[derive(Debug)]
 pub struct Claim {
-    /// The notification.
+    /// The notification, with its [`Notice::key`] set.
     pub notice: Notice,
-    /// How to give it back.
-    release: Release,
+    kind: ClaimKind,
 }
 
 #[derive(Debug)]
-enum Release {
-    /// Remove this completion latch.
-    Latch(PathBuf),
-    /// Rename this delivered event back to pending.
-    Event {
-        delivered: PathBuf,
-        pending: PathBuf,
-    },
+enum ClaimKind {
+    /// A completion: the lease file of generation `generation` is ours.
+    Completion { id: TaskId, generation: u32 },
+    /// An event: renamed into `events/leased/` under `leased`, from `events/pending/{name}`.
+    Event { name: OsString, leased: PathBuf },
 }
 
 impl Claim {
-    fn release(self) {
-        let undone = match &self.release {
-            Release::Latch(latch) => fs::remove_file(latch),
-            Release::Event { delivered, pending } => fs::rename(delivered, pending),
+    /// Marks it delivered: the completion's latch is created (and its leases removed), the
+    /// event is moved to `events/delivered/`.
+    fn commit(self, paths: &SessionPaths) {
+        let done = match &self.kind {
+            ClaimKind::Completion { id, .. } => {
+                create_latch(&paths.notified(id, self.notice.at_ms)).map(|_| {
+                    forget_leases(paths, id, self.notice.at_ms);
+                })
+            }
+            ClaimKind::Event { name, leased } => {
+                let delivered = paths.delivered_events().join(name);
+                fs::rename(leased, &delivered).map_err(|e| Error::io("deliver", delivered, e))
+            }
+        };
+        if let Err(error) = done {
+            // Written out but not marked: it will be delivered again, with the same key.
+            tracing::warn!(task = %self.notice.task_id(), %error, "delivered, but not marked delivered");
+        }
+    }
+
+    /// Gives it back: deliverable again at once.
+    fn release(self, paths: &SessionPaths) {
+        let undone = match &self.kind {
+            ClaimKind::Completion { id, generation } => {
+                let lease = paths.lease(id, self.notice.at_ms, *generation);
+                let expired = Holder::this_process(Duration::ZERO).expired();
+                write_lease(&lease, &expired, true).map(|_| ())
+            }
+            ClaimKind::Event { name, leased } => {
+                let pending = paths.pending_events().join(name);
+                fs::rename(leased, &pending).map_err(|e| Error::io("release", pending, e))
+            }
         };
         if let Err(error) = undone {
-            tracing::error!(task = %self.notice.task_id(), %error, "could not release a claimed notification: it may be lost");
+            tracing::warn!(task = %self.notice.task_id(), %error, "could not give back a notification: deliverable again once its lease ends");
         }
     }
 }
 
-/// Claims every pending event, oldest first within a priority. A claimed file that cannot be
-/// read is reported (a warning naming it, left in `events/delivered/`) and never costs the
-/// events claimed with it.
-pub fn claim_events(paths: &SessionPaths) -> Result<Vec<Claim>> {
+/// Notifications this process claimed under a lease and has not delivered yet.
+///
+/// Write them out, then [`Leased::commit`]. Dropped without a commit (the write failed), they
+/// are given back at once; if this process dies first, they are deliverable again as soon as
+/// another reader sees that their holder is gone (or their lease ran out).
+#[derive(Debug)]
+pub struct Leased {
+    paths: SessionPaths,
+    claims: Vec<Claim>,
+}
+
+impl Leased {
+    /// Nothing claimed yet, in `paths`'s session.
+    pub fn new(paths: &SessionPaths) -> Self {
+        Self {
+            paths: paths.clone(),
+            claims: Vec::new(),
+        }
+    }
+
+    /// The claimed notifications, in delivery order.
+    pub fn notices(&self) -> impl Iterator<Item = &Notice> {
+        self.claims.iter().map(|claim| &claim.notice)
+    }
+
+    /// Whether nothing was claimed.
+    pub fn is_empty(&self) -> bool {
+        self.claims.is_empty()
+    }
+
+    /// How many were claimed.
+    pub fn len(&self) -> usize {
+        self.claims.len()
+    }
+
+    /// Adds `claim`, keeping the delivery order (priority, then time).
+    pub fn push(&mut self, claim: Claim) {
+        let at = self.claims.partition_point(|c| {
+            (c.notice.priority, c.notice.at_ms) <= (claim.notice.priority, claim.notice.at_ms)
+        });
+        self.claims.insert(at, claim);
+    }
+
+    /// Adds every claim of `more`, keeping the delivery order.
+    pub fn extend(&mut self, mut more: Leased) {
+        for claim in std::mem::take(&mut more.claims) {
+            self.push(claim);
+        }
+    }
+
+    /// Marks every claimed notification delivered, once it has been written out: appended to
+    /// `notifications.jsonl` (one `O_APPEND` write, so concurrent readers never interleave
+    /// inside a line), then latched. If the log cannot be written, every claim is given back
+    /// and the error returned: they stay deliverable.
+    pub fn commit(mut self) -> Result<Vec<Notice>> {
+        let claims = std::mem::take(&mut self.claims);
+        if claims.is_empty() {
+            return Ok(Vec::new());
+        }
+        if let Err(error) = append_to_log(&self.paths, claims.iter().map(|c| &c.notice)) {
+            for claim in claims {
+                claim.release(&self.paths);
+            }
+            return Err(error);
+        }
+        Ok(claims
+            .into_iter()
+            .map(|claim| {
+                let notice = claim.notice.clone();
+                claim.commit(&self.paths);
+                notice
+            })
+            .collect())
+    }
+}
+
+impl Drop for Leased {
+    fn drop(&mut self) {
+        for claim in std::mem::take(&mut self.claims) {
+            claim.release(&self.paths);
+        }
+    }
+}
+
+/// Claims every pending event under `holder`'s lease, in delivery order, after making the
+/// events of stale leases pending again. A claimed file that cannot be read is reported (a
+/// warning naming it, moved to `events/delivered/`) and never costs the events claimed with it.
+pub fn claim_events(paths: &SessionPaths, holder: &Holder) -> Result<Leased> {
+    let leased_dir = paths.leased_events();
+    match fs::DirBuilder::new().mode(0o700).create(&leased_dir) {
+        // A session made before leases: its supervisor predates them too.
+        Err(e) if e.kind() != ErrorKind::AlreadyExists => {
+            return Err(Error::io("create", leased_dir, e));
+        }
+        _ => {}
+    }
+    give_back_stale_events(paths)?;
     let pending = paths.pending_events();
-    let mut claimed = Vec::new();
+    let mut claimed = Leased::new(paths);
     for name in pending_names(paths)? {
-        let delivered = paths.delivered_events().join(&name);
-        match fs::rename(pending.join(&name), &delivered) {
-            Ok(()) => match read_event(&delivered) {
-                Ok(notice) => claimed.push(Claim {
-                    notice,
-                    release: Release::Event {
-                        delivered,
-                        pending: pending.join(&name),
-                    },
-                }),
-                Err(error) => tracing::warn!("skipped an unreadable event: {error}"),
+        let mut leased_name = name.clone();
+        leased_name.push(format!("{LEASE_SEPARATOR}{}", holder.encode()));
+        let leased = paths.leased_events().join(&leased_name);
+        match fs::rename(pending.join(&name), &leased) {
+            Ok(()) => match read_event(&leased) {
+                Ok(mut notice) => {
+                    notice.key = Some(event_key(&name));
+                    claimed.push(Claim {
+                        notice,
+                        kind: ClaimKind::Event { name, leased },
+                    });
+                }
+                Err(error) => {
+                    tracing::warn!("skipped an unreadable event: {error}");
+                    let _ = fs::rename(&leased, paths.delivered_events().join(&name));
+                }
             },
             Err(e) if e.kind() == ErrorKind::NotFound => {} // another reader won it
-            Err(e) => {
-                release_all(claimed);
-                return Err(Error::io("claim", &delivered, e));
-            }
+            Err(e) => return Err(Error::io("claim", &leased, e)),
         }
     }
     Ok(claimed)
+}
+
+/// Separates an event's name from its holder in `events/leased/`.
+const LEASE_SEPARATOR: &str = "@";
+
+/// Makes the events whose lease is stale pending again (exactly one rename wins each).
+fn give_back_stale_events(paths: &SessionPaths) -> Result<()> {
+    let leased = paths.leased_events();
+    let entries = match fs::read_dir(&leased) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io("list", &leased, e)),
+    };
+    let now = task_core::now_ms();
+    for entry in entries.filter_map(std::result::Result::ok) {
+        let file_name = entry.file_name();
+        let Some((name, holder)) = file_name
+            .to_str()
+            .and_then(|text| text.rsplit_once(LEASE_SEPARATOR))
+        else {
+            continue;
+        };
+        if Holder::decode(holder).is_none_or(|holder| holder.is_stale(now)) {
+            match fs::rename(entry.path(), paths.pending_events().join(name)) {
+                Ok(()) => {
+                    tracing::info!(event = name, "a reader died delivering it: pending again")
+                }
+                Err(e) if e.kind() == ErrorKind::NotFound => {} // another reader gave it back
+                Err(e) => return Err(Error::io("give back", entry.path(), e)),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The stable key of the event published under `name`.
+fn event_key(name: &OsStr) -> String {
+    let name = name.to_string_lossy();
+    name.strip_suffix(".json").unwrap_or(&name).to_owned()
 }
 
 /// An event waiting in `events/pending/`, read without claiming it.
@@ -185,10 +359,13 @@ pub fn peek_events(paths: &SessionPaths) -> Result<Vec<PendingEvent>> {
     let mut events = Vec::new();
     for name in pending_names(paths)? {
         match read_event(&pending.join(&name)) {
-            Ok(notice) => events.push(PendingEvent {
-                name: name.to_string_lossy().into_owned(),
-                notice,
-            }),
+            Ok(mut notice) => {
+                notice.key = Some(event_key(&name));
+                events.push(PendingEvent {
+                    name: name.to_string_lossy().into_owned(),
+                    notice,
+                });
+            }
             Err(error) => tracing::debug!(%error, "a pending event is left to its claim to report"),
         }
     }
@@ -204,21 +381,106 @@ fn read_event(path: &Path) -> Result<Notice> {
     })
 }
 
-/// Claims the completion `notice` of the ended task `id`: `Some` for exactly one caller across
-/// all processes, `None` for every other, and for a task never notified.
+/// How many times a completion may be claimed and left undelivered (its readers dying) before
+/// its claims are refused; each claim is one small file until it is delivered.
+const MAX_LEASE_GENERATIONS: u32 = 256;
+
+/// Claims the completion `notice` of the ended task `id` under `holder`'s lease: `Some` for
+/// exactly one caller at a time across all processes, `None` for every other, for a completion
+/// already delivered and for a task never notified. A lease whose holder died or ran out of
+/// time no longer counts: its completion is claimed again (the lease files are numbered, one
+/// `O_EXCL` creation deciding each number, and never removed until the completion is
+/// delivered, so two readers can never hold the same completion's live lease).
 pub fn claim_completion(
     paths: &SessionPaths,
     id: &TaskId,
     notice: &Notice,
+    holder: &Holder,
 ) -> Result<Option<Claim>> {
-    if exists(&paths.never_notified(id)) {
+    if is_notified(paths, id, notice) {
         return Ok(None);
     }
-    let latch = paths.notified(id, notice.at_ms);
-    Ok(create_latch(&latch)?.then(|| Claim {
-        notice: notice.clone(),
-        release: Release::Latch(latch),
-    }))
+    let now = task_core::now_ms();
+    for generation in 0..MAX_LEASE_GENERATIONS {
+        let lease = paths.lease(id, notice.at_ms, generation);
+        if !write_lease(&lease, holder, false)? {
+            let current = untrusted::read_file(&lease, 64)
+                .ok()
+                .and_then(|bytes| Holder::decode(&String::from_utf8_lossy(&bytes)));
+            if current.is_some_and(|current| !current.is_stale(now)) {
+                return Ok(None); // a live reader is delivering it
+            }
+            continue;
+        }
+        // A holder whose lease ran out may have delivered it meanwhile.
+        if exists(&paths.notified(id, notice.at_ms)) {
+            let _ = write_lease(&lease, &holder.expired(), true);
+            return Ok(None);
+        }
+        let mut notice = notice.clone();
+        notice.key = Some(completion_key(id, notice.at_ms));
+        return Ok(Some(Claim {
+            notice,
+            kind: ClaimKind::Completion {
+                id: *id,
+                generation,
+            },
+        }));
+    }
+    tracing::error!(task = %id, "its completion was claimed {MAX_LEASE_GENERATIONS} times and never delivered");
+    Ok(None)
+}
+
+/// The stable key of a task's completion: its id and end.
+pub fn completion_key(id: &TaskId, ended_ms: u64) -> String {
+    format!("{id}@{ended_ms}")
+}
+
+/// Writes `holder` to `lease`: created only if absent (`replace` false; false if it exists),
+/// or replaced. Either way a reader sees the whole holder or none (written aside, then linked
+/// or renamed in).
+fn write_lease(lease: &Path, holder: &Holder, replace: bool) -> Result<bool> {
+    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+    let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+    let aside = lease.with_extension(format!("{}.{sequence}.tmp", std::process::id()));
+    let mut file = private_file()
+        .write(true)
+        .create_new(true)
+        .open(&aside)
+        .map_err(|e| Error::io("create", &aside, e))?;
+    let written = file
+        .write_all(holder.encode().as_bytes())
+        .map_err(|e| Error::io("write", &aside, e));
+    let placed = written.and_then(|()| {
+        if replace {
+            return fs::rename(&aside, lease)
+                .map(|()| true)
+                .map_err(|e| Error::io("replace", lease, e));
+        }
+        match fs::hard_link(&aside, lease) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(Error::io("create", lease, e)),
+        }
+    });
+    if !replace || placed.is_err() {
+        let _ = fs::remove_file(&aside);
+    }
+    placed
+}
+
+/// Removes the lease files of a delivered (or removed) completion.
+pub fn forget_leases(paths: &SessionPaths, id: &TaskId, ended_ms: u64) {
+    for generation in 0..MAX_LEASE_GENERATIONS {
+        match fs::remove_file(paths.lease(id, ended_ms, generation)) {
+            Err(e) if e.kind() == ErrorKind::NotFound => return,
+            Err(error) => {
+                tracing::warn!(task = %id, %error, "cannot remove a delivered completion's lease");
+                return;
+            }
+            Ok(()) => {}
+        }
+    }
 }
 
 /// Marks `id` as a task none of whose completions any reader delivers: the supervisor sets it
@@ -236,39 +498,14 @@ fn create_latch(latch: &Path) -> Result<bool> {
     }
 }
 
-/// Whether the completion `notice` of `id` was already delivered (or is being delivered), or
-/// is never to be.
+/// Whether the completion `notice` of `id` was already delivered, or is never to be. (One
+/// being delivered under a lease is not: its reader may still die.)
 pub fn is_notified(paths: &SessionPaths, id: &TaskId, notice: &Notice) -> bool {
     exists(&paths.never_notified(id)) || exists(&paths.notified(id, notice.at_ms))
 }
 
 fn exists(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok()
-}
-
-/// Records claimed notifications in the session's log (one `O_APPEND` write for all, so
-/// concurrent readers never interleave inside a line) and returns them in delivery order. If
-/// the log cannot be written, every claim is released and the error returned: nothing claimed
-/// is lost, and all of it can be delivered later.
-pub fn deliver(paths: &SessionPaths, mut claims: Vec<Claim>) -> Result<Vec<Notice>> {
-    claims.sort_by_key(|c| (c.notice.priority, c.notice.at_ms));
-    if claims.is_empty() {
-        return Ok(Vec::new());
-    }
-    match append_to_log(paths, claims.iter().map(|c| &c.notice)) {
-        Ok(()) => Ok(claims.into_iter().map(|c| c.notice).collect()),
-        Err(error) => {
-            release_all(claims);
-            Err(error)
-        }
-    }
-}
-
-/// Gives back claims that will not be delivered: they stay deliverable.
-pub fn release_all(claims: Vec<Claim>) {
-    for claim in claims {
-        claim.release();
-    }
 }
 
 fn append_to_log<'a>(
@@ -303,6 +540,7 @@ mod tests {
             priority,
             at_ms,
             notification,
+            key: None,
         };
         publish_event(paths, &notice).unwrap();
     }
@@ -312,6 +550,29 @@ mod tests {
             .into_iter()
             .map(|n| n.notification.event.unwrap_or_default())
             .collect()
+    }
+
+    fn me() -> Holder {
+        Holder::this_process(Duration::from_secs(60))
+    }
+
+    /// A holder that died: a process that has exited (its lease is stale at once).
+    fn dead() -> Holder {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let started = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let started = &started[started.rfind(')').unwrap() + 1..];
+        let started = started.split_whitespace().nth(19).unwrap().to_owned();
+        child.wait().unwrap();
+        Holder::decode(&format!("{pid}-{started}-{}", u64::MAX)).unwrap()
+    }
+
+    fn completion(id: &str, at: u64) -> (TaskId, Notice) {
+        let id = TaskId::parse(id).unwrap();
+        (
+            id,
+            Notice::completion(Some(at), Notification::new(id, "/o", "done")),
+        )
     }
 
     fn session() -> (tempfile::TempDir, SessionPaths) {
@@ -340,30 +601,35 @@ mod tests {
             "peeking claims nothing"
         );
 
-        let claimed = deliver(&paths, claim_events(&paths).unwrap()).unwrap();
-        assert_eq!(lines(claimed), order);
+        let claimed = claim_events(&paths, &me()).unwrap().commit().unwrap();
+        assert_eq!(lines(claimed.clone()), order);
+        assert!(
+            claimed
+                .iter()
+                .all(|n| n.key.as_deref().is_some_and(|k| k.ends_with("-m12345678")))
+        );
         assert!(peek_events(&paths).unwrap().is_empty());
         assert!(paths.delivered_events().join(corrupt).exists());
     }
 
     #[test]
-    fn a_failed_delivery_releases_its_claims() {
+    fn a_failed_delivery_gives_its_claims_back() {
         let (root, paths) = session();
         event(&paths, "m12345678", Priority::Next, 10, "an event");
-        let id = TaskId::parse("b12345678").unwrap();
-        let completion = Notice::completion(Some(5), Notification::new(id, "/o", "done"));
+        let (id, completion) = completion("b12345678", 5);
         // The log is a symlink: its append fails (O_NOFOLLOW).
         std::os::unix::fs::symlink(root.path().join("elsewhere"), paths.notifications_log())
             .unwrap();
-        let mut claims = claim_events(&paths).unwrap();
-        claims.extend(claim_completion(&paths, &id, &completion).unwrap());
-        assert_eq!(claims.len(), 2);
-        assert!(deliver(&paths, claims).is_err());
-
-        assert!(
-            !is_notified(&paths, &id, &completion),
-            "the latch was released"
+        let mut leased = claim_events(&paths, &me()).unwrap();
+        leased.push(
+            claim_completion(&paths, &id, &completion, &me())
+                .unwrap()
+                .unwrap(),
         );
+        assert_eq!(leased.len(), 2);
+        assert!(leased.commit().is_err());
+
+        assert!(!is_notified(&paths, &id, &completion));
         assert_eq!(
             peek_events(&paths).unwrap().len(),
             1,
@@ -371,14 +637,92 @@ mod tests {
         );
 
         fs::remove_file(paths.notifications_log()).unwrap();
-        let mut claims = claim_events(&paths).unwrap();
-        claims.extend(claim_completion(&paths, &id, &completion).unwrap());
-        assert_eq!(deliver(&paths, claims).unwrap().len(), 2);
+        let mut leased = claim_events(&paths, &me()).unwrap();
+        leased.push(
+            claim_completion(&paths, &id, &completion, &me())
+                .unwrap()
+                .unwrap(),
+        );
+        assert_eq!(leased.commit().unwrap().len(), 2);
+        assert!(is_notified(&paths, &id, &completion));
         assert!(
-            claim_completion(&paths, &id, &completion)
+            claim_completion(&paths, &id, &completion, &me())
                 .unwrap()
                 .is_none()
         );
-        assert!(claim_events(&paths).unwrap().is_empty(), "delivered once");
+        assert!(
+            claim_events(&paths, &me()).unwrap().is_empty(),
+            "delivered once"
+        );
+        assert!(
+            !paths.lease(&id, 5, 0).exists(),
+            "a delivered completion keeps no lease"
+        );
+    }
+
+    #[test]
+    fn a_live_lease_holds_and_a_dropped_one_is_given_back() {
+        let (_root, paths) = session();
+        event(&paths, "m12345678", Priority::Next, 10, "an event");
+        let (id, completion) = completion("b12345678", 5);
+        let mut held = claim_events(&paths, &me()).unwrap();
+        held.push(
+            claim_completion(&paths, &id, &completion, &me())
+                .unwrap()
+                .unwrap(),
+        );
+        // Another reader (a live holder) gets nothing while the lease holds.
+        let other = Holder::this_process(Duration::from_secs(60));
+        assert!(claim_events(&paths, &other).unwrap().is_empty());
+        assert!(
+            claim_completion(&paths, &id, &completion, &other)
+                .unwrap()
+                .is_none()
+        );
+        drop(held);
+        let again = claim_events(&paths, &other).unwrap();
+        assert_eq!(again.len(), 1);
+        let completion_again = claim_completion(&paths, &id, &completion, &other).unwrap();
+        assert!(
+            completion_again.is_some(),
+            "a dropped lease is given back at once"
+        );
+    }
+
+    #[test]
+    fn a_reader_that_died_holding_notifications_leaves_them_deliverable_with_the_same_keys() {
+        let (_root, paths) = session();
+        event(&paths, "m12345678", Priority::Next, 10, "an event");
+        let (id, completion) = completion("b12345678", 5);
+        let dead = dead();
+        let mut lost = claim_events(&paths, &dead).unwrap();
+        lost.push(
+            claim_completion(&paths, &id, &completion, &dead)
+                .unwrap()
+                .unwrap(),
+        );
+        let keys: Vec<_> = lost.notices().map(|n| n.key.clone()).collect();
+        std::mem::forget(lost); // it died: nothing was given back
+
+        let mut found = claim_events(&paths, &me()).unwrap();
+        found.push(
+            claim_completion(&paths, &id, &completion, &me())
+                .unwrap()
+                .unwrap(),
+        );
+        let delivered = found.commit().unwrap();
+        let again: Vec<_> = delivered.iter().map(|n| n.key.clone()).collect();
+        assert_eq!(again, keys, "the same notifications, with the same keys");
+        assert_eq!(keys[1].as_deref(), Some("b12345678@5"));
+        assert!(claim_events(&paths, &me()).unwrap().is_empty());
+        assert!(
+            claim_completion(&paths, &id, &completion, &me())
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            !paths.lease(&id, 5, 1).exists(),
+            "every generation is removed"
+        );
     }
 }

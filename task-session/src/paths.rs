@@ -106,7 +106,19 @@ impl SessionPaths {
         self.dir.join("events").join("pending")
     }
 
-    /// Events claimed by a reader.
+    /// Events claimed by a reader and being delivered (each named with its holder).
+    pub fn leased_events(&self) -> PathBuf {
+        self.dir.join("events").join("leased")
+    }
+
+    /// The lease of generation `generation` on the completion of `id` that ended at
+    /// `ended_ms` (see [`crate::notice::claim_completion`]).
+    pub fn lease(&self, id: &TaskId, ended_ms: u64, generation: u32) -> PathBuf {
+        self.tasks_dir()
+            .join(format!("{id}.{ended_ms}.lease{generation}"))
+    }
+
+    /// Events delivered by a reader.
     pub fn delivered_events(&self) -> PathBuf {
         self.dir.join("events").join("delivered")
     }
@@ -152,6 +164,7 @@ impl SessionPaths {
         for dir in [
             self.tasks_dir(),
             self.pending_events(),
+            self.leased_events(),
             self.delivered_events(),
         ] {
             builder

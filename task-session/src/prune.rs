@@ -189,6 +189,7 @@ fn remove(paths: &SessionPaths, task: &TaskRecord) -> Result<Removed> {
     remove_if_present(&paths.start_request(&id))?;
     if let Some(due) = &task.notification {
         remove_if_present(&paths.notified(&id, due.at_ms))?;
+        notice::forget_leases(paths, &id, due.at_ms);
     }
     remove_if_present(&paths.snapshot(&id))?;
     tracing::info!(task = %id, bytes, "removed");

@@ -19,8 +19,9 @@ use task_output::read::{self, Delta, TextDelta};
 use crate::client::{self, SupervisorCommand};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::lease::Holder;
 use crate::lock;
-use crate::notice::{self, Notice};
+use crate::notice::{self, Leased, Notice};
 use crate::paths::SessionPaths;
 use crate::protocol::{ErrorKind, KillReport, KillResult, Op, Response, Start};
 use crate::record::{self, Listing, TaskRecord};
@@ -307,35 +308,64 @@ impl Session {
         }
     }
 
-    /// Claims every deliverable notification (exactly once across processes), records them
-    /// in `notifications.jsonl` and returns them in delivery order. If they cannot be recorded,
-    /// nothing is claimed and the error is returned: they stay deliverable.
-    pub fn drain_notifications(&self) -> Result<Vec<Notice>> {
+    /// Claims every deliverable notification under this process's lease, in delivery order:
+    /// write them out, then [`Leased::commit`] them. Exactly one reader at a time holds each;
+    /// one whose reader dies before the commit is deliverable again (see [`crate::lease`]).
+    pub fn lease_notifications(&self) -> Result<Leased> {
+        let holder = self.holder();
         let listing = self.tasks()?;
-        let mut claims = notice::claim_events(&self.paths)?;
+        let mut leased = notice::claim_events(&self.paths, &holder)?;
         for task in &listing.tasks {
-            if let Some(due) = task.notification.as_ref().filter(|_| task.is_terminal())
-                && !notice::is_notified(&self.paths, &task.id(), due)
-            {
-                match notice::claim_completion(&self.paths, &task.id(), due) {
-                    Ok(claim) => claims.extend(claim),
-                    Err(error) => {
-                        notice::release_all(claims);
-                        return Err(error);
-                    }
-                }
-            }
+            leased.extend(self.lease_completion_as(task, &holder)?);
         }
-        notice::deliver(&self.paths, claims)
+        Ok(leased)
     }
 
-    /// Claims the completion notification of one ended task, if it has one and nobody has.
-    pub fn claim_completion(&self, task: &TaskRecord) -> Result<Option<Notice>> {
-        let Some(due) = task.notification.as_ref().filter(|_| task.is_terminal()) else {
-            return Ok(None);
-        };
-        let claim = notice::claim_completion(&self.paths, &task.id(), due)?;
-        Ok(notice::deliver(&self.paths, claim.into_iter().collect())?.pop())
+    /// Claims every deliverable notification, hands them to `write_out` (which prints them,
+    /// flushed, or sends them) and marks them delivered once it returns `Ok`; if it fails they
+    /// stay deliverable and its error is returned. Returns what was delivered.
+    pub fn deliver_notifications(
+        &self,
+        write_out: impl FnOnce(&[&Notice]) -> std::io::Result<()>,
+    ) -> Result<Vec<Notice>> {
+        write_then_commit(self.lease_notifications()?, write_out)
+    }
+
+    /// Claims every deliverable notification and marks it delivered at once, for a caller
+    /// that keeps them in memory only (a test; a process that cannot lose them before it
+    /// uses them). A front end that writes them out uses [`Session::deliver_notifications`].
+    pub fn drain_notifications(&self) -> Result<Vec<Notice>> {
+        self.lease_notifications()?.commit()
+    }
+
+    /// The completion notification of one ended task, claimed under a lease, if it has one and
+    /// no live reader holds it.
+    pub fn lease_completion(&self, task: &TaskRecord) -> Result<Leased> {
+        self.lease_completion_as(task, &self.holder())
+    }
+
+    /// [`Session::deliver_notifications`] for the completion of one ended task.
+    pub fn deliver_completion(
+        &self,
+        task: &TaskRecord,
+        write_out: impl FnOnce(&[&Notice]) -> std::io::Result<()>,
+    ) -> Result<Option<Notice>> {
+        Ok(write_then_commit(self.lease_completion(task)?, write_out)?.pop())
+    }
+
+    fn lease_completion_as(&self, task: &TaskRecord, holder: &Holder) -> Result<Leased> {
+        let mut leased = Leased::new(&self.paths);
+        if let Some(due) = task.notification.as_ref().filter(|_| task.is_terminal())
+            && let Some(claim) = notice::claim_completion(&self.paths, &task.id(), due, holder)?
+        {
+            leased.push(claim);
+        }
+        Ok(leased)
+    }
+
+    /// This process as the holder of the notifications it claims.
+    fn holder(&self) -> Holder {
+        Holder::this_process(self.config.delivery_lease)
     }
 
     /// Reads live-looking records of a session whose supervisor is gone as orphans (task-core's
@@ -350,6 +380,19 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// Writes `leased` out with `write_out`, then commits it; gives it back if the write fails.
+fn write_then_commit(
+    leased: Leased,
+    write_out: impl FnOnce(&[&Notice]) -> std::io::Result<()>,
+) -> Result<Vec<Notice>> {
+    if leased.is_empty() {
+        return Ok(Vec::new());
+    }
+    let notices: Vec<&Notice> = leased.notices().collect();
+    write_out(&notices).map_err(|e| Error::io("write out", "the notifications", e))?;
+    leased.commit()
 }
 
 /// What a read of a missing output file from offset 0 returns.

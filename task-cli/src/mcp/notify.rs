@@ -36,7 +36,7 @@ use serde_json::json;
 use task_core::{TaskId, TaskStatus, TerminalStatus};
 
 use crate::error::CliError;
-use task_session::notice::{self, Notice};
+use task_session::notice::{self, Leased, Notice};
 
 use super::Deliverer;
 use super::context::{Context, blocking};
@@ -129,10 +129,16 @@ pub(crate) async fn watch(
     let mut known_tasks = HashSet::new();
     loop {
         match look(&context, &interest, &mut pushed, &mut known_tasks).await {
-            Ok(messages) => {
+            Ok((messages, leased)) => {
                 if send(&peer, messages).await.is_err() {
                     tracing::info!("client gone: the notification watcher stops");
-                    return;
+                    return; // what it held is given back (the lease is dropped)
+                }
+                // Sent: now delivered (if this server dies first, they are delivered again).
+                if let Some(leased) = leased
+                    && let Err(error) = blocking(move || leased.commit()).await
+                {
+                    tracing::warn!(%error, "pushed notifications not marked delivered");
                 }
             }
             Err(error) => tracing::warn!(%error, "could not look at the session"),
@@ -168,9 +174,9 @@ async fn look(
     interest: &Arc<Interest>,
     pushed: &mut HashSet<String>,
     known_tasks: &mut HashSet<TaskId>,
-) -> Result<Vec<Message>, CliError> {
+) -> Result<(Vec<Message>, Option<Leased>), CliError> {
     let (job_context, job_interest) = (Arc::clone(context), Arc::clone(interest));
-    let seen = blocking(move || Seen::collect(&job_context, &job_interest)).await?;
+    let mut seen = blocking(move || Seen::collect(&job_context, &job_interest)).await?;
     let mut messages = Vec::new();
     for (key, notice) in seen.notices {
         if pushed.insert(key) {
@@ -193,7 +199,7 @@ async fn look(
         known_tasks.extend(seen.tasks);
         messages.push(Message::ListChanged);
     }
-    Ok(messages)
+    Ok((messages, seen.leased.take()))
 }
 
 /// What one look found.
@@ -204,19 +210,21 @@ struct Seen {
     outputs: Vec<(TaskId, (u64, TaskStatus))>,
     /// Every task of the session.
     tasks: Vec<TaskId>,
+    /// What is pushed as the delivery, held until it is sent.
+    leased: Option<Leased>,
 }
 
 impl Seen {
     fn collect(context: &Context, interest: &Interest) -> Result<Self, CliError> {
         let session = &context.session;
         let listing = session.tasks()?;
-        let notices = match context.delivery {
-            Deliverer::Push => session
-                .drain_notifications()?
-                .into_iter()
-                .map(|n| (key_of(&n), n))
-                .collect(),
-            Deliverer::Result => peek(context, &listing.tasks)?,
+        let (notices, leased) = match context.delivery {
+            Deliverer::Push => {
+                let leased = session.lease_notifications()?;
+                let notices = leased.notices().map(|n| (key_of(n), n.clone())).collect();
+                (notices, Some(leased))
+            }
+            Deliverer::Result => (peek(context, &listing.tasks)?, None),
         };
         let subscribed: Vec<TaskId> = lock(&interest.subscribed).keys().copied().collect();
         let outputs = listing
@@ -232,6 +240,7 @@ impl Seen {
         let tasks = listing.tasks.iter().map(|task| task.id()).collect();
         Ok(Self {
             notices,
+            leased,
             outputs,
             tasks,
         })
@@ -265,14 +274,10 @@ fn peek(
     Ok(found)
 }
 
-/// The key of a claimed notification (claims are unique, so any stable key will do).
+/// The key of a claimed notification: its own stable key.
 fn key_of(notice: &Notice) -> String {
-    format!(
-        "claimed:{}:{}:{}",
-        notice.task_id(),
-        notice.at_ms,
-        notice.notification.summary
-    )
+    let key = notice.key.as_deref().unwrap_or_default();
+    format!("claimed:{key}")
 }
 
 /// Completed: notice; failed or killed: warning; a stall warning: warning; a monitor event:
@@ -296,6 +301,7 @@ fn log_param(
     let n = &notice.notification;
     let data = json!({
         "type": "task-notification",
+        "key": notice.key,
         "taskId": n.task_id,
         "status": n.status,
         "priority": notice.priority,
