@@ -50,8 +50,10 @@ pub enum Error {
     #[error("cannot determine the lists root: set TASKS_LIST_ROOT or HOME")]
     NoListsRoot,
     /// A PostgreSQL operation failed (after the retries, when it was retryable). The operation
-    /// did not happen: every operation is one transaction.
-    #[error("PostgreSQL {op} on {store}: {source}")]
+    /// did not happen: every operation is one transaction. The message carries the client's
+    /// causes (the server's own message, why a certificate was refused), which the client's
+    /// error alone does not show ("db error", "error performing TLS handshake").
+    #[error("PostgreSQL {op} on {store}: {}", chain(.source))]
     Database {
         /// What was being done ("connect", "write", "snapshot", …).
         op: &'static str,
@@ -74,6 +76,17 @@ pub enum Error {
         store: String,
         /// What is wrong with it.
         message: String,
+    },
+    /// PostgreSQL connection settings that cannot be used: an `sslmode` libpq does not know,
+    /// a `PGPORT` that is not a port, root certificates that cannot be read, … Nothing was
+    /// connected to.
+    #[error("PostgreSQL settings of {store}: {source}")]
+    PgSettings {
+        /// The connection string (password hidden).
+        store: String,
+        /// What is wrong.
+        #[source]
+        source: PgSettingsError,
     },
     /// An import into a list that is already in use (imports never merge).
     #[error(
@@ -99,6 +112,80 @@ pub enum Error {
         #[source]
         source: notify::Error,
     },
+}
+
+/// What is wrong with PostgreSQL connection settings ([`Error::PgSettings`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PgSettingsError {
+    /// An `sslmode` that is not one of libpq's.
+    #[error(
+        "invalid sslmode {value:?} in {from}: expected disable, allow, prefer, require, verify-ca or verify-full"
+    )]
+    InvalidSslMode {
+        /// The value given.
+        value: String,
+        /// Where: "the connection string" or "PGSSLMODE".
+        from: &'static str,
+    },
+    /// `sslrootcert=system` with an `sslmode` that would not check the host name (libpq
+    /// refuses it too).
+    #[error("sslmode {mode:?} may not be used with sslrootcert=system (use verify-full)")]
+    WeakSslModeWithSystemRoots {
+        /// The mode given.
+        mode: &'static str,
+    },
+    /// A `PGPORT` that is not a list of ports.
+    #[error(
+        "invalid PGPORT {value:?}: expected a port number, or one per host separated by commas"
+    )]
+    InvalidPort {
+        /// The value given.
+        value: String,
+    },
+    /// More than one port in `PGPORT`, but not one per host.
+    #[error("PGPORT gives {ports} ports for {hosts} hosts")]
+    PortCount {
+        /// How many ports.
+        ports: usize,
+        /// How many hosts.
+        hosts: usize,
+    },
+    /// `verify-ca` / `verify-full` with a root certificate file that does not exist.
+    #[error(
+        "root certificate file {path} does not exist: provide it, or change sslrootcert or sslmode"
+    )]
+    RootCertMissing {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A root certificate file that cannot be read or holds no usable certificate.
+    #[error("root certificate file {path}: {message}")]
+    RootCert {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// rustls refused the TLS settings.
+    #[error("TLS setup: {0}")]
+    Tls(#[from] rustls::Error),
+}
+
+/// `error` and its causes, `: `-separated; a cause whose text its predecessor already shows
+/// (an I/O error wrapping another) is not repeated.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let line = cause.to_string();
+        if !text.ends_with(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// Shorthand for results of this crate.

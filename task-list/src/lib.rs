@@ -87,7 +87,7 @@ pub use api::{
 pub use audit::{AUDIT_LOG_FILE, AuditOp, AuditRecord};
 pub use config::{HookCommand, HookConfig, LockConfig, PgConfig, StoreConfig, WatchConfig};
 pub use doctor::{DoctorReport, Problem};
-pub use error::{Error, Result};
+pub use error::{Error, PgSettingsError, Result};
 pub use graph::Graph;
 pub use hooks::{BLOCKING_EXIT_CODE, HookEvent};
 pub use id::{TaskId, sanitize_name};
@@ -97,6 +97,7 @@ pub use location::{
 };
 pub use mailbox::{INBOX_DIR, MailboxMessage};
 pub use ops::TASK_NOT_FOUND;
+pub use pg::PgEnv;
 pub use ready::{NotReady, NotReadyReason, ReadyReport, ReadyTask, ready_report};
 pub use record::{Metadata, Task, TaskStatus};
 pub use render::{NO_TASKS, VERIFICATION_AGENT_TYPE};

@@ -14,7 +14,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::fsutil;
 use crate::id::{TaskId, sanitize_name};
 use crate::lock::{DirLock, LIST_LOCK_FILE, lock_dir_for};
-use crate::pg::PgStore;
+use crate::pg::{PgEnv, PgStore};
 use crate::record::Task;
 
 /// The high-water mark file: the highest id ever issued, as a plain integer.
@@ -104,20 +104,26 @@ impl TaskList {
         })
     }
 
-    /// Opens the list `list_id` (sanitised) in the store `url` names: `postgres://…` or
-    /// `postgresql://…` (a PostgreSQL database, TLS per the URL's `sslmode`; the schema is
-    /// created or migrated at connect). Anything else is [`Error::InvalidStore`]; the file
-    /// store is opened with [`TaskList::open`].
-    pub fn connect(url: &str, list_id: &str, config: StoreConfig) -> Result<Self> {
+    /// Opens the list `list_id` (sanitised) in the PostgreSQL database `conninfo` names, as
+    /// libpq would: a `postgres://…` / `postgresql://…` URL or a `key=value` string
+    /// (`host=/run/postgresql dbname=tasks`), what it leaves out taken from the process's
+    /// `PGHOST`, `PGPORT`, `PGUSER`, `PGDATABASE`, `PGPASSWORD`, `PGSSLMODE`,
+    /// `PGSSLROOTCERT` and `~/.pgpass` (`PGPASSFILE`); TLS per `sslmode`, never on a Unix
+    /// socket. The schema is created or migrated at connect. Anything else is
+    /// [`Error::InvalidStore`]; the file store is opened with [`TaskList::open`].
+    pub fn connect(conninfo: &str, list_id: &str, config: StoreConfig) -> Result<Self> {
+        Self::connect_with_env(conninfo, list_id, config, &PgEnv::from_env())
+    }
+
+    /// [`TaskList::connect`] in the libpq environment `env` instead of the process's.
+    pub fn connect_with_env(
+        conninfo: &str,
+        list_id: &str,
+        config: StoreConfig,
+        env: &PgEnv,
+    ) -> Result<Self> {
         let list_id = sanitize_name(list_id)?;
-        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-            let scheme = url.split_once("://").map_or(url, |(scheme, _)| scheme);
-            return Err(Error::InvalidStore {
-                store: scheme.to_string(),
-                message: "expected a postgres:// or postgresql:// URL".into(),
-            });
-        }
-        let store = PgStore::connect(url, &list_id, config.pg.clone(), config.durable)?;
+        let store = PgStore::connect(conninfo, env, &list_id, config.pg.clone(), config.durable)?;
         Ok(Self {
             dir: PathBuf::new(),
             list_id,

@@ -3,9 +3,10 @@
 //!
 //! Client: the blocking [`postgres`] crate (it drives `tokio-postgres` on a private
 //! current-thread runtime), because this crate's API is blocking and its callers (the CLI, the
-//! MCP server through `spawn_blocking`) must not need a runtime of ours. TLS: rustls with
-//! Mozilla's roots, following the URL's `sslmode` (`disable`, `prefer` — the default — or
-//! `require`, which also verifies the certificate).
+//! MCP server through `spawn_blocking`) must not need a runtime of ours. The connection
+//! string is taken as libpq takes it ([`conninfo`]: a URL or `key=value`, completed from
+//! `PG*` variables and `~/.pgpass`); TLS is rustls, with libpq's `sslmode` ([`tls`]), and
+//! never on a Unix socket.
 //!
 //! Concurrency: every write transaction starts by locking its list's row in `task_lists`
 //! (`SELECT … FOR UPDATE`), so writers of one list are serialised exactly as the file store's
@@ -18,22 +19,26 @@
 //! transaction's random token in `task_commits`: found, it committed; not found, it did not and
 //! is run again. So an operation is applied once or fails with [`crate::Error::Database`].
 
+mod conninfo;
 mod migrate;
+mod pgpass;
 mod reads;
+mod tls;
 mod txn;
 mod watch;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use postgres::Client;
 use postgres::error::SqlState;
-use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::backend::StoreTxn;
 use crate::config::PgConfig;
 use crate::error::{Error, Result};
 
+pub use conninfo::PgEnv;
+use conninfo::SslMode;
 pub(crate) use watch::PgWatch;
 
 /// The PostgreSQL channel every commit notifies, with the list id as payload.
@@ -42,9 +47,12 @@ pub(crate) const CHANGES_CHANNEL: &str = "task_list_changes";
 /// One list in a PostgreSQL database: its connection settings and two lazily (re)opened
 /// connections, one for write transactions and one for reads.
 pub(crate) struct PgStore {
+    /// The client crate's settings (its `sslmode` is the first attempt's).
     config: postgres::Config,
-    tls: MakeRustlsConnect,
-    /// The URL without its password, for messages.
+    /// libpq's `sslmode`: `prefer` and `allow` may connect a second time.
+    ssl: SslMode,
+    tls: tls::PgTls,
+    /// The connection string without its password, for messages.
     shown: String,
     list_id: String,
     retry: PgConfig,
@@ -64,24 +72,32 @@ impl std::fmt::Debug for PgStore {
 }
 
 impl PgStore {
-    /// Parses `url`, connects, applies the migrations and makes sure the list exists.
+    /// Resolves `conninfo` in `env`, connects, applies the migrations and makes sure the list
+    /// exists.
     pub(crate) fn connect(
-        url: &str,
+        conninfo: &str,
+        env: &PgEnv,
         list_id: &str,
         retry: PgConfig,
         durable: bool,
     ) -> Result<Self> {
-        let shown = redact(url);
-        let mut config: postgres::Config = url.parse().map_err(|e| Error::InvalidStore {
-            store: shown.clone(),
-            message: format!("{e}"),
-        })?;
+        let conninfo::Target {
+            mut config,
+            ssl,
+            roots,
+            shown,
+        } = conninfo::resolve(conninfo, env)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(retry.connect_timeout);
         }
+        let tls = tls::connector(ssl, &roots).map_err(|source| Error::PgSettings {
+            store: shown.clone(),
+            source,
+        })?;
         let store = Self {
             config,
-            tls: tls()?,
+            ssl,
+            tls,
             shown,
             list_id: list_id.to_string(),
             retry,
@@ -113,8 +129,7 @@ impl PgStore {
     /// A new connection (for a watcher; call it through [`off_runtime`]).
     pub(crate) fn open_client(&self) -> Result<Client> {
         let mut client = self
-            .config
-            .connect(self.tls.clone())
+            .connect_client()
             .map_err(|e| self.error("connect", e))?;
         if !self.durable {
             // As `StoreConfig::durable = false` on files: still atomic, and a crash of this
@@ -124,6 +139,30 @@ impl PgStore {
                 .map_err(|e| self.error("connect", e))?;
         }
         Ok(client)
+    }
+
+    /// A connection, made as libpq makes it for the `sslmode`: `prefer` asks for TLS and
+    /// connects without it if the server offers none (the client crate does that) or if the
+    /// handshake fails; `allow` connects without TLS and, if the server refuses that
+    /// connection, again with TLS.
+    fn connect_client(&self) -> Result<Client, postgres::Error> {
+        use postgres::config::SslMode as Crate;
+        let second = |mode: Crate| {
+            let mut config = self.config.clone();
+            config.ssl_mode(mode);
+            config.connect(self.tls.clone())
+        };
+        match (self.ssl, self.config.connect(self.tls.clone())) {
+            (SslMode::Prefer, Err(e)) if tls::is_handshake_failure(&e) => {
+                tracing::info!(error = %e, store = self.shown, "TLS handshake failed; connecting without TLS (sslmode=prefer)");
+                second(Crate::Disable)
+            }
+            (SslMode::Allow, Err(e)) if e.as_db_error().is_some() => {
+                tracing::info!(error = %e, store = self.shown, "server refused a connection without TLS; connecting with TLS (sslmode=allow)");
+                second(Crate::Require)
+            }
+            (_, result) => result,
+        }
     }
 
     /// Runs `f` on the read connection, reconnecting and retrying on connection loss.
@@ -259,6 +298,11 @@ fn retryable(e: &postgres::Error) -> bool {
     if e.is_closed() {
         return true;
     }
+    // A refused certificate or TLS alert: the same on the next attempt (a connection lost
+    // during the handshake is an I/O error, below).
+    if tls::is_handshake_failure(e) {
+        return false;
+    }
     match e.code() {
         Some(code) => {
             [
@@ -285,52 +329,7 @@ fn lock(mutex: &Mutex<Option<Client>>) -> MutexGuard<'_, Option<Client>> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// TLS through rustls, trusting Mozilla's roots.
-fn tls() -> Result<MakeRustlsConnect> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| Error::InvalidStore {
-            store: "postgres".into(),
-            message: format!("TLS setup: {e}"),
-        })?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(MakeRustlsConnect::new(config))
-}
-
-/// `url` with any password replaced by `***`.
-fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    match rest.split_once('@') {
-        Some((user_info, host)) => match user_info.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-            None => url.to_string(),
-        },
-        None => url.to_string(),
-    }
-}
-
 /// A pause used between reconnect attempts of a watcher.
 pub(crate) fn backoff(config: &PgConfig, attempt: u32) -> Duration {
     (config.min_backoff * 2u32.saturating_pow(attempt.min(16))).min(config.max_backoff)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn passwords_are_redacted() {
-        assert_eq!(
-            redact("postgres://u:secret@h:5/db?sslmode=require"),
-            "postgres://u:***@h:5/db?sslmode=require"
-        );
-        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
-    }
 }
