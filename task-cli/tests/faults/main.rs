@@ -10,6 +10,7 @@
 mod environment;
 mod full_disk;
 mod hostile_files;
+mod killed_readers;
 mod private_state;
 mod sandbox;
 mod stopped;
