@@ -68,8 +68,8 @@ pub mod workflow;
 
 pub use command::{CommandRunner, CommandSession};
 pub use config::{
-    AgentConfig, DEFAULT_DISPLAY_MESSAGES, DEFAULT_KILL_GRACE, DEFAULT_STDERR_LINES,
-    DEFAULT_TRANSCRIPT_POLL,
+    AgentConfig, DEFAULT_DISPLAY_MESSAGES, DEFAULT_ERROR_LOOP_LIMIT, DEFAULT_KILL_GRACE,
+    DEFAULT_STDERR_LINES, DEFAULT_TRANSCRIPT_POLL,
 };
 pub use error::AgentError;
 pub use event::{AgentEvent, ToolUse, TurnOutcome};

@@ -7,6 +7,7 @@
 mod claude;
 mod codex;
 mod gemini;
+mod totals;
 
 use std::fmt;
 use std::str::FromStr;
@@ -24,6 +25,11 @@ pub trait LineParser: Send {
     /// # Errors
     /// [`LineError`] when the line is not a JSON object with a `type`; `out` is unchanged.
     fn parse_line(&mut self, line: &[u8], out: &mut Vec<AgentEvent>) -> Result<(), LineError>;
+
+    /// The stream ended (the CLI exited): appends the events of what the parser still holds,
+    /// such as an assistant message whose fragments were not followed by anything else. The
+    /// default holds nothing.
+    fn finish(&mut self, _out: &mut Vec<AgentEvent>) {}
 }
 
 /// Why a line could not be read. Never fatal: the line stays in the transcript and is skipped.
@@ -124,6 +130,12 @@ impl LineParser for DetectingParser {
             None => serde_json::from_slice::<serde::de::IgnoredAny>(line)
                 .map(drop)
                 .map_err(LineError::from),
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<AgentEvent>) {
+        if let Some(parser) = &mut self.inner {
+            parser.finish(out);
         }
     }
 }
