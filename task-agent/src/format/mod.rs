@@ -3,6 +3,12 @@
 //! Each parser turns one line into zero or more [`AgentEvent`]s. A line of a type the parser
 //! does not use yields nothing; a line that is not a JSON object is a [`LineError`], which
 //! callers log and skip: neither is ever fatal.
+//!
+//! A parser keeps what it needs across lines: the fragments of a message not finished yet
+//! (Gemini; [`LineParser::finish`] gives the last one when the stream ends), and the usage
+//! totals reported so far. Codex and Gemini report running totals, not one request's usage;
+//! their parsers emit the difference from the previous report ([`CodexParser`],
+//! [`GeminiParser`]), so [`AgentEvent::Usage`] is always "used since the last usage event".
 
 mod claude;
 mod codex;
@@ -51,9 +57,9 @@ pub enum CliFormat {
     /// Claude Code: `claude -p … --output-format stream-json --verbose`.
     #[default]
     Claude,
-    /// OpenAI Codex: `codex exec --json …`.
+    /// OpenAI Codex: `codex exec --json --skip-git-repo-check …`.
     Codex,
-    /// Gemini CLI: `gemini -p … --output-format stream-json`.
+    /// Gemini CLI: `gemini --output-format stream-json --yolo -p …`.
     Gemini,
 }
 
