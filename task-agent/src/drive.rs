@@ -112,7 +112,9 @@ impl Drive {
             };
             match event {
                 SessionEvent::Agent(AgentEvent::TurnEnded(outcome)) => {
-                    self.errors.clear();
+                    if self.errors.clear() {
+                        self.clear_shown_error();
+                    }
                     self.in_flight.clear();
                     self.tracker.apply(&AgentEvent::TurnEnded(outcome));
                     if self.after_turn().await? {
@@ -174,14 +176,10 @@ impl Drive {
             self.surface_error(message);
             return;
         }
-        let recovered = self.errors.clear();
-        let change = self.tracker.apply(&event);
-        if recovered {
-            // The CLI is past its errors: the state stops showing the last one.
-            let _ = self.registry.update(&self.id, |current| {
-                edit_agent(current, |agent| agent.error = None)
-            });
+        if self.errors.clear() {
+            self.clear_shown_error();
         }
+        let change = self.tracker.apply(&event);
         if change == Change::None {
             return;
         }
@@ -234,6 +232,13 @@ impl Drive {
             detail.insert("error".into(), json!(message));
             self.registry.emit_progress(&self.id, detail);
         }
+    }
+
+    /// The CLI is past its errors: the state stops showing the last one.
+    fn clear_shown_error(&self) {
+        let _ = self.registry.update(&self.id, |current| {
+            edit_agent(current, |agent| agent.error = None)
+        });
     }
 
     /// After a turn: deliver queued messages as the next turn (returns `false`), or stop the
