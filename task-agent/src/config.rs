@@ -11,6 +11,9 @@ pub const DEFAULT_TRANSCRIPT_POLL: Duration = Duration::from_millis(50);
 pub const DEFAULT_STDERR_LINES: usize = 10;
 /// How many assistant messages an agent's state holds for display.
 pub const DEFAULT_DISPLAY_MESSAGES: usize = 20;
+/// How long an agent CLI may report nothing but errors (Codex's `Reconnecting…` while its model
+/// endpoint is gone) before the run is failed with its words.
+pub const DEFAULT_ERROR_LOOP_LIMIT: Duration = Duration::from_secs(60);
 
 /// Knobs of [`AgentExecutor`](crate::AgentExecutor). `Default` is the project's values; tests
 /// use short durations.
@@ -29,6 +32,14 @@ pub struct AgentConfig {
     pub stderr_lines: usize,
     /// Assistant messages kept in the state for display (`messages`).
     pub display_messages: usize,
+    /// How long a run may go on reporting only errors ([`AgentEvent::Error`]) before it is
+    /// failed (end reason `Errored`, with the CLI's last error) and its CLI stopped. The time
+    /// counts from the first error after anything else the CLI reported; the run fails once it
+    /// has passed and the CLI has reported at least two errors (a loop, not one transient
+    /// error followed by a long silent model request). Any other event starts the count again.
+    ///
+    /// [`AgentEvent::Error`]: crate::AgentEvent::Error
+    pub error_loop_limit: Duration,
 }
 
 impl Default for AgentConfig {
@@ -40,6 +51,7 @@ impl Default for AgentConfig {
             max_line_bytes: 16 * 1024 * 1024,
             stderr_lines: DEFAULT_STDERR_LINES,
             display_messages: DEFAULT_DISPLAY_MESSAGES,
+            error_loop_limit: DEFAULT_ERROR_LOOP_LIMIT,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The loop that follows one run of an agent: progress, queued messages, the stop, the end.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use task_core::{
@@ -31,6 +31,43 @@ pub(crate) struct Drive {
     pub(crate) started: Instant,
     /// Messages written to the CLI whose turn has not ended yet: requeued if it dies first.
     pub(crate) in_flight: Vec<String>,
+    /// The errors the CLI reported since it last reported anything else.
+    pub(crate) errors: ErrorStreak,
+}
+
+/// The errors ([`AgentEvent::Error`]) a CLI reported in a row, with nothing else between them.
+#[derive(Debug, Default)]
+pub(crate) struct ErrorStreak {
+    /// When the first of them came.
+    since: Option<Instant>,
+    /// How many.
+    count: u32,
+    /// The latest, in the CLI's words.
+    last: Option<String>,
+}
+
+impl ErrorStreak {
+    fn record(&mut self, message: &str) {
+        self.since.get_or_insert_with(Instant::now);
+        self.count = self.count.saturating_add(1);
+        self.last = Some(message.to_owned());
+    }
+
+    /// Something else came: the streak is over. Returns whether there was one.
+    fn clear(&mut self) -> bool {
+        let had = self.count > 0;
+        *self = ErrorStreak::default();
+        had
+    }
+
+    /// When the run fails if nothing but errors comes until then: `limit` after the first
+    /// error, once there were at least two (one error then silence may be a CLI retrying
+    /// successfully into a long model request). A limit too large to add means never.
+    fn deadline(&self, limit: Duration) -> Option<Instant> {
+        self.since
+            .filter(|_| self.count >= 2)
+            .and_then(|since| since.checked_add(limit))
+    }
 }
 
 /// The run was killed: the kill already recorded it; the drive only stops the session.
@@ -59,16 +96,25 @@ impl Drive {
 
     async fn until_stopped(&mut self) -> Result<(), Cancelled> {
         loop {
+            let stuck_at = self.errors.deadline(self.config.error_loop_limit);
             let event = tokio::select! {
                 biased;
                 control = self.control.recv() => {
                     self.on_control(control).await?;
                     continue;
                 }
+                // Before the session's events: a CLI that prints errors fast must not starve it.
+                () = sleep_until(stuck_at), if stuck_at.is_some() => {
+                    self.stuck().await?;
+                    return Ok(());
+                }
                 event = self.session.next_event() => event,
             };
             match event {
                 SessionEvent::Agent(AgentEvent::TurnEnded(outcome)) => {
+                    if self.errors.clear() {
+                        self.clear_shown_error();
+                    }
                     self.in_flight.clear();
                     self.tracker.apply(&AgentEvent::TurnEnded(outcome));
                     if self.after_turn().await? {
@@ -83,11 +129,33 @@ impl Drive {
                     if !unanswered.is_empty() {
                         self.requeue(unanswered);
                     }
-                    self.stop_with(crashed(&end), false).await?;
+                    let last_error = self.errors.last.take();
+                    self.stop_with(crashed(&end, last_error.as_deref()), false)
+                        .await?;
                     return Ok(());
                 }
             }
         }
+    }
+
+    /// The CLI has reported nothing but errors for the configured limit (Codex retrying a
+    /// model endpoint that is gone, for ever): the run fails with the CLI's last words, and its
+    /// processes are stopped. Messages written to it stay pending for a resume.
+    async fn stuck(&mut self) -> Result<(), Cancelled> {
+        let last = self.errors.last.take().unwrap_or_default();
+        let limit = humantime::format_duration(self.config.error_loop_limit);
+        let error = format!("{last} (the agent reported only errors for {limit}; stopped)");
+        tracing::warn!(id = %self.id, %error, "agent stuck in an error loop");
+        let unanswered = std::mem::take(&mut self.in_flight);
+        if !unanswered.is_empty() {
+            self.requeue(unanswered);
+        }
+        let end = RunEnd::Failed {
+            error: error.clone(),
+            reason: EndReason::Errored { message: error },
+        };
+        self.stop_with(end, false).await?;
+        Ok(())
     }
 
     /// A cancel is served at once; a queued message waits for the turn's end.
@@ -103,6 +171,13 @@ impl Drive {
     fn record_event(&mut self, event: AgentEvent) {
         if let AgentEvent::Init { session_id, .. } = &event {
             self.record.set_session_id(session_id.clone());
+        }
+        if let AgentEvent::Error { message } = &event {
+            self.surface_error(message);
+            return;
+        }
+        if self.errors.clear() {
+            self.clear_shown_error();
         }
         let change = self.tracker.apply(&event);
         if change == Change::None {
@@ -136,6 +211,34 @@ impl Drive {
             );
             self.registry.emit_progress(&self.id, detail);
         }
+    }
+
+    /// An error the CLI reported while it runs: shown in the state (`error`, until the CLI
+    /// reports something else) and as a `task_progress` event whose description is the CLI's
+    /// words; counted towards the error loop limit.
+    fn surface_error(&mut self, message: &str) {
+        self.errors.record(message);
+        tracing::debug!(id = %self.id, message, "agent CLI reported an error");
+        let _ = self.registry.update(&self.id, |current| {
+            edit_agent(current, |agent| agent.error = Some(message.to_owned()))
+        });
+        if let Some(state) = self.registry.get(&self.id) {
+            let mut detail = self.tracker.event_detail(
+                &state.base.description,
+                &self.record.spec.agent_type,
+                self.elapsed_ms(),
+            );
+            detail.insert("description".into(), json!(message));
+            detail.insert("error".into(), json!(message));
+            self.registry.emit_progress(&self.id, detail);
+        }
+    }
+
+    /// The CLI is past its errors: the state stops showing the last one.
+    fn clear_shown_error(&self) {
+        let _ = self.registry.update(&self.id, |current| {
+            edit_agent(current, |agent| agent.error = None)
+        });
     }
 
     /// After a turn: deliver queued messages as the next turn (returns `false`), or stop the
@@ -223,7 +326,10 @@ impl Drive {
                 agent.process = None;
                 agent.progress = tracker.merged_into(&agent.progress);
                 match end {
-                    RunEnd::Finished(result) => agent.result.clone_from(result),
+                    RunEnd::Finished(result) => {
+                        agent.result.clone_from(result);
+                        agent.error = None;
+                    }
                     RunEnd::Failed { error, .. } => agent.error = Some(error.clone()),
                 }
             }
@@ -386,12 +492,17 @@ fn edit_agent(current: &TaskState, edit: impl FnOnce(&mut AgentState)) -> Option
     Some(next)
 }
 
-/// The failure of a CLI that exited without ending its turn: its exit code and last stderr.
-fn crashed(end: &SessionEnd) -> RunEnd {
+/// The failure of a CLI that exited without ending its turn: its exit code, the error it
+/// reported last (if the errors were the last thing it reported) and its last stderr lines.
+fn crashed(end: &SessionEnd, last_error: Option<&str>) -> RunEnd {
     let code = end
         .exit_code
         .map_or_else(|| "unknown".to_owned(), |c| c.to_string());
     let mut error = format!("agent exited with code {code} without a result");
+    if let Some(last_error) = last_error {
+        error.push_str(": ");
+        error.push_str(last_error);
+    }
     if !end.stderr_tail.is_empty() {
         error.push_str(": ");
         error.push_str(&end.stderr_tail.join(" / "));
@@ -403,5 +514,12 @@ fn crashed(end: &SessionEnd) -> RunEnd {
             .map_or(EndReason::Exited { code: -1 }, |code| EndReason::Exited {
                 code,
             }),
+    }
+}
+
+/// Sleeps until `deadline` (at once when it is `None`; the caller does not poll it then).
+async fn sleep_until(deadline: Option<Instant>) {
+    if let Some(deadline) = deadline {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(deadline)).await;
     }
 }

@@ -14,7 +14,8 @@ pub enum AgentEvent {
         /// The model, when the CLI says.
         model: Option<String>,
     },
-    /// Assistant text (a whole message, or a chunk of one for CLIs that stream deltas).
+    /// Assistant text: one whole message (the parsers join the fragments of CLIs that stream
+    /// a message in pieces).
     Text(String),
     /// A tool use began.
     ToolStarted(ToolUse),
@@ -25,8 +26,18 @@ pub enum AgentEvent {
         /// Whether the tool reported an error.
         is_error: bool,
     },
-    /// Token usage of one model message.
+    /// Token usage of one model message (for CLIs that report only running totals, the usage
+    /// since their previous report: see the `format` module).
     Usage(MessageUsage),
+    /// The CLI reported an error outside any tool and outside a turn's end: Codex's top-level
+    /// `error` lines (among them its `Reconnecting…` while the model endpoint is unreachable),
+    /// Gemini's `error` events. The turn goes on unless a [`TurnEnded`](Self::TurnEnded)
+    /// follows; the executor fails a run that reports nothing but errors for too long
+    /// ([`AgentConfig::error_loop_limit`](crate::AgentConfig::error_loop_limit)).
+    Error {
+        /// The CLI's own words.
+        message: String,
+    },
     /// The turn ended: the CLI's final result of this turn.
     TurnEnded(TurnOutcome),
 }

@@ -468,6 +468,7 @@ impl AgentExecutor {
             tracker: ProgressTracker::default(),
             started: Instant::now(),
             in_flight: Vec::new(),
+            errors: Default::default(),
         };
         tokio::spawn(drive.run());
         Ok(())

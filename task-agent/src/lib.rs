@@ -6,8 +6,8 @@
 //!   notifications, messages, resume, orphan cleanup) is written once against it.
 //! - [`CommandRunner`]: runs an agent CLI speaking a JSON event stream (Claude Code's
 //!   stream-json, `codex exec --json`, Gemini CLI's stream-json) in its own process group, with
-//!   its stdout going straight into the transcript file and events read back from that file by
-//!   byte-offset delta reads.
+//!   the flags each needs headless, its stdout going straight into the transcript file and
+//!   events read back from that file by byte-offset delta reads.
 //! - [`format`](mod@format): the line parsers of those formats; unknown and malformed lines are skipped,
 //!   never fatal.
 //! - [`ProgressTracker`]: token accounting (latest input with cache + cumulative output), tool
@@ -23,7 +23,8 @@
 //!   rollback of its mtime on kill, failure, or a dead holder).
 //!
 //! The `fake-agent` binary of this crate is a test tool: a scripted CLI speaking the Claude
-//! stream-json protocol (see `src/bin/fake-agent.rs`).
+//! stream-json protocol, and printing recorded Codex and Gemini streams when given their
+//! command lines (see `src/bin/fake-agent.rs`).
 //!
 //! # Example
 //!
@@ -68,8 +69,8 @@ pub mod workflow;
 
 pub use command::{CommandRunner, CommandSession};
 pub use config::{
-    AgentConfig, DEFAULT_DISPLAY_MESSAGES, DEFAULT_KILL_GRACE, DEFAULT_STDERR_LINES,
-    DEFAULT_TRANSCRIPT_POLL,
+    AgentConfig, DEFAULT_DISPLAY_MESSAGES, DEFAULT_ERROR_LOOP_LIMIT, DEFAULT_KILL_GRACE,
+    DEFAULT_STDERR_LINES, DEFAULT_TRANSCRIPT_POLL,
 };
 pub use error::AgentError;
 pub use event::{AgentEvent, ToolUse, TurnOutcome};

@@ -54,7 +54,10 @@ impl ProgressTracker {
                 self.outcome = Some(outcome.clone());
                 Change::TurnEnded
             }
-            AgentEvent::Init { .. } | AgentEvent::ToolFinished { .. } => Change::None,
+            // Errors are the executor's business (it surfaces them and bounds a loop of them).
+            AgentEvent::Init { .. }
+            | AgentEvent::ToolFinished { .. }
+            | AgentEvent::Error { .. } => Change::None,
         }
     }
 

@@ -99,11 +99,35 @@ impl TranscriptTail {
         Ok(delta.bytes.len())
     }
 
-    /// Parses an unfinished last line as if it were complete (the writer has exited).
+    /// Parses an unfinished last line as if it were complete (the writer has exited), then
+    /// takes the events the parser still held ([`LineParser::finish`]).
     pub fn finish(&mut self) {
         if !self.partial.is_empty() || self.skipping {
             self.end_line();
         }
+        self.parser.finish(&mut self.scratch);
+        self.events.extend(self.scratch.drain(..));
+    }
+
+    /// Parses everything the file holds now and drops the events: the parser learns the
+    /// history (the usage totals an earlier run of the session reported) without it being
+    /// reported again.
+    ///
+    /// # Errors
+    /// [`OutputError`] when the transcript cannot be read.
+    pub(crate) fn replay(&mut self) -> Result<(), OutputError> {
+        while self.read_new()? > 0 {}
+        self.events.clear();
+        Ok(())
+    }
+
+    /// Goes on from byte `offset`, dropping unread events and an unfinished line; the parser
+    /// keeps what it learnt.
+    pub(crate) fn restart_at(&mut self, offset: u64) {
+        self.offset = offset;
+        self.events.clear();
+        self.partial.clear();
+        self.skipping = false;
     }
 
     fn push_bytes(&mut self, bytes: &[u8]) {

@@ -7,7 +7,20 @@
 //!            [--input-format stream-json] [--model M] [--resume SESSION]
 //! ```
 //!
-//! It prints `system/init`, then runs the script's steps, one JSON object a line:
+//! It also takes the command lines the command runner gives Codex and Gemini CLIs, and then
+//! prints only what its script says (`raw` lines: the recordings of the real CLIs):
+//!
+//! ```text
+//! fake-agent --script FILE … --json … PROMPT                    (Codex: `exec --json`)
+//! fake-agent --script FILE … --json … resume THREAD MESSAGE     (Codex: `exec resume`)
+//! fake-agent --script FILE … -p PROMPT                          (Gemini: `-p` without
+//!                                                                `--input-format`)
+//! ```
+//!
+//! The prompt (or the resumed message) is the user turn `by_prompt` rules match.
+//!
+//! In Claude's mode it prints `system/init`, then runs the script's steps, one JSON object a
+//! line:
 //!
 //! | step | what it does |
 //! |---|---|
@@ -24,6 +37,7 @@
 //! | `{"exit": N}` | exits with code N at once (a crash with no result) |
 //! | `{"teammate": true}` | from now on, answers a turn holding a `shutdown_request` by approving it |
 //! | `{"by_prompt": [{"if": "…", "steps": […]}, …]}` | runs the steps of the first rule whose `if` is in the last user turn read (`""` matches any) |
+//! | `{"reconnect_loop": {"every_ms": N}}` | prints Codex's top-level `{"type":"error","message":"Reconnecting... n/5 (…)"}` every N ms, for ever (its model endpoint is gone) |
 //!
 //! When the script is done it keeps reading user lines until stdin closes, answering each with
 //! `echo: {message}` (a text and a `success` result). After a `teammate` step, a turn that
@@ -80,6 +94,12 @@ fn run() -> Result<u8, String> {
         teammate: false,
         last_user: String::new(),
     };
+    if let Some(prompt) = argument_prompt(&args) {
+        // Codex's or Gemini's command line: the script says everything that is printed.
+        agent.last_user = prompt;
+        let script = flag("--script").ok_or("missing --script FILE")?;
+        return agent.run_script(&script);
+    }
     agent.emit(
         &json!({"type": "system", "subtype": "init", "session_id": agent.session_id,
         "model": flag("--model").unwrap_or_else(|| "fake-model".into()), "tools": ["Bash", "Read"],
@@ -161,10 +181,38 @@ impl Agent {
             return Ok(Some(u8::try_from(code).unwrap_or(1)));
         } else if let Some(rules) = get("by_prompt").and_then(Value::as_array) {
             return self.by_prompt(rules);
+        } else if let Some(every) = get("reconnect_loop") {
+            let every_ms = every.get("every_ms").and_then(Value::as_u64).unwrap_or(10);
+            self.reconnect_loop(Duration::from_millis(every_ms))?;
         } else {
             return Err(format!("unknown step {step}"));
         }
         Ok(None)
+    }
+
+    /// Runs a script's steps (Codex's and Gemini's modes: nothing else is printed), then exits.
+    fn run_script(&mut self, script: &str) -> Result<u8, String> {
+        let text = std::fs::read_to_string(script).map_err(|e| format!("{script}: {e}"))?;
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let step: Value =
+                serde_json::from_str(line).map_err(|e| format!("bad step {line}: {e}"))?;
+            if let Some(code) = self.step(&step)? {
+                return Ok(code);
+            }
+        }
+        Ok(0)
+    }
+
+    /// What `codex exec --json` prints while its model endpoint is unreachable: a top-level
+    /// error for each attempt, for ever (until the process is killed).
+    fn reconnect_loop(&mut self, every: Duration) -> Result<(), String> {
+        for attempt in (1..=5).cycle() {
+            self.emit(&json!({"type": "error", "message": format!(
+                "Reconnecting... {attempt}/5 (stream disconnected before completion: error \
+                 sending request for url (http://127.0.0.1:9/v1/responses))")}))?;
+            std::thread::sleep(every);
+        }
+        Ok(())
     }
 
     /// Runs the steps of the first rule matching the last user turn.
@@ -261,6 +309,20 @@ fn spawn(command: &str, pid_file: Option<&str>) -> Result<(), String> {
         std::fs::write(path, child.id().to_string()).map_err(|e| format!("{path}: {e}"))?;
     }
     Ok(())
+}
+
+/// The prompt of a Codex (`--json … PROMPT`, `--json … resume THREAD MESSAGE`) or Gemini
+/// (`-p PROMPT` without `--input-format`) command line; `None` for Claude's.
+fn argument_prompt(args: &[String]) -> Option<String> {
+    let has = |name: &str| args.iter().any(|a| a == name);
+    if has("--json") {
+        return args.last().cloned();
+    }
+    if has("-p") && !has("--input-format") {
+        let at = args.iter().position(|a| a == "-p")?;
+        return args.get(at + 1).cloned();
+    }
+    None
 }
 
 /// The `request_id` of a team `shutdown_request` in a user turn, if it holds one.

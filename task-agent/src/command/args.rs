@@ -62,12 +62,21 @@ pub(crate) fn plan(
             })
         }
         CliFormat::Codex => {
-            if resume.is_some() {
-                return Err(AgentError::ResumeUnsupported("codex"));
-            }
-            ensure(&mut args, &["--json"], &["--json"]);
+            // `codex exec`'s own flags go before its `resume` subcommand.
+            ensure(&mut args, &["--json"], &["--json", "--experimental-json"]);
+            // Headless outside a git repository Codex refuses to start without it.
+            ensure(
+                &mut args,
+                &["--skip-git-repo-check"],
+                &["--skip-git-repo-check"],
+            );
             push_model(&mut args, "--model", model);
-            args.push(spec.prompt.clone().into());
+            match resume {
+                Some((thread_id, message)) => {
+                    args.extend(["resume".into(), thread_id.into(), message.into()]);
+                }
+                None => args.push(spec.prompt.clone().into()),
+            }
             Ok(LaunchPlan {
                 args,
                 first_turn: None,
@@ -82,6 +91,9 @@ pub(crate) fn plan(
                 &["--output-format", "stream-json"],
                 &["--output-format", "-o"],
             );
+            // Headless, Gemini offers no shell tool (and runs no edit) unless tools are
+            // approved up front; an explicit `--approval-mode` is left as given.
+            ensure(&mut args, &["--yolo"], &["--yolo", "-y", "--approval-mode"]);
             push_model(&mut args, "--model", model);
             args.extend(["-p".into(), spec.prompt.clone().into()]);
             Ok(LaunchPlan {
@@ -159,19 +171,85 @@ mod tests {
     }
 
     #[test]
-    fn codex_and_gemini_take_the_prompt_as_an_argument() {
+    fn codex_and_gemini_take_the_prompt_as_an_argument_with_their_headless_flags() {
         let spec = AgentSpec::new("p; rm -rf /", "/t");
         let codex = plan(CliFormat::Codex, &["exec".into()], &spec, None).unwrap();
-        assert_eq!(strings(&codex.args), ["exec", "--json", "p; rm -rf /"]);
+        assert_eq!(
+            strings(&codex.args),
+            ["exec", "--json", "--skip-git-repo-check", "p; rm -rf /"]
+        );
         assert!(codex.first_turn.is_none());
         let gemini = plan(CliFormat::Gemini, &[], &spec, None).unwrap();
         assert_eq!(
             strings(&gemini.args),
-            ["--output-format", "stream-json", "-p", "p; rm -rf /"]
+            [
+                "--output-format",
+                "stream-json",
+                "--yolo",
+                "-p",
+                "p; rm -rf /"
+            ]
         );
         assert!(matches!(
-            plan(CliFormat::Codex, &[], &spec, Some(("s", "m"))),
+            plan(CliFormat::Gemini, &[], &spec, Some(("s", "m"))),
             Err(AgentError::ResumeUnsupported(_))
         ));
+    }
+
+    #[test]
+    fn flags_already_given_are_not_added_again() {
+        let spec = AgentSpec::new("go", "/t");
+        let given: Vec<OsString> = ["exec", "--skip-git-repo-check", "--json"]
+            .map(OsString::from)
+            .into();
+        let codex = plan(CliFormat::Codex, &given, &spec, None).unwrap();
+        assert_eq!(
+            strings(&codex.args),
+            ["exec", "--skip-git-repo-check", "--json", "go"]
+        );
+        let given: Vec<OsString> = ["-o", "stream-json", "--approval-mode", "auto_edit"]
+            .map(OsString::from)
+            .into();
+        let gemini = plan(CliFormat::Gemini, &given, &spec, None).unwrap();
+        assert_eq!(
+            strings(&gemini.args),
+            [
+                "-o",
+                "stream-json",
+                "--approval-mode",
+                "auto_edit",
+                "-p",
+                "go"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_codex_thread_is_resumed_with_exec_resume_and_the_message() {
+        let spec = AgentSpec {
+            model: Some("gpt-5".into()),
+            ..AgentSpec::new("first prompt", "/t")
+        };
+        let resumed = plan(
+            CliFormat::Codex,
+            &["exec".into()],
+            &spec,
+            Some(("01a2-thread", "and now this")),
+        )
+        .unwrap();
+        assert_eq!(
+            strings(&resumed.args),
+            [
+                "exec",
+                "--json",
+                "--skip-git-repo-check",
+                "--model",
+                "gpt-5",
+                "resume",
+                "01a2-thread",
+                "and now this"
+            ]
+        );
+        assert!(resumed.first_turn.is_none());
     }
 }

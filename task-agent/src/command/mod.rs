@@ -19,11 +19,14 @@ use crate::runner::{AgentRunner, AgentSession, AgentSpec};
 
 /// Runs an agent CLI that prints a JSON event stream (SPEC §15).
 ///
-/// The command is taken as given; the runner adds the flags its format needs when they are
-/// absent (for Claude `-p`, `--output-format stream-json`, `--verbose`,
-/// `--input-format stream-json`; for Codex `--json`; for Gemini `--output-format stream-json`)
-/// and passes the prompt the format's way (Claude: the first stream-json user line on stdin,
-/// which stays open for messages; Codex and Gemini: an argument, stdin closed).
+/// The command is taken as given; the runner adds the flags its format needs headless when
+/// they are absent (for Claude `-p`, `--output-format stream-json`, `--verbose`,
+/// `--input-format stream-json`; for Codex `--json`, `--skip-git-repo-check`; for Gemini
+/// `--output-format stream-json`, `--yolo`) and passes the prompt the format's way (Claude:
+/// the first stream-json user line on stdin, which stays open for messages; Codex and Gemini:
+/// an argument, stdin closed). A stopped Claude agent is resumed with `--resume SESSION`, a
+/// Codex one with `resume THREAD MESSAGE` after the given arguments (`codex exec … resume`);
+/// Gemini agents cannot be resumed.
 ///
 /// A runner made with [`CommandRunner::detecting`] adds nothing: it runs the command exactly as
 /// given (the prompt is part of it, stdin is closed) and learns the format from the first line
@@ -100,8 +103,12 @@ impl CommandRunner {
                 Box::new(crate::format::DetectingParser::default()),
             ),
         };
+        // A resumed Codex thread reports usage totals that include the earlier runs': its
+        // parser reads those runs' lines first (the transcript is the task's, appended to by
+        // every run), so that it reports only what the new run used.
+        let replay = resume.is_some() && self.format == Some(CliFormat::Codex);
         let session =
-            CommandSession::spawn(&self.program, plan, parser, spec, &self.config).await?;
+            CommandSession::spawn(&self.program, plan, parser, replay, spec, &self.config).await?;
         Ok(Box::new(session))
     }
 }
@@ -112,7 +119,8 @@ impl AgentRunner for CommandRunner {
         self.format.map_or("auto", CliFormat::as_str)
     }
 
-    /// Only Claude's stream-json input takes messages while the CLI runs.
+    /// Only Claude's stream-json input takes messages while the CLI runs (a stopped Codex agent
+    /// takes one by being resumed).
     fn accepts_messages(&self) -> bool {
         self.format == Some(CliFormat::Claude)
     }

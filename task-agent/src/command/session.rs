@@ -39,10 +39,13 @@ pub struct CommandSession {
 }
 
 impl CommandSession {
+    /// Spawns the CLI. `replay`: the parser first reads the transcript as it is (an earlier
+    /// run's lines), without reporting it, so that it knows the session's history.
     pub(crate) async fn spawn(
         program: &OsStr,
         plan: LaunchPlan,
         parser: Box<dyn LineParser>,
+        replay: bool,
         spec: &AgentSpec,
         config: &AgentConfig,
     ) -> Result<Self, AgentError> {
@@ -53,6 +56,8 @@ impl CommandSession {
         let start_offset = std::fs::metadata(&spec.transcript)
             .map(|m| m.len())
             .map_err(|e| task_output::OutputError::from_io(&spec.transcript, e))?;
+        // Before the spawn, so that nothing the new run writes is replayed.
+        let tail = new_tail(spec, parser, replay, start_offset, config);
         let mut command = Command::new(program);
         if spec.replace_env {
             command.env_clear();
@@ -93,13 +98,6 @@ impl CommandSession {
             };
             let _ = exit_tx.send(Some(code));
         });
-        let tail = TranscriptTail::new(
-            &spec.transcript,
-            start_offset,
-            parser,
-            config.max_read_bytes,
-            config.max_line_bytes,
-        );
         let mut session = CommandSession {
             tail,
             stdin,
@@ -225,6 +223,36 @@ impl Drop for CommandSession {
             signal_group(self.pgid, Signal::KILL);
         }
     }
+}
+
+/// The tail of the transcript from `start_offset`, its parser having read what comes before
+/// when `replay`.
+fn new_tail(
+    spec: &AgentSpec,
+    parser: Box<dyn LineParser>,
+    replay: bool,
+    start_offset: u64,
+    config: &AgentConfig,
+) -> TranscriptTail {
+    let tail = |offset, parser| {
+        TranscriptTail::new(
+            &spec.transcript,
+            offset,
+            parser,
+            config.max_read_bytes,
+            config.max_line_bytes,
+        )
+    };
+    if !replay {
+        return tail(start_offset, parser);
+    }
+    let mut replayed = tail(0, parser);
+    if let Err(error) = replayed.replay() {
+        tracing::warn!(%error, "agent transcript not replayed: its earlier usage may count again");
+    }
+    // Whatever was read, the run is followed from where it starts.
+    replayed.restart_at(start_offset);
+    replayed
 }
 
 /// The exit code: its own, or 128 + the signal that ended it.

@@ -1,25 +1,40 @@
-//! OpenAI Codex's `codex exec --json` events (SPEC §15; openai/codex `exec_events.rs`).
+//! OpenAI Codex's `codex exec --json` events (SPEC §15; openai/codex `exec_events.rs`; checked
+//! against recordings of the real CLI, `tests/fixtures/codex-cli/`).
 
 use std::collections::HashSet;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use task_core::MessageUsage;
 
+use super::totals::Totals;
 use super::{LineError, LineParser};
 use crate::event::{AgentEvent, ToolUse, TurnOutcome};
 
-/// Parses `codex exec --json` lines: `thread.started`, `turn.completed|failed`, `item.*`.
+/// Parses `codex exec --json` lines: `thread.started`, `turn.completed|failed`, `item.*`,
+/// `error`.
 ///
-/// Codex reports a tool as an item (`command_execution`, `mcp_tool_call`, `file_change`,
-/// `web_search`); the turn's result is its last `agent_message`, since `turn.completed` carries
-/// only usage.
+/// - Codex reports a tool as an item (`command_execution`, `mcp_tool_call`, `file_change`,
+///   `web_search`); a command that exits non-zero (`exit_code`, `status: failed`) is a failed
+///   tool use. Shell commands arrive wrapped (`/bin/bash -lc "…"`): the activity shows the
+///   command inside.
+/// - The turn's result is its last `agent_message`, since `turn.completed` carries only usage.
+/// - `turn.completed.usage` is the **thread's running total** over every model request (after
+///   `codex exec resume`, the resumed run's totals include the earlier run's): each report is
+///   turned into the usage since the previous report of the same thread
+///   ([`AgentEvent::Usage`]). A turn of several model requests is one report, so its input is
+///   the sum of those requests' inputs: Codex prints nothing finer.
+/// - A top-level `error` line (`Reconnecting… n/m (…)`, a refused request) is an
+///   [`AgentEvent::Error`]; `turn.failed` ends the turn with an error.
 #[derive(Debug, Clone, Default)]
 pub struct CodexParser {
     /// Tool items seen starting and not yet completed.
     open_items: HashSet<String>,
     /// The text of the turn's latest agent message.
     last_message: Option<String>,
+    /// The thread the usage totals belong to.
+    thread_id: Option<String>,
+    /// The previous `turn.completed` totals of that thread.
+    totals: Totals,
 }
 
 #[derive(Deserialize)]
@@ -34,8 +49,13 @@ struct Line {
     usage: Option<Usage>,
     #[serde(default)]
     error: Option<Value>,
+    #[serde(default)]
+    message: Option<Value>,
 }
 
+/// `turn.completed.usage`. `input_tokens` already holds `cached_input_tokens` (OpenAI's
+/// accounting) and `output_tokens` the reasoning tokens (`reasoning_output_tokens` is a part of
+/// it), so neither breakdown is added again.
 #[derive(Deserialize)]
 struct Usage {
     #[serde(default)]
@@ -61,6 +81,11 @@ impl LineParser for CodexParser {
         match line.kind.as_str() {
             "thread.started" => {
                 if let Some(session_id) = line.thread_id {
+                    // A resumed thread goes on counting; another thread starts from zero.
+                    if self.thread_id.as_deref() != Some(session_id.as_str()) {
+                        self.totals.reset();
+                        self.thread_id = Some(session_id.clone());
+                    }
                     out.push(AgentEvent::Init {
                         session_id,
                         model: None,
@@ -69,18 +94,22 @@ impl LineParser for CodexParser {
             }
             "turn.started" => self.last_message = None,
             "turn.completed" => {
-                if let Some(usage) = line.usage {
-                    // `cached_input_tokens` is part of `input_tokens` in OpenAI's accounting.
-                    out.push(AgentEvent::Usage(MessageUsage {
-                        input_tokens: usage.input_tokens,
-                        output_tokens: usage.output_tokens,
-                        ..MessageUsage::default()
-                    }));
+                if let Some(usage) = line.usage
+                    && let Some(since) = self.totals.since(usage.input_tokens, usage.output_tokens)
+                {
+                    out.push(AgentEvent::Usage(since));
                 }
                 out.push(AgentEvent::TurnEnded(TurnOutcome::Success {
                     result: self.last_message.take(),
                 }));
             }
+            "error" => out.push(AgentEvent::Error {
+                message: line
+                    .message
+                    .as_ref()
+                    .and_then(error_message)
+                    .unwrap_or_else(|| "unknown error".into()),
+            }),
             "turn.failed" => out.push(AgentEvent::TurnEnded(TurnOutcome::Error {
                 kind: "turn.failed".into(),
                 message: line.error.as_ref().and_then(error_message),
@@ -147,9 +176,17 @@ fn str_field<'a>(item: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
 }
 
 /// The tool's input in the names the activity texts use (`command`, `file_path`, `query`).
+/// A command Codex wrapped in a shell (`/bin/bash -lc "…"`) is given as the command inside,
+/// the whole line as `shell_command`.
 fn tool_use(id: &str, name: &str, item: &Map<String, Value>) -> ToolUse {
     let input = match name {
-        "Bash" => json!({ "command": item.get("command").cloned().unwrap_or(Value::Null) }),
+        "Bash" => match item.get("command") {
+            Some(Value::String(line)) => match unwrap_shell(line) {
+                Some(inner) => json!({ "command": inner, "shell_command": line }),
+                None => json!({ "command": line }),
+            },
+            other => json!({ "command": other.cloned().unwrap_or(Value::Null) }),
+        },
         "Edit" => {
             let path = item
                 .get("changes")
@@ -169,6 +206,46 @@ fn tool_use(id: &str, name: &str, item: &Map<String, Value>) -> ToolUse {
     }
 }
 
+/// The command inside `SHELL -lc ARG` / `SHELL -c ARG` (SHELL `bash`, `sh`, `zsh` or `dash`,
+/// by name or path), with one level of quoting of ARG removed; `None` when `line` is not of
+/// that form or ARG is more than one plain quoted string or word.
+fn unwrap_shell(line: &str) -> Option<String> {
+    let (shell, rest) = line.split_once(' ')?;
+    let name = shell.rsplit('/').next()?;
+    if !matches!(name, "bash" | "sh" | "zsh" | "dash") {
+        return None;
+    }
+    let arg = rest
+        .strip_prefix("-lc ")
+        .or_else(|| rest.strip_prefix("-c "))?
+        .trim();
+    if let Some(inner) = arg.strip_prefix('\'').and_then(|a| a.strip_suffix('\'')) {
+        return (!inner.contains('\'')).then(|| inner.to_owned());
+    }
+    if let Some(inner) = arg.strip_prefix('"').and_then(|a| a.strip_suffix('"')) {
+        let mut out = String::with_capacity(inner.len());
+        let mut chars = inner.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some(next @ ('"' | '\\' | '$' | '`')) => out.push(next),
+                    Some(next) => {
+                        out.push('\\');
+                        out.push(next);
+                    }
+                    None => return None,
+                },
+                '"' => return None,
+                c => out.push(c),
+            }
+        }
+        return Some(out);
+    }
+    // Unquoted, it is one word (more words would be the shell's `$0`, `$1`, …).
+    let plain = !arg.is_empty() && !arg.contains(['\'', '"', '\\', ' ', '\t', '\n']);
+    plain.then(|| arg.to_owned())
+}
+
 fn error_message(error: &Value) -> Option<String> {
     match error {
         Value::String(s) => Some(s.clone()),
@@ -177,5 +254,35 @@ fn error_message(error: &Value) -> Option<String> {
             .and_then(Value::as_str)
             .map(str::to_owned),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unwrap_shell;
+
+    #[test]
+    fn shell_wrapped_commands_are_unwrapped_once() {
+        let unwrap = |s: &str| unwrap_shell(s);
+        assert_eq!(
+            unwrap(r#"/bin/bash -lc "echo hi; printf 'files: '; ls | wc -l""#).as_deref(),
+            Some("echo hi; printf 'files: '; ls | wc -l")
+        );
+        assert_eq!(
+            unwrap("/bin/bash -lc 'echo failing >&2; exit 3'").as_deref(),
+            Some("echo failing >&2; exit 3")
+        );
+        assert_eq!(unwrap("bash -lc ls").as_deref(), Some("ls"));
+        assert_eq!(
+            unwrap(r#"sh -c "say \"hi\" \$HOME""#).as_deref(),
+            Some(r#"say "hi" $HOME"#)
+        );
+        assert_eq!(
+            unwrap(r"bash -lc 'a'\''b'"),
+            None,
+            "more than one quoted string"
+        );
+        assert_eq!(unwrap("python -c 'print(1)'"), None);
+        assert_eq!(unwrap("ls -la"), None);
     }
 }

@@ -1,19 +1,48 @@
-//! Gemini CLI's `--output-format stream-json` events (SPEC §15).
+//! Gemini CLI's `--output-format stream-json` events (SPEC §15; checked against recordings of
+//! the real CLI, `tests/fixtures/gemini-cli/`).
+
+use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde_json::Value;
-use task_core::MessageUsage;
 
+use super::totals::Totals;
 use super::{LineError, LineParser};
 use crate::event::{AgentEvent, ToolUse, TurnOutcome};
 
-/// Parses Gemini CLI stream-json lines: `init`, `message`, `tool_use`, `tool_result`, `result`.
+/// The name of Gemini CLI's shell tool.
+const SHELL_TOOL: &str = "run_shell_command";
+
+/// Parses Gemini CLI stream-json lines: `init`, `message`, `tool_use`, `tool_result`, `error`,
+/// `result`.
 ///
-/// Assistant messages may arrive as deltas; the turn's result is their concatenation since
-/// the last user message. Usage comes once, in the `result`'s `stats`.
+/// - Assistant text arrives as fragments (`"delta": true`; one sentence may be split over
+///   several lines): the fragments of one message are joined and the message is one
+///   [`AgentEvent::Text`], emitted when something else follows it (a tool use, the result, …,
+///   or the end of the stream: [`LineParser::finish`]). The turn's result is its **last**
+///   message, not every text of the turn.
+/// - A tool's `status` is `error` only when the tool itself failed; a shell command that exits
+///   non-zero is reported `success`. When the command printed nothing, Gemini's text for it
+///   says so (`Command exited with code: N`, `Command terminated by signal: …`, `Command
+///   failed: …`; with `--debug`, `Exit Code: N` after `Output: …`), and that is a failed tool
+///   use. A failing command that printed output looks exactly like a successful one in the
+///   stream (its exit code is nowhere in it): it cannot be told apart.
+/// - `result.stats` holds the **run's totals** (every model request of the process, the model
+///   router's included): it is turned into the usage since the previous report of the same
+///   process ([`AgentEvent::Usage`]); each `init` (a new process) starts from zero. A run of
+///   several model requests is one report, so its input is the sum of those requests' inputs:
+///   Gemini prints nothing finer.
+/// - An `error` event is an [`AgentEvent::Error`].
 #[derive(Debug, Clone, Default)]
 pub struct GeminiParser {
-    reply: String,
+    /// The fragments of the assistant message being received.
+    fragments: String,
+    /// The last whole assistant message since the last user message.
+    last_message: Option<String>,
+    /// The tools started and not finished yet, by id: their names.
+    open_tools: HashMap<String, String>,
+    /// The previous `result.stats` totals of this process.
+    totals: Totals,
 }
 
 #[derive(Deserialize)]
@@ -29,6 +58,8 @@ struct Line {
     #[serde(default)]
     content: Option<String>,
     #[serde(default)]
+    delta: bool,
+    #[serde(default)]
     tool_name: Option<String>,
     #[serde(default)]
     tool_id: Option<String>,
@@ -37,11 +68,16 @@ struct Line {
     #[serde(default)]
     status: Option<String>,
     #[serde(default)]
+    output: Option<Value>,
+    #[serde(default)]
+    message: Option<Value>,
+    #[serde(default)]
     error: Option<Value>,
     #[serde(default)]
     stats: Option<Stats>,
 }
 
+/// `result.stats`: `input_tokens` already holds the `cached` ones.
 #[derive(Deserialize)]
 struct Stats {
     #[serde(default)]
@@ -55,6 +91,8 @@ impl LineParser for GeminiParser {
         let line: Line = serde_json::from_slice(line)?;
         match line.kind.as_str() {
             "init" => {
+                self.end_message(out);
+                self.totals.reset();
                 if let Some(session_id) = line.session_id {
                     out.push(AgentEvent::Init {
                         session_id,
@@ -62,9 +100,11 @@ impl LineParser for GeminiParser {
                     });
                 }
             }
-            "message" => self.message(line.role.as_deref(), line.content, out),
+            "message" => self.message(line.role.as_deref(), line.content, line.delta, out),
             "tool_use" => {
+                self.end_message(out);
                 if let (Some(id), Some(name)) = (line.tool_id, line.tool_name) {
+                    self.open_tools.insert(id.clone(), name.clone());
                     out.push(AgentEvent::ToolStarted(ToolUse {
                         id,
                         name,
@@ -73,60 +113,144 @@ impl LineParser for GeminiParser {
                 }
             }
             "tool_result" => {
+                self.end_message(out);
                 if let Some(id) = line.tool_id {
-                    let is_error = line.status.as_deref() != Some("success");
+                    let name = self.open_tools.remove(&id);
+                    let is_error = line.status.as_deref() != Some("success")
+                        || (name.as_deref() == Some(SHELL_TOOL)
+                            && line
+                                .output
+                                .as_ref()
+                                .and_then(Value::as_str)
+                                .is_some_and(shell_failed));
                     out.push(AgentEvent::ToolFinished { id, is_error });
                 }
+            }
+            "error" => {
+                self.end_message(out);
+                let message = line
+                    .message
+                    .as_ref()
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .or_else(|| error_parts(line.error.as_ref()).1)
+                    .unwrap_or_else(|| "unknown error".into());
+                out.push(AgentEvent::Error { message });
             }
             "result" => self.result(line, out),
             _ => {}
         }
         Ok(())
     }
+
+    fn finish(&mut self, out: &mut Vec<AgentEvent>) {
+        self.end_message(out);
+    }
 }
 
 impl GeminiParser {
-    fn message(&mut self, role: Option<&str>, content: Option<String>, out: &mut Vec<AgentEvent>) {
+    fn message(
+        &mut self,
+        role: Option<&str>,
+        content: Option<String>,
+        delta: bool,
+        out: &mut Vec<AgentEvent>,
+    ) {
         match (role, content) {
+            (Some("assistant"), Some(text)) if delta => self.fragments.push_str(&text),
             (Some("assistant"), Some(text)) => {
-                self.reply.push_str(&text);
+                self.end_message(out);
+                self.last_message = Some(text.clone());
                 out.push(AgentEvent::Text(text));
             }
-            (Some("user"), _) => self.reply.clear(),
+            (Some("user"), _) => {
+                self.end_message(out);
+                self.last_message = None;
+            }
             _ => {}
         }
     }
 
-    fn result(&mut self, line: Line, out: &mut Vec<AgentEvent>) {
-        if let Some(stats) = line.stats {
-            out.push(AgentEvent::Usage(MessageUsage {
-                input_tokens: stats.input_tokens,
-                output_tokens: stats.output_tokens,
-                ..MessageUsage::default()
-            }));
+    /// The fragments received so far are one whole message.
+    fn end_message(&mut self, out: &mut Vec<AgentEvent>) {
+        if self.fragments.is_empty() {
+            return;
         }
-        let reply = std::mem::take(&mut self.reply);
+        let text = std::mem::take(&mut self.fragments);
+        self.last_message = Some(text.clone());
+        out.push(AgentEvent::Text(text));
+    }
+
+    fn result(&mut self, line: Line, out: &mut Vec<AgentEvent>) {
+        self.end_message(out);
+        if let Some(stats) = line.stats
+            && let Some(since) = self.totals.since(stats.input_tokens, stats.output_tokens)
+        {
+            out.push(AgentEvent::Usage(since));
+        }
+        let last = self.last_message.take();
         let outcome = if line.status.as_deref() == Some("success") {
-            TurnOutcome::Success {
-                result: (!reply.is_empty()).then_some(reply),
-            }
+            TurnOutcome::Success { result: last }
         } else {
             let (kind, message) = error_parts(line.error.as_ref());
-            TurnOutcome::Error { kind, message }
+            TurnOutcome::Error {
+                kind: kind.unwrap_or_else(|| "error".into()),
+                message,
+            }
         };
         out.push(AgentEvent::TurnEnded(outcome));
     }
 }
 
-fn error_parts(error: Option<&Value>) -> (String, Option<String>) {
+/// Whether the output Gemini shows for a shell command says it failed. Gemini shows the
+/// command's output when there is any, else one of these lines (its shell tool's
+/// `returnDisplay`); with `--debug` it shows the text the model gets, `Output: …` then
+/// `Exit Code: N` among other lines.
+fn shell_failed(output: &str) -> bool {
+    let text = output.trim_start();
+    let nonzero = |code: &str| code.trim().parse::<i64>().is_ok_and(|c| c != 0);
+    if let Some(code) = text.strip_prefix("Command exited with code: ") {
+        return nonzero(code);
+    }
+    if text.starts_with("Command terminated by signal: ") || text.starts_with("Command failed: ") {
+        return true;
+    }
+    text.starts_with("Output: ")
+        && text
+            .lines()
+            .filter_map(|line| line.strip_prefix("Exit Code: "))
+            .any(nonzero)
+}
+
+/// The `type` and `message` of an error object.
+fn error_parts(error: Option<&Value>) -> (Option<String>, Option<String>) {
     let field = |key: &str| {
         error
             .and_then(|e| e.get(key))
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
-    (
-        field("type").unwrap_or_else(|| "error".into()),
-        field("message"),
-    )
+    (field("type"), field("message"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_failed;
+
+    #[test]
+    fn a_shell_failure_is_read_from_what_gemini_shows_when_there_is_no_output() {
+        assert!(shell_failed("Command exited with code: 3"));
+        assert!(!shell_failed("Command exited with code: 0"));
+        assert!(shell_failed("Command terminated by signal: SIGTERM"));
+        assert!(shell_failed("Command failed: spawn /bin/bash ENOENT"));
+        assert!(shell_failed(
+            "Output: failing on purpose\nExit Code: 3\nProcess Group PGID: 12"
+        ));
+        assert!(!shell_failed("Output: fine\nProcess Group PGID: 12"));
+        assert!(!shell_failed("failing on purpose"));
+        assert!(
+            !shell_failed("the log said\nExit Code: 3"),
+            "only Gemini's own form"
+        );
+    }
 }

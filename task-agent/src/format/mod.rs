@@ -3,10 +3,17 @@
 //! Each parser turns one line into zero or more [`AgentEvent`]s. A line of a type the parser
 //! does not use yields nothing; a line that is not a JSON object is a [`LineError`], which
 //! callers log and skip: neither is ever fatal.
+//!
+//! A parser keeps what it needs across lines: the fragments of a message not finished yet
+//! (Gemini; [`LineParser::finish`] gives the last one when the stream ends), and the usage
+//! totals reported so far. Codex and Gemini report running totals, not one request's usage;
+//! their parsers emit the difference from the previous report ([`CodexParser`],
+//! [`GeminiParser`]), so [`AgentEvent::Usage`] is always "used since the last usage event".
 
 mod claude;
 mod codex;
 mod gemini;
+mod totals;
 
 use std::fmt;
 use std::str::FromStr;
@@ -24,6 +31,11 @@ pub trait LineParser: Send {
     /// # Errors
     /// [`LineError`] when the line is not a JSON object with a `type`; `out` is unchanged.
     fn parse_line(&mut self, line: &[u8], out: &mut Vec<AgentEvent>) -> Result<(), LineError>;
+
+    /// The stream ended (the CLI exited): appends the events of what the parser still holds,
+    /// such as an assistant message whose fragments were not followed by anything else. The
+    /// default holds nothing.
+    fn finish(&mut self, _out: &mut Vec<AgentEvent>) {}
 }
 
 /// Why a line could not be read. Never fatal: the line stays in the transcript and is skipped.
@@ -45,9 +57,9 @@ pub enum CliFormat {
     /// Claude Code: `claude -p … --output-format stream-json --verbose`.
     #[default]
     Claude,
-    /// OpenAI Codex: `codex exec --json …`.
+    /// OpenAI Codex: `codex exec --json --skip-git-repo-check …`.
     Codex,
-    /// Gemini CLI: `gemini -p … --output-format stream-json`.
+    /// Gemini CLI: `gemini --output-format stream-json --yolo -p …`.
     Gemini,
 }
 
@@ -124,6 +136,12 @@ impl LineParser for DetectingParser {
             None => serde_json::from_slice::<serde::de::IgnoredAny>(line)
                 .map(drop)
                 .map_err(LineError::from),
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<AgentEvent>) {
+        if let Some(parser) = &mut self.inner {
+            parser.finish(out);
         }
     }
 }
