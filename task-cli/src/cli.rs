@@ -297,6 +297,10 @@ pub struct WaitArgs {
     /// Give up after this long (`30s`, `5m`; a bare number is milliseconds; exit 124).
     #[arg(long, value_name = "DURATION", value_parser = task_session::config::parse_duration_ms)]
     pub timeout: Option<u64>,
+    /// Leave the completions for `tasks notifications` (or an MCP server) to deliver, instead
+    /// of delivering those this command reports.
+    #[arg(long)]
+    pub no_deliver: bool,
 }
 
 /// Start a task again (same command, directory and options) under a new id.

@@ -107,7 +107,7 @@ fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
     };
     let id = session.start::<ShellExecutor>(start, caller)?;
     if args.wait && crate::stream_cmd::streams(args.follow, args.for_model, json) {
-        return crate::stream_cmd::follow_then_summarize(session, &[id]);
+        return crate::stream_cmd::follow_then_summarize(session, &[id], true);
     }
     started(session, id, args.wait, json)
 }
@@ -159,7 +159,7 @@ pub(crate) fn wait_and_report(session: &Session, id: TaskId, json: bool) -> Resu
 fn restart(session: &Session, args: &crate::cli::RestartArgs, json: bool) -> Result<u8> {
     let id = session.restart(&Session::parse_id(&args.id)?)?;
     if args.wait && crate::stream_cmd::streams(false, false, json) {
-        return crate::stream_cmd::follow_then_summarize(session, &[id]);
+        return crate::stream_cmd::follow_then_summarize(session, &[id], true);
     }
     started(session, id, args.wait, json)
 }
@@ -373,7 +373,7 @@ fn wait_with_spinner(
 fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
     let ids = parse_ids(&args.ids)?;
     if args.follow && !json {
-        return crate::stream_cmd::follow_then_summarize(session, &ids);
+        return crate::stream_cmd::follow_then_summarize(session, &ids, !args.no_deliver);
     }
     let outcome = wait_with_spinner(session, &ids, args.timeout.map(Duration::from_millis), json)?;
     let (tasks, code) = match &outcome {
@@ -386,9 +386,10 @@ fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
     // The completions it reports are delivered, as `run --wait` delivers its task's: claimed,
     // printed, then marked (a `wait` killed before it printed leaves them deliverable).
     let mut leased = Leased::new(session.paths());
-    for task in tasks {
+    for task in tasks.iter().filter(|_| !args.no_deliver) {
         leased.extend(session.lease_completion(task)?);
     }
+    leased.record()?;
     let delivered = |id: TaskId| leased.notices().find(|n| n.task_id() == id);
     let text = if json {
         let items: Vec<_> = tasks
@@ -421,7 +422,7 @@ fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
         .map(|()| true)
         .or_else(ignore_closed_pipe)?
     {
-        leased.commit()?;
+        leased.mark_delivered();
     }
     Ok(code)
 }

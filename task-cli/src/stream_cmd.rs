@@ -75,19 +75,22 @@ pub fn streams(follow: bool, for_model: bool, json: bool) -> bool {
 }
 
 /// Streams the output of each of `ids` in turn until it ended, then prints one summary line
-/// per task on stderr; claims their completions (the person saw them). Returns the exit
-/// status `wait` gives.
-pub fn follow_then_summarize(session: &Session, ids: &[TaskId]) -> Result<u8> {
+/// per task on stderr; delivers their completions with it (the person saw them) when
+/// `deliver`. Returns the exit status `wait` gives.
+pub fn follow_then_summarize(session: &Session, ids: &[TaskId], deliver: bool) -> Result<u8> {
     let mut code = 0;
     for id in ids {
         crate::commands::follow(session, id, 0, task_output::read::DEFAULT_MAX_READ_BYTES)?;
         let task = session.task(id)?;
         // The person saw it end: its completion is delivered with the summary line.
         let line = summary(&task);
-        let said = session.deliver_completion(&task, |_| {
-            render::warn_plain(&line);
-            Ok(())
-        })?;
+        let said = match deliver {
+            true => session.deliver_completion(&task, |_| {
+                render::warn_plain(&line);
+                Ok(())
+            })?,
+            false => None,
+        };
         if said.is_none() {
             render::warn_plain(&line);
         }

@@ -97,7 +97,10 @@ fn an_agent_runs_to_its_result_and_a_message_resumes_it_under_the_same_id() {
     // A message to the stopped agent, by name, resumes it under the same id.
     let sent = sandbox.ok(&["send", "counter", "and now?"]);
     assert!(sent.contains("resumed it in the background"), "{sent}");
-    assert_eq!(sandbox.run(&["wait", &id]).status.code(), Some(0));
+    assert_eq!(
+        sandbox.run(&["wait", "--no-deliver", &id]).status.code(),
+        Some(0)
+    );
     let again = sandbox.ok(&["notifications"]);
     assert!(
         again.contains(&format!("<task-id>{id}</task-id>")),
@@ -126,7 +129,10 @@ fn a_message_sent_while_the_agent_works_is_its_next_turn() {
     let sent = sandbox.ok(&["send", &id, "also this"]);
     assert!(sent.contains("queued"), "{sent}");
     std::fs::write(&go, "").unwrap();
-    assert_eq!(sandbox.run(&["wait", &id]).status.code(), Some(0));
+    assert_eq!(
+        sandbox.run(&["wait", "--no-deliver", &id]).status.code(),
+        Some(0)
+    );
     let done = sandbox.listed(&id);
     assert_eq!(done["kind"]["agent"]["result"], "echo: also this", "{done}");
     let notices = sandbox.ok(&["notifications"]);

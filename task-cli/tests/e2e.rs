@@ -213,7 +213,7 @@ fn each_completion_is_delivered_exactly_once_when_two_readers_race() {
     let ids: Vec<String> = (0..8)
         .map(|i| sandbox.start(&format!("exit {}", i % 2)))
         .collect();
-    let mut args = vec!["wait"];
+    let mut args = vec!["wait", "--no-deliver"];
     args.extend(ids.iter().map(String::as_str));
     sandbox.run(&args);
     let readers: Vec<_> = (0..4)
@@ -513,7 +513,7 @@ fn monitor_lines_become_next_priority_events_before_the_completion() {
         .trim()
         .to_owned();
     assert!(id.starts_with('m'), "{id}");
-    sandbox.ok(&["wait", &id]);
+    sandbox.ok(&["wait", "--no-deliver", &id]);
     let notices: Vec<Value> = sandbox
         .ok(&["notifications", "--json"])
         .lines()

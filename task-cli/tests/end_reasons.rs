@@ -67,8 +67,8 @@ impl Fixture {
 
     /// Everything every front end says about the ended task `id`.
     async fn views(&self, id: &str) -> Views {
-        let (wait_code, wait_text) = self.cli(&["wait", id]).await;
-        let (_, wait_json) = self.cli(&["wait", id, "--json"]).await;
+        let (wait_code, wait_text) = self.cli(&["wait", "--no-deliver", id]).await;
+        let (_, wait_json) = self.cli(&["wait", "--no-deliver", id, "--json"]).await;
         let wait_json: Value = serde_json::from_str(&wait_json).unwrap();
         let (_, table) = self.cli(&["ps", "--all"]).await;
         let ps_line = table

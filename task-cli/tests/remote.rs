@@ -197,7 +197,7 @@ fn a_remote_agent_runs_to_one_completion_notification_and_its_sidecar_lives_whil
     assert_eq!(client.listed(&id)["status"], "running");
 
     touch(&gate);
-    let waited = client.run(&["wait", &id]);
+    let waited = client.run(&["wait", "--no-deliver", &id]);
     assert!(waited.status.success(), "{waited:?}");
     let notices = client.ok(&["notifications"]);
     assert_eq!(
@@ -247,7 +247,7 @@ fn a_message_sent_mid_run_reaches_the_remote_agent_and_its_answer_ends_the_task(
     let sent = client.ok(&["send", &id, "and one more thing"]);
     assert!(sent.contains("Message sent"), "{sent}");
     touch(&gate);
-    assert!(client.run(&["wait", &id]).status.success());
+    assert!(client.run(&["wait", "--no-deliver", &id]).status.success());
     let notices = client.ok(&["notifications"]);
     assert!(
         notices.contains("<result>echo: and one more thing</result>"),
@@ -312,7 +312,7 @@ fn a_client_supervisor_killed_mid_poll_resumes_from_its_cursor_and_completes_exa
 
     // Any request starts a new supervisor, which follows the task again from its cursor.
     client.ok(&["run", "--", "true"]);
-    assert!(client.run(&["wait", &id]).status.success());
+    assert!(client.run(&["wait", "--no-deliver", &id]).status.success());
     let task = client.listed(&id);
     assert_eq!(task["status"], "completed", "{task}");
     let events = logged_events(&client, &id);
@@ -498,7 +498,7 @@ fn a_wrong_token_fails_the_remote_task_at_once_with_a_clear_reason() {
         "hello",
     ]);
     let id = id.trim();
-    let waited = client.run(&["wait", id]);
+    let waited = client.run(&["wait", "--no-deliver", id]);
     assert!(!waited.status.success());
     let task = client.listed(id);
     assert_eq!(task["status"], "failed", "{task}");
@@ -661,7 +661,7 @@ fn the_mcp_agent_tool_with_remote_isolation_starts_a_remote_agent_on_the_configu
         .unwrap_or_else(|| panic!("{started}"))
         .to_owned();
     assert!(id.starts_with('r'), "{id}");
-    assert!(client.run(&["wait", &id]).status.success());
+    assert!(client.run(&["wait", "--no-deliver", &id]).status.success());
     let notices = client.ok(&["notifications"]);
     assert!(notices.contains("<result>from afar</result>"), "{notices}");
     assert!(

@@ -258,7 +258,7 @@ fn a_second_kind_runs_through_the_unchanged_session_layer_and_the_real_cli() {
 
     // wait returns once it is released; its end reason and result are the executor's.
     std::fs::write(&release, "").unwrap();
-    let waited = sandbox.tasks(&["wait", id.as_str()]);
+    let waited = sandbox.tasks(&["wait", "--no-deliver", id.as_str()]);
     assert!(waited.status.success(), "{waited:?}");
     assert_eq!(
         String::from_utf8(waited.stdout).unwrap(),

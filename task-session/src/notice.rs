@@ -181,7 +181,7 @@ impl Claim {
 
 /// Notifications this process claimed under a lease and has not delivered yet.
 ///
-/// Write them out, then [`Leased::commit`]. Dropped without a commit (the write failed), they
+/// [`Leased::record`] them, write them out, then [`Leased::mark_delivered`]. Dropped without a commit (the write failed), they
 /// are given back at once; if this process dies first, they are deliverable again as soon as
 /// another reader sees that their holder is gone (or their lease ran out).
 #[derive(Debug)]
@@ -229,29 +229,38 @@ impl Leased {
         }
     }
 
-    /// Marks every claimed notification delivered, once it has been written out: appended to
-    /// `notifications.jsonl` (one `O_APPEND` write, so concurrent readers never interleave
-    /// inside a line), then latched. If the log cannot be written, every claim is given back
-    /// and the error returned: they stay deliverable.
-    pub fn commit(mut self) -> Result<Vec<Notice>> {
-        let claims = std::mem::take(&mut self.claims);
-        if claims.is_empty() {
-            return Ok(Vec::new());
+    /// Records the claimed notifications in `notifications.jsonl` (one `O_APPEND` write, so
+    /// concurrent readers never interleave inside a line), before they are written out. If the
+    /// log cannot be written, every claim is given back and the error returned: nothing is
+    /// written out, and they stay deliverable.
+    pub fn record(&mut self) -> Result<()> {
+        if self.claims.is_empty() {
+            return Ok(());
         }
-        if let Err(error) = append_to_log(&self.paths, claims.iter().map(|c| &c.notice)) {
-            for claim in claims {
+        append_to_log(&self.paths, self.notices()).inspect_err(|_| {
+            for claim in std::mem::take(&mut self.claims) {
                 claim.release(&self.paths);
             }
-            return Err(error);
-        }
-        Ok(claims
+        })
+    }
+
+    /// Marks every claimed notification delivered, once it has been recorded
+    /// ([`Leased::record`]) and written out.
+    pub fn mark_delivered(mut self) -> Vec<Notice> {
+        std::mem::take(&mut self.claims)
             .into_iter()
             .map(|claim| {
                 let notice = claim.notice.clone();
                 claim.commit(&self.paths);
                 notice
             })
-            .collect())
+            .collect()
+    }
+
+    /// Records and marks delivered at once, for a caller that keeps them in memory only.
+    pub fn commit(mut self) -> Result<Vec<Notice>> {
+        self.record()?;
+        Ok(self.mark_delivered())
     }
 }
 
@@ -268,8 +277,10 @@ impl Drop for Leased {
 /// warning naming it, moved to `events/delivered/`) and never costs the events claimed with it.
 pub fn claim_events(paths: &SessionPaths, holder: &Holder) -> Result<Leased> {
     let leased_dir = paths.leased_events();
+    // A session made before leases has no `events/leased/`; one no supervisor ever started
+    // has no `events/` at all, and nothing to claim.
     match fs::DirBuilder::new().mode(0o700).create(&leased_dir) {
-        // A session made before leases: its supervisor predates them too.
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Leased::new(paths)),
         Err(e) if e.kind() != ErrorKind::AlreadyExists => {
             return Err(Error::io("create", leased_dir, e));
         }
@@ -404,9 +415,7 @@ pub fn claim_completion(
     for generation in 0..MAX_LEASE_GENERATIONS {
         let lease = paths.lease(id, notice.at_ms, generation);
         if !write_lease(&lease, holder, false)? {
-            let current = untrusted::read_file(&lease, 64)
-                .ok()
-                .and_then(|bytes| Holder::decode(&String::from_utf8_lossy(&bytes)));
+            let current = read_lease(&lease);
             if current.is_some_and(|current| !current.is_stale(now)) {
                 return Ok(None); // a live reader is delivering it
             }
@@ -436,37 +445,34 @@ pub fn completion_key(id: &TaskId, ended_ms: u64) -> String {
     format!("{id}@{ended_ms}")
 }
 
-/// Writes `holder` to `lease`: created only if absent (`replace` false; false if it exists),
-/// or replaced. Either way a reader sees the whole holder or none (written aside, then linked
-/// or renamed in).
+/// Writes `holder` as `lease`: created only if absent (`replace` false; false if it exists),
+/// or replaced (written aside, then renamed in). A lease is a symbolic link whose target is
+/// the holder, never followed: created whole in one call, and small enough to live in its
+/// inode, so leasing needs no data block and works on a full disk.
 fn write_lease(lease: &Path, holder: &Holder, replace: bool) -> Result<bool> {
-    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
-    let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed);
-    let aside = lease.with_extension(format!("{}.{sequence}.tmp", std::process::id()));
-    let mut file = private_file()
-        .write(true)
-        .create_new(true)
-        .open(&aside)
-        .map_err(|e| Error::io("create", &aside, e))?;
-    let written = file
-        .write_all(holder.encode().as_bytes())
-        .map_err(|e| Error::io("write", &aside, e));
-    let placed = written.and_then(|()| {
-        if replace {
-            return fs::rename(&aside, lease)
-                .map(|()| true)
-                .map_err(|e| Error::io("replace", lease, e));
-        }
-        match fs::hard_link(&aside, lease) {
+    let target = holder.encode();
+    if !replace {
+        return match std::os::unix::fs::symlink(&target, lease) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(false),
             Err(e) => Err(Error::io("create", lease, e)),
-        }
-    });
-    if !replace || placed.is_err() {
-        let _ = fs::remove_file(&aside);
+        };
     }
-    placed
+    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+    let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+    let aside = lease.with_extension(format!("{}.{sequence}.tmp", std::process::id()));
+    std::os::unix::fs::symlink(&target, &aside).map_err(|e| Error::io("create", &aside, e))?;
+    fs::rename(&aside, lease).map_err(|e| {
+        let _ = fs::remove_file(&aside);
+        Error::io("replace", lease, e)
+    })?;
+    Ok(true)
+}
+
+/// The holder a lease names, or `None` if it is not a lease (no holder: stale).
+fn read_lease(lease: &Path) -> Option<Holder> {
+    let target = fs::read_link(lease).ok()?;
+    Holder::decode(target.to_str()?)
 }
 
 /// Removes the lease files of a delivered (or removed) completion.

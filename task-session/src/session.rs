@@ -387,12 +387,14 @@ fn write_then_commit(
     leased: Leased,
     write_out: impl FnOnce(&[&Notice]) -> std::io::Result<()>,
 ) -> Result<Vec<Notice>> {
+    let mut leased = leased;
     if leased.is_empty() {
         return Ok(Vec::new());
     }
+    leased.record()?;
     let notices: Vec<&Notice> = leased.notices().collect();
     write_out(&notices).map_err(|e| Error::io("write out", "the notifications", e))?;
-    leased.commit()
+    Ok(leased.mark_delivered())
 }
 
 /// What a read of a missing output file from offset 0 returns.

@@ -136,7 +136,8 @@ pub(crate) async fn watch(
                 }
                 // Sent: now delivered (if this server dies first, they are delivered again).
                 if let Some(leased) = leased
-                    && let Err(error) = blocking(move || leased.commit()).await
+                    && let Err(error) =
+                        blocking(move || Ok::<_, CliError>(leased.mark_delivered())).await
                 {
                     tracing::warn!(%error, "pushed notifications not marked delivered");
                 }
@@ -220,7 +221,8 @@ impl Seen {
         let listing = session.tasks()?;
         let (notices, leased) = match context.delivery {
             Deliverer::Push => {
-                let leased = session.lease_notifications()?;
+                let mut leased = session.lease_notifications()?;
+                leased.record()?;
                 let notices = leased.notices().map(|n| (key_of(n), n.clone())).collect();
                 (notices, Some(leased))
             }

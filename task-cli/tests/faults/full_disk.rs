@@ -147,7 +147,7 @@ fn a_task_that_exits_while_the_disk_is_full_keeps_its_true_outcome() {
     // Past the idle timeout with the end unrecorded: the supervisor holds the truth and stays.
     assert_eq!(
         sandbox
-            .run(&["wait", &disk.ended, "--timeout", "300"])
+            .run(&["wait", "--no-deliver", &disk.ended, "--timeout", "300"])
             .code(),
         124
     );
@@ -157,7 +157,10 @@ fn a_task_that_exits_while_the_disk_is_full_keeps_its_true_outcome() {
     assert_eq!(task["status"], "completed", "{task}");
     assert_eq!(task["exitCode"], 0, "{task}");
     assert_eq!(task["supervisorPid"], disk.supervisor, "{task}");
-    assert_eq!(sandbox.run(&["wait", &disk.ended]).code(), 0);
+    assert_eq!(
+        sandbox.run(&["wait", "--no-deliver", &disk.ended]).code(),
+        0
+    );
     assert!(sandbox.log().contains("its record is on disk again"));
 }
 
@@ -176,10 +179,10 @@ fn ps_and_wait_work_on_a_full_disk_and_write_nothing() {
     assert_eq!(status(&disk.done).unwrap(), "completed");
     assert_eq!(status(&disk.ended).unwrap(), "running", "not yet recorded");
     assert!(sandbox.ok(&["ps"]).contains(&disk.ended));
-    assert_eq!(sandbox.run(&["wait", &disk.done]).code(), 0);
+    assert_eq!(sandbox.run(&["wait", "--no-deliver", &disk.done]).code(), 0);
     assert_eq!(
         sandbox
-            .run(&["wait", &disk.ended, "--timeout", "50"])
+            .run(&["wait", "--no-deliver", &disk.ended, "--timeout", "50"])
             .code(),
         124
     );

@@ -88,7 +88,11 @@ fn hostile_task_records_never_hang_readers_or_a_starting_supervisor_and_are_name
 
         // The next start brings up a supervisor, which reads every record for orphans.
         let good = sandbox.start("echo good");
-        assert_eq!(sandbox.run(&["wait", &good]).code(), 0, "{kind:?}");
+        assert_eq!(
+            sandbox.run(&["wait", "--no-deliver", &good]).code(),
+            0,
+            "{kind:?}"
+        );
         let ps = sandbox.run(&["ps", "--all"]);
         assert!(ps.status.success(), "{kind:?}: {ps:?}");
         assert!(ps.stdout.contains(&good) && ps.stdout.contains(&probe));
@@ -133,7 +137,7 @@ fn a_hostile_config_file_is_named_by_every_command_and_a_starting_supervisor() {
         kind.plant(&config, &sandbox.scratch().join("outside.json"), "{}");
         for args in [
             &["ps"][..],
-            &["wait", &good],
+            &["wait", "--no-deliver", &good],
             &["notifications"],
             &["run", "--", "true"],
             &["__supervise"],
@@ -251,7 +255,7 @@ fn a_crafted_record_naming_a_foreign_process_group_gets_nothing_killed_by_reader
     let task = sandbox.task(&id);
     assert_eq!(task["status"], "failed", "read as an orphan: {task}");
     sandbox.ok(&["ps"]);
-    assert_eq!(sandbox.run(&["wait", &id]).code(), 1);
+    assert_eq!(sandbox.run(&["wait", "--no-deliver", &id]).code(), 1);
     sandbox.ok(&["output", &id]);
     assert_eq!(delivered_ids(&sandbox), std::slice::from_ref(&id));
     assert!(foreign.is_alive(), "a read sent a signal");

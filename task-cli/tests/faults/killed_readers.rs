@@ -77,8 +77,7 @@ fn readers_killed_mid_delivery_lose_no_completion_and_repeats_carry_the_same_key
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         // Three readers in four are killed 1–15 ms after they start.
-        let kill_after =
-            (dice.below(4) != 0).then(|| Duration::from_millis(1 + dice.below(15)));
+        let kill_after = (dice.below(4) != 0).then(|| Duration::from_millis(1 + dice.below(15)));
         printed.extend(read_once(&sandbox, kill_after));
         readers += 1;
         if readers % 10 == 0 {
@@ -115,7 +114,10 @@ fn readers_killed_mid_delivery_lose_no_completion_and_repeats_carry_the_same_key
     }
     let delivered: BTreeSet<String> = by_key.keys().cloned().collect();
     let lost: Vec<_> = expected.difference(&delivered).collect();
-    assert!(lost.is_empty(), "never printed by any of {readers} readers: {lost:?}");
+    assert!(
+        lost.is_empty(),
+        "never printed by any of {readers} readers: {lost:?}"
+    );
     assert_eq!(delivered, expected, "nothing but these completions");
     for (key, lines) in &by_key {
         assert!(
@@ -124,7 +126,10 @@ fn readers_killed_mid_delivery_lose_no_completion_and_repeats_carry_the_same_key
         );
     }
     let repeats = printed.len() - delivered.len();
-    eprintln!("{readers} readers, {} lines printed, {repeats} repeats", printed.len());
+    eprintln!(
+        "{readers} readers, {} lines printed, {repeats} repeats",
+        printed.len()
+    );
     // Every completion is now marked delivered: nothing more to read.
     assert!(read_once(&sandbox, None).is_empty());
     assert!(sandbox.listed().iter().all(|t| t["notified"] == true));

@@ -138,7 +138,7 @@ impl Sandbox {
     /// Starts `command` and waits for it to end; returns its id.
     pub fn ended(&self, command: &str) -> String {
         let id = self.start(command);
-        self.ok(&["wait", &id]);
+        self.ok(&["wait", "--no-deliver", &id]);
         id
     }
 

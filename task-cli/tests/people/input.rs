@@ -20,7 +20,7 @@ fn start_piped(sandbox: &Sandbox, command: &str) -> String {
 
 /// Waits for `id` to end; returns its exit status.
 fn wait(sandbox: &Sandbox, id: &str) -> Option<i32> {
-    sandbox.run(&["wait", id]).status.code()
+    sandbox.run(&["wait", "--no-deliver", id]).status.code()
 }
 
 /// The notifications delivered now for `id` (each claimed once).

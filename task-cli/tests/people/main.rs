@@ -15,6 +15,7 @@ mod rough_edges;
 mod sandbox;
 mod status;
 mod stream;
+mod strict_json;
 mod tidy;
 mod tmux;
 mod top;

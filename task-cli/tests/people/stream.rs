@@ -57,14 +57,23 @@ fn wait_follow_streams_a_started_task_then_summarizes() {
 fn notifications_are_lines_on_a_terminal_and_xml_elsewhere() {
     let sandbox = Sandbox::new();
     let first = sandbox.start("echo hi");
-    assert_eq!(sandbox.run(&["wait", &first]).status.code(), Some(0));
+    assert_eq!(
+        sandbox.run(&["wait", "--no-deliver", &first]).status.code(),
+        Some(0)
+    );
     let text = sandbox.ok(&["notifications", "--format", "text"]);
     assert_eq!(
         text,
         format!("{first} completed: Background command \"echo hi\" completed (exit code 0)\n")
     );
     let second = sandbox.start("exit 3");
-    assert_eq!(sandbox.run(&["wait", &second]).status.code(), Some(3));
+    assert_eq!(
+        sandbox
+            .run(&["wait", "--no-deliver", &second])
+            .status
+            .code(),
+        Some(3)
+    );
     // Off a terminal (a pipe, as here) the default stays the envelope a model reads.
     let xml = sandbox.ok(&["notifications"]);
     assert!(xml.starts_with("<task-notification>\n"), "{xml}");
@@ -74,7 +83,10 @@ fn notifications_are_lines_on_a_terminal_and_xml_elsewhere() {
     );
     // On a terminal, readable lines by default; --for-model keeps XML.
     let third = sandbox.start("true");
-    assert_eq!(sandbox.run(&["wait", &third]).status.code(), Some(0));
+    assert_eq!(
+        sandbox.run(&["wait", "--no-deliver", &third]).status.code(),
+        Some(0)
+    );
     let seen = sandbox.on_terminal("notifications", false);
     assert!(
         seen.starts_with(&format!("{third} completed: ")),

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 /// Says why a test skips; under `CI=true` (where `.ci/run` installs every tool a test needs and
 /// runs as root) a skip is a failure instead.
+#[allow(clippy::print_stderr)]
 pub fn skip(why: &str) {
     assert!(
         std::env::var("CI").as_deref() != Ok("true"),
