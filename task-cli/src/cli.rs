@@ -25,6 +25,30 @@ Exit codes:
 #[derive(Debug, Parser)]
 #[command(name = "tasks", version, after_help = AFTER_HELP, propagate_version = true)]
 pub struct Cli {
+    /// The options every command takes.
+    #[command(flatten)]
+    pub globals: Globals,
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The short commands alone: what the `tasks` executable parses itself (everything else it
+/// hands to `tasksd`, which parses [`Cli`]).
+#[derive(Debug, Parser)]
+#[command(name = "tasks", version, after_help = AFTER_HELP, propagate_version = true)]
+pub struct ShortCli {
+    /// The options every command takes.
+    #[command(flatten)]
+    pub globals: Globals,
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: ShortCommand,
+}
+
+/// The options every command takes.
+#[derive(Debug, Args)]
+pub struct Globals {
     /// State root directory.
     #[arg(long, global = true, env = "TASKS_ROOT", value_name = "DIR")]
     pub root: Option<PathBuf>,
@@ -34,9 +58,43 @@ pub struct Cli {
     /// Print JSON (one document, or JSON lines for streams) instead of human output.
     #[arg(long, global = true)]
     pub json: bool,
-    /// The command to run.
-    #[command(subcommand)]
-    pub command: Command,
+}
+
+/// The short commands: started as often as `tail`, so the `tasks` executable runs them itself
+/// and links nothing else (no agent runtime, HTTP, database client, terminal UI or MCP).
+#[derive(Debug, Subcommand)]
+#[command(defer = true)]
+pub enum ShortCommand {
+    /// Start a shell command in the background and print its task id.
+    Run(RunArgs),
+    /// List the session's tasks.
+    Ps(PsArgs),
+    /// Print a one-line summary of the background work, for a shell prompt or a status bar.
+    Status,
+    /// Read a task's output: a delta from an offset, a tail, or follow it until the task ends.
+    Output(OutputArgs),
+    /// Wait until every named task has ended; the exit status mirrors the task's.
+    Wait(WaitArgs),
+    /// Kill tasks and their whole process trees.
+    Kill(KillArgs),
+    /// Deliver pending notifications (each exactly once across all readers), in priority order.
+    Notifications(NotificationsArgs),
+    /// Manage task lists (the persistent checklist with dependencies).
+    List(ListArgs),
+}
+
+impl ShortCommand {
+    /// The names of the short commands, as typed.
+    pub const NAMES: [&'static str; 8] = [
+        "run",
+        "ps",
+        "status",
+        "output",
+        "wait",
+        "kill",
+        "notifications",
+        "list",
+    ];
 }
 
 /// The subcommands.
@@ -46,8 +104,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 #[command(defer = true)]
 pub enum Command {
-    /// Start a shell command in the background and print its task id.
-    Run(RunArgs),
+    /// The short commands.
+    #[command(flatten)]
+    Short(ShortCommand),
     /// Start a monitor: each stdout line of the command is an event notification.
     Monitor(MonitorArgs),
     /// Start a background agent: an agent CLI speaking a JSON event stream, followed as it works.
@@ -62,10 +121,6 @@ pub enum Command {
     Team(crate::team_cmd::TeamArgs),
     /// Start a dream: a memory-consolidation agent under the consolidation lock.
     Dream(crate::team_cmd::DreamArgs),
-    /// List the session's tasks.
-    Ps(PsArgs),
-    /// Print a one-line summary of the background work, for a shell prompt or a status bar.
-    Status,
     /// A live dashboard of the session's tasks, their output and the task list.
     Top(crate::top::TopArgs),
     /// Start a task again (same command, directory and options) under a new id.
@@ -74,22 +129,12 @@ pub enum Command {
     Rm(crate::tidy_cmd::RmArgs),
     /// Remove finished, delivered tasks by age, count or total output size.
     Prune(crate::tidy_cmd::PruneArgs),
-    /// Read a task's output: a delta from an offset, a tail, or follow it until the task ends.
-    Output(OutputArgs),
-    /// Wait until every named task has ended; the exit status mirrors the task's.
-    Wait(WaitArgs),
     /// Write a line, or this command's stdin, to the stdin of a task run with --stdin pipe.
     ///
     /// `tasks input ID TEXT` writes TEXT and a newline; `tasks input ID -` copies this
     /// command's stdin until end of file (the task's stdin stays open); `--close` then closes
     /// it, so commands that read to the end (`sort`, `wc`, `cat`) finish.
     Input(InputArgs),
-    /// Kill tasks and their whole process trees.
-    Kill(KillArgs),
-    /// Deliver pending notifications (each exactly once across all readers), in priority order.
-    Notifications(NotificationsArgs),
-    /// Manage task lists (the persistent checklist with dependencies).
-    List(ListArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
     /// Serve the task tools over the Model Context Protocol on stdio (for agents).

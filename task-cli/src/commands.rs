@@ -8,8 +8,8 @@ use task_core::{TaskId, TaskStatus};
 use task_agent::{AgentExecutor, AgentStart};
 
 use crate::cli::{
-    AgentArgs, Cli, Command, KillArgs, MonitorArgs, NotificationsArgs, OutputArgs, RunArgs,
-    SendArgs, WaitArgs,
+    AgentArgs, Cli, Command, Globals, KillArgs, MonitorArgs, NotificationsArgs, OutputArgs,
+    RunArgs, SendArgs, ShortCommand, WaitArgs,
 };
 use crate::error::{CliError, Result, exit};
 use task_shell::monitor::WsTarget;
@@ -21,31 +21,26 @@ use task_session::paths::SessionPaths;
 use task_session::record::TaskRecord;
 use task_session::session::{Session, WaitOutcome};
 
-/// Runs the parsed command line; returns the process exit code.
+/// Runs the parsed command line (in `tasksd`, which runs every command); returns the process
+/// exit code.
 pub fn execute(cli: Cli) -> Result<u8> {
-    let paths = || SessionPaths::resolve(cli.root.clone(), cli.session.clone());
-    let session = || paths().and_then(Session::open);
-    let json = cli.json;
+    let globals = &cli.globals;
+    let paths = || SessionPaths::resolve(globals.root.clone(), globals.session.clone());
+    let session = || paths().and_then(crate::daemon::session);
+    let json = globals.json;
     match cli.command {
-        Command::Run(args) => run(&session()?, args, json),
+        Command::Short(command) => execute_short(globals, command, crate::list_cmd::open_in),
         Command::Monitor(args) => monitor(&session()?, args, json),
         Command::Agent(args) => agent(&session()?, args, json),
         Command::Workflow(args) => crate::workflow_cmd::execute(&paths()?, args, json),
         Command::Send(args) => send(&session()?, &args, json),
         Command::Team(args) => crate::team_cmd::team(&session()?, args, json),
         Command::Dream(args) => crate::team_cmd::dream(&session()?, args, json),
-        Command::Ps(args) => crate::ps_cmd::ps(&session()?, &args, json),
-        Command::Status => crate::status_cmd::status(paths()?, json),
         Command::Top(args) => crate::top::top(session()?, &args),
         Command::Restart(args) => restart(&session()?, &args, json),
         Command::Rm(args) => crate::tidy_cmd::rm(&session()?, &args, json),
         Command::Prune(args) => crate::tidy_cmd::prune(&session()?, &args, json),
-        Command::Output(args) => output(&session()?, &args, json),
-        Command::Wait(args) => wait(&session()?, &args, json),
         Command::Input(args) => crate::input_cmd::input(&session()?, &args, json),
-        Command::Kill(args) => kill(&session()?, &args, json),
-        Command::Notifications(args) => notifications(&session()?, &args, json),
-        Command::List(args) => crate::list_cmd::execute(&paths()?, args, json),
         Command::Completions(args) => crate::completions_cmd::completions(args.shell),
         Command::Complete { what } => {
             crate::completions_cmd::candidates(paths().map_err(Into::into), what)
@@ -60,6 +55,28 @@ pub fn execute(cli: Cli) -> Result<u8> {
             task_session::supervisor::run(paths()?, crate::wiring::standard)?;
             Ok(exit::OK)
         }
+    }
+}
+
+/// Runs a short command (in `tasks` and in `tasksd`): `open_list` opens the task list it names
+/// (only `tasksd`'s reaches a database).
+pub fn execute_short(
+    globals: &Globals,
+    command: ShortCommand,
+    open_list: crate::list_cmd::Opener,
+) -> Result<u8> {
+    let paths = || SessionPaths::resolve(globals.root.clone(), globals.session.clone());
+    let session = || paths().and_then(crate::daemon::session);
+    let json = globals.json;
+    match command {
+        ShortCommand::Run(args) => run(&session()?, args, json),
+        ShortCommand::Ps(args) => crate::ps_cmd::ps(&session()?, &args, json),
+        ShortCommand::Status => crate::status_cmd::status(paths()?, json),
+        ShortCommand::Output(args) => output(&session()?, &args, json),
+        ShortCommand::Wait(args) => wait(&session()?, &args, json),
+        ShortCommand::Kill(args) => kill(&session()?, &args, json),
+        ShortCommand::Notifications(args) => notifications(&session()?, &args, json),
+        ShortCommand::List(args) => crate::list_cmd::execute(&paths()?, args, json, open_list),
     }
 }
 

@@ -32,13 +32,17 @@ pub mod cli;
 pub mod commands;
 #[cfg(feature = "cli")]
 pub mod completions_cmd;
+#[cfg(feature = "cli")]
+pub mod daemon;
 pub mod error;
 #[cfg(feature = "cli")]
 mod input_cmd;
 #[cfg(feature = "cli")]
-mod list_cmd;
+pub mod list_cmd;
 #[cfg(feature = "cli")]
 mod list_text;
+#[cfg(feature = "cli")]
+pub mod logging;
 #[cfg(feature = "cli")]
 pub mod mcp;
 pub mod pill;

@@ -17,8 +17,8 @@ use crate::render;
 use task_session::paths::{SessionPaths, private_file};
 
 /// Runs one `tasks list` operation.
-pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool) -> Result<u8> {
-    let list = open(paths, &args)?;
+pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener) -> Result<u8> {
+    let list = open(paths, &args, opener)?;
     match args.op {
         ListOp::Create {
             subject,
@@ -177,7 +177,7 @@ fn read_export(file: &Path) -> Result<ListExport> {
         .map_err(|e| CliError::invalid(format!("{}: not a tasks list export: {e}", file.display())))
 }
 
-fn open(paths: &SessionPaths, args: &ListArgs) -> Result<TaskList> {
+fn open(paths: &SessionPaths, args: &ListArgs, opener: Opener) -> Result<TaskList> {
     let mut env = EnvValues::from_env();
     env.tasks_root = Some(paths.root().to_string_lossy().into_owned());
     if let Some(root) = &args.lists_root {
@@ -193,7 +193,7 @@ fn open(paths: &SessionPaths, args: &ListArgs) -> Result<TaskList> {
         ..ListIdHints::default()
     };
     let id = task_list::resolve_list_id(&env, layout, hints).map_err(list_error)?;
-    let list = open_in(args.store.as_deref(), &env, layout, &id).map_err(list_error)?;
+    let list = opener(args.store.as_deref(), &env, layout, &id).map_err(list_error)?;
     Ok(match &args.actor {
         Some(actor) => list.with_actor(Actor::new(actor.clone())),
         None => list,
@@ -240,24 +240,46 @@ fn get(list: &TaskList, id: &str, json: bool) -> Result<u8> {
     )
 }
 
-/// Opens list `id` in the store `store` names (a `postgres://` URL), or in the lists root
-/// `env` and `layout` resolve to when there is none, taking the reference harness's lock
-/// directories only where it may be writing too ([`task_list::reference_locks`]). Shared by
-/// `tasks list` and `tasks mcp`.
-pub(crate) fn open_in(
+/// How `tasks list` opens a list: [`open_in`] (files or a database), or [`open_files`] (files
+/// alone: the `tasks` executable, which links no database client).
+pub type Opener = fn(Option<&str>, &EnvValues, Layout, &str) -> task_list::Result<TaskList>;
+
+/// Opens list `id` in the lists root `env` and `layout` resolve to; a store named by URL is
+/// refused (the `tasks` executable hands such commands to `tasksd` before it gets here).
+pub fn open_files(
     store: Option<&str>,
     env: &EnvValues,
     layout: Layout,
     id: &str,
 ) -> task_list::Result<TaskList> {
-    let mut config = StoreConfig::default();
     match store {
-        Some(url) => TaskList::connect(url, id, config),
-        None => {
-            let root = task_list::resolve_lists_root(env, layout)?;
-            config.lock.reference_locks = task_list::reference_locks(env, &root);
-            TaskList::open(root, id, config)
-        }
+        Some(_) => Err(task_list::Error::Internal(
+            "a database store reached the file-only opener".into(),
+        )),
+        None => open_files_in(env, layout, id),
+    }
+}
+
+fn open_files_in(env: &EnvValues, layout: Layout, id: &str) -> task_list::Result<TaskList> {
+    let root = task_list::resolve_lists_root(env, layout)?;
+    let mut config = StoreConfig::default();
+    config.lock.reference_locks = task_list::reference_locks(env, &root);
+    TaskList::open(root, id, config)
+}
+
+/// Opens list `id` in the store `store` names (a `postgres://` URL), or in the lists root
+/// `env` and `layout` resolve to when there is none, taking the reference harness's lock
+/// directories only where it may be writing too ([`task_list::reference_locks`]). Shared by
+/// `tasks list` and `tasks mcp`.
+pub fn open_in(
+    store: Option<&str>,
+    env: &EnvValues,
+    layout: Layout,
+    id: &str,
+) -> task_list::Result<TaskList> {
+    match store {
+        Some(url) => TaskList::connect(url, id, StoreConfig::default()),
+        None => open_files_in(env, layout, id),
     }
 }
 

@@ -1,21 +1,30 @@
-//! The `tasks` binary: parse, execute, and turn any error into one line on stderr and an exit
-//! code (see `tasks --help`).
+//! `tasks`: runs the short commands itself (`run`, `ps`, `output`, `wait`, `kill`, `status`,
+//! `notifications`, and `list` on files) and hands every other command line to `tasksd`,
+//! installed beside it, by exec (see `task_cli::daemon`). It links only what the short
+//! commands need, so it starts as fast as `tail`.
 
+use std::ffi::OsString;
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::process::ExitCode;
 
 use clap::Parser;
-use task_cli::cli::{Cli, Command};
-use tracing_subscriber::EnvFilter;
-use tracing_subscriber::filter::LevelFilter;
+use task_cli::cli::{ShortCli, ShortCommand};
+use task_cli::daemon;
+use task_cli::error::exit;
 
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         let _ = writeln!(std::io::stderr(), "tasks: internal error: {info}");
     }));
-    let cli = Cli::parse();
-    init_tracing(matches!(cli.command, Command::Supervise));
-    match task_cli::commands::execute(cli) {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if !is_short(&args) {
+        return exec_daemon(&args);
+    }
+    task_cli::logging::init(false);
+    let cli = ShortCli::parse_from(args);
+    let opener = task_cli::list_cmd::open_files;
+    match task_cli::commands::execute_short(&cli.globals, cli.command, opener) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             let _ = writeln!(std::io::stderr(), "tasks: {error}");
@@ -24,23 +33,46 @@ fn main() -> ExitCode {
     }
 }
 
-/// Diagnostics go to stderr: warnings by default (`TASKS_LOG` overrides), info for the
-/// supervisor, whose stderr is its log file. A filter is parsed only when `TASKS_LOG` is set:
-/// building one costs more than the rest of a short command's start-up work.
-fn init_tracing(supervisor: bool) {
-    let default = if supervisor {
-        LevelFilter::INFO
-    } else {
-        LevelFilter::WARN
+/// Whether `args` name a short command this executable runs itself: the first word after the
+/// global options is one of [`ShortCommand::NAMES`], and a task list is not in a database.
+/// Help, the version, and anything unexpected go to `tasksd`, which knows every command.
+fn is_short(args: &[OsString]) -> bool {
+    let mut words = args.iter().skip(1).map(|a| a.to_str());
+    let command = loop {
+        match words.next() {
+            Some(Some("--json")) => {}
+            Some(Some("--root" | "--session")) => {
+                words.next();
+            }
+            Some(Some(word)) if word.starts_with("--root=") || word.starts_with("--session=") => {}
+            Some(Some(word)) if !word.starts_with('-') => break word,
+            _ => return false,
+        }
     };
-    let builder = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false);
-    if std::env::var_os("TASKS_LOG").is_some() {
-        let filter = EnvFilter::try_from_env("TASKS_LOG")
-            .unwrap_or_else(|_| EnvFilter::new(default.to_string()));
-        builder.with_env_filter(filter).init();
-    } else {
-        builder.with_max_level(default).init();
-    }
+    let database = || {
+        args.iter()
+            .any(|a| a.to_str().is_some_and(|a| a.starts_with("--store")))
+            || std::env::var_os("TASKS_LIST_STORE").is_some_and(|v| !v.is_empty())
+    };
+    ShortCommand::NAMES.contains(&command) && !(command == "list" && database())
+}
+
+/// Replaces this process with `tasksd` and the same arguments; returns only if it cannot.
+fn exec_daemon(args: &[OsString]) -> ExitCode {
+    let error = match daemon::daemon_path() {
+        Ok(path) => {
+            let error = std::process::Command::new(&path)
+                .arg0("tasks")
+                .args(args.iter().skip(1))
+                .exec();
+            format!(
+                "cannot run {}: {error} (tasks and {} are installed together)",
+                path.display(),
+                daemon::DAEMON
+            )
+        }
+        Err(error) => error.to_string(),
+    };
+    let _ = writeln!(std::io::stderr(), "tasks: {error}");
+    ExitCode::from(exit::SUPERVISOR)
 }

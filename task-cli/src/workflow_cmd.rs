@@ -135,7 +135,7 @@ fn start(
         .map(|text| serde_json::from_str::<Value>(&text))
         .transpose()
         .map_err(|e| CliError::invalid(format!("--args is not JSON: {e}")))?;
-    let session = Session::open(paths.clone())?;
+    let session = crate::daemon::session(paths.clone())?;
     let (command, runner) = if agents.command.is_empty() {
         crate::mcp::configured_runner(&Settings::read(&session.config().executors)?)
             .map_err(CliError::invalid)?

@@ -3,13 +3,14 @@
 //! supplies reads and a write transaction, so both stores give the same semantics and texts.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use crate::MailboxMessage;
 use crate::audit::AuditRecord;
 use crate::error::{Error, Result};
 use crate::id::TaskId;
-use crate::pg::PgStore;
 use crate::record::Task;
-use crate::store::TaskList;
+use crate::store::{FileProblem, Snapshot, TaskList};
 use crate::txn::Txn;
 
 /// Where a list lives.
@@ -17,8 +18,46 @@ use crate::txn::Txn;
 pub(crate) enum Backend {
     /// `{lists root}/{list id}/`, the reference's format.
     Files,
-    /// A PostgreSQL database (shared by every handle cloned from one connection).
-    Postgres(Arc<PgStore>),
+    /// A database (PostgreSQL; shared by every handle cloned from one connection).
+    Database(Arc<dyn DatabaseStore>),
+}
+
+/// A list kept in a database: what the file store does by itself, asked of a store object.
+///
+/// A trait object rather than a variant holding the PostgreSQL store: the only reference to the
+/// implementation is the `connect` that builds it, so a program that never connects to a
+/// database (the `tasks` binary's short commands) links none of its client, TLS or protocol
+/// code.
+pub(crate) trait DatabaseStore: Send + Sync + std::fmt::Debug {
+    /// Runs `body` in a write transaction and commits it (retried on a serialization failure
+    /// or a lost connection before the commit).
+    fn write_erased(
+        &self,
+        body: &mut (dyn FnMut(&mut dyn StoreTxn) -> Result<()> + Send),
+    ) -> Result<()>;
+    /// Reads one task.
+    fn get(&self, id: TaskId) -> Result<Option<Task>>;
+    /// Every task of the list.
+    fn snapshot(&self) -> Result<Snapshot>;
+    /// The high-water mark.
+    fn high_water_mark(&self) -> Result<u64>;
+    /// The audit log, oldest first.
+    fn audit_log(&self) -> Result<(Vec<AuditRecord>, Vec<FileProblem>)>;
+    /// Appends `message` to `agent`'s inbox.
+    fn append_inbox(&self, agent: &str, message: &MailboxMessage) -> Result<()>;
+    /// `agent`'s inbox, oldest first.
+    fn inbox(&self, agent: &str) -> Result<Vec<MailboxMessage>>;
+    /// Starts listening for changes to the list.
+    fn watch(self: Arc<Self>) -> Result<Box<dyn ChangeFeed>>;
+}
+
+/// Changes to a list in a database, as they are committed.
+pub(crate) trait ChangeFeed: Send + std::fmt::Debug {
+    /// Waits up to `wait` (forever with `None`) for a change: `true` one came, `false` timed
+    /// out.
+    fn wait(&mut self, wait: Option<Duration>) -> Result<bool>;
+    /// Waits for `quiet` without a change, at most `cap` in all.
+    fn drain(&mut self, quiet: Duration, cap: Duration);
 }
 
 /// A write transaction on a list: the list locked against every other writer, the tasks it
@@ -64,15 +103,22 @@ impl TaskList {
                 txn.commit()?;
                 Ok(value)
             }
-            Backend::Postgres(store) => store.write(&mut body),
+            Backend::Database(store) => {
+                let mut value = None;
+                store.write_erased(&mut |txn| {
+                    value = Some(body(txn)?);
+                    Ok(())
+                })?;
+                value.ok_or_else(|| Error::Internal("a committed write returned nothing".into()))
+            }
         }
     }
 
-    /// The PostgreSQL store, if the list is in one.
-    pub(crate) fn pg(&self) -> Option<&PgStore> {
+    /// The database store, if the list is in one.
+    pub(crate) fn pg(&self) -> Option<&dyn DatabaseStore> {
         match &self.backend {
             Backend::Files => None,
-            Backend::Postgres(store) => Some(store),
+            Backend::Database(store) => Some(store.as_ref()),
         }
     }
 }

@@ -18,6 +18,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A broken invariant of this crate (a bug), reported instead of a panic.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// A task id is not a decimal number.
     #[error("invalid task id {0:?}: expected a decimal number such as \"1\"")]
     InvalidId(String),

@@ -131,7 +131,7 @@ impl TaskList {
             actor: Actor::default(),
             id_hint: Arc::default(),
             cache: Arc::default(),
-            backend: Backend::Postgres(Arc::new(store)),
+            backend: Backend::Database(Arc::new(store)),
         })
     }
 

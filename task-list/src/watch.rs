@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 use crate::backend::Backend;
+use crate::backend::ChangeFeed;
 use crate::error::{Error, Result};
 use crate::id::TaskId;
-use crate::pg::PgWatch;
 use crate::record::{Task, TaskStatus};
 use crate::store::TaskList;
 
@@ -70,8 +70,8 @@ enum Source {
         // Kept alive for as long as the watcher is: dropping it stops the watch.
         _watcher: notify::RecommendedWatcher,
     },
-    /// `LISTEN` on PostgreSQL.
-    Postgres(Box<PgWatch>),
+    /// A database's change feed (`LISTEN` on PostgreSQL).
+    Database(Box<dyn ChangeFeed>),
 }
 
 impl Source {
@@ -87,7 +87,7 @@ impl Source {
                 },
                 None => events.recv().ok().map(|()| true),
             }),
-            Self::Postgres(pg) => pg.wait(wait).map(Some),
+            Self::Database(feed) => feed.wait(wait).map(Some),
         }
     }
 
@@ -98,7 +98,7 @@ impl Source {
                 let end = Instant::now() + cap;
                 while Instant::now() < end && events.recv_timeout(quiet).is_ok() {}
             }
-            Self::Postgres(pg) => pg.drain(quiet, cap),
+            Self::Database(feed) => feed.drain(quiet, cap),
         }
     }
 }
@@ -109,9 +109,7 @@ impl TaskList {
     pub fn watch(&self) -> Result<ListWatcher> {
         let source = match &self.backend {
             Backend::Files => self.watch_dir()?,
-            Backend::Postgres(store) => {
-                Source::Postgres(Box::new(PgWatch::start(Arc::clone(store))?))
-            }
+            Backend::Database(store) => Source::Database(Arc::clone(store).watch()?),
         };
         Ok(ListWatcher {
             list: self.clone(),

@@ -38,7 +38,6 @@ use rmcp::ServiceExt;
 
 use crate::error::{CliError, Result, exit};
 use task_session::paths::SessionPaths;
-use task_session::session::Session;
 
 pub use notify::WatchSettings;
 pub use server::TasksServer;
@@ -83,7 +82,7 @@ pub enum Deliverer {
 
 /// Serves MCP on stdio for the session at `paths` until the client closes the connection.
 pub fn run(paths: SessionPaths, args: McpArgs) -> Result<u8> {
-    let session = Session::open(paths)?;
+    let session = crate::daemon::session(paths)?;
     let list = list::open_list(&session, &args)?;
     let context = context::Context::new(session, list, args.deliver)?;
     let watch = WatchSettings {

@@ -20,7 +20,6 @@ use clap::Args;
 use crate::error::{CliError, Result, exit};
 use crate::settings::Settings;
 use task_session::paths::SessionPaths;
-use task_session::session::Session;
 
 pub use pages::PageLimits;
 
@@ -81,7 +80,7 @@ pub fn run(paths: SessionPaths, args: ServeArgs) -> Result<u8> {
         .as_deref()
         .ok_or_else(|| CliError::invalid("--token-file is required".into()))?;
     let token = token::read(token_file)?;
-    let tasks = Session::open(paths)?;
+    let tasks = crate::daemon::session(paths)?;
     let agent = crate::mcp::configured_runner(&Settings::read(&tasks.config().executors)?)
         .map_err(CliError::invalid)?;
     let served = Arc::new(routes::Served {

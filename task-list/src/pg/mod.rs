@@ -333,3 +333,40 @@ fn lock(mutex: &Mutex<Option<Client>>) -> MutexGuard<'_, Option<Client>> {
 pub(crate) fn backoff(config: &PgConfig, attempt: u32) -> Duration {
     (config.min_backoff * 2u32.saturating_pow(attempt.min(16))).min(config.max_backoff)
 }
+
+impl crate::backend::DatabaseStore for PgStore {
+    fn write_erased(
+        &self,
+        body: &mut (dyn FnMut(&mut dyn StoreTxn) -> Result<()> + Send),
+    ) -> Result<()> {
+        PgStore::write(self, body)
+    }
+
+    fn get(&self, id: crate::TaskId) -> Result<Option<crate::Task>> {
+        PgStore::get(self, id)
+    }
+
+    fn snapshot(&self) -> Result<crate::Snapshot> {
+        PgStore::snapshot(self)
+    }
+
+    fn high_water_mark(&self) -> Result<u64> {
+        PgStore::high_water_mark(self)
+    }
+
+    fn audit_log(&self) -> Result<(Vec<crate::AuditRecord>, Vec<crate::FileProblem>)> {
+        PgStore::audit_log(self)
+    }
+
+    fn append_inbox(&self, agent: &str, message: &crate::MailboxMessage) -> Result<()> {
+        PgStore::append_inbox(self, agent, message)
+    }
+
+    fn inbox(&self, agent: &str) -> Result<Vec<crate::MailboxMessage>> {
+        PgStore::inbox(self, agent)
+    }
+
+    fn watch(self: std::sync::Arc<Self>) -> Result<Box<dyn crate::backend::ChangeFeed>> {
+        Ok(Box::new(PgWatch::start(self)?))
+    }
+}

@@ -129,3 +129,13 @@ fn listen(store: &PgStore) -> Result<Client> {
         .map_err(|e| store.error("listen", e))?;
     Ok(client)
 }
+
+impl crate::backend::ChangeFeed for PgWatch {
+    fn wait(&mut self, wait: Option<Duration>) -> Result<bool> {
+        PgWatch::wait(self, wait)
+    }
+
+    fn drain(&mut self, quiet: Duration, cap: Duration) {
+        PgWatch::drain(self, quiet, cap);
+    }
+}
