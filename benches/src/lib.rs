@@ -17,11 +17,14 @@ pub fn build_tasks_binary() -> PathBuf {
         return PathBuf::from(bin);
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .arg("build-tasks")
-        .status()
-        .expect("cannot run cargo");
-    assert!(status.success(), "cannot build the tasks binary");
+    // `tasks` execs `tasksd`, found beside it, for the supervisor: both are built.
+    for alias in ["build-tasksd", "build-tasks"] {
+        let status = Command::new(&cargo)
+            .arg(alias)
+            .status()
+            .expect("cannot run cargo");
+        assert!(status.success(), "cannot build the tasks executables ({alias})");
+    }
     // A bench runs from {target}/release/deps/NAME-…; the binary is {target}/release/tasks.
     let exe = std::env::current_exe().expect("no current exe");
     exe.parent()
