@@ -93,18 +93,23 @@ impl IntoResponse for ApiFailure {
     }
 }
 
+impl ApiFailure {
+    /// A failure of this server (logged): 503, the error in words.
+    fn unavailable(error: &dyn std::fmt::Display) -> Self {
+        tracing::warn!(error = %error, "request failed");
+        ApiFailure::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "api_error",
+            error.to_string(),
+        )
+    }
+}
+
 impl From<CliError> for ApiFailure {
     fn from(error: CliError) -> Self {
         match error {
             CliError::Session(error) => error.into(),
-            other => {
-                tracing::warn!(error = %other, "request failed");
-                ApiFailure::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "api_error",
-                    other.to_string(),
-                )
-            }
+            other => ApiFailure::unavailable(&other),
         }
     }
 }
@@ -114,14 +119,7 @@ impl From<task_session::Error> for ApiFailure {
         match error {
             task_session::Error::UnknownTask { id, .. } => ApiFailure::not_found(&id),
             task_session::Error::MalformedId { input } => ApiFailure::not_found(&input),
-            other => {
-                tracing::warn!(error = %other, "request failed");
-                ApiFailure::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "api_error",
-                    other.to_string(),
-                )
-            }
+            other => ApiFailure::unavailable(&other),
         }
     }
 }
