@@ -278,12 +278,15 @@ async fn serve(
     );
     let mut sweep = tokio::time::interval(config.sweep_interval);
     sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    // The idle period runs from the last connection or change, not from the last sweep.
+    let mut quiet_since = tokio::time::Instant::now();
     loop {
         // The cheap count decides whether to start the idle timer; the exact one whether to exit.
         let idle = engine.tracked_live_tasks() == 0 && clients.load(Ordering::SeqCst) == 0;
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
+                    quiet_since = tokio::time::Instant::now();
                     if !same_user(&stream, me) {
                         continue; // dropped: only this user's processes are served
                     }
@@ -299,12 +302,13 @@ async fn serve(
                 }
                 Err(e) => tracing::warn!("accept: {e}"),
             },
-            () = tokio::time::sleep(idle_exit), if idle => {
+            () = tokio::time::sleep_until(quiet_since + idle_exit), if idle => {
                 if engine.live_tasks() == 0 && clients.load(Ordering::SeqCst) == 0 {
                     break;
                 }
+                quiet_since = tokio::time::Instant::now();
             }
-            () = engine.changed() => {}
+            () = engine.changed() => quiet_since = tokio::time::Instant::now(),
             _ = sweep.tick() => {
                 if let Some(why) = lost_home(paths, home) {
                     return Exit::Evicted(why);
