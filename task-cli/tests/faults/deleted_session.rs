@@ -108,7 +108,7 @@ fn no_second_supervisor_starts_while_the_one_of_a_deleted_directory_lives_and_on
     // Stopped, it cannot notice: the next command must not start a second supervisor.
     signal(old, Signal::STOP);
     remove_session_dir(&sandbox);
-    sandbox.set("TASKS_START_TIMEOUT_MS", "1000");
+    sandbox.set("TASKS_START_TIMEOUT_MS", "3000");
     let refused = sandbox.run(&["run", "--", "echo refused"]);
     refused.fails_saying(&["has not left yet", &format!("pid {old}")]);
     eventually("only the old supervisor", || {
