@@ -182,7 +182,7 @@ async fn evicted(paths: &SessionPaths, engine: &Engine, why: &str) {
     tracing::error!("{why}: killing every live task and exiting");
     let killed = engine.abandon_session(why).await;
     let line = format!(
-        "the supervisor (pid {}) of the session directory that was here before: {why}; it killed its {killed} live task(s) and exited",
+        "the supervisor (pid {}) of the session directory that was here before: {why}; it killed its {killed} live task(s) and exits",
         std::process::id()
     );
     tracing::error!("{line}");
