@@ -229,11 +229,11 @@ pub fn hidden_hint(hidden: usize) -> Option<String> {
 
 fn cells(row: &Row, now: u64) -> [String; 8] {
     let base = &row.task.base;
-    let end = base
-        .end_reason
-        .as_ref()
-        .map(task_core::EndReason::short)
-        .unwrap_or_default();
+    let end = match &base.end_reason {
+        Some(reason) => render::one_line(&reason.short(), 18),
+        None if row.supervisor_down => SUPERVISOR_DOWN.to_owned(),
+        None => String::new(),
+    };
     let took = base.end_time.unwrap_or(now).saturating_sub(base.start_time);
     let ended = base
         .end_time
@@ -243,13 +243,17 @@ fn cells(row: &Row, now: u64) -> [String; 8] {
         base.id.as_str().to_owned(),
         short_type(base.task_type).to_owned(),
         base.status.as_str().to_owned(),
-        render::one_line(&end, 18),
+        end,
         render::age(now.saturating_sub(base.start_time)),
         took_text(Duration::from_millis(took)),
         ended,
         render::size(row.output_bytes),
     ]
 }
+
+/// The END cell of a live task whose supervisor is down but that outlives it (a remote agent):
+/// the next supervisor resumes it.
+pub const SUPERVISOR_DOWN: &str = "supervisor down, resumable";
 
 /// A duration to the precision a person wants: `850ms`, `12.3s`, `4m 10s`, `2h 5m`.
 pub fn took_text(duration: Duration) -> String {

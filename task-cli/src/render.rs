@@ -72,6 +72,10 @@ pub struct Row {
     pub supervisor_pid: u32,
     /// Size of the output file in bytes.
     pub output_bytes: u64,
+    /// The task is live and outlives its supervisor, which is down and could not be started
+    /// again yet: it is resumed once one starts (never read as failed meanwhile).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub supervisor_down: bool,
 }
 
 impl Row {
@@ -85,6 +89,7 @@ impl Row {
             exit_code: record.exit_code(),
             supervisor_pid: record.supervisor_pid,
             output_bytes,
+            supervisor_down: record.supervisor_down,
         }
     }
 }

@@ -346,6 +346,179 @@ fn a_client_supervisor_killed_mid_poll_resumes_from_its_cursor_and_completes_exa
     assert!(!again.contains(&id), "{again}");
 }
 
+/// Runs `tasks ARGS` in `root` to its end, failing the test if it outlasts the deadline (a
+/// `wait` that never returns is a failure, not a hung suite; the root's cleanup kills it by
+/// pid). Its output is small: the pipes never fill while it runs.
+fn run_bounded(root: &Root, args: &[&str]) -> std::process::Output {
+    let mut child = root
+        .command(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    support::eventually(&format!("tasks {args:?} to end"), || {
+        child.try_wait().unwrap().map(drop)
+    });
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_client_supervisor_killed_mid_poll_then_tasks_wait_ends_completed_with_one_notification() {
+    let gates = tempfile::tempdir().unwrap();
+    let gate = gates.path().join("go");
+    let server = Server::start(&[
+        json!({"read_user": true}),
+        json!({"text": "before the crash"}),
+        json!({"wait_file": gate}),
+        json!({"text": "after the crash"}),
+        json!({"result": "the far result"}),
+    ]);
+    let client = Root::remote();
+    let id = remote(&client, &server, &[], "outlive your supervisor");
+    support::eventually("the first events", || {
+        logged_events(&client, &id)
+            .iter()
+            .any(|e| e["type"] == "assistant")
+            .then_some(())
+    });
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(client.path(&format!("default/tasks/{id}.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["survivesSupervisor"], true, "{record}");
+    let pid = client.supervisor_pid().expect("a live supervisor");
+    support::sigkill(pid);
+    let lock = client.path("default/supervisor.lock");
+    support::eventually("the supervisor gone, its lock free", || {
+        (!support::is_alive(pid) && !task_session::lock::is_held(&lock).unwrap()).then_some(())
+    });
+    touch(&gate);
+
+    // The natural next command, and nothing before it: it sees the true end.
+    let waited = run_bounded(&client, &["wait", &id]);
+    let stdout = String::from_utf8_lossy(&waited.stdout);
+    assert!(
+        waited.status.success(),
+        "{waited:?}: {}",
+        String::from_utf8_lossy(&waited.stderr)
+    );
+    assert_eq!(stdout, format!("{id} completed (done)\n"));
+    assert_ne!(
+        client.supervisor_pid(),
+        Some(pid),
+        "a new supervisor resumed it"
+    );
+
+    // Exactly one notification, delivered by that wait, carrying the far result.
+    let log = std::fs::read_to_string(client.path("default/notifications.jsonl")).unwrap();
+    let mine: Vec<Value> = log
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|delivered| delivered["notification"]["task_id"] == id.as_str())
+        .collect();
+    assert_eq!(mine.len(), 1, "{log}");
+    let notification = &mine[0]["notification"];
+    assert_eq!(notification["status"], "completed", "{log}");
+    assert_eq!(notification["agent"]["result"], "the far result", "{log}");
+    let again = client.ok(&["notifications"]);
+    assert!(!again.contains(id.as_str()), "{again}");
+    let events = logged_events(&client, &id);
+    assert_no_duplicate_events(&events);
+    let after = events
+        .iter()
+        .filter(|e| e["message"]["content"][0]["text"] == "after the crash")
+        .count();
+    assert_eq!(after, 1, "{events:?}");
+    assert!(!client.sidecar(&id).exists());
+}
+
+#[test]
+fn a_remote_agent_whose_supervisor_died_is_listed_running_never_failed() {
+    let gates = tempfile::tempdir().unwrap();
+    let never = gates.path().join("never");
+    let server = Server::start(&[json!({"read_user": true}), json!({"wait_file": never})]);
+    let client = Root::remote();
+    let id = remote(&client, &server, &[], "keep going");
+    support::eventually("running with its sidecar", || {
+        (client.listed(&id)["status"] == "running" && client.sidecar(&id).exists()).then_some(())
+    });
+    let pid = client.supervisor_pid().expect("a live supervisor");
+    support::sigkill(pid);
+    let lock = client.path("default/supervisor.lock");
+    support::eventually("the supervisor gone, its lock free", || {
+        (!support::is_alive(pid) && !task_session::lock::is_held(&lock).unwrap()).then_some(())
+    });
+    // A look brings its supervisor back, which follows it again: still running, not failed.
+    let task = client.listed(&id);
+    assert_eq!(task["status"], "running", "{task}");
+    assert!(task.get("endReason").is_none(), "{task}");
+    let revived = client
+        .supervisor_pid()
+        .expect("a supervisor started by the look");
+    assert_ne!(revived, pid);
+    assert!(client.ok(&["notifications"]).is_empty());
+    let killed = client.ok(&["kill", &id]);
+    assert!(killed.contains("killed"), "{killed}");
+    support::eventually("the server's session archived", || {
+        let sessions = server.sessions();
+        (sessions.len() == 1 && sessions[0]["status"] == "killed").then_some(())
+    });
+}
+
+#[test]
+fn a_remote_agent_that_cannot_be_followed_again_ends_failed_with_that_reason_once() {
+    let gates = tempfile::tempdir().unwrap();
+    let never = gates.path().join("never");
+    let server = Server::start(&[json!({"read_user": true}), json!({"wait_file": never})]);
+    let client = Root::remote();
+    // The client's own copy of the token, which goes away while its supervisor is dead.
+    let token = client.path("client-token");
+    std::fs::copy(&server.token_file, &token).unwrap();
+    let id = client
+        .ok(&[
+            "remote",
+            "--server",
+            &server.url,
+            "--token-file",
+            token.to_str().unwrap(),
+            "--description",
+            "remote job",
+            "--",
+            "lose your token",
+        ])
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    support::eventually("running with its sidecar", || {
+        (client.listed(&id)["status"] == "running" && client.sidecar(&id).exists()).then_some(())
+    });
+    let pid = client.supervisor_pid().expect("a live supervisor");
+    support::sigkill(pid);
+    let lock = client.path("default/supervisor.lock");
+    support::eventually("the supervisor gone, its lock free", || {
+        (!support::is_alive(pid) && !task_session::lock::is_held(&lock).unwrap()).then_some(())
+    });
+    std::fs::remove_file(&token).unwrap();
+
+    let waited = run_bounded(&client, &["wait", "--json", &id]);
+    let report: Value = serde_json::from_slice(&waited.stdout).unwrap();
+    let task = &report["tasks"][0];
+    assert_eq!(task["status"], "failed", "{report}");
+    let reason = task["endReason"]["message"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("could not be followed again") && reason.contains("client-token"),
+        "the true reason, not \"supervisor died\": {report}"
+    );
+    let text = task["notification"].as_str().unwrap_or_default();
+    assert!(text.contains("could not be followed again"), "{report}");
+    assert!(!client.sidecar(&id).exists());
+    assert!(
+        !client.ok(&["notifications"]).contains(id.as_str()),
+        "exactly once"
+    );
+}
+
 /// A request to the server with a raw HTTP client.
 fn request(
     server: &Server,

@@ -48,6 +48,17 @@ pub trait Task: Send + Sync {
         Ok(())
     }
 
+    /// Whether `task` (live) outlives the process that supervises it: its work goes on
+    /// without that process (a remote session runs on its server) and the next supervisor of
+    /// its session follows it again from what it left on disk, so it is never read as ended
+    /// because its supervisor died. Whoever says yes here promises that the next supervisor
+    /// either resumes the task or ends it with the true reason. Default: no (a local process
+    /// dies with its supervisor, which is then the true reason of its end).
+    fn survives_supervisor(&self, task: &TaskState) -> bool {
+        let _ = task;
+        false
+    }
+
     /// Writes `input` to the standard input of task `id` (live when the registry checked),
     /// whole and before any other writer's bytes, then closes it if asked. Return
     /// [`InputError::NotPiped`] (or any error) if the task ended meanwhile:

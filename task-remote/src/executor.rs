@@ -311,6 +311,11 @@ impl RemoteExecutor {
     /// Follows again every unfinished task whose sidecar is in this session (after a restart):
     /// each resumes from the last event in its output file. `finished` says which tasks ended
     /// already (their sidecar is deleted, never resumed). Returns the ids resumed.
+    ///
+    /// A task that cannot be followed again (its token file is gone, its output file cannot
+    /// be read) ends here, `failed` with that reason and one notification, rather than being
+    /// left for the supervisor to end as an orphan: the reason it ended is that it could not
+    /// be resumed, not that its supervisor died.
     pub fn resume_all(&self, finished: impl Fn(&TaskId) -> bool) -> Vec<TaskId> {
         let mut resumed = Vec::new();
         for found in self.inner.sidecars.list() {
@@ -322,12 +327,59 @@ impl RemoteExecutor {
                     Ok(id) => resumed.push(id),
                     Err(error) => {
                         tracing::warn!(task = %sidecar.task_id, %error, "cannot resume");
+                        self.end_unresumable(&sidecar, &error);
                     }
                 },
                 Err(error) => tracing::warn!(%error, "skipping a sidecar"),
             }
         }
         resumed
+    }
+
+    /// Ends the task of `sidecar`, which could not be followed again, `failed` with `error`
+    /// as its reason (registered from its sidecar first, if the resume did not get that far).
+    fn end_unresumable(&self, sidecar: &Sidecar, error: &RemoteError) {
+        let id = sidecar.task_id;
+        if self.inner.registry.get(&id).is_none() {
+            let registered = Self::state_of(sidecar, &self.output_path(&id), None)
+                .map_err(RemoteError::from)
+                .and_then(|task| Ok(self.inner.registry.register(task)?));
+            if let Err(error) = registered {
+                tracing::warn!(task = %id, %error, "cannot record why it was not resumed");
+                return;
+            }
+        }
+        let reason = format!("it could not be followed again after its supervisor died: {error}");
+        self.end(&id, RemoteEnd::Failed(reason));
+    }
+
+    /// The state of the task of `sidecar`, `pending`, its cursor at `cursor`.
+    fn state_of(
+        sidecar: &Sidecar,
+        output: &Path,
+        cursor: Option<String>,
+    ) -> Result<TaskState, task_core::StateError> {
+        let state = RemoteState {
+            remote_task_type: sidecar.remote_task_type,
+            session_id: sidecar.session_id.clone(),
+            title: sidecar.title.clone(),
+            command: sidecar.command.clone(),
+            spawned_at: sidecar.spawned_at,
+            is_long_running: sidecar.is_long_running,
+            remote_task_metadata: sidecar.remote_task_metadata.clone(),
+            last_event_id: cursor,
+            ..RemoteState::default()
+        };
+        let mut task = TaskState::new(
+            sidecar.task_id,
+            &sidecar.description,
+            output,
+            TaskKind::Remote(state),
+        )?
+        .owned_by(sidecar.agent_id.clone());
+        task.base.tool_use_id.clone_from(&sidecar.tool_use_id);
+        task.base.start_time = sidecar.spawned_at;
+        Ok(task)
     }
 
     /// Follows again the task of `sidecar`, `running`, from the last event in its output file.
@@ -342,21 +394,7 @@ impl RemoteExecutor {
         let cursor = last
             .as_ref()
             .and_then(|event| crate::api::event_id(event).map(str::to_owned));
-        let state = RemoteState {
-            remote_task_type: sidecar.remote_task_type,
-            session_id: sidecar.session_id.clone(),
-            title: sidecar.title.clone(),
-            command: sidecar.command.clone(),
-            spawned_at: sidecar.spawned_at,
-            is_long_running: sidecar.is_long_running,
-            remote_task_metadata: sidecar.remote_task_metadata.clone(),
-            last_event_id: cursor.clone(),
-            ..RemoteState::default()
-        };
-        let mut task = TaskState::new(id, &sidecar.description, &output, TaskKind::Remote(state))?
-            .owned_by(sidecar.agent_id.clone());
-        task.base.tool_use_id.clone_from(&sidecar.tool_use_id);
-        task.base.start_time = sidecar.spawned_at;
+        let task = Self::state_of(sidecar, &output, cursor)?;
         self.inner.registry.register(task)?;
         let run = self.track(id, sidecar.session_id.clone(), client);
         if let Err(error) = self.inner.registry.transition(&id, TaskStatus::Running) {
@@ -544,6 +582,15 @@ impl Task for RemoteTask {
     /// the next supervisor of the session resumes it.
     fn reap_orphan(&self, _orphan: &TaskState) -> Result<(), KillError> {
         Ok(())
+    }
+
+    /// Always, while it is live: its session runs on the server, whatever becomes of this
+    /// process, and the next supervisor follows it again from its sidecar and cursor
+    /// ([`RemoteExecutor::resume_all`]). One still `pending` has no sidecar until its session
+    /// is created; the next supervisor then ends it, its supervisor having died before the
+    /// session was known (the true reason, and its one end).
+    fn survives_supervisor(&self, task: &TaskState) -> bool {
+        !task.status().is_terminal()
     }
 }
 

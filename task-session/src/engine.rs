@@ -8,6 +8,7 @@
 //! [`Task`]: task_core::Task
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
@@ -181,16 +182,13 @@ impl Engine {
     /// Call before serving anything (the caller holds the session lock).
     pub fn end_orphans(&self) -> Result<()> {
         let listing = record::list(&self.paths)?;
-        // A task the wiring resumed (a remote agent, followed again from its sidecar) is live here.
-        let resumed = |id: &TaskId| {
-            self.registry
-                .get(id)
-                .is_some_and(|state| !state.status().is_terminal())
-        };
+        // A task the wiring took over is in the registry: resumed (a remote agent followed
+        // again from its sidecar), or ended by its executor with the reason it could not be.
+        let taken_over = |id: &TaskId| self.registry.get(id).is_some();
         let orphans = listing
             .tasks
             .into_iter()
-            .filter(|r| !r.is_terminal() && !resumed(&r.id()));
+            .filter(|r| !r.is_terminal() && !taken_over(&r.id()));
         for found in orphans {
             let id = found.id();
             tracing::warn!(task = %id, "left {} by a dead supervisor", found.status().as_str());
@@ -374,6 +372,38 @@ impl Engine {
     pub async fn flush(&self) {
         self.mirror.flush().await;
     }
+
+    /// Gives the session up: its directory was deleted or replaced under this supervisor
+    /// (`why` says which), so nothing it runs can be seen, waited for or killed by anyone
+    /// else any more. From now on nothing is written to the session's paths (they are gone,
+    /// or belong to another directory) and no task starts; then every live task is killed
+    /// through its executor (a shell's whole process tree, a remote session archived), each
+    /// kill logged with `why`. Returns how many tasks were killed.
+    pub async fn abandon_session(&self, why: &str) -> usize {
+        self.mirror.detach();
+        let live: Vec<TaskId> = self
+            .registry
+            .snapshot()
+            .iter()
+            .filter(|state| !state.status().is_terminal())
+            .map(|state| state.id())
+            .collect();
+        let kills = live.iter().map(|id| async move {
+            match self.registry.kill(id).await {
+                Ok(KillOutcome::Killed) => {
+                    tracing::error!(task = %id, "killed: {why}");
+                    true
+                }
+                Ok(_) => false,
+                Err(error) => {
+                    tracing::error!(task = %id, %error, "cannot kill it after {why}");
+                    false
+                }
+            }
+        });
+        let killed = futures_util::future::join_all(kills).await;
+        killed.into_iter().filter(|&k| k).count()
+    }
 }
 
 /// Mirrors each changed task and tracks which are live; wakes the idle check when one ends.
@@ -439,6 +469,8 @@ async fn pump_notifications(paths: SessionPaths, registry: Arc<Registry>, mirror
             };
             if notice.notification.status.is_some() {
                 mirror.complete(id, notice);
+            } else if mirror.is_detached() {
+                tracing::debug!(task = %id, "an event dropped: the session directory is gone");
             } else if let Err(e) = notice::publish_event(&paths, &notice) {
                 tracing::error!("cannot publish an event of {id}: {e}");
             }
@@ -481,6 +513,7 @@ impl Mirror {
             registry,
             sweep_interval,
             books: Mutex::default(),
+            detached: AtomicBool::new(false),
         });
         let (sender, receiver) = mpsc::channel();
         let writer = Arc::clone(&state);
@@ -534,6 +567,16 @@ impl Mirror {
         lock(&self.state.books).forget(&id);
     }
 
+    /// Stops every write to the session's paths, for good (the directory is gone).
+    fn detach(&self) {
+        self.state.detached.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`Mirror::detach`] was called.
+    fn is_detached(&self) -> bool {
+        self.state.detached.load(Ordering::SeqCst)
+    }
+
     /// How many tasks have a state no write has put on disk yet (writes that failed, ends
     /// waiting for their completion notice).
     fn unwritten(&self) -> usize {
@@ -573,6 +616,8 @@ struct Mirrored {
     /// write one task at once, and each writes the registry's state as it is under the lock,
     /// so an older state never replaces a newer one.
     books: Mutex<Books>,
+    /// Set once the session directory is gone: nothing is written any more.
+    detached: AtomicBool,
 }
 
 /// The writer's bookkeeping; every entry leaves when its task is evicted, so nothing here
@@ -639,6 +684,15 @@ impl Mirrored {
     /// end written first, a supervisor dying before the notice would lose it for good. A
     /// write that fails is logged and kept for the sweep to retry, and its error returned.
     fn write(&self, id: TaskId, occasion: Occasion) -> Result<()> {
+        if self.detached.load(Ordering::SeqCst) {
+            // A start is refused (no reader could ever see it); anything else is dropped.
+            return match occasion {
+                Occasion::Start => Err(Error::Supervisor(
+                    "the session directory was deleted or replaced".into(),
+                )),
+                _ => Ok(()),
+            };
+        }
         let mut books = lock(&self.books);
         let Some(state) = self.registry.get(&id) else {
             return Ok(());
@@ -648,6 +702,11 @@ impl Mirrored {
             return Ok(());
         }
         let mut record = TaskRecord::new((*state).clone());
+        record.survives_supervisor = !state.status().is_terminal()
+            && self
+                .registry
+                .executor(state.base.task_type)
+                .is_some_and(|executor| executor.survives_supervisor(&state));
         if state.status().is_terminal() {
             record.notification = books.completions.get(&id).cloned();
             let no_notice_due = occasion == Occasion::Killed || books.silent.contains(&id);

@@ -73,6 +73,19 @@ pub enum Error {
     /// The supervisor could not be started or reached, or answered with an error.
     #[error("supervisor: {0}")]
     Supervisor(String),
+    /// A supervisor of an earlier directory at this session's path (deleted or replaced under
+    /// it) still holds the session's root lock: no second supervisor starts until it has
+    /// noticed and left (within a sweep interval, once it has killed its tasks).
+    #[error(
+        "the supervisor (pid {pid}) of the directory that was at {} before it was deleted or replaced has not left yet; try again once it has",
+        dir.display()
+    )]
+    PredecessorStillThere {
+        /// Its pid, as the root lock file says (0 if unknown).
+        pid: u32,
+        /// The session directory's path.
+        dir: PathBuf,
+    },
     /// Invalid input that is not an id (a JSON argument, an option value).
     #[error("{0}")]
     Invalid(String),

@@ -10,8 +10,8 @@
 //! [`Launch`](task_core::Launch)ers by kind, registered by a [`engine::Wiring`] function that
 //! the embedder writes (the `tasks` binary's registers shells, monitors, agents, teammates,
 //! dreams, workflows and remote agents). The rules that differ by type are task-core's: the
-//! [`Task`](task_core::Task) trait (kill, eviction grace, resume, orphan reaping, input) and the
-//! per-type data ([`TaskKind`](task_core::TaskKind)).
+//! [`Task`](task_core::Task) trait (kill, eviction grace, resume, orphan reaping, whether a task
+//! survives its supervisor, input) and the per-type data ([`TaskKind`](task_core::TaskKind)).
 //!
 //! The supervisor runs in a process of the embedder's own: its binary calls
 //! [`supervisor::run`] with its wiring when started as the supervisor, and its clients point at

@@ -11,6 +11,8 @@
 //! {root}/{session}/supervisor.lock       flock'd by the live supervisor; holds its pid
 //! {root}/{session}/supervisor.log        the supervisor's stderr (supervisor.log.1: the one before)
 //! {root}/{session}/config.json           optional supervisor settings
+//! {root}/.{session}.supervisor.lock       flock'd by the live supervisor too, outside the
+//!                                         session directory (see [`SessionPaths::root_lock`])
 //! ```
 
 use std::fs::OpenOptions;
@@ -138,6 +140,15 @@ impl SessionPaths {
         self.dir.join("supervisor.lock")
     }
 
+    /// The supervisor's second lock (and pid) file, `{root}/.{session}.supervisor.lock`: in
+    /// the root, so deleting the session directory cannot free it. A supervisor whose
+    /// directory was deleted under it holds it until it has noticed and left, and no other
+    /// supervisor of the session starts meanwhile. (A session name never starts with a dot,
+    /// so this is never a session's directory.)
+    pub fn root_lock(&self) -> PathBuf {
+        self.root.join(format!(".{}.supervisor.lock", self.name))
+    }
+
     /// The supervisor's log file.
     pub fn log(&self) -> PathBuf {
         self.dir.join("supervisor.log")
@@ -151,6 +162,21 @@ impl SessionPaths {
     /// The optional settings file.
     pub fn config(&self) -> PathBuf {
         self.dir.join("config.json")
+    }
+
+    /// Which directory is at [`SessionPaths::dir`] now (not following a symlink), or `None`
+    /// if nothing is there: a supervisor compares it with the one it started in to notice
+    /// that its directory was deleted or replaced.
+    pub fn dir_identity(&self) -> std::io::Result<Option<DirIdentity>> {
+        use std::os::unix::fs::MetadataExt;
+        match std::fs::symlink_metadata(&self.dir) {
+            Ok(meta) => Ok(Some(DirIdentity {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            })),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Creates the session's directories, private to the user (idempotent), and refuses a
@@ -216,6 +242,20 @@ impl SessionPaths {
     }
 }
 
+/// A directory's device and inode: two directories at one path, one deleted and one created
+/// after it, differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirIdentity {
+    dev: u64,
+    ino: u64,
+}
+
+impl std::fmt::Display for DirIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "inode {} on device {}", self.ino, self.dev)
+    }
+}
+
 /// Options for opening a session file: never through a symlink (`O_NOFOLLOW`), never blocking
 /// on a FIFO (`O_NONBLOCK`), created private to the user (mode `0600`). Callers add the access
 /// mode.
@@ -270,6 +310,10 @@ mod tests {
         assert_eq!(
             paths.socket(),
             Path::new("/tmp/r/work-1.a_b/supervisor.sock")
+        );
+        assert_eq!(
+            paths.root_lock(),
+            Path::new("/tmp/r/.work-1.a_b.supervisor.lock")
         );
     }
 

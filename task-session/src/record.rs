@@ -44,10 +44,21 @@ pub struct TaskRecord {
     /// the foreground).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notification: Option<Notice>,
+    /// The task is live and outlives its supervisor (its executor says so through
+    /// [`task_core::Task::survives_supervisor`]: a remote agent): when its supervisor is found
+    /// dead, the next supervisor resumes it (or ends it with the true reason), so no reader
+    /// ever ends it as an orphan.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub survives_supervisor: bool,
     /// When the file was last written (its mtime, ms epoch; 0 for a record not read from disk):
     /// the last time its supervisor is known to have been alive.
     #[serde(skip)]
     pub written_ms: u64,
+    /// Set by a reader, never written: the task outlives its supervisor, that supervisor is
+    /// dead and none could be started to resume it yet, so it is shown live with this note
+    /// ("supervisor down, resumable") instead of ended.
+    #[serde(skip)]
+    pub supervisor_down: bool,
 }
 
 impl TaskRecord {
@@ -58,7 +69,9 @@ impl TaskRecord {
             task,
             supervisor_pid: std::process::id(),
             notification: None,
+            survives_supervisor: false,
             written_ms: 0,
+            supervisor_down: false,
         }
     }
 
@@ -96,8 +109,10 @@ impl TaskRecord {
     /// [`EndReason::SupervisorDied`] (task-core's orphan transition), ended when the record was
     /// last written (so every reader and the next supervisor derive the same end, and the same
     /// completion latch), with its completion due. A terminal record is returned unchanged.
+    /// Readers never call it on a record that [survives its supervisor](Self::survives_supervisor).
     #[must_use]
     pub fn orphaned(mut self) -> Self {
+        self.survives_supervisor = false;
         let ended_at = match self.written_ms {
             0 => task_core::now_ms(),
             written => written,
@@ -299,7 +314,9 @@ impl LegacyRecord {
             task,
             supervisor_pid: self.supervisor_pid,
             notification: self.notification,
+            survives_supervisor: false,
             written_ms: 0,
+            supervisor_down: false,
         }
     }
 }

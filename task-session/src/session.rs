@@ -7,9 +7,20 @@
 //! its completion deliverable, so nothing is ever left `running` forever. The next supervisor
 //! records that end and cleans up what the task left.
 //!
+//! Except a task that outlives its supervisor (its record says
+//! [`survives_supervisor`](TaskRecord::survives_supervisor): a remote agent, whose session runs
+//! on its server): no reader ever ends it. The read that finds it live under a dead supervisor
+//! starts the supervisor instead (the one write a read may cause), which resumes it, or ends
+//! it with the true reason, before it answers; the read then shows what that supervisor
+//! decided. If no supervisor can be started (a full disk), the task reads as live with
+//! [`supervisor_down`](TaskRecord::supervisor_down) set, and the next read tries again (at
+//! most once per [`Config::start_timeout`]). So whichever command comes next (`ps`, `wait`,
+//! `output --follow`, a notification reader), the task has one end, the true one.
+//!
 //! [`EndReason::SupervisorDied`]: task_core::EndReason::SupervisorDied
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use task_core::{Caller, Launch, TaskId};
@@ -32,6 +43,8 @@ pub struct Session {
     paths: SessionPaths,
     config: Config,
     supervisor: Option<SupervisorCommand>,
+    /// When a read last started the supervisor to resume the tasks that outlive it.
+    revived: Arc<Mutex<Option<Instant>>>,
 }
 
 /// How a wait ended.
@@ -58,6 +71,7 @@ impl Session {
             paths,
             config,
             supervisor: None,
+            revived: Arc::default(),
         }
     }
 
@@ -201,28 +215,37 @@ impl Session {
     }
 
     /// Every task of the session (orphans read as such), plus the record files that could not
-    /// be read. Writes nothing.
+    /// be read. Writes nothing, unless a task that outlives its supervisor needs it started
+    /// (see the module documentation).
     pub fn tasks(&self) -> Result<Listing> {
         let mut listing = record::list(&self.paths)?;
+        if self.revive_for(&listing.tasks)? {
+            listing = record::list(&self.paths)?;
+        }
         self.reconcile(&mut listing.tasks)?;
         Ok(listing)
     }
 
-    /// One task (an orphan read as such). Writes nothing.
+    /// One task (an orphan read as such). Writes nothing, as [`Session::tasks`].
     pub fn task(&self, id: &TaskId) -> Result<TaskRecord> {
-        let mut tasks = [record::read(&self.paths, id)?];
-        self.reconcile(&mut tasks)?;
-        let [task] = tasks;
-        Ok(task)
+        let mut tasks = self.tasks_by_id(std::slice::from_ref(id))?;
+        tasks
+            .pop()
+            .ok_or_else(|| Error::Invalid(format!("no record read for {id}")))
     }
 
     /// The tasks `ids`, in that order, reconciled together (one look at the session lock for
-    /// all of them, not one per task). Writes nothing.
+    /// all of them, not one per task). Writes nothing, as [`Session::tasks`].
     pub fn tasks_by_id(&self, ids: &[TaskId]) -> Result<Vec<TaskRecord>> {
-        let mut tasks = ids
-            .iter()
-            .map(|id| record::read(&self.paths, id))
-            .collect::<Result<Vec<_>>>()?;
+        let read = || {
+            ids.iter()
+                .map(|id| record::read(&self.paths, id))
+                .collect::<Result<Vec<_>>>()
+        };
+        let mut tasks = read()?;
+        if self.revive_for(&tasks)? {
+            tasks = read()?;
+        }
         self.reconcile(&mut tasks)?;
         Ok(tasks)
     }
@@ -370,15 +393,59 @@ impl Session {
 
     /// Reads live-looking records of a session whose supervisor is gone as orphans (task-core's
     /// orphan transition, in memory): the next supervisor to start records it and cleans up
-    /// after them. Nothing is written and nothing is signalled from here.
+    /// after them. A task that outlives its supervisor is never ended here: it reads as live,
+    /// its supervisor down. Nothing is written and nothing is signalled from here.
     fn reconcile(&self, tasks: &mut [TaskRecord]) -> Result<()> {
         if tasks.iter().all(TaskRecord::is_terminal) || lock::is_held(&self.paths.lock())? {
             return Ok(());
         }
         for task in tasks.iter_mut().filter(|t| !t.is_terminal()) {
-            *task = task.clone().orphaned();
+            if task.survives_supervisor {
+                task.supervisor_down = true;
+            } else {
+                *task = task.clone().orphaned();
+            }
         }
         Ok(())
+    }
+
+    /// Starts the supervisor if one of `tasks` is live, outlives its supervisor, and no
+    /// supervisor holds the session: the new one resumes it (or ends it with the true reason)
+    /// before it answers. Returns whether it started one (then the records are to be read
+    /// again). Tried at most once per [`Config::start_timeout`] by this session; a failure is
+    /// logged, and the task reads as live with its supervisor down.
+    fn revive_for(&self, tasks: &[TaskRecord]) -> Result<bool> {
+        let resumable = tasks
+            .iter()
+            .filter(|t| !t.is_terminal() && t.survives_supervisor)
+            .count();
+        if resumable == 0 || lock::is_held(&self.paths.lock())? {
+            return Ok(false);
+        }
+        {
+            let mut last = crate::guard(&self.revived);
+            if last.is_some_and(|at| at.elapsed() < self.config.start_timeout) {
+                return Ok(false);
+            }
+            *last = Some(Instant::now());
+        }
+        match self.ping() {
+            Ok((pid, _)) => {
+                tracing::info!(
+                    pid,
+                    resumable,
+                    "started the supervisor again for the tasks that outlive it"
+                );
+                Ok(true)
+            }
+            Err(error) => {
+                tracing::warn!(
+                    resumable,
+                    "cannot start the supervisor that would resume the tasks that outlive it: {error}"
+                );
+                Ok(false)
+            }
+        }
     }
 }
 

@@ -1,13 +1,22 @@
 //! The session supervisor: one daemon per session, started on demand by the first client that
 //! needs it, supervising every task of the session in one tokio runtime.
 //!
-//! Life cycle: take `supervisor.lock` (or say "busy" and exit: another supervisor owns the
-//! session), end the tasks a dead predecessor left live, bind `supervisor.sock`, tell the
-//! client that started it that it is ready (or why it cannot start), serve one JSON request per
-//! connection from processes of the same user, and exit after [`Config::idle_exit`] with no
-//! live task, no client and nothing left to write. The socket is removed before the lock is
-//! released, so a client never connects to a supervisor that is leaving without a successor
-//! being able to start.
+//! Life cycle: take the session's two locks, `{root}/.{session}.supervisor.lock` then
+//! `supervisor.lock` (or say "busy" and exit: another supervisor owns the session), end the
+//! tasks a dead predecessor left live, bind `supervisor.sock`, tell the client that started it
+//! that it is ready (or why it cannot start), serve one JSON request per connection from
+//! processes of the same user, and exit after [`Config::idle_exit`] with no live task, no
+//! client and nothing left to write. The socket is removed before the locks are released, so
+//! a client never connects to a supervisor that is leaving without a successor being able to
+//! start.
+//!
+//! A deleted session directory: the lock in the root survives `rm -rf` of the session
+//! directory, so while the supervisor of the deleted directory lives, no second supervisor
+//! starts (a starter waits for it to leave). That supervisor checks on every sweep that the
+//! directory at its path is still the one it started in (device and inode); once it is gone
+//! or replaced, it writes nothing more to the session's paths, kills every live task (nobody
+//! could see, wait for or kill them any more: their records went with the directory), logs
+//! why, and exits.
 
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -50,17 +59,21 @@ pub fn run(paths: SessionPaths, wiring: Wiring) -> Result<()> {
 
 fn supervise(paths: &SessionPaths, wiring: Wiring, ready: &mut ReadyPipe) -> Result<()> {
     paths.create_dirs()?;
-    let Some(mut lock) = acquire(paths)? else {
+    let config = Config::load(&paths.config())?;
+    // The client that started this process waits `start_timeout` for its word: a predecessor
+    // that does not leave within most of that is reported while the client still listens.
+    let Some(locks) = acquire(paths, config.start_timeout * 3 / 4)? else {
         tracing::info!("another supervisor owns {}", paths.dir().display());
         ready.say("busy");
         return Ok(());
     };
-    lock.write_pid(std::process::id())
-        .map_err(|e| Error::io("write", paths.lock(), e))?;
+    let home = paths
+        .dir_identity()
+        .map_err(|e| Error::io("look at", paths.dir(), e))?
+        .ok_or_else(|| Error::io("look at", paths.dir(), std::io::ErrorKind::NotFound.into()))?;
     if let Err(e) = rotate_log(paths) {
         tracing::warn!("cannot rotate {}: {e}", paths.log().display());
     }
-    let config = Config::load(&paths.config())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -69,29 +82,120 @@ fn supervise(paths: &SessionPaths, wiring: Wiring, ready: &mut ReadyPipe) -> Res
     let served = runtime.block_on(async {
         let engine = Arc::new(Engine::start(paths.clone(), config.clone(), wiring)?);
         engine.end_orphans()?;
-        if !config.retention.is_off() {
-            tokio::spawn(crate::prune::apply_retention(paths.clone(), config.clone()));
-        }
+        let retention = (!config.retention.is_off())
+            .then(|| tokio::spawn(crate::prune::apply_retention(paths.clone(), config.clone())));
         let listener = bind(paths)?;
         ready.say("ready");
-        serve(paths, listener, engine, &config).await
+        let exit = serve(paths, listener, &engine, &config, home).await;
+        if let Exit::Evicted(why) = &exit {
+            if let Some(retention) = retention {
+                retention.abort(); // it would remove files of the directory's successor
+            }
+            evicted(paths, &engine, why).await;
+        }
+        Ok::<_, Error>(exit)
     });
-    let _ = std::fs::remove_file(paths.socket());
+    if !matches!(served, Ok(Exit::Evicted(_))) {
+        // Not when evicted: the path now belongs to the directory's successor, if any.
+        let _ = std::fs::remove_file(paths.socket());
+    }
     runtime.shutdown_timeout(Duration::from_secs(1));
-    drop(lock);
-    served
+    drop(locks);
+    served.map(drop)
 }
 
-fn acquire(paths: &SessionPaths) -> Result<Option<SupervisorLock>> {
-    let deadline = std::time::Instant::now() + LOCK_PATIENCE;
+/// The two locks a supervisor holds for its whole life; the root's is released last.
+struct Locks {
+    // Fields drop in order: the session directory's lock first.
+    _dir: SupervisorLock,
+    _root: SupervisorLock,
+}
+
+/// Takes the root's lock, then the directory's, and writes this process's pid in both.
+/// `None` ("busy") when a live supervisor of this directory holds its lock. When the root's
+/// lock is held but the directory's is free, the holder is the supervisor of a directory
+/// deleted or replaced at this path, about to notice and leave: this waits for it up to
+/// `patience`, then fails with [`Error::PredecessorStillThere`].
+fn acquire(paths: &SessionPaths, patience: Duration) -> Result<Option<Locks>> {
+    let started = std::time::Instant::now();
     loop {
-        if let Some(lock) = SupervisorLock::try_acquire(&paths.lock())? {
-            return Ok(Some(lock));
+        // The root's lock is released again if the directory's cannot be taken.
+        if let Some(mut root) = SupervisorLock::try_acquire(&paths.root_lock())?
+            && let Some(mut dir) = SupervisorLock::try_acquire(&paths.lock())?
+        {
+            let pid = std::process::id();
+            dir.write_pid(pid)
+                .map_err(|e| Error::io("write", paths.lock(), e))?;
+            root.write_pid(pid)
+                .map_err(|e| Error::io("write", paths.root_lock(), e))?;
+            return Ok(Some(Locks {
+                _dir: dir,
+                _root: root,
+            }));
         }
-        if std::time::Instant::now() >= deadline {
+        let waited = started.elapsed();
+        // A reader probing the directory's lock holds it for an instant; a supervisor of this
+        // directory that is exiting holds it until its socket is gone.
+        if waited >= LOCK_PATIENCE && crate::lock::is_held(&paths.lock())? {
             return Ok(None);
         }
+        if waited >= patience.max(LOCK_PATIENCE) {
+            return Err(Error::PredecessorStillThere {
+                pid: crate::lock::holder_pid(&paths.root_lock()).unwrap_or(0),
+                dir: paths.dir().to_owned(),
+            });
+        }
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Why [`serve`] returned.
+#[derive(Debug)]
+enum Exit {
+    /// Idle for [`Config::idle_exit`].
+    Idle,
+    /// The session directory was deleted or replaced: why, in words.
+    Evicted(String),
+}
+
+/// Whether the directory at the session's path is still `home`, the one this supervisor
+/// started in; `Some(why)` if it was deleted or replaced. An error looking (a permission
+/// taken away) is logged and not taken for a deletion.
+fn lost_home(paths: &SessionPaths, home: crate::paths::DirIdentity) -> Option<String> {
+    let dir = paths.dir().display();
+    match paths.dir_identity() {
+        Ok(Some(now)) if now == home => None,
+        Ok(Some(now)) => Some(format!(
+            "its session directory {dir} was replaced ({home} is gone, {now} is there now)"
+        )),
+        Ok(None) => Some(format!("its session directory {dir} was deleted")),
+        Err(error) => {
+            tracing::warn!("cannot look at {dir}: {error}");
+            None
+        }
+    }
+}
+
+/// What a supervisor does once its directory is gone: kills its tasks, and says so in its
+/// log and in the log of the directory that replaced it, if one is there.
+async fn evicted(paths: &SessionPaths, engine: &Engine, why: &str) {
+    tracing::error!("{why}: killing every live task and exiting");
+    let killed = engine.abandon_session(why).await;
+    let line = format!(
+        "the supervisor (pid {}) of the session directory that was here before: {why}; it killed its {killed} live task(s) and exits",
+        std::process::id()
+    );
+    tracing::error!("{line}");
+    // Never creates the directory: only a log in a directory that exists and is ours.
+    if paths.dir_identity().is_ok_and(|found| found.is_some()) && paths.verify().is_ok() {
+        let appended = crate::paths::private_file()
+            .create(true)
+            .append(true)
+            .open(paths.log())
+            .and_then(|mut log| writeln!(log, "{line}"));
+        if let Err(error) = appended {
+            tracing::debug!("cannot tell the new directory's log: {error}");
+        }
     }
 }
 
@@ -160,9 +264,10 @@ fn rotate_log(paths: &SessionPaths) -> std::io::Result<()> {
 async fn serve(
     paths: &SessionPaths,
     listener: UnixListener,
-    engine: Arc<Engine>,
+    engine: &Arc<Engine>,
     config: &Config,
-) -> Result<()> {
+    home: crate::paths::DirIdentity,
+) -> Exit {
     let idle_exit = config.idle_exit;
     let clients = Arc::new(AtomicUsize::new(0));
     let me = rustix::process::geteuid().as_raw();
@@ -171,17 +276,22 @@ async fn serve(
         "supervising {}",
         paths.dir().display()
     );
+    let mut sweep = tokio::time::interval(config.sweep_interval);
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    // The idle period runs from the last connection or change, not from the last sweep.
+    let mut quiet_since = tokio::time::Instant::now();
     loop {
         // The cheap count decides whether to start the idle timer; the exact one whether to exit.
         let idle = engine.tracked_live_tasks() == 0 && clients.load(Ordering::SeqCst) == 0;
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
+                    quiet_since = tokio::time::Instant::now();
                     if !same_user(&stream, me) {
                         continue; // dropped: only this user's processes are served
                     }
                     clients.fetch_add(1, Ordering::SeqCst);
-                    let (engine, clients) = (Arc::clone(&engine), Arc::clone(&clients));
+                    let (engine, clients) = (Arc::clone(engine), Arc::clone(&clients));
                     tokio::spawn(async move {
                         if let Err(e) = handle(stream, &engine).await {
                             tracing::warn!("client: {e}");
@@ -192,17 +302,23 @@ async fn serve(
                 }
                 Err(e) => tracing::warn!("accept: {e}"),
             },
-            () = tokio::time::sleep(idle_exit), if idle => {
+            () = tokio::time::sleep_until(quiet_since + idle_exit), if idle => {
                 if engine.live_tasks() == 0 && clients.load(Ordering::SeqCst) == 0 {
                     break;
                 }
+                quiet_since = tokio::time::Instant::now();
             }
-            () = engine.changed() => {}
+            () = engine.changed() => quiet_since = tokio::time::Instant::now(),
+            _ = sweep.tick() => {
+                if let Some(why) = lost_home(paths, home) {
+                    return Exit::Evicted(why);
+                }
+            }
         }
     }
     tracing::info!("idle for {} ms: exiting", idle_exit.as_millis());
     engine.flush().await;
-    Ok(())
+    Exit::Idle
 }
 
 /// Whether the peer of `stream` runs as user `me` (`SO_PEERCRED`).

@@ -23,12 +23,18 @@ use task_session::protocol::KillResult;
 use task_session::session::{Session, WaitOutcome};
 use tokio::sync::oneshot;
 
-/// What a toy task does: write `lines`, then finish once `release` exists.
+/// What a toy task does: write `lines`, then finish once `release` exists. A survivor
+/// outlives its supervisor: the next supervisor of the session resumes it from its record.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct ToyStart {
     lines: Vec<String>,
     release: PathBuf,
+    #[serde(default)]
+    survivor: bool,
 }
+
+/// The agent type of a toy that survives its supervisor; its prompt is its release file.
+const SURVIVOR: &str = "survivor";
 
 #[derive(Clone)]
 struct Toy {
@@ -47,8 +53,12 @@ impl Launch for Toy {
         let output = self.dir.join(format!("{id}.output"));
         std::fs::write(&output, "").map_err(|e| failed(e.to_string()))?;
         let agent = AgentState {
-            agent_type: "toy".into(),
-            prompt: start.lines.join(" "),
+            agent_type: if start.survivor { SURVIVOR } else { "toy" }.into(),
+            prompt: if start.survivor {
+                start.release.display().to_string()
+            } else {
+                start.lines.join(" ")
+            },
             ..AgentState::default()
         };
         let state = TaskState::new(id, "toy task", &output, TaskKind::Agent(agent))
@@ -74,12 +84,22 @@ async fn play(
     id: TaskId,
     output: PathBuf,
     start: ToyStart,
-    mut cancelled: oneshot::Receiver<()>,
+    cancelled: oneshot::Receiver<()>,
 ) {
     let text: String = start.lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&output, text).unwrap();
     registry.transition(&id, TaskStatus::Running).unwrap();
-    while !start.release.exists() {
+    finish(registry, id, start.release, cancelled).await;
+}
+
+/// Completes `id` once `release` exists.
+async fn finish(
+    registry: Arc<Registry>,
+    id: TaskId,
+    release: PathBuf,
+    mut cancelled: oneshot::Receiver<()>,
+) {
+    while !release.exists() {
         tokio::select! {
             _ = &mut cancelled => return,
             () = tokio::time::sleep(Duration::from_millis(5)) => {}
@@ -106,6 +126,34 @@ impl Task for Toy {
         });
         Ok(())
     }
+
+    fn survives_supervisor(&self, task: &TaskState) -> bool {
+        matches!(&task.kind, TaskKind::Agent(agent) if agent.agent_type == SURVIVOR)
+    }
+}
+
+impl Toy {
+    /// Follows again every survivor a dead supervisor left live (what a remote executor does
+    /// from its sidecars): registered from its record, running, finished once released.
+    fn resume_survivors(&self, paths: &SessionPaths) {
+        for found in task_session::record::list(paths).unwrap().tasks {
+            let TaskKind::Agent(agent) = &found.task.kind else {
+                continue;
+            };
+            if found.is_terminal() || agent.agent_type != SURVIVOR {
+                continue;
+            }
+            let id = found.id();
+            let release = PathBuf::from(&agent.prompt);
+            let mut state = found.task.clone();
+            state.base.status = TaskStatus::Pending;
+            self.registry.register(state).unwrap();
+            self.registry.transition(&id, TaskStatus::Running).unwrap();
+            let (cancel, cancelled) = oneshot::channel();
+            self.cancels.lock().unwrap().insert(id, cancel);
+            tokio::spawn(finish(Arc::clone(&self.registry), id, release, cancelled));
+        }
+    }
 }
 
 fn wiring(host: &Host) -> task_session::Result<Launchers> {
@@ -116,6 +164,7 @@ fn wiring(host: &Host) -> task_session::Result<Launchers> {
     };
     host.registry
         .register_executor(TaskType::LocalAgent, Arc::new(toy.clone()));
+    toy.resume_survivors(&host.paths);
     Ok(Launchers::new().with(toy))
 }
 
@@ -157,9 +206,14 @@ impl Harness {
     }
 
     fn start(&self, lines: &[&str], release: &str) -> TaskId {
+        self.start_toy(lines, release, false)
+    }
+
+    fn start_toy(&self, lines: &[&str], release: &str, survivor: bool) -> TaskId {
         let start = ToyStart {
             lines: lines.iter().map(|l| (*l).to_owned()).collect(),
             release: self.root.path().join(release),
+            survivor,
         };
         self.session
             .start::<Toy>(start, Session::caller().unwrap())
@@ -254,4 +308,83 @@ fn a_kill_reaches_the_embedded_executor_and_notifies_nothing() {
     assert!(session.drain_notifications().unwrap().is_empty());
     let again = session.kill(&[id]).unwrap();
     assert_eq!(again[0].result, KillResult::AlreadyEnded);
+}
+
+#[test]
+fn a_task_that_survives_its_supervisor_is_never_read_as_failed_and_the_next_read_resumes_it() {
+    let harness = Harness::new();
+    let session = &harness.session;
+    let id = harness.start_toy(&["first run"], "release-survivor", true);
+    let running = eventually("the survivor running", || {
+        let task = session.task(&id).unwrap();
+        (task.status() == TaskStatus::Running).then_some(task)
+    });
+    assert!(running.survives_supervisor, "{running:?}");
+    let pid = harness.supervisor_pid().unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let lock = session.paths().lock();
+    eventually("the supervisor gone", || {
+        (!task_session::lock::is_held(&lock).unwrap()).then_some(())
+    });
+
+    // A reader that cannot start a supervisor shows it live, its supervisor down: never
+    // failed, nothing to deliver.
+    let broken = Session::with_config(session.paths().clone(), session.config().clone())
+        .with_supervisor(SupervisorCommand {
+            program: "/bin/false".into(),
+            args: Vec::new(),
+        });
+    let seen = broken.task(&id).unwrap();
+    assert_eq!(seen.status(), TaskStatus::Running, "{seen:?}");
+    assert!(seen.supervisor_down, "{seen:?}");
+    assert!(broken.drain_notifications().unwrap().is_empty());
+    assert_eq!(
+        broken.tasks().unwrap().tasks[0].status(),
+        TaskStatus::Running
+    );
+
+    // The next read that can start the supervisor does: it resumes the task, which ends once,
+    // with its true end and one notification.
+    std::fs::write(harness.root.path().join("release-survivor"), "").unwrap();
+    let ended = match session.wait(&[id], Some(Duration::from_secs(30)), |_| {}) {
+        Ok(WaitOutcome::Ended(tasks)) => tasks,
+        other => panic!("wait: {other:?}"),
+    };
+    assert_eq!(ended[0].status(), TaskStatus::Completed, "{:?}", ended[0]);
+    assert_eq!(ended[0].end_reason(), Some(&EndReason::Succeeded));
+    assert_ne!(harness.supervisor_pid(), Some(pid), "a new supervisor");
+    let delivered = eventually("the completion delivered", || {
+        let notices = session.drain_notifications().unwrap();
+        (!notices.is_empty()).then_some(notices)
+    });
+    assert_eq!(delivered.len(), 1, "{delivered:?}");
+    assert!(delivered[0].text().contains("toy done"), "{delivered:?}");
+    assert!(session.drain_notifications().unwrap().is_empty());
+}
+
+#[test]
+fn a_task_that_does_not_survive_its_supervisor_reads_as_failed_once_it_is_gone() {
+    let harness = Harness::new();
+    let session = &harness.session;
+    let id = harness.start(&["mortal"], "never");
+    eventually("the task running", || {
+        (session.task(&id).unwrap().status() == TaskStatus::Running).then_some(())
+    });
+    assert!(!session.task(&id).unwrap().survives_supervisor);
+    let pid = harness.supervisor_pid().unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let lock = session.paths().lock();
+    eventually("the supervisor gone", || {
+        (!task_session::lock::is_held(&lock).unwrap()).then_some(())
+    });
+    let seen = session.task(&id).unwrap();
+    assert_eq!(seen.status(), TaskStatus::Failed);
+    assert!(matches!(
+        seen.end_reason(),
+        Some(EndReason::SupervisorDied { .. })
+    ));
+    assert!(
+        !task_session::lock::is_held(&lock).unwrap(),
+        "no supervisor started by the read"
+    );
 }

@@ -264,6 +264,32 @@ fn a_crafted_record_naming_a_foreign_process_group_gets_nothing_killed_by_reader
 }
 
 #[test]
+fn a_crafted_record_claiming_to_survive_its_supervisor_is_ended_by_the_supervisor_a_read_starts() {
+    let sandbox = Sandbox::new();
+    let (id, foreign) = ended_task_and_foreign_group(&sandbox);
+    // A reused pid (the leader's start time differs), and a claim no shell makes.
+    craft_running(&sandbox, &id, foreign.pid(), foreign.started() + 1);
+    let path = sandbox.tasks_dir().join(format!("{id}.json"));
+    let mut record: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    record["survivesSupervisor"] = true.into();
+    std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+
+    // The read starts the supervisor, which finds nothing to resume: it ends the task as the
+    // orphan it is (the one end every reader then sees) and leaves the foreign group alone.
+    let task = sandbox.task(&id);
+    assert_eq!(task["status"], "failed", "{task}");
+    assert_eq!(task["endReason"]["reason"], "supervisor_died", "{task}");
+    let on_disk = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        on_disk.contains("\"failed\""),
+        "the supervisor recorded the end: {on_disk}"
+    );
+    assert!(!on_disk.contains("survivesSupervisor"), "{on_disk}");
+    assert!(foreign.is_alive(), "the supervisor killed a foreign group");
+    assert_eq!(delivered_ids(&sandbox), std::slice::from_ref(&id));
+}
+
+#[test]
 fn a_starting_supervisor_leaves_a_foreign_group_whose_start_time_differs_alone() {
     let sandbox = Sandbox::new();
     let (id, foreign) = ended_task_and_foreign_group(&sandbox);

@@ -7,6 +7,7 @@
 //! root; under `CI=true` they fail instead, since CI runs as root.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
+mod deleted_session;
 mod environment;
 mod full_disk;
 mod hostile_files;
