@@ -23,7 +23,10 @@ pub fn build_tasks_binary() -> PathBuf {
             .arg(alias)
             .status()
             .expect("cannot run cargo");
-        assert!(status.success(), "cannot build the tasks executables ({alias})");
+        assert!(
+            status.success(),
+            "cannot build the tasks executables ({alias})"
+        );
     }
     // A bench runs from {target}/release/deps/NAME-…; the binary is {target}/release/tasks.
     let exe = std::env::current_exe().expect("no current exe");
