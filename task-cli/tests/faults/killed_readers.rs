@@ -6,6 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -67,31 +69,41 @@ fn read_once(sandbox: &Sandbox, kill_after: Option<Duration>) -> Vec<Value> {
 fn readers_killed_mid_delivery_lose_no_completion_and_repeats_carry_the_same_key() {
     let mut sandbox = Sandbox::new();
     sandbox.set("TASKS_IDLE_EXIT_MS", "10000");
+    let sandbox = Arc::new(sandbox);
     let mut dice = Dice::seeded();
-    let ids: Vec<String> = (0..TASKS)
-        .map(|i| sandbox.start(&format!("sleep 0.{:02}", 20 + i % 80)))
-        .collect();
 
-    let mut printed: Vec<Value> = Vec::new();
-    let mut readers = 0;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        // Three readers in four are killed 1–15 ms after they start.
-        let kill_after = (dice.below(4) != 0).then(|| Duration::from_millis(1 + dice.below(15)));
-        printed.extend(read_once(&sandbox, kill_after));
-        readers += 1;
-        if readers % 10 == 0 {
-            let live = sandbox
-                .listed()
-                .iter()
-                .filter(|t| t["status"] == "running" || t["status"] == "pending")
-                .count();
-            if live == 0 {
-                break;
+    // Readers loop from the first task's start to the last one's end; three in four are killed
+    // 1–15 ms after they start, whatever they are doing then.
+    let ending = Arc::new(AtomicBool::new(false));
+    let readers = {
+        let (sandbox, ending) = (Arc::clone(&sandbox), Arc::clone(&ending));
+        std::thread::spawn(move || {
+            let (mut printed, mut readers, mut killed) = (Vec::new(), 0, 0);
+            while !ending.load(Ordering::SeqCst) {
+                let kill_after =
+                    (dice.below(4) != 0).then(|| Duration::from_millis(1 + dice.below(15)));
+                killed += usize::from(kill_after.is_some());
+                printed.extend(read_once(&sandbox, kill_after));
+                readers += 1;
             }
-        }
+            (printed, readers, killed)
+        })
+    };
+    // Ends spread over about five seconds, while the readers come and go.
+    let ids: Vec<String> = (0..TASKS)
+        .map(|i| sandbox.start(&format!("sleep {}.{}", 1 + i % 5, i % 10)))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while sandbox
+        .listed()
+        .iter()
+        .any(|t| t["status"] == "running" || t["status"] == "pending")
+    {
         assert!(Instant::now() < deadline, "the tasks never ended");
+        std::thread::sleep(Duration::from_millis(100));
     }
+    ending.store(true, Ordering::SeqCst);
+    let (mut printed, readers, killed) = readers.join().unwrap();
     // A last reader that nobody kills delivers whatever the killed ones left leased.
     printed.extend(read_once(&sandbox, None));
 
@@ -127,8 +139,12 @@ fn readers_killed_mid_delivery_lose_no_completion_and_repeats_carry_the_same_key
     }
     let repeats = printed.len() - delivered.len();
     eprintln!(
-        "{readers} readers, {} lines printed, {repeats} repeats",
+        "{readers} readers ({killed} killed), {} lines printed, {repeats} repeats",
         printed.len()
+    );
+    assert!(
+        killed >= 20,
+        "too few readers were killed to show anything: {killed}"
     );
     // Every completion is now marked delivered: nothing more to read.
     assert!(read_once(&sandbox, None).is_empty());
