@@ -80,7 +80,7 @@ pub enum ShortCommand {
     /// Deliver pending notifications (each exactly once across all readers), in priority order.
     Notifications(NotificationsArgs),
     /// Manage task lists (the persistent checklist with dependencies).
-    List(ListArgs),
+    List(Box<ListArgs>),
 }
 
 impl ShortCommand {

@@ -76,7 +76,7 @@ pub fn execute_short(
         ShortCommand::Wait(args) => wait(&session()?, &args, json),
         ShortCommand::Kill(args) => kill(&session()?, &args, json),
         ShortCommand::Notifications(args) => notifications(&session()?, &args, json),
-        ShortCommand::List(args) => crate::list_cmd::execute(&paths()?, args, json, open_list),
+        ShortCommand::List(args) => crate::list_cmd::execute(&paths()?, *args, json, open_list),
     }
 }
 
