@@ -139,7 +139,7 @@ pub fn dir(data: &[u8]) {
     let _ = list
         .audit_log()
         .expect("the audit log never fails for bad lines");
-    let high_water_mark = list
+    let _ = list
         .high_water_mark()
         .expect("the high-water mark always reads");
     let _ = list.inbox("fuzz");
@@ -161,6 +161,13 @@ pub fn dir(data: &[u8]) {
             report.problems
         );
     }
+    // The mark after the repair (which replays a leftover journal: a journal may lower the mark,
+    // see README.md, "Findings"); a journal the repair could not replay is replayed by the
+    // create, which may lower it again.
+    let high_water_mark = list
+        .high_water_mark()
+        .expect("the high-water mark always reads");
+    let journal_left = list.dir().join(".journal").exists();
     let highest = list
         .snapshot()
         .map(|s| s.tasks.keys().next_back().map_or(0, |id| id.get()))
@@ -172,7 +179,7 @@ pub fn dir(data: &[u8]) {
             "a new id ({id}) is above every task ({highest})"
         );
         assert!(
-            id > high_water_mark,
+            id > high_water_mark || journal_left,
             "a new id ({id}) is above the high-water mark ({high_water_mark})"
         );
         let task = list.get(created.task.id).expect("the new task reads");

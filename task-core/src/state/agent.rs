@@ -70,12 +70,19 @@ pub struct AgentProgress {
 
 impl AgentProgress {
     /// Accounts one message's usage (SPEC §7): inputs are cumulative per turn, so only the
-    /// latest counts; outputs are per message, so they add up.
+    /// latest counts; outputs are per message, so they add up. The counts come from an agent
+    /// CLI's output, so they saturate rather than overflow.
     pub fn record_usage(&mut self, usage: MessageUsage) {
-        self.latest_input_tokens =
-            usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens;
-        self.cumulative_output_tokens += usage.output_tokens;
-        self.token_count = self.latest_input_tokens + self.cumulative_output_tokens;
+        self.latest_input_tokens = usage
+            .input_tokens
+            .saturating_add(usage.cache_creation_input_tokens)
+            .saturating_add(usage.cache_read_input_tokens);
+        self.cumulative_output_tokens = self
+            .cumulative_output_tokens
+            .saturating_add(usage.output_tokens);
+        self.token_count = self
+            .latest_input_tokens
+            .saturating_add(self.cumulative_output_tokens);
     }
 
     /// Records one tool use.
@@ -172,4 +179,29 @@ pub struct TeammateState {
     /// Messages waiting for the teammate's next turn (carried forward on resume).
     #[serde(default)]
     pub pending_messages: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_counts_from_a_hostile_cli_saturate_instead_of_overflowing() {
+        // An agent CLI's `usage` block is untrusted input: found with the agent_stream fuzz
+        // target, which panicked on it (fuzz/regressions/agent_stream/usage-overflow.jsonl).
+        let mut progress = AgentProgress::default();
+        progress.record_usage(MessageUsage {
+            input_tokens: u64::MAX,
+            cache_read_input_tokens: 1,
+            output_tokens: u64::MAX,
+            ..MessageUsage::default()
+        });
+        progress.record_usage(MessageUsage {
+            output_tokens: 5,
+            ..MessageUsage::default()
+        });
+        assert_eq!(progress.latest_input_tokens, 0);
+        assert_eq!(progress.cumulative_output_tokens, u64::MAX);
+        assert_eq!(progress.token_count, u64::MAX);
+    }
 }
