@@ -48,6 +48,7 @@ impl Messenger for RemoteOrAgent {
             Err(error) => (false, error.to_string()),
         };
         MessageReply {
+            task: Some(id),
             delivered,
             reply: serde_json::json!({"success": delivered, "message": text}).to_string(),
         }

@@ -90,9 +90,9 @@ pub struct Messages<M> {
 #[async_trait::async_trait]
 impl<M: Messenger> Messenger for Messages<M> {
     async fn send(&self, to: &str, message: &str) -> MessageReply {
-        if self.team.resolve(to).is_none() {
+        let Some(teammate) = self.team.resolve(to) else {
             return self.agents.send(to, message).await;
-        }
+        };
         let sent = self.team.send(to, &TeamMessage::new(TEAM_LEAD, message));
         let reply = match &sent {
             Ok(_) => {
@@ -103,6 +103,7 @@ impl<M: Messenger> Messenger for Messages<M> {
         MessageReply {
             delivered: sent.is_ok(),
             reply: reply.to_string(),
+            task: Some(teammate),
         }
     }
 }

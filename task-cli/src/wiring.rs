@@ -4,7 +4,7 @@
 //! (implementing task-core's `Task` and `Launch`) and a line here.
 
 use task_agent::workflow::{WorkflowConfig, WorkflowExecutor};
-use task_agent::{AgentConfig, AgentExecutor, send_result};
+use task_agent::{AgentConfig, AgentExecutor, SendOutcome, send_result};
 use task_shell::{Monitors, ShellExecutor};
 
 use crate::settings::Settings;
@@ -69,9 +69,15 @@ pub(crate) struct AgentMessages(AgentExecutor);
 impl Messenger for AgentMessages {
     async fn send(&self, to: &str, message: &str) -> MessageReply {
         let outcome = self.0.send(to, message, None).await;
+        let task = match &outcome {
+            Ok(SendOutcome::Queued(id)) => Some(*id),
+            Ok(SendOutcome::Resumed { handle, .. }) => Some(handle.id),
+            _ => None,
+        };
         MessageReply {
             delivered: outcome.is_ok(),
             reply: send_result(to, &outcome),
+            task,
         }
     }
 }

@@ -59,6 +59,9 @@ pub struct MessageReply {
     pub delivered: bool,
     /// The result in the reference's words.
     pub reply: String,
+    /// The task it reached (known inside the supervisor, which writes that task's record
+    /// before it answers, so a `wait` right after a resume sees it running).
+    pub task: Option<TaskId>,
 }
 
 impl std::fmt::Debug for Launchers {
@@ -319,13 +322,21 @@ impl Engine {
 
     /// Sends a message to the task `to` (an id or a name) through the wiring's messenger.
     pub async fn send(&self, to: &str, message: &str) -> MessageReply {
-        match &self.launchers.messenger {
-            Some(messenger) => messenger.send(to, message).await,
-            None => MessageReply {
+        let Some(messenger) = &self.launchers.messenger else {
+            return MessageReply {
                 delivered: false,
                 reply: "no task of this session takes messages".into(),
-            },
+                task: None,
+            };
+        };
+        let sent = messenger.send(to, message).await;
+        if let Some(id) = sent.task.filter(|_| sent.delivered)
+            && self.registry.get(&id).is_some()
+            && let Err(error) = self.mirror.write_now(id)
+        {
+            tracing::warn!(task = %id, %error, "cannot record the task a message reached");
         }
+        sent
     }
 
     /// Writes to the stdin of a live task through its executor (task-core's

@@ -166,9 +166,11 @@ impl Session {
             message: message.to_owned(),
         };
         match self.send(op)? {
-            Response::Sent { delivered, reply } => {
-                Ok(crate::engine::MessageReply { delivered, reply })
-            }
+            Response::Sent { delivered, reply } => Ok(crate::engine::MessageReply {
+                delivered,
+                reply,
+                task: None,
+            }),
             other => Err(unexpected(other)),
         }
     }
