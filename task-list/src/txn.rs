@@ -194,10 +194,20 @@ impl StoreTxn for Txn<'_> {
             hint => hint,
         }
         .max(list.high_water_mark()?);
-        while fsutil::exists(&list.dir().join(format!("{}.json", highest + 1)))? {
+        while highest < u64::MAX
+            && fsutil::exists(&list.dir().join(format!("{}.json", highest + 1)))?
+        {
             highest += 1;
         }
-        let next = TaskId::new(highest + 1)?;
+        // The mark is read from a file anyone can write: at u64::MAX there is no next id (an
+        // overflow panic before; found with the list_dir fuzz target).
+        let Some(next) = highest.checked_add(1) else {
+            return Err(Error::Corrupt {
+                path: list.dir().join(HIGH_WATER_MARK_FILE),
+                message: format!("no task id is left after {highest}"),
+            });
+        };
+        let next = TaskId::new(next)?;
         list.id_hint.store(next.get(), Ordering::Release);
         Ok(next)
     }
@@ -330,6 +340,20 @@ mod tests {
     use super::*;
     use crate::StoreConfig;
     use crate::api::CreateRequest;
+
+    #[test]
+    fn a_high_water_mark_at_the_largest_id_refuses_a_create_instead_of_overflowing() {
+        // fuzz/regressions/list_dir/high-water-mark-at-u64-max
+        let root = tempfile::tempdir().unwrap();
+        let list = TaskList::open(root.path(), "l", StoreConfig::default()).unwrap();
+        std::fs::write(list.dir().join(HIGH_WATER_MARK_FILE), u64::MAX.to_string()).unwrap();
+        let refused = list.create(&CreateRequest::new("a", "")).unwrap_err();
+        assert!(matches!(refused, Error::Corrupt { .. }), "{refused}");
+        assert!(
+            refused.to_string().contains("no task id is left"),
+            "{refused}"
+        );
+    }
 
     #[test]
     fn a_committed_journal_is_replayed_by_the_next_writer() {

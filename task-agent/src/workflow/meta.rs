@@ -9,6 +9,12 @@ use super::error::WorkflowError;
 
 const META_DECLARATION: &str = "export const meta";
 
+/// How deeply the `meta` literal may nest. Names, phases and options need a few levels; the
+/// JSON5 parser recurses once a level, so a literal nested 2000 deep overflowed the stack of a
+/// 2 MiB thread (the supervisor's tokio worker): SIGSEGV, found with the workflow_meta fuzz
+/// target (fuzz/regressions/workflow_meta/).
+const MAX_META_DEPTH: usize = 64;
+
 /// A phase the script declares.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -62,8 +68,13 @@ pub(crate) fn parse(source: &str) -> Result<ParsedScript, WorkflowError> {
             "meta must be an object literal".into(),
         ));
     }
-    let end = literal_end(literal_text)
+    let (end, depth) = literal_end(literal_text)
         .ok_or_else(|| WorkflowError::InvalidMeta("the meta literal is not closed".into()))?;
+    if depth > MAX_META_DEPTH {
+        return Err(WorkflowError::InvalidMeta(format!(
+            "the meta literal nests {depth} levels deep (at most {MAX_META_DEPTH})"
+        )));
+    }
     let literal = &literal_text[..end];
     let meta_value: Value = json5::from_str(literal).map_err(|e| {
         WorkflowError::InvalidMeta(format!(
@@ -100,18 +111,22 @@ fn skip_trivia(mut source: &str) -> &str {
 }
 
 /// The byte length of the bracketed literal at the start of `text` (strings and comments
-/// skipped), or `None` if it never closes.
-fn literal_end(text: &str) -> Option<usize> {
+/// skipped) and how deeply it nests, or `None` if it never closes.
+fn literal_end(text: &str) -> Option<(usize, usize)> {
     let bytes = text.as_bytes();
     let mut depth = 0usize;
+    let mut deepest = 0usize;
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'{' | b'[' | b'(' => depth += 1,
+            b'{' | b'[' | b'(' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
             b'}' | b']' | b')' => {
                 depth = depth.checked_sub(1)?;
                 if depth == 0 {
-                    return Some(i + 1);
+                    return Some((i + 1, deepest));
                 }
             }
             quote @ (b'\'' | b'"' | b'`') => i = string_end(bytes, i, quote)?,
@@ -176,6 +191,15 @@ mod tests {
             parse("phase('x')"),
             Err(WorkflowError::MissingMeta)
         ));
+        let deep = format!(
+            "export const meta = {{ name: 'n', description: 'd', x: {}{} }}",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert!(
+            matches!(parse(&deep), Err(WorkflowError::InvalidMeta(m)) if m.contains("nests")),
+            "a literal nested too deep is refused before it reaches the parser"
+        );
         assert!(matches!(
             parse("export const meta = { name: 'n' }"),
             Err(WorkflowError::InvalidMeta(_))
