@@ -64,12 +64,12 @@ fn top_shows_the_tasks_follows_an_end_kills_with_x_and_restores_the_terminal() {
         screen.contains("2 shells"),
         "the pill in the header:\n{screen}"
     );
+    // A capture can land mid-frame: wait for the frame's last row.
+    let screen = tmux.wait_for("the keys at the bottom", |s| {
+        s.lines().nth(23).is_some_and(|row| row.contains("q quit"))
+    });
     let rows = tmux.screen();
     assert_eq!(rows.len(), 24, "{screen}");
-    assert!(
-        rows[23].contains("q quit"),
-        "the keys fit at the bottom:\n{screen}"
-    );
 
     std::fs::write(&gate, "").unwrap();
     tmux.wait_for("the end to show", |s| {
