@@ -3,8 +3,10 @@
 //! time. It is not coverage-guided (libFuzzer is; see README.md): it keeps CI honest about the
 //! corpus and finds what a few thousand blind mutations of real files find.
 //!
-//! `FUZZ_SMOKE_SECS` sets the time per target (default 2 s), `FUZZ_SMOKE_SEED` the seed of the
-//! mutations (default: fixed, so a CI failure reproduces). A finding names the input's file,
+//! By default each target runs a fixed number of mutations (`FUZZ_SMOKE_RUNS`, default
+//! [`DEFAULT_RUNS`]) from a fixed seed (`FUZZ_SMOKE_SEED`), so every machine runs the same
+//! inputs and a CI failure reproduces anywhere. `FUZZ_SMOKE_SECS` runs for a time instead, to
+//! explore (a finding then depends on the machine's speed). A finding names the input's file,
 //! which is kept in `$TMPDIR/tasks-fuzz-findings/`.
 
 use std::panic::AssertUnwindSafe;
@@ -18,6 +20,27 @@ const SLOW_INPUT: Duration = Duration::from_secs(10);
 
 /// The largest input the mutator makes.
 const MAX_INPUT: usize = 64 * 1024;
+
+/// Mutated inputs per target when the environment sets no budget.
+pub const DEFAULT_RUNS: usize = 1000;
+
+/// How long a smoke run mutates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Budget {
+    /// This many mutated inputs: the same inputs on every machine.
+    Runs(usize),
+    /// Until this much time has passed: more on a faster machine.
+    Time(Duration),
+}
+
+impl Budget {
+    fn allows(self, started: Instant, done: usize) -> bool {
+        match self {
+            Self::Runs(runs) => done < runs,
+            Self::Time(time) => started.elapsed() < time,
+        }
+    }
+}
 
 /// What a smoke run did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -53,9 +76,9 @@ pub fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
     found
 }
 
-/// Runs `target` on its kept inputs, then on mutations of them until `budget` has passed;
+/// Runs `target` on its kept inputs, then on mutations of them until `budget` is spent;
 /// panics naming the first input that fails.
-pub fn run(target: &Target, budget: Duration, seed: u64) -> Report {
+pub fn run(target: &Target, budget: Budget, seed: u64) -> Report {
     let started = Instant::now();
     let kept = inputs(target.name);
     let mut report = Report::default();
@@ -66,7 +89,7 @@ pub fn run(target: &Target, budget: Duration, seed: u64) -> Report {
     }
     let mut rng = Rng::new(seed ^ fnv(target.name.as_bytes()));
     let seeds: Vec<&[u8]> = kept.iter().map(|(_, bytes)| bytes.as_slice()).collect();
-    while started.elapsed() < budget {
+    while budget.allows(started, report.mutated) {
         let input = mutate(&mut rng, &seeds);
         check(target, &input);
         report.mutated += 1;
@@ -77,15 +100,20 @@ pub fn run(target: &Target, budget: Duration, seed: u64) -> Report {
 /// [`run`] with the budget and seed from the environment.
 pub fn run_from_env(name: &str) -> Report {
     let target = crate::target(name).unwrap_or_else(|| panic!("no target {name}"));
-    let secs = std::env::var("FUZZ_SMOKE_SECS")
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-        .unwrap_or(2.0);
-    let seed = std::env::var("FUZZ_SMOKE_SEED")
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .unwrap_or(0x5eed);
-    run(target, Duration::from_secs_f64(secs.max(0.0)), seed)
+    let secs = env_number::<f64>("FUZZ_SMOKE_SECS");
+    let budget = match secs {
+        Some(secs) => Budget::Time(Duration::from_secs_f64(secs.max(0.0))),
+        None => Budget::Runs(env_number("FUZZ_SMOKE_RUNS").unwrap_or(DEFAULT_RUNS)),
+    };
+    run(
+        target,
+        budget,
+        env_number("FUZZ_SMOKE_SEED").unwrap_or(0x5eed),
+    )
+}
+
+fn env_number<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok().and_then(|s| s.parse().ok())
 }
 
 fn check(target: &Target, input: &[u8]) {
@@ -291,8 +319,11 @@ fn mutate_once(rng: &mut Rng, data: &mut Vec<u8>, seeds: &[&[u8]]) {
         }
         7 if len > 0 => data.truncate(at),
         8 => {
-            // A number replaced by another.
-            let digits = data.iter().position(u8::is_ascii_digit);
+            // A number (the first at or after a random place) replaced by one at an edge.
+            let digits = data[at..]
+                .iter()
+                .position(u8::is_ascii_digit)
+                .map(|n| at + n);
             if let Some(start) = digits {
                 let end = data[start..]
                     .iter()

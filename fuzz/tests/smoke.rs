@@ -1,5 +1,5 @@
-//! Every fuzz target over its corpus, its regressions and mutations of them, for a bounded
-//! time each (`FUZZ_SMOKE_SECS`, default 2 s): what CI runs of the fuzzing. Long coverage-guided
+//! Every fuzz target over its corpus, its regressions and a fixed number of mutations of them
+//! (`FUZZ_SMOKE_RUNS`, or a time with `FUZZ_SMOKE_SECS`): what CI runs of the fuzzing. Long coverage-guided
 //! runs are `./run.sh` (README.md).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

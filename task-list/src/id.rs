@@ -14,24 +14,28 @@ use crate::error::{Error, Result};
 pub struct TaskId(u64);
 
 impl TaskId {
-    /// Parses a decimal id such as `"12"` (ASCII digits, no leading zero, at most 19 of them).
+    /// The largest id, 2^53 − 1: the reference's ids are JavaScript numbers, exact up to here.
+    pub const MAX: u64 = (1 << 53) - 1;
+
+    /// Parses a decimal id such as `"12"` (ASCII digits, no leading zero, at most
+    /// [`TaskId::MAX`]).
     pub fn parse(text: &str) -> Result<Self> {
         let valid = !text.is_empty()
-            && text.len() <= 19
+            && text.len() <= 16
             && !text.starts_with('0')
             && text.bytes().all(|b| b.is_ascii_digit());
         match text.parse::<u64>() {
-            Ok(n) if valid && n > 0 => Ok(Self(n)),
+            Ok(n) if valid => Self::new(n).map_err(|_| Error::InvalidId(text.to_string())),
             _ => Err(Error::InvalidId(text.to_string())),
         }
     }
 
-    /// Wraps a number. Ids start at 1; `0` is rejected.
+    /// Wraps a number from 1 to [`TaskId::MAX`].
     pub fn new(n: u64) -> Result<Self> {
-        if n == 0 {
-            return Err(Error::InvalidId("0".into()));
+        match n {
+            1..=Self::MAX => Ok(Self(n)),
+            _ => Err(Error::InvalidId(n.to_string())),
         }
-        Ok(Self(n))
     }
 
     /// The numeric value.
@@ -104,7 +108,13 @@ mod tests {
     #[test]
     fn parses_decimal_ids_only() {
         assert_eq!(TaskId::parse("12").unwrap().get(), 12);
+        assert_eq!(
+            TaskId::parse("9007199254740991").unwrap().get(),
+            TaskId::MAX
+        );
         for bad in [
+            "9007199254740992",
+            "9223372036854775808",
             "",
             "0",
             "-1",

@@ -106,7 +106,7 @@ impl<'a> Txn<'a> {
         };
         // A journal is renamed into place complete, so one that does not parse cannot exist
         // unless something else wrote it: keep it for inspection and refuse to guess.
-        let changes: Vec<FileChange> =
+        let mut changes: Vec<FileChange> =
             serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
                 path: path.clone(),
                 message: e.to_string(),
@@ -125,10 +125,24 @@ impl<'a> Txn<'a> {
                 locks.extend(self.guard.lock_file(&dir.join(&change.name))?);
             }
         }
+        // The mark only ever rises: a journal older than the mark on disk (or one that names no
+        // number) must not lower it, or a later create reuses an id (found with the list_dir
+        // fuzz target).
+        let mark = self.list.high_water_mark()?;
+        changes.retain(|change| change.name != HIGH_WATER_MARK_FILE || raises(change, mark));
         tracing::warn!(list = %self.list.list_id(), files = changes.len(), "replaying the journal of an interrupted write");
         apply(self.list, &changes, false, &[]).map_err(Applied::into_error)?;
         fsutil::remove_if_exists(&path)
     }
+}
+
+/// Whether a journaled `.highwatermark` change sets the mark above `mark`.
+fn raises(change: &FileChange, mark: u64) -> bool {
+    let journaled = change
+        .contents
+        .as_deref()
+        .map(|text| text.trim().parse::<u64>());
+    matches!(journaled, Some(Ok(n)) if n > mark)
 }
 
 impl StoreTxn for Txn<'_> {
@@ -194,20 +208,21 @@ impl StoreTxn for Txn<'_> {
             hint => hint,
         }
         .max(list.high_water_mark()?);
-        while highest < u64::MAX
+        while highest < TaskId::MAX
             && fsutil::exists(&list.dir().join(format!("{}.json", highest + 1)))?
         {
             highest += 1;
         }
-        // The mark is read from a file anyone can write: at u64::MAX there is no next id (an
-        // overflow panic before; found with the list_dir fuzz target).
-        let Some(next) = highest.checked_add(1) else {
+        // The mark is read from a file anyone can write: at the largest id there is no next one
+        // (an overflow panic, then an id no reader parses, before; found with the list_dir fuzz
+        // target).
+        if highest >= TaskId::MAX {
             return Err(Error::Corrupt {
                 path: list.dir().join(HIGH_WATER_MARK_FILE),
                 message: format!("no task id is left after {highest}"),
             });
-        };
-        let next = TaskId::new(next)?;
+        }
+        let next = TaskId::new(highest + 1)?;
         list.id_hint.store(next.get(), Ordering::Release);
         Ok(next)
     }
@@ -347,11 +362,83 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let list = TaskList::open(root.path(), "l", StoreConfig::default()).unwrap();
         std::fs::write(list.dir().join(HIGH_WATER_MARK_FILE), u64::MAX.to_string()).unwrap();
+        assert_no_id_is_left(&list);
+    }
+
+    fn assert_no_id_is_left(list: &TaskList) {
         let refused = list.create(&CreateRequest::new("a", "")).unwrap_err();
         assert!(matches!(refused, Error::Corrupt { .. }), "{refused}");
         assert!(
             refused.to_string().contains("no task id is left"),
             "{refused}"
+        );
+    }
+
+    fn write_journal(list: &TaskList, changes: &[FileChange]) {
+        let journal = serde_json::to_vec(changes).unwrap();
+        std::fs::write(list.dir().join(JOURNAL_FILE), journal).unwrap();
+    }
+
+    #[test]
+    fn a_create_below_the_largest_id_makes_an_id_readers_parse_and_then_stops() {
+        // fuzz/regressions/list_dir/high-water-mark-one-below-u64-max: a mark of
+        // 18446744073709551614 made id u64::MAX, which no reader parsed.
+        let root = tempfile::tempdir().unwrap();
+        let list = TaskList::open(root.path(), "l", StoreConfig::default()).unwrap();
+        let mark = list.dir().join(HIGH_WATER_MARK_FILE);
+        std::fs::write(&mark, (TaskId::MAX - 1).to_string()).unwrap();
+        let last = list.create(&CreateRequest::new("last", "")).unwrap().task;
+        assert_eq!(last.id.get(), TaskId::MAX);
+        assert_eq!(list.get(last.id).unwrap().unwrap().subject, "last");
+        assert_no_id_is_left(&list);
+        std::fs::write(&mark, (u64::MAX - 1).to_string()).unwrap();
+        assert_no_id_is_left(&list);
+    }
+
+    #[test]
+    fn a_leftover_journal_never_lowers_the_high_water_mark() {
+        // fuzz/regressions/list_dir/journal-lowers-the-high-water-mark
+        let root = tempfile::tempdir().unwrap();
+        let list = TaskList::open(root.path(), "l", StoreConfig::default()).unwrap();
+        for subject in ["one", "two"] {
+            list.create(&CreateRequest::new(subject, "")).unwrap();
+        }
+        std::fs::write(list.dir().join(HIGH_WATER_MARK_FILE), "6").unwrap();
+        // A journal from before the mark reached 6, that would set it to 3 (or remove it).
+        for stale in [Some("3".to_owned()), None, Some("not a number".to_owned())] {
+            let changes = [
+                FileChange {
+                    name: "2.json".into(),
+                    contents: None,
+                },
+                FileChange {
+                    name: HIGH_WATER_MARK_FILE.into(),
+                    contents: stale,
+                },
+            ];
+            write_journal(&list, &changes);
+            let created = list.create(&CreateRequest::new("next", "")).unwrap().task;
+            assert!(
+                created.id.get() > 6,
+                "id {} reuses one at or below the mark",
+                created.id
+            );
+            assert!(list.high_water_mark().unwrap() >= 6);
+            assert!(!list.dir().join(JOURNAL_FILE).exists());
+        }
+        // A journal that raises the mark is applied.
+        let raise = [FileChange {
+            name: HIGH_WATER_MARK_FILE.into(),
+            contents: Some("40".into()),
+        }];
+        write_journal(&list, &raise);
+        assert_eq!(
+            list.create(&CreateRequest::new("after", ""))
+                .unwrap()
+                .task
+                .id
+                .get(),
+            41
         );
     }
 
@@ -376,8 +463,7 @@ mod tests {
                 contents: None,
             },
         ];
-        let journal = serde_json::to_vec(&changes).unwrap();
-        std::fs::write(list.dir().join(JOURNAL_FILE), journal).unwrap();
+        write_journal(&list, &changes);
 
         list.create(&CreateRequest::new("three", "")).unwrap();
         assert_eq!(list.get(one).unwrap().unwrap().subject, "from the journal");
