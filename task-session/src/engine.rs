@@ -194,16 +194,26 @@ impl Engine {
             .filter(|r| !r.is_terminal() && !taken_over(&r.id()));
         for found in orphans {
             let id = found.id();
-            tracing::warn!(task = %id, "left {} by a dead supervisor", found.status().as_str());
-            if let Some(executor) = self.registry.executor(found.task.base.task_type)
-                && let Err(error) = executor.reap_orphan(&found.task)
-            {
-                tracing::warn!(task = %id, %error, "cannot clean up after the orphan");
-            }
-            // A record that cannot be written (a full disk) still reads as an orphan to every
+            let end = match record::read_end(&self.paths, &found) {
+                Some(end) => {
+                    tracing::warn!(task = %id, "its dead supervisor left its end in its slot");
+                    end
+                }
+                None => {
+                    tracing::warn!(task = %id, "left {} by a dead supervisor", found.status().as_str());
+                    if let Some(executor) = self.registry.executor(found.task.base.task_type)
+                        && let Err(error) = executor.reap_orphan(&found.task)
+                    {
+                        tracing::warn!(task = %id, %error, "cannot clean up after the orphan");
+                    }
+                    found.orphaned()
+                }
+            };
+            // A record that cannot be written (a full disk) still reads as this end to every
             // reader; the next supervisor tries again.
-            if let Err(error) = record::write(&self.paths, &found.orphaned()) {
-                tracing::error!(task = %id, %error, "cannot record the orphan's end");
+            match record::write(&self.paths, &end) {
+                Ok(()) => record::release_end(&self.paths, &id),
+                Err(error) => tracing::error!(task = %id, %error, "cannot record the orphan's end"),
             }
         }
         Ok(())
@@ -602,6 +612,7 @@ impl Books {
         self.written.remove(id);
         self.completions.remove(id);
         self.unwritten.remove(id);
+        self.kept.remove(id);
         self.awaiting_notice.remove(id);
         self.silent.remove(id);
     }
@@ -641,6 +652,8 @@ struct Books {
     completions: HashMap<TaskId, Notice>,
     /// Tasks whose latest state could not be written (a full disk): retried every sweep.
     unwritten: HashSet<TaskId>,
+    /// The ends put into end slots for want of space, until their records take them.
+    kept: HashMap<TaskId, TaskRecord>,
     /// Ended tasks whose end is not written yet because their completion notice may still
     /// be on its way from the notification pump, with when to write them without it.
     awaiting_notice: HashMap<TaskId, Instant>,
@@ -739,21 +752,49 @@ impl Mirrored {
         let terminal = record.is_terminal();
         match record::write(&self.paths, &record) {
             Ok(()) => {
+                if !known && !terminal {
+                    self.reserve_end(id);
+                }
                 books.written.insert(id, record);
                 if books.unwritten.remove(&id) {
                     tracing::info!(task = %id, "its record is on disk again");
                 }
                 if terminal {
+                    record::release_end(&self.paths, &id);
+                    books.kept.remove(&id);
                     let at = Instant::now() + self.sweep_interval;
                     books.settling.push_back((id, at));
                 }
                 Ok(())
             }
             Err(error) => {
+                if terminal && books.kept.get(&id) != Some(&record) {
+                    self.keep_end(&record);
+                    books.kept.insert(id, record);
+                }
                 if books.unwritten.insert(id) {
                     tracing::error!(task = %id, %error, "cannot write its record: kept in memory and retried");
                 }
                 Err(error)
+            }
+        }
+    }
+
+    /// Reserves the space of a new task's end. Without it the task still runs; its end then
+    /// relies on this process alone when the disk is full.
+    fn reserve_end(&self, id: TaskId) {
+        if let Err(error) = record::reserve_end(&self.paths, &id) {
+            tracing::warn!(task = %id, %error, "no space is reserved for its end");
+        }
+    }
+
+    /// Puts an end its record could not take into the task's end slot, so it survives this
+    /// process.
+    fn keep_end(&self, record: &TaskRecord) {
+        match record::write_end(&self.paths, record) {
+            Ok(()) => tracing::warn!(task = %record.id(), "its end is kept in its end slot"),
+            Err(error) => {
+                tracing::error!(task = %record.id(), %error, "cannot keep its end in its end slot");
             }
         }
     }

@@ -86,6 +86,11 @@ impl SessionPaths {
         self.tasks_dir().join(format!("{id}.json"))
     }
 
+    /// The space reserved for `id`'s end while it is live ([`crate::record::reserve_end`]).
+    pub fn end_slot(&self, id: &TaskId) -> PathBuf {
+        self.tasks_dir().join(format!("{id}.end"))
+    }
+
     /// How `id` was started (kind, working directory, request), for `tasks restart`.
     pub fn start_request(&self, id: &TaskId) -> PathBuf {
         self.tasks_dir().join(format!("{id}.start.json"))

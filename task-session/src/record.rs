@@ -7,12 +7,20 @@
 //! survive a power loss either, and a record left live by a crash is read as an orphan (see
 //! [`crate::session`]); ARCHITECTURE.md has the reasoning.
 //!
+//! A live task also has its end slot, `{id}.end`: space allocated at its start (empty, the
+//! blocks reserved beyond its end) into which its end is written in place when the disk is full
+//! and the record cannot be replaced. Writing into blocks a file already holds needs no free
+//! space, so a task's true end is on the state root even if its supervisor is then killed
+//! before space returns; readers and the next supervisor take it from there
+//! ([`read_end`]). The slot is removed once the end is in the record.
+//!
 //! Records are untrusted input: read through the `untrusted` module (no symlink, no FIFO, size
 //! limited). Files of the first format (before task-core's state was persisted whole) are read
 //! and converted.
 
 use std::fs;
 use std::io::{ErrorKind, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -163,6 +171,92 @@ fn write_new(path: &Path, body: &[u8]) -> Result<()> {
         .map_err(|e| Error::io("create", path, e))?;
     file.write_all(body)
         .map_err(|e| Error::io("write", path, e))
+}
+
+/// The bytes reserved for a task's end: a shell's or monitor's end takes about 1 KiB, an
+/// agent's more with its final text. An end that does not fit relies on the supervisor alone
+/// (kept in memory, written once space returns).
+pub const END_SLOT_BYTES: usize = 8 * 1024;
+
+/// Reserves the space of `id`'s end: `{id}.end`, empty, with [`END_SLOT_BYTES`] allocated
+/// beyond its end (`fallocate` with `FALLOC_FL_KEEP_SIZE`). Where the file system cannot
+/// allocate ahead, the slot is written full of NULs instead.
+pub(crate) fn reserve_end(paths: &SessionPaths, id: &TaskId) -> Result<()> {
+    let path = paths.end_slot(id);
+    let file = private_file()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .map_err(|e| Error::io("create", &path, e))?;
+    let reserved = rustix::fs::fallocate(
+        &file,
+        rustix::fs::FallocateFlags::KEEP_SIZE,
+        0,
+        END_SLOT_BYTES as u64,
+    );
+    let written = match reserved {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::OPNOTSUPP) => file.write_all_at(&[0; END_SLOT_BYTES], 0),
+        Err(errno) => Err(errno.into()),
+    };
+    written.map_err(|e| {
+        let _ = fs::remove_file(&path);
+        Error::io("reserve space in", &path, e)
+    })
+}
+
+/// Writes the end `record` into its task's slot, in place: its compact JSON, then NULs to the
+/// end of the slot. Fails if the task has no slot or the end does not fit it.
+pub(crate) fn write_end(paths: &SessionPaths, record: &TaskRecord) -> Result<()> {
+    let path = paths.end_slot(&record.id());
+    let mut body = serde_json::to_vec(record)
+        .map_err(|e| Error::Invalid(format!("cannot encode {}: {e}", record.id())))?;
+    if body.len() > END_SLOT_BYTES {
+        return Err(Error::Invalid(format!(
+            "the end of {} takes {} bytes, more than its slot holds ({END_SLOT_BYTES})",
+            record.id(),
+            body.len()
+        )));
+    }
+    body.resize(END_SLOT_BYTES, 0);
+    let file = untrusted::open_regular(&path, fs::OpenOptions::new().write(true))
+        .map_err(|e| Error::io("open", &path, e))?;
+    file.write_all_at(&body, 0)
+        .map_err(|e| Error::io("write", &path, e))
+}
+
+/// Removes `id`'s end slot (its end is in its record now, or it has none).
+pub(crate) fn release_end(paths: &SessionPaths, id: &TaskId) {
+    let path = paths.end_slot(id);
+    match fs::remove_file(&path) {
+        Err(e) if e.kind() != ErrorKind::NotFound => {
+            tracing::warn!(task = %id, error = %e, "cannot remove its end slot");
+        }
+        _ => {}
+    }
+}
+
+/// The end its supervisor wrote into the slot of `live` (a record left live on disk) when the
+/// disk was full: a terminal record of the same task and the same supervisor, or `None`. A
+/// slot that was never written, was torn by a kill mid-write, or is not about this task reads
+/// as `None`.
+pub fn read_end(paths: &SessionPaths, live: &TaskRecord) -> Option<TaskRecord> {
+    let id = live.id();
+    let path = paths.end_slot(&id);
+    let bytes = untrusted::read_file(&path, END_SLOT_BYTES as u64).ok()?;
+    let body = bytes.split(|&b| b == 0).next().unwrap_or_default();
+    if body.is_empty() {
+        return None;
+    }
+    match parse(&path, &id, body) {
+        Ok(end) if end.is_terminal() && end.supervisor_pid == live.supervisor_pid => Some(end),
+        Ok(_) => None,
+        Err(error) => {
+            tracing::warn!(task = %id, %error, "its end slot holds no end");
+            None
+        }
+    }
 }
 
 /// Reads the record of `id`: [`Error::UnknownTask`] if there is none.
@@ -343,6 +437,48 @@ mod tests {
         assert_eq!(record.end_reason(), Some(&EndReason::Exited { code: 2 }));
         assert_eq!(record.supervisor_pid, 77);
         assert_eq!(record.task.base.start_time, 10);
+    }
+
+    #[test]
+    fn an_end_slot_gives_back_only_a_whole_end_of_the_same_task_and_supervisor() {
+        let root = tempfile::tempdir().unwrap();
+        let paths = SessionPaths::new(root.path(), "default").unwrap();
+        paths.create_dirs().unwrap();
+        let id = TaskId::parse("b12345678").unwrap();
+        let end = parse(Path::new("x.json"), &id, LEGACY.as_bytes()).unwrap();
+        let live = end.clone();
+        assert_eq!(read_end(&paths, &live), None, "no slot");
+        reserve_end(&paths, &id).unwrap();
+        assert_eq!(read_end(&paths, &live), None, "an empty slot");
+        write_end(&paths, &end).unwrap();
+        assert_eq!(read_end(&paths, &live), Some(end.clone()));
+        let mut restarted = live.clone();
+        restarted.supervisor_pid += 1;
+        assert_eq!(
+            read_end(&paths, &restarted),
+            None,
+            "another supervisor's task"
+        );
+
+        // A write torn by a kill: the start of the end, then the slot's NULs.
+        reserve_end(&paths, &id).unwrap();
+        let whole = serde_json::to_vec(&end).unwrap();
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .open(paths.end_slot(&id))
+            .unwrap();
+        file.write_all_at(&whole[..whole.len() / 2], 0).unwrap();
+        assert_eq!(read_end(&paths, &live), None, "a torn end");
+
+        let mut huge = end.clone();
+        huge.task.base.description = "x".repeat(END_SLOT_BYTES);
+        assert!(
+            write_end(&paths, &huge).is_err(),
+            "an end larger than its slot"
+        );
+        release_end(&paths, &id);
+        assert!(!paths.end_slot(&id).exists());
+        assert!(write_end(&paths, &end).is_err(), "no slot to write into");
     }
 
     #[test]

@@ -402,7 +402,9 @@ impl Session {
             return Ok(());
         }
         for task in tasks.iter_mut().filter(|t| !t.is_terminal()) {
-            if task.survives_supervisor {
+            if let Some(end) = record::read_end(&self.paths, task) {
+                *task = end;
+            } else if task.survives_supervisor {
                 task.supervisor_down = true;
             } else {
                 *task = task.clone().orphaned();

@@ -165,6 +165,51 @@ fn a_task_that_exits_while_the_disk_is_full_keeps_its_true_outcome() {
 }
 
 #[test]
+fn a_supervisor_killed_while_the_disk_is_full_leaves_the_true_end_of_a_task_that_exited_0() {
+    let Some(disk) = FullDisk::new() else { return };
+    let sandbox = &disk.sandbox;
+    eventually("the end kept in its slot", || {
+        sandbox
+            .log()
+            .contains("its end is kept in its end slot")
+            .then_some(())
+    });
+    sandbox.kill_supervisor();
+    // The disk still full and no supervisor: every reader takes the end from its slot.
+    let task = sandbox.task(&disk.ended);
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(task["exitCode"], 0, "{task}");
+    assert_eq!(
+        sandbox.run(&["wait", "--no-deliver", &disk.ended]).code(),
+        0
+    );
+    disk.free_space();
+    assert_eq!(
+        delivered_ids(sandbox),
+        [disk.done.clone(), disk.ended.clone()]
+    );
+    // The next supervisor records that end (and delivers nothing again).
+    sandbox.ok(&["run", "--wait", "--", "true"]);
+    assert!(delivered_ids(sandbox).is_empty(), "delivered once");
+    let recorded: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(sandbox.tasks_dir().join(format!("{}.json", disk.ended))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(recorded["task"]["status"], "completed", "{recorded}");
+    assert_eq!(recorded["supervisorPid"], disk.supervisor, "{recorded}");
+    assert!(
+        !sandbox
+            .tasks_dir()
+            .join(format!("{}.end", disk.ended))
+            .exists(),
+        "the slot is released once the end is in the record"
+    );
+    let log = std::fs::read_to_string(sandbox.session_dir().join("notifications.jsonl")).unwrap();
+    let ended = format!("\"task_id\":\"{}\"", disk.ended);
+    assert_eq!(log.matches(&ended).count(), 1, "{log}");
+}
+
+#[test]
 fn ps_and_wait_work_on_a_full_disk_and_write_nothing() {
     let Some(disk) = FullDisk::new() else { return };
     let sandbox = &disk.sandbox;
