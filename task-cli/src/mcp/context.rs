@@ -17,6 +17,7 @@ use task_session::record::TaskRecord;
 use task_session::session::Session;
 
 use super::Deliverer;
+use super::notify::Outbox;
 use super::text;
 
 /// The state of one `tasks mcp` server.
@@ -30,6 +31,8 @@ pub(crate) struct Context {
     pub delivery: Deliverer,
     /// The executors' settings of the session (the agent command, the remote server).
     pub settings: Settings,
+    /// The notifications tool results carry, until the results are written out.
+    pub outbox: Arc<Outbox>,
 }
 
 impl Context {
@@ -41,6 +44,7 @@ impl Context {
             list,
             delivery,
             settings,
+            outbox: Arc::default(),
         }))
     }
 

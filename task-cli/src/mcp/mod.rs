@@ -31,6 +31,7 @@ mod text;
 mod transport;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -98,12 +99,17 @@ pub fn run(paths: SessionPaths, args: McpArgs) -> Result<u8> {
 }
 
 async fn serve(server: TasksServer) -> Result<()> {
+    let outbox = server.outbox();
+    let transport = transport::BoundedTransport::new(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        transport::MAX_LINE_BYTES,
+    )
+    .on_answer(Arc::new(move |request, sent| {
+        outbox.answered(request, sent)
+    }));
     let running = server
-        .serve(transport::BoundedTransport::new(
-            tokio::io::stdin(),
-            tokio::io::stdout(),
-            transport::MAX_LINE_BYTES,
-        ))
+        .serve(transport)
         .await
         .map_err(|e| CliError::invalid(format!("mcp: the client did not initialize: {e}")))?;
     tracing::info!("serving MCP on stdio");

@@ -10,7 +10,7 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    ReadResourceRequestParams, ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig,
     SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
@@ -181,15 +181,29 @@ impl TasksServer {
 }
 
 impl TasksServer {
-    /// Appends every pending notification to a finished call's result.
-    async fn with_notifications(&self, response: CallToolResponse) -> CallToolResponse {
+    /// What holds the notifications of the results this server answers with, until the
+    /// transport has written them.
+    pub(crate) fn outbox(&self) -> Arc<notify::Outbox> {
+        Arc::clone(&self.context.outbox)
+    }
+
+    /// Appends every pending notification to a finished call's result; they are marked
+    /// delivered once the answer to `request` is written out.
+    async fn with_notifications(
+        &self,
+        response: CallToolResponse,
+        request: RequestId,
+    ) -> CallToolResponse {
         let CallToolResponse::Complete(mut result) = response else {
             return response;
         };
-        for notice in notify::claim_for_result(&self.context).await {
-            result
-                .content
-                .push(ContentBlock::text(notify::for_model(&notice)));
+        if let Some(leased) = notify::lease_for_result(&self.context).await {
+            for notice in leased.notices() {
+                result
+                    .content
+                    .push(ContentBlock::text(notify::for_model(notice)));
+            }
+            self.context.outbox.hold(request, leased);
         }
         CallToolResponse::Complete(result)
     }
@@ -233,11 +247,12 @@ impl ServerHandler for TasksServer {
         if !self.tool_router.has_route(&request.name) {
             return Err(self.unknown_tool(&request.name));
         }
+        let id = context.id.clone();
         let response = self
             .tool_router
             .call(ToolCallContext::new(self, request, context))
             .await?;
-        Ok(self.with_notifications(response).await)
+        Ok(self.with_notifications(response, id).await)
     }
 
     async fn list_tools(

@@ -39,11 +39,24 @@ const INVALID_REQUEST: i64 = -32600;
 /// The longest `id` value kept by the scan of an oversized line.
 const MAX_ID_BYTES: usize = 256;
 
+/// Told of every answer the transport writes: the request's id, and whether the answer is out
+/// (written and flushed) or was lost (the write failed).
+pub type AnswerHook = Arc<dyn Fn(&RequestId, bool) + Send + Sync>;
+
 /// A bounded newline-delimited JSON-RPC transport over a reader and a writer.
-#[derive(Debug)]
 pub struct BoundedTransport<R, W> {
     lines: LineReader<R>,
     writer: Arc<Mutex<W>>,
+    answered: Option<AnswerHook>,
+}
+
+impl<R, W> std::fmt::Debug for BoundedTransport<R, W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BoundedTransport")
+            .field("max_line_bytes", &self.lines.max)
+            .field("answered", &self.answered.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<R, W> BoundedTransport<R, W>
@@ -57,7 +70,16 @@ where
         Self {
             lines: LineReader::new(read, max_line_bytes),
             writer: Arc::new(Mutex::new(write)),
+            answered: None,
         }
+    }
+
+    /// Calls `hook` after each answer to a request is written and flushed (or failed to be):
+    /// what the answer carried counts as delivered only then.
+    #[must_use]
+    pub fn on_answer(mut self, hook: AnswerHook) -> Self {
+        self.answered = Some(hook);
+        self
     }
 
     /// Queues an error answer. It is written by a task of its own, so a `receive` cancelled by
@@ -86,7 +108,15 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let writer = Arc::clone(&self.writer);
-        async move { write_message(&writer, &item).await }
+        let answered = self.answered.clone();
+        async move {
+            let written = write_message(&writer, &item).await;
+            if let (Some(hook), rmcp::model::JsonRpcMessage::Response(response)) = (answered, &item)
+            {
+                hook(&response.id, written.is_ok());
+            }
+            written
+        }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
