@@ -188,6 +188,13 @@ impl StoreTxn for Txn<'_> {
     /// Stages the removal of a task file (locking it first).
     fn remove(&mut self, id: TaskId) -> Result<()> {
         self.lock_file(id)?;
+        // A directory at a task's name holds no task and cannot be unlinked: a journal that
+        // removed it would fail at every replay. It is left for `doctor` to name.
+        let path = self.list.task_path(id);
+        if std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir()) {
+            tracing::warn!(path = %path.display(), "a directory at a task's name is left in place");
+            return Ok(());
+        }
         self.stage(id.file_name(), None);
         self.cache.insert(id, None);
         Ok(())

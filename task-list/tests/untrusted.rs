@@ -17,7 +17,7 @@ use std::time::Duration;
 use rustix::fs::{FileType, Mode};
 use task_list::{
     AUDIT_LOG_FILE, EXPORT_FORMAT, EntryFault, EntryKind, Error, ListExport, Problem,
-    QUARANTINE_DIR, Task, TaskId, TaskList,
+    QUARANTINE_DIR, StoreConfig, Task, TaskId, TaskList,
 };
 
 /// How long any one call may take before the test calls it hung.
@@ -63,7 +63,12 @@ fn not_regular(kind: EntryKind) -> EntryFault {
 
 /// A list holding tasks 1 and 2 (`one`, `two`); the bad entries are planted beside them.
 fn list_with_two_tasks(root: &Path) -> TaskList {
-    let list = common::open(root);
+    list_with_two_tasks_in(root, common::fast_config())
+}
+
+/// [`list_with_two_tasks`], opened with `config`.
+fn list_with_two_tasks_in(root: &Path, config: StoreConfig) -> TaskList {
+    let list = TaskList::open(root, "list", config).unwrap();
     common::create(&list, "one");
     common::create(&list, "two");
     list
@@ -263,17 +268,23 @@ fn the_lists_own_files_planted_as_fifos_symlinks_directories_or_huge_never_hang_
         Planted::Directory,
         Planted::Huge,
     ];
+    // No task settles, so no snapshot writes the cache file over a planted one.
+    let config = StoreConfig {
+        cache_min_age: Duration::from_secs(3600),
+        cache_min_age_local: Duration::from_secs(3600),
+        ..common::fast_config()
+    };
     for name in STATE_FILES {
         for kind in kinds {
             let root = tempfile::tempdir().unwrap();
-            let list = list_with_two_tasks(root.path());
+            let list = list_with_two_tasks_in(root.path(), config.clone());
             let path = list.dir().join(name);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             let _ = std::fs::remove_file(&path);
             kind.plant(&path);
             let case = format!("{kind:?} at {name}");
 
-            let reader = TaskList::open(root.path(), "list", common::fast_config()).unwrap();
+            let reader = TaskList::open(root.path(), "list", config.clone()).unwrap();
             let snapshot = bounded(&case, move || {
                 let snapshot = reader.snapshot().unwrap();
                 let _ = reader.audit_log().unwrap();
@@ -359,4 +370,21 @@ fn an_import_whose_high_water_mark_is_beyond_the_largest_id_is_refused() {
     };
     assert!(matches!(list.import(&export), Err(Error::InvalidExport(_))));
     assert!(list.snapshot().unwrap().tasks.is_empty());
+}
+
+#[test]
+fn a_reset_beside_bad_entries_removes_the_tasks_and_leaves_the_list_writable() {
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let list = list_with_two_tasks(root.path());
+    plant_task_entries(&list, outside.path());
+    let resetter = list.clone();
+    bounded("reset", move || resetter.reset()).unwrap();
+    assert!(list.snapshot().unwrap().tasks.is_empty());
+    // A directory at a task's name cannot be unlinked: it is left for `doctor`, and no journal
+    // that would fail on it for ever is left behind.
+    assert!(list.dir().join("7.json").is_dir());
+    let creator = list.clone();
+    let created = bounded("create", move || common::create(&creator, "after"));
+    assert_eq!(created.get(), 8);
 }
