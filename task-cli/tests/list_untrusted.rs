@@ -92,7 +92,8 @@ fn wait_with_deadline(pid: i32, what: &str) -> (i32, i64) {
     });
     match reaped.recv_timeout(DEADLINE) {
         Ok(result) => result,
-        Err(_) => {
+        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("waiting for {what} failed"),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
             if let Some(pid) = rustix::process::Pid::from_raw(pid) {
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }

@@ -34,9 +34,11 @@ const ABSURD_IDS: [&str; 5] = ["18446744073709551616", "9007199254740992", "-1",
 fn bounded<T: Send + 'static>(what: &str, work: impl FnOnce() -> T + Send + 'static) -> T {
     let (done, result) = mpsc::channel();
     std::thread::spawn(move || drop(done.send(work())));
-    result
-        .recv_timeout(DEADLINE)
-        .unwrap_or_else(|_| panic!("{what} hung"))
+    match result.recv_timeout(DEADLINE) {
+        Ok(value) => value,
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what} hung"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("{what} panicked"),
+    }
 }
 
 fn fifo(path: &Path) {
