@@ -98,12 +98,7 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
                     reasons.join("; ")
                 )
             }));
-            text.extend(
-                report
-                    .problems
-                    .iter()
-                    .map(|p| format!("{}: {}", p.file, p.message)),
-            );
+            text.extend(report.problems.iter().map(ToString::to_string));
             print(json, &report, &text.join("\n"), true)
         }
         ListOp::Graph { dot } => {

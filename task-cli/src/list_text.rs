@@ -70,6 +70,7 @@ pub fn problem(problem: &Problem) -> String {
             "the high-water mark ({high_water_mark}) is below the highest id issued ({highest_issued}): an id could be reused"
         ),
         Problem::CorruptFile { file, message } => format!("{file} cannot be read: {message}"),
+        Problem::BadEntry { file, fault } => format!("{file} is skipped: {fault}"),
         Problem::StaleLock { name, age_ms } => {
             format!("stale lock {name} (untouched for {})", seconds(*age_ms))
         }

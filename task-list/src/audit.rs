@@ -93,29 +93,26 @@ impl TaskList {
         )
     }
 
-    /// Reads the audit log (oldest first). Lines that do not parse (a torn last line after a crash) are
-    /// reported, not fatal.
+    /// Reads the audit log (oldest first). Lines that do not parse (a torn last line after a
+    /// crash) are reported, not fatal; so is a log that is not a regular file or is larger than
+    /// [`crate::StoreConfig::max_log_bytes`] (then nothing of it is read).
     pub fn audit_log(&self) -> Result<(Vec<AuditRecord>, Vec<FileProblem>)> {
         if let Some(pg) = self.pg() {
             return pg.audit_log();
         }
-        let path = self.dir().join(AUDIT_LOG_FILE);
-        let bytes = fsutil::read_optional(&path)?.unwrap_or_default();
         let mut records = Vec::new();
-        let mut problems = Vec::new();
-        for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
-            if line.is_empty() {
-                continue;
-            }
-            match serde_json::from_slice(line) {
-                Ok(record) => records.push(record),
-                Err(e) => problems.push(FileProblem {
-                    file: format!("{AUDIT_LOG_FILE}:{}", n + 1),
-                    message: e.to_string(),
-                }),
-            }
-        }
+        let problems = self.each_audit_record(|record| records.push(record))?;
         Ok((records, problems))
+    }
+
+    /// Calls `each` on every record of the file store's audit log, oldest first, holding one
+    /// line at a time; returns what could not be read, as [`TaskList::audit_log`].
+    pub(crate) fn each_audit_record(
+        &self,
+        each: impl FnMut(AuditRecord),
+    ) -> Result<Vec<FileProblem>> {
+        let path = self.dir().join(AUDIT_LOG_FILE);
+        fsutil::each_json_line(&path, AUDIT_LOG_FILE, self.config.max_log_bytes, each)
     }
 }
 

@@ -19,14 +19,12 @@
 //! another version or unreadable costs a re-read and never a wrong task: such a file is ignored
 //! (and replaced by the next snapshot that caches anything).
 
-use std::fs::Metadata;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use rustix::fs::{AtFlags, FileType};
+use rustix::fs::{AtFlags, FileType, Stat};
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil;
@@ -40,8 +38,8 @@ pub(crate) const CACHE_FILE: &str = ".snapshot-cache";
 /// The layout of [`CACHE_FILE`]; a file of another version is ignored.
 const CACHE_VERSION: u32 = 1;
 
-/// A larger cache file is not read (about 2 500 bytes a task: 200 000 tasks).
-const CACHE_MAX_BYTES: u64 = 512 << 20;
+/// A larger cache file is never read (about 2 500 bytes a task: 200 000 tasks); see [`max_bytes`].
+pub(crate) const CACHE_MAX_BYTES: u64 = 512 << 20;
 
 /// What identifies one version of a regular file's contents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,14 +52,18 @@ pub(crate) struct FileStamp {
 }
 
 impl FileStamp {
-    /// The stamp of a regular file; `None` for anything else (never cached).
-    pub(crate) fn of(meta: &Metadata) -> Option<Self> {
-        meta.file_type().is_file().then(|| Self {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
+    /// The stamp of a regular file's `stat`; `None` for anything else (never cached).
+    pub(crate) fn of(stat: &Stat) -> Option<Self> {
+        let regular = FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile;
+        // The field types differ between platforms and rustix backends.
+        #[allow(clippy::useless_conversion)]
+        let time = |secs, nanos| (i64::from(secs), i64::try_from(nanos).unwrap_or(-1));
+        regular.then(|| Self {
+            dev: stat.st_dev,
+            ino: stat.st_ino,
+            size: u64::try_from(stat.st_size).unwrap_or(u64::MAX),
+            mtime: time(stat.st_mtime, stat.st_mtime_nsec),
+            ctime: time(stat.st_ctime, stat.st_ctime_nsec),
         })
     }
 
@@ -69,22 +71,11 @@ impl FileStamp {
     /// if it is missing or not a regular file. One `statx` relative to the open directory,
     /// without walking the directory's path again for every file.
     pub(crate) fn at(dir: &OwnedFd, name: &str) -> std::io::Result<Option<Self>> {
-        let stat = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) => stat,
-            Err(rustix::io::Errno::NOENT) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        let regular = FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile;
-        // The field types differ between platforms and rustix backends.
-        #[allow(clippy::useless_conversion)]
-        let time = |secs, nanos| (i64::from(secs), i64::try_from(nanos).unwrap_or(-1));
-        Ok(regular.then(|| Self {
-            dev: stat.st_dev,
-            ino: stat.st_ino,
-            size: u64::try_from(stat.st_size).unwrap_or(u64::MAX),
-            mtime: time(stat.st_mtime, stat.st_mtime_nsec),
-            ctime: time(stat.st_ctime, stat.st_ctime_nsec),
-        }))
+        match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => Ok(Self::of(&stat)),
+            Err(rustix::io::Errno::NOENT) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Whether the file's last change happened at least `min_age` before `stamped_at` (a time
@@ -170,13 +161,17 @@ impl TaskCache {
     }
 
     /// The cached tasks; on a handle's first call, those of `dir`'s cache file if there is one
-    /// (`None`: no cache file).
-    pub(crate) fn current_or_load(&self, dir: Option<&Path>) -> Arc<Vec<CachedTask>> {
+    /// (`None`: no cache file) of at most `max_bytes` ([`max_bytes`]).
+    pub(crate) fn current_or_load(
+        &self,
+        dir: Option<&Path>,
+        max_bytes: u64,
+    ) -> Arc<Vec<CachedTask>> {
         let mut state = self.lock();
         if !state.loaded {
             state.loaded = true;
             if let Some(dir) = dir {
-                state.entries = Arc::new(load(dir));
+                state.entries = Arc::new(load(dir, max_bytes));
             }
         }
         Arc::clone(&state.entries)
@@ -208,13 +203,34 @@ impl TaskCache {
     }
 }
 
-/// The entries of `dir`'s cache file, sorted by id; none if it is missing, too large, of
+/// The largest cache file read for a list directory holding `task_files` task files: one entry
+/// a file, each a task (no larger than its file, at most `max_task_file_bytes`) and its stamp,
+/// and never more than [`CACHE_MAX_BYTES`]. A planted cache file costs no more than the task
+/// files would.
+pub(crate) fn max_bytes(task_files: usize, max_task_file_bytes: u64) -> u64 {
+    const PER_ENTRY: u64 = 1024;
+    u64::try_from(task_files)
+        .unwrap_or(u64::MAX)
+        .saturating_mul(max_task_file_bytes.saturating_add(PER_ENTRY))
+        .min(CACHE_MAX_BYTES)
+}
+
+/// The entries of `dir`'s cache file, sorted by id; none if it is missing, over `max_bytes`, of
 /// another version or unreadable.
-fn load(dir: &Path) -> Vec<CachedTask> {
+fn load(dir: &Path, max_bytes: u64) -> Vec<CachedTask> {
     let path = dir.join(CACHE_FILE);
-    let bytes = match fsutil::read_optional_within(&path, CACHE_MAX_BYTES) {
+    let bytes = match fsutil::read_optional_within(&path, max_bytes) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => return Vec::new(),
+        Err(
+            e @ crate::Error::BadEntry {
+                fault: crate::EntryFault::NotRegularFile { .. },
+                ..
+            },
+        ) => {
+            tracing::warn!(error = %e, "snapshot cache skipped");
+            return Vec::new();
+        }
         Err(e) => {
             tracing::debug!(path = %path.display(), error = %e, "snapshot cache not read");
             return Vec::new();
@@ -278,8 +294,12 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    fn stat_of(path: &std::path::Path) -> Stat {
+        rustix::fs::lstat(path).unwrap()
+    }
+
     fn stamp_of(path: &std::path::Path) -> FileStamp {
-        FileStamp::of(&std::fs::symlink_metadata(path).unwrap()).unwrap()
+        FileStamp::of(&stat_of(path)).unwrap()
     }
 
     #[test]
@@ -312,7 +332,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let link = dir.path().join("2.json");
         std::os::unix::fs::symlink(dir.path(), &link).unwrap();
-        assert!(FileStamp::of(&std::fs::symlink_metadata(dir.path()).unwrap()).is_none());
-        assert!(FileStamp::of(&std::fs::symlink_metadata(&link).unwrap()).is_none());
+        assert!(FileStamp::of(&stat_of(dir.path())).is_none());
+        assert!(FileStamp::of(&stat_of(&link)).is_none());
     }
 }

@@ -162,6 +162,16 @@ pub struct StoreConfig {
     /// starts warm (on). Entries are checked against their files' stamps like the in-memory
     /// ones, so a stale or damaged cache file only costs a re-read.
     pub cache_file: bool,
+    /// The largest task file that is read (1 MiB; a task the reference writes is a few hundred
+    /// bytes). The list directory is untrusted input: a larger `{id}.json` is not read at all,
+    /// but skipped with a warning like any other bad entry, named by `doctor` and moved aside by
+    /// `doctor --fix` (see [`crate::EntryFault`]).
+    pub max_task_file_bytes: u64,
+    /// The largest audit log (`.events.jsonl`), inbox or leftover journal that is read
+    /// (256 MiB: some two million audit records). A larger audit log or inbox is skipped with
+    /// a warning (its records are not read) and named by `doctor`; a larger journal refuses
+    /// writes, as a journal that does not parse does, until it is looked at.
+    pub max_log_bytes: u64,
 }
 
 impl Default for StoreConfig {
@@ -177,6 +187,8 @@ impl Default for StoreConfig {
             cache_min_age: Duration::from_secs(2),
             cache_min_age_local: Duration::from_millis(50),
             cache_file: true,
+            max_task_file_bytes: 1 << 20,
+            max_log_bytes: 256 << 20,
         }
     }
 }

@@ -1,19 +1,26 @@
 //! `doctor`: integrity check of a list, and its repair (`--fix`).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::os::fd::OwnedFd;
+use std::path::Path;
 use std::time::Duration;
 
+use rustix::fs::{FileType, Mode, OFlags, RenameFlags, Stat};
+use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use crate::audit::{AuditOp, AuditRecord};
+use crate::audit::{AUDIT_LOG_FILE, AuditOp, AuditRecord};
 use crate::backend::StoreTxn;
+use crate::cache::{CACHE_FILE, CACHE_MAX_BYTES};
+use crate::entry::{EntryFault, EntryKind, QUARANTINE_DIR};
 use crate::error::{IoContext, Result};
 use crate::fsutil::{self, is_temp_file};
 use crate::graph::Graph;
 use crate::id::TaskId;
-use crate::lock::lock_age;
+use crate::lock::{LIST_LOCK_FILE, lock_age};
+use crate::mailbox::INBOX_DIR;
 use crate::record::Task;
-use crate::store::{HIGH_WATER_MARK_FILE, Snapshot, TaskList};
+use crate::store::{HIGH_WATER_MARK_FILE, HIGH_WATER_MARK_MAX_BYTES, Snapshot, TaskList};
 use crate::txn::JOURNAL_FILE;
 
 /// One integrity problem.
@@ -68,6 +75,19 @@ pub enum Problem {
         file: String,
         /// Parser message.
         message: String,
+    },
+    /// An entry of the list directory that is not read: a FIFO, a symlink, a directory, a file
+    /// over the size limit or an invalid id where a task file, the high-water mark, the journal,
+    /// the audit log, the snapshot cache, the inbox directory or an inbox is expected (see
+    /// [`EntryFault`]). Every reader skips it with a warning. Fixed, when it can never hold a
+    /// task ([`EntryFault::may_hold_a_task`]), by moving it into [`crate::QUARANTINE_DIR`]
+    /// (never following a symlink); one that may is reported only, as a corrupt file is, and so
+    /// is the list's `.lock`.
+    BadEntry {
+        /// Its path inside the list directory (`3.json`, `.inboxes/ann.jsonl`).
+        file: String,
+        /// What is wrong with it.
+        fault: EntryFault,
     },
     /// A lock directory older than the stale limit (a crashed holder). Fixed by removing it.
     StaleLock {
@@ -142,9 +162,15 @@ impl TaskList {
         let mut problems: Vec<Problem> = snapshot
             .problems
             .iter()
-            .map(|p| Problem::CorruptFile {
-                file: p.file.clone(),
-                message: p.message.clone(),
+            .map(|p| match &p.fault {
+                EntryFault::Malformed { message } => Problem::CorruptFile {
+                    file: p.file.clone(),
+                    message: message.clone(),
+                },
+                fault => Problem::BadEntry {
+                    file: p.file.clone(),
+                    fault: fault.clone(),
+                },
             })
             .collect();
         problems.extend(edge_problems(&snapshot.tasks));
@@ -170,25 +196,27 @@ impl TaskList {
         Ok(problems)
     }
 
-    /// The highest id known to have been issued: task files and the audit log.
+    /// The highest id known to have been issued: task files and the audit log (read a line
+    /// at a time).
     fn highest_issued(&self, snapshot: &Snapshot) -> Result<u64> {
-        let in_files = snapshot.tasks.keys().map(|id| id.get());
-        let (records, _) = self.audit_log()?;
-        let in_log = records.iter().filter_map(|r| r.task_id).map(TaskId::get);
-        Ok(in_files.chain(in_log).max().unwrap_or(0))
+        let mut highest = snapshot.tasks.keys().next_back().map_or(0, |id| id.get());
+        let mut issued = |record: AuditRecord| {
+            if let Some(id) = record.task_id {
+                highest = highest.max(id.get());
+            }
+        };
+        match self.pg() {
+            Some(pg) => pg.audit_log()?.0.into_iter().for_each(issued),
+            None => drop(self.each_audit_record(&mut issued)?),
+        }
+        Ok(highest)
     }
 
     fn high_water_mark_unreadable(&self) -> Result<bool> {
         if self.pg().is_some() {
             return Ok(false); // a bigint column cannot hold anything else
         }
-        let path = self.dir().join(HIGH_WATER_MARK_FILE);
-        Ok(fsutil::read_optional(&path)?.is_some_and(|bytes| {
-            String::from_utf8_lossy(&bytes)
-                .trim()
-                .parse::<u64>()
-                .is_err()
-        }))
+        Ok(self.high_water_mark_on_disk()?.1.is_some())
     }
 
     /// Lock directories, temp files and a journal left in the list directory (files only);
@@ -202,6 +230,14 @@ impl TaskList {
         for entry in std::fs::read_dir(self.dir()).at("list", self.dir())? {
             let entry = entry.at("list", self.dir())?;
             let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(fault) = self.state_entry_fault(&entry.path(), &name)? {
+                problems.push(Problem::BadEntry { file: name, fault });
+                continue;
+            }
+            if name == INBOX_DIR {
+                problems.extend(self.bad_inboxes(&entry.path())?);
+                continue;
+            }
             if is_temp_file(&name) {
                 problems.push(Problem::LeftoverTempFile { name });
                 continue;
@@ -225,6 +261,45 @@ impl TaskList {
             } else {
                 Problem::LockHeld { name, age_ms }
             });
+        }
+        Ok(problems)
+    }
+
+    /// What is wrong with `entry`, named `name`, if it is one of the list's own files (the
+    /// high-water mark, the journal, the audit log, the snapshot cache, `.lock`, the inbox
+    /// directory) and is not what it should be. Task files are the snapshot's.
+    fn state_entry_fault(&self, path: &Path, name: &str) -> Result<Option<EntryFault>> {
+        let max = match name {
+            HIGH_WATER_MARK_FILE => HIGH_WATER_MARK_MAX_BYTES,
+            JOURNAL_FILE | AUDIT_LOG_FILE => self.config.max_log_bytes,
+            CACHE_FILE => CACHE_MAX_BYTES,
+            LIST_LOCK_FILE => u64::MAX,
+            INBOX_DIR => {
+                let kind = lstat(path)?.map(|s| EntryKind::of(FileType::from_raw_mode(s.st_mode)));
+                return Ok(match kind {
+                    None | Some(Some(EntryKind::Directory)) => None,
+                    Some(kind) => Some(EntryFault::NotADirectory { kind }),
+                });
+            }
+            _ => return Ok(None),
+        };
+        entry_fault(path, max)
+    }
+
+    /// The inboxes of the directory `dir` that are not regular files within
+    /// [`crate::StoreConfig::max_log_bytes`].
+    fn bad_inboxes(&self, dir: &Path) -> Result<Vec<Problem>> {
+        let mut problems = Vec::new();
+        for entry in std::fs::read_dir(dir).at("list", dir)? {
+            let entry = entry.at("list", dir)?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.ends_with(".jsonl") {
+                continue;
+            }
+            if let Some(fault) = entry_fault(&entry.path(), self.config.max_log_bytes)? {
+                let file = format!("{INBOX_DIR}/{name}");
+                problems.push(Problem::BadEntry { file, fault });
+            }
         }
         Ok(problems)
     }
@@ -269,6 +344,9 @@ impl TaskList {
                     ));
                 }
                 Problem::StaleLock { name, .. } => self.remove_stale_lock(name)?,
+                Problem::BadEntry { file, fault } if quarantined(file, fault) => {
+                    self.quarantine(file, fault)?;
+                }
                 Problem::LeftoverTempFile { name } => {
                     fsutil::remove_if_exists(&self.dir().join(name))?
                 }
@@ -276,6 +354,53 @@ impl TaskList {
             }
         }
         Ok(())
+    }
+
+    /// Moves the bad entry `file` (a name in the list directory, or `.inboxes/{name}`) into
+    /// [`QUARANTINE_DIR`] if it still has `fault` (looked at again: a writer may have replaced
+    /// it since). A rename relative to directories opened `O_NOFOLLOW`: a symlink is moved,
+    /// never followed, and nothing is deleted. A quarantine that is itself not a directory is
+    /// left alone, with a warning.
+    fn quarantine(&self, file: &str, fault: &EntryFault) -> Result<()> {
+        let path = self.dir().join(file);
+        if !still_has(&path, fault)? {
+            return Ok(());
+        }
+        let (from_dir, name) = match file.split_once('/') {
+            Some((dir, name)) => (self.dir().join(dir), name),
+            None => (self.dir().to_path_buf(), file),
+        };
+        let from = open_dir_nofollow(&from_dir)?;
+        let quarantine = self.dir().join(QUARANTINE_DIR);
+        match std::fs::create_dir(&quarantine) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                return Err(e).at("mkdir", &quarantine);
+            }
+            _ => {}
+        }
+        let to = match open_dir_nofollow(&quarantine) {
+            Ok(to) => to,
+            Err(e) => {
+                tracing::warn!(error = %e, %file, "not quarantined: the quarantine is not a directory");
+                return Ok(());
+            }
+        };
+        let base = file.replace('/', "-");
+        for n in 0..MAX_QUARANTINED_COPIES {
+            let target = match n {
+                0 => base.clone(),
+                n => format!("{base}.{n}"),
+            };
+            match rustix::fs::renameat_with(&from, name, &to, &target, RenameFlags::NOREPLACE) {
+                Ok(()) => {
+                    tracing::warn!(%file, %fault, to = %quarantine.join(&target).display(), "quarantined a bad entry of the list");
+                    return Ok(());
+                }
+                Err(Errno::EXIST) => continue,
+                Err(e) => return Err(std::io::Error::from(e)).at("rename", &path),
+            }
+        }
+        Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists)).at("rename", &path)
     }
 
     fn remove_stale_lock(&self, name: &str) -> Result<()> {
@@ -289,6 +414,62 @@ impl TaskList {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether `doctor --fix` moves the bad entry `file` into the quarantine: it can never hold a
+/// task, and it is not the list's `.lock` (which the repair itself holds).
+fn quarantined(file: &str, fault: &EntryFault) -> bool {
+    !fault.may_hold_a_task() && file != LIST_LOCK_FILE
+}
+
+/// How many entries of one name the quarantine keeps (`{name}`, `{name}.1`, …).
+const MAX_QUARANTINED_COPIES: u32 = 1000;
+
+/// Whether the entry at `path` still has `fault` (for a fault that a rename can fix).
+fn still_has(path: &Path, fault: &EntryFault) -> Result<bool> {
+    let Some(stat) = lstat(path)? else {
+        return Ok(false);
+    };
+    let kind = EntryKind::of(FileType::from_raw_mode(stat.st_mode));
+    Ok(match fault {
+        EntryFault::NotRegularFile { kind: was } => kind == Some(*was),
+        EntryFault::NotADirectory { kind: was } => kind == *was,
+        EntryFault::TooLarge { limit, .. } => {
+            kind.is_none() && u64::try_from(stat.st_size).unwrap_or(0) > *limit
+        }
+        EntryFault::InvalidId => true,
+        _ => false,
+    })
+}
+
+/// Opens the directory `path`, refusing a symlink.
+fn open_dir_nofollow(path: &Path) -> Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    rustix::fs::open(path, flags, Mode::empty())
+        .map_err(std::io::Error::from)
+        .at("open", path)
+}
+
+/// What is wrong with the entry at `path`, expected to be a regular file of at most `max` bytes
+/// (looked at without following a symlink or opening anything).
+fn entry_fault(path: &Path, max: u64) -> Result<Option<EntryFault>> {
+    let Some(stat) = lstat(path)? else {
+        return Ok(None);
+    };
+    if let Some(kind) = EntryKind::of(FileType::from_raw_mode(stat.st_mode)) {
+        return Ok(Some(EntryFault::NotRegularFile { kind }));
+    }
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    Ok((size > max).then_some(EntryFault::TooLarge { size, limit: max }))
+}
+
+/// The `lstat` of `path`, `None` if nothing is there.
+fn lstat(path: &Path) -> Result<Option<Stat>> {
+    match rustix::fs::lstat(path) {
+        Ok(stat) => Ok(Some(stat)),
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(std::io::Error::from(e)).at("stat", path),
     }
 }
 

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::entry::EntryFault;
+
 /// Everything that can go wrong in a task-list operation that is not an ordinary, typed
 /// "no" (those are results: see [`crate::UpdateResult`] and [`crate::ClaimResult`]).
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +44,15 @@ pub enum Error {
         path: PathBuf,
         /// What the parser said.
         message: String,
+    },
+    /// An entry of the list directory that is not read: a FIFO, a symlink, a directory, a file
+    /// over the size limit… where a task file or another file of the list is expected.
+    #[error("{} is not read: {fault}", path.display())]
+    BadEntry {
+        /// The entry.
+        path: PathBuf,
+        /// What is wrong with it.
+        fault: EntryFault,
     },
     /// A `TaskCreated` hook refused the new task (the task was rolled back).
     #[error("TaskCreated hook feedback:\n{feedback}")]

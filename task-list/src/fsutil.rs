@@ -1,60 +1,197 @@
 //! Small filesystem helpers: atomic writes, no-follow opens, directory scans.
 
-use std::fs::{File, Metadata, OpenOptions};
-use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::error::{IoContext, Result};
+use rustix::fs::{FileType, Mode, OFlags, Stat};
+use rustix::io::Errno;
+use serde::de::DeserializeOwned;
+
+use crate::entry::{EntryFault, EntryKind, looks_like_a_task_file};
+use crate::error::{Error, IoContext, Result};
 use crate::id::TaskId;
+use crate::store::FileProblem;
 
 fn nofollow() -> i32 {
     rustix::fs::OFlags::NOFOLLOW.bits() as i32
 }
 
-/// Reads a whole file without following a symlink at its last component.
-/// `Ok(None)` when it does not exist.
-pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
-    Ok(read_with_metadata(path)?.map(|(bytes, _)| bytes))
+/// What a look at an untrusted entry of the list directory found: nothing, an entry that is not
+/// read (and why), or a regular file within the limit with its `fstat`, taken on the open file
+/// before anything was read from it (so what is read is at least as new as the stat).
+#[derive(Debug)]
+pub(crate) enum Untrusted<T> {
+    /// Nothing is there.
+    Missing,
+    /// Something is there that is not read.
+    Refused(EntryFault),
+    /// A regular file within the limit (opened, or read).
+    Found(T, Stat),
 }
 
-/// [`read_optional`], also returning the metadata of the file that was read, taken from the
-/// open file before reading it (so the contents are at least as new as the metadata).
-pub(crate) fn read_with_metadata(path: &Path) -> Result<Option<(Vec<u8>, Metadata)>> {
-    read_within(path, u64::MAX)
-}
-
-/// [`read_optional`] of a file that may hold at most `max` bytes: a larger one is an error
-/// (`InvalidData`), and is not read.
-pub(crate) fn read_optional_within(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
-    Ok(read_within(path, max)?.map(|(bytes, _)| bytes))
-}
-
-fn read_within(path: &Path, max: u64) -> Result<Option<(Vec<u8>, Metadata)>> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(nofollow())
-        .open(path);
-    let file = match file {
-        Ok(file) => file,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).at("open", path),
-    };
-    let meta = file.metadata().at("stat", path)?;
-    if meta.len() > max {
-        let error = std::io::Error::new(ErrorKind::InvalidData, format!("over {max} bytes"));
-        return Err(error).at("read", path);
+impl<T> Untrusted<T> {
+    /// The contents, `None` if missing; a refused entry is [`Error::BadEntry`] at `path`.
+    pub(crate) fn into_result(self, path: &Path) -> Result<Option<T>> {
+        match self {
+            Self::Missing => Ok(None),
+            Self::Refused(fault) => Err(Error::BadEntry {
+                path: path.to_path_buf(),
+                fault,
+            }),
+            Self::Found(contents, _) => Ok(Some(contents)),
+        }
     }
-    let size = usize::try_from(meta.len()).unwrap_or(0);
+}
+
+/// Opens `path` for reading as untrusted input: `O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC`, so a symlink
+/// at its last component is refused and a FIFO is never waited on, then checks on the open
+/// file that it is a regular file of at most `max` bytes. Only a failure that says nothing
+/// about the entry (out of descriptors, an I/O error) is an error.
+pub(crate) fn open_untrusted(path: &Path, max: u64) -> Result<Untrusted<File>> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(Untrusted::Missing),
+        Err(errno) => match fault_of(errno, path) {
+            Some(fault) => return Ok(Untrusted::Refused(fault)),
+            None => return Err(std::io::Error::from(errno)).at("open", path),
+        },
+    };
+    let stat = rustix::fs::fstat(&fd)
+        .map_err(std::io::Error::from)
+        .at("stat", path)?;
+    if let Some(kind) = EntryKind::of(FileType::from_raw_mode(stat.st_mode)) {
+        return Ok(refused_kind(kind));
+    }
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    if size > max {
+        return Ok(Untrusted::Refused(EntryFault::TooLarge {
+            size,
+            limit: max,
+        }));
+    }
+    Ok(Untrusted::Found(File::from(fd), stat))
+}
+
+fn refused_kind<T>(kind: EntryKind) -> Untrusted<T> {
+    Untrusted::Refused(EntryFault::NotRegularFile { kind })
+}
+
+/// The fault that an open's error shows in the entry at `path`, if it shows one: a symlink
+/// (`ELOOP` under `O_NOFOLLOW`), a socket (`ENXIO`, as a FIFO without a reader opened for
+/// writing), permission denied.
+fn fault_of(errno: Errno, path: &Path) -> Option<EntryFault> {
+    match errno {
+        Errno::LOOP => Some(EntryFault::NotRegularFile {
+            kind: EntryKind::Symlink,
+        }),
+        Errno::NXIO => Some(EntryFault::NotRegularFile {
+            kind: std::fs::symlink_metadata(path)
+                .ok()
+                .and_then(|meta| EntryKind::of(FileType::from_raw_mode(meta.mode())))
+                .unwrap_or(EntryKind::Unknown),
+        }),
+        Errno::ACCESS | Errno::PERM => Some(EntryFault::Unreadable {
+            message: std::io::Error::from(errno).to_string(),
+        }),
+        _ => None,
+    }
+}
+
+/// Reads `path` as untrusted input ([`open_untrusted`]): never more than `max` bytes, even from
+/// a file that grows while it is read.
+pub(crate) fn read_untrusted(path: &Path, max: u64) -> Result<Untrusted<Vec<u8>>> {
+    let (file, stat) = match open_untrusted(path, max)? {
+        Untrusted::Found(file, stat) => (file, stat),
+        Untrusted::Missing => return Ok(Untrusted::Missing),
+        Untrusted::Refused(fault) => return Ok(Untrusted::Refused(fault)),
+    };
+    let size = usize::try_from(stat.st_size).unwrap_or(0);
     // One spare byte lets the final read see end-of-file without growing the buffer; `take`
     // reads to the end without repeating the size probe of `File::read_to_end`.
     let mut bytes = Vec::with_capacity(size.saturating_add(1));
     file.take(max.saturating_add(1))
         .read_to_end(&mut bytes)
         .at("read", path)?;
-    Ok(Some((bytes, meta)))
+    let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    if read > max {
+        return Ok(Untrusted::Refused(EntryFault::TooLarge {
+            size: read,
+            limit: max,
+        }));
+    }
+    Ok(Untrusted::Found(bytes, stat))
 }
+
+/// [`read_untrusted`] of a file of the list's own (the high-water mark, the journal, the
+/// snapshot cache): `Ok(None)` when it does not exist, [`Error::BadEntry`] when it is not read.
+pub(crate) fn read_optional_within(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
+    read_untrusted(path, max)?.into_result(path)
+}
+
+/// Calls `each` on every line of the JSON-lines file `path` (named `label` in problems) that
+/// parses as a `T`, in order, holding one line at a time; returns the lines that do not parse
+/// or are longer than [`MAX_LINE_BYTES`] (skipped without being held), or the whole file if it
+/// is not read ([`open_untrusted`] with the limit `max`). Each problem is logged as a warning.
+pub(crate) fn each_json_line<T: DeserializeOwned>(
+    path: &Path,
+    label: &str,
+    max: u64,
+    mut each: impl FnMut(T),
+) -> Result<Vec<FileProblem>> {
+    let file = match open_untrusted(path, max)? {
+        Untrusted::Missing => return Ok(Vec::new()),
+        Untrusted::Refused(fault) => return Ok(vec![FileProblem::skipped(label.into(), fault)]),
+        Untrusted::Found(file, _) => file,
+    };
+    // `take`: a file that grows while it is read is read up to the limit.
+    let mut reader = BufReader::new(file.take(max));
+    let mut problems = Vec::new();
+    let mut line = Vec::new();
+    let mut number = 0_u64;
+    loop {
+        line.clear();
+        number += 1;
+        let at = || format!("{label}:{number}");
+        let read = (&mut reader)
+            .take(MAX_LINE_BYTES + 1)
+            .read_until(b'\n', &mut line)
+            .at("read", path)?;
+        if read == 0 {
+            return Ok(problems);
+        }
+        if line.last() != Some(&b'\n') && line.len() as u64 > MAX_LINE_BYTES {
+            let rest = reader.skip_until(b'\n').at("read", path)?;
+            let size = (line.len() + rest).saturating_sub(1) as u64;
+            let fault = EntryFault::TooLarge {
+                size,
+                limit: MAX_LINE_BYTES,
+            };
+            problems.push(FileProblem::skipped(at(), fault));
+            continue;
+        }
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        if text.is_empty() {
+            continue;
+        }
+        match serde_json::from_slice(text) {
+            Ok(value) => each(value),
+            Err(e) => {
+                let fault = EntryFault::Malformed {
+                    message: e.to_string(),
+                };
+                problems.push(FileProblem::skipped(at(), fault));
+            }
+        }
+    }
+}
+
+/// The longest line of an audit log or an inbox that is read (a record is a few hundred bytes,
+/// an inbox message at most a task's subject and description).
+pub(crate) const MAX_LINE_BYTES: u64 = 4 << 20;
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -202,15 +339,36 @@ pub(crate) fn at_once<T: Sync>(items: &[T], job: impl Fn(&T) -> Result<()> + Syn
 /// At most this many threads flush at once (a write may flush thousands of files).
 const MAX_FLUSH_THREADS: usize = 8;
 
-/// Appends one line to a file (created if missing, `O_APPEND`, `O_NOFOLLOW`) in a single
-/// `write`, and fsyncs it when `durable`.
+/// Appends one line to a file (created if missing, `O_APPEND`, `O_NOFOLLOW`, `O_NONBLOCK`) in
+/// a single `write`, and fsyncs it when `durable`. Anything but a regular file there (a
+/// symlink, a FIFO, which would block the open for ever) is [`Error::BadEntry`].
 pub(crate) fn append_line(path: &Path, line: &str, durable: bool) -> Result<()> {
-    let mut file = OpenOptions::new()
+    let flags = OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let opened = OpenOptions::new()
         .append(true)
         .create(true)
-        .custom_flags(nofollow())
-        .open(path)
-        .at("open", path)?;
+        .custom_flags(flags.bits() as i32)
+        .open(path);
+    let bad = |fault| Error::BadEntry {
+        path: path.to_path_buf(),
+        fault,
+    };
+    let mut file = match opened {
+        Ok(file) => file,
+        Err(e) => {
+            let fault = e
+                .raw_os_error()
+                .and_then(|raw| fault_of(Errno::from_raw_os_error(raw), path));
+            return Err(match fault {
+                Some(fault) => bad(fault),
+                None => return Err(e).at("open", path),
+            });
+        }
+    };
+    let mode = file.metadata().at("stat", path)?.mode();
+    if let Some(kind) = EntryKind::of(FileType::from_raw_mode(mode)) {
+        return Err(bad(EntryFault::NotRegularFile { kind }));
+    }
     let mut buf = String::with_capacity(line.len() + 1);
     buf.push_str(line);
     buf.push('\n');
@@ -238,17 +396,39 @@ pub(crate) fn remove_if_exists(path: &Path) -> Result<()> {
     }
 }
 
-/// The ids of every `{digits}.json` file in `dir`, sorted.
-pub(crate) fn task_ids(dir: &Path) -> Result<Vec<TaskId>> {
-    let mut ids = Vec::new();
+/// The entries of a list directory named like task files.
+#[derive(Debug, Default)]
+pub(crate) struct TaskFiles {
+    /// The ids of the `{id}.json` entries, sorted (whatever the entries are).
+    pub(crate) ids: Vec<TaskId>,
+    /// The names like task files whose id is not a task id: `0.json`, `-1.json`, `01.json`,
+    /// `9007199254740992.json` (sorted).
+    pub(crate) invalid: Vec<String>,
+}
+
+/// The entries of `dir` named like task files ([`TaskFiles`]).
+pub(crate) fn task_files(dir: &Path) -> Result<TaskFiles> {
+    let mut files = TaskFiles::default();
     for entry in std::fs::read_dir(dir).at("list", dir)? {
         let entry = entry.at("list", dir)?;
-        if let Some(id) = entry.file_name().to_str().and_then(TaskId::from_file_name) {
-            ids.push(id);
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        match TaskId::from_file_name(name) {
+            Some(id) => files.ids.push(id),
+            None if looks_like_a_task_file(name) => files.invalid.push(name.to_owned()),
+            None => {}
         }
     }
-    ids.sort_unstable();
-    Ok(ids)
+    files.ids.sort_unstable();
+    files.invalid.sort_unstable();
+    Ok(files)
+}
+
+/// The ids of every `{id}.json` entry in `dir`, sorted.
+pub(crate) fn task_ids(dir: &Path) -> Result<Vec<TaskId>> {
+    Ok(task_files(dir)?.ids)
 }
 
 #[cfg(test)]

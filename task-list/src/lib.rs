@@ -10,7 +10,10 @@
 //!   kernel `flock`), and every write is atomic (temp file, fsync, rename, fsync of the
 //!   directory), so concurrent writers never lose an update;
 //! - an edge that would close a cycle, an edge to a missing task and a self-edge are refused;
-//! - a malformed file is reported by name and the rest of the list still loads;
+//! - a malformed file is reported by name and the rest of the list still loads; the directory
+//!   is untrusted input: a FIFO, a symlink, a directory, a huge file or an impossible id where a
+//!   task file is expected is skipped with a warning, never followed, waited on or read whole
+//!   (see [`EntryFault`]);
 //! - an append-only audit log (`.events.jsonl`) records every change;
 //! - [`TaskList::ready`] explains for every task why it is or is not ready;
 //! - [`TaskList::doctor`] finds and repairs asymmetric edges, dangling references, cycles and
@@ -59,6 +62,7 @@ mod backend;
 mod cache;
 mod config;
 mod doctor;
+mod entry;
 mod error;
 mod fsutil;
 mod graph;
@@ -87,6 +91,7 @@ pub use api::{
 pub use audit::{AUDIT_LOG_FILE, AuditOp, AuditRecord};
 pub use config::{HookCommand, HookConfig, LockConfig, PgConfig, StoreConfig, WatchConfig};
 pub use doctor::{DoctorReport, Problem};
+pub use entry::{EntryFault, EntryKind, QUARANTINE_DIR};
 pub use error::{Error, PgSettingsError, Result};
 pub use graph::Graph;
 pub use hooks::{BLOCKING_EXIT_CODE, HookEvent};

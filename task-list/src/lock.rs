@@ -224,7 +224,9 @@ impl ListGuard {
             .write(true)
             .create(true)
             .truncate(false)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .custom_flags(
+                (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32,
+            )
             .open(&lock_file)
             .at("open", &lock_file)?;
         rustix::fs::flock(&kernel, rustix::fs::FlockOperation::LockExclusive)

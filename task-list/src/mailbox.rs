@@ -14,6 +14,7 @@ use task_output::mailbox::Mailbox;
 
 use crate::audit::rfc3339;
 use crate::error::Result;
+use crate::fsutil;
 use crate::id::{TaskId, sanitize_name};
 use crate::record::Task;
 use crate::store::TaskList;
@@ -64,12 +65,23 @@ impl TaskList {
         Ok(())
     }
 
-    /// Reads `agent`'s inbox, oldest first (lines that do not parse are skipped).
+    /// Reads `agent`'s inbox, oldest first. Lines that do not parse are skipped; so is, with a
+    /// warning, an inbox that is not a regular file (never followed nor waited on) or is larger
+    /// than [`crate::StoreConfig::max_log_bytes`].
     pub fn inbox(&self, agent: &str) -> Result<Vec<MailboxMessage>> {
         if let Some(pg) = self.pg() {
             return pg.inbox(&sanitize_name(agent)?);
         }
-        let batch = self.inbox_mailbox(agent)?.read_from(0, usize::MAX)?;
-        Ok(batch.messages.into_iter().map(|d| d.message).collect())
+        let mailbox = self.inbox_mailbox(agent)?;
+        let path = mailbox.path();
+        let label = match path.file_name() {
+            Some(name) => format!("{INBOX_DIR}/{}", name.to_string_lossy()),
+            None => INBOX_DIR.to_owned(),
+        };
+        let mut messages = Vec::new();
+        fsutil::each_json_line(path, &label, self.config.max_log_bytes, |message| {
+            messages.push(message)
+        })?;
+        Ok(messages)
     }
 }

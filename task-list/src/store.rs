@@ -2,16 +2,21 @@
 
 use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::SystemTime;
 
+use rustix::fs::OFlags;
+use rustix::io::Errno;
+
 use crate::backend::Backend;
 use crate::cache::{self, CachedTask, FileStamp, SettleRule, TaskCache};
 use crate::config::StoreConfig;
+use crate::entry::EntryFault;
 use crate::error::{Error, IoContext, Result};
-use crate::fsutil;
+use crate::fsutil::{self, Untrusted};
 use crate::id::{TaskId, sanitize_name};
 use crate::lock::{DirLock, LIST_LOCK_FILE, lock_dir_for};
 use crate::pg::{PgEnv, PgStore};
@@ -19,6 +24,9 @@ use crate::record::Task;
 
 /// The high-water mark file: the highest id ever issued, as a plain integer.
 pub(crate) const HIGH_WATER_MARK_FILE: &str = ".highwatermark";
+
+/// A larger high-water mark file is not read (an id has at most 16 digits).
+pub(crate) const HIGH_WATER_MARK_MAX_BYTES: u64 = 64;
 
 /// Who is acting: recorded in the audit log, used for auto-ownership and hook input.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,21 +53,39 @@ impl Default for Actor {
     }
 }
 
-/// A task file that could not be read as a task. The rest of the list still loads.
+/// An entry of the list that could not be read as what it is named after: a task file (or an
+/// entry named like one) that is malformed, torn, not a regular file or too large, or a line of
+/// the audit log. It is skipped (with a warning) and the rest of the list still loads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileProblem {
-    /// The file's name inside the list directory (`{id}.json`).
+    /// The entry's name inside the list directory (`{id}.json`, `0.json`,
+    /// `.events.jsonl:{line}`; `{id}.json` or `task_audit:{seq}` on PostgreSQL).
     pub file: String,
-    /// What was wrong with it.
-    pub message: String,
+    /// What is wrong with it.
+    pub fault: EntryFault,
 }
 
-/// Every task of a list, by id, and the files that could not be read.
+impl FileProblem {
+    /// A problem of the entry `file`, logged as a warning (it is skipped).
+    pub(crate) fn skipped(file: String, fault: EntryFault) -> Self {
+        tracing::warn!(%file, %fault, "skipping an entry of the list that is not read");
+        Self { file, fault }
+    }
+}
+
+impl std::fmt::Display for FileProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.file, self.fault)
+    }
+}
+
+/// Every task of a list, by id, and the entries that could not be read.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
     /// The tasks, ordered by id.
     pub tasks: BTreeMap<TaskId, Task>,
-    /// Malformed or torn files, by name.
+    /// Entries named like task files that hold no readable task (malformed, torn, not regular
+    /// files, too large, an invalid id), by name.
     pub problems: Vec<FileProblem>,
 }
 
@@ -88,11 +114,22 @@ impl TaskList {
         let dir = lists_root.as_ref().join(&list_id);
         std::fs::create_dir_all(&dir).at("create", &dir)?;
         let lock_file = dir.join(LIST_LOCK_FILE);
-        std::fs::OpenOptions::new()
+        // Never followed nor waited on (a FIFO opened for writing blocks until a reader comes).
+        // Something other than a file there is left for `doctor` to name: reads do not need
+        // the lock, and writes refuse to take it.
+        let flags = OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let created = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(&lock_file)
-            .at("create", &lock_file)?;
+            .custom_flags(flags.bits() as i32)
+            .open(&lock_file);
+        match created.map_err(|e| (e.raw_os_error().map(Errno::from_raw_os_error), e)) {
+            Ok(_) => {}
+            Err((Some(Errno::LOOP | Errno::NXIO | Errno::ISDIR), e)) => {
+                tracing::warn!(path = %lock_file.display(), error = %e, "the list's lock file is not a regular file");
+            }
+            Err((_, e)) => return Err(e).at("create", &lock_file),
+        }
         Ok(Self {
             dir,
             list_id,
@@ -168,19 +205,29 @@ impl TaskList {
     /// Reads one task. A file that does not parse is read again under the reference's lock on
     /// it (the reference writes in place, so it may have been caught half written) before it is
     /// called corrupt, if the reference's locks are on; this crate's own writes never leave a
-    /// file half written.
+    /// file half written. An entry that is not a regular file, or is larger than
+    /// [`StoreConfig::max_task_file_bytes`], is [`Error::BadEntry`] (never opened in a way that
+    /// could block, nor read beyond the limit).
     pub fn get(&self, id: TaskId) -> Result<Option<Task>> {
         if let Some(pg) = self.pg() {
             return pg.get(id);
         }
         let path = self.task_path(id);
-        match read_task(&path) {
+        match self.read_task(&path) {
             Err(Error::Corrupt { .. }) if self.config.lock.reference_locks => {
                 let _lock = DirLock::acquire(lock_dir_for(&path), &self.config.lock)?;
-                read_task(&path)
+                self.read_task(&path)
             }
             other => other,
         }
+    }
+
+    /// Reads and parses one task file; `Ok(None)` if it does not exist.
+    pub(crate) fn read_task(&self, path: &Path) -> Result<Option<Task>> {
+        fsutil::read_untrusted(path, self.config.max_task_file_bytes)?
+            .into_result(path)?
+            .map(|bytes| parse_task(path, &bytes))
+            .transpose()
     }
 
     /// Reads every task. Malformed files are reported in [`Snapshot::problems`], never fatal.
@@ -215,9 +262,11 @@ impl TaskList {
         }
         const PER_THREAD_MIN: usize = 512;
         let started = SystemTime::now();
-        let ids = fsutil::task_ids(&self.dir)?;
+        let files = fsutil::task_files(&self.dir)?;
+        let ids = files.ids;
         let cache_dir = self.config.cache_file.then_some(self.dir.as_path());
-        let cache = self.cache.current_or_load(cache_dir);
+        let cache_limit = cache::max_bytes(ids.len(), self.config.max_task_file_bytes);
+        let cache = self.cache.current_or_load(cache_dir, cache_limit);
         // Asking for the core count reads cgroup files: not worth it for a small list.
         let threads = match ids.len() > PER_THREAD_MIN {
             true => std::thread::available_parallelism()
@@ -266,6 +315,12 @@ impl TaskList {
             snapshot.problems.extend(part.problems);
             cached.extend(part.cached);
         }
+        snapshot.problems.extend(
+            files
+                .invalid
+                .into_iter()
+                .map(|name| FileProblem::skipped(name, EntryFault::InvalidId)),
+        );
         self.cache.replace(&cache, cached, cache_dir);
         Ok(snapshot)
     }
@@ -299,23 +354,34 @@ impl TaskList {
         }
     }
 
-    /// Reads one task file into `part`, to be cached if it has settled.
+    /// Reads one task file into `part`, to be cached if it has settled; an entry that is not
+    /// read goes into `part`'s problems.
     fn read_uncached(&self, id: TaskId, rule: SettleRule, part: &mut Part) -> Result<()> {
         let path = self.task_path(id);
-        let Some((bytes, meta)) = fsutil::read_with_metadata(&path)? else {
-            return Ok(());
+        let (bytes, stat) = match fsutil::read_untrusted(&path, self.config.max_task_file_bytes)? {
+            Untrusted::Found(bytes, stat) => (bytes, stat),
+            Untrusted::Missing => return Ok(()),
+            Untrusted::Refused(fault) => {
+                part.problems
+                    .push(FileProblem::skipped(id.file_name(), fault));
+                return Ok(());
+            }
         };
         // A file that does not parse may have been caught half written in place by the
         // reference: `get` reads it again under its lock. Whatever that finds is not cached.
         let (task, stamp) = match parse_task(&path, &bytes) {
-            Ok(task) => (Some(task), FileStamp::of(&meta)),
+            Ok(task) => (Some(task), FileStamp::of(&stat)),
             Err(_) => match self.get(id) {
                 Ok(task) => (task, None),
                 Err(Error::Corrupt { message, .. }) => {
-                    part.problems.push(FileProblem {
-                        file: id.file_name(),
-                        message,
-                    });
+                    let fault = EntryFault::Malformed { message };
+                    part.problems
+                        .push(FileProblem::skipped(id.file_name(), fault));
+                    (None, None)
+                }
+                Err(Error::BadEntry { fault, .. }) => {
+                    part.problems
+                        .push(FileProblem::skipped(id.file_name(), fault));
                     (None, None)
                 }
                 Err(e) => return Err(e),
@@ -328,15 +394,48 @@ impl TaskList {
         Ok(())
     }
 
-    /// The high-water mark (0 when the file is missing or unreadable as a number).
+    /// The high-water mark: 0 when the file is missing and, with a warning, when it is not
+    /// read or holds no number. A number beyond [`TaskId::MAX`] (which no id the list issued
+    /// can have made) counts as [`TaskId::MAX`]: creates are refused ("no task id is left")
+    /// until `doctor` has been looked at, never given an id no reader parses.
     pub fn high_water_mark(&self) -> Result<u64> {
         if let Some(pg) = self.pg() {
             return pg.high_water_mark();
         }
+        let (mark, fault) = self.high_water_mark_on_disk()?;
+        if let Some(fault) = fault {
+            tracing::warn!(list = %self.list_id, %fault, mark, "the high-water mark is not an id");
+        }
+        Ok(mark)
+    }
+
+    /// The high-water mark in the list directory as [`TaskList::high_water_mark`] takes it,
+    /// and why the file is not a valid mark, if it is not.
+    pub(crate) fn high_water_mark_on_disk(&self) -> Result<(u64, Option<EntryFault>)> {
         let path = self.dir.join(HIGH_WATER_MARK_FILE);
-        Ok(fsutil::read_optional(&path)?
-            .and_then(|bytes| String::from_utf8_lossy(&bytes).trim().parse().ok())
-            .unwrap_or(0))
+        let bytes = match fsutil::read_untrusted(&path, HIGH_WATER_MARK_MAX_BYTES)? {
+            Untrusted::Missing => return Ok((0, None)),
+            Untrusted::Refused(fault) => return Ok((0, Some(fault))),
+            Untrusted::Found(bytes, _) => bytes,
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let text = text.trim();
+        let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+        Ok(match text.parse::<u64>() {
+            Ok(mark) if mark <= TaskId::MAX => (mark, None),
+            _ if digits => (
+                TaskId::MAX,
+                Some(EntryFault::Malformed {
+                    message: format!("{text} is beyond the largest task id, {}", TaskId::MAX),
+                }),
+            ),
+            _ => (
+                0,
+                Some(EntryFault::Malformed {
+                    message: format!("{text:?} is not a number"),
+                }),
+            ),
+        })
     }
 }
 
@@ -368,13 +467,6 @@ impl Part {
         }
         self.tasks.push(task);
     }
-}
-
-/// Reads and parses one task file; `Ok(None)` if it does not exist.
-pub(crate) fn read_task(path: &Path) -> Result<Option<Task>> {
-    fsutil::read_optional(path)?
-        .map(|bytes| parse_task(path, &bytes))
-        .transpose()
 }
 
 /// Parses the contents of the task file `path`, which must hold the task its name says.

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::audit::AuditRecord;
 use crate::error::{Error, Result};
+use crate::id::TaskId;
 use crate::record::Task;
 use crate::store::TaskList;
 
@@ -28,14 +29,17 @@ pub struct ListExport {
 }
 
 impl TaskList {
-    /// The whole list, for [`TaskList::import`] into another list or store. Unreadable task
-    /// records are an error here (an export that silently drops a task would not be lossless).
+    /// The whole list, for [`TaskList::import`] into another list or store. A task file that
+    /// does not parse or cannot be opened is an error here (an export that silently dropped a
+    /// task would not be lossless); an entry that can never hold a task (a FIFO, a symlink, a
+    /// directory, a file over [`crate::StoreConfig::max_task_file_bytes`], an invalid id: see
+    /// [`crate::EntryFault::may_hold_a_task`]) is skipped with a warning, as by every other reader.
     pub fn export(&self) -> Result<ListExport> {
         let snapshot = self.snapshot()?;
-        if let Some(problem) = snapshot.problems.first() {
+        if let Some(problem) = snapshot.problems.iter().find(|p| p.fault.may_hold_a_task()) {
             return Err(Error::Corrupt {
-                path: problem.file.clone().into(),
-                message: problem.message.clone(),
+                path: self.dir().join(&problem.file),
+                message: problem.fault.to_string(),
             });
         }
         let (audit, _torn) = self.audit_log()?;
@@ -57,6 +61,13 @@ impl TaskList {
             return Err(Error::InvalidExport(format!(
                 "format {:?}, expected {EXPORT_FORMAT:?}",
                 export.format
+            )));
+        }
+        if export.high_water_mark > TaskId::MAX {
+            return Err(Error::InvalidExport(format!(
+                "high-water mark {} is beyond the largest task id, {}",
+                export.high_water_mark,
+                TaskId::MAX
             )));
         }
         self.write(true, |txn| {

@@ -26,12 +26,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::audit::AuditRecord;
 use crate::backend::StoreTxn;
+use crate::entry::EntryFault;
 use crate::error::{Error, IoContext, Result};
-use crate::fsutil::{self, Staged};
+use crate::fsutil::{self, Staged, Untrusted};
 use crate::id::TaskId;
 use crate::lock::{DirLock, ListGuard};
 use crate::record::Task;
-use crate::store::{HIGH_WATER_MARK_FILE, TaskList, read_task};
+use crate::store::{HIGH_WATER_MARK_FILE, TaskList};
 
 /// Files a commit keeps open at once (staged, flushed, then closed), well under any limit on
 /// open files: an import writes thousands in one transaction.
@@ -97,12 +98,21 @@ impl<'a> Txn<'a> {
         }
     }
 
-    /// Finishes the transaction of a writer that died after writing its journal.
+    /// Finishes the transaction of a writer that died after writing its journal. Something
+    /// at the journal's name that is not a regular file cannot be a journal (a journal is
+    /// renamed into place): it is skipped with a warning (`doctor` names it). A journal over
+    /// [`crate::StoreConfig::max_log_bytes`] refuses the write, as one that does not parse.
     fn replay_journal(&self) -> Result<()> {
         let dir = self.list.dir();
         let path = dir.join(JOURNAL_FILE);
-        let Some(bytes) = fsutil::read_optional(&path)? else {
-            return Ok(());
+        let bytes = match fsutil::read_untrusted(&path, self.list.config.max_log_bytes)? {
+            Untrusted::Missing => return Ok(()),
+            Untrusted::Refused(fault @ EntryFault::NotRegularFile { .. }) => {
+                tracing::warn!(path = %path.display(), %fault, "skipping what stands at the journal's name");
+                return Ok(());
+            }
+            Untrusted::Refused(fault) => return Err(Error::BadEntry { path, fault }),
+            Untrusted::Found(bytes, _) => bytes,
         };
         // A journal is renamed into place complete, so one that does not parse cannot exist
         // unless something else wrote it: keep it for inspection and refuse to guess.
@@ -136,13 +146,14 @@ impl<'a> Txn<'a> {
     }
 }
 
-/// Whether a journaled `.highwatermark` change sets the mark above `mark`.
+/// Whether a journaled `.highwatermark` change sets the mark above `mark`, to an id a task
+/// may have.
 fn raises(change: &FileChange, mark: u64) -> bool {
     let journaled = change
         .contents
         .as_deref()
         .map(|text| text.trim().parse::<u64>());
-    matches!(journaled, Some(Ok(n)) if n > mark)
+    matches!(journaled, Some(Ok(n)) if n > mark && n <= TaskId::MAX)
 }
 
 impl StoreTxn for Txn<'_> {
@@ -161,7 +172,7 @@ impl StoreTxn for Txn<'_> {
         self.lock_file(id)?;
         let task = match self.staged.contains_key(&id.file_name()) {
             true => self.cache.get(&id).cloned().flatten(),
-            false => read_task(&self.list.task_path(id))?,
+            false => self.list.read_task(&self.list.task_path(id))?,
         };
         self.cache.insert(id, task.clone());
         Ok(task)
@@ -177,6 +188,13 @@ impl StoreTxn for Txn<'_> {
     /// Stages the removal of a task file (locking it first).
     fn remove(&mut self, id: TaskId) -> Result<()> {
         self.lock_file(id)?;
+        // A directory at a task's name holds no task and cannot be unlinked: a journal that
+        // removed it would fail at every replay. It is left for `doctor` to name.
+        let path = self.list.task_path(id);
+        if std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir()) {
+            tracing::warn!(path = %path.display(), "a directory at a task's name is left in place");
+            return Ok(());
+        }
         self.stage(id.file_name(), None);
         self.cache.insert(id, None);
         Ok(())

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use task_list::{CreateRequest, Problem, StoreConfig, Task, TaskId, TaskList};
+use task_list::{CreateRequest, EntryFault, Problem, StoreConfig, Task, TaskId, TaskList};
 
 use crate::scratch;
 
@@ -114,11 +114,22 @@ pub fn dir(data: &[u8]) {
     let snapshot = list
         .snapshot()
         .expect("a snapshot never fails for bad contents");
+    // Names like task files whose id is not one (`0.json`, `-1.json`) are reported too.
+    let (invalid, unread): (Vec<_>, Vec<_>) = snapshot
+        .problems
+        .iter()
+        .partition(|p| p.fault == EntryFault::InvalidId);
     assert_eq!(
-        snapshot.tasks.len() + snapshot.problems.len(),
+        snapshot.tasks.len() + unread.len(),
         task_files.len(),
         "every task file is read or reported"
     );
+    for problem in invalid {
+        assert!(
+            files.iter().any(|(name, _)| *name == problem.file),
+            "{problem} names a file that is there"
+        );
+    }
     for (id, task) in &snapshot.tasks {
         assert_eq!(task.id, *id);
         assert!(task_files.contains(id), "a task comes from its own file");

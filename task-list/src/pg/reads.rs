@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use postgres::GenericClient;
 
 use crate::audit::{AuditOp, AuditRecord};
+use crate::entry::EntryFault;
 use crate::error::{Error, Result};
 use crate::id::TaskId;
 use crate::mailbox::MailboxMessage;
@@ -35,7 +36,9 @@ impl PgStore {
                 }
                 Err(e) => snapshot.problems.push(FileProblem {
                     file: id.file_name(),
-                    message: e.to_string(),
+                    fault: EntryFault::Malformed {
+                        message: e.to_string(),
+                    },
                 }),
             }
         }
@@ -94,11 +97,13 @@ impl PgStore {
                 }),
                 (parsed, task_id) => problems.push(FileProblem {
                     file: format!("task_audit:{}", row.get::<_, i64>(0)),
-                    message: parsed
-                        .err()
-                        .map(|e| e.to_string())
-                        .or(task_id.err().map(|e| e.to_string()))
-                        .unwrap_or_default(),
+                    fault: EntryFault::Malformed {
+                        message: parsed
+                            .err()
+                            .map(|e| e.to_string())
+                            .or(task_id.err().map(|e| e.to_string()))
+                            .unwrap_or_default(),
+                    },
                 }),
             }
         }
