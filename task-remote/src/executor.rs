@@ -24,9 +24,6 @@ use crate::notify::{self, RemoteEnd};
 use crate::poll::Follow;
 use crate::sidecar::{Sidecar, Sidecars};
 
-/// The most bytes a token file may hold.
-const MAX_TOKEN_BYTES: u64 = 64 * 1024;
-
 /// A remote agent to start.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -438,7 +435,7 @@ impl RemoteExecutor {
         server: &str,
         token_file: &Path,
     ) -> Result<Arc<dyn RemoteSessions>, RemoteError> {
-        let token = read_token(token_file)?;
+        let token = crate::token::read_token_file(token_file)?;
         let key = (server.to_owned(), Secret(token));
         if let Some(client) = self.inner.clients.get(&key) {
             return Ok(Arc::clone(client.value()));
@@ -524,22 +521,6 @@ impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Secret(…)")
     }
-}
-
-/// Reads a bearer token: the file's first line, trimmed.
-fn read_token(path: &Path) -> Result<String, RemoteError> {
-    let bad = |reason: String| RemoteError::TokenFile {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let bytes =
-        task_output::open::read_untrusted(path, MAX_TOKEN_BYTES).map_err(|e| bad(e.to_string()))?;
-    let text = String::from_utf8(bytes).map_err(|_| bad("not UTF-8".into()))?;
-    let token = text.lines().next().unwrap_or_default().trim();
-    if token.is_empty() {
-        return Err(bad("it is empty".into()));
-    }
-    Ok(token.to_owned())
 }
 
 /// The `remote_agent` policies: a kill archives the session (status `killed`, no model
