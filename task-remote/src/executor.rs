@@ -13,7 +13,7 @@ use task_core::{
 use task_output::open::create_output_file;
 use tokio::sync::Notify;
 
-use crate::api::{CreateSession, UserEvent};
+use crate::api::{CreateSession, IdempotencyKey, UserEvent};
 use crate::backoff::Backoff;
 use crate::checker::CompletionChecker;
 use crate::client::{HttpSessions, RemoteSessions};
@@ -105,7 +105,8 @@ impl PendingRemote {
         self.id
     }
 
-    /// Creates the session (retrying transient faults within the outage limit), writes the
+    /// Creates the session (retrying transient faults within the outage limit, every attempt
+    /// with the same idempotency key, so a retry never makes a second session), writes the
     /// sidecar, marks the task running and follows it. A failure ends the task `failed` with a
     /// notification.
     pub async fn start(mut self) {
@@ -117,9 +118,12 @@ impl PendingRemote {
             title: Some(self.request.description.clone()),
             model: None,
         };
+        // One key for every attempt: a retry after an answer was lost (a timeout, a reset)
+        // gets the session the first attempt made instead of a second one.
+        let key = IdempotencyKey::random();
         let mut backoff = Backoff::new(inner.config.backoff_base, inner.config.backoff_cap);
         let session = loop {
-            match self.client.create(&create).await {
+            match self.client.create(&create, &key).await {
                 Ok(session) => break session,
                 Err(error)
                     if error.is_transient() && backoff.outage() < inner.config.outage_limit =>

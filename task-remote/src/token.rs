@@ -21,7 +21,7 @@ pub const MAX_TOKEN_FILE_BYTES: u64 = 64 * 1024;
 pub enum TokenFileError {
     /// Its group or others may read or write it.
     #[error(
-        "the token file {path} is open to others (mode {mode:o}): a token file must be readable by its owner only (chmod 600 it)"
+        "the token file {path} has mode {mode:03o}, open to its group or others: a token file must be readable by its owner only (chmod 600 {path})"
     )]
     OpenToOthers {
         /// The file.

@@ -15,6 +15,7 @@
 //! `--idle-timeout`, is closed.
 
 mod conn;
+mod idempotency;
 mod limits;
 mod pages;
 mod routes;
@@ -30,6 +31,7 @@ use crate::error::{CliError, Result, exit};
 use crate::settings::Settings;
 use task_session::paths::SessionPaths;
 
+pub use idempotency::{IdempotencyLimits, KEY_TTL, MAX_KEYS};
 pub use limits::{
     BLOCKING_THREADS, DESCRIPTOR_HEADROOM, HEADER_TIMEOUT, IDLE_TIMEOUT, LISTEN_BACKLOG,
     MAX_CONNECTIONS, ServeLimits,
@@ -128,6 +130,7 @@ pub fn run(paths: SessionPaths, args: ServeArgs) -> Result<u8> {
             max_bytes: args.page_bytes.max(1),
             ..PageLimits::default()
         },
+        creates: idempotency::Creates::new(IdempotencyLimits::default()),
     });
     let descriptors = limits::raise_descriptor_limit();
     let limits = args.limits(descriptors);
