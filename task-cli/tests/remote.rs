@@ -1205,28 +1205,46 @@ fn create_with_key(server: &Server, key: &str, prompt: &str) -> (u16, Value) {
     )
 }
 
-#[test]
-fn a_create_repeated_with_its_idempotency_key_makes_one_session_and_another_key_a_second() {
-    let server = Server::start(&[json!({"result": "x"})]);
-    let address = server.url.strip_prefix("http://").unwrap().to_owned();
-    // The first attempt is sent whole, and its connection closed before the answer is read:
-    // its answer is lost.
-    let body = create_body("do it once");
+/// Sends `POST /v1/sessions` on `prompt` with `key` on a connection of its own, which it
+/// returns unread.
+fn send_create(server: &Server, key: &str, prompt: &str) -> TcpStream {
+    let body = create_body(prompt);
     let head = format!(
         "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\
-         Idempotency-Key: key-one\r\nContent-Type: application/json\r\n\
+         Idempotency-Key: {key}\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\n\r\n",
         server.token,
         body.len()
     );
-    let mut lost = TcpStream::connect(&address).unwrap();
-    lost.write_all(&[head.as_bytes(), &body].concat()).unwrap();
-    drop(lost);
+    let address = server.url.strip_prefix("http://").unwrap();
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .write_all(&[head.as_bytes(), &body].concat())
+        .unwrap();
+    stream
+}
+
+/// The ids of the server's sessions.
+fn session_ids(server: &Server) -> Vec<String> {
+    let sessions = server.sessions();
+    sessions
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_create_repeated_with_its_idempotency_key_makes_one_session_and_another_key_a_second() {
+    let server = Server::start(&[json!({"result": "x"})]);
+    // The first attempt makes its session, and its connection is closed before the answer is
+    // read: the answer is lost.
+    let lost = send_create(&server, "key-one", "do it once");
     let made = support::eventually("the session of the lost answer", || {
-        let sessions = server.sessions();
-        (sessions.len() == 1).then(|| sessions[0]["id"].as_str().unwrap().to_owned())
+        let ids = session_ids(&server);
+        (ids.len() == 1).then(|| ids[0].clone())
     });
-    // Retried with the same key (twice at once, too): that session, not another.
+    drop(lost);
+    // Retried with the same key (three at once): that session, not another.
     let retries: Vec<(u16, Value)> = std::thread::scope(|scope| {
         let retries: Vec<_> = (0..3)
             .map(|_| scope.spawn(|| create_with_key(&server, "key-one", "do it once")))
@@ -1237,8 +1255,33 @@ fn a_create_repeated_with_its_idempotency_key_makes_one_session_and_another_key_
         assert_eq!(*status, 200, "{session}");
         assert_eq!(session["id"], made.as_str(), "{session}");
     }
-    assert_eq!(server.sessions().len(), 1, "one session for one key");
-    // The same key for another request is refused; another key makes a second session.
+    assert_eq!(
+        session_ids(&server),
+        [made.clone()],
+        "one session for one key"
+    );
+
+    // A first attempt dropped at once, whatever the server made of it, and its retry: one
+    // session for the key (the retry's), made by whichever ran first.
+    drop(send_create(&server, "key-two", "do it once"));
+    let (status, retried) = create_with_key(&server, "key-two", "do it once");
+    assert_eq!(status, 200, "{retried}");
+    let mut ids = session_ids(&server);
+    ids.sort();
+    let mut expected = vec![made.clone(), retried["id"].as_str().unwrap().to_owned()];
+    expected.sort();
+    assert_eq!(ids, expected, "one session per key");
+
+    // Two keys racing: one session each; the same key for another request is refused.
+    let answers: Vec<(u16, Value)> = std::thread::scope(|scope| {
+        let racing: Vec<_> = (0..2)
+            .map(|_| scope.spawn(|| create_with_key(&server, "key-three", "raced")))
+            .collect();
+        racing.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    assert_eq!(answers[0].0, 200, "{answers:?}");
+    assert_eq!(answers[0].1["id"], answers[1].1["id"], "{answers:?}");
+    assert_eq!(server.sessions().len(), 3, "one session per key");
     let (status, refused) = create_with_key(&server, "key-one", "something else");
     assert_eq!(status, 422, "{refused}");
     assert!(
@@ -1247,19 +1290,7 @@ fn a_create_repeated_with_its_idempotency_key_makes_one_session_and_another_key_
             .unwrap()
             .contains("key-one")
     );
-    let (status, second) = create_with_key(&server, "key-two", "do it once");
-    assert_eq!(status, 200, "{second}");
-    assert_ne!(second["id"], made.as_str());
-    let (status, concurrent) = std::thread::scope(|scope| {
-        let racing: Vec<_> = (0..2)
-            .map(|_| scope.spawn(|| create_with_key(&server, "key-three", "raced")))
-            .collect();
-        let answers: Vec<(u16, Value)> = racing.into_iter().map(|r| r.join().unwrap()).collect();
-        assert_eq!(answers[0].1["id"], answers[1].1["id"], "{answers:?}");
-        answers[0].clone()
-    });
-    assert_eq!(status, 200, "{concurrent}");
-    assert_eq!(server.sessions().len(), 3, "one session per key");
     let (status, bad) = create_with_key(&server, "two words", "x");
     assert_eq!(status, 400, "{bad}");
+    assert_eq!(server.sessions().len(), 3);
 }
