@@ -1257,7 +1257,7 @@ fn a_create_repeated_with_its_idempotency_key_makes_one_session_and_another_key_
     }
     assert_eq!(
         session_ids(&server),
-        [made.clone()],
+        vec![made.clone()],
         "one session for one key"
     );
 
