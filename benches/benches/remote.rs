@@ -12,12 +12,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use task_core::{Registry, TaskStatus};
-use task_remote::api::{CreateSession, UserEvent};
+use task_remote::api::{CreateSession, IdempotencyKey, UserEvent};
 use task_remote::{HttpSessions, RemoteConfig, RemoteExecutor, RemoteRequest, RemoteSessions};
 
 const EVENTS: usize = 20_000;
@@ -110,7 +111,10 @@ async fn events_per_second() {
             title: Some("bench".into()),
             model: None,
         };
-        let session = client.create(&create).await.unwrap();
+        let session = client
+            .create(&create, &IdempotencyKey::random())
+            .await
+            .unwrap();
         let mut cursor: Option<String> = None;
         let mut received = 0usize;
         let mut pages = 0usize;
@@ -229,6 +233,7 @@ async fn idle_poll_cost() {
     std::fs::create_dir_all(&tasks_dir).unwrap();
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, "t\n").unwrap();
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let registry = Arc::new(Registry::default());
     let config = RemoteConfig::default();
     let executor = RemoteExecutor::new(Arc::clone(&registry), &tasks_dir, dir.path(), config)

@@ -6,9 +6,13 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -70,6 +74,28 @@ impl Server {
     }
 
     fn start_with(steps: &[Value], extra: &[&str]) -> Self {
+        Self::spawn(steps, extra, |_| {})
+    }
+
+    /// [`start_with`](Self::start_with), the server started with the soft descriptor limit of a
+    /// login session (1024) under this process's hard one, as when it is started by hand.
+    fn start_with_login_limits(steps: &[Value], extra: &[&str]) -> Self {
+        use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+        Self::spawn(steps, extra, |command| {
+            let hard = getrlimit(Resource::Nofile).maximum;
+            let login = Rlimit {
+                current: Some(hard.unwrap_or(u64::MAX).min(1024)),
+                maximum: hard,
+            };
+            // SAFETY: the closure only makes the setrlimit system call, which is
+            // async-signal-safe, between fork and exec.
+            unsafe {
+                command.pre_exec(move || setrlimit(Resource::Nofile, login).map_err(Into::into));
+            }
+        })
+    }
+
+    fn spawn(steps: &[Value], extra: &[&str], prepare: impl FnOnce(&mut Command)) -> Self {
         let root = Root::remote();
         let script = root.path("script.jsonl");
         let lines: String = steps.iter().map(|s| format!("{s}\n")).collect();
@@ -83,13 +109,13 @@ impl Server {
         );
         let mut args = vec!["serve", "--token-file", token_file.to_str().unwrap()];
         args.extend_from_slice(extra);
-        let mut child = root
-            .command(&args)
+        let mut command = root.command(&args);
+        command
             .env("TASKS_AGENT_COMMAND", agent)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::inherit());
+        prepare(&mut command);
+        let mut child = command.spawn().unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -527,6 +553,18 @@ fn request(
     token: Option<&str>,
     body: Option<Vec<u8>>,
 ) -> (u16, Value) {
+    request_with(server, method, path, token, body, &[])
+}
+
+/// [`request`] with extra `headers`.
+fn request_with(
+    server: &Server,
+    method: reqwest::Method,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Vec<u8>>,
+    headers: &[(&str, &str)],
+) -> (u16, Value) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -536,6 +574,9 @@ fn request(
         let mut request = client.request(method, format!("{}{path}", server.url));
         if let Some(token) = token {
             request = request.bearer_auth(token);
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
         }
         if let Some(body) = body {
             request = request
@@ -661,6 +702,7 @@ fn a_wrong_token_fails_the_remote_task_at_once_with_a_clear_reason() {
     let client = Root::remote();
     let wrong = client.path("wrong-token");
     std::fs::write(&wrong, "not-the-token\n").unwrap();
+    std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o600)).unwrap();
     let id = client.ok(&[
         "remote",
         "--server",
@@ -922,4 +964,333 @@ fn a_client_trickling_its_request_head_is_disconnected_after_the_header_timeout(
         None,
     );
     assert_eq!(status, 404, "{body}");
+}
+
+#[test]
+fn the_client_refuses_a_token_file_its_group_or_others_may_read() {
+    let server = Server::start(&[json!({"result": "x"})]);
+    let client = Root::remote();
+    let shared = client.path("shared-token");
+    std::fs::write(&shared, format!("{}\n", server.token)).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = client.run(&[
+        "remote",
+        "--server",
+        &server.url,
+        "--token-file",
+        shared.to_str().unwrap(),
+        "--",
+        "hello",
+    ]);
+    assert!(!out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for said in [
+        shared.to_str().unwrap(),
+        "mode 644",
+        "group or others",
+        "chmod 600",
+    ] {
+        assert!(stderr.contains(said), "{said:?} not in {stderr}");
+    }
+    assert!(client.all().is_empty(), "no task was registered");
+    assert!(server.sessions().is_empty(), "nothing reached the server");
+}
+
+/// An unauthenticated request for a session: answered 401 without touching the session layer.
+const PROBE: &[u8] = b"GET /v1/sessions/a00000000 HTTP/1.1\r\nHost: x\r\n\r\n";
+
+/// Sends `request` on `stream` and reads its answer; returns its status.
+fn exchange(stream: &mut TcpStream, request: &[u8]) -> u16 {
+    stream.write_all(request).unwrap();
+    read_answer(stream)
+}
+
+/// Reads one whole answer from `stream` (its head and a `Content-Length` body); returns its
+/// status.
+fn read_answer(stream: &mut TcpStream) -> u16 {
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let (head_end, length) = loop {
+        let read = stream.read(&mut chunk).unwrap();
+        assert!(
+            read > 0,
+            "closed mid-answer: {:?}",
+            String::from_utf8_lossy(&answer)
+        );
+        answer.extend_from_slice(&chunk[..read]);
+        if let Some(end) = answer.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&answer[..end]).to_ascii_lowercase();
+            let length = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .map_or(0, |n| n.trim().parse::<usize>().unwrap());
+            break (end + 4, length);
+        }
+    };
+    while answer.len() < head_end + length {
+        let read = stream.read(&mut chunk).unwrap();
+        assert!(read > 0, "closed mid-body");
+        answer.extend_from_slice(&chunk[..read]);
+    }
+    let status = String::from_utf8_lossy(&answer[..head_end]);
+    status.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Lets this test process hold `needed` descriptors (its soft `RLIMIT_NOFILE` raised within
+/// the hard one); false, after saying why, when the hard limit is lower.
+fn hold_descriptors(needed: u64) -> bool {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let hard = limit.maximum.unwrap_or(u64::MAX);
+    if hard < needed {
+        support::skip(&format!(
+            "the hard descriptor limit ({hard}) is below the {needed} this test holds"
+        ));
+        return false;
+    }
+    if limit.current.unwrap_or(u64::MAX) < needed {
+        let raised = Rlimit {
+            current: Some(needed),
+            maximum: limit.maximum,
+        };
+        setrlimit(Resource::Nofile, raised).unwrap();
+    }
+    true
+}
+
+/// The soft and hard `Max open files` of a live process.
+fn open_files_limits(pid: u32) -> (String, String) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .unwrap();
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    (fields[3].to_owned(), fields[4].to_owned())
+}
+
+#[test]
+fn a_remote_task_completes_beside_2000_idle_and_100_silent_connections_which_are_closed() {
+    const IDLE: usize = 2000;
+    const SILENT: usize = 100;
+    if !hold_descriptors((IDLE + SILENT + 512) as u64) {
+        return;
+    }
+    let server = Server::start_with_login_limits(
+        &[json!({"read_user": true}), json!({"result": "served"})],
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--header-timeout",
+            "2s",
+            // Longer than the test: the idle connections are the server's to keep.
+            "--idle-timeout",
+            "1h",
+        ],
+    );
+    let (soft, hard) = open_files_limits(server.child.id());
+    assert_eq!(
+        soft, hard,
+        "serve raised its soft descriptor limit (from 1024)"
+    );
+    let address = server.url.strip_prefix("http://").unwrap().to_owned();
+    // Kept-alive clients that were served once and now say nothing.
+    let mut idle: Vec<TcpStream> = (0..IDLE)
+        .map(|_| {
+            let mut stream = TcpStream::connect(&address).unwrap();
+            stream.set_read_timeout(Some(support::DEADLINE)).unwrap();
+            assert_eq!(exchange(&mut stream, PROBE), 401);
+            stream
+        })
+        .collect();
+    // Connections that never send a byte.
+    let silent: Vec<TcpStream> = (0..SILENT)
+        .map(|_| TcpStream::connect(&address).unwrap())
+        .collect();
+
+    let client = Root::remote();
+    let out = client.run(&[
+        "remote",
+        "--server",
+        &server.url,
+        "--token-file",
+        server.token_file.to_str().unwrap(),
+        "--description",
+        "beside the crowd",
+        "--wait",
+        "--",
+        "work while others hold connections",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{out:?}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("<status>completed</status>"), "{stdout}");
+    assert!(stdout.contains("<result>served</result>"), "{stdout}");
+
+    let deadline = Instant::now() + support::DEADLINE;
+    for (n, mut stream) in silent.into_iter().enumerate() {
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        stream.set_read_timeout(Some(left)).unwrap();
+        let mut byte = [0u8; 1];
+        match stream.read(&mut byte) {
+            Ok(0) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => {}
+            other => panic!("silent connection {n} was not closed by the server: {other:?}"),
+        }
+    }
+    // The established connections were kept, and are served.
+    for stream in &mut idle {
+        assert_eq!(exchange(stream, PROBE), 401);
+    }
+    assert_eq!(server.sessions().len(), 1);
+}
+
+#[test]
+fn beyond_the_connection_cap_a_new_connection_waits_while_established_ones_are_served() {
+    let server = Server::start_with(
+        &[json!({"result": "x"})],
+        &["--listen", "127.0.0.1:0", "--max-connections", "2"],
+    );
+    let address = server.url.strip_prefix("http://").unwrap().to_owned();
+    let connect = || {
+        let stream = TcpStream::connect(&address).unwrap();
+        stream.set_read_timeout(Some(support::DEADLINE)).unwrap();
+        stream
+    };
+    let (mut first, mut second) = (connect(), connect());
+    assert_eq!(exchange(&mut first, PROBE), 401);
+    assert_eq!(exchange(&mut second, PROBE), 401);
+    // The third waits in the listen queue...
+    let mut third = connect();
+    third.write_all(PROBE).unwrap();
+    // ...while an established one is served.
+    assert_eq!(exchange(&mut first, PROBE), 401);
+    third.set_nonblocking(true).unwrap();
+    let mut byte = [0u8; 1];
+    let unanswered = third.read(&mut byte);
+    assert!(
+        unanswered
+            .as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock),
+        "the third connection was answered beyond the cap: {unanswered:?}"
+    );
+    third.set_nonblocking(false).unwrap();
+    // A slot frees: the third is served.
+    drop(second);
+    assert_eq!(read_answer(&mut third), 401);
+}
+
+/// The body of a `POST /v1/sessions` on `prompt`.
+fn create_body(prompt: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "events": [{"type": "user", "message": {"role": "user", "content": prompt}}]
+    }))
+    .unwrap()
+}
+
+/// `POST /v1/sessions` on `prompt` with the idempotency key `key`.
+fn create_with_key(server: &Server, key: &str, prompt: &str) -> (u16, Value) {
+    request_with(
+        server,
+        reqwest::Method::POST,
+        "/v1/sessions",
+        Some(&server.token),
+        Some(create_body(prompt)),
+        &[("Idempotency-Key", key)],
+    )
+}
+
+/// Sends `POST /v1/sessions` on `prompt` with `key` on a connection of its own, which it
+/// returns unread.
+fn send_create(server: &Server, key: &str, prompt: &str) -> TcpStream {
+    let body = create_body(prompt);
+    let head = format!(
+        "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\
+         Idempotency-Key: {key}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n",
+        server.token,
+        body.len()
+    );
+    let address = server.url.strip_prefix("http://").unwrap();
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .write_all(&[head.as_bytes(), &body].concat())
+        .unwrap();
+    stream
+}
+
+/// The ids of the server's sessions.
+fn session_ids(server: &Server) -> Vec<String> {
+    let sessions = server.sessions();
+    sessions
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_create_repeated_with_its_idempotency_key_makes_one_session_and_another_key_a_second() {
+    let server = Server::start(&[json!({"result": "x"})]);
+    // The first attempt makes its session, and its connection is closed before the answer is
+    // read: the answer is lost.
+    let lost = send_create(&server, "key-one", "do it once");
+    let made = support::eventually("the session of the lost answer", || {
+        let ids = session_ids(&server);
+        (ids.len() == 1).then(|| ids[0].clone())
+    });
+    drop(lost);
+    // Retried with the same key (three at once): that session, not another.
+    let retries: Vec<(u16, Value)> = std::thread::scope(|scope| {
+        let retries: Vec<_> = (0..3)
+            .map(|_| scope.spawn(|| create_with_key(&server, "key-one", "do it once")))
+            .collect();
+        retries.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    for (status, session) in &retries {
+        assert_eq!(*status, 200, "{session}");
+        assert_eq!(session["id"], made.as_str(), "{session}");
+    }
+    assert_eq!(
+        session_ids(&server),
+        vec![made.clone()],
+        "one session for one key"
+    );
+
+    // A first attempt dropped at once, whatever the server made of it, and its retry: one
+    // session for the key (the retry's), made by whichever ran first.
+    drop(send_create(&server, "key-two", "do it once"));
+    let (status, retried) = create_with_key(&server, "key-two", "do it once");
+    assert_eq!(status, 200, "{retried}");
+    let mut ids = session_ids(&server);
+    ids.sort();
+    let mut expected = vec![made.clone(), retried["id"].as_str().unwrap().to_owned()];
+    expected.sort();
+    assert_eq!(ids, expected, "one session per key");
+
+    // Two keys racing: one session each; the same key for another request is refused.
+    let answers: Vec<(u16, Value)> = std::thread::scope(|scope| {
+        let racing: Vec<_> = (0..2)
+            .map(|_| scope.spawn(|| create_with_key(&server, "key-three", "raced")))
+            .collect();
+        racing.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    assert_eq!(answers[0].0, 200, "{answers:?}");
+    assert_eq!(answers[0].1["id"], answers[1].1["id"], "{answers:?}");
+    assert_eq!(server.sessions().len(), 3, "one session per key");
+    let (status, refused) = create_with_key(&server, "key-one", "something else");
+    assert_eq!(status, 422, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("key-one")
+    );
+    let (status, bad) = create_with_key(&server, "two words", "x");
+    assert_eq!(status, 400, "{bad}");
+    assert_eq!(server.sessions().len(), 3);
 }

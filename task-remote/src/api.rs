@@ -18,7 +18,7 @@ pub enum SessionStatus {
 }
 
 /// A message of a user turn: `{role, content}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct UserMessage {
     /// Always `user`.
     pub role: String,
@@ -37,7 +37,7 @@ impl UserMessage {
 }
 
 /// A user event, as `POST /v1/sessions` and `POST /v1/sessions/{id}/events` take it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct UserEvent {
     /// Always `user`.
     #[serde(rename = "type")]
@@ -65,7 +65,7 @@ impl UserEvent {
 }
 
 /// `POST /v1/sessions`: the first turn as events, and options.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CreateSession {
     /// The initial user turn(s); the first one's text is the prompt.
     pub events: Vec<UserEvent>,
@@ -75,6 +75,61 @@ pub struct CreateSession {
     /// A model override.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+}
+
+/// The header of `POST /v1/sessions` that names its [`IdempotencyKey`].
+pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+
+/// The most characters an [`IdempotencyKey`] may have.
+pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
+
+/// The key of one logical session creation, sent as the `Idempotency-Key` header of
+/// `POST /v1/sessions` and sent again, unchanged, when the create is retried (after a timeout,
+/// a reset connection, a 5xx): a server that has seen the key answers with the session it made
+/// for it instead of making a second one. 1 to [`MAX_IDEMPOTENCY_KEY_LEN`] visible ASCII
+/// characters; a client makes a fresh one per logical create with [`random`](Self::random).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    /// A new key: 128 bits from the OS's randomness as 32 hex digits. (Should the OS give
+    /// none, the time in nanoseconds, the process id and a counter of this process stand in:
+    /// still never the same twice within one server's memory of keys.)
+    pub fn random() -> Self {
+        let mut bytes = [0u8; 16];
+        if getrandom::fill(&mut bytes).is_err() {
+            static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_nanos() as u64);
+            let made = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            bytes[..8].copy_from_slice(&nanos.to_le_bytes());
+            bytes[8..12].copy_from_slice(&std::process::id().to_le_bytes());
+            bytes[12..].copy_from_slice(&made.to_le_bytes());
+        }
+        IdempotencyKey(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// The key a client sent, if it is one: 1 to [`MAX_IDEMPOTENCY_KEY_LEN`] visible ASCII
+    /// characters (`!` to `~`).
+    ///
+    /// ```
+    /// use task_remote::api::IdempotencyKey;
+    ///
+    /// assert!(IdempotencyKey::parse("8f14e45f-ceea-467a-9575-2a3b0c1f9e2d").is_some());
+    /// assert!(IdempotencyKey::parse("").is_none());
+    /// assert!(IdempotencyKey::parse("two words").is_none());
+    /// ```
+    pub fn parse(text: &str) -> Option<Self> {
+        let fits = (1..=MAX_IDEMPOTENCY_KEY_LEN).contains(&text.len())
+            && text.bytes().all(|b| b.is_ascii_graphic());
+        fits.then(|| IdempotencyKey(text.to_owned()))
+    }
+
+    /// The key as sent.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 /// `POST /v1/sessions/{id}/events`: user turns for a session.
@@ -140,4 +195,22 @@ pub fn event_id(event: &Map<String, Value>) -> Option<&str> {
         .get("id")
         .or_else(|| event.get("uuid"))
         .and_then(Value::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_keys_are_valid_and_differ() {
+        let (one, two) = (IdempotencyKey::random(), IdempotencyKey::random());
+        assert_ne!(one, two);
+        assert_eq!(one.as_str().len(), 32);
+        assert_eq!(IdempotencyKey::parse(one.as_str()), Some(one));
+        let longest = "k".repeat(MAX_IDEMPOTENCY_KEY_LEN);
+        assert!(IdempotencyKey::parse(&longest).is_some());
+        assert!(IdempotencyKey::parse(&format!("{longest}k")).is_none());
+        assert!(IdempotencyKey::parse("tab\there").is_none());
+        assert!(IdempotencyKey::parse("é").is_none());
+    }
 }

@@ -9,14 +9,23 @@ use reqwest::{Method, StatusCode, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::api::{CreateSession, ErrorBody, EventsPage, SendEvents, Session, UserEvent};
+use crate::api::{
+    CreateSession, ErrorBody, EventsPage, IDEMPOTENCY_KEY_HEADER, IdempotencyKey, SendEvents,
+    Session, UserEvent,
+};
 use crate::error::ApiError;
 
 /// A sessions server, as the remote executor uses it (SPEC §16).
 #[async_trait]
 pub trait RemoteSessions: Send + Sync + fmt::Debug {
-    /// Creates a session that starts on `request`'s first turn.
-    async fn create(&self, request: &CreateSession) -> Result<Session, ApiError>;
+    /// Creates a session that starts on `request`'s first turn. `key` names this logical
+    /// create: a retry passes the same key, and a server that already made the session for it
+    /// answers with that session instead of making another.
+    async fn create(
+        &self,
+        request: &CreateSession,
+        key: &IdempotencyKey,
+    ) -> Result<Session, ApiError>;
     /// The session's status.
     async fn status(&self, session: &str) -> Result<Session, ApiError>;
     /// One page of the session's events after `after` (from the start when `None`).
@@ -85,28 +94,43 @@ impl HttpSessions {
         Ok(url)
     }
 
-    async fn call<T: DeserializeOwned>(
+    /// A request with the token and, if given, a JSON body.
+    fn request(
         &self,
         method: Method,
         url: Url,
         body: Option<&(dyn ErasedBody + Sync)>,
-    ) -> Result<T, ApiError> {
+    ) -> Result<reqwest::RequestBuilder, ApiError> {
         let mut request = self.http.request(method, url).bearer_auth(&self.token);
         if let Some(body) = body {
             request = request
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.to_json()?);
         }
-        let response = request.send().await.map_err(transport)?;
-        let status = response.status();
-        let bytes = response.bytes().await.map_err(transport)?;
-        if !status.is_success() {
-            return Err(classify(status, &bytes));
-        }
-        serde_json::from_slice(&bytes).map_err(|e| {
-            ApiError::Transient(format!("malformed answer (HTTP {}): {e}", status.as_u16()))
-        })
+        Ok(request)
     }
+
+    async fn call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<&(dyn ErasedBody + Sync)>,
+    ) -> Result<T, ApiError> {
+        answer(self.request(method, url, body)?).await
+    }
+}
+
+/// Sends `request`; its answer, classified.
+async fn answer<T: DeserializeOwned>(request: reqwest::RequestBuilder) -> Result<T, ApiError> {
+    let response = request.send().await.map_err(transport)?;
+    let status = response.status();
+    let bytes = response.bytes().await.map_err(transport)?;
+    if !status.is_success() {
+        return Err(classify(status, &bytes));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::Transient(format!("malformed answer (HTTP {}): {e}", status.as_u16()))
+    })
 }
 
 /// A request body, serialized once.
@@ -160,8 +184,13 @@ fn classify(status: StatusCode, body: &[u8]) -> ApiError {
 
 #[async_trait]
 impl RemoteSessions for HttpSessions {
-    async fn create(&self, request: &CreateSession) -> Result<Session, ApiError> {
-        self.call(Method::POST, self.url(&[])?, Some(request)).await
+    async fn create(
+        &self,
+        request: &CreateSession,
+        key: &IdempotencyKey,
+    ) -> Result<Session, ApiError> {
+        let request = self.request(Method::POST, self.url(&[])?, Some(request))?;
+        answer(request.header(IDEMPOTENCY_KEY_HEADER, key.as_str())).await
     }
 
     async fn status(&self, session: &str) -> Result<Session, ApiError> {

@@ -53,14 +53,10 @@ pub enum RemoteError {
     /// The sessions API failed.
     #[error(transparent)]
     Api(#[from] ApiError),
-    /// The token file cannot be read, or is empty.
-    #[error("cannot read the token file {path}: {reason}")]
-    TokenFile {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        reason: String,
-    },
+    /// The token file is refused (unreadable, open to others, empty): the same check and words
+    /// as the server's.
+    #[error(transparent)]
+    TokenFile(#[from] crate::token::TokenFileError),
     /// The sidecar or the output file failed.
     #[error(transparent)]
     Output(#[from] task_output::OutputError),

@@ -13,7 +13,7 @@ use task_core::{
 use task_output::open::create_output_file;
 use tokio::sync::Notify;
 
-use crate::api::{CreateSession, UserEvent};
+use crate::api::{CreateSession, IdempotencyKey, UserEvent};
 use crate::backoff::Backoff;
 use crate::checker::CompletionChecker;
 use crate::client::{HttpSessions, RemoteSessions};
@@ -23,9 +23,6 @@ use crate::eventlog::EventLog;
 use crate::notify::{self, RemoteEnd};
 use crate::poll::Follow;
 use crate::sidecar::{Sidecar, Sidecars};
-
-/// The most bytes a token file may hold.
-const MAX_TOKEN_BYTES: u64 = 64 * 1024;
 
 /// A remote agent to start.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,7 +105,8 @@ impl PendingRemote {
         self.id
     }
 
-    /// Creates the session (retrying transient faults within the outage limit), writes the
+    /// Creates the session (retrying transient faults within the outage limit, every attempt
+    /// with the same idempotency key, so a retry never makes a second session), writes the
     /// sidecar, marks the task running and follows it. A failure ends the task `failed` with a
     /// notification.
     pub async fn start(mut self) {
@@ -120,9 +118,12 @@ impl PendingRemote {
             title: Some(self.request.description.clone()),
             model: None,
         };
+        // One key for every attempt: a retry after an answer was lost (a timeout, a reset)
+        // gets the session the first attempt made instead of a second one.
+        let key = IdempotencyKey::random();
         let mut backoff = Backoff::new(inner.config.backoff_base, inner.config.backoff_cap);
         let session = loop {
-            match self.client.create(&create).await {
+            match self.client.create(&create, &key).await {
                 Ok(session) => break session,
                 Err(error)
                     if error.is_transient() && backoff.outage() < inner.config.outage_limit =>
@@ -438,7 +439,7 @@ impl RemoteExecutor {
         server: &str,
         token_file: &Path,
     ) -> Result<Arc<dyn RemoteSessions>, RemoteError> {
-        let token = read_token(token_file)?;
+        let token = crate::token::read_token_file(token_file)?;
         let key = (server.to_owned(), Secret(token));
         if let Some(client) = self.inner.clients.get(&key) {
             return Ok(Arc::clone(client.value()));
@@ -524,22 +525,6 @@ impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Secret(…)")
     }
-}
-
-/// Reads a bearer token: the file's first line, trimmed.
-fn read_token(path: &Path) -> Result<String, RemoteError> {
-    let bad = |reason: String| RemoteError::TokenFile {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let bytes =
-        task_output::open::read_untrusted(path, MAX_TOKEN_BYTES).map_err(|e| bad(e.to_string()))?;
-    let text = String::from_utf8(bytes).map_err(|_| bad("not UTF-8".into()))?;
-    let token = text.lines().next().unwrap_or_default().trim();
-    if token.is_empty() {
-        return Err(bad("it is empty".into()));
-    }
-    Ok(token.to_owned())
 }
 
 /// The `remote_agent` policies: a kill archives the session (status `killed`, no model

@@ -48,7 +48,7 @@ impl Launch for RemoteExecutor {
         request.tool_use_id = caller.tool_use_id;
         request.owner_agent_id = caller.agent_id;
         let pending = self.register(request).map_err(|error| match error {
-            RemoteError::TokenFile { .. } | RemoteError::Api(_) => {
+            RemoteError::TokenFile(_) | RemoteError::Api(_) => {
                 LaunchError::Invalid(error.to_string())
             }
             other => LaunchError::Failed(Box::new(other)),

@@ -40,6 +40,7 @@ mod launch;
 pub mod notify;
 mod poll;
 mod sidecar;
+mod token;
 
 pub use backoff::Backoff;
 pub use checker::CompletionChecker;
@@ -53,3 +54,4 @@ pub use eventlog::EventLog;
 pub use executor::{PendingRemote, RemoteExecutor, RemoteRequest};
 pub use launch::RemoteStart;
 pub use sidecar::{Sidecar, Sidecars};
+pub use token::{MAX_TOKEN_FILE_BYTES, TokenFileError, read_token_file};

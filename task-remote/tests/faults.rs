@@ -6,6 +6,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -38,6 +39,8 @@ struct Script {
     archived: bool,
     faults: VecDeque<Fault>,
     created: u32,
+    /// The `Idempotency-Key` of every create request, faulty or not, in order.
+    create_keys: Vec<Option<String>>,
 }
 
 type Fake = Arc<Mutex<Script>>;
@@ -58,6 +61,11 @@ fn finish(fake: &Fake, result: &str) {
 }
 
 async fn faults(State(fake): State<Fake>, request: Request, next: Next) -> Response {
+    if request.method() == axum::http::Method::POST && request.uri().path() == "/v1/sessions" {
+        let key = request.headers().get("idempotency-key");
+        let key = key.map(|key| key.to_str().unwrap().to_owned());
+        fake.lock().unwrap().create_keys.push(key);
+    }
     let fault = fake.lock().unwrap().faults.pop_front();
     match fault {
         None => next.run(request).await,
@@ -164,6 +172,8 @@ impl Harness {
         std::fs::create_dir_all(&tasks).unwrap();
         let token_file = dir.path().join("token");
         std::fs::write(&token_file, "secret\n").unwrap();
+        // A token file only its owner may read, as the client demands.
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
         let registry = Arc::new(Registry::default());
         let executor = RemoteExecutor::new(Arc::clone(&registry), &tasks, dir.path(), config)
             .register_with_registry();
@@ -409,4 +419,34 @@ async fn killing_archives_the_session() {
     assert!(fake.lock().unwrap().archived);
     assert!(!harness.sidecar_exists(&id));
     assert!(harness.notifications().is_empty(), "a kill is not notified");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_retried_after_its_answer_was_lost_carries_the_same_idempotency_key() {
+    let fake = Fake::default();
+    let (address, _stop) = serve(&fake, "127.0.0.1:0".parse().unwrap()).await;
+    let harness = Harness::new(config());
+    // The first create is answered after the client gave up on it; the second is cut
+    // mid-body.
+    fake.lock()
+        .unwrap()
+        .faults
+        .extend([Fault::Hang(Duration::from_millis(800)), Fault::Truncated]);
+    let first = harness.start(address);
+    harness.running(&first).await;
+    let second = harness.start(address);
+    harness.running(&second).await;
+    let keys = fake.lock().unwrap().create_keys.clone();
+    let keys: Vec<String> = keys.into_iter().map(Option::unwrap).collect();
+    // The first task: hung (its answer lost), truncated, answered; then the second's.
+    assert_eq!(keys.len(), 4, "{keys:?}");
+    assert!(
+        keys[0] == keys[1] && keys[1] == keys[2],
+        "every attempt of the first task's create carried one key: {keys:?}"
+    );
+    assert_ne!(
+        keys[2], keys[3],
+        "each logical create has its own key: {keys:?}"
+    );
+    assert!(keys.iter().all(|key| key.len() == 32), "{keys:?}");
 }

@@ -6,12 +6,22 @@
 //! which `--init-token FILE` creates), compared in constant time; bodies are size-limited and
 //! events paged within a size limit. Each connection is served by its own task, and the session
 //! layer's blocking calls run on the blocking pool, so a slow client holds only itself.
+//!
+//! Connections are capped ([`ServeLimits`], `--max-connections`): at start the soft descriptor
+//! limit is raised to the hard one and the cap kept below it with room for the server's own
+//! files; beyond the cap, accept pauses (new connections wait in the listen queue) while those
+//! already accepted go on being served. A connection that sends no whole request head within
+//! `--header-timeout` of being accepted, or stays silent between requests past
+//! `--idle-timeout`, is closed.
 
+mod conn;
+mod idempotency;
+mod limits;
 mod pages;
 mod routes;
 mod token;
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -21,6 +31,11 @@ use crate::error::{CliError, Result, exit};
 use crate::settings::Settings;
 use task_session::paths::SessionPaths;
 
+pub use idempotency::{IdempotencyLimits, KEY_TTL, MAX_KEYS};
+pub use limits::{
+    BLOCKING_THREADS, DESCRIPTOR_HEADROOM, HEADER_TIMEOUT, IDLE_TIMEOUT, LISTEN_BACKLOG,
+    MAX_CONNECTIONS, ServeLimits,
+};
 pub use pages::PageLimits;
 
 /// The default address.
@@ -52,10 +67,34 @@ pub struct ServeArgs {
     /// The most transcript bytes one events page holds.
     #[arg(long, default_value_t = PageLimits::default().max_bytes, value_name = "BYTES")]
     pub page_bytes: usize,
-    /// A client that has not sent a whole request head this long after it began is
-    /// disconnected (a client trickling its headers would hold a connection forever).
-    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = task_session::config::parse_duration)]
+    /// The most connections served at once [default: 4096, lowered to leave 256 descriptors
+    /// free below the descriptor limit, whose soft value is first raised to the hard one].
+    /// Beyond it new connections wait in the listen queue until one closes; those already
+    /// open go on being served.
+    #[arg(long, env = "TASKS_SERVE_MAX_CONNECTIONS", value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_connections: Option<usize>,
+    /// A connection that has not sent a whole request head this long after it was accepted
+    /// (TLS handshake included), or after the first byte of a later request, is closed (a
+    /// client that connects and says nothing, or trickles its headers, holds no slot for
+    /// long).
+    #[arg(long, env = "TASKS_SERVE_HEADER_TIMEOUT", default_value = "10s", value_name = "DURATION", value_parser = task_session::config::parse_duration)]
     pub header_timeout: std::time::Duration,
+    /// A kept-alive connection with no request in flight that sends nothing this long is
+    /// closed.
+    #[arg(long, env = "TASKS_SERVE_IDLE_TIMEOUT", default_value = "30s", value_name = "DURATION", value_parser = task_session::config::parse_duration)]
+    pub idle_timeout: std::time::Duration,
+}
+
+impl ServeArgs {
+    /// The connection limits these options ask for, the cap kept below `descriptors`.
+    pub fn limits(&self, descriptors: u64) -> ServeLimits {
+        ServeLimits {
+            max_connections: self.max_connections.unwrap_or(MAX_CONNECTIONS),
+            header_timeout: self.header_timeout,
+            idle_timeout: self.idle_timeout,
+        }
+        .within_descriptors(descriptors)
+    }
 }
 
 /// Runs `tasks serve` until it is killed.
@@ -91,58 +130,63 @@ pub fn run(paths: SessionPaths, args: ServeArgs) -> Result<u8> {
             max_bytes: args.page_bytes.max(1),
             ..PageLimits::default()
         },
+        creates: idempotency::Creates::new(IdempotencyLimits::default()),
     });
-    let listener = TcpListener::bind(args.listen)
-        .map_err(|e| CliError::io("listen on", args.listen.to_string(), e))?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| CliError::io("listen on", args.listen.to_string(), e))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|e| CliError::io("listen on", args.listen.to_string(), e))?;
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    crate::render::out(&format!("listening on {scheme}://{bound}\n"))?;
-    keep_supervisor_alive(Arc::clone(&served));
-    let app = routes::router(served, args.max_body);
-    let runtime =
-        tokio::runtime::Runtime::new().map_err(|e| CliError::io("start", "the runtime", e))?;
+    let descriptors = limits::raise_descriptor_limit();
+    let limits = args.limits(descriptors);
+    if args
+        .max_connections
+        .is_some_and(|asked| asked > limits.max_connections)
+    {
+        tracing::warn!(
+            max_connections = limits.max_connections,
+            descriptors,
+            "--max-connections lowered to leave descriptors for the server's own files"
+        );
+    }
+    tracing::info!(?limits, descriptors, "connection limits");
+    let app = routes::router(Arc::clone(&served), args.max_body);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(BLOCKING_THREADS)
+        .build()
+        .map_err(|e| CliError::io("start", "the runtime", e))?;
     runtime.block_on(async move {
-        match tls {
+        let listen_error = |e| CliError::io("listen on", args.listen.to_string(), e);
+        let listener = listen(args.listen).map_err(listen_error)?;
+        let bound = listener.local_addr().map_err(listen_error)?;
+        let tls = match tls {
             Some((cert, key)) => {
                 let _ = rustls::crypto::ring::default_provider().install_default();
                 let config = axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key)
                     .await
                     .map_err(|e| CliError::io("load", &cert, e))?;
-                let server = axum_server::from_tcp_rustls(listener, config);
-                with_header_timeout(server, args.header_timeout)
-                    .serve(app.into_make_service())
-                    .await
+                let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(config)
+                    .handshake_timeout(limits.header_timeout);
+                Some(acceptor)
             }
-            None => {
-                let server = axum_server::from_tcp(listener);
-                with_header_timeout(server, args.header_timeout)
-                    .serve(app.into_make_service())
-                    .await
-            }
-        }
-        .map_err(|e| CliError::io("serve on", bound.to_string(), e))
+            None => None,
+        };
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        crate::render::out(&format!("listening on {scheme}://{bound}\n"))?;
+        keep_supervisor_alive(served);
+        conn::serve(listener, tls, app, limits).await;
+        Ok::<_, CliError>(())
     })?;
     Ok(exit::OK)
 }
 
-/// `server`, disconnecting a client whose request head is not complete `timeout` after it
-/// began. (hyper has the timeout but applies it only with a timer, which axum-server does not
-/// give it.)
-fn with_header_timeout<A>(
-    mut server: axum_server::Server<A>,
-    timeout: std::time::Duration,
-) -> axum_server::Server<A> {
-    server
-        .http_builder()
-        .http1()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(timeout);
-    server
+/// A listener on `address` (`SO_REUSEADDR`, as std's) whose queue holds [`LISTEN_BACKLOG`]
+/// connections waiting for a slot.
+fn listen(address: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if address.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// Pings the session's supervisor often enough that it never leaves for idleness while this

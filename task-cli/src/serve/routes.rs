@@ -6,7 +6,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -16,9 +16,11 @@ use serde_json::json;
 use task_agent::{AgentExecutor, AgentStart, RunnerFormat};
 use task_core::{TaskId, TaskStatus, TaskType};
 use task_remote::api::{
-    CreateSession, ErrorBody, ErrorDetail, SendEvents, Session, SessionStatus, UserEvent,
+    CreateSession, ErrorBody, ErrorDetail, IDEMPOTENCY_KEY_HEADER, IdempotencyKey,
+    MAX_IDEMPOTENCY_KEY_LEN, SendEvents, Session, SessionStatus, UserEvent,
 };
 
+use super::idempotency::{Creates, KeyReused};
 use super::pages::{self, PageLimits, Source};
 use super::token::Token;
 use crate::error::CliError;
@@ -36,6 +38,8 @@ pub struct Served {
     pub token: Token,
     /// Page size limits of `GET …/events`.
     pub pages: PageLimits,
+    /// The sessions made per idempotency key.
+    pub creates: Creates,
 }
 
 /// The router: every route behind bearer auth, request bodies limited to `max_body` bytes.
@@ -199,11 +203,15 @@ fn session_id(text: &str) -> Result<TaskId, ApiFailure> {
     }
 }
 
+/// `POST /v1/sessions`: an agent task on the first turn; with an `Idempotency-Key`, made once
+/// for the key (a retry gets the session the first attempt made, or waits for it).
 async fn create(
     State(served): State<Arc<Served>>,
+    headers: HeaderMap,
     body: Result<Json<CreateSession>, JsonRejection>,
 ) -> Answer<Session> {
     let Json(request) = body?;
+    let key = idempotency_key(&headers)?;
     let prompt = user_texts(request.events.clone())?.join("\n\n");
     for (what, text) in [("title", &request.title), ("model", &request.model)] {
         if let Some(text) = text {
@@ -225,14 +233,55 @@ async fn create(
         model: request.model.clone(),
         subagent_type: None,
     };
+    let mut made = match key {
+        Some(key) => Some(served.creates.lock(key, &request).await?),
+        None => None,
+    };
     let worker = Arc::clone(&served);
+    // On the blocking pool, which runs it to the end even if the client has gone: the session
+    // made is recorded for its key whatever becomes of this request.
     blocking(move || {
-        let caller = Tasks::caller()?;
-        let id = worker.tasks.start::<AgentExecutor>(start, caller)?;
+        let make = || -> Result<TaskId, ApiFailure> {
+            Ok(worker
+                .tasks
+                .start::<AgentExecutor>(start, Tasks::caller()?)?)
+        };
+        let id = match made.as_deref_mut() {
+            Some(Some(id)) => *id,
+            Some(recorded) => *recorded.insert(make()?),
+            None => make()?,
+        };
         Ok(describe(&worker.tasks.task(&id)?))
     })
     .await
     .map(Json)
+}
+
+/// The `Idempotency-Key` of a request, if it has one.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiFailure> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY_HEADER) else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(IdempotencyKey::parse)
+        .map(Some)
+        .ok_or_else(|| {
+            ApiFailure::invalid(format!(
+                "an Idempotency-Key is 1 to {MAX_IDEMPOTENCY_KEY_LEN} visible ASCII characters"
+            ))
+        })
+}
+
+impl From<KeyReused> for ApiFailure {
+    fn from(reused: KeyReused) -> Self {
+        ApiFailure::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request_error",
+            reused.to_string(),
+        )
+    }
 }
 
 async fn status(State(served): State<Arc<Served>>, id: IdPath) -> Answer<Session> {

@@ -2,15 +2,13 @@
 //! file, and compared in constant time.
 
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use subtle::ConstantTimeEq;
 
 use crate::error::{CliError, Result};
 
-/// The most bytes a token file may hold.
-const MAX_TOKEN_FILE_BYTES: u64 = 64 * 1024;
 /// Random bytes in a new token (256 bits).
 const TOKEN_BYTES: usize = 32;
 
@@ -53,33 +51,16 @@ pub fn init(path: &Path) -> Result<String> {
     Ok(token)
 }
 
-/// Reads the token in `path`: a regular file, not a symlink, readable by its owner only.
+/// Reads the token in `path` with the client's own check
+/// ([`task_remote::read_token_file`]): a regular file, not a symlink, readable by its owner
+/// only; refused with the same words on both ends.
 ///
 /// # Errors
-/// Missing, unreadable, open to others, or empty.
+/// Missing, unreadable, open to others, too large, or empty.
 pub fn read(path: &Path) -> Result<Token> {
-    let meta = std::fs::symlink_metadata(path).map_err(|e| CliError::io("read", path, e))?;
-    if meta.mode() & 0o077 != 0 {
-        return Err(task_session::Error::UnsafeState {
-            path: path.to_owned(),
-            reason: format!(
-                "a token file must be readable by its owner only (mode {:o}; chmod 600 it)",
-                meta.mode() & 0o777
-            ),
-        }
-        .into());
-    }
-    let bytes = task_session::untrusted::read_file(path, MAX_TOKEN_FILE_BYTES)
-        .map_err(|e| CliError::io("read", path, e))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let token = text.lines().next().unwrap_or_default().trim();
-    if token.is_empty() {
-        return Err(CliError::invalid(format!(
-            "the token file {} is empty",
-            path.display()
-        )));
-    }
-    Ok(Token(token.as_bytes().to_vec()))
+    task_remote::read_token_file(path)
+        .map(|token| Token(token.into_bytes()))
+        .map_err(|error| CliError::invalid(error.to_string()))
 }
 
 #[cfg(test)]
@@ -102,6 +83,7 @@ mod tests {
         assert!(!read_back.matches(b"wrong"));
         assert!(init(&path).is_err(), "never overwritten");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(read(&path).is_err());
+        let refused = read(&path).unwrap_err().to_string();
+        assert!(refused.contains("readable by its owner only"), "{refused}");
     }
 }
