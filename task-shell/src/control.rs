@@ -8,7 +8,7 @@ use task_core::{TaskId, TaskStatus};
 use tokio::process::Child;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::process::kill_tree;
+use crate::process::{Root, kill_tree};
 
 /// How many control messages may wait for a task's run (kills and backgroundings are rare).
 const CONTROL_CAPACITY: usize = 4;
@@ -83,7 +83,8 @@ impl Controls {
 /// its pid cannot be reused before the walk is done.
 pub(crate) async fn kill_and_reap(child: &mut Child, pid: u32, marker: &TaskId) {
     let marker = marker.to_string();
-    match tokio::task::spawn_blocking(move || kill_tree(pid, Some(&marker))).await {
+    match tokio::task::spawn_blocking(move || kill_tree(pid, Some(&marker), Root::Subreaper)).await
+    {
         Ok(Ok(count)) => tracing::debug!(pid, count, "killed process tree"),
         Ok(Err(error)) => tracing::warn!(pid, %error, "process tree kill incomplete"),
         Err(error) => tracing::warn!(pid, %error, "process tree kill did not run"),

@@ -6,13 +6,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rustix::process::Signal;
+use task_core::process::{ChildSetup, Root, TASK_MARKER_ENV, kill_tree, start_time};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, Command};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::args::{LaunchPlan, user_turn};
-use super::process::{StderrTail, die_with_parent, recorded_group, signal_group};
+use super::process::{StderrTail, signal_group};
 use crate::config::AgentConfig;
 use crate::error::AgentError;
 use crate::format::LineParser;
@@ -23,7 +24,10 @@ use crate::tail::{PollBackoff, TranscriptTail};
 ///
 /// Its stdout is the transcript file itself (opened `O_APPEND|O_NOFOLLOW`; no byte passes
 /// through this process); events come from delta reads of that file. Its stderr is read for
-/// the last lines only. Dropping a session that has not ended kills its process group.
+/// the last lines only, bounded in lines and bytes. With the spec's marker set, the CLI and
+/// everything it starts carry it (`TASKS_TASK_ID`), and a cancel kills every process carrying
+/// it as well as the CLI's group and tree. Dropping a session that has not ended kills its
+/// process group.
 #[derive(Debug)]
 pub struct CommandSession {
     tail: TranscriptTail,
@@ -36,6 +40,7 @@ pub struct CommandSession {
     kill_grace: Duration,
     ended: Option<SessionEnd>,
     process: task_core::ShellProcess,
+    marker: Option<String>,
 }
 
 impl CommandSession {
@@ -77,18 +82,35 @@ impl CommandSession {
         if let Some(dir) = &spec.cwd {
             command.current_dir(dir);
         }
-        die_with_parent(&mut command);
+        if let Some(marker) = &spec.marker {
+            command.env(TASK_MARKER_ENV, marker);
+        }
+        // Not a subreaper: an agent CLI reaps only the children it started, so orphans given to
+        // it would stay zombies; a kill finds them by the marker instead.
+        let setup = ChildSetup {
+            die_with_parent: true,
+            hold_orphans: false,
+        };
+        // SAFETY: the hook runs in the forked child before `exec`; it is async-signal-safe (raw
+        // system calls only, no allocation, no lock: see `ChildSetup::hook`).
+        unsafe {
+            command.pre_exec(setup.hook());
+        }
         let mut child = command.spawn().map_err(|source| AgentError::Spawn {
             program: program.to_string_lossy().into_owned(),
             source,
         })?;
         let pgid = child.id().unwrap_or(0);
-        let process = recorded_group(pgid);
-        let stderr = StderrTail::default();
-        let stderr_task = child
-            .stderr
-            .take()
-            .map(|err| stderr.follow(err, config.stderr_lines));
+        let process = match &spec.marker {
+            Some(marker) => task_core::ShellProcess::of_leader(pgid, marker),
+            None => task_core::ShellProcess {
+                pgid,
+                leader_started: start_time(pgid),
+                owner: None,
+            },
+        };
+        let stderr = StderrTail::new(config.stderr_lines, config.stderr_bytes);
+        let stderr_task = child.stderr.take().map(|err| stderr.follow(err));
         let stdin = child.stdin.take();
         let (exit_tx, exit) = watch::channel(None);
         tokio::spawn(async move {
@@ -109,6 +131,7 @@ impl CommandSession {
             kill_grace: config.kill_grace,
             ended: None,
             process,
+            marker: spec.marker.clone(),
         };
         if let Some(first) = plan.first_turn {
             // A CLI that dies at once closes its stdin: that shows as its exit, not here.
@@ -211,7 +234,9 @@ impl AgentSession for CommandSession {
             let grace = self.kill_grace;
             self.wait_exit(grace).await;
         }
-        signal_group(self.pgid, Signal::KILL);
+        // Whether or not the CLI heeded the interrupt, what it started may not have: a
+        // descendant in a session of its own never even received it.
+        kill_everything(self.pgid, self.marker.clone()).await;
         // SIGKILL cannot be ignored: the waiter reports the exit.
         let _ = self.exit.wait_for(Option::is_some).await;
     }
@@ -222,6 +247,19 @@ impl Drop for CommandSession {
         if self.exited().is_none() {
             signal_group(self.pgid, Signal::KILL);
         }
+    }
+}
+
+/// `SIGKILL`s everything the CLI of group `pgid` started: its group, its descendants, and
+/// (with a marker) every process carrying the marker, such as a `setsid` escapee; reaps what
+/// comes back to this process. The walk reads `/proc`, so it runs on the blocking pool.
+async fn kill_everything(pgid: u32, marker: Option<String>) {
+    let killed =
+        tokio::task::spawn_blocking(move || kill_tree(pgid, marker.as_deref(), Root::Plain)).await;
+    match killed {
+        Ok(Ok(count)) => tracing::debug!(pgid, count, "killed agent process tree"),
+        Ok(Err(error)) => tracing::warn!(pgid, %error, "agent process tree kill incomplete"),
+        Err(error) => tracing::warn!(pgid, %error, "agent process tree kill did not run"),
     }
 }
 
