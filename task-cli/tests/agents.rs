@@ -450,6 +450,17 @@ fn an_agents_tokens_reach_ps_while_it_works_between_tool_uses() {
     sandbox.ok(&["kill", &id]);
 }
 
+/// Kills its pids when dropped, whatever the test's outcome.
+struct KillOnDrop(Vec<i32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            support::sigkill(pid);
+        }
+    }
+}
+
 /// Waits until none of `pids` is alive (a zombie counts as gone), failing the test once
 /// `deadline` has passed.
 fn wait_gone(what: &str, pids: &[i32], deadline: std::time::Instant) {
@@ -531,6 +542,7 @@ fn a_killed_agent_that_ignores_sigterm_and_its_setsid_child_are_gone_within_the_
             .collect();
         fields[3].clone()
     };
+    let _leftovers = KillOnDrop(vec![cli, escapee]);
     assert_ne!(
         session_of(escapee),
         session_of(cli),

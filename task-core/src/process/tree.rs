@@ -97,6 +97,34 @@ pub fn kill_tree(root: u32, marker: Option<&str>, kind: Root) -> io::Result<usiz
     }
 }
 
+/// [`kill_tree`] of `child` (pid `pid`, tagged with `marker`, the task id) on the blocking pool,
+/// then reaps `child` and returns how it ended.
+///
+/// The tree walk reads `/proc` and signals, bounded by the size of the tree; on the blocking
+/// pool a large tree cannot stall the runtime. `child` is not polled meanwhile, so its pid
+/// cannot be reused before the walk is done: hold the `Child` (do not let another task wait on
+/// it) until this returns.
+///
+/// # Errors
+/// The error of reaping `child`; a tree kill that is incomplete is logged, not returned (the
+/// child is reaped either way).
+pub async fn kill_and_reap(
+    child: &mut tokio::process::Child,
+    pid: u32,
+    marker: Option<&str>,
+    kind: Root,
+) -> io::Result<std::process::ExitStatus> {
+    let marker = marker.map(str::to_owned);
+    match tokio::task::spawn_blocking(move || kill_tree(pid, marker.as_deref(), kind)).await {
+        Ok(Ok(count)) => tracing::debug!(pid, count, "killed process tree"),
+        Ok(Err(error)) => tracing::warn!(pid, %error, "process tree kill incomplete"),
+        Err(error) => tracing::warn!(pid, %error, "process tree kill did not run"),
+    }
+    child.wait().await.inspect_err(|error| {
+        tracing::warn!(pid, %error, "could not reap killed child");
+    })
+}
+
 /// When the process `pid` started, in clock ticks after boot (`/proc/<pid>/stat`); `None` when
 /// there is no such process. With the pid, it names one process even across pid reuse.
 pub fn start_time(pid: u32) -> Option<u64> {
