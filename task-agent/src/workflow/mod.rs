@@ -8,6 +8,7 @@ mod config;
 mod engine;
 mod error;
 mod files;
+mod heap;
 mod journal;
 mod launch;
 mod meta;
