@@ -559,6 +559,7 @@ fn a_killed_agent_that_ignores_sigterm_and_its_setsid_child_are_gone_within_the_
         &[cli, escapee],
         deadline,
     );
+    eprintln!("both gone {:?} after the kill was asked", asked.elapsed());
     assert_eq!(sandbox.listed(&id)["status"], "killed");
 }
 
