@@ -292,6 +292,7 @@ impl AgentExecutor {
             agent_type: agent_type.clone(),
             cwd: request.cwd.clone(),
             env,
+            marker: Some(id.to_string()),
             replace_env: request.replace_env,
             transcript: handle.transcript.clone(),
             json_schema: request.json_schema.clone(),
@@ -645,8 +646,8 @@ fn write_meta(
 
 /// The `local_agent` policies for the registry. A kill sets status `killed` with no
 /// notification for the model (an SDK `task_notification` with status `stopped` only), then
-/// interrupts the agent, `SIGKILL`s its process group after the grace, and kills the tasks the
-/// agent owns.
+/// interrupts the agent, `SIGKILL`s everything it started after the grace (its process group
+/// and the escapees carrying its marker), and kills the tasks the agent owns.
 #[derive(Debug)]
 struct AgentTask {
     inner: std::sync::Weak<Inner>,
@@ -693,17 +694,24 @@ impl Task for AgentTask {
     }
 
     /// An agent whose supervisor died: its CLI died with it (parent-death signal), and what is
-    /// left of its process group is killed, unless the group's number now belongs to another
-    /// process.
+    /// left of its processes is killed, each checked live first
+    /// ([`ShellProcess::kill_orphaned`](task_core::ShellProcess::kill_orphaned)): its group's
+    /// members and the escapees carrying its marker, never a process that took a reused number.
     fn reap_orphan(&self, orphan: &TaskState) -> Result<(), KillError> {
-        if let TaskKind::Agent(AgentState {
+        let TaskKind::Agent(AgentState {
             process: Some(group),
             ..
         }) = &orphan.kind
-        {
-            crate::command::kill_orphaned_group(*group);
-        }
-        Ok(())
+        else {
+            return Ok(());
+        };
+        group
+            .kill_orphaned(orphan.id().as_ref())
+            .map(drop)
+            .map_err(|error| KillError::Failed {
+                id: orphan.id(),
+                source: Box::new(error),
+            })
     }
 }
 

@@ -70,7 +70,7 @@ pub mod workflow;
 pub use command::{CommandRunner, CommandSession};
 pub use config::{
     AgentConfig, DEFAULT_DISPLAY_MESSAGES, DEFAULT_ERROR_LOOP_LIMIT, DEFAULT_KILL_GRACE,
-    DEFAULT_STDERR_LINES, DEFAULT_TRANSCRIPT_POLL,
+    DEFAULT_STDERR_BYTES, DEFAULT_STDERR_LINES, DEFAULT_TRANSCRIPT_POLL,
 };
 pub use error::AgentError;
 pub use event::{AgentEvent, ToolUse, TurnOutcome};

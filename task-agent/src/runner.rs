@@ -23,6 +23,10 @@ pub struct AgentSpec {
     pub cwd: Option<PathBuf>,
     /// Extra environment (the executor adds `TASKS_AGENT_ID`).
     pub env: Vec<(OsString, OsString)>,
+    /// The task's marker (its id), set as `TASKS_TASK_ID` in the CLI's environment and so in
+    /// everything it starts: a kill finds by it the processes that left the CLI's tree
+    /// (`setsid`, double forks). `None`: only the tree is killed.
+    pub marker: Option<String>,
     /// Whether `env` replaces the inherited environment instead of adding to it.
     pub replace_env: bool,
     /// Where the session's transcript goes (appended to on resume).

@@ -5,6 +5,7 @@
 mod workflow_common;
 
 use serde_json::{Value, json};
+use task_agent::workflow::WorkflowConfig;
 use task_core::{TaskKind, TaskStatus};
 use workflow_common::*;
 
@@ -344,4 +345,74 @@ async fn bad_meta_is_refused_before_anything_is_registered() {
         );
     }
     assert!(wf.registry.snapshot().is_empty());
+}
+
+/// Runs `body` as a workflow script of `wf` and returns the failure summary of its run.
+async fn failure_of(wf: &Wf, body: &str) -> String {
+    let script = format!("export const meta = {{ name: 'f', description: 'fails' }}\n{body}");
+    let (handle, state) = wf.run(wf.request(wf.fixture_runner(), &script)).await;
+    assert_eq!(state.status(), TaskStatus::Failed, "{body}");
+    assert_eq!(wf.record(&handle)["status"], "failed", "{body}");
+    let notifications = wf.registry.notifications().drain();
+    let summary = &notifications[0].summary;
+    summary
+        .strip_prefix("Dynamic workflow \"fails\" failed: ")
+        .unwrap_or_else(|| panic!("{body}: {summary}"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_script_names_what_it_threw() {
+    let wf = Wf::new(2);
+    for (body, said) in [
+        ("throw 42", "workflow script threw 42"),
+        ("throw null", "workflow script threw null"),
+        ("throw undefined", "workflow script threw undefined"),
+        ("throw 'no luck'", "workflow script threw \"no luck\""),
+        (
+            "return await Promise.reject(3.5)",
+            "workflow script threw 3.5",
+        ),
+        ("throw Symbol('odd')", "workflow script threw Symbol(odd)"),
+        (
+            "throw { code: 7, why: ['a'] }",
+            r#"workflow script threw {"code":7,"why":["a"]}"#,
+        ),
+        ("throw { message: 'told' }", "told"),
+        (
+            "const o = { toString: () => 'cyclic' }; o.o = o; throw o",
+            "workflow script threw cyclic",
+        ),
+        ("throw Object.create(null)", "workflow script threw {}"),
+        ("throw new Error('no luck')", "no luck"),
+        ("throw new TypeError()", "TypeError"),
+    ] {
+        let text = failure_of(&wf, body).await;
+        assert_eq!(text.lines().next(), Some(said), "{body}: {text}");
+        for debug in ["Int(", "Float(", "Null\"", "Object(0x", "Symbol(0x"] {
+            assert!(!text.contains(debug), "{body}: {text}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_way_to_exhaust_memory_ends_at_the_heap_limit_with_out_of_memory() {
+    let mut config = WorkflowConfig::default();
+    config.engine_memory_bytes = 16 << 20;
+    let wf = Wf::with_config(config);
+    for body in [
+        "const a = []; while (true) a.push([a.length, 2, 3]);",
+        "const parts = []; while (true) parts.push('x'.repeat(1 << 16) + parts.length);",
+        "let s = 'x'.repeat(1 << 20); while (true) s = s.repeat(2);",
+        "let p = Promise.resolve(); while (true) p = p.then(() => 1);",
+        "async function f(n) { await null; return [n, await f(n + 1)] }\nreturn await f(0)",
+        "const fs = []; while (true) { const x = [fs.length]; fs.push(() => x); }",
+        "const m = new Map(); for (let i = 0; ; i++) m.set(i, { i });",
+    ] {
+        let text = failure_of(&wf, body).await;
+        assert_eq!(
+            text, "workflow script ran out of memory: its heap is limited to 16 MiB",
+            "{body}"
+        );
+    }
 }

@@ -18,7 +18,7 @@ use task_session::engine::{Host, Launchers, MessageReply, Messenger};
 /// re-parented to it rather than to init: kills find it, and the zombies it adopts are reaped
 /// every sweep.
 pub fn standard(host: &Host) -> Result<Launchers> {
-    if let Err(error) = task_shell::process::become_subreaper() {
+    if let Err(error) = task_core::process::become_subreaper() {
         tracing::warn!(%error, "not a subreaper: escapees of a killed task go to init");
     }
     tokio::spawn(reap_adopted_orphans(host.config.sweep_interval));
@@ -54,7 +54,7 @@ async fn reap_adopted_orphans(period: std::time::Duration) {
     let mut tick = tokio::time::interval(period);
     loop {
         tick.tick().await;
-        match tokio::task::spawn_blocking(task_shell::process::reap_adopted_orphans).await {
+        match tokio::task::spawn_blocking(task_core::process::reap_adopted_orphans).await {
             Ok(0) => {}
             Ok(reaped) => tracing::debug!(reaped, "reaped adopted orphans"),
             Err(error) => tracing::warn!(%error, "the orphan reaper did not run"),

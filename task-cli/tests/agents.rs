@@ -3,7 +3,7 @@
 //! wait, the reference's completion envelope, `ps` with tokens and tool uses, messages while it
 //! works, resume after it stopped (same id, a second notification), kill mid-turn, and the
 //! shells an agent started dying with it.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 mod support;
 
@@ -448,4 +448,165 @@ fn an_agents_tokens_reach_ps_while_it_works_between_tool_uses() {
     );
     assert_eq!(listed["status"], "running");
     sandbox.ok(&["kill", &id]);
+}
+
+/// Kills its pids when dropped, whatever the test's outcome.
+struct KillOnDrop(Vec<i32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            support::sigkill(pid);
+        }
+    }
+}
+
+/// Waits until none of `pids` is alive (a zombie counts as gone), failing the test once
+/// `deadline` has passed.
+fn wait_gone(what: &str, pids: &[i32], deadline: std::time::Instant) {
+    loop {
+        let alive: Vec<i32> = pids
+            .iter()
+            .copied()
+            .filter(|&pid| support::is_alive(pid))
+            .collect();
+        if alive.is_empty() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: {alive:?} still alive"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_killed_agent_that_ignores_sigterm_and_its_setsid_child_are_gone_within_the_grace() {
+    let sandbox = Sandbox::for_agents();
+    let escapee_pid = sandbox.path("escapee.pid");
+    let ready = sandbox.path("ready");
+    let script = sandbox.script(
+        "stubborn.jsonl",
+        &[
+            json!({"read_user": true}),
+            // A descendant in a session of its own, deaf to every polite signal.
+            json!({"spawn": format!(
+                "trap '' INT TERM HUP; echo $$ > {}; exec sleep 300",
+                escapee_pid.display()
+            ), "setsid": true}),
+            json!({"touch": ready.display().to_string()}),
+            json!({"wait_file": sandbox.path("never").display().to_string()}),
+        ],
+    );
+    // The CLI ignores SIGINT, SIGTERM and SIGHUP (dispositions survive `exec`).
+    let fake = fake_agent();
+    let id = sandbox
+        .ok(&[
+            "agent",
+            "--prompt",
+            "hold on",
+            "--",
+            "sh",
+            "-c",
+            "trap '' INT TERM HUP; exec \"$0\" \"$@\"",
+            fake.to_str().unwrap(),
+            "--script",
+            &script,
+        ])
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    let cli = support::eventually("the agent running with its process", || {
+        let task = sandbox.listed(&id);
+        let pgid = task["kind"]["agent"]["process"]["pgid"].as_i64()?;
+        (task["status"] == "running").then_some(i32::try_from(pgid).unwrap())
+    });
+    support::eventually("the escapee started", || ready.exists().then_some(()));
+    let escapee: i32 = support::eventually("the escapee's pid", || {
+        std::fs::read_to_string(&escapee_pid)
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    });
+    let session_of = |pid: i32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<String> = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        fields[3].clone()
+    };
+    let _leftovers = KillOnDrop(vec![cli, escapee]);
+    assert_ne!(
+        session_of(escapee),
+        session_of(cli),
+        "the child left the session"
+    );
+    assert!(support::is_alive(cli) && support::is_alive(escapee));
+
+    let asked = std::time::Instant::now();
+    assert_eq!(sandbox.ok(&["kill", &id]).trim(), format!("{id} killed"));
+    // Interrupt, the grace, then SIGKILL of everything: a generous bound on a loaded machine.
+    let deadline = asked + task_agent::DEFAULT_KILL_GRACE + std::time::Duration::from_secs(10);
+    wait_gone(
+        "the agent CLI and its setsid child",
+        &[cli, escapee],
+        deadline,
+    );
+    eprintln!("both gone {:?} after the kill was asked", asked.elapsed());
+    assert_eq!(sandbox.listed(&id)["status"], "killed");
+}
+
+/// `VmHWM` (peak resident set) of `pid` in KiB.
+fn peak_rss_kib(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn the_supervisor_stays_under_64_mib_while_an_agent_writes_200_mb_of_stderr_in_one_line() {
+    const LINE_BYTES: u64 = 200 * 1000 * 1000;
+    let sandbox = Sandbox::for_agents();
+    // A running shell keeps the supervisor from its idle exit until the peak is read.
+    let keeper = sandbox.ok(&["run", "--", "sleep 300"]).trim().to_owned();
+    let script = sandbox.script(
+        "noisy.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"stderr_fill": {"text": "x", "bytes": LINE_BYTES}}),
+            json!({"stderr": "\nprogress 1%\rprogress 2%\rprogress 100%"}),
+            json!({"stderr": "fatal: the last words"}),
+            json!({"exit": 3}),
+        ],
+    );
+    let id = sandbox.agent(&["--prompt", "shout"], &script);
+    let waited = sandbox.run(&["wait", "--no-deliver", &id]);
+    assert!(!waited.status.success(), "{waited:?}");
+    let supervisor: i32 = std::fs::read_to_string(sandbox.path("default/supervisor.lock"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let peak = peak_rss_kib(supervisor);
+    eprintln!("supervisor peak RSS: {peak} KiB after {LINE_BYTES} bytes of stderr in one line");
+    assert!(peak < 64 * 1024, "the supervisor peaked at {peak} KiB");
+    let agent = sandbox.listed(&id);
+    assert_eq!(agent["status"], "failed", "{agent}");
+    let error = agent["kind"]["agent"]["error"].as_str().unwrap();
+    assert!(
+        error.contains("progress 100% / fatal: the last words"),
+        "the last lines are kept, the progress bar's last drawing only: {error}"
+    );
+    assert!(error.len() < 20 * 1024, "{} bytes of error", error.len());
+    sandbox.ok(&["kill", &keeper]);
 }

@@ -1,7 +1,7 @@
 //! Workflows through the `tasks` binary: `tasks workflow run|resume|show` with the reference's
 //! own script, its agents run by task-agent's scripted `fake-agent` configured as the
 //! session's agent CLI (`TASKS_AGENT_COMMAND`); a kill leaves no process of the run.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 mod support;
 
@@ -306,4 +306,105 @@ async fn the_mcp_workflow_tool_launches_and_notifies() {
         json!({"parts": ["A=3", "B=4"], "total": "7"})
     );
     client.cancel().await.unwrap();
+}
+
+/// The agents `ps` lists that are not terminal.
+fn live_agents(session: &Session) -> Vec<String> {
+    session
+        .listed()
+        .iter()
+        .filter(|t| t["type"] == "local_agent")
+        .filter(|t| matches!(t["status"].as_str(), Some("running" | "pending")))
+        .map(|t| format!("{} {}", t["id"], t["status"]))
+        .collect()
+}
+
+/// Waits until no agent of the session is running or pending and no process of the run is
+/// left (the supervisor aside).
+fn wait_every_agent_terminal_and_gone(session: &Session) {
+    support::eventually("every agent terminal", || {
+        live_agents(session).is_empty().then_some(())
+    });
+    support::eventually("no agent or child process left", || {
+        let left: Vec<i32> = support::processes_of(session.root())
+            .into_iter()
+            .filter(|pid| !is_supervisor(*pid))
+            .collect();
+        left.is_empty().then_some(())
+    });
+}
+
+/// How many `agent()` calls the runs below make (the most a run may): the issue saw the fault
+/// at 1000.
+const MANY: usize = 1000;
+/// How many of them run to their end first (one at a time on a two-core machine).
+const FINISHED: usize = 200;
+
+fn hold_forever() -> Value {
+    json!([{"spawn": "sleep 300"}, {"wait_file": "/nonexistent/never"}])
+}
+
+#[test]
+fn a_run_of_many_agents_that_ends_with_agents_in_flight_leaves_every_agent_terminal() {
+    let session = Session::new(&[("quick", answer("ok")), ("hold", hold_forever())]);
+    // Many agents run to their end; then the script returns while some hold their slots and
+    // the rest wait for one: the run's end kills the first, and none of the others may start.
+    let script = session.file(
+        "early.js",
+        &format!(
+            "export const meta = {{ name: 'early', description: 'Ends early' }}\n\
+             const done = await parallel(Array.from({{ length: {FINISHED} }}, (_, i) => () => agent('quick ' + i)))\n\
+             const first = agent('quick last')\n\
+             for (let i = 0; i < {holds}; i++) agent('hold ' + i)\n\
+             await first\n\
+             return done.length",
+            holds = MANY - FINISHED - 1
+        ),
+    );
+    // Agents deaf to the interrupt: each kill takes the whole grace, a long window for a
+    // queued call to start an agent behind the run's back.
+    let mut args = vec!["workflow", "run", &script, "--wait", "--", "sh", "-c"];
+    args.push("trap '' INT TERM; exec \"$0\" \"$@\"");
+    args.extend(session.agent_command.split(' '));
+    let started = std::time::Instant::now();
+    let out = session.run(&args);
+    eprintln!("{MANY} calls: the run ended after {:?}", started.elapsed());
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && printed.contains("completed"),
+        "{out:?}"
+    );
+    wait_every_agent_terminal_and_gone(&session);
+    let agents = session
+        .listed()
+        .iter()
+        .filter(|t| t["type"] == "local_agent")
+        .count();
+    assert!(agents > FINISHED, "{agents} agents listed");
+}
+
+#[test]
+fn a_killed_run_of_many_agents_leaves_every_agent_terminal() {
+    let session = Session::new(&[("hold", hold_forever())]);
+    let script = session.file(
+        "many.js",
+        &format!(
+            "export const meta = {{ name: 'many', description: 'Many agents' }}\n\
+             return await parallel(Array.from({{ length: {MANY} }}, (_, i) => () => agent('hold ' + i)))"
+        ),
+    );
+    let id = session
+        .ok(&["workflow", "run", &script])
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    support::eventually("an agent of the run is running", || {
+        (!live_agents(&session).is_empty()).then_some(())
+    });
+    session.ok(&["kill", &id]);
+    wait_every_agent_terminal_and_gone(&session);
+    let listed = session.listed();
+    let workflow = listed.iter().find(|t| t["id"] == id.as_str()).unwrap();
+    assert_eq!(workflow["status"], "killed");
 }

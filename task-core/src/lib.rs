@@ -13,7 +13,10 @@
 //! - the `<task-notification>` envelope ([`Notification`]) and its [`Priority`] queue;
 //! - the event stream ([`TaskEvent`]) and the output [poll loop](PollLoop).
 //!
-//! It spawns no process and talks to no network: executor crates do that and plug in here.
+//! It spawns no process and talks to no network: executor crates do that and plug in here. What
+//! they share of process control (the hook a task's first process runs before `exec`, killing a
+//! task's whole tree with its escapees, reaping, killing an orphaned task's remains) is its
+//! [`process`] module, so that every task type's kill is the same.
 //!
 //! # Example
 //!
@@ -66,6 +69,7 @@ mod input;
 mod launch;
 mod notification;
 mod poll;
+pub mod process;
 mod registry;
 mod slot;
 mod state;

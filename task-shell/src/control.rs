@@ -8,7 +8,7 @@ use task_core::{TaskId, TaskStatus};
 use tokio::process::Child;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::process::kill_tree;
+use crate::process::Root;
 
 /// How many control messages may wait for a task's run (kills and backgroundings are rare).
 const CONTROL_CAPACITY: usize = 4;
@@ -76,21 +76,11 @@ impl Controls {
     }
 }
 
-/// SIGKILLs the tree of `child` (pid `pid`, tagged with `marker`: the task id) and reaps `child`.
-///
-/// The tree walk reads `/proc` and signals, bounded by the size of the tree; it runs on the
-/// blocking pool so a large tree cannot stall the runtime. `child` is not polled meanwhile, so
-/// its pid cannot be reused before the walk is done.
+/// SIGKILLs the tree of `child` (pid `pid`, tagged with `marker`: the task id) and reaps `child`
+/// (task-core's [`kill_and_reap`](task_core::process::kill_and_reap); a shell is a subreaper).
 pub(crate) async fn kill_and_reap(child: &mut Child, pid: u32, marker: &TaskId) {
-    let marker = marker.to_string();
-    match tokio::task::spawn_blocking(move || kill_tree(pid, Some(&marker))).await {
-        Ok(Ok(count)) => tracing::debug!(pid, count, "killed process tree"),
-        Ok(Err(error)) => tracing::warn!(pid, %error, "process tree kill incomplete"),
-        Err(error) => tracing::warn!(pid, %error, "process tree kill did not run"),
-    }
-    if let Err(error) = child.wait().await {
-        tracing::warn!(pid, %error, "could not reap killed child");
-    }
+    let _ =
+        task_core::process::kill_and_reap(child, pid, Some(marker.as_ref()), Root::Subreaper).await;
 }
 
 /// Sends `SIGSTOP` to the process group `pgid` right away (from the async task: one system

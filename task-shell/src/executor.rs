@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use task_core::{
-    Delivery, Input, InputError, KillError, KillOutcome, Priority, ProcessOwner, Registry,
-    ShellKind, ShellProcess, ShellState, Task, TaskId, TaskKind, TaskState, TaskType,
+    Delivery, Input, InputError, KillError, KillOutcome, Priority, Registry, ShellKind,
+    ShellProcess, ShellState, Task, TaskId, TaskKind, TaskState, TaskType,
 };
 use task_output::open::{child_stdio, create_output_file, open_output_append};
 use tokio::process::{Child, ChildStdin};
@@ -20,7 +20,7 @@ use crate::control::{Control, Controls, Outcome};
 use crate::error::ShellError;
 use crate::monitor::run::{LiveSource, MonitorRun};
 use crate::monitor::{MonitorRequest, MonitorSource};
-use crate::process::{CommandSpec, TaskFingerprint};
+use crate::process::CommandSpec;
 use crate::shell::ShellRequest;
 use crate::shell::run::ShellRun;
 use crate::stdin::{Inputs, Reservation};
@@ -417,19 +417,9 @@ impl Prepared {
     ) -> Result<Child, ShellError> {
         let child = spawn().inspect_err(|error| self.guard.error = Some(error.to_string()))?;
         let marker = self.id.to_string();
-        let process = child.id().map(|pgid| {
-            let print = TaskFingerprint::of_leader(pgid, Some(&marker));
-            ShellProcess {
-                pgid,
-                leader_started: print.as_ref().map(|p| p.leader_started),
-                owner: print.and_then(|p| {
-                    Some(ProcessOwner {
-                        session: p.session?,
-                        uid: p.uid,
-                    })
-                }),
-            }
-        });
+        let process = child
+            .id()
+            .map(|pgid| ShellProcess::of_leader(pgid, &marker));
         self.mark_running(process);
         Ok(child)
     }
@@ -588,24 +578,12 @@ impl Task for Killer {
         else {
             return Ok(());
         };
-        let killed = match (process.leader_started, process.owner) {
-            (Some(leader_started), Some(owner)) => {
-                crate::process::kill_orphaned_task(&TaskFingerprint {
-                    pgid: process.pgid,
-                    leader_started,
-                    session: Some(owner.session),
-                    uid: owner.uid,
-                    marker: Some(orphan.id().to_string()),
-                })
-                .map(drop)
-            }
-            _ => {
-                crate::process::kill_orphaned_group(process.pgid, process.leader_started).map(drop)
-            }
-        };
-        killed.map_err(|error| KillError::Failed {
-            id: orphan.id(),
-            source: Box::new(error),
-        })
+        process
+            .kill_orphaned(orphan.id().as_ref())
+            .map(drop)
+            .map_err(|error| KillError::Failed {
+                id: orphan.id(),
+                source: Box::new(error),
+            })
     }
 }

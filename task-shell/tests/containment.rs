@@ -12,7 +12,7 @@ use common::{Fixture, is_alive, read_pid_file, stat, wait_until};
 use task_core::TaskStatus;
 use task_shell::ShellConfig;
 use task_shell::process::{
-    CommandSpec, TASK_MARKER_ENV, become_subreaper, kill_tree, reap_adopted_orphans,
+    CommandSpec, Root, TASK_MARKER_ENV, become_subreaper, kill_tree, reap_adopted_orphans,
 };
 use task_shell::shell::ShellRequest;
 
@@ -147,10 +147,11 @@ async fn an_escapee_whose_shell_already_exited_is_found_by_its_marker() {
     })
     .await;
 
-    let signalled = tokio::task::spawn_blocking(move || kill_tree(root, Some("lt_marker1")))
-        .await
-        .unwrap()
-        .unwrap();
+    let signalled =
+        tokio::task::spawn_blocking(move || kill_tree(root, Some("lt_marker1"), Root::Subreaper))
+            .await
+            .unwrap()
+            .unwrap();
     assert!(signalled >= 1, "{signalled}");
     assert!(!exists(escapee), "killed and reaped by kill_tree itself");
     assert!(shell.wait().is_ok());

@@ -31,9 +31,10 @@
 //! | `{"result_error": "error_max_turns", "message": "…"}` | a `result` line with that error subtype |
 //! | `{"raw": "…"}` | the text as a line, verbatim (malformed or unknown lines) |
 //! | `{"stderr": "…"}` | a line on stderr |
+//! | `{"stderr_fill": {"text": "…", "bytes": N}}` | `text` repeated on stderr until N bytes are written (the last copy cut), no newline added |
 //! | `{"wait_file": "PATH"}` | sleeps until PATH exists (a test's signal) |
 //! | `{"touch": "PATH"}` | creates PATH (a signal to the test) |
-//! | `{"spawn": "CMD", "pid_file": "PATH"}` | starts `sh -c CMD` in the background, writing its pid to PATH |
+//! | `{"spawn": "CMD", "pid_file": "PATH", "setsid": false}` | starts `sh -c CMD` in the background, writing its pid to PATH; with `setsid`, in a session (and process group) of its own |
 //! | `{"exit": N}` | exits with code N at once (a crash with no result) |
 //! | `{"teammate": true}` | from now on, answers a turn holding a `shutdown_request` by approving it |
 //! | `{"by_prompt": [{"if": "…", "steps": […]}, …]}` | runs the steps of the first rule whose `if` is in the last user turn read (`""` matches any) |
@@ -167,6 +168,10 @@ impl Agent {
             self.write_line(raw)?;
         } else if let Some(text) = get("stderr").and_then(Value::as_str) {
             eprintln!("{text}");
+        } else if let Some(fill) = get("stderr_fill") {
+            let text = fill.get("text").and_then(Value::as_str).unwrap_or("x");
+            let bytes = fill.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+            stderr_fill(text, bytes)?;
         } else if let Some(path) = get("wait_file").and_then(Value::as_str) {
             while !Path::new(path).exists() {
                 std::thread::sleep(Duration::from_millis(5));
@@ -174,7 +179,8 @@ impl Agent {
         } else if let Some(path) = get("touch").and_then(Value::as_str) {
             std::fs::write(path, b"").map_err(|e| format!("{path}: {e}"))?;
         } else if let Some(command) = get("spawn").and_then(Value::as_str) {
-            spawn(command, get("pid_file").and_then(Value::as_str))?;
+            let setsid = get("setsid").and_then(Value::as_bool).unwrap_or(false);
+            spawn(command, get("pid_file").and_then(Value::as_str), setsid)?;
         } else if get("teammate").is_some() {
             self.teammate = true;
         } else if let Some(code) = get("exit").and_then(Value::as_u64) {
@@ -298,17 +304,49 @@ impl Agent {
     }
 }
 
-fn spawn(command: &str, pid_file: Option<&str>) -> Result<(), String> {
-    let child = std::process::Command::new("sh")
-        .args(["-c", command])
+fn spawn(command: &str, pid_file: Option<&str>, setsid: bool) -> Result<(), String> {
+    let mut sh = std::process::Command::new("sh");
+    sh.args(["-c", command])
         .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| format!("spawn {command}: {e}"))?;
+        .stdout(std::process::Stdio::null());
+    if setsid {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: the closure runs in the forked child before `exec`; `setsid` is one raw
+        // system call, async-signal-safe.
+        unsafe {
+            sh.pre_exec(|| {
+                rustix::process::setsid()?;
+                Ok(())
+            });
+        }
+    }
+    let child = sh.spawn().map_err(|e| format!("spawn {command}: {e}"))?;
     if let Some(path) = pid_file {
         std::fs::write(path, child.id().to_string()).map_err(|e| format!("{path}: {e}"))?;
     }
     Ok(())
+}
+
+/// Writes `text` to stderr over and over until `bytes` bytes are written (the last copy cut):
+/// one line as long as asked for, in writes of at most 64 KiB.
+fn stderr_fill(text: &str, bytes: u64) -> Result<(), String> {
+    const WRITE: usize = 64 * 1024;
+    let text = if text.is_empty() { "x" } else { text };
+    let block: Vec<u8> = text.bytes().cycle().take(WRITE.max(text.len())).collect();
+    let mut left = bytes;
+    let mut err = std::io::stderr().lock();
+    let mut at = 0;
+    while left > 0 {
+        let n = usize::try_from(left).unwrap_or(usize::MAX).min(WRITE);
+        // Continue the pattern where the last write left it.
+        let start = at % text.len();
+        let chunk = &block[start..];
+        let n = n.min(chunk.len());
+        err.write_all(&chunk[..n]).map_err(|e| e.to_string())?;
+        at += n;
+        left -= n as u64;
+    }
+    err.flush().map_err(|e| e.to_string())
 }
 
 /// The prompt of a Codex (`--json … PROMPT`, `--json … resume THREAD MESSAGE`) or Gemini

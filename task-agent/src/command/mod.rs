@@ -9,7 +9,6 @@ use std::ffi::OsString;
 
 use async_trait::async_trait;
 
-pub(crate) use process::kill_orphaned_group;
 pub use session::CommandSession;
 
 use crate::config::AgentConfig;

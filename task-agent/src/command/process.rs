@@ -1,13 +1,17 @@
 //! The agent CLI's process: its group, signals, and the tail of its stderr.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rustix::process::{Pid, Signal, kill_process_group};
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt};
 
-/// The longest stderr line kept (longer ones are cut).
+/// The longest stderr line kept: longer ones are cut while they are read.
 const MAX_STDERR_LINE: usize = 4096;
+/// How many bytes of stderr one read takes.
+const READ_CHUNK: usize = 8192;
+/// What ends a line that was cut.
+const CUT_MARK: &str = "…";
 
 /// Sends `signal` to process group `pgid`; a group already gone is not an error.
 pub(crate) fn signal_group(pgid: u32, signal: Signal) {
@@ -21,104 +25,219 @@ pub(crate) fn signal_group(pgid: u32, signal: Signal) {
     }
 }
 
-/// The last lines a process wrote to stderr, shared with the task that reads them.
-#[derive(Debug, Clone, Default)]
+/// The last lines of a byte stream, bounded in lines and in bytes whatever the stream holds: a
+/// line is cut while it is read (a line of any length costs at most its first
+/// `MAX_STDERR_LINE` bytes, never more), and a `\r` not followed by `\n` starts the line over,
+/// as on a terminal, so a progress bar redrawn in place keeps only its last drawing.
+#[derive(Debug)]
+pub(crate) struct StderrLines {
+    lines: VecDeque<String>,
+    /// The bytes of `lines`.
+    kept_bytes: usize,
+    /// The line being read, at most `max_line` bytes.
+    current: Vec<u8>,
+    /// Whether bytes of `current` were dropped.
+    cut: bool,
+    /// The last byte read was a `\r`: what follows redraws the line, unless it is `\n`.
+    carriage_return: bool,
+    max_lines: usize,
+    max_bytes: usize,
+}
+
+impl StderrLines {
+    /// Keeps at most `max_lines` lines and `max_bytes` bytes of them (a line is cut to
+    /// `min(MAX_STDERR_LINE, max_bytes)` bytes).
+    pub(crate) fn new(max_lines: usize, max_bytes: usize) -> Self {
+        StderrLines {
+            lines: VecDeque::new(),
+            kept_bytes: 0,
+            current: Vec::new(),
+            cut: false,
+            carriage_return: false,
+            max_lines,
+            max_bytes,
+        }
+    }
+
+    /// Reads `chunk`, the next bytes of the stream.
+    pub(crate) fn push(&mut self, mut chunk: &[u8]) {
+        while let Some(&first) = chunk.first() {
+            if std::mem::take(&mut self.carriage_return) && first != b'\n' {
+                self.current.clear();
+                self.cut = false;
+            }
+            let Some(at) = memchr::memchr2(b'\n', b'\r', chunk) else {
+                self.append(chunk);
+                return;
+            };
+            self.append(&chunk[..at]);
+            if chunk[at] == b'\n' {
+                self.end_line();
+            } else {
+                self.carriage_return = true;
+            }
+            chunk = &chunk[at + 1..];
+        }
+    }
+
+    /// The stream ended: a last line without `\n` is kept too.
+    pub(crate) fn finish(&mut self) {
+        if !self.current.is_empty() || self.cut {
+            self.end_line();
+        }
+    }
+
+    /// The lines kept, oldest first, then the line being read if it holds anything.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.lines.iter().cloned().collect();
+        if !self.current.is_empty() {
+            lines.push(self.decoded());
+        }
+        lines
+    }
+
+    fn max_line(&self) -> usize {
+        MAX_STDERR_LINE.min(self.max_bytes)
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
+        let room = self.max_line().saturating_sub(self.current.len());
+        let take = room.min(bytes.len());
+        self.current.extend_from_slice(&bytes[..take]);
+        self.cut |= take < bytes.len();
+    }
+
+    fn decoded(&self) -> String {
+        let mut line = String::from_utf8_lossy(&self.current).trim_end().to_owned();
+        if self.cut {
+            line.push_str(CUT_MARK);
+        }
+        line
+    }
+
+    fn end_line(&mut self) {
+        let line = self.decoded();
+        self.current.clear();
+        self.cut = false;
+        self.kept_bytes += line.len();
+        self.lines.push_back(line);
+        while self.lines.len() > self.max_lines || self.kept_bytes > self.max_bytes {
+            let Some(oldest) = self.lines.pop_front() else {
+                break;
+            };
+            self.kept_bytes -= oldest.len();
+        }
+    }
+}
+
+/// The last lines a process wrote to stderr ([`StderrLines`]), shared with the task that
+/// reads them.
+#[derive(Debug, Clone)]
 pub(crate) struct StderrTail {
-    lines: Arc<Mutex<VecDeque<String>>>,
+    lines: Arc<Mutex<StderrLines>>,
 }
 
 impl StderrTail {
-    /// Reads `stderr` to its end, keeping the last `keep` lines.
+    /// Keeps at most `max_lines` lines and `max_bytes` bytes.
+    pub(crate) fn new(max_lines: usize, max_bytes: usize) -> Self {
+        StderrTail {
+            lines: Arc::new(Mutex::new(StderrLines::new(max_lines, max_bytes))),
+        }
+    }
+
+    /// Reads `stderr` to its end, in chunks of a fixed size.
     pub(crate) fn follow(
         &self,
-        stderr: impl AsyncRead + Unpin + Send + 'static,
-        keep: usize,
+        mut stderr: impl AsyncRead + Unpin + Send + 'static,
     ) -> tokio::task::JoinHandle<()> {
         let lines = Arc::clone(&self.lines);
         tokio::spawn(async move {
-            let mut reader = BufReader::new(stderr);
-            let mut buf = Vec::new();
+            let mut buf = vec![0; READ_CHUNK];
             loop {
-                buf.clear();
-                match reader.read_until(b'\n', &mut buf).await {
+                match stderr.read(&mut buf).await {
                     Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        buf.truncate(MAX_STDERR_LINE);
-                        let line = String::from_utf8_lossy(&buf).trim_end().to_owned();
-                        if let Ok(mut lines) = lines.lock() {
-                            lines.push_back(line);
-                            while lines.len() > keep {
-                                lines.pop_front();
-                            }
-                        }
-                    }
+                    Ok(n) => lock(&lines).push(&buf[..n]),
                 }
             }
+            lock(&lines).finish();
         })
     }
 
     /// The lines kept, oldest first.
     pub(crate) fn lines(&self) -> Vec<String> {
-        self.lines
-            .lock()
-            .map(|lines| lines.iter().cloned().collect())
-            .unwrap_or_default()
+        lock(&self.lines).lines()
     }
 }
 
-/// Makes the CLI receive `SIGKILL` when the thread that spawned it exits (Linux), so an agent
-/// never outlives a crashed supervisor. Spawn from a tokio worker or another long-lived
-/// thread, never from `spawn_blocking` (its threads exit when idle).
-#[cfg(target_os = "linux")]
-pub(crate) fn die_with_parent(command: &mut tokio::process::Command) {
-    use rustix::process::{getpid, getppid, set_parent_process_death_signal};
-    let parent = getpid();
-    // SAFETY: the closure runs in the forked child before `exec`, where only async-signal-safe
-    // work is allowed: two raw system calls through rustix (`prctl(PR_SET_PDEATHSIG)`,
-    // `getppid`), which neither allocate nor lock, and an `io::Error` from a raw errno, which
-    // does not allocate either.
-    unsafe {
-        command.pre_exec(move || {
-            set_parent_process_death_signal(Some(Signal::KILL))?;
-            // The supervisor may have died between fork and prctl: then no signal would come.
-            if getppid() != Some(parent) {
-                return Err(rustix::io::Errno::SRCH.into());
-            }
-            Ok(())
-        });
-    }
+fn lock(lines: &Mutex<StderrLines>) -> MutexGuard<'_, StderrLines> {
+    lines.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn die_with_parent(_command: &mut tokio::process::Command) {}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// When process `pid` started, in clock ticks after boot (`/proc/PID/stat` field 22); with the
-/// pid it names one process even across pid reuse. `None` when there is no such process.
-pub(crate) fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name, which may itself contain spaces and parentheses.
-    let (_, after_name) = stat.rsplit_once(") ")?;
-    after_name.split_ascii_whitespace().nth(19)?.parse().ok()
-}
-
-/// The process group of a freshly spawned CLI, as recorded in its state.
-pub(crate) fn recorded_group(pgid: u32) -> task_core::ShellProcess {
-    task_core::ShellProcess {
-        pgid,
-        leader_started: start_time(pgid),
-        // No marker in an agent's environment: its orphan is reaped by group and start time.
-        owner: None,
+    fn read(chunks: &[&[u8]], max_lines: usize, max_bytes: usize) -> Vec<String> {
+        let mut tail = StderrLines::new(max_lines, max_bytes);
+        for chunk in chunks {
+            tail.push(chunk);
+        }
+        tail.finish();
+        tail.lines()
     }
-}
 
-/// Kills the process group an orphaned agent left, unless its leader is alive and is not the
-/// process that was recorded (the number was reused). Returns whether it signalled the group.
-pub(crate) fn kill_orphaned_group(group: task_core::ShellProcess) -> bool {
-    match (start_time(group.pgid), group.leader_started) {
-        (Some(now), Some(then)) if now == then => {}
-        (None, _) => {}
-        (Some(_), _) => return false,
+    #[test]
+    fn lines_split_across_chunks_are_joined_and_the_last_ones_kept() {
+        assert_eq!(
+            read(&[b"one\ntw", b"o\r\nthree\nfo", b"ur"], 3, 1024),
+            ["two", "three", "four"]
+        );
     }
-    signal_group(group.pgid, Signal::KILL);
-    true
+
+    #[test]
+    fn a_long_line_is_cut_while_it_is_read() {
+        let mut tail = StderrLines::new(10, 1 << 20);
+        for _ in 0..1000 {
+            tail.push(&[b'x'; READ_CHUNK]);
+            assert!(tail.current.len() <= MAX_STDERR_LINE);
+        }
+        tail.push(b"\nafter\n");
+        let lines = tail.lines();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(
+            lines[0],
+            format!("{}{CUT_MARK}", "x".repeat(MAX_STDERR_LINE))
+        );
+        assert_eq!(lines[1], "after");
+    }
+
+    #[test]
+    fn the_kept_bytes_are_bounded_whatever_the_line_lengths() {
+        let mut tail = StderrLines::new(1000, 100);
+        for i in 0..500 {
+            tail.push(format!("line {i} {}\n", "y".repeat(i % 70)).as_bytes());
+            assert!(
+                tail.kept_bytes <= 100 + CUT_MARK.len(),
+                "{}",
+                tail.kept_bytes
+            );
+        }
+        assert_eq!(
+            tail.lines().last().map(String::as_str),
+            Some(&*format!("line 499 {}", "y".repeat(499 % 70)))
+        );
+    }
+
+    #[test]
+    fn a_carriage_return_redraws_the_line() {
+        let bar: Vec<u8> = (0..=100)
+            .flat_map(|p| format!("\rprogress {p}%").into_bytes())
+            .collect();
+        assert_eq!(
+            read(&[b"start\n", &bar, b"\nerror: boom\n"], 10, 1024),
+            ["start", "progress 100%", "error: boom"]
+        );
+        // Redrawn across chunks, and a bar still in progress at the end.
+        assert_eq!(read(&[b"a 1%\r", b"a 2%\r", b"a 3%"], 10, 1024), ["a 3%"]);
+    }
 }

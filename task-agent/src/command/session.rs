@@ -6,13 +6,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rustix::process::Signal;
+use task_core::process::{
+    ChildSetup, Root, TASK_MARKER_ENV, kill_and_reap, kill_orphaned_group, start_time,
+};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, Command};
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 use super::args::{LaunchPlan, user_turn};
-use super::process::{StderrTail, die_with_parent, recorded_group, signal_group};
+use super::process::{StderrTail, signal_group};
 use crate::config::AgentConfig;
 use crate::error::AgentError;
 use crate::format::LineParser;
@@ -23,7 +26,10 @@ use crate::tail::{PollBackoff, TranscriptTail};
 ///
 /// Its stdout is the transcript file itself (opened `O_APPEND|O_NOFOLLOW`; no byte passes
 /// through this process); events come from delta reads of that file. Its stderr is read for
-/// the last lines only. Dropping a session that has not ended kills its process group.
+/// the last lines only, bounded in lines and bytes. With the spec's marker set, the CLI and
+/// everything it starts carry it (`TASKS_TASK_ID`), and a cancel kills every process carrying
+/// it as well as the CLI's group and tree. Dropping a session that has not ended kills its
+/// tree the same way, without the interrupt.
 #[derive(Debug)]
 pub struct CommandSession {
     tail: TranscriptTail,
@@ -36,6 +42,10 @@ pub struct CommandSession {
     kill_grace: Duration,
     ended: Option<SessionEnd>,
     process: task_core::ShellProcess,
+    marker: Option<String>,
+    /// Asks the child's owner to kill its tree; answered once it has (dropped unanswered when
+    /// the CLI was reaped first).
+    kill: Option<oneshot::Sender<oneshot::Sender<()>>>,
 }
 
 impl CommandSession {
@@ -77,26 +87,55 @@ impl CommandSession {
         if let Some(dir) = &spec.cwd {
             command.current_dir(dir);
         }
-        die_with_parent(&mut command);
+        if let Some(marker) = &spec.marker {
+            command.env(TASK_MARKER_ENV, marker);
+        }
+        // Not a subreaper: an agent CLI reaps only the children it started, so orphans given to
+        // it would stay zombies; a kill finds them by the marker instead.
+        let setup = ChildSetup {
+            die_with_parent: true,
+            hold_orphans: false,
+        };
+        // SAFETY: the hook runs in the forked child before `exec`; it is async-signal-safe (raw
+        // system calls only, no allocation, no lock: see `ChildSetup::hook`).
+        unsafe {
+            command.pre_exec(setup.hook());
+        }
         let mut child = command.spawn().map_err(|source| AgentError::Spawn {
             program: program.to_string_lossy().into_owned(),
             source,
         })?;
         let pgid = child.id().unwrap_or(0);
-        let process = recorded_group(pgid);
-        let stderr = StderrTail::default();
-        let stderr_task = child
-            .stderr
-            .take()
-            .map(|err| stderr.follow(err, config.stderr_lines));
+        let process = match &spec.marker {
+            Some(marker) => task_core::ShellProcess::of_leader(pgid, marker),
+            None => task_core::ShellProcess {
+                pgid,
+                leader_started: start_time(pgid),
+                owner: None,
+            },
+        };
+        let stderr = StderrTail::new(config.stderr_lines, config.stderr_bytes);
+        let stderr_task = child.stderr.take().map(|err| stderr.follow(err));
         let stdin = child.stdin.take();
         let (exit_tx, exit) = watch::channel(None);
+        let (kill, kill_asked) = oneshot::channel::<oneshot::Sender<()>>();
+        let marker = spec.marker.clone();
+        // The one owner of the child: it reaps it, and kills its tree when asked while it is
+        // not yet reaped (so its pid cannot name another process meanwhile).
         tokio::spawn(async move {
-            let code = match child.wait().await {
-                Ok(status) => exit_code(status),
-                Err(_) => -1,
+            let (status, killed) = tokio::select! {
+                biased;
+                Ok(killed) = kill_asked => {
+                    let status =
+                        kill_and_reap(&mut child, pgid, marker.as_deref(), Root::Plain).await;
+                    (status, Some(killed))
+                }
+                status = child.wait() => (status, None),
             };
-            let _ = exit_tx.send(Some(code));
+            let _ = exit_tx.send(Some(status.map_or(-1, exit_code)));
+            if let Some(killed) = killed {
+                let _ = killed.send(());
+            }
         });
         let mut session = CommandSession {
             tail,
@@ -109,6 +148,8 @@ impl CommandSession {
             kill_grace: config.kill_grace,
             ended: None,
             process,
+            marker: spec.marker.clone(),
+            kill: Some(kill),
         };
         if let Some(first) = plan.first_turn {
             // A CLI that dies at once closes its stdin: that shows as its exit, not here.
@@ -211,7 +252,18 @@ impl AgentSession for CommandSession {
             let grace = self.kill_grace;
             self.wait_exit(grace).await;
         }
-        signal_group(self.pgid, Signal::KILL);
+        // Whether or not the CLI heeded the interrupt, what it started may not have: a
+        // descendant in a session of its own never even received it.
+        let (killed, tree_killed) = oneshot::channel();
+        let sent = self
+            .kill
+            .take()
+            .is_some_and(|kill| kill.send(killed).is_ok());
+        if !(sent && tree_killed.await.is_ok()) {
+            // The CLI was reaped before the kill: its number may name another process now, so
+            // what it left is found by the marker and checked live, as a dead supervisor's is.
+            kill_leftovers(self.process, self.marker.clone()).await;
+        }
         // SIGKILL cannot be ignored: the waiter reports the exit.
         let _ = self.exit.wait_for(Option::is_some).await;
     }
@@ -219,9 +271,30 @@ impl AgentSession for CommandSession {
 
 impl Drop for CommandSession {
     fn drop(&mut self) {
-        if self.exited().is_none() {
-            signal_group(self.pgid, Signal::KILL);
+        if let Some(kill) = self.kill.take()
+            && self.exited().is_none()
+        {
+            let (killed, _) = oneshot::channel();
+            let _ = kill.send(killed);
         }
+    }
+}
+
+/// `SIGKILL`s what is left of the processes of a CLI (recorded as `process`) that has exited and
+/// been reaped: with a marker, every process carrying it (a `setsid` escapee); each is checked
+/// live before the signal ([`ShellProcess::kill_orphaned`](task_core::ShellProcess::kill_orphaned)).
+/// The scan reads `/proc`, so it runs on the blocking pool.
+async fn kill_leftovers(process: task_core::ShellProcess, marker: Option<String>) {
+    let pgid = process.pgid;
+    let killed = tokio::task::spawn_blocking(move || match marker {
+        Some(marker) => process.kill_orphaned(&marker),
+        None => kill_orphaned_group(process.pgid, process.leader_started),
+    })
+    .await;
+    match killed {
+        Ok(Ok(any)) => tracing::debug!(pgid, any, "killed what an exited agent CLI left"),
+        Ok(Err(error)) => tracing::warn!(pgid, %error, "agent leftovers kill incomplete"),
+        Err(error) => tracing::warn!(pgid, %error, "agent leftovers kill did not run"),
     }
 }
 

@@ -145,6 +145,7 @@ impl DreamExecutor {
         spec.cwd = request.cwd;
         spec.env = request.env;
         spec.replace_env = request.replace_env;
+        spec.marker = Some(id.to_string());
         Ok(PendingDream {
             inner: Arc::clone(&self.inner),
             id,

@@ -221,6 +221,7 @@ impl TeamExecutor {
         spec.replace_env = request.replace_env;
         spec.env.push((AGENT_ID_ENV.into(), id.as_str().into()));
         spec.env.push((TEAMMATE_ENV.into(), full.into()));
+        spec.marker = Some(id.to_string());
         Ok(PendingTeammate {
             inner: Arc::clone(&self.inner),
             context: TeammateContext {

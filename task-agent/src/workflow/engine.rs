@@ -10,11 +10,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 
+use rquickjs::convert::Coerced;
 use rquickjs::{Context, Ctx, Exception, Function, Object, Persistent, Promise, Runtime};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::config::WorkflowConfig;
+use super::heap::BoundedHeap;
 use super::meta;
 
 const PRELUDE: &str = include_str!("prelude.js");
@@ -96,9 +98,19 @@ struct Host {
     workflow_dirs: Vec<PathBuf>,
 }
 
+/// What a failure of the script is reported with: whether its heap refused an allocation.
+struct Failures {
+    heap_refused: Arc<AtomicBool>,
+    heap_limit: usize,
+}
+
 fn run(job: ScriptJob) -> Result<Value, String> {
-    let runtime = Runtime::new().map_err(|e| e.to_string())?;
-    runtime.set_memory_limit(job.config.engine_memory_bytes);
+    let (heap, heap_refused) = BoundedHeap::new(job.config.engine_memory_bytes);
+    let failures = Failures {
+        heap_refused,
+        heap_limit: job.config.engine_memory_bytes,
+    };
+    let runtime = Runtime::new_with_alloc(heap).map_err(|e| e.to_string())?;
     runtime.set_max_stack_size(job.config.engine_stack_bytes);
     let stopped = Arc::clone(&job.stopped);
     runtime.set_interrupt_handler(Some(Box::new(move || stopped.load(Ordering::Relaxed))));
@@ -113,7 +125,7 @@ fn run(job: ScriptJob) -> Result<Value, String> {
         cwd: job.cwd.clone(),
         workflow_dirs: job.config.workflow_dirs.clone(),
     });
-    let (settle, promise) = context.with(|ctx| start(&ctx, &host, &job))?;
+    let (settle, promise) = context.with(|ctx| start(&ctx, &host, &job, &failures))?;
     loop {
         // A job that throws rejects its promise; the script sees it.
         while runtime.execute_pending_job().unwrap_or(true) {}
@@ -124,7 +136,7 @@ fn run(job: ScriptJob) -> Result<Value, String> {
             Ok(promise) => match promise.result::<String>() {
                 None => None,
                 Some(Ok(json)) => Some(serde_json::from_str(&json).map_err(|e| e.to_string())),
-                Some(Err(error)) => Some(Err(error_text(&ctx, error))),
+                Some(Err(error)) => Some(Err(failures.text(&ctx, error))),
             },
             Err(error) => Some(Err(error.to_string())),
         });
@@ -143,7 +155,7 @@ fn run(job: ScriptJob) -> Result<Value, String> {
                         settle.call::<_, ()>((call as f64, value.to_string()))
                     });
                     if let Err(error) = outcome {
-                        tracing::warn!(error = %error_text(&ctx, error), "settling an agent() call");
+                        tracing::warn!(error = %failures.text(&ctx, error), "settling an agent() call");
                     }
                 });
             }
@@ -155,8 +167,13 @@ fn run(job: ScriptJob) -> Result<Value, String> {
 type Started = (Persistent<Function<'static>>, Persistent<Promise<'static>>);
 
 /// Installs the hooks and starts the script: the settle function and the script's promise.
-fn start(ctx: &Ctx<'_>, host: &Rc<Host>, job: &ScriptJob) -> Result<Started, String> {
-    let catch = |error| error_text(ctx, error);
+fn start(
+    ctx: &Ctx<'_>,
+    host: &Rc<Host>,
+    job: &ScriptJob,
+    failures: &Failures,
+) -> Result<Started, String> {
+    let catch = |error| failures.text(ctx, error);
     let hooks = host_object(ctx, host).map_err(catch)?;
     let prelude: Function = ctx.eval(PRELUDE).map_err(catch)?;
     let budget = job
@@ -274,21 +291,96 @@ impl Host {
     }
 }
 
-/// An error's text: a thrown value's message and stack.
-fn error_text(ctx: &Ctx<'_>, error: rquickjs::Error) -> String {
-    if !matches!(error, rquickjs::Error::Exception) {
-        return error.to_string();
+impl Failures {
+    /// What `error` says: out of memory when the heap refused an allocation and the script
+    /// failed with what QuickJS throws then (`null`, when even its error could not be made, or
+    /// its `InternalError`); otherwise what was thrown ([`thrown_text`]).
+    fn text(&self, ctx: &Ctx<'_>, error: rquickjs::Error) -> String {
+        if !matches!(error, rquickjs::Error::Exception) {
+            return error.to_string();
+        }
+        let thrown = ctx.catch();
+        let out_of_memory = thrown.is_null()
+            || thrown
+                .as_exception()
+                .and_then(Exception::message)
+                .is_some_and(|message| message == "out of memory");
+        if out_of_memory && self.heap_refused.load(Ordering::Relaxed) {
+            return format!(
+                "workflow script ran out of memory: its heap is limited to {} MiB",
+                self.heap_limit >> 20
+            );
+        }
+        thrown_text(&thrown)
     }
-    let thrown = ctx.catch();
+}
+
+/// The most characters of a thrown value's text kept in a failure message.
+const MAX_THROWN_CHARS: usize = 2000;
+
+/// Names what the script threw: an error's message (and stack); for anything else
+/// `workflow script threw {value}`, the value as JavaScript prints it (`42`, `null`, `3.5`), a
+/// string quoted, a symbol as `Symbol(description)`, an object by its `message` if it has one,
+/// else its JSON, else its `toString()`. Cut to [`MAX_THROWN_CHARS`].
+fn thrown_text(thrown: &rquickjs::Value<'_>) -> String {
     if let Some(exception) = thrown.as_exception() {
         let message = exception.message().unwrap_or_default();
-        return match exception.stack() {
+        if message.is_empty() {
+            // An error without a message: its name (`TypeError`).
+            return cut(coerced(thrown).unwrap_or_else(|| "Error".to_owned()));
+        }
+        return cut(match exception.stack() {
             Some(stack) if !stack.trim().is_empty() => format!("{message}\n{}", stack.trim_end()),
             _ => message,
-        };
+        });
     }
-    thrown
-        .as_string()
-        .and_then(|s| s.to_string().ok())
-        .unwrap_or_else(|| format!("{thrown:?}"))
+    let what = if let Some(text) = thrown.as_string() {
+        let text = text.to_string().unwrap_or_default();
+        serde_json::Value::String(text).to_string()
+    } else if let Some(symbol) = thrown.as_symbol() {
+        let description = symbol
+            .description()
+            .ok()
+            .and_then(|d| d.as_string().and_then(|s| s.to_string().ok()));
+        format!("Symbol({})", description.unwrap_or_default())
+    } else if let Some(object) = thrown.as_object() {
+        let message = object
+            .get::<_, rquickjs::Value>("message")
+            .ok()
+            .and_then(|m| m.as_string().and_then(|s| s.to_string().ok()))
+            .filter(|m| !m.is_empty());
+        if let Some(message) = message {
+            return cut(message);
+        }
+        thrown
+            .ctx()
+            .json_stringify(thrown.clone())
+            .ok()
+            .flatten()
+            .and_then(|json| json.to_string().ok())
+            .or_else(|| coerced(thrown))
+            .unwrap_or_else(|| format!("a value of type {}", thrown.type_name()))
+    } else {
+        coerced(thrown).unwrap_or_else(|| format!("a value of type {}", thrown.type_name()))
+    };
+    cut(format!("workflow script threw {what}"))
+}
+
+/// `String(value)`, when it can be had.
+fn coerced(value: &rquickjs::Value<'_>) -> Option<String> {
+    let text = value.get::<Coerced<String>>();
+    if text.is_err() {
+        // A `toString` that threw left its exception pending: drop it.
+        drop(value.ctx().catch());
+    }
+    text.ok().map(|Coerced(text)| text)
+}
+
+/// `text` cut to [`MAX_THROWN_CHARS`] characters, marked when cut.
+fn cut(mut text: String) -> String {
+    if let Some((at, _)) = text.char_indices().nth(MAX_THROWN_CHARS) {
+        text.truncate(at);
+        text.push('…');
+    }
+    text
 }

@@ -8,6 +8,7 @@ mod config;
 mod engine;
 mod error;
 mod files;
+mod heap;
 mod journal;
 mod launch;
 mod meta;
@@ -328,6 +329,7 @@ impl WorkflowExecutor {
             book: Mutex::new(Book::new(parsed.meta.phases.clone())),
             seen: Mutex::new(Default::default()),
             stopped,
+            closed: AtomicBool::new(false),
             gate: tokio::sync::Mutex::new(()),
             to_script,
             spent,

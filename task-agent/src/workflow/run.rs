@@ -66,7 +66,9 @@ pub(crate) struct Run {
     /// The run's agent slots (`concurrency` of them).
     pub(crate) slots: Arc<Semaphore>,
     pub(crate) stopped: Arc<AtomicBool>,
-    /// Held while an agent is being started, so a stop never misses one.
+    /// Set when the run ends (stopped, or its script finished): no agent starts after it.
+    pub(crate) closed: AtomicBool,
+    /// Held while an agent is being started, so closing never misses one.
     pub(crate) gate: tokio::sync::Mutex<()>,
     pub(crate) to_script: std::sync::mpsc::Sender<ToScript>,
     pub(crate) spent: Arc<AtomicU64>,
@@ -106,7 +108,7 @@ impl Run {
                 ToHost::Finished(outcome) => {
                     if !self.stopped.load(Ordering::SeqCst) {
                         // Calls the script never awaited end with it.
-                        self.registry.kill_tasks_for_agent(self.id.as_str()).await;
+                        self.close().await;
                         calls.abort_all();
                         self.finish(outcome);
                     }
@@ -120,9 +122,17 @@ impl Run {
     pub(crate) async fn stop(&self) {
         self.stopped.store(true, Ordering::SeqCst);
         let _ = self.to_script.send(ToScript::Stop);
+        self.close().await;
+        self.write_record("killed", &Value::Null, None);
+    }
+
+    /// Ends every agent of the run, and lets no other start: calls still queued for a slot
+    /// (the slots the killed agents free) find the run closed. Waits for the start under way,
+    /// if any, so that its agent is among those killed.
+    async fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
         drop(self.gate.lock().await);
         self.registry.kill_tasks_for_agent(self.id.as_str()).await;
-        self.write_record("killed", &Value::Null, None);
     }
 
     fn book(&self) -> MutexGuard<'_, Book> {
@@ -226,7 +236,7 @@ impl Run {
     async fn run_agent(&self, call: &AgentCall, key: &str) -> Option<Value> {
         let schema = call.opts.get("schema").filter(|s| s.is_object()).cloned();
         let gate = self.gate.lock().await;
-        if self.stopped.load(Ordering::SeqCst) {
+        if self.closed.load(Ordering::SeqCst) {
             return None;
         }
         let label = self

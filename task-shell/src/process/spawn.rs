@@ -9,8 +9,8 @@ use std::process::{ExitStatus, Stdio};
 
 use tokio::process::{Child, Command};
 
-use super::TASK_MARKER_ENV;
 use super::script::attach_command;
+use super::{ChildSetup, TASK_MARKER_ENV};
 use crate::error::ShellError;
 
 /// The shell used when the caller names none.
@@ -188,9 +188,14 @@ impl CommandSpec {
         if let Some(marker) = &self.marker {
             cmd.env(TASK_MARKER_ENV, marker);
         }
-        hold_orphans(&mut cmd);
-        if self.die_with_parent {
-            die_with_parent(&mut cmd);
+        let setup = ChildSetup {
+            die_with_parent: self.die_with_parent,
+            hold_orphans: true,
+        };
+        // SAFETY: the hook runs in the forked child before `exec`; it is async-signal-safe (raw
+        // system calls only, no allocation, no lock: see `ChildSetup::hook`).
+        unsafe {
+            cmd.pre_exec(setup.hook());
         }
         let child = cmd.spawn().map_err(spawn_error);
         // The child has exec'd (or failed to): it has its own copy of a script's descriptor.
@@ -203,49 +208,6 @@ impl CommandSpec {
         self.cwd.as_deref()
     }
 }
-
-/// Makes the child receive `SIGKILL` when the thread that spawned it exits (Linux only).
-#[cfg(target_os = "linux")]
-fn die_with_parent(cmd: &mut Command) {
-    use rustix::process::{Signal, getpid, getppid, set_parent_process_death_signal};
-    let parent = getpid();
-    // SAFETY: `pre_exec` runs the closure in the forked child before `exec`, where only
-    // async-signal-safe work is allowed. The closure makes two raw system calls through rustix
-    // (`prctl(PR_SET_PDEATHSIG)` and `getppid`), which neither allocate nor take locks, and builds
-    // an `io::Error` from a raw errno, which does not allocate either.
-    unsafe {
-        cmd.pre_exec(move || {
-            set_parent_process_death_signal(Some(Signal::KILL))?;
-            // The supervisor may have died between fork and prctl; then no signal will ever come.
-            if getppid() != Some(parent) {
-                return Err(rustix::io::Errno::SRCH.into());
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_cmd: &mut Command) {}
-
-/// Makes the shell a child subreaper (Linux only; the attribute survives `exec`): a descendant
-/// orphaned by a double fork is re-parented to the shell instead of init, so it stays in the
-/// task's tree while the shell lives.
-#[cfg(target_os = "linux")]
-fn hold_orphans(cmd: &mut Command) {
-    use rustix::process::{getpid, set_child_subreaper};
-    // SAFETY: the closure runs in the forked child before `exec`; it makes two raw system calls
-    // (`getpid`, `prctl(PR_SET_CHILD_SUBREAPER)`), which neither allocate nor take locks.
-    unsafe {
-        cmd.pre_exec(|| {
-            set_child_subreaper(Some(getpid()))?;
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn hold_orphans(_cmd: &mut Command) {}
 
 /// The exit code a finished process reports: its own code, or 128 + the signal that killed it.
 pub fn exit_code(status: ExitStatus) -> i32 {

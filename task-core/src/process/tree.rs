@@ -28,29 +28,45 @@ static HAS_CHILDREN_FILES: LazyLock<bool> = LazyLock::new(|| {
     fs::metadata(format!("/proc/{me}/task/{me}/children")).is_ok()
 });
 
+/// What the root of a task's tree is, which tells [`kill_tree`] where the task's orphans went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Root {
+    /// A child subreaper (a task's shell, spawned with [`ChildSetup::hold_orphans`]): while it
+    /// lives, every descendant orphaned by a double fork is re-parented to it, so the tree walk
+    /// finds every escapee and the scan for the marker is needed only once it has exited.
+    ///
+    /// [`ChildSetup::hold_orphans`]: super::ChildSetup::hold_orphans
+    Subreaper,
+    /// An ordinary process (an agent CLI): an orphaned descendant goes to the nearest subreaper
+    /// or init, out of the tree, so the processes carrying the marker are always looked for.
+    Plain,
+}
+
 /// Sends `SIGKILL` to the process group led by `root`, to every descendant of `root` (including
 /// those that moved to another group or session), and, given the task's `marker` (see
-/// [`TASK_MARKER_ENV`](super::TASK_MARKER_ENV)) when `root` has already exited, to every process
-/// of this user carrying it, such as a double-forked escapee (while `root` lives it is their
-/// subreaper, so the tree walk finds them without scanning every process). Then reaps the signalled processes that
-/// come back to this process as zombies (all of them when it is a subreaper, see
+/// [`TASK_MARKER_ENV`](crate::TASK_MARKER_ENV)), to every process of this user carrying it that
+/// left the tree, such as a double-forked escapee: looked for when `root` is [`Root::Plain`],
+/// or when it has already exited (while a [`Root::Subreaper`] lives, the tree walk finds them
+/// without scanning every process). Then reaps the signalled processes that come back to this
+/// process as zombies (all of them when it is a subreaper, see
 /// [`become_subreaper`](super::become_subreaper)), waiting a few seconds at most.
 ///
-/// `root` must be a child of this process that has not been reaped yet (a zombie is fine): its
-/// pid then cannot be reused while this runs. Returns how many processes were signalled besides
-/// `root`. The caller still reaps `root` itself.
+/// `root` should be a child of this process that has not been reaped yet (a zombie is fine):
+/// its pid then cannot be reused while this runs. A root already reaped is still looked for by
+/// its group (which keeps its number while any member lives) and its marker. Returns how many
+/// processes were signalled besides `root`. The caller still reaps `root` itself.
 ///
 /// # Errors
 /// [`io::ErrorKind::InvalidInput`] for pid 0, or the error of a signal that failed for a reason
 /// other than the process being gone (for example `EPERM`).
-pub fn kill_tree(root: u32, marker: Option<&str>) -> io::Result<usize> {
+pub fn kill_tree(root: u32, marker: Option<&str>, kind: Root) -> io::Result<usize> {
     let root_pid = to_pid(root)?;
     ignore_gone(kill_process_group(root_pid, Signal::STOP))?;
     let mut roots = vec![root_pid];
-    // While the shell lives it is the subreaper of everything it started, so the tree walk finds
-    // every escapee; once it has exited, its orphans went elsewhere and only the marker finds them.
-    let shell_exited = read_stat(root).is_none_or(|stat| stat.is_dead());
-    if let Some(marker) = marker.filter(|_| shell_exited) {
+    // While a subreaper root lives, the tree walk finds every escapee; once it has exited, or
+    // when it never held its orphans, they went elsewhere and only the marker finds them.
+    let root_exited = read_stat(root).is_none_or(|stat| stat.is_dead());
+    if let Some(marker) = marker.filter(|_| root_exited || kind == Root::Plain) {
         let me = std::process::id();
         let marked = marked_processes(&marker_entry(marker));
         roots.extend(
@@ -79,6 +95,34 @@ pub fn kill_tree(root: u32, marker: Option<&str>) -> io::Result<usize> {
         Some(error) => Err(error),
         None => Ok(signalled),
     }
+}
+
+/// [`kill_tree`] of `child` (pid `pid`, tagged with `marker`, the task id) on the blocking pool,
+/// then reaps `child` and returns how it ended.
+///
+/// The tree walk reads `/proc` and signals, bounded by the size of the tree; on the blocking
+/// pool a large tree cannot stall the runtime. `child` is not polled meanwhile, so its pid
+/// cannot be reused before the walk is done: hold the `Child` (do not let another task wait on
+/// it) until this returns.
+///
+/// # Errors
+/// The error of reaping `child`; a tree kill that is incomplete is logged, not returned (the
+/// child is reaped either way).
+pub async fn kill_and_reap(
+    child: &mut tokio::process::Child,
+    pid: u32,
+    marker: Option<&str>,
+    kind: Root,
+) -> io::Result<std::process::ExitStatus> {
+    let marker = marker.map(str::to_owned);
+    match tokio::task::spawn_blocking(move || kill_tree(pid, marker.as_deref(), kind)).await {
+        Ok(Ok(count)) => tracing::debug!(pid, count, "killed process tree"),
+        Ok(Err(error)) => tracing::warn!(pid, %error, "process tree kill incomplete"),
+        Err(error) => tracing::warn!(pid, %error, "process tree kill did not run"),
+    }
+    child.wait().await.inspect_err(|error| {
+        tracing::warn!(pid, %error, "could not reap killed child");
+    })
 }
 
 /// When the process `pid` started, in clock ticks after boot (`/proc/<pid>/stat`); `None` when
@@ -175,7 +219,7 @@ mod tests {
     #[test]
     fn pid_zero_is_rejected() {
         assert_eq!(
-            kill_tree(0, None).map_err(|e| e.kind()).err(),
+            kill_tree(0, None, Root::Plain).map_err(|e| e.kind()).err(),
             Some(io::ErrorKind::InvalidInput)
         );
     }

@@ -16,6 +16,7 @@ use rustix::process::{PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
 use super::contain::{marked_processes, marker_entry};
 use super::procfs::{self, ProcStat};
 use super::tree::{ignore_gone, to_pid};
+use crate::{ProcessOwner, ShellProcess};
 
 /// The most rounds of "find, check, kill" before giving up on a group that keeps forking.
 const MAX_ROUNDS: usize = 50;
@@ -171,4 +172,48 @@ pub fn kill_orphaned_group(pgid: u32, leader_started: Option<u64>) -> io::Result
         marker: None,
     };
     Ok(kill_orphaned_task(&fingerprint)? > 0)
+}
+
+impl ShellProcess {
+    /// What a task's state records of its first process `pid`, just spawned (and not yet
+    /// reaped) with `marker` (the task id) in its environment: its group, its start time, and
+    /// its session and user (present only when they could be read, and then meaning that the
+    /// task's processes carry the marker).
+    pub fn of_leader(pid: u32, marker: &str) -> Self {
+        let print = TaskFingerprint::of_leader(pid, Some(marker));
+        ShellProcess {
+            pgid: pid,
+            leader_started: print.as_ref().map(|p| p.leader_started),
+            owner: print.and_then(|p| {
+                Some(ProcessOwner {
+                    session: p.session?,
+                    uid: p.uid,
+                })
+            }),
+        }
+    }
+
+    /// Kills what is left of the processes of task `marker` recorded as `self`, after the
+    /// supervisor that started them died: with [`owner`](Self::owner) recorded, every process
+    /// that passes the checks of [`kill_orphaned_task`] (the group's members and the escapees
+    /// carrying the marker); without, the weaker [`kill_orphaned_group`]. Returns whether
+    /// anything was signalled.
+    ///
+    /// # Errors
+    /// As [`kill_orphaned_task`].
+    pub fn kill_orphaned(&self, marker: &str) -> io::Result<bool> {
+        match (self.leader_started, self.owner) {
+            (Some(leader_started), Some(owner)) => {
+                let fingerprint = TaskFingerprint {
+                    pgid: self.pgid,
+                    leader_started,
+                    session: Some(owner.session),
+                    uid: owner.uid,
+                    marker: Some(marker.to_owned()),
+                };
+                Ok(kill_orphaned_task(&fingerprint)? > 0)
+            }
+            _ => kill_orphaned_group(self.pgid, self.leader_started),
+        }
+    }
 }

@@ -3,10 +3,12 @@
 //!
 //! Three mechanisms work together:
 //!
-//! - **The task's shell is a child subreaper** (set between `fork` and `exec`; the attribute
-//!   survives `exec`). A descendant orphaned by a double fork is re-parented to the shell, not
-//!   to init, so while the shell lives every escapee stays in its tree and the tree walk of
-//!   [`kill_tree`](super::kill_tree) reaches it.
+//! - **A task's shell is a child subreaper** (set between `fork` and `exec` by
+//!   [`ChildSetup`](super::ChildSetup); the attribute survives `exec`). A descendant orphaned by
+//!   a double fork is re-parented to the shell, not to init, so while the shell lives every
+//!   escapee stays in its tree and the tree walk of [`kill_tree`](super::kill_tree) reaches it.
+//!   An agent CLI is not made one (it would collect zombies it never reaps): its escapees are
+//!   found by their marker ([`Root::Plain`](super::Root::Plain)).
 //! - **Every process of a task carries a marker**, the environment entry
 //!   `TASKS_TASK_ID={task id}` set at spawn (and inherited by everything it starts). A kill
 //!   also looks for processes of this user carrying the task's marker, so an escapee found
@@ -28,8 +30,7 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, WaitOptions};
 
 use super::procfs::{self, ProcStat};
-
-pub use task_core::TASK_MARKER_ENV;
+use crate::TASK_MARKER_ENV;
 
 /// How long a kill waits for the processes it signalled to die and be reaped.
 const REAP_PATIENCE: Duration = Duration::from_secs(5);

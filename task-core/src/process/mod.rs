@@ -1,0 +1,19 @@
+//! Operating-system process control every process-backed executor shares (Linux): what a task's
+//! first process does between `fork` and `exec` ([`ChildSetup`]), finding and killing a task's
+//! whole tree, escapees included ([`kill_tree`], [`kill_and_reap`]), the supervisor's part in that
+//! ([`become_subreaper`], [`reap_adopted_orphans`]), and killing what a dead supervisor left of
+//! a task ([`kill_orphaned_task`]).
+//!
+//! It spawns nothing: the executors spawn, with the [`ChildSetup`] hook, and call these to kill.
+
+mod contain;
+mod orphan;
+mod procfs;
+mod setup;
+mod tree;
+
+pub use crate::launch::TASK_MARKER_ENV;
+pub use contain::{become_subreaper, reap_adopted_orphans};
+pub use orphan::{TaskFingerprint, kill_orphaned_group, kill_orphaned_task};
+pub use setup::ChildSetup;
+pub use tree::{Root, kill_and_reap, kill_tree, start_time};
