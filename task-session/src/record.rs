@@ -144,8 +144,11 @@ pub fn write(paths: &SessionPaths, record: &TaskRecord) -> Result<()> {
     replace(paths, &paths.snapshot(&id), &body)
 }
 
-/// Replaces the file `path` of the session's tasks directory with `body` atomically: a private
-/// temp file beside it, then a rename. A failed write leaves no temp file behind.
+/// Replaces the file `path` of the session's tasks directory with `body` atomically: the body is
+/// written into an unnamed file of the directory (`O_TMPFILE`), which is named only once whole
+/// and then renamed over `path`. A failed write (a full disk) never shows a temp file, not even
+/// while it is tried; where the file system has no unnamed files, a named temp file is removed
+/// after a failure.
 pub(crate) fn replace(paths: &SessionPaths, path: &Path, body: &[u8]) -> Result<()> {
     let name = path
         .file_name()
@@ -154,12 +157,43 @@ pub(crate) fn replace(paths: &SessionPaths, path: &Path, body: &[u8]) -> Result<
     let temp = paths
         .tasks_dir()
         .join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = write_new(&temp, body)
+    let written = write_unnamed_then_link(&paths.tasks_dir(), &temp, body)
+        .unwrap_or_else(|| write_new(&temp, body))
         .and_then(|()| fs::rename(&temp, path).map_err(|e| Error::io("replace", path, e)));
     if written.is_err() {
         let _ = fs::remove_file(&temp);
     }
     written
+}
+
+/// Writes `body` into an unnamed file of `dir` and links it at `temp`; `None` where `dir`'s file
+/// system has no unnamed files or no `/proc` can name one.
+fn write_unnamed_then_link(dir: &Path, temp: &Path, body: &[u8]) -> Option<Result<()>> {
+    use rustix::fs::{AtFlags, CWD, Mode, OFlags};
+    let flags = OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC;
+    let file = match rustix::fs::openat(CWD, dir, flags, Mode::from_raw_mode(0o600)) {
+        Ok(fd) => fs::File::from(fd),
+        Err(e) if [rustix::io::Errno::OPNOTSUPP, rustix::io::Errno::ISDIR].contains(&e) => {
+            return None;
+        }
+        Err(e) => return Some(Err(Error::io("create", temp, e.into()))),
+    };
+    if let Err(e) = (&file).write_all(body) {
+        return Some(Err(Error::io("write", temp, e)));
+    }
+    let fd = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&file));
+    let link = || rustix::fs::linkat(CWD, fd.as_str(), CWD, temp, AtFlags::SYMLINK_FOLLOW);
+    match link() {
+        Ok(()) => Some(Ok(())),
+        // Left by an earlier process of the same pid.
+        Err(rustix::io::Errno::EXIST) => {
+            let _ = fs::remove_file(temp);
+            Some(link().map_err(|e| Error::io("link", temp, e.into())))
+        }
+        // No `/proc` to name the file by.
+        Err(rustix::io::Errno::NOENT) => None,
+        Err(e) => Some(Err(Error::io("link", temp, e.into()))),
+    }
 }
 
 fn write_new(path: &Path, body: &[u8]) -> Result<()> {
