@@ -21,7 +21,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::lock;
 use crate::paths::{SessionPaths, private_file};
-use crate::protocol::{Request, Response};
+use crate::protocol::{Op, Request, Response};
 use crate::supervisor::READY_FD_ENV;
 
 /// How a client starts the supervisor of a session: a program and its arguments. The session's
@@ -54,27 +54,47 @@ pub fn send(
     paths: &SessionPaths,
     config: &Config,
     supervisor: &SupervisorCommand,
-    op: crate::protocol::Op,
+    op: Op,
 ) -> Result<Response> {
     let deadline = Instant::now() + config.request_timeout;
-    let request = Request {
+    let mut request = Request {
         deadline_ms: task_core::now_ms()
             + u64::try_from(config.request_timeout.as_millis()).unwrap_or(u64::MAX),
         op,
     };
-    let mut line = serde_json::to_string(&request)
-        .map_err(|e| Error::Supervisor(format!("cannot encode request: {e}")))?;
-    line.push('\n'); // one write: the supervisor wakes once per request
-    for _ in 0..2 {
+    if let Op::Start(start) = &mut request.op {
+        start.key.get_or_insert_with(start_key);
+    }
+    for attempt in 0..ATTEMPTS {
+        if let (Op::Start(start), true) = (&mut request.op, attempt > 0) {
+            start.retry = true;
+        }
+        let mut line = serde_json::to_string(&request)
+            .map_err(|e| Error::Supervisor(format!("cannot encode request: {e}")))?;
+        line.push('\n'); // one write: the supervisor wakes once per request
         let stream = connect_or_start(paths, config, supervisor)?;
         if let Some(response) = exchange(stream, &line, paths, config, deadline)? {
             return Ok(response);
         }
-        // The supervisor closed without answering (it was leaving): once more, to its successor.
+        // The supervisor closed without answering (it was leaving, or died): again, to its
+        // successor. A start is sent again with its key, so it never makes a second task.
     }
     Err(Error::Supervisor(
         "the supervisor closed the connection without answering".into(),
     ))
+}
+
+/// How many times a request is sent to a supervisor that closes without answering.
+const ATTEMPTS: usize = 3;
+
+/// A key unique to one start of this process: its pid, the time and a count.
+fn start_key() -> String {
+    static STARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let count = STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{:x}-{nanos:x}-{count:x}", std::process::id())
 }
 
 /// Grace past the request's deadline for its answer to arrive.
@@ -134,6 +154,7 @@ pub fn connect_or_start(
     paths.create_dirs()?;
     let socket = paths.socket();
     let deadline = Instant::now() + config.start_timeout;
+    let mut spawns = 0;
     let mut spawned = false;
     let mut backoff = Duration::from_millis(1);
     loop {
@@ -151,8 +172,9 @@ pub fn connect_or_start(
             )));
         }
         if !spawned && !lock::is_held(&paths.lock())? {
-            spawned = true;
-            start_supervisor(paths, supervisor, deadline)?;
+            spawns += 1;
+            // One that died before it was ready (killed) is replaced, a few times.
+            spawned = start_supervisor(paths, supervisor, deadline, spawns < SPAWNS)?;
             continue;
         }
         std::thread::sleep(backoff);
@@ -160,24 +182,33 @@ pub fn connect_or_start(
     }
 }
 
+/// How many supervisors one client starts, at most, when each dies before it is ready.
+const SPAWNS: usize = 3;
+
 /// Spawns a supervisor and waits (until `deadline`) for its word: `ready` and `busy` (another
-/// one owns the session) return, `error: …` and silence are errors naming the cause.
+/// one owns the session) return `true`; `error: …` and silence are errors naming the cause,
+/// except a death before any word when `may_replace` (then `false`: start another).
 fn start_supervisor(
     paths: &SessionPaths,
     supervisor: &SupervisorCommand,
     deadline: Instant,
-) -> Result<()> {
+    may_replace: bool,
+) -> Result<bool> {
     let (read_end, write_end) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .map_err(|e| Error::io("create", "a pipe to the supervisor", e.into()))?;
     let child = spawn(paths, supervisor, write_end)?;
     let word = read_word(read_end, deadline);
     reap_in_background(child);
     match word.as_deref() {
-        Some("ready" | "busy") => Ok(()),
+        Some("ready" | "busy") => Ok(true),
         Some(line) => Err(Error::Supervisor(format!(
             "cannot start the supervisor: {}",
             line.strip_prefix("error: ").unwrap_or(line)
         ))),
+        None if may_replace && Instant::now() < deadline => {
+            tracing::warn!("the supervisor died before it was ready: starting another");
+            Ok(false)
+        }
         None => Err(Error::Supervisor(format!(
             "the supervisor exited or stalled before it was ready (see {})",
             paths.log().display()

@@ -269,7 +269,12 @@ impl Engine {
                 kind: ErrorKind::BadRequest,
                 message: format!("this supervisor starts no {:?} tasks", start.kind),
             })?;
+        if let Some(id) = self.started_before(&start)? {
+            tracing::info!(task = %id, "a start sent again: its task was made by the first attempt");
+            return Ok(id);
+        }
         let background = start.caller.background;
+        let key = start.key;
         let launched = launcher
             .launch_json(start.request, start.caller)
             .map_err(|error| StartRefused {
@@ -280,6 +285,9 @@ impl Engine {
                 message: error.to_string(),
             })?;
         let Launched { id, start: begin } = launched;
+        if let Some(key) = key {
+            self.mirror.keyed(id, key);
+        }
         if let Err(error) = self.mirror.write_now(id)
             && begin.is_some()
         {
@@ -308,6 +316,30 @@ impl Engine {
             });
         }
         Ok(id)
+    }
+
+    /// The task an earlier attempt of `start` made, if it is a retry and one did; a key too long
+    /// is refused.
+    fn started_before(&self, start: &Start) -> Result<Option<TaskId>, StartRefused> {
+        let Some(key) = start.key.as_deref() else {
+            return Ok(None);
+        };
+        if key.len() > crate::protocol::MAX_START_KEY_BYTES {
+            return Err(StartRefused {
+                kind: ErrorKind::BadRequest,
+                message: format!(
+                    "a start key is at most {} bytes",
+                    crate::protocol::MAX_START_KEY_BYTES
+                ),
+            });
+        }
+        if !start.retry {
+            return Ok(None);
+        }
+        record::find_started(&self.paths, key).map_err(|error| StartRefused {
+            kind: ErrorKind::Spawn,
+            message: format!("cannot tell whether an earlier attempt started the task: {error}"),
+        })
     }
 
     /// Forgets a task registered but never begun: ended, evicted, dropped from the mirror's
@@ -571,6 +603,11 @@ impl Mirror {
         self.state.write(id, Occasion::Start)
     }
 
+    /// Notes the key of the start that made `id`, for its records.
+    fn keyed(&self, id: TaskId, key: String) {
+        lock(&self.state.books).start_keys.insert(id, key);
+    }
+
     /// Writes the record of a task a kill on request just ended, now: no completion notice is
     /// due for it, so nothing waits for one. A failure is kept for the sweep to retry.
     fn write_killed(&self, id: TaskId) {
@@ -612,6 +649,7 @@ impl Books {
         self.written.remove(id);
         self.completions.remove(id);
         self.unwritten.remove(id);
+        self.start_keys.remove(id);
         self.kept.remove(id);
         self.awaiting_notice.remove(id);
         self.silent.remove(id);
@@ -661,6 +699,8 @@ struct Books {
     silent: HashSet<TaskId>,
     /// Ended tasks written to disk, with when to try to evict them.
     settling: VecDeque<(TaskId, Instant)>,
+    /// The key of the start that made each task, written into each of its records.
+    start_keys: HashMap<TaskId, String>,
 }
 
 impl Mirrored {
@@ -726,6 +766,7 @@ impl Mirrored {
             return Ok(());
         }
         let mut record = TaskRecord::new((*state).clone());
+        record.start_key = books.start_keys.get(&id).cloned();
         record.survives_supervisor = !state.status().is_terminal()
             && self
                 .registry

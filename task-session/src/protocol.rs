@@ -65,7 +65,18 @@ pub struct Start {
     pub caller: Caller,
     /// The launcher's request, encoded.
     pub request: serde_json::Value,
+    /// The same on every attempt of one start (set by the client): a start sent again after
+    /// its supervisor died without answering gets the task the first attempt made, if it made
+    /// one, instead of a second task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// This is not the first attempt: the supervisor looks for a task the key already made.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retry: bool,
 }
+
+/// The longest [`Start::key`] a supervisor takes.
+pub const MAX_START_KEY_BYTES: usize = 64;
 
 /// The supervisor's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -58,6 +58,10 @@ pub struct TaskRecord {
     /// ever ends it as an orphan.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub survives_supervisor: bool,
+    /// The key of the start that made the task ([`crate::protocol::Start::key`]): a start sent
+    /// again with it finds the task instead of making a second one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_key: Option<String>,
     /// When the file was last written (its mtime, ms epoch; 0 for a record not read from disk):
     /// the last time its supervisor is known to have been alive.
     #[serde(skip)]
@@ -78,6 +82,7 @@ impl TaskRecord {
             supervisor_pid: std::process::id(),
             notification: None,
             survives_supervisor: false,
+            start_key: None,
             written_ms: 0,
             supervisor_down: false,
         }
@@ -376,6 +381,16 @@ pub fn list(paths: &SessionPaths) -> Result<Listing> {
     Ok(listing)
 }
 
+/// The task a start with `key` made, if its record is on disk (a start sent again after its
+/// supervisor died without answering).
+pub fn find_started(paths: &SessionPaths, key: &str) -> Result<Option<TaskId>> {
+    Ok(list(paths)?
+        .tasks
+        .into_iter()
+        .find(|record| record.start_key.as_deref() == Some(key))
+        .map(|record| record.id()))
+}
+
 /// A record of the first format: shell facts at the top level.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -443,6 +458,7 @@ impl LegacyRecord {
             supervisor_pid: self.supervisor_pid,
             notification: self.notification,
             survives_supervisor: false,
+            start_key: None,
             written_ms: 0,
             supervisor_down: false,
         }

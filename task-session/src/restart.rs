@@ -54,6 +54,8 @@ impl StartRecord {
             kind: self.kind.clone(),
             caller,
             request: self.request.clone(),
+            key: None,
+            retry: false,
         })
     }
 }

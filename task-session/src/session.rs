@@ -122,6 +122,8 @@ impl Session {
             kind: L::KIND.to_owned(),
             caller,
             request,
+            key: None,
+            retry: false,
         };
         self.start_raw(start)
     }

@@ -19,7 +19,7 @@ use task_session::client::SupervisorCommand;
 use task_session::config::Config;
 use task_session::engine::{Host, Launchers};
 use task_session::paths::SessionPaths;
-use task_session::protocol::KillResult;
+use task_session::protocol::{KillResult, Op, Response, Start};
 use task_session::session::{Session, WaitOutcome};
 use tokio::sync::oneshot;
 
@@ -386,5 +386,58 @@ fn a_task_that_does_not_survive_its_supervisor_reads_as_failed_once_it_is_gone()
     assert!(
         !task_session::lock::is_held(&lock).unwrap(),
         "no supervisor started by the read"
+    );
+}
+
+#[test]
+fn a_start_sent_again_with_its_key_after_its_supervisor_died_makes_no_second_task() {
+    let harness = Harness::new();
+    let session = &harness.session;
+    let supervisor = SupervisorCommand {
+        program: std::env::current_exe().unwrap(),
+        args: ["supervisor_entry", "--exact", "--ignored", "--nocapture"]
+            .map(Into::into)
+            .to_vec(),
+    };
+    let toy = ToyStart {
+        lines: vec!["keyed".into()],
+        release: harness.root.path().join("never"),
+        survivor: false,
+    };
+    let start = |key: &str, retry: bool| {
+        Op::Start(Start {
+            kind: "toy".into(),
+            caller: Session::caller().unwrap(),
+            request: serde_json::to_value(&toy).unwrap(),
+            key: Some(key.into()),
+            retry,
+        })
+    };
+    let send =
+        |op| match task_session::client::send(session.paths(), session.config(), &supervisor, op) {
+            Ok(Response::Started { id }) => id,
+            other => panic!("not started: {other:?}"),
+        };
+    // The first attempt made the task; its supervisor died before the client read the answer.
+    let made = send(start("attempt-1", false));
+    let pid = harness.supervisor_pid().unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let lock = session.paths().lock();
+    eventually("the supervisor gone", || {
+        (!task_session::lock::is_held(&lock).unwrap()).then_some(())
+    });
+    // Sent again, to the next supervisor: the same task, no second one.
+    assert_eq!(send(start("attempt-1", true)), made);
+    let listed = task_session::record::list(session.paths()).unwrap().tasks;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    // Another start's retry, whose first attempt made nothing, makes its task.
+    let other = send(start("attempt-2", true));
+    assert_ne!(other, made);
+    assert_eq!(
+        task_session::record::list(session.paths())
+            .unwrap()
+            .tasks
+            .len(),
+        2
     );
 }

@@ -13,35 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::sandbox::{DEADLINE, Sandbox};
+use crate::sandbox::{DEADLINE, Dice, Sandbox};
 
 const TASKS: usize = 200;
-
-/// A small xorshift generator: the schedule of kills, reproducible from the printed seed.
-struct Dice(u64);
-
-impl Dice {
-    fn seeded() -> Self {
-        let seed = std::env::var("TASKS_TEST_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(1, |d| d.as_nanos() as u64)
-                    | 1
-            });
-        eprintln!("killed_readers: TASKS_TEST_SEED={seed}");
-        Self(seed)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
 
 /// Runs one reader; kills it `kill_after` after its start (if given). Returns every complete
 /// JSON line it printed before it ended.
@@ -226,7 +200,7 @@ fn deliveries_while_tasks_end(
     let ids: Vec<String> = (0..TASKS)
         .map(|i| sandbox.start(&format!("sleep {}.{}", 1 + i % 5, i % 10)))
         .collect();
-    until_all_ended(&sandbox);
+    sandbox.until_all_ended();
     ending.store(true, Ordering::SeqCst);
     let (mut delivered, readers, killed) = readers.join().unwrap();
     delivered.extend(read(&sandbox, None));
@@ -258,19 +232,6 @@ fn assert_repeats_are_the_same(groups: &BTreeMap<String, Vec<&Value>>) {
             notices.iter().all(|n| n["text"] == notices[0]["text"]),
             "{key}: repeats differ"
         );
-    }
-}
-
-/// Waits until no task of the session is running or pending.
-fn until_all_ended(sandbox: &Sandbox) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while sandbox
-        .listed()
-        .iter()
-        .any(|t| t["status"] == "running" || t["status"] == "pending")
-    {
-        assert!(Instant::now() < deadline, "the tasks never ended");
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

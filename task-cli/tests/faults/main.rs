@@ -13,6 +13,7 @@ mod full_disk;
 mod hostile_files;
 mod killed_readers;
 mod private_state;
+mod random_kills;
 mod sandbox;
 mod stopped;
 mod supervisor_death;

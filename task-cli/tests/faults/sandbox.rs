@@ -185,6 +185,19 @@ impl Sandbox {
         });
     }
 
+    /// Waits until no task of the session is running or pending.
+    pub fn until_all_ended(&self) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while self
+            .listed()
+            .iter()
+            .any(|t| t["status"] == "running" || t["status"] == "pending")
+        {
+            assert!(Instant::now() < deadline, "the tasks never ended");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// The pid in the lock file of the session's supervisor.
     pub fn supervisor_pid(&self) -> i32 {
         let text = std::fs::read_to_string(self.session_dir().join("supervisor.lock")).unwrap();
@@ -206,6 +219,32 @@ impl Sandbox {
         eventually("the supervisor gone", || {
             (!is_alive(pid) && !task_session::lock::is_held(&lock).unwrap()).then_some(())
         });
+    }
+}
+
+/// A small xorshift generator: the schedule of kills, reproducible from the printed seed.
+pub struct Dice(u64);
+
+impl Dice {
+    pub fn seeded() -> Self {
+        let seed = std::env::var("TASKS_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(1, |d| d.as_nanos() as u64)
+                    | 1
+            });
+        eprintln!("TASKS_TEST_SEED={seed}");
+        Self(seed)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
     }
 }
 
