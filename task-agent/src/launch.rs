@@ -91,7 +91,7 @@ impl Launch for AgentExecutor {
             let error = AgentError::MissingWorkingDir { path: caller.cwd };
             return Err(LaunchError::Invalid(error.to_string()));
         }
-        let runner = command_runner(start.command, start.runner, self.config().clone())?;
+        let runner = command_runner(start.command, start.runner, self.config().clone(), &caller)?;
         let mut request = AgentRequest::new(Arc::new(runner), start.description, start.prompt);
         request.name = start.name;
         request.model = start.model;
@@ -112,12 +112,20 @@ impl Launch for AgentExecutor {
     }
 }
 
-/// The command runner of a request: `command` speaking `format`.
+/// The command runner of a request: `command` speaking `format`, run by `caller`. A program
+/// the caller could not run refuses the start ("cannot start agent: codex: No such file or
+/// directory"): nothing is registered.
 pub(crate) fn command_runner(
     command: Vec<String>,
     format: RunnerFormat,
     config: crate::config::AgentConfig,
+    caller: &Caller,
 ) -> Result<CommandRunner, LaunchError> {
+    if let Some(program) = command.first() {
+        caller
+            .find_program(program)
+            .map_err(|error| LaunchError::Invalid(format!("cannot start agent: {error}")))?;
+    }
     format
         .command_runner(command, config)
         .map_err(|error| LaunchError::Invalid(error.to_string()))

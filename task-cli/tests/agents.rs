@@ -610,3 +610,32 @@ fn the_supervisor_stays_under_64_mib_while_an_agent_writes_200_mb_of_stderr_in_o
     assert!(error.len() < 20 * 1024, "{} bytes of error", error.len());
     sandbox.ok(&["kill", &keeper]);
 }
+
+#[test]
+fn an_agent_cli_that_cannot_be_spawned_refuses_the_start_and_leaves_no_task() {
+    let sandbox = Sandbox::for_agents();
+    let plain = sandbox.path("plain-file");
+    std::fs::write(&plain, "not a program").unwrap();
+    for (program, reason) in [
+        (
+            "nonexistent-cli",
+            "nonexistent-cli: No such file or directory",
+        ),
+        ("./nowhere/cli", "./nowhere/cli: No such file or directory"),
+        (plain.to_str().unwrap(), "Permission denied"),
+    ] {
+        let out = sandbox.run(&["agent", "-p", "do X", "--", program]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{program}: {out:?}");
+        assert!(out.stdout.is_empty(), "no id is printed: {out:?}");
+        assert!(
+            stderr.contains("cannot start agent: ") && stderr.contains(reason),
+            "{program}: {stderr}"
+        );
+    }
+    assert_eq!(
+        sandbox.ok(&["ps", "--all", "--json"]).trim(),
+        "[]",
+        "no task left"
+    );
+}

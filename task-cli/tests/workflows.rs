@@ -408,3 +408,21 @@ fn a_killed_run_of_many_agents_leaves_every_agent_terminal() {
     let workflow = listed.iter().find(|t| t["id"] == id.as_str()).unwrap();
     assert_eq!(workflow["status"], "killed");
 }
+
+#[test]
+fn a_workflow_script_that_does_not_exist_refuses_the_run_and_leaves_no_task() {
+    let session = Session::new(&[]);
+    let missing = session.path("nowhere.js");
+    let out = session.run(&["workflow", "run", missing.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        stderr.contains(&format!("{}: no such workflow script", missing.display())),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("supervisor"),
+        "not the supervisor's failure: {stderr}"
+    );
+    assert!(session.listed().is_empty(), "no task left");
+}

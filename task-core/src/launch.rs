@@ -42,6 +42,13 @@ pub const AGENT_ID_ENV: &str = "TASKS_AGENT_ID";
 /// The environment variable naming the task a process belongs to, set on every task's process.
 pub const TASK_MARKER_ENV: &str = "TASKS_TASK_ID";
 
+/// Whether `path` is an executable regular file (`None`: nothing there).
+fn executable(path: &std::path::Path) -> Option<bool> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).ok()?;
+    Some(meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
 /// Who asks for a task, and from where: the task runs as if started from the caller's shell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -62,7 +69,63 @@ pub struct Caller {
     pub background: bool,
 }
 
+/// Why a program cannot be run as a caller would run it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProgramError {
+    /// No such file, in the caller's directory (a path) or on its `PATH` (a bare name).
+    #[error("{program}: No such file or directory")]
+    NotFound {
+        /// The program as given.
+        program: String,
+    },
+    /// Found, but not an executable regular file.
+    #[error("{program}: Permission denied (not an executable file)")]
+    NotExecutable {
+        /// The program as given.
+        program: String,
+    },
+}
+
+/// The `PATH` searched when the caller's environment has none (as `execvp` does).
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
 impl Caller {
+    /// The file `program` names as the caller's shell would run it: a name with a `/` relative
+    /// to the caller's directory, a bare name searched on the caller's `PATH`. Checked before a
+    /// task is registered, so a program that cannot run refuses the start instead of making a
+    /// task that fails at once.
+    ///
+    /// # Errors
+    /// No such file, or no executable one.
+    pub fn find_program(&self, program: &str) -> Result<PathBuf, ProgramError> {
+        let not_found = || ProgramError::NotFound {
+            program: program.to_owned(),
+        };
+        if program.is_empty() {
+            return Err(not_found());
+        }
+        if program.contains('/') {
+            let path = self.cwd.join(program);
+            return match executable(&path) {
+                Some(true) => Ok(path),
+                Some(false) => Err(ProgramError::NotExecutable {
+                    program: program.to_owned(),
+                }),
+                None => Err(not_found()),
+            };
+        }
+        let path = self
+            .env
+            .iter()
+            .rev()
+            .find(|(name, _)| name == "PATH")
+            .map_or_else(|| OsString::from(DEFAULT_PATH), |(_, value)| value.clone());
+        std::env::split_paths(&path)
+            .map(|dir| self.cwd.join(dir).join(program))
+            .find(|candidate| executable(candidate) == Some(true))
+            .ok_or_else(not_found)
+    }
+
     /// The calling process itself: its working directory and environment, in the background.
     ///
     /// # Errors
@@ -201,5 +264,49 @@ mod tests {
         assert!(json.contains(r#"["PATH","/bin"]"#), "{json}");
         assert!(json.contains(r#"{"bytes":[255,120]}"#), "{json}");
         assert_eq!(serde_json::from_str::<Caller>(&json).unwrap(), caller);
+    }
+
+    #[test]
+    fn a_program_is_found_as_the_callers_shell_would_find_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let tool = bin.join("tool");
+        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(bin.join("data"), "").unwrap();
+        let caller = Caller {
+            cwd: dir.path().to_path_buf(),
+            env: vec![("PATH".into(), "/nonexistent:bin".into())],
+            agent_id: None,
+            tool_use_id: None,
+            background: true,
+        };
+        // On the caller's PATH, a relative entry taken from the caller's directory.
+        assert_eq!(caller.find_program("tool").unwrap(), bin.join("tool"));
+        assert_eq!(
+            caller.find_program("./bin/tool").unwrap(),
+            dir.path().join("./bin/tool")
+        );
+        let missing = caller.find_program("nonexistent-cli").unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "nonexistent-cli: No such file or directory"
+        );
+        // Not executable: skipped on the PATH, refused as a path.
+        assert!(matches!(
+            caller.find_program("data"),
+            Err(ProgramError::NotFound { .. })
+        ));
+        assert!(matches!(
+            caller.find_program("bin/data"),
+            Err(ProgramError::NotExecutable { .. })
+        ));
+        assert!(caller.find_program("").is_err());
+        assert!(
+            caller.find_program("bin").is_err(),
+            "a directory is no program"
+        );
     }
 }

@@ -81,7 +81,9 @@ pub use event::{SdkStatus, TaskEvent, TaskPatch};
 pub use executor::{KillError, KillOutcome, Task};
 pub use id::{IdError, TASK_ID_LEN, TaskId, TaskType};
 pub use input::{Input, InputError};
-pub use launch::{AGENT_ID_ENV, Caller, Launch, LaunchError, Launched, TASK_MARKER_ENV};
+pub use launch::{
+    AGENT_ID_ENV, Caller, Launch, LaunchError, Launched, ProgramError, TASK_MARKER_ENV,
+};
 pub use notification::{
     AGENT_RESUME_NOTE, AgentExtras, AgentUsage, MODEL_FRAMING, Notification, NotificationQueue,
     Priority, sanitize, summary,

@@ -33,7 +33,7 @@ impl Launch for DreamExecutor {
     /// Takes the lock and registers the dream `pending`; the start spawns its CLI. Another dream
     /// holding the lock is an invalid request (nothing is registered).
     fn launch(&self, start: DreamStart, caller: Caller) -> Result<Launched, LaunchError> {
-        let runner = command_runner(start.command, start.runner, AgentConfig::default())?;
+        let runner = command_runner(start.command, start.runner, AgentConfig::default(), &caller)?;
         let lock = ConsolidationLock::new(start.lock);
         let mut request = DreamRequest::new(Arc::new(runner), start.prompt, lock);
         request.cwd = Some(caller.cwd);

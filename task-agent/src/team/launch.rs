@@ -37,7 +37,12 @@ impl Launch for TeamExecutor {
     /// Registers the teammate `pending`; the start spawns its CLI in the caller's directory and
     /// environment.
     fn launch(&self, start: TeammateStart, caller: Caller) -> Result<Launched, LaunchError> {
-        let runner = command_runner(start.command, RunnerFormat::Claude, AgentConfig::default())?;
+        let runner = command_runner(
+            start.command,
+            RunnerFormat::Claude,
+            AgentConfig::default(),
+            &caller,
+        )?;
         let mut request =
             TeammateRequest::new(start.name, start.team, Arc::new(runner), start.prompt);
         request.plan_mode = start.plan;

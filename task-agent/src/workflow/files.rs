@@ -73,7 +73,17 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), WorkflowError>
 
 /// Reads a script (regular file, no symlink, at most 512 KiB).
 pub(crate) fn read_script(path: &Path) -> Result<String, WorkflowError> {
-    let bytes = task_output::open::read_untrusted(path, MAX_SCRIPT_BYTES + 1)?;
+    let bytes = task_output::open::read_untrusted(path, MAX_SCRIPT_BYTES + 1).map_err(|error| {
+        // The caller's mistake, said as such (not as an output file of ours gone missing).
+        let reason = match error {
+            task_output::OutputError::NotFound { .. } => "no such workflow script".to_owned(),
+            task_output::OutputError::PermissionDenied { .. } => {
+                "the workflow script cannot be read: permission denied".to_owned()
+            }
+            other => format!("the workflow script cannot be read: {other}"),
+        };
+        WorkflowError::file(path, reason)
+    })?;
     if bytes.len() as u64 > MAX_SCRIPT_BYTES {
         return Err(WorkflowError::file(
             path,
