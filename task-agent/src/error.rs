@@ -70,7 +70,35 @@ pub enum AgentError {
     /// `[A-Za-z0-9_.-]`).
     #[error("invalid teammate {0:?}: use NAME@TEAM with letters, digits, '_', '-' and '.'")]
     InvalidTeammate(String),
+    /// The agent command gives more than one prompt.
+    #[error("the agent command gives more than one prompt: {}", quoted(.0))]
+    PromptInCommandTwice(Vec<String>),
+    /// A prompt is given both in the agent command and as an option.
+    #[error(
+        "the prompt is given twice: in the agent command ({in_command:?}) and with --prompt \
+         ({option:?}); give it in one place"
+    )]
+    PromptTwice {
+        /// The prompt in the command.
+        in_command: String,
+        /// The prompt given as an option.
+        option: String,
+    },
+    /// No prompt in the agent command and none as an option.
+    #[error(
+        "no prompt: give it in the agent command (`claude -p \"…\"`, `codex exec \"…\"`, \
+         `gemini -p \"…\"`) or with --prompt"
+    )]
+    NoPrompt,
     /// Writing to the agent's stdin failed.
     #[error("could not write to the agent's stdin: {0}")]
     Stdin(#[source] std::io::Error),
+}
+
+fn quoted(prompts: &[String]) -> String {
+    prompts
+        .iter()
+        .map(|p| format!("{p:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

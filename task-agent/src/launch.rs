@@ -68,6 +68,32 @@ impl RunnerFormat {
         }
     }
 
+    /// The command and first user turn of an agent started from a command line, where the
+    /// prompt may be in the command as its CLI takes it (`claude -p "do X"`, `codex exec "do
+    /// X"`, `gemini -p "do X"` or `gemini "do X"`) or given apart (`option`, `tasks agent
+    /// --prompt`). A prompt in the command is taken out of it (the runner passes the prompt the
+    /// format's way). `Auto` runs the command as given: the prompt is `option`, only recorded,
+    /// or empty.
+    ///
+    /// # Errors
+    /// [`AgentError::PromptTwice`] when both give one, [`AgentError::NoPrompt`] when neither
+    /// does, [`AgentError::PromptInCommandTwice`] when the command gives two.
+    pub fn first_turn(
+        self,
+        command: Vec<String>,
+        option: Option<String>,
+    ) -> Result<(Vec<String>, String), AgentError> {
+        let Some(format) = self.format() else {
+            return Ok((command, option.unwrap_or_default()));
+        };
+        let (command, in_command) = crate::command::take_prompt(format, &command)?;
+        match (in_command, option) {
+            (Some(in_command), Some(option)) => Err(AgentError::PromptTwice { in_command, option }),
+            (Some(prompt), None) | (None, Some(prompt)) => Ok((command, prompt)),
+            (None, None) => Err(AgentError::NoPrompt),
+        }
+    }
+
     /// The format, or `None` for one detected from the transcript.
     pub fn format(self) -> Option<CliFormat> {
         match self {

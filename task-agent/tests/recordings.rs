@@ -256,20 +256,44 @@ fn gemini_fragments_are_joined_into_messages_and_the_result_is_the_final_one() {
 }
 
 #[test]
-fn gemini_run_totals_are_one_report_whose_inputs_are_summed() {
+fn gemini_run_totals_are_one_report_per_model_whose_inputs_are_summed() {
     let (events, tracker) = parse(CliFormat::Gemini, GEMINI_RUN);
-    // result.stats is the run's totals over its four requests (the router's included): the
-    // one report's input is their sum. Exact: every output (127). Over: the inputs of the
-    // requests before the last (10 + 1100 + 1200).
-    assert_eq!(usages(&events), [(3610, 127)]);
+    // result.stats is the run's totals over its four requests, and stats.models the same per
+    // model: the router's one request (10 in, 1 out) apart, then the main model's three
+    // (their inputs summed), the larger last. Exact: every output (127), and the router's
+    // input is not counted. Over: the inputs of the main model's requests before the last
+    // (1100 + 1200); Gemini prints nothing per request.
+    assert_eq!(usages(&events), [(10, 1), (3600, 126)]);
     let requests = requests(GEMINI_README);
-    let earlier_inputs: u64 = requests[..requests.len() - 1].iter().map(|r| r.0).sum();
+    let earlier_main_inputs: u64 = requests[1..requests.len() - 1].iter().map(|r| r.0).sum();
     assert_eq!(tracker.progress().cumulative_output_tokens, 127);
     assert_eq!(
         tracker.progress().token_count,
-        per_request_rule(&requests) + earlier_inputs
+        per_request_rule(&requests) + earlier_main_inputs
     );
-    assert_eq!(tracker.progress().token_count, 3737);
+    assert_eq!(tracker.progress().token_count, 3727);
+}
+
+#[test]
+fn a_gemini_run_of_one_main_request_counts_exactly_the_per_request_rule() {
+    // The recording's stats as a run whose main model made one request after the router's
+    // (10/1, then 1300/42): the rule gives 1300 + 43 and so does the count (before models
+    // were read apart, the router's 10 were added to the latest input).
+    let stream = GEMINI_RUN.replace(
+        r#""stats":{"total_tokens":3737,"input_tokens":3610,"output_tokens":127,"cached":0,"input":3610,"#,
+        r#""stats":{"total_tokens":1353,"input_tokens":1310,"output_tokens":43,"cached":0,"input":1310,"#,
+    ).replace(
+        r#""gemini-3.8-flash":{"total_tokens":3726,"input_tokens":3600,"output_tokens":126,"cached":0,"input":3600}"#,
+        r#""gemini-3.8-flash":{"total_tokens":1342,"input_tokens":1300,"output_tokens":42,"cached":0,"input":1300}"#,
+    );
+    assert_ne!(stream, GEMINI_RUN);
+    let (events, tracker) = parse(CliFormat::Gemini, &stream);
+    assert_eq!(usages(&events), [(10, 1), (1300, 42)]);
+    assert_eq!(
+        tracker.progress().token_count,
+        per_request_rule(&[(10, 1), (1300, 42)])
+    );
+    assert_eq!(tracker.progress().token_count, 1343);
 }
 
 #[test]
@@ -279,17 +303,26 @@ fn gemini_totals_of_two_results_of_one_process_count_the_difference() {
     stream.push_str(
         r#"{"type":"message","role":"user","content":"again"}
 {"type":"message","role":"assistant","content":"done again","delta":true}
-{"type":"result","status":"success","stats":{"input_tokens":5010,"output_tokens":169}}
+{"type":"result","status":"success","stats":{"input_tokens":5010,"output_tokens":169,"models":{"gemini-3.5-flash-lite":{"input_tokens":10,"output_tokens":1},"gemini-3.8-flash":{"input_tokens":5000,"output_tokens":168}}}}
 "#,
     );
     let (events, tracker) = parse(CliFormat::Gemini, &stream);
-    assert_eq!(usages(&events), [(3610, 127), (1400, 42)]);
+    assert_eq!(usages(&events), [(10, 1), (3600, 126), (1400, 42)]);
     assert_eq!(tracker.progress().token_count, 1400 + 127 + 42);
     assert_eq!(tracker.result_text().as_deref(), Some("done again"));
     // A new process (init) counts from zero again.
     let twice = format!("{GEMINI_RUN}{GEMINI_RUN}");
     let (events, _) = parse(CliFormat::Gemini, &twice);
-    assert_eq!(usages(&events), [(3610, 127), (3610, 127)]);
+    assert_eq!(
+        usages(&events),
+        [(10, 1), (3600, 126), (10, 1), (3600, 126)]
+    );
+    // A report without models counts the run's totals as one usage.
+    let (events, _) = parse(
+        CliFormat::Gemini,
+        r#"{"type":"result","status":"success","stats":{"input_tokens":3610,"output_tokens":127}}"#,
+    );
+    assert_eq!(usages(&events), [(3610, 127)]);
 }
 
 #[test]
@@ -349,7 +382,8 @@ fn a_failed_gemini_run_fails_with_the_api_error() {
             )
         })
     );
-    assert_eq!(usages(&events), [(1110, 43)]);
+    // The router's request and the main model's one that was answered, apart.
+    assert_eq!(usages(&events), [(10, 1), (1100, 42)]);
 }
 
 #[test]

@@ -224,7 +224,8 @@ async fn a_gemini_agent_on_the_recorded_stream_keeps_whole_messages_and_the_fina
     );
     assert_eq!(agent(&state).result.as_deref(), Some(final_message));
     assert_eq!(agent(&state).progress.tool_use_count, 2);
-    assert_eq!(agent(&state).progress.token_count, 3610 + 127);
+    // The main model's three requests (3600 in) are one figure; the router's are apart.
+    assert_eq!(agent(&state).progress.token_count, 3600 + 127);
 }
 
 #[tokio::test]

@@ -236,9 +236,11 @@ pub struct AgentArgs {
     /// Human description (default: the prompt).
     #[arg(short, long)]
     pub description: Option<String>,
-    /// The first user turn (with `--runner auto`, only recorded: the command carries it).
+    /// The first user turn, when the command does not carry it (`claude -p "do X"`, `codex
+    /// exec "do X"`, `gemini -p "do X"`: given in both places is an error). With `--runner
+    /// auto`, only recorded: the command carries it.
     #[arg(long, short)]
-    pub prompt: String,
+    pub prompt: Option<String>,
     /// Wait for the agent to stop, print its notification and exit with its status.
     #[arg(long)]
     pub wait: bool,

@@ -182,11 +182,15 @@ fn restart(session: &Session, args: &crate::cli::RestartArgs, json: bool) -> Res
 }
 
 fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
+    let (command, prompt) = args
+        .runner
+        .first_turn(args.command, args.prompt)
+        .map_err(|error| crate::CliError::invalid(error.to_string()))?;
     let start = AgentStart {
-        command: args.command,
+        command,
         runner: args.runner,
-        description: args.description.unwrap_or_else(|| args.prompt.clone()),
-        prompt: args.prompt,
+        description: args.description.unwrap_or_else(|| prompt.clone()),
+        prompt,
         name: args.name,
         model: None,
         subagent_type: None,

@@ -375,6 +375,70 @@ fn with_runner_auto_the_command_runs_as_given_and_its_format_is_detected() {
     );
 }
 
+#[test]
+fn a_prompt_written_in_the_agent_command_is_its_first_turn_and_given_twice_is_refused() {
+    let sandbox = Sandbox::for_agents();
+    let script = sandbox.script(
+        "in-command.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"by_prompt": [
+                {"if": "count the files", "steps": [{"text": "counted"}, {"result": "3 files"}]},
+                {"if": "", "steps": [{"result": "not the prompt"}]},
+            ]}),
+        ],
+    );
+    let fake = fake_agent();
+    let script_flag = format!("--script={script}");
+    // As a Claude user writes it: `claude -p "…"`, no --prompt.
+    let out = sandbox.run(&[
+        "agent",
+        "--wait",
+        "--",
+        fake.to_str().unwrap(),
+        &script_flag,
+        "-p",
+        "count the files",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("<result>3 files</result>"), "{text}");
+    assert!(
+        text.contains("<summary>Agent \"count the files\" finished</summary>"),
+        "{text}"
+    );
+    let first = text.lines().next().unwrap().to_owned();
+
+    // In the command and with --prompt: refused, naming both; no task is left.
+    let both = sandbox.run(&[
+        "agent",
+        "--prompt",
+        "something else",
+        "--",
+        fake.to_str().unwrap(),
+        &script_flag,
+        "-p",
+        "count the files",
+    ]);
+    assert_ne!(both.status.code(), Some(0), "{both:?}");
+    let error = String::from_utf8_lossy(&both.stderr);
+    for part in ["--prompt", "\"something else\"", "\"count the files\""] {
+        assert!(error.contains(part), "{part} missing in {error}");
+    }
+    // Neither: refused, saying where a prompt goes.
+    let neither = sandbox.run(&["agent", "--", fake.to_str().unwrap(), &script_flag]);
+    assert_ne!(neither.status.code(), Some(0), "{neither:?}");
+    assert!(
+        String::from_utf8_lossy(&neither.stderr).contains("no prompt"),
+        "{neither:?}"
+    );
+    let tasks: Value = serde_json::from_str(&sandbox.ok(&["ps", "--all", "--json"])).unwrap();
+    assert!(
+        tasks.as_array().unwrap().iter().all(|t| t["id"] == first),
+        "only the first agent: {tasks}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_agent_command_may_come_from_the_sessions_config_file() {
     use rmcp::ServiceExt;

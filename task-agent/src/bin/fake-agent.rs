@@ -3,7 +3,7 @@
 //! It speaks Claude Code's stream-json protocol in and out, with no model and no network:
 //!
 //! ```text
-//! fake-agent --script FILE [-p] [--output-format stream-json] [--verbose]
+//! fake-agent --script FILE [-p] [--output-format stream-json] [--verbose]   (or --script=FILE)
 //!            [--input-format stream-json] [--model M] [--resume SESSION]
 //! ```
 //!
@@ -77,11 +77,15 @@ struct Agent {
 
 fn run() -> Result<u8, String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // `--flag VALUE` or `--flag=VALUE`.
     let flag = |name: &str| {
         args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
+            .enumerate()
+            .find_map(|(i, arg)| match arg.strip_prefix(name) {
+                Some("") => args.get(i + 1).cloned(),
+                Some(rest) => rest.strip_prefix('=').map(str::to_owned),
+                None => None,
+            })
     };
     let resume = flag("--resume");
     let session_id = resume

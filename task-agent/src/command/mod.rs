@@ -3,6 +3,7 @@
 
 mod args;
 mod process;
+mod prompt;
 mod session;
 
 use std::ffi::OsString;
@@ -10,6 +11,8 @@ use std::ffi::OsString;
 use async_trait::async_trait;
 
 pub use session::CommandSession;
+
+pub(crate) use prompt::take_prompt;
 
 use crate::config::AgentConfig;
 use crate::error::AgentError;

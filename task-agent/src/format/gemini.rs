@@ -28,10 +28,14 @@ const SHELL_TOOL: &str = "run_shell_command";
 ///   use. A failing command that printed output looks exactly like a successful one in the
 ///   stream (its exit code is nowhere in it): it cannot be told apart.
 /// - `result.stats` holds the **run's totals** (every model request of the process, the model
-///   router's included): it is turned into the usage since the previous report of the same
-///   process ([`AgentEvent::Usage`]); each `init` (a new process) starts from zero. A run of
-///   several model requests is one report, so its input is the sum of those requests' inputs:
-///   Gemini prints nothing finer.
+///   router's included), and `stats.models` the same per model: each model's totals are turned
+///   into its usage since the previous report of the same process, one [`AgentEvent::Usage`]
+///   per model, the one with the most input last (so it is the "latest message" of SPEC §7's
+///   rule); each `init` (a new process) starts from zero. Whichever model made the latest
+///   request, its input is at most that largest figure, so the count never falls short of the
+///   rule; it is exact when that model made one request in the run (the router's requests are
+///   always apart). Several requests of one model are one figure, the sum of their inputs:
+///   Gemini prints nothing finer. Without `models`, the run's totals are one usage.
 /// - An `error` event is an [`AgentEvent::Error`].
 #[derive(Debug, Clone, Default)]
 pub struct GeminiParser {
@@ -41,8 +45,9 @@ pub struct GeminiParser {
     last_message: Option<String>,
     /// The tools started and not finished yet, by id: their names.
     open_tools: HashMap<String, String>,
-    /// The previous `result.stats` totals of this process.
-    totals: Totals,
+    /// The previous `result.stats` totals of this process, by model (`""`: the run's totals,
+    /// when the report has no `models`).
+    totals: HashMap<String, Totals>,
 }
 
 #[derive(Deserialize)]
@@ -84,6 +89,18 @@ struct Stats {
     input_tokens: u64,
     #[serde(default)]
     output_tokens: u64,
+    /// The same totals per model (the model router's apart).
+    #[serde(default)]
+    models: HashMap<String, ModelStats>,
+}
+
+/// One model's totals in `result.stats.models`.
+#[derive(Deserialize)]
+struct ModelStats {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
 }
 
 impl LineParser for GeminiParser {
@@ -92,7 +109,7 @@ impl LineParser for GeminiParser {
         match line.kind.as_str() {
             "init" => {
                 self.end_message(out);
-                self.totals.reset();
+                self.totals.clear();
                 if let Some(session_id) = line.session_id {
                     out.push(AgentEvent::Init {
                         session_id,
@@ -171,6 +188,28 @@ impl GeminiParser {
         }
     }
 
+    /// The usage since the previous report, one [`AgentEvent::Usage`] per model, the one with
+    /// the most input last.
+    fn usage(&mut self, stats: Stats, out: &mut Vec<AgentEvent>) {
+        let reports: Vec<(String, u64, u64)> = if stats.models.is_empty() {
+            vec![(String::new(), stats.input_tokens, stats.output_tokens)]
+        } else {
+            stats
+                .models
+                .into_iter()
+                .map(|(model, m)| (model, m.input_tokens, m.output_tokens))
+                .collect()
+        };
+        let mut usages: Vec<_> = reports
+            .into_iter()
+            .filter_map(|(model, input, output)| {
+                self.totals.entry(model).or_default().since(input, output)
+            })
+            .collect();
+        usages.sort_by_key(|usage| usage.input_tokens);
+        out.extend(usages.into_iter().map(AgentEvent::Usage));
+    }
+
     /// The fragments received so far are one whole message.
     fn end_message(&mut self, out: &mut Vec<AgentEvent>) {
         if self.fragments.is_empty() {
@@ -183,10 +222,8 @@ impl GeminiParser {
 
     fn result(&mut self, line: Line, out: &mut Vec<AgentEvent>) {
         self.end_message(out);
-        if let Some(stats) = line.stats
-            && let Some(since) = self.totals.since(stats.input_tokens, stats.output_tokens)
-        {
-            out.push(AgentEvent::Usage(since));
+        if let Some(stats) = line.stats {
+            self.usage(stats, out);
         }
         let last = self.last_message.take();
         let outcome = if line.status.as_deref() == Some("success") {
