@@ -17,6 +17,7 @@ use crate::notify::{RunEnd, agent_notification};
 use crate::progress::{Change, ProgressTracker};
 use crate::record::{AgentRecord, Control};
 use crate::runner::{AgentSession, SessionEnd, SessionEvent};
+use crate::worktree::Worktrees;
 
 /// Everything one run needs.
 pub(crate) struct Drive {
@@ -33,6 +34,8 @@ pub(crate) struct Drive {
     pub(crate) in_flight: Vec<String>,
     /// The errors the CLI reported since it last reported anything else.
     pub(crate) errors: ErrorStreak,
+    /// Where its worktree (if it runs in one) is removed from once it stops unchanged.
+    pub(crate) worktrees: Arc<Worktrees>,
 }
 
 /// The errors ([`AgentEvent::Error`]) a CLI reported in a row, with nothing else between them.
@@ -162,6 +165,7 @@ impl Drive {
     async fn on_control(&mut self, control: Option<Control>) -> Result<(), Cancelled> {
         if let Some(Control::Cancel(ack)) = control {
             self.session.cancel().await;
+            self.settle_worktree().await;
             let _ = ack.send(());
             return Err(Cancelled);
         }
@@ -354,6 +358,8 @@ impl Drive {
             self.session.cancel().await;
         }
         self.record.close_control(self.run);
+        let settled = self.settle_worktree().await;
+        let state = settled.as_deref().unwrap_or(state);
         let usage = AgentUsage {
             subagent_tokens: self.tracker.progress().token_count,
             tool_uses: self.tracker.progress().tool_use_count,
@@ -368,6 +374,18 @@ impl Drive {
         };
         self.registry.notify_once(&self.id, notification, delivery);
         self.registry.kill_tasks_for_agent(self.id.as_str()).await;
+    }
+
+    /// Its processes are gone: its worktree, if unchanged, goes (see
+    /// [`settle_worktree`](crate::executor::settle_worktree)). Returns its state after that.
+    fn settle_worktree(&self) -> impl Future<Output = Option<Arc<TaskState>>> + Send + use<> {
+        let registry = Arc::clone(&self.registry);
+        let worktrees = Arc::clone(&self.worktrees);
+        let id = self.id;
+        let settled = tokio::task::spawn_blocking(move || {
+            crate::executor::settle_worktree(&registry, &worktrees, &id)
+        });
+        async move { settled.await.ok().flatten() }
     }
 
     async fn await_cancel(&mut self) {

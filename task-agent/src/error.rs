@@ -70,6 +70,9 @@ pub enum AgentError {
     /// `[A-Za-z0-9_.-]`).
     #[error("invalid teammate {0:?}: use NAME@TEAM with letters, digits, '_', '-' and '.'")]
     InvalidTeammate(String),
+    /// The agent's worktree could not be added (it was not started).
+    #[error(transparent)]
+    Worktree(#[from] crate::worktree::WorktreeError),
     /// Writing to the agent's stdin failed.
     #[error("could not write to the agent's stdin: {0}")]
     Stdin(#[source] std::io::Error),

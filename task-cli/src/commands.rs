@@ -182,6 +182,7 @@ fn restart(session: &Session, args: &crate::cli::RestartArgs, json: bool) -> Res
 }
 
 fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
+    let worktree = args.worktree();
     let start = AgentStart {
         command: args.command,
         runner: args.runner,
@@ -190,6 +191,7 @@ fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
         name: args.name,
         model: None,
         subagent_type: None,
+        worktree,
     };
     let id = session.start::<AgentExecutor>(start, Session::caller()?)?;
     started(session, id, args.wait, json)
