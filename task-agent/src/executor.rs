@@ -352,7 +352,7 @@ impl AgentExecutor {
             agent_type,
             model: request.model.clone(),
             is_backgrounded: true,
-            worktree,
+            worktree: worktree.map(Box::new),
             ..AgentState::default()
         };
         let mut task = TaskState::new(
@@ -686,24 +686,22 @@ pub(crate) fn remove_unchanged(worktrees: &Worktrees, worktree: &task_core::Work
     }
 }
 
-/// The agent `id` stopped: its worktree, if it has one and it holds no changes, is removed
-/// with its branch and forgotten by its state (kept ones stay, named in its notification).
-/// Returns its state after that. Blocking.
-pub(crate) fn settle_worktree(
-    registry: &Registry,
-    worktrees: &Worktrees,
-    id: &TaskId,
-) -> Option<Arc<TaskState>> {
-    let state = registry.get(id)?;
+/// The agent `id` stopped with no notification for the model (killed, or never started): its
+/// worktree, if it has one and it holds no changes, is removed with its branch and forgotten by
+/// its state. Blocking.
+pub(crate) fn settle_worktree(registry: &Registry, worktrees: &Worktrees, id: &TaskId) {
+    let Some(state) = registry.get(id) else {
+        return;
+    };
     let TaskKind::Agent(AgentState {
         worktree: Some(worktree),
         ..
     }) = &state.kind
     else {
-        return Some(state);
+        return;
     };
     if !remove_unchanged(worktrees, worktree) {
-        return Some(state);
+        return;
     }
     let _ = registry.update(id, |current| {
         let mut next = current.clone();
@@ -713,7 +711,6 @@ pub(crate) fn settle_worktree(
         }
         Some(next)
     });
-    registry.get(id)
 }
 
 /// The sidecar `agent-{id}.meta.json` beside the transcript, as the reference writes it.

@@ -361,6 +361,7 @@ pub(crate) fn blocking<T>(work: impl FnOnce() -> T) -> T {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -146,7 +146,7 @@ pub struct AgentState {
     pub error: Option<String>,
     /// The worktree it ran in, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worktree: Option<Worktree>,
+    pub worktree: Option<Box<Worktree>>,
     /// The process group of its agent CLI while it may be alive (none for an agent without a
     /// process, such as the backgrounded main session), for orphan reaping.
     #[serde(default, skip_serializing_if = "Option::is_none")]

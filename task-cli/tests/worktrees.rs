@@ -1,0 +1,397 @@
+//! Agents in their own git worktree (`tasks agent --worktree`), on real repositories made in
+//! temp dirs (git's author and configuration set here, so nothing depends on the machine's
+//! git configuration), with task-agent's scripted `fake-agent` as the agent CLI: the base is
+//! the caller's HEAD (a non-default branch), an unchanged worktree goes with its branch, a
+//! changed one stays and is named in the notification, outside a repository the start fails,
+//! and 20 agents started at once get 20 worktrees with no cross-talk and nothing left locked.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+use support::agent_sandbox::Sandbox;
+use support::fake_agent;
+
+/// The environment every git command here (and the supervisor's) runs with.
+const GIT_ENV: [(&str, &str); 6] = [
+    ("GIT_AUTHOR_NAME", "Test"),
+    ("GIT_AUTHOR_EMAIL", "test@example.com"),
+    ("GIT_COMMITTER_NAME", "Test"),
+    ("GIT_COMMITTER_EMAIL", "test@example.com"),
+    ("GIT_CONFIG_GLOBAL", "/dev/null"),
+    ("GIT_CONFIG_NOSYSTEM", "1"),
+];
+
+fn sandbox() -> Sandbox {
+    GIT_ENV
+        .iter()
+        .fold(Sandbox::for_agents(), |sandbox, (key, value)| {
+            sandbox.env(key, value)
+        })
+}
+
+/// `git ARGS` in `dir`; its stdout, the test failing if it fails.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .envs(GIT_ENV)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// A repository whose HEAD is `feature`, one commit (adding `feature.txt`) ahead of `main`.
+fn repository(sandbox: &Sandbox) -> PathBuf {
+    let repo = sandbox.path("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["-c", "init.defaultBranch=main", "init", "-q"]);
+    std::fs::write(repo.join("readme.txt"), "hello\n").unwrap();
+    git(&repo, &["add", "readme.txt"]);
+    git(&repo, &["commit", "-qm", "first"]);
+    git(&repo, &["checkout", "-qb", "feature"]);
+    std::fs::write(repo.join("feature.txt"), "only on feature\n").unwrap();
+    git(&repo, &["add", "feature.txt"]);
+    git(&repo, &["commit", "-qm", "feature only"]);
+    repo
+}
+
+impl Sandbox {
+    /// `tasks ARGS` run in `dir`.
+    fn run_in(&self, dir: &Path, args: &[&str]) -> Output {
+        self.command(args).current_dir(dir).output().unwrap()
+    }
+
+    /// `tasks agent --wait EXTRA -- fake-agent --script SCRIPT` in `dir`; its stdout (the id,
+    /// then the notification).
+    fn agent_in(&self, dir: &Path, extra: &[&str], script: &str) -> String {
+        let fake = fake_agent();
+        let mut args = vec!["agent", "--wait"];
+        args.extend_from_slice(extra);
+        args.extend(["--", fake.to_str().unwrap(), "--script", script]);
+        let out = self.run_in(dir, &args);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn worktrees(&self) -> PathBuf {
+        self.path("default/worktrees")
+    }
+}
+
+/// `(path, branch)` of each worktree `git worktree list` shows, the main one first.
+fn listed_worktrees(repo: &Path) -> Vec<(String, String)> {
+    let porcelain = git(repo, &["worktree", "list", "--porcelain"]);
+    porcelain
+        .split("\n\n")
+        .filter(|block| !block.trim().is_empty())
+        .map(|block| {
+            assert!(
+                !block.contains("\nlocked"),
+                "a worktree left locked: {block}"
+            );
+            let field = |name: &str| {
+                block
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            (field("worktree "), field("branch refs/heads/"))
+        })
+        .collect()
+}
+
+fn assert_nothing_stale(repo: &Path) {
+    let stale = git(repo, &["worktree", "prune", "--dry-run", "--verbose"]);
+    assert!(stale.trim().is_empty(), "stale worktrees: {stale}");
+}
+
+fn between<'a>(text: &'a str, open: &str, close: &str) -> Option<&'a str> {
+    let start = text.find(open)? + open.len();
+    let end = text[start..].find(close)? + start;
+    Some(&text[start..end])
+}
+
+#[test]
+fn a_changed_worktree_is_based_on_the_callers_head_kept_and_named_in_the_notification() {
+    let sandbox = sandbox();
+    let repo = repository(&sandbox);
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+    let script = sandbox.script(
+        "write.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"touch": "made-by-agent.txt"}),
+            json!({"result": "wrote a file"}),
+        ],
+    );
+    let out = sandbox.agent_in(
+        &repo,
+        &["--worktree", "-d", "Write a file", "-p", "write"],
+        &script,
+    );
+    let id = out.lines().next().unwrap();
+    let path = between(&out, "<worktreePath>", "</worktreePath>").expect(&out);
+    let branch = between(&out, "<worktreeBranch>", "</worktreeBranch>").expect(&out);
+    assert_eq!(branch, format!("tasks/write-a-file-{id}"));
+    let path = Path::new(path);
+    assert_eq!(path, sandbox.worktrees().join(id));
+    assert!(out.contains("<status>completed</status>"), "{out}");
+
+    // Based on HEAD (the feature branch), not on the default branch.
+    assert_eq!(git(path, &["rev-parse", "HEAD"]), head);
+    assert!(path.join("feature.txt").is_file());
+    // The agent worked there, and only there.
+    assert!(path.join("made-by-agent.txt").is_file());
+    assert!(!repo.join("made-by-agent.txt").exists());
+    assert_eq!(
+        git(path, &["status", "--porcelain"]),
+        "?? made-by-agent.txt\n"
+    );
+    let listed = listed_worktrees(&repo);
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(listed[1], (path.display().to_string(), branch.to_owned()));
+    assert_nothing_stale(&repo);
+
+    // `tasks ps` shows the branch.
+    let table = String::from_utf8(sandbox.run_in(&repo, &["ps", "--all"]).stdout).unwrap();
+    let row = table.lines().find(|l| l.starts_with(id)).unwrap();
+    assert!(row.contains(&format!("⎇ {branch}")), "{row}");
+}
+
+#[test]
+fn an_unchanged_worktree_is_removed_with_its_branch() {
+    let sandbox = sandbox();
+    let repo = repository(&sandbox);
+    let script = sandbox.script(
+        "look.jsonl",
+        &[json!({"read_user": true}), json!({"result": "looked only"})],
+    );
+    let out = sandbox.agent_in(&repo, &["--worktree", "-p", "look around"], &script);
+    let id = out.lines().next().unwrap();
+    assert!(out.contains("<result>looked only</result>"), "{out}");
+    assert!(!out.contains("<worktree>"), "{out}");
+    // Removed just after the notification.
+    support::eventually("the worktree removed", || {
+        (listed_worktrees(&repo).len() == 1).then_some(())
+    });
+    assert!(!sandbox.worktrees().join(id).exists());
+    assert_eq!(
+        git(&repo, &["branch", "--list", "tasks/*"]),
+        "",
+        "its branch is gone"
+    );
+    assert_nothing_stale(&repo);
+}
+
+#[test]
+fn an_agent_started_in_a_subdirectory_runs_in_the_same_subdirectory_of_its_worktree() {
+    let sandbox = sandbox();
+    let repo = repository(&sandbox);
+    std::fs::create_dir(repo.join("src")).unwrap();
+    std::fs::write(repo.join("src/lib.rs"), "").unwrap();
+    git(&repo, &["add", "src"]);
+    git(&repo, &["commit", "-qm", "src"]);
+    let script = sandbox.script(
+        "write.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"touch": "here.txt"}),
+            json!({"result": "done"}),
+        ],
+    );
+    let out = sandbox.agent_in(&repo.join("src"), &["--worktree", "-p", "w"], &script);
+    let path = between(&out, "<worktreePath>", "</worktreePath>").expect(&out);
+    assert!(Path::new(path).join("src/here.txt").is_file(), "{out}");
+}
+
+#[test]
+fn a_named_branch_is_used_and_an_existing_one_is_refused() {
+    let sandbox = sandbox();
+    let repo = repository(&sandbox);
+    let script = sandbox.script(
+        "write.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"touch": "x.txt"}),
+            json!({"result": "done"}),
+        ],
+    );
+    let out = sandbox.agent_in(&repo, &["--worktree-branch", "mine", "-p", "w"], &script);
+    assert!(
+        out.contains("<worktreeBranch>mine</worktreeBranch>"),
+        "{out}"
+    );
+
+    // The same name again: git refuses, and so does the start (nothing runs unisolated).
+    let fake = fake_agent();
+    let again = sandbox.run_in(
+        &repo,
+        &[
+            "agent",
+            "--worktree-branch",
+            "mine",
+            "-p",
+            "w",
+            "--",
+            fake.to_str().unwrap(),
+            "--script",
+            &script,
+        ],
+    );
+    assert!(!again.status.success(), "{again:?}");
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("'mine' already exists"), "{stderr}");
+    assert_eq!(listed_worktrees(&repo).len(), 2);
+    assert_nothing_stale(&repo);
+}
+
+#[test]
+fn outside_a_repository_the_start_fails_loudly_and_nothing_runs() {
+    let sandbox = sandbox();
+    let plain = sandbox.path("plain");
+    std::fs::create_dir(&plain).unwrap();
+    let script = sandbox.script("s.jsonl", &[json!({"result": "ran"})]);
+    let fake = fake_agent();
+    let out = sandbox.run_in(
+        &plain,
+        &[
+            "agent",
+            "--worktree",
+            "-p",
+            "w",
+            "--",
+            fake.to_str().unwrap(),
+            "--script",
+            &script,
+        ],
+    );
+    assert!(!out.status.success(), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not in a git repository"), "{stderr}");
+    let listed: Value =
+        serde_json::from_slice(&sandbox.run_in(&plain, &["ps", "--all", "--json"]).stdout).unwrap();
+    assert_eq!(listed, json!([]), "no task was started");
+}
+
+#[test]
+fn a_killed_agents_unchanged_worktree_is_removed_by_the_time_the_kill_returns() {
+    let sandbox = sandbox();
+    let repo = repository(&sandbox);
+    let started = sandbox.path("started");
+    let script = sandbox.script(
+        "stuck.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"touch": started.to_str().unwrap()}),
+            json!({"wait_file": sandbox.path("never").to_str().unwrap()}),
+        ],
+    );
+    let fake = fake_agent();
+    let out = sandbox.run_in(
+        &repo,
+        &[
+            "agent",
+            "--worktree",
+            "-p",
+            "w",
+            "--",
+            fake.to_str().unwrap(),
+            "--script",
+            &script,
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let id = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(sandbox.worktrees().join(&id).is_dir());
+    support::eventually("the agent running", || started.exists().then_some(()));
+    let killed = sandbox.run_in(&repo, &["kill", &id]);
+    assert!(killed.status.success(), "{killed:?}");
+    assert!(!sandbox.worktrees().join(&id).exists());
+    assert_eq!(listed_worktrees(&repo).len(), 1);
+    assert_eq!(git(&repo, &["branch", "--list", "tasks/*"]), "");
+    assert_nothing_stale(&repo);
+}
+
+#[test]
+fn twenty_agents_started_at_once_get_twenty_worktrees_and_branches_with_no_cross_talk() {
+    const AGENTS: usize = 20;
+    let sandbox = sandbox();
+    let repo = repository(&sandbox);
+    let fake = fake_agent();
+    let starts: Vec<_> = (0..AGENTS)
+        .map(|n| {
+            let script = sandbox.script(
+                &format!("agent-{n}.jsonl"),
+                &[
+                    json!({"read_user": true}),
+                    json!({"touch": format!("file-{n}.txt")}),
+                    json!({"result": format!("agent {n}")}),
+                ],
+            );
+            let description = format!("agent {n}");
+            sandbox
+                .command(&[
+                    "agent",
+                    "--worktree",
+                    "-d",
+                    &description,
+                    "-p",
+                    "w",
+                    "--",
+                    fake.to_str().unwrap(),
+                    "--script",
+                    &script,
+                ])
+                .current_dir(&repo)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let ids: Vec<String> = starts
+        .into_iter()
+        .map(|child| {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        })
+        .collect();
+    let mut wait = vec!["wait", "--no-deliver"];
+    wait.extend(ids.iter().map(String::as_str));
+    let waited = sandbox.run_in(&repo, &wait);
+    assert!(waited.status.success(), "{waited:?}");
+
+    let listed = listed_worktrees(&repo);
+    assert_eq!(listed.len(), AGENTS + 1, "{listed:?}");
+    let mut branches: Vec<_> = listed[1..].iter().map(|(_, b)| b.clone()).collect();
+    branches.sort();
+    branches.dedup();
+    assert_eq!(branches.len(), AGENTS, "{listed:?}");
+    for (n, id) in ids.iter().enumerate() {
+        let path = sandbox.worktrees().join(id);
+        let branch = format!("tasks/agent-{n}-{id}");
+        assert!(
+            listed.contains(&(path.display().to_string(), branch.clone())),
+            "{branch} at {} missing in {listed:?}",
+            path.display()
+        );
+        // Exactly its own file: nobody else's, nothing in the main checkout.
+        assert_eq!(
+            git(&path, &["status", "--porcelain"]),
+            format!("?? file-{n}.txt\n"),
+            "{id}"
+        );
+        assert!(!repo.join(format!("file-{n}.txt")).exists());
+    }
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "");
+    assert_nothing_stale(&repo);
+}
