@@ -119,6 +119,8 @@ pub enum Command {
     Send(SendArgs),
     /// Teammates NAME@TEAM with mailboxes: spawn, list, shut down (message them with `send`).
     Team(crate::team_cmd::TeamArgs),
+    /// The git worktrees of agents started with --worktree: list them, remove a kept one.
+    Worktree(crate::worktree_cmd::WorktreeArgs),
     /// Start a dream: a memory-consolidation agent under the consolidation lock.
     Dream(crate::team_cmd::DreamArgs),
     /// A live dashboard of the session's tasks, their output and the task list.

@@ -35,6 +35,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Workflow(args) => crate::workflow_cmd::execute(&paths()?, args, json),
         Command::Send(args) => send(&session()?, &args, json),
         Command::Team(args) => crate::team_cmd::team(&session()?, args, json),
+        Command::Worktree(args) => crate::worktree_cmd::worktree(&paths()?, args, json),
         Command::Dream(args) => crate::team_cmd::dream(&session()?, args, json),
         Command::Top(args) => crate::top::top(session()?, &args),
         Command::Restart(args) => restart(&session()?, &args, json),

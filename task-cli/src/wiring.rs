@@ -27,7 +27,7 @@ pub fn standard(host: &Host) -> Result<Launchers> {
     let shells = ShellExecutor::new(host.registry.clone(), &tasks_dir, settings.shell)
         .register_with_registry();
     let mut agent_config = AgentConfig::default();
-    agent_config.worktrees_dir = Some(host.paths.dir().join("worktrees"));
+    agent_config.worktrees_dir = Some(worktrees_dir(&host.paths));
     let agents = AgentExecutor::new(host.registry.clone(), &tasks_dir, agent_config)
         .register_with_registry();
     let workflows = WorkflowExecutor::new(agents.clone(), &tasks_dir, WorkflowConfig::default())
@@ -49,6 +49,12 @@ pub fn standard(host: &Host) -> Result<Launchers> {
                 agents: AgentMessages(agents),
             },
         }))
+}
+
+/// Where agents run with `--worktree` (or `isolation: "worktree"`) get their worktrees:
+/// `{session}/worktrees/{id}`.
+pub fn worktrees_dir(paths: &task_session::paths::SessionPaths) -> std::path::PathBuf {
+    paths.dir().join("worktrees")
 }
 
 /// Reaps, every `period`, the zombies this subreaper adopted (never its own children).

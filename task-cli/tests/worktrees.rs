@@ -107,6 +107,24 @@ fn listed_worktrees(repo: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A fake-agent script that reads the prompt, creates `file` in its working directory and
+/// answers `result`; its path.
+fn touching(
+    sandbox: &Sandbox,
+    name: impl AsRef<str>,
+    file: impl Into<Value>,
+    result: impl Into<Value>,
+) -> String {
+    sandbox.script(
+        name.as_ref(),
+        &[
+            json!({"read_user": true}),
+            json!({"touch": file.into()}),
+            json!({"result": result.into()}),
+        ],
+    )
+}
+
 fn assert_nothing_stale(repo: &Path) {
     let stale = git(repo, &["worktree", "prune", "--dry-run", "--verbose"]);
     assert!(stale.trim().is_empty(), "stale worktrees: {stale}");
@@ -123,14 +141,7 @@ fn a_changed_worktree_is_based_on_the_callers_head_kept_and_named_in_the_notific
     let sandbox = sandbox();
     let repo = repository(&sandbox);
     let head = git(&repo, &["rev-parse", "HEAD"]);
-    let script = sandbox.script(
-        "write.jsonl",
-        &[
-            json!({"read_user": true}),
-            json!({"touch": "made-by-agent.txt"}),
-            json!({"result": "wrote a file"}),
-        ],
-    );
+    let script = touching(&sandbox, "write.jsonl", "made-by-agent.txt", "wrote a file");
     let out = sandbox.agent_in(
         &repo,
         &["--worktree", "-d", "Write a file", "-p", "write"],
@@ -198,14 +209,7 @@ fn an_agent_started_in_a_subdirectory_runs_in_the_same_subdirectory_of_its_workt
     std::fs::write(repo.join("src/lib.rs"), "").unwrap();
     git(&repo, &["add", "src"]);
     git(&repo, &["commit", "-qm", "src"]);
-    let script = sandbox.script(
-        "write.jsonl",
-        &[
-            json!({"read_user": true}),
-            json!({"touch": "here.txt"}),
-            json!({"result": "done"}),
-        ],
-    );
+    let script = touching(&sandbox, "write.jsonl", "here.txt", "done");
     let out = sandbox.agent_in(&repo.join("src"), &["--worktree", "-p", "w"], &script);
     let path = between(&out, "<worktreePath>", "</worktreePath>").expect(&out);
     assert!(Path::new(path).join("src/here.txt").is_file(), "{out}");
@@ -215,14 +219,7 @@ fn an_agent_started_in_a_subdirectory_runs_in_the_same_subdirectory_of_its_workt
 fn a_named_branch_is_used_and_an_existing_one_is_refused() {
     let sandbox = sandbox();
     let repo = repository(&sandbox);
-    let script = sandbox.script(
-        "write.jsonl",
-        &[
-            json!({"read_user": true}),
-            json!({"touch": "x.txt"}),
-            json!({"result": "done"}),
-        ],
-    );
+    let script = touching(&sandbox, "write.jsonl", "x.txt", "done");
     let out = sandbox.agent_in(&repo, &["--worktree-branch", "mine", "-p", "w"], &script);
     assert!(
         out.contains("<worktreeBranch>mine</worktreeBranch>"),
@@ -328,13 +325,11 @@ fn twenty_agents_started_at_once_get_twenty_worktrees_and_branches_with_no_cross
     let fake = fake_agent();
     let starts: Vec<_> = (0..AGENTS)
         .map(|n| {
-            let script = sandbox.script(
-                &format!("agent-{n}.jsonl"),
-                &[
-                    json!({"read_user": true}),
-                    json!({"touch": format!("file-{n}.txt")}),
-                    json!({"result": format!("agent {n}")}),
-                ],
+            let script = touching(
+                &sandbox,
+                format!("agent-{n}.jsonl"),
+                format!("file-{n}.txt"),
+                format!("agent {n}"),
             );
             let description = format!("agent {n}");
             sandbox
@@ -394,4 +389,115 @@ fn twenty_agents_started_at_once_get_twenty_worktrees_and_branches_with_no_cross
     }
     assert_eq!(git(&repo, &["status", "--porcelain"]), "");
     assert_nothing_stale(&repo);
+}
+
+#[test]
+fn worktree_ls_lists_a_kept_worktree_and_rm_refuses_it_unless_forced() {
+    let sandbox = sandbox();
+    let repo = repository(&sandbox);
+    let script = touching(&sandbox, "write.jsonl", "notes.txt", "done");
+    let out = sandbox.agent_in(
+        &repo,
+        &["--worktree", "-d", "Take notes", "-p", "w"],
+        &script,
+    );
+    let id = out.lines().next().unwrap();
+    let path = sandbox.worktrees().join(id);
+    let branch = format!("tasks/take-notes-{id}");
+
+    let listed: Value =
+        serde_json::from_slice(&sandbox.run_in(&repo, &["worktree", "ls", "--json"]).stdout)
+            .unwrap();
+    assert_eq!(
+        listed,
+        json!([{
+            "id": id, "status": "completed", "description": "Take notes",
+            "path": path.display().to_string(), "branch": branch,
+            "base": git(&repo, &["rev-parse", "HEAD"]).trim(),
+            "changes": {"commits": false, "dirty": true},
+        }])
+    );
+    let table = sandbox.ok(&["worktree", "ls"]);
+    assert!(
+        table.contains(&branch) && table.contains("changes: uncommitted"),
+        "{table}"
+    );
+
+    // Dirty: refused without --force, and nothing is touched.
+    let refused = sandbox.run_in(&repo, &["worktree", "rm", id]);
+    assert!(!refused.status.success(), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("has changes") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert!(path.join("notes.txt").is_file());
+
+    // Forced: the worktree and its branch are gone, nothing stale is left.
+    let removed = sandbox.ok(&["worktree", "rm", "--force", id]);
+    assert!(removed.contains(&branch), "{removed}");
+    assert!(!path.exists());
+    assert_eq!(listed_worktrees(&repo).len(), 1);
+    assert_eq!(git(&repo, &["branch", "--list", "tasks/*"]), "");
+    assert_nothing_stale(&repo);
+    assert_eq!(sandbox.ok(&["worktree", "ls"]), "");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_mcp_agent_tool_with_worktree_isolation_runs_the_agent_in_a_worktree() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+
+    let sandbox = sandbox();
+    let repo = repository(&sandbox);
+    let script = touching(&sandbox, "mcp.jsonl", "from-mcp.txt", "wrote it");
+    let fake = fake_agent();
+    let serve_in = |dir: &Path| {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tasks"));
+        command
+            .arg("mcp")
+            .current_dir(dir)
+            .env("TASKS_ROOT", sandbox.root())
+            .env("TASKS_IDLE_EXIT_MS", "2000")
+            .env("TASKS_POLL_MS", "10")
+            .env_remove("TASKS_SESSION")
+            .env_remove("TASKS_AGENT_ID")
+            .envs(GIT_ENV)
+            .env(
+                "TASKS_AGENT_COMMAND",
+                format!("{} --script '{script}'", fake.display()),
+            );
+        rmcp::transport::TokioChildProcess::new(command).unwrap()
+    };
+    let agent = json!({"description": "mcp writer", "prompt": "write",
+        "isolation": "worktree"});
+
+    let client = ().serve(serve_in(&repo)).await.unwrap();
+    let params =
+        CallToolRequestParams::new("Agent").with_arguments(agent.as_object().unwrap().clone());
+    let answer = client.call_tool(params.clone()).await.unwrap();
+    assert_ne!(answer.is_error, Some(true), "{answer:?}");
+    assert_eq!(
+        answer.content[0].as_text().unwrap().text,
+        "wrote it",
+        "{answer:?}"
+    );
+    client.cancel().await.unwrap();
+    // The file is in the agent's worktree, on its branch, not in the checkout.
+    let listed = listed_worktrees(&repo);
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    let (path, branch) = &listed[1];
+    assert!(branch.starts_with("tasks/mcp-writer-"), "{listed:?}");
+    assert!(Path::new(path).join("from-mcp.txt").is_file());
+    assert!(!repo.join("from-mcp.txt").exists());
+
+    // Outside a repository the tool answers an error, and no agent runs.
+    let plain = sandbox.path("plain");
+    std::fs::create_dir(&plain).unwrap();
+    let client = ().serve(serve_in(&plain)).await.unwrap();
+    let refused = client.call_tool(params).await;
+    let text = format!("{refused:?}");
+    assert!(text.contains("is not in a git repository"), "{text}");
+    client.cancel().await.unwrap();
+    assert!(!plain.join("from-mcp.txt").exists());
 }
