@@ -188,16 +188,12 @@ fn an_unchanged_worktree_is_removed_with_its_branch() {
     let id = out.lines().next().unwrap();
     assert!(out.contains("<result>looked only</result>"), "{out}");
     assert!(!out.contains("<worktree>"), "{out}");
-    // Removed just after the notification.
-    support::eventually("the worktree removed", || {
-        (listed_worktrees(&repo).len() == 1).then_some(())
+    // Removed with its branch just after the notification.
+    support::eventually("the worktree and its branch removed", || {
+        let branches = git(&repo, &["branch", "--list", "tasks/*"]);
+        (listed_worktrees(&repo).len() == 1 && branches.is_empty()).then_some(())
     });
     assert!(!sandbox.worktrees().join(id).exists());
-    assert_eq!(
-        git(&repo, &["branch", "--list", "tasks/*"]),
-        "",
-        "its branch is gone"
-    );
     assert_nothing_stale(&repo);
 }
 
