@@ -789,21 +789,27 @@ impl Task for AgentTask {
     /// left of its processes is killed, each checked live first
     /// ([`ShellProcess::kill_orphaned`](task_core::ShellProcess::kill_orphaned)): its group's
     /// members and the escapees carrying its marker, never a process that took a reused number.
+    ///
+    /// Then its worktree, if it ran in one that holds no changes, is removed with its branch
+    /// (one with changes stays for `tasks worktree ls`).
     fn reap_orphan(&self, orphan: &TaskState) -> Result<(), KillError> {
-        let TaskKind::Agent(AgentState {
-            process: Some(group),
-            ..
-        }) = &orphan.kind
-        else {
+        let TaskKind::Agent(agent) = &orphan.kind else {
             return Ok(());
         };
-        group
-            .kill_orphaned(orphan.id().as_ref())
-            .map(drop)
-            .map_err(|error| KillError::Failed {
-                id: orphan.id(),
-                source: Box::new(error),
-            })
+        let killed = match &agent.process {
+            Some(group) => group
+                .kill_orphaned(orphan.id().as_ref())
+                .map(drop)
+                .map_err(|error| KillError::Failed {
+                    id: orphan.id(),
+                    source: Box::new(error),
+                }),
+            None => Ok(()),
+        };
+        if let (Some(worktree), Some(inner)) = (&agent.worktree, self.inner.upgrade()) {
+            remove_unchanged(&inner.worktrees, worktree);
+        }
+        killed
     }
 }
 

@@ -497,3 +497,111 @@ async fn the_mcp_agent_tool_with_worktree_isolation_runs_the_agent_in_a_worktree
     client.cancel().await.unwrap();
     assert!(!plain.join("from-mcp.txt").exists());
 }
+
+#[test]
+fn a_workflow_agent_with_worktree_isolation_runs_in_a_worktree_of_its_own() {
+    let base = sandbox();
+    let agent_script = touching(&base, "wf-agent.jsonl", "from-workflow.txt", "wrote");
+    let sandbox = base.env(
+        "TASKS_AGENT_COMMAND",
+        format!("{} --script {agent_script}", fake_agent().display()),
+    );
+    let repo = repository(&sandbox);
+    let workflow = sandbox.path("iso.js");
+    std::fs::write(
+        &workflow,
+        "export const meta = {name: 'iso', description: 'isolated writers'}\n\
+         const isolated = await agent('write in a worktree', {isolation: 'worktree'})\n\
+         const shared = await agent('write here')\n\
+         return [isolated, shared]\n",
+    )
+    .unwrap();
+    let out = sandbox.run_in(
+        &repo,
+        &["workflow", "run", workflow.to_str().unwrap(), "--wait"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(r#"["wrote","wrote"]"#), "{text}");
+    let listed = listed_worktrees(&repo);
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert!(listed[1].1.starts_with("tasks/"), "{listed:?}");
+    assert!(Path::new(&listed[1].0).join("from-workflow.txt").is_file());
+    // The agent without isolation wrote in the checkout itself.
+    assert!(repo.join("from-workflow.txt").is_file());
+    assert_nothing_stale(&repo);
+}
+
+#[test]
+fn after_a_supervisor_crash_the_next_supervisor_removes_unchanged_worktrees_and_keeps_changed_ones()
+{
+    let sandbox = sandbox();
+    let repo = repository(&sandbox);
+    let never = sandbox.path("never");
+    let start = |name: &str, steps: &[Value]| {
+        let script = sandbox.script(name, steps);
+        let fake = fake_agent();
+        let out = sandbox.run_in(
+            &repo,
+            &[
+                "agent",
+                "--worktree",
+                "-d",
+                name,
+                "-p",
+                "w",
+                "--",
+                fake.to_str().unwrap(),
+                "--script",
+                &script,
+            ],
+        );
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let idle_started = sandbox.path("idle-started");
+    let idle = start(
+        "idle",
+        &[
+            json!({"read_user": true}),
+            json!({"touch": idle_started.to_str().unwrap()}),
+            json!({"wait_file": never.to_str().unwrap()}),
+        ],
+    );
+    let busy = start(
+        "busy",
+        &[
+            json!({"read_user": true}),
+            json!({"touch": "work.txt"}),
+            json!({"touch": sandbox.path("busy-started").to_str().unwrap()}),
+            json!({"wait_file": never.to_str().unwrap()}),
+        ],
+    );
+    support::eventually("both agents working", || {
+        (idle_started.exists() && sandbox.path("busy-started").exists()).then_some(())
+    });
+    let supervisor: i32 = std::fs::read_to_string(sandbox.path("default/supervisor.lock"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    support::sigkill(supervisor);
+    support::eventually("the supervisor gone", || {
+        (!support::is_alive(supervisor)).then_some(())
+    });
+
+    // The next supervisor (started by any command that needs one) reconciles before serving.
+    sandbox.ok(&["run", "--", "true"]);
+    assert!(!sandbox.worktrees().join(&idle).exists());
+    assert!(sandbox.worktrees().join(&busy).join("work.txt").is_file());
+    let listed = listed_worktrees(&repo);
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(listed[1].1, format!("tasks/busy-{busy}"));
+    assert_eq!(
+        git(&repo, &["branch", "--list", "tasks/*"]).trim(),
+        format!("tasks/busy-{busy}")
+    );
+    assert_nothing_stale(&repo);
+    let kept = sandbox.ok(&["worktree", "ls"]);
+    assert!(kept.starts_with(&busy) && kept.contains("failed"), "{kept}");
+}
