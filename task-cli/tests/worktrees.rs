@@ -598,7 +598,15 @@ fn after_a_supervisor_crash_the_next_supervisor_removes_unchanged_worktrees_and_
     assert_eq!(listed.len(), 2, "{listed:?}");
     assert_eq!(listed[1].1, format!("tasks/busy-{busy}"));
     assert_eq!(
-        git(&repo, &["branch", "--list", "tasks/*"]).trim(),
+        git(
+            &repo,
+            &[
+                "for-each-ref",
+                "--format=%(refname:short)",
+                "refs/heads/tasks"
+            ]
+        )
+        .trim(),
         format!("tasks/busy-{busy}")
     );
     assert_nothing_stale(&repo);
