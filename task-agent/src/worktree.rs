@@ -295,7 +295,7 @@ pub fn changes(worktree: &Worktree) -> Result<Changes, WorktreeError> {
 }
 
 /// `tasks/{slug}-{id}`: the description in lower-case letters, digits and dashes (at most
-/// [`SLUG_CHARS`] characters; `agent` when nothing is left of it), then the task id.
+/// 40 characters; `agent` when nothing is left of it), then the task id.
 pub fn branch_name(description: &str, id: TaskId) -> String {
     let mut slug = String::new();
     for c in description.chars() {
