@@ -13,7 +13,7 @@ use task_session::session::Session;
 use crate::error::{CliError, Result, exit};
 use crate::render;
 
-/// The git worktrees of the session's agents: list them, remove a kept one.
+/// The git worktrees of agents started with --worktree: list them, remove a kept one.
 #[derive(Debug, Args)]
 pub struct WorktreeArgs {
     /// What to do.
