@@ -1,5 +1,6 @@
 //! Timing and size knobs of the agent executor.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// How long a cancelled agent gets between the interrupt (`SIGINT` to its process group) and
@@ -48,6 +49,9 @@ pub struct AgentConfig {
     ///
     /// [`AgentEvent::Error`]: crate::AgentEvent::Error
     pub error_loop_limit: Duration,
+    /// Where agents run in worktrees of their own are added (`{id}` under it); the `tasks`
+    /// supervisor uses `{session}/worktrees`. `None`: `{output_dir}/worktrees`.
+    pub worktrees_dir: Option<PathBuf>,
 }
 
 impl Default for AgentConfig {
@@ -61,6 +65,7 @@ impl Default for AgentConfig {
             stderr_bytes: DEFAULT_STDERR_BYTES,
             display_messages: DEFAULT_DISPLAY_MESSAGES,
             error_loop_limit: DEFAULT_ERROR_LOOP_LIMIT,
+            worktrees_dir: None,
         }
     }
 }

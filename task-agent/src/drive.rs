@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use task_core::{
     AgentState, AgentUsage, Delivery, EndReason, Priority, Registry, TaskId, TaskKind, TaskState,
-    TaskStatus, UpdateOutcome,
+    TaskStatus, UpdateOutcome, Worktree,
 };
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
@@ -17,6 +17,7 @@ use crate::notify::{RunEnd, agent_notification};
 use crate::progress::{Change, ProgressTracker};
 use crate::record::{AgentRecord, Control};
 use crate::runner::{AgentSession, SessionEnd, SessionEvent};
+use crate::worktree::Worktrees;
 
 /// Everything one run needs.
 pub(crate) struct Drive {
@@ -33,6 +34,8 @@ pub(crate) struct Drive {
     pub(crate) in_flight: Vec<String>,
     /// The errors the CLI reported since it last reported anything else.
     pub(crate) errors: ErrorStreak,
+    /// Where its worktree (if it runs in one) is removed from once it stops unchanged.
+    pub(crate) worktrees: Arc<Worktrees>,
 }
 
 /// The errors ([`AgentEvent::Error`]) a CLI reported in a row, with nothing else between them.
@@ -162,6 +165,7 @@ impl Drive {
     async fn on_control(&mut self, control: Option<Control>) -> Result<(), Cancelled> {
         if let Some(Control::Cancel(ack)) = control {
             self.session.cancel().await;
+            self.settle_worktree().await;
             let _ = ack.send(());
             return Err(Cancelled);
         }
@@ -292,9 +296,12 @@ impl Drive {
     ) -> Result<Stopped, Cancelled> {
         let record = Arc::clone(&self.record);
         let _serialised = record.lifecycle.lock().await;
-        match self.try_end(&end, yield_to_messages) {
+        // Decided before the end is recorded, so that its notification (written with the end)
+        // names the worktree only if it is kept.
+        let unchanged = unchanged_worktree(Arc::clone(&self.registry), self.id).await;
+        match self.try_end(&end, yield_to_messages, unchanged.is_some()) {
             EndAttempt::Ended(state) => {
-                self.finish(&state, &end).await;
+                self.finish(&state, &end, unchanged).await;
                 Ok(Stopped::Done)
             }
             EndAttempt::MessageQueued => Ok(Stopped::MessageQueued),
@@ -305,7 +312,8 @@ impl Drive {
         }
     }
 
-    fn try_end(&self, end: &RunEnd, yield_to_messages: bool) -> EndAttempt {
+    /// `drop_worktree`: the worktree is unchanged and goes; the ended state no longer names it.
+    fn try_end(&self, end: &RunEnd, yield_to_messages: bool, drop_worktree: bool) -> EndAttempt {
         let mut queued = false;
         let tracker = &self.tracker;
         let status = TaskStatus::from(end.status());
@@ -324,6 +332,9 @@ impl Drive {
             next.base.status = status;
             if let TaskKind::Agent(agent) = &mut next.kind {
                 agent.process = None;
+                if drop_worktree {
+                    agent.worktree = None;
+                }
                 agent.progress = tracker.merged_into(&agent.progress);
                 match end {
                     RunEnd::Finished(result) => {
@@ -343,8 +354,9 @@ impl Drive {
         }
     }
 
-    /// The run is over in the registry: let the CLI exit, notify, clean up its orphans.
-    async fn finish(&mut self, state: &TaskState, end: &RunEnd) {
+    /// The run is over in the registry: let the CLI exit, notify, clean up its orphans, remove
+    /// its worktree if `unchanged` names it.
+    async fn finish(&mut self, state: &TaskState, end: &RunEnd, unchanged: Option<Worktree>) {
         self.session.close_input().await;
         let drained = tokio::time::timeout(self.config.kill_grace, async {
             while !matches!(self.session.next_event().await, SessionEvent::Ended(_)) {}
@@ -368,6 +380,25 @@ impl Drive {
         };
         self.registry.notify_once(&self.id, notification, delivery);
         self.registry.kill_tasks_for_agent(self.id.as_str()).await;
+        // After the notice, which the end's record waits for.
+        if let Some(worktree) = unchanged {
+            let worktrees = Arc::clone(&self.worktrees);
+            remove_worktree(Arc::clone(&self.registry), worktrees, self.id, worktree).await;
+        }
+    }
+
+    /// Its processes are gone: its worktree, if unchanged, goes (see
+    /// [`settle_worktree`](crate::executor::settle_worktree)). Returns its state after that.
+    fn settle_worktree(&self) -> impl Future<Output = ()> + Send + use<> {
+        let registry = Arc::clone(&self.registry);
+        let worktrees = Arc::clone(&self.worktrees);
+        let id = self.id;
+        let settled = tokio::task::spawn_blocking(move || {
+            crate::executor::settle_worktree(&registry, &worktrees, &id)
+        });
+        async move {
+            let _ = settled.await;
+        }
     }
 
     async fn await_cancel(&mut self) {
@@ -521,5 +552,59 @@ fn crashed(end: &SessionEnd, last_error: Option<&str>) -> RunEnd {
 async fn sleep_until(deadline: Option<Instant>) {
     if let Some(deadline) = deadline {
         tokio::time::sleep_until(tokio::time::Instant::from_std(deadline)).await;
+    }
+}
+
+/// Its worktree, if it runs in one that holds no changes.
+async fn unchanged_worktree(registry: Arc<Registry>, id: TaskId) -> Option<Worktree> {
+    let worktree = match registry.get(&id).as_deref() {
+        Some(TaskState {
+            kind:
+                TaskKind::Agent(AgentState {
+                    worktree: Some(worktree),
+                    ..
+                }),
+            ..
+        }) => worktree.clone(),
+        _ => return None,
+    };
+    let checked = worktree.clone();
+    let changes = tokio::task::spawn_blocking(move || crate::worktree::changes(&checked)).await;
+    match changes {
+        Ok(Ok(changes)) if !changes.any() => Some(*worktree),
+        Ok(Ok(_)) => None,
+        Ok(Err(error)) => {
+            tracing::warn!(%id, %error, "worktree kept: its changes are unknown");
+            None
+        }
+        Err(error) => {
+            tracing::warn!(%id, %error, "worktree kept: its check did not run");
+            None
+        }
+    }
+}
+
+/// Removes the worktree found unchanged at the end; if it changed since (the CLI wrote
+/// something on its way out), it is kept and named in the state again.
+async fn remove_worktree(
+    registry: Arc<Registry>,
+    worktrees: Arc<Worktrees>,
+    id: TaskId,
+    worktree: Worktree,
+) {
+    let removed = {
+        let worktree = worktree.clone();
+        tokio::task::spawn_blocking(move || {
+            crate::executor::remove_unchanged(&worktrees, &worktree)
+        })
+        .await
+        .unwrap_or(false)
+    };
+    if !removed {
+        let _ = registry.update(&id, |current| {
+            edit_agent(current, |agent| {
+                agent.worktree = Some(Box::new(worktree.clone()))
+            })
+        });
     }
 }

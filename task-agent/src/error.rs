@@ -90,6 +90,9 @@ pub enum AgentError {
          `gemini -p \"…\"`) or with --prompt"
     )]
     NoPrompt,
+    /// The agent's worktree could not be added (it was not started).
+    #[error(transparent)]
+    Worktree(#[from] crate::worktree::WorktreeError),
     /// Writing to the agent's stdin failed.
     #[error("could not write to the agent's stdin: {0}")]
     Stdin(#[source] std::io::Error),

@@ -26,6 +26,7 @@ use crate::record::{AgentRecord, Control};
 use crate::runner::{AgentRunner, AgentSession, AgentSpec};
 use crate::tail::TranscriptTail;
 use crate::transcript_session::TranscriptSession;
+use crate::worktree::{WorktreeRequest, Worktrees, blocking};
 
 pub use task_core::AGENT_ID_ENV;
 /// The agent type of the backgrounded main session.
@@ -70,6 +71,9 @@ pub struct AgentRequest {
     pub silent: bool,
     /// A JSON Schema its final answer must follow (asked of CLIs that take one).
     pub json_schema: Option<String>,
+    /// Run it in a new git worktree made from the `HEAD` of the repository `cwd` is in
+    /// ([`worktree`](crate::worktree)): removed when it stops unchanged, kept otherwise.
+    pub worktree: Option<WorktreeRequest>,
 }
 
 impl AgentRequest {
@@ -95,6 +99,7 @@ impl AgentRequest {
             spawn_depth: None,
             silent: false,
             json_schema: None,
+            worktree: None,
         }
     }
 }
@@ -163,6 +168,8 @@ impl Drop for PendingAgent {
                 });
             },
         );
+        let inner = &self.executor.inner;
+        blocking(|| settle_worktree(&inner.registry, &inner.worktrees, &self.handle.id));
     }
 }
 
@@ -199,6 +206,7 @@ struct Inner {
     agents: DashMap<TaskId, Arc<AgentRecord>>,
     names: DashMap<String, TaskId>,
     task: Arc<AgentTask>,
+    worktrees: Arc<Worktrees>,
 }
 
 impl AgentExecutor {
@@ -212,10 +220,16 @@ impl AgentExecutor {
         config: AgentConfig,
     ) -> Self {
         let panel_grace = registry.config().panel_grace;
+        let output_dir = output_dir.into();
+        let worktrees_dir = config
+            .worktrees_dir
+            .clone()
+            .unwrap_or_else(|| output_dir.join("worktrees"));
         let inner = Arc::new_cyclic(|weak| Inner {
             registry,
-            output_dir: output_dir.into(),
+            output_dir,
             config,
+            worktrees: Arc::new(Worktrees::new(worktrees_dir)),
             agents: DashMap::new(),
             names: DashMap::new(),
             task: Arc::new(AgentTask {
@@ -251,6 +265,11 @@ impl AgentExecutor {
         &self.inner.registry
     }
 
+    /// The worktrees its agents run in.
+    pub fn worktrees(&self) -> &Arc<Worktrees> {
+        &self.inner.worktrees
+    }
+
     /// Starts an agent in the background: registers it, starts its runner, marks it running
     /// and follows it until it stops (then notifies once, priority `later`). Same as
     /// [`register`](Self::register) then [`PendingAgent::start`].
@@ -278,6 +297,36 @@ impl AgentExecutor {
             return Err(AgentError::NameTaken(name.clone()));
         }
         let id = TaskId::generate(TaskType::LocalAgent)?;
+        let (cwd, worktree) = match &request.worktree {
+            None => (request.cwd.clone(), None),
+            Some(wanted) => {
+                let from = request.cwd.as_deref().unwrap_or(Path::new("."));
+                let added = blocking(|| {
+                    self.inner
+                        .worktrees
+                        .add(from, id, &request.description, wanted)
+                })?;
+                (Some(added.cwd), Some(added.worktree))
+            }
+        };
+        let registered = self.register_as(id, request, cwd, worktree.clone());
+        if registered.is_err()
+            && let Some(worktree) = &worktree
+        {
+            remove_unchanged(&self.inner.worktrees, worktree);
+        }
+        registered
+    }
+
+    /// The rest of [`register`](Self::register), once the id is chosen and the worktree (if
+    /// any) added.
+    fn register_as(
+        &self,
+        id: TaskId,
+        request: AgentRequest,
+        cwd: Option<PathBuf>,
+        worktree: Option<task_core::Worktree>,
+    ) -> Result<PendingAgent, AgentError> {
         let handle = self.files(id, None, request.transcript_dir.as_deref())?;
         let agent_type = request
             .agent_type
@@ -290,7 +339,7 @@ impl AgentExecutor {
             prompt: request.prompt.clone(),
             model: request.model.clone(),
             agent_type: agent_type.clone(),
-            cwd: request.cwd.clone(),
+            cwd,
             env,
             marker: Some(id.to_string()),
             replace_env: request.replace_env,
@@ -303,6 +352,7 @@ impl AgentExecutor {
             agent_type,
             model: request.model.clone(),
             is_backgrounded: true,
+            worktree: worktree.map(Box::new),
             ..AgentState::default()
         };
         let mut task = TaskState::new(
@@ -447,6 +497,7 @@ impl AgentExecutor {
                         agent.error = Some(message.clone());
                     }
                 });
+                blocking(|| settle_worktree(registry, &self.inner.worktrees, &id));
                 return Err(error);
             }
         };
@@ -470,6 +521,7 @@ impl AgentExecutor {
             started: Instant::now(),
             in_flight: Vec::new(),
             errors: Default::default(),
+            worktrees: Arc::clone(&self.inner.worktrees),
         };
         tokio::spawn(drive.run());
         Ok(())
@@ -621,6 +673,46 @@ impl AgentExecutor {
     }
 }
 
+/// Removes `worktree` and its branch if it has no changes; a failure is logged (the worktree
+/// then stays, listed by `tasks worktree ls`). Returns whether it is gone. Blocking.
+pub(crate) fn remove_unchanged(worktrees: &Worktrees, worktree: &task_core::Worktree) -> bool {
+    match worktrees.remove_unless_changed(worktree, false) {
+        Ok(None) => true,
+        Ok(Some(_)) => false,
+        Err(error) => {
+            tracing::warn!(path = %worktree.worktree_path, %error, "worktree not removed");
+            false
+        }
+    }
+}
+
+/// The agent `id` stopped with no notification for the model (killed, or never started): its
+/// worktree, if it has one and it holds no changes, is removed with its branch and forgotten by
+/// its state. Blocking.
+pub(crate) fn settle_worktree(registry: &Registry, worktrees: &Worktrees, id: &TaskId) {
+    let Some(state) = registry.get(id) else {
+        return;
+    };
+    let TaskKind::Agent(AgentState {
+        worktree: Some(worktree),
+        ..
+    }) = &state.kind
+    else {
+        return;
+    };
+    if !remove_unchanged(worktrees, worktree) {
+        return;
+    }
+    let _ = registry.update(id, |current| {
+        let mut next = current.clone();
+        match &mut next.kind {
+            TaskKind::Agent(agent) if agent.worktree.is_some() => agent.worktree = None,
+            _ => return None,
+        }
+        Some(next)
+    });
+}
+
 /// The sidecar `agent-{id}.meta.json` beside the transcript, as the reference writes it.
 fn write_meta(
     transcript: &Path,
@@ -697,21 +789,27 @@ impl Task for AgentTask {
     /// left of its processes is killed, each checked live first
     /// ([`ShellProcess::kill_orphaned`](task_core::ShellProcess::kill_orphaned)): its group's
     /// members and the escapees carrying its marker, never a process that took a reused number.
+    ///
+    /// Then its worktree, if it ran in one that holds no changes, is removed with its branch
+    /// (one with changes stays for `tasks worktree ls`).
     fn reap_orphan(&self, orphan: &TaskState) -> Result<(), KillError> {
-        let TaskKind::Agent(AgentState {
-            process: Some(group),
-            ..
-        }) = &orphan.kind
-        else {
+        let TaskKind::Agent(agent) = &orphan.kind else {
             return Ok(());
         };
-        group
-            .kill_orphaned(orphan.id().as_ref())
-            .map(drop)
-            .map_err(|error| KillError::Failed {
-                id: orphan.id(),
-                source: Box::new(error),
-            })
+        let killed = match &agent.process {
+            Some(group) => group
+                .kill_orphaned(orphan.id().as_ref())
+                .map(drop)
+                .map_err(|error| KillError::Failed {
+                    id: orphan.id(),
+                    source: Box::new(error),
+                }),
+            None => Ok(()),
+        };
+        if let (Some(worktree), Some(inner)) = (&agent.worktree, self.inner.upgrade()) {
+            remove_unchanged(&inner.worktrees, worktree);
+        }
+        killed
     }
 }
 

@@ -11,6 +11,7 @@ use crate::command::CommandRunner;
 use crate::error::AgentError;
 use crate::executor::{AgentExecutor, AgentRequest};
 use crate::format::CliFormat;
+use crate::worktree::WorktreeRequest;
 
 /// An agent to start (`local_agent`): the CLI to run and what to ask it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +36,10 @@ pub struct AgentStart {
     /// The agent type (`general-purpose` when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subagent_type: Option<String>,
+    /// Run it in a git worktree of its own, made from the caller's `HEAD`
+    /// ([`worktree`](crate::worktree)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeRequest>,
 }
 
 /// The event format of an agent CLI as a front end names it.
@@ -127,8 +132,11 @@ impl Launch for AgentExecutor {
         request.replace_env = true;
         request.owner_agent_id = caller.agent_id;
         request.tool_use_id = caller.tool_use_id;
+        request.worktree = start.worktree;
         let pending = self.register(request).map_err(|error| match error {
-            AgentError::NameTaken(_) => LaunchError::Invalid(error.to_string()),
+            AgentError::NameTaken(_) | AgentError::Worktree(_) => {
+                LaunchError::Invalid(error.to_string())
+            }
             other => LaunchError::Failed(Box::new(other)),
         })?;
         let id = pending.id();

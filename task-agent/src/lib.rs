@@ -66,6 +66,7 @@ mod texts;
 mod transcript_session;
 #[cfg(feature = "workflow")]
 pub mod workflow;
+pub mod worktree;
 
 pub use command::{CommandRunner, CommandSession};
 pub use config::{

@@ -52,7 +52,7 @@ pub fn agent_notification(task: &TaskState, end: &RunEnd, usage: AgentUsage) -> 
         ),
     };
     let worktree = match &task.kind {
-        task_core::TaskKind::Agent(agent) => agent.worktree.clone(),
+        task_core::TaskKind::Agent(agent) => agent.worktree.as_deref().cloned(),
         _ => None,
     };
     Notification {

@@ -119,6 +119,8 @@ pub enum Command {
     Send(SendArgs),
     /// Teammates NAME@TEAM with mailboxes: spawn, list, shut down (message them with `send`).
     Team(crate::team_cmd::TeamArgs),
+    /// The git worktrees of agents started with --worktree: list them, remove a kept one.
+    Worktree(crate::worktree_cmd::WorktreeArgs),
     /// Start a dream: a memory-consolidation agent under the consolidation lock.
     Dream(crate::team_cmd::DreamArgs),
     /// A live dashboard of the session's tasks, their output and the task list.
@@ -244,9 +246,29 @@ pub struct AgentArgs {
     /// Wait for the agent to stop, print its notification and exit with its status.
     #[arg(long)]
     pub wait: bool,
+    /// Run the agent in a new git worktree made from the current HEAD, on a new branch
+    /// `tasks/{description}-{id}`, under the session's `worktrees/` directory: removed with its
+    /// branch when the agent stops without changes, kept (and named in its notification)
+    /// otherwise. Outside a git repository the start fails.
+    #[arg(long)]
+    pub worktree: bool,
+    /// The new worktree's branch (implies `--worktree`); it must not exist yet.
+    #[arg(long, value_name = "NAME")]
+    pub worktree_branch: Option<String>,
     /// The agent CLI: program, then arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+impl AgentArgs {
+    /// The worktree asked for, if any.
+    pub fn worktree(&self) -> Option<task_agent::worktree::WorktreeRequest> {
+        (self.worktree || self.worktree_branch.is_some()).then(|| {
+            task_agent::worktree::WorktreeRequest {
+                branch: self.worktree_branch.clone(),
+            }
+        })
+    }
 }
 
 fn parse_runner(text: &str) -> Result<task_agent::RunnerFormat, String> {

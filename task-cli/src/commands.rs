@@ -35,6 +35,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Workflow(args) => crate::workflow_cmd::execute(&paths()?, args, json),
         Command::Send(args) => send(&session()?, &args, json),
         Command::Team(args) => crate::team_cmd::team(&session()?, args, json),
+        Command::Worktree(args) => crate::worktree_cmd::worktree(&paths()?, args, json),
         Command::Dream(args) => crate::team_cmd::dream(&session()?, args, json),
         Command::Top(args) => crate::top::top(session()?, &args),
         Command::Restart(args) => restart(&session()?, &args, json),
@@ -182,6 +183,7 @@ fn restart(session: &Session, args: &crate::cli::RestartArgs, json: bool) -> Res
 }
 
 fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
+    let worktree = args.worktree();
     let (command, prompt) = args
         .runner
         .first_turn(args.command, args.prompt)
@@ -194,6 +196,7 @@ fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
         name: args.name,
         model: None,
         subagent_type: None,
+        worktree,
     };
     let id = session.start::<AgentExecutor>(start, Session::caller()?)?;
     started(session, id, args.wait, json)

@@ -71,5 +71,7 @@ pub mod transcript;
 pub mod wiring;
 #[cfg(feature = "cli")]
 mod workflow_cmd;
+#[cfg(feature = "cli")]
+mod worktree_cmd;
 
 pub use error::{CliError, Result};

@@ -95,7 +95,8 @@ impl Row {
 }
 
 /// A task's description, and for an agent what it has done: `research · 1.4k tokens · 3 tools
-/// · Reading /etc/hostname`.
+/// · Reading /etc/hostname`, then the branch of its worktree, if it runs (or ran, and its
+/// worktree was kept) in one: `· ⎇ tasks/research-a12345678`.
 pub fn describe(task: &TaskState) -> String {
     let base = &task.base.description;
     if let task_core::TaskKind::Teammate(_) = &task.kind {
@@ -126,6 +127,9 @@ pub fn describe(task: &TaskState) -> String {
             .as_deref()
             .unwrap_or(&latest.tool_name);
         text.push_str(&format!(" · {activity}"));
+    }
+    if let Some(worktree) = &agent.worktree {
+        text.push_str(&format!(" · ⎇ {}", worktree.worktree_branch));
     }
     text
 }

@@ -26,7 +26,9 @@ pub fn standard(host: &Host) -> Result<Launchers> {
     let tasks_dir = host.paths.tasks_dir();
     let shells = ShellExecutor::new(host.registry.clone(), &tasks_dir, settings.shell)
         .register_with_registry();
-    let agents = AgentExecutor::new(host.registry.clone(), &tasks_dir, AgentConfig::default())
+    let mut agent_config = AgentConfig::default();
+    agent_config.worktrees_dir = Some(worktrees_dir(&host.paths));
+    let agents = AgentExecutor::new(host.registry.clone(), &tasks_dir, agent_config)
         .register_with_registry();
     let workflows = WorkflowExecutor::new(agents.clone(), &tasks_dir, WorkflowConfig::default())
         .register_with_registry();
@@ -47,6 +49,12 @@ pub fn standard(host: &Host) -> Result<Launchers> {
                 agents: AgentMessages(agents),
             },
         }))
+}
+
+/// Where agents run with `--worktree` (or `isolation: "worktree"`) get their worktrees:
+/// `{session}/worktrees/{id}`.
+pub fn worktrees_dir(paths: &task_session::paths::SessionPaths) -> std::path::PathBuf {
+    paths.dir().join("worktrees")
 }
 
 /// Reaps, every `period`, the zombies this subreaper adopted (never its own children).

@@ -265,6 +265,9 @@ impl Run {
         request.spawn_depth = Some(1);
         request.silent = true;
         request.json_schema = schema.as_ref().map(Value::to_string);
+        if call.opts.get("isolation").and_then(Value::as_str) == Some("worktree") {
+            request.worktree = Some(crate::worktree::WorktreeRequest::default());
+        }
         let mut events = self.registry.subscribe();
         let pending = match self.agents.register(request) {
             Ok(pending) => pending,

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use task_agent::worktree::WorktreeRequest;
 use task_agent::{AgentExecutor, AgentStart, RunnerFormat, launch_text};
 use task_core::TaskKind;
 
@@ -39,15 +40,11 @@ pub(crate) fn configured_runner(config: &Settings) -> Result<(Vec<String>, Runne
 }
 
 pub(crate) async fn agent(context: &Arc<Context>, input: AgentInput) -> Result<Reply, Failure> {
-    match input.isolation {
+    let worktree = match input.isolation {
         Some(Isolation::Remote) => return remote_agent(context, input).await,
-        Some(isolation) => {
-            return Err(Failure::invalid(format!(
-                "isolation {isolation:?} is not available on this server"
-            )));
-        }
-        None => {}
-    }
+        Some(Isolation::Worktree) => Some(WorktreeRequest::default()),
+        None => None,
+    };
     let (command, runner) = configured_runner(&context.settings).map_err(Failure::Tool)?;
     let start = AgentStart {
         command,
@@ -57,6 +54,7 @@ pub(crate) async fn agent(context: &Arc<Context>, input: AgentInput) -> Result<R
         name: None,
         model: input.model.map(|model| model.as_str().to_owned()),
         subagent_type: input.subagent_type,
+        worktree,
     };
     let background = input.run_in_background.unwrap_or(false);
     let mut caller = Session::caller()?;

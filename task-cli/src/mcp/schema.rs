@@ -285,8 +285,9 @@ pub struct AgentInput {
     pub model: Option<AgentModel>,
     /// Set to true to run this agent in the background. You will be notified when it completes.
     pub run_in_background: Option<bool>,
-    /// Isolation mode: "remote" runs it on the configured sessions server; "worktree" is not
-    /// available on this server.
+    /// Isolation mode. "worktree" creates a temporary git worktree (from the current HEAD, on a
+    /// new branch) so the agent works on an isolated copy of the repo; removed if unchanged.
+    /// "remote" runs it on the configured sessions server.
     pub isolation: Option<Isolation>,
 }
 

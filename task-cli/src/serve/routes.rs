@@ -232,6 +232,7 @@ async fn create(
         name: None,
         model: request.model.clone(),
         subagent_type: None,
+        worktree: None,
     };
     let mut made = match key {
         Some(key) => Some(served.creates.lock(key, &request).await?),

@@ -93,13 +93,21 @@ impl AgentProgress {
 }
 
 /// A git worktree an agent ran in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Worktree {
     /// The worktree's path.
     pub worktree_path: String,
     /// Its branch.
     pub worktree_branch: String,
+    /// The commit it was created from (the caller's `HEAD`): the worktree has changes once its
+    /// `HEAD` is elsewhere or its tree differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_commit: Option<String>,
+    /// The top-level directory of the repository it was added to (where `git worktree remove`
+    /// runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
 }
 
 /// The data of a `local_agent` task (a sub-agent or the backgrounded main session).
@@ -138,7 +146,7 @@ pub struct AgentState {
     pub error: Option<String>,
     /// The worktree it ran in, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worktree: Option<Worktree>,
+    pub worktree: Option<Box<Worktree>>,
     /// The process group of its agent CLI while it may be alive (none for an agent without a
     /// process, such as the backgrounded main session), for orphan reaping.
     #[serde(default, skip_serializing_if = "Option::is_none")]

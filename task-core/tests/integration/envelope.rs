@@ -119,6 +119,7 @@ fn agent_worktree_renders_after_usage() {
             worktree: Some(Worktree {
                 worktree_path: "/repo/.wt/x".into(),
                 worktree_branch: "agent/x".into(),
+                ..Worktree::default()
             }),
             ..AgentExtras::default()
         }),

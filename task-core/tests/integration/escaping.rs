@@ -139,7 +139,7 @@ proptest! {
                 note: Some(note.clone()),
                 result: Some(result.clone()),
                 usage: Some(AgentUsage { subagent_tokens: 1, tool_uses: 2, duration_ms: 3, agent_count: None }),
-                worktree: Some(Worktree { worktree_path: path.clone(), worktree_branch: branch.clone() }),
+                worktree: Some(Worktree { worktree_path: path.clone(), worktree_branch: branch.clone(), ..Worktree::default() }),
             }),
             trailer: Some(trailer.clone()),
             ..Notification::for_task(&task, Some(TerminalStatus::Failed), summary.clone())

@@ -1,0 +1,161 @@
+//! `tasks worktree ls` and `tasks worktree rm ID`: the git worktrees agents run in
+//! (`tasks agent --worktree`), the running ones and those kept because they have changes.
+//! Read from the task records; whether one has changes is asked of git.
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+use task_agent::worktree::{Changes, Worktrees};
+use task_core::{TaskKind, Worktree};
+use task_session::paths::SessionPaths;
+use task_session::record::{self, TaskRecord};
+use task_session::session::Session;
+
+use crate::error::{CliError, Result, exit};
+use crate::render;
+
+/// The git worktrees of agents started with --worktree: list them, remove a kept one.
+#[derive(Debug, Args)]
+pub struct WorktreeArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: WorktreeCommand,
+}
+
+/// `tasks worktree` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum WorktreeCommand {
+    /// List the worktrees that exist: the agent, its status, branch, changes and path.
+    Ls,
+    /// Remove a stopped agent's worktree and its branch (refused when it has changes, unless
+    /// `--force`).
+    Rm {
+        /// The agent's task id.
+        id: String,
+        /// Remove it even with commits or uncommitted files (they are lost).
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// Runs `tasks worktree …`.
+pub fn worktree(paths: &SessionPaths, args: WorktreeArgs, json: bool) -> Result<u8> {
+    match args.command {
+        WorktreeCommand::Ls => ls(paths, json),
+        WorktreeCommand::Rm { id, force } => rm(paths, &id, force, json),
+    }
+}
+
+/// The worktree a record names, if its directory still exists.
+fn existing(record: &TaskRecord) -> Option<&Worktree> {
+    match &record.task.kind {
+        TaskKind::Agent(agent) => agent
+            .worktree
+            .as_deref()
+            .filter(|w| std::path::Path::new(&w.worktree_path).is_dir()),
+        _ => None,
+    }
+}
+
+fn changes_text(changes: &Result<Changes, task_agent::worktree::WorktreeError>) -> String {
+    match changes {
+        Ok(Changes {
+            commits: true,
+            dirty: true,
+        }) => "commits, uncommitted".into(),
+        Ok(Changes { commits: true, .. }) => "commits".into(),
+        Ok(Changes { dirty: true, .. }) => "uncommitted".into(),
+        Ok(_) => "none".into(),
+        Err(error) => format!("unknown: {error}"),
+    }
+}
+
+fn ls(paths: &SessionPaths, json: bool) -> Result<u8> {
+    let listing = record::list(paths)?;
+    let rows: Vec<_> = listing
+        .tasks
+        .iter()
+        .filter_map(|record| existing(record).map(|w| (record, w)))
+        .map(|(record, worktree)| {
+            let changes = task_agent::worktree::changes(worktree);
+            (record, worktree, changes)
+        })
+        .collect();
+    if json {
+        let items: Vec<_> = rows
+            .iter()
+            .map(|(record, worktree, changes)| {
+                json!({
+                    "id": record.id().as_str(),
+                    "status": record.status().as_str(),
+                    "description": record.task.base.description,
+                    "path": worktree.worktree_path,
+                    "branch": worktree.worktree_branch,
+                    "base": worktree.base_commit,
+                    "changes": changes.as_ref().ok(),
+                })
+            })
+            .collect();
+        render::json(&items)?;
+        return Ok(exit::OK);
+    }
+    let mut text = String::new();
+    for (record, worktree, changes) in &rows {
+        text.push_str(&format!(
+            "{}  {:<9}  {}  changes: {}  {}\n",
+            record.id(),
+            record.status().as_str(),
+            worktree.worktree_branch,
+            changes_text(changes),
+            worktree.worktree_path,
+        ));
+    }
+    render::out(&text)?;
+    Ok(exit::OK)
+}
+
+fn rm(paths: &SessionPaths, id: &str, force: bool, json: bool) -> Result<u8> {
+    let id = Session::parse_id(id)?;
+    let listing = record::list(paths)?;
+    let record = listing.tasks.iter().find(|r| r.id() == id).ok_or_else(|| {
+        task_session::Error::UnknownTask {
+            id: id.to_string(),
+            session: paths.name().to_owned(),
+        }
+    })?;
+    let Some(worktree) = existing(record) else {
+        return Err(CliError::invalid(format!("agent {id} has no worktree")));
+    };
+    if !record.is_terminal() {
+        return Err(CliError::invalid(format!(
+            "agent {id} is still running in {}: kill it first",
+            worktree.worktree_path
+        )));
+    }
+    let worktrees = Worktrees::new(crate::wiring::worktrees_dir(paths));
+    match worktrees.remove_unless_changed(worktree, force) {
+        Ok(None) => {}
+        Ok(Some(changes)) => {
+            return Err(CliError::invalid(format!(
+                "worktree {} (branch {}) has changes ({}): not removed; --force removes it and \
+                 its branch",
+                worktree.worktree_path,
+                worktree.worktree_branch,
+                changes_text(&Ok(changes)),
+            )));
+        }
+        Err(error) => return Err(CliError::invalid(error.to_string())),
+    }
+    if json {
+        render::json(&json!({
+            "id": id.as_str(),
+            "removed": worktree.worktree_path,
+            "branch": worktree.worktree_branch,
+        }))?;
+    } else {
+        render::out(&format!(
+            "removed {} and branch {}\n",
+            worktree.worktree_path, worktree.worktree_branch
+        ))?;
+    }
+    Ok(exit::OK)
+}
