@@ -773,7 +773,17 @@ impl Mirrored {
                 .executor(state.base.task_type)
                 .is_some_and(|executor| executor.survives_supervisor(&state));
         if state.status().is_terminal() {
-            record.notification = books.completions.get(&id).cloned();
+            // A notice of an earlier end (an agent resumed since) is not this end's.
+            record.notification = books
+                .completions
+                .get(&id)
+                .filter(|notice| {
+                    state
+                        .base
+                        .end_time
+                        .is_none_or(|end| notice.at_ms >= end)
+                })
+                .cloned();
             let no_notice_due = occasion == Occasion::Killed || books.silent.contains(&id);
             if record.notification.is_none() && !no_notice_due {
                 let now = Instant::now();
