@@ -777,12 +777,7 @@ impl Mirrored {
             record.notification = books
                 .completions
                 .get(&id)
-                .filter(|notice| {
-                    state
-                        .base
-                        .end_time
-                        .is_none_or(|end| notice.at_ms >= end)
-                })
+                .filter(|notice| state.base.end_time.is_none_or(|end| notice.at_ms >= end))
                 .cloned();
             let no_notice_due = occasion == Occasion::Killed || books.silent.contains(&id);
             if record.notification.is_none() && !no_notice_due {
