@@ -104,7 +104,7 @@ pub use mailbox::{INBOX_DIR, MailboxMessage};
 pub use ops::TASK_NOT_FOUND;
 pub use pg::PgEnv;
 pub use ready::{NotReady, NotReadyReason, ReadyReport, ReadyTask, ready_report};
-pub use record::{Metadata, Task, TaskStatus};
+pub use record::{DEFAULT_PRIORITY, LOWEST_PRIORITY, Metadata, PRIORITY_KEY, Task, TaskStatus};
 pub use render::{NO_TASKS, VERIFICATION_AGENT_TYPE};
 pub use store::{Actor, FileProblem, Snapshot, TaskList};
 pub use transfer::{EXPORT_FORMAT, ListExport};
