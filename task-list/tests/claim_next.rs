@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Fixture, Rng, add_blocked_by, create, fast_config, id};
+use common::{Rng, add_blocked_by, create, fast_config, id};
 use task_list::{
     Actor, AuditOp, ClaimFailure, ClaimOptions, CreateRequest, Metadata, StoreConfig, Task, TaskId,
     TaskList, UpdateRequest, UpdateStatus,
