@@ -467,10 +467,17 @@ pub enum ListOp {
         /// The task id.
         id: String,
     },
-    /// Claim a task for an owner, if it is free and unblocked.
+    /// Claim a task for an owner, if it is free and unblocked; or, with `--next`, the best
+    /// ready task (highest priority, then lowest id).
     Claim {
         /// The task id.
-        id: String,
+        #[arg(required_unless_present = "next", conflicts_with = "next")]
+        id: Option<String>,
+        /// Claim the best ready task (pending, unowned, every blocker completed): priority 0
+        /// first (a task without one counts as 2), then the lowest id. Nothing ready is not an
+        /// error: it says so (`null` with `--json`) and exits 0.
+        #[arg(long)]
+        next: bool,
         /// The new owner.
         #[arg(long)]
         owner: String,

@@ -56,20 +56,18 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
         }
         ListOp::Claim {
             id,
+            next,
             owner,
             check_busy,
         } => {
             let options = ClaimOptions {
                 check_agent_busy: check_busy,
             };
-            let result = list
-                .claim(parse_id(&id)?, &owner, options)
-                .map_err(list_error)?;
-            let text = match result.reason {
-                None => format!("Claimed task #{id} for {owner}"),
-                Some(reason) => format!("Cannot claim task #{id}: {}", to_word(&reason)),
-            };
-            print(json, &result, &text, result.success)
+            // clap refuses an id with --next, and requires one without.
+            match id.filter(|_| !next) {
+                Some(id) => claim(&list, &id, &owner, options, json),
+                None => claim_next(&list, &owner, options, json),
+            }
         }
         ListOp::Unassign { owner, reason } => {
             let reason = match reason {
@@ -135,6 +133,37 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
             )
         }
     }
+}
+
+/// `tasks list claim ID`.
+fn claim(list: &TaskList, id: &str, owner: &str, options: ClaimOptions, json: bool) -> Result<u8> {
+    let result = list
+        .claim(parse_id(id)?, owner, options)
+        .map_err(list_error)?;
+    let text = match result.reason {
+        None => format!("Claimed task #{id} for {owner}"),
+        Some(reason) => format!("Cannot claim task #{id}: {}", to_word(&reason)),
+    };
+    print(json, &result, &text, result.success)
+}
+
+/// `tasks list claim --next`: nothing ready is a result (`null`), not a failure.
+fn claim_next(list: &TaskList, owner: &str, options: ClaimOptions, json: bool) -> Result<u8> {
+    let result = list.claim_next(owner, options).map_err(list_error)?;
+    let text = match &result {
+        None => list_text::NOTHING_READY.to_owned(),
+        Some(claimed) => match &claimed.task {
+            Some(task) if claimed.success => {
+                format!("Claimed task #{} for {owner}: {}", task.id, task.subject)
+            }
+            _ => format!(
+                "Cannot claim a task for {owner}: agent_busy (owns {})",
+                hash_ids(&claimed.busy_with_tasks)
+            ),
+        },
+    };
+    let success = result.as_ref().is_none_or(|claimed| claimed.success);
+    print(json, &result, &text, success)
 }
 
 fn export(list: &TaskList, output: Option<&Path>) -> Result<u8> {
@@ -347,12 +376,7 @@ fn with_newline(text: &str) -> String {
 }
 
 fn not_ready(reason: &NotReadyReason) -> String {
-    let ids = |ids: &[TaskId]| {
-        ids.iter()
-            .map(|id| format!("#{id}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let ids = hash_ids;
     match reason {
         NotReadyReason::Completed => "completed".to_owned(),
         NotReadyReason::InProgress => "in progress".to_owned(),
@@ -361,6 +385,14 @@ fn not_ready(reason: &NotReadyReason) -> String {
         NotReadyReason::MissingBlocker { task } => format!("blocker #{task} does not exist"),
         other => to_word(other),
     }
+}
+
+/// `#1, #2`.
+fn hash_ids(ids: &[TaskId]) -> String {
+    ids.iter()
+        .map(|id| format!("#{id}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A compact one-line rendering of a serializable value (a reason, a problem).

@@ -69,36 +69,71 @@ fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// A session of `tasks list` commands.
+type Steps<'a> = &'a [&'a [&'a str]];
+
+/// Every command but `claim --next`.
+const SESSION: Steps<'static> = &[
+    &["create", "--subject", "Set up schema"],
+    &[
+        "create",
+        "--subject",
+        "Write API",
+        "--metadata",
+        r#"{"p":1}"#,
+    ],
+    &["create", "--subject", "Docs"],
+    &["update", "2", "--add-blocked-by", "1"],
+    &["update", "1", "--add-blocked-by", "2"],
+    &["update", "3", "--add-blocked-by", "3"],
+    &["claim", "2", "--owner", "ann"],
+    &["claim", "1", "--owner", "ann", "--check-busy"],
+    &["claim", "1", "--owner", "bob"],
+    &["claim", "1", "--owner", "ann"],
+    &["get", "2"],
+    &["ready"],
+    &["unassign", "--owner", "bob"],
+    &["delete", "3"],
+    &["create", "--subject", "After delete"],
+    &["update", "1", "--status", "completed"],
+    &["update", "2", "--status", "completed"],
+    &["update", "4", "--status", "completed"],
+    &["graph"],
+    &["doctor"],
+];
+
+/// `claim --next` (after [`SESSION`]): by priority, blockers, `--check-busy`, nothing ready.
+const CLAIM_NEXT: Steps<'static> = &[
+    &[
+        "create",
+        "--subject",
+        "Low",
+        "--metadata",
+        r#"{"priority":4}"#,
+    ],
+    &[
+        "create",
+        "--subject",
+        "Urgent",
+        "--metadata",
+        r#"{"priority":0}"#,
+    ],
+    &["update", "5", "--add-blocked-by", "6"],
+    &["claim", "--next", "--owner", "cy"],
+    &["claim", "--next", "--owner", "cy", "--check-busy"],
+    &["claim", "--next", "--owner", "dee"],
+    &["update", "6", "--status", "completed"],
+    &["claim", "--next", "--owner", "dee", "--json"],
+    &["claim", "--next", "--owner", "eve", "--json"],
+];
+
 /// The same session of `tasks list` commands; every output, in order.
 fn session(root: &Path, store: &[&str], env: &[(&str, &str)]) -> Vec<String> {
-    let steps: &[&[&str]] = &[
-        &["create", "--subject", "Set up schema"],
-        &[
-            "create",
-            "--subject",
-            "Write API",
-            "--metadata",
-            r#"{"p":1}"#,
-        ],
-        &["create", "--subject", "Docs"],
-        &["update", "2", "--add-blocked-by", "1"],
-        &["update", "1", "--add-blocked-by", "2"],
-        &["update", "3", "--add-blocked-by", "3"],
-        &["claim", "2", "--owner", "ann"],
-        &["claim", "1", "--owner", "ann", "--check-busy"],
-        &["claim", "1", "--owner", "bob"],
-        &["claim", "1", "--owner", "ann"],
-        &["get", "2"],
-        &["ready"],
-        &["unassign", "--owner", "bob"],
-        &["delete", "3"],
-        &["create", "--subject", "After delete"],
-        &["update", "1", "--status", "completed"],
-        &["update", "2", "--status", "completed"],
-        &["update", "4", "--status", "completed"],
-        &["graph"],
-        &["doctor"],
-    ];
+    run_steps(root, store, env, SESSION)
+}
+
+/// Runs `steps`; every output, in order.
+fn run_steps(root: &Path, store: &[&str], env: &[(&str, &str)], steps: Steps<'_>) -> Vec<String> {
     steps
         .iter()
         .map(|step| {
@@ -134,6 +169,39 @@ fn every_list_command_prints_the_same_on_postgres_as_on_files() {
     assert_eq!(
         stdout(&listed),
         "Task #4: After delete\nStatus: completed\nDescription: \nOwner: (none)\n"
+    );
+}
+
+#[test]
+fn claim_next_prints_the_same_on_postgres_as_on_files() {
+    let Some(schema) = Schema::new() else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let pg = ["--store", schema.url.as_str(), "--list", "p"];
+    session(root.path(), &[], &[]);
+    session(root.path(), &pg, &[]);
+    let on_files = run_steps(root.path(), &[], &[], CLAIM_NEXT);
+    assert_eq!(run_steps(root.path(), &pg, &[], CLAIM_NEXT), on_files);
+    let claims: Vec<&str> = on_files
+        .iter()
+        .filter(|s| s.contains("\"--next\""))
+        .map(|s| s.split_once('\n').unwrap().1)
+        .collect();
+    assert_eq!(
+        claims[..3],
+        [
+            "Claimed task #6 for cy: Urgent\n",
+            "Cannot claim a task for cy: agent_busy (owns #6)\n",
+            "No task is ready.\n",
+        ]
+    );
+    assert!(claims[3].contains(r#""owner":"dee""#), "{}", claims[3]);
+    assert_eq!(claims[4], "null\n", "nothing ready is null, and exit 0");
+    assert!(
+        on_files
+            .iter()
+            .any(|s| s.contains(r#"["claim", "--next", "--owner", "eve", "--json"] → Some(0)"#))
     );
 }
 
