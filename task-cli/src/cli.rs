@@ -558,6 +558,12 @@ pub struct ListUpdateArgs {
     /// Tasks that block this one.
     #[arg(long, value_name = "ID", num_args = 1..)]
     pub add_blocked_by: Vec<String>,
+    /// Tasks this one no longer blocks (the edge is removed from both tasks).
+    #[arg(long, value_name = "ID", num_args = 1..)]
+    pub remove_blocks: Vec<String>,
+    /// Tasks that no longer block this one (the edge is removed from both tasks).
+    #[arg(long, value_name = "ID", num_args = 1..)]
+    pub remove_blocked_by: Vec<String>,
     /// A JSON object merged into the metadata (a key set to null is deleted).
     #[arg(long, value_name = "JSON")]
     pub metadata: Option<String>,

@@ -328,6 +328,8 @@ fn update_request(args: ListUpdateArgs) -> Result<UpdateRequest> {
         owner: args.owner,
         add_blocks: edges(args.add_blocks),
         add_blocked_by: edges(args.add_blocked_by),
+        remove_blocks: edges(args.remove_blocks),
+        remove_blocked_by: edges(args.remove_blocked_by),
         metadata: args.metadata.as_deref().map(parse_metadata).transpose()?,
         ..UpdateRequest::new(parse_id(&args.id)?)
     })

@@ -125,6 +125,11 @@ const CLAIM_NEXT: Steps<'static> = &[
     &["update", "6", "--status", "completed"],
     &["claim", "--next", "--owner", "dee", "--json"],
     &["claim", "--next", "--owner", "eve", "--json"],
+    &["create", "--subject", "Later"],
+    &["update", "7", "--add-blocked-by", "5"],
+    &["claim", "--next", "--owner", "fay"],
+    &["update", "7", "--remove-blocked-by", "5"],
+    &["claim", "--next", "--owner", "fay"],
 ];
 
 /// The same session of `tasks list` commands; every output, in order.
@@ -198,6 +203,15 @@ fn claim_next_prints_the_same_on_postgres_as_on_files() {
     );
     assert!(claims[3].contains(r#""owner":"dee""#), "{}", claims[3]);
     assert_eq!(claims[4], "null\n", "nothing ready is null, and exit 0");
+    assert_eq!(
+        claims[5..],
+        ["No task is ready.\n", "Claimed task #7 for fay: Later\n"]
+    );
+    assert!(
+        on_files
+            .iter()
+            .any(|s| s.ends_with("→ Some(0)\nUpdated task #7 blockedBy\n"))
+    );
     assert!(
         on_files
             .iter()

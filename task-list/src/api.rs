@@ -101,6 +101,13 @@ pub struct UpdateRequest {
     /// Tasks that block this one (edges written on both tasks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub add_blocked_by: Option<Vec<String>>,
+    /// Tasks this one no longer blocks (edges removed from both tasks; not in the reference).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_blocks: Option<Vec<String>>,
+    /// Tasks that no longer block this one (edges removed from both tasks; not in the
+    /// reference).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_blocked_by: Option<Vec<String>>,
     /// New owner (an empty string clears it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,

@@ -90,6 +90,9 @@ pub(crate) async fn update(
         add_blocked_by: input.add_blocked_by,
         owner: input.owner,
         metadata: input.metadata,
+        // The reference's `TaskUpdate` schema has no way to remove an edge.
+        remove_blocks: None,
+        remove_blocked_by: None,
     };
     let updated = on_list(list, move |list| list.update(&request)).await?;
     Reply::new(updated.model_text(), &updated)
