@@ -452,6 +452,10 @@ pub enum ListOp {
         /// A JSON object of metadata.
         #[arg(long, value_name = "JSON")]
         metadata: Option<String>,
+        /// Priority, 0 (highest) to 4; a task without one counts as 2 (kept as
+        /// `metadata.priority`).
+        #[arg(long, value_name = "0..4", value_parser = clap::value_parser!(u8).range(0..=4))]
+        priority: Option<u8>,
     },
     /// Print every task of the list, one line each (status, owner, blockers).
     Ls,
@@ -567,6 +571,9 @@ pub struct ListUpdateArgs {
     /// A JSON object merged into the metadata (a key set to null is deleted).
     #[arg(long, value_name = "JSON")]
     pub metadata: Option<String>,
+    /// New priority, 0 (highest) to 4 (kept as `metadata.priority`).
+    #[arg(long, value_name = "0..4", value_parser = clap::value_parser!(u8).range(0..=4))]
+    pub priority: Option<u8>,
 }
 
 #[cfg(test)]

@@ -27,10 +27,11 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
             description,
             active_form,
             metadata,
+            priority,
         } => {
             let request = CreateRequest {
                 active_form,
-                metadata: metadata.as_deref().map(parse_metadata).transpose()?,
+                metadata: metadata_with(metadata.as_deref(), priority)?,
                 ..CreateRequest::new(subject.or(subject_flag).unwrap_or_default(), description)
             };
             let created = list.create(&request).map_err(list_error)?;
@@ -330,7 +331,7 @@ fn update_request(args: ListUpdateArgs) -> Result<UpdateRequest> {
         add_blocked_by: edges(args.add_blocked_by),
         remove_blocks: edges(args.remove_blocks),
         remove_blocked_by: edges(args.remove_blocked_by),
-        metadata: args.metadata.as_deref().map(parse_metadata).transpose()?,
+        metadata: metadata_with(args.metadata.as_deref(), args.priority)?,
         ..UpdateRequest::new(parse_id(&args.id)?)
     })
 }
@@ -411,6 +412,17 @@ fn parse_id(text: &str) -> Result<TaskId> {
     TaskId::parse(text.strip_prefix('#').unwrap_or(text)).map_err(|_| CliError::MalformedListId {
         input: text.to_owned(),
     })
+}
+
+/// `--metadata JSON` with `--priority N` set in it.
+fn metadata_with(text: Option<&str>, priority: Option<u8>) -> Result<Option<Metadata>> {
+    let mut metadata = text.map(parse_metadata).transpose()?;
+    if let Some(priority) = priority {
+        metadata
+            .get_or_insert_with(Metadata::new)
+            .insert(task_list::PRIORITY_KEY.into(), priority.into());
+    }
+    Ok(metadata)
 }
 
 fn parse_metadata(text: &str) -> Result<Metadata> {

@@ -111,13 +111,8 @@ const CLAIM_NEXT: Steps<'static> = &[
         "--metadata",
         r#"{"priority":4}"#,
     ],
-    &[
-        "create",
-        "--subject",
-        "Urgent",
-        "--metadata",
-        r#"{"priority":0}"#,
-    ],
+    &["create", "--subject", "Urgent", "--priority", "0"],
+    &["update", "5", "--priority", "5"],
     &["update", "5", "--add-blocked-by", "6"],
     &["claim", "--next", "--owner", "cy"],
     &["claim", "--next", "--owner", "cy", "--check-busy"],
@@ -206,6 +201,11 @@ fn claim_next_prints_the_same_on_postgres_as_on_files() {
     assert_eq!(
         claims[5..],
         ["No task is ready.\n", "Claimed task #7 for fay: Later\n"]
+    );
+    assert!(
+        on_files
+            .iter()
+            .any(|s| s.contains(r#"["update", "5", "--priority", "5"] → Some(2)"#))
     );
     assert!(
         on_files
