@@ -456,9 +456,13 @@ pub enum ListOp {
         /// `metadata.priority`).
         #[arg(long, value_name = "0..4", value_parser = clap::value_parser!(u8).range(0..=4))]
         priority: Option<u8>,
+        /// A label (repeatable; kept as `metadata.labels`).
+        #[arg(long = "label", value_name = "LABEL")]
+        labels: Vec<String>,
     },
-    /// Print every task of the list, one line each (status, owner, blockers).
-    Ls,
+    /// Print every task of the list, one line each (status, owner, blockers); the filters
+    /// given must all hold.
+    Ls(ListLsArgs),
     /// Show one task.
     Get {
         /// The task id ("1", "2", …).
@@ -574,6 +578,32 @@ pub struct ListUpdateArgs {
     /// New priority, 0 (highest) to 4 (kept as `metadata.priority`).
     #[arg(long, value_name = "0..4", value_parser = clap::value_parser!(u8).range(0..=4))]
     pub priority: Option<u8>,
+    /// The task's labels, replacing the ones it has (repeatable; kept as `metadata.labels`).
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+}
+
+/// `tasks list ls` filters.
+#[derive(Debug, Args)]
+pub struct ListLsArgs {
+    /// Only tasks with this status: pending, in_progress or completed.
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Only tasks this agent owns.
+    #[arg(long)]
+    pub owner: Option<String>,
+    /// Only tasks with this label (repeatable: every one).
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// Only tasks of this priority (a task without one counts as 2).
+    #[arg(long, value_name = "0..4", value_parser = clap::value_parser!(u8).range(0..=4))]
+    pub priority: Option<u8>,
+    /// Only ready tasks (pending, unowned, every blocker completed).
+    #[arg(long, conflicts_with = "blocked")]
+    pub ready: bool,
+    /// Only tasks with a blocker that is not completed.
+    #[arg(long)]
+    pub blocked: bool,
 }
 
 #[cfg(test)]

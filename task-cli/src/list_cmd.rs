@@ -6,11 +6,11 @@ use std::path::Path;
 
 use serde::Serialize;
 use task_list::{
-    Actor, ClaimOptions, CreateRequest, EnvValues, Layout, ListExport, ListIdHints, Metadata,
-    NotReadyReason, StoreConfig, TaskId, TaskList, UpdateRequest, UpdateStatus,
+    Actor, ClaimOptions, CreateRequest, EnvValues, Layout, ListExport, ListFilter, ListIdHints,
+    Metadata, NotReadyReason, StoreConfig, TaskId, TaskList, UpdateRequest,
 };
 
-use crate::cli::{ListArgs, ListOp, ListUpdateArgs, UnassignReason};
+use crate::cli::{ListArgs, ListLsArgs, ListOp, ListUpdateArgs, UnassignReason};
 use crate::error::{CliError, Result, exit};
 use crate::list_text;
 use crate::render;
@@ -28,10 +28,11 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
             active_form,
             metadata,
             priority,
+            labels,
         } => {
             let request = CreateRequest {
                 active_form,
-                metadata: metadata_with(metadata.as_deref(), priority)?,
+                metadata: metadata_with(metadata.as_deref(), priority, &labels)?,
                 ..CreateRequest::new(subject.or(subject_flag).unwrap_or_default(), description)
             };
             let created = list.create(&request).map_err(list_error)?;
@@ -42,8 +43,10 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
             };
             print(json, &created, &text, true)
         }
-        ListOp::Ls => {
-            let listing = list.list().map_err(list_error)?;
+        ListOp::Ls(filters) => {
+            let listing = list
+                .list_where(&list_filter(filters)?)
+                .map_err(list_error)?;
             print(json, &listing, &listing.model_text(), true)
         }
         ListOp::Get { id } => get(&list, &id, json),
@@ -308,18 +311,31 @@ pub fn open_in(
     }
 }
 
+fn list_filter(args: ListLsArgs) -> Result<ListFilter> {
+    Ok(ListFilter {
+        status: args
+            .status
+            .map(|s| parse_status(s, "pending, in_progress or completed"))
+            .transpose()?,
+        owner: args.owner,
+        labels: args.labels,
+        priority: args.priority,
+        ready: args.ready,
+        blocked: args.blocked,
+    })
+}
+
+/// A status word (`task_list::TaskStatus` or `task_list::UpdateStatus`); a wrong one is refused naming `choices`.
+fn parse_status<T: serde::de::DeserializeOwned>(text: String, choices: &str) -> Result<T> {
+    serde_json::from_value(serde_json::Value::String(text.clone()))
+        .map_err(|_| CliError::invalid(format!("invalid status {text:?}: use {choices}")))
+}
+
 fn update_request(args: ListUpdateArgs) -> Result<UpdateRequest> {
-    let status =
-        args.status
-            .map(|s| {
-                serde_json::from_value::<UpdateStatus>(serde_json::Value::String(s.clone()))
-                    .map_err(|_| {
-                        CliError::invalid(format!(
-                            "invalid status {s:?}: use pending, in_progress, completed or deleted"
-                        ))
-                    })
-            })
-            .transpose()?;
+    let status = args
+        .status
+        .map(|s| parse_status(s, "pending, in_progress, completed or deleted"))
+        .transpose()?;
     let edges = |ids: Vec<String>| (!ids.is_empty()).then_some(ids);
     Ok(UpdateRequest {
         subject: args.subject,
@@ -331,7 +347,7 @@ fn update_request(args: ListUpdateArgs) -> Result<UpdateRequest> {
         add_blocked_by: edges(args.add_blocked_by),
         remove_blocks: edges(args.remove_blocks),
         remove_blocked_by: edges(args.remove_blocked_by),
-        metadata: metadata_with(args.metadata.as_deref(), args.priority)?,
+        metadata: metadata_with(args.metadata.as_deref(), args.priority, &args.labels)?,
         ..UpdateRequest::new(parse_id(&args.id)?)
     })
 }
@@ -414,13 +430,23 @@ fn parse_id(text: &str) -> Result<TaskId> {
     })
 }
 
-/// `--metadata JSON` with `--priority N` set in it.
-fn metadata_with(text: Option<&str>, priority: Option<u8>) -> Result<Option<Metadata>> {
+/// `--metadata JSON` with `--priority N` and the `--label`s set in it.
+fn metadata_with(
+    text: Option<&str>,
+    priority: Option<u8>,
+    labels: &[String],
+) -> Result<Option<Metadata>> {
     let mut metadata = text.map(parse_metadata).transpose()?;
-    if let Some(priority) = priority {
+    let mut set = |key: &str, value: serde_json::Value| {
         metadata
             .get_or_insert_with(Metadata::new)
-            .insert(task_list::PRIORITY_KEY.into(), priority.into());
+            .insert(key.into(), value);
+    };
+    if let Some(priority) = priority {
+        set(task_list::PRIORITY_KEY, priority.into());
+    }
+    if !labels.is_empty() {
+        set(task_list::LABELS_KEY, labels.into());
     }
     Ok(metadata)
 }

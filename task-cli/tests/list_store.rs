@@ -127,6 +127,35 @@ const CLAIM_NEXT: Steps<'static> = &[
     &["claim", "--next", "--owner", "fay"],
 ];
 
+/// `ls` filters (after [`SESSION`], which leaves #1, #2 and #4, completed).
+const LS_FILTERS: Steps<'static> = &[
+    &[
+        "create",
+        "api",
+        "--label",
+        "backend",
+        "--label",
+        "v2",
+        "--priority",
+        "0",
+    ],
+    &["create", "docs", "--label", "docs"],
+    &["create", "db", "--label", "backend", "--priority", "1"],
+    &["update", "5", "--add-blocked-by", "7"],
+    &["claim", "6", "--owner", "ann"],
+    &["ls", "--label", "backend"],
+    &["ls", "--label", "backend", "--label", "v2"],
+    &["ls", "--priority", "2", "--status", "pending"],
+    &["ls", "--owner", "ann"],
+    &["ls", "--status", "completed"],
+    &["ls", "--ready"],
+    &["ls", "--blocked", "--json"],
+    &["ls", "--status", "bogus"],
+    &["update", "6", "--label", "later"],
+    &["ls", "--label", "docs"],
+    &["ls", "--label", "later"],
+];
+
 /// The same session of `tasks list` commands; every output, in order.
 fn session(root: &Path, store: &[&str], env: &[(&str, &str)]) -> Vec<String> {
     run_steps(root, store, env, SESSION)
@@ -172,17 +201,24 @@ fn every_list_command_prints_the_same_on_postgres_as_on_files() {
     );
 }
 
-#[test]
-fn claim_next_prints_the_same_on_postgres_as_on_files() {
-    let Some(schema) = Schema::new() else {
-        return;
-    };
+/// Runs [`SESSION`] then `steps` on files and on PostgreSQL; the outputs of `steps` (the same
+/// on both, or the test fails), `None` without a server.
+fn after_session_on_both_stores(steps: Steps<'_>) -> Option<Vec<String>> {
+    let schema = Schema::new()?;
     let root = tempfile::tempdir().unwrap();
     let pg = ["--store", schema.url.as_str(), "--list", "p"];
     session(root.path(), &[], &[]);
     session(root.path(), &pg, &[]);
-    let on_files = run_steps(root.path(), &[], &[], CLAIM_NEXT);
-    assert_eq!(run_steps(root.path(), &pg, &[], CLAIM_NEXT), on_files);
+    let on_files = run_steps(root.path(), &[], &[], steps);
+    assert_eq!(run_steps(root.path(), &pg, &[], steps), on_files);
+    Some(on_files)
+}
+
+#[test]
+fn claim_next_prints_the_same_on_postgres_as_on_files() {
+    let Some(on_files) = after_session_on_both_stores(CLAIM_NEXT) else {
+        return;
+    };
     let claims: Vec<&str> = on_files
         .iter()
         .filter(|s| s.contains("\"--next\""))
@@ -217,6 +253,33 @@ fn claim_next_prints_the_same_on_postgres_as_on_files() {
             .iter()
             .any(|s| s.contains(r#"["claim", "--next", "--owner", "eve", "--json"] → Some(0)"#))
     );
+}
+
+#[test]
+fn ls_filters_print_the_same_on_postgres_as_on_files() {
+    let Some(on_files) = after_session_on_both_stores(LS_FILTERS) else {
+        return;
+    };
+    let out = |at: usize| on_files[at].split_once('\n').unwrap().1;
+    assert_eq!(
+        out(5),
+        "#5 [pending] api [blocked by #7]\n#7 [pending] db\n"
+    );
+    assert_eq!(out(6), "#5 [pending] api [blocked by #7]\n");
+    assert_eq!(out(7), "#6 [pending] docs (ann)\n");
+    assert_eq!(
+        out(8),
+        "#1 [completed] Set up schema (ann)\n#6 [pending] docs (ann)\n"
+    );
+    assert_eq!(out(9).lines().count(), 3);
+    assert_eq!(out(10), "#7 [pending] db\n");
+    assert_eq!(
+        serde_json::from_str::<Value>(out(11)).unwrap(),
+        json!({"tasks": [{"id": "5", "subject": "api", "status": "pending", "blockedBy": ["7"]}]})
+    );
+    assert!(on_files[12].contains("→ Some(70)"), "{}", on_files[12]);
+    assert_eq!(out(14), "No tasks found\n");
+    assert_eq!(out(15), "#6 [pending] docs (ann)\n");
 }
 
 #[test]

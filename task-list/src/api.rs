@@ -232,6 +232,24 @@ pub struct ListResult {
     pub tasks: Vec<ListEntry>,
 }
 
+/// Which tasks [`crate::TaskList::list_where`] keeps: every condition given must hold (the
+/// default keeps every task, as `TaskList` does).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListFilter {
+    /// This status.
+    pub status: Option<TaskStatus>,
+    /// This owner.
+    pub owner: Option<String>,
+    /// Every one of these labels ([`Task::labels`]).
+    pub labels: Vec<String>,
+    /// This priority ([`Task::priority`]).
+    pub priority: Option<u8>,
+    /// Ready: pending, unowned, every blocker completed (as [`crate::TaskList::ready`] says).
+    pub ready: bool,
+    /// Blocked: some blocker is not completed.
+    pub blocked: bool,
+}
+
 /// One `TaskList` entry. `blockedBy` lists only blockers that are not completed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -11,6 +11,9 @@ pub type Metadata = serde_json::Map<String, serde_json::Value>;
 /// so a list with priorities stays readable and writable by it).
 pub const PRIORITY_KEY: &str = "priority";
 
+/// The `metadata` key that holds a task's labels (an array of strings).
+pub const LABELS_KEY: &str = "labels";
+
 /// The priority of a task without one (priorities go from 0, the highest, to
 /// [`LOWEST_PRIORITY`]).
 pub const DEFAULT_PRIORITY: u8 = 2;
@@ -125,6 +128,21 @@ impl Task {
             .map_or(DEFAULT_PRIORITY, |p| {
                 u8::try_from(p.min(u64::from(LOWEST_PRIORITY))).unwrap_or(LOWEST_PRIORITY)
             })
+    }
+
+    /// The task's labels: the strings of `metadata.labels` (anything else there is ignored).
+    pub fn labels(&self) -> Vec<&str> {
+        self.metadata
+            .as_ref()
+            .and_then(|m| m.get(LABELS_KEY))
+            .and_then(serde_json::Value::as_array)
+            .map(|labels| {
+                labels
+                    .iter()
+                    .filter_map(serde_json::Value::as_str)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Whether the reference's TaskList hides this task (`metadata._internal` is truthy).

@@ -665,3 +665,43 @@ fn removing_an_edge_writes_both_ends_and_unblocks_at_once(fx) {
     );
 }
 }
+
+store_tests! {
+fn list_where_filters_by_status_owner_labels_priority_and_readiness(fx) {
+    let list = fx.open();
+    let labelled = |subject: &str, metadata: serde_json::Value| {
+        let request = CreateRequest {
+            metadata: metadata.as_object().cloned(),
+            ..CreateRequest::new(subject, "")
+        };
+        list.create(&request).unwrap().task.id
+    };
+    labelled("api", json!({"labels": ["backend", "v2"], "priority": 0}));
+    labelled("docs", json!({"labels": ["docs"]}));
+    labelled("db", json!({"labels": ["backend"], "priority": 1}));
+    labelled("odd labels", json!({"labels": "backend", "priority": "high"}));
+    assert!(add_blocked_by(&list, 1, &[3]).success);
+    assert!(list.claim(id(2), "ann", ClaimOptions::default()).unwrap().success);
+    status(&list, 4, UpdateStatus::Completed);
+    let ids = |filter: task_list::ListFilter| -> Vec<u64> {
+        let listed = list.list_where(&filter).unwrap().tasks;
+        listed.iter().map(|t| t.id.get()).collect()
+    };
+    let all = task_list::ListFilter::default();
+    assert_eq!(ids(all.clone()), [1, 2, 3, 4]);
+    assert_eq!(list.list_where(&all).unwrap(), list.list().unwrap());
+    let backend = || vec!["backend".to_string()];
+    assert_eq!(ids(task_list::ListFilter { labels: backend(), ..all.clone() }), [1, 3]);
+    let both = vec!["backend".to_string(), "v2".to_string()];
+    assert_eq!(ids(task_list::ListFilter { labels: both, ..all.clone() }), [1]);
+    assert_eq!(ids(task_list::ListFilter { priority: Some(2), ..all.clone() }), [2, 4], "the default, and a priority that is no number");
+    assert_eq!(ids(task_list::ListFilter { owner: Some("ann".into()), ..all.clone() }), [2]);
+    assert_eq!(ids(task_list::ListFilter { status: Some(TaskStatus::Completed), ..all.clone() }), [4]);
+    assert_eq!(ids(task_list::ListFilter { ready: true, ..all.clone() }), [3]);
+    assert_eq!(ids(task_list::ListFilter { blocked: true, ..all.clone() }), [1]);
+    assert_eq!(ids(task_list::ListFilter { blocked: true, labels: vec!["docs".into()], ..all.clone() }), Vec::<u64>::new());
+    status(&list, 3, UpdateStatus::Completed);
+    assert_eq!(ids(task_list::ListFilter { ready: true, ..all.clone() }), [1], "#3 completed readies #1");
+    assert_eq!(ids(task_list::ListFilter { blocked: true, ..all }), Vec::<u64>::new());
+}
+}
