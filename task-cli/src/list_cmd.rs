@@ -6,8 +6,8 @@ use std::path::Path;
 
 use serde::Serialize;
 use task_list::{
-    Actor, ClaimOptions, CreateRequest, EnvValues, Layout, ListExport, ListFilter, ListIdHints,
-    Metadata, NotReadyReason, StoreConfig, TaskId, TaskList, UpdateRequest,
+    Actor, ClaimOptions, ClaimResult, CreateRequest, EnvValues, Layout, ListExport, ListFilter,
+    ListIdHints, Metadata, NotReadyReason, StoreConfig, TaskId, TaskList, UpdateRequest,
 };
 
 use crate::cli::{ListArgs, ListLsArgs, ListOp, ListUpdateArgs, UnassignReason};
@@ -144,17 +144,37 @@ fn claim(list: &TaskList, id: &str, owner: &str, options: ClaimOptions, json: bo
     let result = list
         .claim(parse_id(id)?, owner, options)
         .map_err(list_error)?;
-    let text = match result.reason {
-        None => format!("Claimed task #{id} for {owner}"),
-        Some(reason) => format!("Cannot claim task #{id}: {}", to_word(&reason)),
-    };
-    print(json, &result, &text, result.success)
+    print(
+        json,
+        &result,
+        &claim_text(id, owner, &result),
+        result.success,
+    )
 }
 
 /// `tasks list claim --next`: nothing ready is a result (`null`), not a failure.
 fn claim_next(list: &TaskList, owner: &str, options: ClaimOptions, json: bool) -> Result<u8> {
     let result = list.claim_next(owner, options).map_err(list_error)?;
-    let text = match &result {
+    let success = result.as_ref().is_none_or(|claimed| claimed.success);
+    print(
+        json,
+        &result,
+        &claim_next_text(owner, result.as_ref()),
+        success,
+    )
+}
+
+/// What a claim of task `id` (as given) for `owner` says (the CLI and `TaskClaim`).
+pub(crate) fn claim_text(id: &str, owner: &str, result: &ClaimResult) -> String {
+    match result.reason {
+        None => format!("Claimed task #{id} for {owner}"),
+        Some(reason) => format!("Cannot claim task #{id}: {}", to_word(&reason)),
+    }
+}
+
+/// What a claim of the next ready task for `owner` says (`None`: nothing was ready).
+pub(crate) fn claim_next_text(owner: &str, result: Option<&ClaimResult>) -> String {
+    match result {
         None => list_text::NOTHING_READY.to_owned(),
         Some(claimed) => match &claimed.task {
             Some(task) if claimed.success => {
@@ -165,9 +185,7 @@ fn claim_next(list: &TaskList, owner: &str, options: ClaimOptions, json: bool) -
                 hash_ids(&claimed.busy_with_tasks)
             ),
         },
-    };
-    let success = result.as_ref().is_none_or(|claimed| claimed.success);
-    print(json, &result, &text, success)
+    }
 }
 
 fn export(list: &TaskList, output: Option<&Path>) -> Result<u8> {
