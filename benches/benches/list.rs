@@ -1,6 +1,6 @@
 //! Benchmarks of task-list on both stores (the list directory and PostgreSQL): create, add an
 //! edge on a 10 000-task list, `ready` on 10 000 and 100 000 tasks, and claim throughput with 1
-//! and 8 contending processes.
+//! and 8 contending processes, by id and with `claim_next`.
 //!
 //! Run: `cargo bench -p benches --bench list -- --warm-up-time 1 --measurement-time 3`.
 //! The PostgreSQL benches run when `TASKS_BENCH_PG_URL` (or `TASKS_TEST_PG_URL`, as
@@ -109,15 +109,7 @@ fn stores() -> Vec<Store> {
 /// `n` tasks, each but the first waiting on a pseudo-random lower-numbered one (no cycle),
 /// loaded in one import (far faster than `n` creates, on both stores).
 fn list_with_tasks(store: &Store, list: &str, n: u64) -> TaskList {
-    let mut tasks: Vec<Task> = (1..=n)
-        .map(|i| {
-            Task::new(
-                TaskId::new(i).unwrap(),
-                format!("task {i}"),
-                "benchmark task",
-            )
-        })
-        .collect();
+    let mut tasks = new_tasks(n);
     for (blocked, blocker) in edges(n).take(n as usize - 1) {
         tasks[blocked as usize - 1]
             .blocked_by
@@ -126,10 +118,40 @@ fn list_with_tasks(store: &Store, list: &str, n: u64) -> TaskList {
             .blocks
             .push(TaskId::new(blocked).unwrap());
     }
+    import(store, list, tasks)
+}
+
+/// `n` independent tasks with priorities 0 to 4 in turn: a work queue for `claim_next`.
+fn queue_with_tasks(store: &Store, list: &str, n: u64) -> TaskList {
+    let mut tasks = new_tasks(n);
+    for (task, priority) in tasks.iter_mut().zip((0..5_u64).cycle()) {
+        task.metadata = Some(task_list::Metadata::from_iter([(
+            task_list::PRIORITY_KEY.into(),
+            priority.into(),
+        )]));
+    }
+    import(store, list, tasks)
+}
+
+/// Tasks `1..=n`, pending, no edges.
+fn new_tasks(n: u64) -> Vec<Task> {
+    (1..=n)
+        .map(|i| {
+            Task::new(
+                TaskId::new(i).unwrap(),
+                format!("task {i}"),
+                "benchmark task",
+            )
+        })
+        .collect()
+}
+
+/// Loads `tasks` into the new list `list` in one import.
+fn import(store: &Store, list: &str, tasks: Vec<Task>) -> TaskList {
     let export = ListExport {
         format: EXPORT_FORMAT.into(),
         list_id: list.into(),
-        high_water_mark: n,
+        high_water_mark: tasks.len() as u64,
         tasks,
         audit: Vec::new(),
     };
@@ -224,26 +246,57 @@ fn ready(c: &mut Criterion, store: &Store) {
     group.finish();
 }
 
-fn claims(c: &mut Criterion, store: &Store) {
-    let mut group = c.benchmark_group(format!("list_claim/{}", store.name()));
+/// How a claim worker claims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Claiming {
+    /// `claim` of every task, in an order of its own: one winner per task, the rest refusals.
+    ById,
+    /// `claim_next` until nothing is ready, on a list of independent tasks with priorities:
+    /// every call a win, the tasks shared out.
+    Next,
+}
+
+impl Claiming {
+    fn name(self) -> &'static str {
+        match self {
+            Self::ById => "claim",
+            Self::Next => "claim_next",
+        }
+    }
+}
+
+fn claims(c: &mut Criterion, store: &Store, claiming: Claiming) {
+    let mut group = c.benchmark_group(format!("list_{}/{}", claiming.name(), store.name()));
     group.sample_size(10);
     let mut round = 0;
     for processes in [1_u64, 8] {
-        group.throughput(Throughput::Elements(processes * CLAIM_TASKS));
+        // By id, every process tries every task; with `claim_next` the tasks are shared out.
+        let attempts = match claiming {
+            Claiming::ById => processes * CLAIM_TASKS,
+            Claiming::Next => CLAIM_TASKS,
+        };
+        group.throughput(Throughput::Elements(attempts));
         group.bench_function(
-            format!("claim_{CLAIM_TASKS}_tasks_{processes}_processes"),
+            format!(
+                "{}_{CLAIM_TASKS}_tasks_{processes}_processes",
+                claiming.name()
+            ),
             |b| {
                 b.iter_custom(|iters| {
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
                         round += 1;
-                        let list = format!("claim{round}");
-                        list_with_tasks(store, &list, CLAIM_TASKS);
+                        let list = format!("{}{round}", claiming.name());
+                        match claiming {
+                            Claiming::ById => list_with_tasks(store, &list, CLAIM_TASKS),
+                            Claiming::Next => queue_with_tasks(store, &list, CLAIM_TASKS),
+                        };
                         let start = Instant::now();
                         let mut workers: Vec<_> = (0..processes)
                             .map(|w| {
+                                let spec = format!("{}|{list}|w{w}|{claiming:?}", store.location());
                                 Command::new(std::env::current_exe().unwrap())
-                                    .env(WORKER_ENV, format!("{}|{list}|w{w}", store.location()))
+                                    .env(WORKER_ENV, spec)
                                     .spawn()
                                     .unwrap()
                             })
@@ -261,15 +314,25 @@ fn claims(c: &mut Criterion, store: &Store) {
     group.finish();
 }
 
-/// A claim worker: tries to claim every task of the list, in an order of its own.
+/// A claim worker: tries to claim every task of the list, in an order of its own (`ById`), or
+/// claims the next ready task until none is (`Next`).
 fn claim_worker(spec: &str) {
     let mut parts = spec.split('|');
-    let (location, list, worker) = (
+    let (location, list, worker, claiming) = (
+        parts.next().unwrap(),
         parts.next().unwrap(),
         parts.next().unwrap(),
         parts.next().unwrap(),
     );
     let list = open_at(location, list, fast());
+    if claiming == "Next" {
+        while list
+            .claim_next(worker, ClaimOptions::default())
+            .unwrap()
+            .is_some()
+        {}
+        return;
+    }
     let offset = worker.trim_start_matches('w').parse::<u64>().unwrap() * 61;
     for i in 0..CLAIM_TASKS {
         let id = TaskId::new(1 + (i + offset) % CLAIM_TASKS).unwrap();
@@ -287,7 +350,8 @@ fn main() {
         create(&mut c, &store);
         add_edges(&mut c, &store);
         ready(&mut c, &store);
-        claims(&mut c, &store);
+        claims(&mut c, &store, Claiming::ById);
+        claims(&mut c, &store, Claiming::Next);
     }
     c.final_summary();
 }

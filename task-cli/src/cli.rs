@@ -476,9 +476,17 @@ pub enum ListOp {
         /// A JSON object of metadata.
         #[arg(long, value_name = "JSON")]
         metadata: Option<String>,
+        /// Priority, 0 (highest) to 4; a task without one counts as 2 (kept as
+        /// `metadata.priority`).
+        #[arg(long, value_name = "0..4", value_parser = clap::value_parser!(u8).range(0..=4))]
+        priority: Option<u8>,
+        /// A label (repeatable; kept as `metadata.labels`).
+        #[arg(long = "label", value_name = "LABEL")]
+        labels: Vec<String>,
     },
-    /// Print every task of the list, one line each (status, owner, blockers).
-    Ls,
+    /// Print every task of the list, one line each (status, owner, blockers); the filters
+    /// given must all hold.
+    Ls(ListLsArgs),
     /// Show one task.
     Get {
         /// The task id ("1", "2", …).
@@ -491,10 +499,17 @@ pub enum ListOp {
         /// The task id.
         id: String,
     },
-    /// Claim a task for an owner, if it is free and unblocked.
+    /// Claim a task for an owner, if it is free and unblocked; or, with `--next`, the best
+    /// ready task (highest priority, then lowest id).
     Claim {
         /// The task id.
-        id: String,
+        #[arg(required_unless_present = "next", conflicts_with = "next")]
+        id: Option<String>,
+        /// Claim the best ready task (pending, unowned, every blocker completed): priority 0
+        /// first (a task without one counts as 2), then the lowest id. Nothing ready is not an
+        /// error: it says so (`null` with `--json`) and exits 0.
+        #[arg(long)]
+        next: bool,
         /// The new owner.
         #[arg(long)]
         owner: String,
@@ -575,9 +590,44 @@ pub struct ListUpdateArgs {
     /// Tasks that block this one.
     #[arg(long, value_name = "ID", num_args = 1..)]
     pub add_blocked_by: Vec<String>,
+    /// Tasks this one no longer blocks (the edge is removed from both tasks).
+    #[arg(long, value_name = "ID", num_args = 1..)]
+    pub remove_blocks: Vec<String>,
+    /// Tasks that no longer block this one (the edge is removed from both tasks).
+    #[arg(long, value_name = "ID", num_args = 1..)]
+    pub remove_blocked_by: Vec<String>,
     /// A JSON object merged into the metadata (a key set to null is deleted).
     #[arg(long, value_name = "JSON")]
     pub metadata: Option<String>,
+    /// New priority, 0 (highest) to 4 (kept as `metadata.priority`).
+    #[arg(long, value_name = "0..4", value_parser = clap::value_parser!(u8).range(0..=4))]
+    pub priority: Option<u8>,
+    /// The task's labels, replacing the ones it has (repeatable; kept as `metadata.labels`).
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+}
+
+/// `tasks list ls` filters.
+#[derive(Debug, Args)]
+pub struct ListLsArgs {
+    /// Only tasks with this status: pending, in_progress or completed.
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Only tasks this agent owns.
+    #[arg(long)]
+    pub owner: Option<String>,
+    /// Only tasks with this label (repeatable: every one).
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// Only tasks of this priority (a task without one counts as 2).
+    #[arg(long, value_name = "0..4", value_parser = clap::value_parser!(u8).range(0..=4))]
+    pub priority: Option<u8>,
+    /// Only ready tasks (pending, unowned, every blocker completed).
+    #[arg(long, conflicts_with = "blocked")]
+    pub ready: bool,
+    /// Only tasks with a blocker that is not completed.
+    #[arg(long)]
+    pub blocked: bool,
 }
 
 #[cfg(test)]

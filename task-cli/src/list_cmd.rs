@@ -6,11 +6,11 @@ use std::path::Path;
 
 use serde::Serialize;
 use task_list::{
-    Actor, ClaimOptions, CreateRequest, EnvValues, Layout, ListExport, ListIdHints, Metadata,
-    NotReadyReason, StoreConfig, TaskId, TaskList, UpdateRequest, UpdateStatus,
+    Actor, ClaimOptions, ClaimResult, CreateRequest, EnvValues, Layout, ListExport, ListFilter,
+    ListIdHints, Metadata, NotReadyReason, StoreConfig, TaskId, TaskList, UpdateRequest,
 };
 
-use crate::cli::{ListArgs, ListOp, ListUpdateArgs, UnassignReason};
+use crate::cli::{ListArgs, ListLsArgs, ListOp, ListUpdateArgs, UnassignReason};
 use crate::error::{CliError, Result, exit};
 use crate::list_text;
 use crate::render;
@@ -27,10 +27,12 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
             description,
             active_form,
             metadata,
+            priority,
+            labels,
         } => {
             let request = CreateRequest {
                 active_form,
-                metadata: metadata.as_deref().map(parse_metadata).transpose()?,
+                metadata: metadata_with(metadata.as_deref(), priority, &labels)?,
                 ..CreateRequest::new(subject.or(subject_flag).unwrap_or_default(), description)
             };
             let created = list.create(&request).map_err(list_error)?;
@@ -41,8 +43,10 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
             };
             print(json, &created, &text, true)
         }
-        ListOp::Ls => {
-            let listing = list.list().map_err(list_error)?;
+        ListOp::Ls(filters) => {
+            let listing = list
+                .list_where(&list_filter(filters)?)
+                .map_err(list_error)?;
             print(json, &listing, &listing.model_text(), true)
         }
         ListOp::Get { id } => get(&list, &id, json),
@@ -56,20 +60,18 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
         }
         ListOp::Claim {
             id,
+            next,
             owner,
             check_busy,
         } => {
             let options = ClaimOptions {
                 check_agent_busy: check_busy,
             };
-            let result = list
-                .claim(parse_id(&id)?, &owner, options)
-                .map_err(list_error)?;
-            let text = match result.reason {
-                None => format!("Claimed task #{id} for {owner}"),
-                Some(reason) => format!("Cannot claim task #{id}: {}", to_word(&reason)),
-            };
-            print(json, &result, &text, result.success)
+            // clap refuses an id with --next, and requires one without.
+            match id.filter(|_| !next) {
+                Some(id) => claim(&list, &id, &owner, options, json),
+                None => claim_next(&list, &owner, options, json),
+            }
         }
         ListOp::Unassign { owner, reason } => {
             let reason = match reason {
@@ -134,6 +136,55 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
                 true,
             )
         }
+    }
+}
+
+/// `tasks list claim ID`.
+fn claim(list: &TaskList, id: &str, owner: &str, options: ClaimOptions, json: bool) -> Result<u8> {
+    let result = list
+        .claim(parse_id(id)?, owner, options)
+        .map_err(list_error)?;
+    print(
+        json,
+        &result,
+        &claim_text(id, owner, &result),
+        result.success,
+    )
+}
+
+/// `tasks list claim --next`: nothing ready is a result (`null`), not a failure.
+fn claim_next(list: &TaskList, owner: &str, options: ClaimOptions, json: bool) -> Result<u8> {
+    let result = list.claim_next(owner, options).map_err(list_error)?;
+    let success = result.as_ref().is_none_or(|claimed| claimed.success);
+    print(
+        json,
+        &result,
+        &claim_next_text(owner, result.as_ref()),
+        success,
+    )
+}
+
+/// What a claim of task `id` (as given) for `owner` says (the CLI and `TaskClaim`).
+pub(crate) fn claim_text(id: &str, owner: &str, result: &ClaimResult) -> String {
+    match result.reason {
+        None => format!("Claimed task #{id} for {owner}"),
+        Some(reason) => format!("Cannot claim task #{id}: {}", to_word(&reason)),
+    }
+}
+
+/// What a claim of the next ready task for `owner` says (`None`: nothing was ready).
+pub(crate) fn claim_next_text(owner: &str, result: Option<&ClaimResult>) -> String {
+    match result {
+        None => list_text::NOTHING_READY.to_owned(),
+        Some(claimed) => match &claimed.task {
+            Some(task) if claimed.success => {
+                format!("Claimed task #{} for {owner}: {}", task.id, task.subject)
+            }
+            _ => format!(
+                "Cannot claim a task for {owner}: agent_busy (owns {})",
+                hash_ids(&claimed.busy_with_tasks)
+            ),
+        },
     }
 }
 
@@ -278,18 +329,31 @@ pub fn open_in(
     }
 }
 
+fn list_filter(args: ListLsArgs) -> Result<ListFilter> {
+    Ok(ListFilter {
+        status: args
+            .status
+            .map(|s| parse_status(s, "pending, in_progress or completed"))
+            .transpose()?,
+        owner: args.owner,
+        labels: args.labels,
+        priority: args.priority,
+        ready: args.ready,
+        blocked: args.blocked,
+    })
+}
+
+/// A status word (`task_list::TaskStatus` or `task_list::UpdateStatus`); a wrong one is refused naming `choices`.
+fn parse_status<T: serde::de::DeserializeOwned>(text: String, choices: &str) -> Result<T> {
+    serde_json::from_value(serde_json::Value::String(text.clone()))
+        .map_err(|_| CliError::invalid(format!("invalid status {text:?}: use {choices}")))
+}
+
 fn update_request(args: ListUpdateArgs) -> Result<UpdateRequest> {
-    let status =
-        args.status
-            .map(|s| {
-                serde_json::from_value::<UpdateStatus>(serde_json::Value::String(s.clone()))
-                    .map_err(|_| {
-                        CliError::invalid(format!(
-                            "invalid status {s:?}: use pending, in_progress, completed or deleted"
-                        ))
-                    })
-            })
-            .transpose()?;
+    let status = args
+        .status
+        .map(|s| parse_status(s, "pending, in_progress, completed or deleted"))
+        .transpose()?;
     let edges = |ids: Vec<String>| (!ids.is_empty()).then_some(ids);
     Ok(UpdateRequest {
         subject: args.subject,
@@ -299,7 +363,9 @@ fn update_request(args: ListUpdateArgs) -> Result<UpdateRequest> {
         owner: args.owner,
         add_blocks: edges(args.add_blocks),
         add_blocked_by: edges(args.add_blocked_by),
-        metadata: args.metadata.as_deref().map(parse_metadata).transpose()?,
+        remove_blocks: edges(args.remove_blocks),
+        remove_blocked_by: edges(args.remove_blocked_by),
+        metadata: metadata_with(args.metadata.as_deref(), args.priority, &args.labels)?,
         ..UpdateRequest::new(parse_id(&args.id)?)
     })
 }
@@ -347,12 +413,7 @@ fn with_newline(text: &str) -> String {
 }
 
 fn not_ready(reason: &NotReadyReason) -> String {
-    let ids = |ids: &[TaskId]| {
-        ids.iter()
-            .map(|id| format!("#{id}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let ids = hash_ids;
     match reason {
         NotReadyReason::Completed => "completed".to_owned(),
         NotReadyReason::InProgress => "in progress".to_owned(),
@@ -361,6 +422,14 @@ fn not_ready(reason: &NotReadyReason) -> String {
         NotReadyReason::MissingBlocker { task } => format!("blocker #{task} does not exist"),
         other => to_word(other),
     }
+}
+
+/// `#1, #2`.
+fn hash_ids(ids: &[TaskId]) -> String {
+    ids.iter()
+        .map(|id| format!("#{id}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A compact one-line rendering of a serializable value (a reason, a problem).
@@ -377,6 +446,27 @@ fn parse_id(text: &str) -> Result<TaskId> {
     TaskId::parse(text.strip_prefix('#').unwrap_or(text)).map_err(|_| CliError::MalformedListId {
         input: text.to_owned(),
     })
+}
+
+/// `--metadata JSON` with `--priority N` and the `--label`s set in it.
+fn metadata_with(
+    text: Option<&str>,
+    priority: Option<u8>,
+    labels: &[String],
+) -> Result<Option<Metadata>> {
+    let mut metadata = text.map(parse_metadata).transpose()?;
+    let mut set = |key: &str, value: serde_json::Value| {
+        metadata
+            .get_or_insert_with(Metadata::new)
+            .insert(key.into(), value);
+    };
+    if let Some(priority) = priority {
+        set(task_list::PRIORITY_KEY, priority.into());
+    }
+    if !labels.is_empty() {
+        set(task_list::LABELS_KEY, labels.into());
+    }
+    Ok(metadata)
 }
 
 fn parse_metadata(text: &str) -> Result<Metadata> {

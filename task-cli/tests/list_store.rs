@@ -69,36 +69,100 @@ fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// A session of `tasks list` commands.
+type Steps<'a> = &'a [&'a [&'a str]];
+
+/// Every command but `claim --next`.
+const SESSION: Steps<'static> = &[
+    &["create", "--subject", "Set up schema"],
+    &[
+        "create",
+        "--subject",
+        "Write API",
+        "--metadata",
+        r#"{"p":1}"#,
+    ],
+    &["create", "--subject", "Docs"],
+    &["update", "2", "--add-blocked-by", "1"],
+    &["update", "1", "--add-blocked-by", "2"],
+    &["update", "3", "--add-blocked-by", "3"],
+    &["claim", "2", "--owner", "ann"],
+    &["claim", "1", "--owner", "ann", "--check-busy"],
+    &["claim", "1", "--owner", "bob"],
+    &["claim", "1", "--owner", "ann"],
+    &["get", "2"],
+    &["ready"],
+    &["unassign", "--owner", "bob"],
+    &["delete", "3"],
+    &["create", "--subject", "After delete"],
+    &["update", "1", "--status", "completed"],
+    &["update", "2", "--status", "completed"],
+    &["update", "4", "--status", "completed"],
+    &["graph"],
+    &["doctor"],
+];
+
+/// `claim --next` (after [`SESSION`]): by priority, blockers, `--check-busy`, nothing ready.
+const CLAIM_NEXT: Steps<'static> = &[
+    &[
+        "create",
+        "--subject",
+        "Low",
+        "--metadata",
+        r#"{"priority":4}"#,
+    ],
+    &["create", "--subject", "Urgent", "--priority", "0"],
+    &["update", "5", "--priority", "5"],
+    &["update", "5", "--add-blocked-by", "6"],
+    &["claim", "--next", "--owner", "cy"],
+    &["claim", "--next", "--owner", "cy", "--check-busy"],
+    &["claim", "--next", "--owner", "dee"],
+    &["update", "6", "--status", "completed"],
+    &["claim", "--next", "--owner", "dee", "--json"],
+    &["claim", "--next", "--owner", "eve", "--json"],
+    &["create", "--subject", "Later"],
+    &["update", "7", "--add-blocked-by", "5"],
+    &["claim", "--next", "--owner", "fay"],
+    &["update", "7", "--remove-blocked-by", "5"],
+    &["claim", "--next", "--owner", "fay"],
+];
+
+/// `ls` filters (after [`SESSION`], which leaves #1, #2 and #4, completed).
+const LS_FILTERS: Steps<'static> = &[
+    &[
+        "create",
+        "api",
+        "--label",
+        "backend",
+        "--label",
+        "v2",
+        "--priority",
+        "0",
+    ],
+    &["create", "docs", "--label", "docs"],
+    &["create", "db", "--label", "backend", "--priority", "1"],
+    &["update", "5", "--add-blocked-by", "7"],
+    &["claim", "6", "--owner", "ann"],
+    &["ls", "--label", "backend"],
+    &["ls", "--label", "backend", "--label", "v2"],
+    &["ls", "--priority", "2", "--status", "pending"],
+    &["ls", "--owner", "ann"],
+    &["ls", "--status", "completed"],
+    &["ls", "--ready"],
+    &["ls", "--blocked", "--json"],
+    &["ls", "--status", "bogus"],
+    &["update", "6", "--label", "later"],
+    &["ls", "--label", "docs"],
+    &["ls", "--label", "later"],
+];
+
 /// The same session of `tasks list` commands; every output, in order.
 fn session(root: &Path, store: &[&str], env: &[(&str, &str)]) -> Vec<String> {
-    let steps: &[&[&str]] = &[
-        &["create", "--subject", "Set up schema"],
-        &[
-            "create",
-            "--subject",
-            "Write API",
-            "--metadata",
-            r#"{"p":1}"#,
-        ],
-        &["create", "--subject", "Docs"],
-        &["update", "2", "--add-blocked-by", "1"],
-        &["update", "1", "--add-blocked-by", "2"],
-        &["update", "3", "--add-blocked-by", "3"],
-        &["claim", "2", "--owner", "ann"],
-        &["claim", "1", "--owner", "ann", "--check-busy"],
-        &["claim", "1", "--owner", "bob"],
-        &["claim", "1", "--owner", "ann"],
-        &["get", "2"],
-        &["ready"],
-        &["unassign", "--owner", "bob"],
-        &["delete", "3"],
-        &["create", "--subject", "After delete"],
-        &["update", "1", "--status", "completed"],
-        &["update", "2", "--status", "completed"],
-        &["update", "4", "--status", "completed"],
-        &["graph"],
-        &["doctor"],
-    ];
+    run_steps(root, store, env, SESSION)
+}
+
+/// Runs `steps`; every output, in order.
+fn run_steps(root: &Path, store: &[&str], env: &[(&str, &str)], steps: Steps<'_>) -> Vec<String> {
     steps
         .iter()
         .map(|step| {
@@ -135,6 +199,87 @@ fn every_list_command_prints_the_same_on_postgres_as_on_files() {
         stdout(&listed),
         "Task #4: After delete\nStatus: completed\nDescription: \nOwner: (none)\n"
     );
+}
+
+/// Runs [`SESSION`] then `steps` on files and on PostgreSQL; the outputs of `steps` (the same
+/// on both, or the test fails), `None` without a server.
+fn after_session_on_both_stores(steps: Steps<'_>) -> Option<Vec<String>> {
+    let schema = Schema::new()?;
+    let root = tempfile::tempdir().unwrap();
+    let pg = ["--store", schema.url.as_str(), "--list", "p"];
+    session(root.path(), &[], &[]);
+    session(root.path(), &pg, &[]);
+    let on_files = run_steps(root.path(), &[], &[], steps);
+    assert_eq!(run_steps(root.path(), &pg, &[], steps), on_files);
+    Some(on_files)
+}
+
+#[test]
+fn claim_next_prints_the_same_on_postgres_as_on_files() {
+    let Some(on_files) = after_session_on_both_stores(CLAIM_NEXT) else {
+        return;
+    };
+    let claims: Vec<&str> = on_files
+        .iter()
+        .filter(|s| s.contains("\"--next\""))
+        .map(|s| s.split_once('\n').unwrap().1)
+        .collect();
+    assert_eq!(
+        claims[..3],
+        [
+            "Claimed task #6 for cy: Urgent\n",
+            "Cannot claim a task for cy: agent_busy (owns #6)\n",
+            "No task is ready.\n",
+        ]
+    );
+    assert!(claims[3].contains(r#""owner":"dee""#), "{}", claims[3]);
+    assert_eq!(claims[4], "null\n", "nothing ready is null, and exit 0");
+    assert_eq!(
+        claims[5..],
+        ["No task is ready.\n", "Claimed task #7 for fay: Later\n"]
+    );
+    assert!(
+        on_files
+            .iter()
+            .any(|s| s.contains(r#"["update", "5", "--priority", "5"] → Some(2)"#))
+    );
+    assert!(
+        on_files
+            .iter()
+            .any(|s| s.ends_with("→ Some(0)\nUpdated task #7 blockedBy\n"))
+    );
+    assert!(
+        on_files
+            .iter()
+            .any(|s| s.contains(r#"["claim", "--next", "--owner", "eve", "--json"] → Some(0)"#))
+    );
+}
+
+#[test]
+fn ls_filters_print_the_same_on_postgres_as_on_files() {
+    let Some(on_files) = after_session_on_both_stores(LS_FILTERS) else {
+        return;
+    };
+    let out = |at: usize| on_files[at].split_once('\n').unwrap().1;
+    assert_eq!(
+        out(5),
+        "#5 [pending] api [blocked by #7]\n#7 [pending] db\n"
+    );
+    assert_eq!(out(6), "#5 [pending] api [blocked by #7]\n");
+    assert_eq!(out(7), "#6 [pending] docs (ann)\n");
+    assert_eq!(
+        out(8),
+        "#1 [completed] Set up schema (ann)\n#6 [pending] docs (ann)\n"
+    );
+    assert_eq!(out(9).lines().count(), 3);
+    assert_eq!(out(10), "#7 [pending] db\n");
+    assert_eq!(
+        serde_json::from_str::<Value>(out(11)).unwrap(),
+        json!({"tasks": [{"id": "5", "subject": "api", "status": "pending", "blockedBy": ["7"]}]})
+    );
+    assert!(on_files[12].contains("→ Some(70)"), "{}", on_files[12]);
+    assert_eq!(out(14), "No tasks found\n");
+    assert_eq!(out(15), "#6 [pending] docs (ann)\n");
 }
 
 #[test]

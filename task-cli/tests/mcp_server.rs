@@ -275,6 +275,7 @@ async fn lists_the_reference_tools_with_schemas_from_rust_types() {
         "TaskGet",
         "TaskUpdate",
         "TaskList",
+        "TaskClaim",
         "SendMessage",
     ];
     // No Agent tool: no agent command is configured (tests/agents.rs has one).
@@ -340,6 +341,75 @@ async fn lists_the_reference_tools_with_schemas_from_rust_types() {
         "The ID of the task to retrieve"
     );
     assert!(schema("Monitor")["properties"]["ws"].is_object());
+
+    // The reference's four list tools keep its input fields, their descriptions and what is
+    // required; TaskClaim is added beside them.
+    // (The four tools' input schemas, as the reference harness lists them.)
+    let reference: Vec<Value> =
+        serde_json::from_str(include_str!("fixtures/reference-task-tool-schemas.json")).unwrap();
+    for name in ["TaskCreate", "TaskGet", "TaskUpdate", "TaskList"] {
+        let theirs = &reference.iter().find(|t| t["name"] == name).unwrap()["input_schema"];
+        let ours = schema(name);
+        let fields = |schema: &Value| -> Vec<(String, Value)> {
+            let properties = schema["properties"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            properties
+                .into_iter()
+                .map(|(k, v)| (k, v["description"].clone()))
+                .collect()
+        };
+        assert_eq!(fields(&ours), fields(theirs), "{name}");
+        let required = |schema: &Value| schema.get("required").cloned().unwrap_or(json!([]));
+        assert_eq!(required(&ours), required(theirs), "{name}");
+    }
+    assert_eq!(schema("TaskClaim")["required"], json!(["owner"]));
+}
+
+#[tokio::test]
+async fn task_claim_takes_the_best_ready_task_and_says_when_none_is() {
+    let server = Server::start().await;
+    for (subject, metadata) in [
+        ("low", json!({"priority": 4})),
+        ("urgent", json!({"priority": 0})),
+    ] {
+        server
+            .call(
+                "TaskCreate",
+                json!({"subject": subject, "description": "", "metadata": metadata}),
+            )
+            .await;
+    }
+    let first = server
+        .call("TaskClaim", json!({"owner": "ann", "next": true}))
+        .await;
+    assert_eq!(first_text(&first), "Claimed task #2 for ann: urgent");
+    assert_eq!(structured(&first)["task"]["owner"], "ann");
+    let busy = server
+        .call(
+            "TaskClaim",
+            json!({"owner": "ann", "next": true, "checkBusy": true}),
+        )
+        .await;
+    assert_eq!(structured(&busy)["reason"], "agent_busy");
+    let by_id = server
+        .call("TaskClaim", json!({"owner": "bob", "taskId": "1"}))
+        .await;
+    assert_eq!(first_text(&by_id), "Claimed task #1 for bob");
+    let none = server
+        .call("TaskClaim", json!({"owner": "cy", "next": true}))
+        .await;
+    assert_eq!(first_text(&none), "No task is ready.");
+    assert_eq!(structured(&none), &json!({"success": false}));
+    assert_ne!(none.is_error, Some(true), "nothing ready is not an error");
+    let both = server
+        .call(
+            "TaskClaim",
+            json!({"owner": "cy", "next": true, "taskId": "1"}),
+        )
+        .await;
+    assert_eq!(both.is_error, Some(true));
 }
 
 #[tokio::test]

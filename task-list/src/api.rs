@@ -101,6 +101,13 @@ pub struct UpdateRequest {
     /// Tasks that block this one (edges written on both tasks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub add_blocked_by: Option<Vec<String>>,
+    /// Tasks this one no longer blocks (edges removed from both tasks; not in the reference).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_blocks: Option<Vec<String>>,
+    /// Tasks that no longer block this one (edges removed from both tasks; not in the
+    /// reference).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_blocked_by: Option<Vec<String>>,
     /// New owner (an empty string clears it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
@@ -223,6 +230,24 @@ impl From<&Task> for TaskDetails {
 pub struct ListResult {
     /// The visible tasks, by id.
     pub tasks: Vec<ListEntry>,
+}
+
+/// Which tasks [`crate::TaskList::list_where`] keeps: every condition given must hold (the
+/// default keeps every task, as `TaskList` does).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListFilter {
+    /// This status.
+    pub status: Option<TaskStatus>,
+    /// This owner.
+    pub owner: Option<String>,
+    /// Every one of these labels ([`Task::labels`]).
+    pub labels: Vec<String>,
+    /// This priority ([`Task::priority`]).
+    pub priority: Option<u8>,
+    /// Ready: pending, unowned, every blocker completed (as [`crate::TaskList::ready`] says).
+    pub ready: bool,
+    /// Blocked: some blocker is not completed.
+    pub blocked: bool,
 }
 
 /// One `TaskList` entry. `blockedBy` lists only blockers that are not completed.

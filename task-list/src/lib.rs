@@ -85,8 +85,8 @@ mod watch;
 
 pub use api::{
     ClaimFailure, ClaimOptions, ClaimResult, CreateRequest, CreateResult, GetResult, ListEntry,
-    ListResult, StatusChange, TaskDetails, TaskRef, UnassignReason, UnassignResult, UpdateRequest,
-    UpdateResult, UpdateStatus,
+    ListFilter, ListResult, StatusChange, TaskDetails, TaskRef, UnassignReason, UnassignResult,
+    UpdateRequest, UpdateResult, UpdateStatus,
 };
 pub use audit::{AUDIT_LOG_FILE, AuditOp, AuditRecord};
 pub use config::{HookCommand, HookConfig, LockConfig, PgConfig, StoreConfig, WatchConfig};
@@ -104,7 +104,9 @@ pub use mailbox::{INBOX_DIR, MailboxMessage};
 pub use ops::TASK_NOT_FOUND;
 pub use pg::PgEnv;
 pub use ready::{NotReady, NotReadyReason, ReadyReport, ReadyTask, ready_report};
-pub use record::{Metadata, Task, TaskStatus};
+pub use record::{
+    DEFAULT_PRIORITY, LABELS_KEY, LOWEST_PRIORITY, Metadata, PRIORITY_KEY, Task, TaskStatus,
+};
 pub use render::{NO_TASKS, VERIFICATION_AGENT_TYPE};
 pub use store::{Actor, FileProblem, Snapshot, TaskList};
 pub use transfer::{EXPORT_FORMAT, ListExport};

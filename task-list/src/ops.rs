@@ -1,14 +1,16 @@
 //! Create, read, list, delete and reset.
 
 use crate::api::{
-    CreateRequest, CreateResult, GetResult, ListEntry, ListResult, StatusChange, TaskDetails,
-    TaskRef, UpdateResult,
+    CreateRequest, CreateResult, GetResult, ListEntry, ListFilter, ListResult, StatusChange,
+    TaskDetails, TaskRef, UpdateResult,
 };
 use crate::audit::{AuditOp, AuditRecord};
 use crate::backend::StoreTxn;
 use crate::error::{Error, Result};
+use crate::graph::ids_of;
 use crate::hooks::{HookEvent, HookInput, run_hooks};
 use crate::id::TaskId;
+use crate::ready::{NotReadyReason, reasons};
 use crate::record::{Task, TaskStatus};
 use crate::store::TaskList;
 
@@ -65,17 +67,23 @@ impl TaskList {
     /// `TaskList`: every visible task (not `metadata._internal`), blockers filtered to the
     /// unresolved ones. Malformed files are skipped here; see [`TaskList::snapshot`].
     pub fn list(&self) -> Result<ListResult> {
+        self.list_where(&ListFilter::default())
+    }
+
+    /// [`TaskList::list`], only the tasks `filter` keeps.
+    pub fn list_where(&self, filter: &ListFilter) -> Result<ListResult> {
         let snapshot = self.snapshot()?;
+        let all: Vec<&Task> = snapshot.tasks.values().collect();
+        let ids = ids_of(&all);
         let completed = |id: &TaskId| {
             snapshot
                 .tasks
                 .get(id)
                 .is_some_and(|t| t.status == TaskStatus::Completed)
         };
-        let tasks = snapshot
-            .tasks
-            .values()
-            .filter(|task| !task.is_internal())
+        let tasks = all
+            .iter()
+            .filter(|task| !task.is_internal() && filter.keeps(task, &all, &ids))
             .map(|task| ListEntry {
                 id: task.id,
                 subject: task.subject.clone(),
@@ -151,6 +159,26 @@ impl TaskList {
             ));
             Ok(ids.len())
         })
+    }
+}
+
+impl ListFilter {
+    /// Whether `task` of the list `tasks` (sorted by id; `ids` their ids) passes.
+    fn keeps(&self, task: &Task, tasks: &[&Task], ids: &[TaskId]) -> bool {
+        let labels = task.labels();
+        let why_not = || reasons(task, tasks, ids);
+        self.status.is_none_or(|s| task.status == s)
+            && self
+                .owner
+                .as_ref()
+                .is_none_or(|o| task.owner.as_ref() == Some(o))
+            && self.labels.iter().all(|l| labels.contains(&l.as_str()))
+            && self.priority.is_none_or(|p| task.priority() == p)
+            && (!self.ready || why_not().is_empty())
+            && (!self.blocked
+                || why_not()
+                    .iter()
+                    .any(|r| matches!(r, NotReadyReason::BlockedBy { .. })))
     }
 }
 

@@ -4,10 +4,13 @@ use crate::api::{
     ClaimFailure, ClaimOptions, ClaimResult, TaskRef, UnassignReason, UnassignResult,
 };
 use crate::audit::{AuditOp, AuditRecord};
+use crate::backend::StoreTxn;
 use crate::error::Result;
+use crate::graph::ids_of;
 use crate::id::TaskId;
+use crate::ready::reasons;
 use crate::record::{Task, TaskStatus};
-use crate::store::TaskList;
+use crate::store::{Snapshot, TaskList};
 
 impl TaskList {
     /// Claims `id` for `claimant` (sets the owner; the status is left to `TaskUpdate`). Every
@@ -24,15 +27,7 @@ impl TaskList {
             if task.status == TaskStatus::Completed {
                 return Ok(refusal(ClaimFailure::AlreadyResolved, Some(task)));
             }
-            let mut blocked_by_tasks = Vec::new();
-            for blocker in task.blocked_by.clone() {
-                if txn
-                    .get(blocker)?
-                    .is_some_and(|b| b.status != TaskStatus::Completed)
-                {
-                    blocked_by_tasks.push(blocker);
-                }
-            }
+            let blocked_by_tasks = open_blockers(txn, task)?;
             if !blocked_by_tasks.is_empty() {
                 return Ok(ClaimResult {
                     blocked_by_tasks,
@@ -40,17 +35,7 @@ impl TaskList {
                 });
             }
             if options.check_agent_busy {
-                let busy_with_tasks: Vec<TaskId> = self
-                    .snapshot()?
-                    .tasks
-                    .values()
-                    .filter(|t| {
-                        t.id != id
-                            && t.status != TaskStatus::Completed
-                            && t.owner.as_deref() == Some(claimant)
-                    })
-                    .map(|t| t.id)
-                    .collect();
+                let busy_with_tasks = busy_with(&self.snapshot()?, claimant, Some(id));
                 if !busy_with_tasks.is_empty() {
                     return Ok(ClaimResult {
                         busy_with_tasks,
@@ -59,23 +44,57 @@ impl TaskList {
                 }
             }
             if locked.owner.is_none() {
-                locked.owner = Some(claimant.to_string());
-                txn.save(&locked)?;
-                txn.record(AuditRecord::now(
-                    &self.actor.name,
-                    AuditOp::Claim,
-                    Some(id),
-                    vec!["owner".into()],
-                ));
+                self.take(txn, &mut locked, claimant)?;
             }
-            Ok(ClaimResult {
-                success: true,
-                reason: None,
-                task: Some(locked),
-                busy_with_tasks: Vec::new(),
-                blocked_by_tasks: Vec::new(),
-            })
+            Ok(won(locked))
         })
+    }
+
+    /// Claims for `claimant` the best task that is ready now (pending, unowned, every blocker
+    /// completed): the highest priority ([`Task::priority`], 0 first), then the lowest id. The
+    /// choice and the claim are one write transaction, so any number of claimants on any number
+    /// of hosts each get a different task. `None`: nothing is ready (not an error). With
+    /// [`ClaimOptions::check_agent_busy`], a claimant that owns an unfinished task is refused
+    /// with [`ClaimFailure::AgentBusy`] (no task is named).
+    pub fn claim_next(&self, claimant: &str, options: ClaimOptions) -> Result<Option<ClaimResult>> {
+        self.write(options.check_agent_busy, |txn| {
+            let snapshot = self.snapshot()?;
+            if options.check_agent_busy {
+                let busy_with_tasks = busy_with(&snapshot, claimant, None);
+                if !busy_with_tasks.is_empty() {
+                    return Ok(Some(ClaimResult {
+                        busy_with_tasks,
+                        ..refusal(ClaimFailure::AgentBusy, None)
+                    }));
+                }
+            }
+            for id in ready_by_rank(&snapshot) {
+                // Checked again under the task's lock: a writer that takes no list lock (the
+                // reference) may have changed it since the snapshot.
+                let Some(mut locked) = txn.lock(id)? else {
+                    continue;
+                };
+                let free = locked.status == TaskStatus::Pending && locked.owner.is_none();
+                if free && open_blockers(txn, &locked)?.is_empty() {
+                    self.take(txn, &mut locked, claimant)?;
+                    return Ok(Some(won(locked)));
+                }
+            }
+            Ok(None)
+        })
+    }
+
+    /// Makes `claimant` the owner of `task` (locked) and records the claim.
+    fn take(&self, txn: &mut dyn StoreTxn, task: &mut Task, claimant: &str) -> Result<()> {
+        task.owner = Some(claimant.to_string());
+        txn.save(task)?;
+        txn.record(AuditRecord::now(
+            &self.actor.name,
+            AuditOp::Claim,
+            Some(task.id),
+            vec!["owner".into()],
+        ));
+        Ok(())
     }
 
     /// Puts every non-completed task owned by `owner` back to `pending` with no owner, and
@@ -117,6 +136,58 @@ impl TaskList {
             notification_message,
         })
     }
+}
+
+/// A successful claim of `task`.
+fn won(task: Task) -> ClaimResult {
+    ClaimResult {
+        success: true,
+        reason: None,
+        task: Some(task),
+        busy_with_tasks: Vec::new(),
+        blocked_by_tasks: Vec::new(),
+    }
+}
+
+/// `task`'s blockers that exist and are not completed.
+fn open_blockers(txn: &mut dyn StoreTxn, task: &Task) -> Result<Vec<TaskId>> {
+    let mut open = Vec::new();
+    for &blocker in &task.blocked_by {
+        if txn
+            .get(blocker)?
+            .is_some_and(|b| b.status != TaskStatus::Completed)
+        {
+            open.push(blocker);
+        }
+    }
+    Ok(open)
+}
+
+/// The unfinished tasks `claimant` owns, but `except`.
+fn busy_with(snapshot: &Snapshot, claimant: &str, except: Option<TaskId>) -> Vec<TaskId> {
+    snapshot
+        .tasks
+        .values()
+        .filter(|t| {
+            Some(t.id) != except
+                && t.status != TaskStatus::Completed
+                && t.owner.as_deref() == Some(claimant)
+        })
+        .map(|t| t.id)
+        .collect()
+}
+
+/// The ready tasks of `snapshot`, best first: by priority, then by id.
+fn ready_by_rank(snapshot: &Snapshot) -> Vec<TaskId> {
+    let tasks: Vec<&Task> = snapshot.tasks.values().collect();
+    let ids = ids_of(&tasks);
+    let mut ready: Vec<&Task> = tasks
+        .iter()
+        .copied()
+        .filter(|task| reasons(task, &tasks, &ids).is_empty())
+        .collect();
+    ready.sort_by_key(|task| (task.priority(), task.id));
+    ready.into_iter().map(|task| task.id).collect()
 }
 
 fn refusal(reason: ClaimFailure, task: Option<&Task>) -> ClaimResult {

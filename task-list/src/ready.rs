@@ -120,7 +120,11 @@ fn report<T: Borrow<Task>>(tasks: &[T], problems: Vec<FileProblem>) -> ReadyRepo
 }
 
 /// Why `task` is not ready (empty: it is); `tasks` is the list (sorted by id), `ids` their ids.
-fn reasons<T: Borrow<Task>>(task: &Task, tasks: &[T], ids: &[TaskId]) -> Vec<NotReadyReason> {
+pub(crate) fn reasons<T: Borrow<Task>>(
+    task: &Task,
+    tasks: &[T],
+    ids: &[TaskId],
+) -> Vec<NotReadyReason> {
     let mut reasons = Vec::new();
     match task.status {
         TaskStatus::Completed => return vec![NotReadyReason::Completed],

@@ -7,6 +7,20 @@ use crate::id::TaskId;
 /// Arbitrary key/value data attached to a task (key order preserved).
 pub type Metadata = serde_json::Map<String, serde_json::Value>;
 
+/// The `metadata` key that holds a task's priority (the reference keeps unknown metadata keys,
+/// so a list with priorities stays readable and writable by it).
+pub const PRIORITY_KEY: &str = "priority";
+
+/// The `metadata` key that holds a task's labels (an array of strings).
+pub const LABELS_KEY: &str = "labels";
+
+/// The priority of a task without one (priorities go from 0, the highest, to
+/// [`LOWEST_PRIORITY`]).
+pub const DEFAULT_PRIORITY: u8 = 2;
+
+/// The lowest priority.
+pub const LOWEST_PRIORITY: u8 = 4;
+
 /// The status stored in a task file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -102,6 +116,33 @@ impl Task {
     /// Parses a task file's contents.
     pub fn from_file_json(text: &[u8]) -> serde_json::Result<Self> {
         serde_json::from_slice(text)
+    }
+
+    /// The task's priority, 0 (highest) to [`LOWEST_PRIORITY`]: `metadata.priority` when it is
+    /// a whole number (a larger one counts as the lowest), else [`DEFAULT_PRIORITY`].
+    pub fn priority(&self) -> u8 {
+        self.metadata
+            .as_ref()
+            .and_then(|m| m.get(PRIORITY_KEY))
+            .and_then(serde_json::Value::as_u64)
+            .map_or(DEFAULT_PRIORITY, |p| {
+                u8::try_from(p.min(u64::from(LOWEST_PRIORITY))).unwrap_or(LOWEST_PRIORITY)
+            })
+    }
+
+    /// The task's labels: the strings of `metadata.labels` (anything else there is ignored).
+    pub fn labels(&self) -> Vec<&str> {
+        self.metadata
+            .as_ref()
+            .and_then(|m| m.get(LABELS_KEY))
+            .and_then(serde_json::Value::as_array)
+            .map(|labels| {
+                labels
+                    .iter()
+                    .filter_map(serde_json::Value::as_str)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Whether the reference's TaskList hides this task (`metadata._internal` is truthy).

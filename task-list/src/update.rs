@@ -31,9 +31,22 @@ impl TaskList {
         if request.status == Some(UpdateStatus::Deleted) {
             return self.delete(id);
         }
-        let edges = match requested_edges(id, request) {
-            Ok(edges) => edges,
-            Err(message) => return Ok(UpdateResult::failed(raw_id, message)),
+        let added = [
+            (&request.add_blocks, true),
+            (&request.add_blocked_by, false),
+        ];
+        let removed = [
+            (&request.remove_blocks, true),
+            (&request.remove_blocked_by, false),
+        ];
+        let edges = match (
+            requested_edges(id, added, "add"),
+            requested_edges(id, removed, "remove"),
+        ) {
+            (Ok(added), Ok(removed)) => EdgeChanges { added, removed },
+            (Err(message), _) | (_, Err(message)) => {
+                return Ok(UpdateResult::failed(raw_id, message));
+            }
         };
         let Some(before) = self.get(id)? else {
             return Ok(UpdateResult::failed(raw_id, TASK_NOT_FOUND));
@@ -60,40 +73,41 @@ impl TaskList {
         Ok(result)
     }
 
-    fn apply(&self, id: TaskId, request: &UpdateRequest, edges: &[Edge]) -> Result<UpdateResult> {
+    fn apply(
+        &self,
+        id: TaskId,
+        request: &UpdateRequest,
+        edges: &EdgeChanges,
+    ) -> Result<UpdateResult> {
         let raw_id = request.task_id.as_str();
         let applied = self.write(false, |txn| {
             let Some(mut locked) = txn.lock(id)? else {
                 return Ok(Err(TASK_NOT_FOUND.to_string()));
             };
-            if let Err(message) = check_edges(txn, edges)? {
+            if let Err(message) = check_edges(txn, &edges.added)? {
                 return Ok(Err(message));
             }
             let from = locked.status;
             let mut fields = apply_fields(&mut locked, request, self);
             let mut others = Vec::new();
-            for (field, list) in [
-                ("blocks", edge_targets(id, edges, true)),
-                ("blockedBy", edge_targets(id, edges, false)),
-            ] {
-                let side = if field == "blocks" {
-                    &mut locked.blocks
-                } else {
-                    &mut locked.blocked_by
+            for (field, this_blocks) in [("blocks", true), ("blockedBy", false)] {
+                let added = edge_targets(id, &edges.added, this_blocks);
+                let removed = edge_targets(id, &edges.removed, this_blocks);
+                let side = match this_blocks {
+                    true => &mut locked.blocks,
+                    false => &mut locked.blocked_by,
                 };
-                let added: Vec<TaskId> =
-                    list.iter().copied().filter(|t| !side.contains(t)).collect();
-                side.extend(&added);
-                if !added.is_empty() {
+                if edit_side(side, &added, &removed) {
                     fields.push(field.to_string());
                 }
-                others.extend(list.into_iter().map(|other| (other, field == "blocks")));
+                others.extend(added.into_iter().map(|other| (other, this_blocks, true)));
+                others.extend(removed.into_iter().map(|other| (other, this_blocks, false)));
             }
             if !fields.is_empty() {
                 txn.save(&locked)?;
             }
-            for (other, other_is_blocked) in others {
-                add_reverse_edge(txn, other, id, other_is_blocked)?;
+            for (other, other_is_blocked, present) in others {
+                set_reverse_edge(txn, other, id, other_is_blocked, present)?;
             }
             if !fields.is_empty() {
                 txn.record(AuditRecord::now(
@@ -198,20 +212,28 @@ fn replace(slot: &mut String, value: Option<&String>) -> bool {
     }
 }
 
-/// Parses the requested edges; refuses bad ids and self-edges.
-fn requested_edges(id: TaskId, request: &UpdateRequest) -> Result<Vec<Edge>, String> {
+/// The edges an update adds and removes.
+#[derive(Debug, Default)]
+struct EdgeChanges {
+    added: Vec<Edge>,
+    removed: Vec<Edge>,
+}
+
+/// Parses the edges of `lists` (each: ids, and whether this task blocks them); refuses bad
+/// ids and self-edges. `verb` (`add`, `remove`) words the refusals.
+fn requested_edges(
+    id: TaskId,
+    lists: [(&Option<Vec<String>>, bool); 2],
+    verb: &str,
+) -> Result<Vec<Edge>, String> {
     let mut edges = Vec::new();
-    let lists = [
-        (&request.add_blocks, true),
-        (&request.add_blocked_by, false),
-    ];
     for (list, this_blocks) in lists {
         for raw in list.iter().flatten() {
             let other = TaskId::parse(raw)
-                .map_err(|_| format!("Cannot add dependency: invalid task id {raw:?}"))?;
+                .map_err(|_| format!("Cannot {verb} dependency: invalid task id {raw:?}"))?;
             if other == id {
                 return Err(format!(
-                    "Cannot add dependency: task #{id} cannot block itself"
+                    "Cannot {verb} dependency: task #{id} cannot block itself"
                 ));
             }
             let (blocker, blocked) = if this_blocks {
@@ -225,7 +247,20 @@ fn requested_edges(id: TaskId, request: &UpdateRequest) -> Result<Vec<Edge>, Str
     Ok(edges)
 }
 
-/// The other ends of this task's new edges on one side (`blocks` when `this_blocks`).
+/// Adds `added` (each once) to one side of a task's edges and takes `removed` out of it;
+/// whether the side changed.
+fn edit_side(side: &mut Vec<TaskId>, added: &[TaskId], removed: &[TaskId]) -> bool {
+    let before = side.clone();
+    for &id in added {
+        if !side.contains(&id) {
+            side.push(id);
+        }
+    }
+    side.retain(|id| !removed.contains(id));
+    *side != before
+}
+
+/// The other ends of this task's `edges` on one side (`blocks` when `this_blocks`).
 fn edge_targets(id: TaskId, edges: &[Edge], this_blocks: bool) -> Vec<TaskId> {
     edges
         .iter()
@@ -303,16 +338,19 @@ fn blocks_path(
     Ok(None)
 }
 
-/// Writes the other end of an edge: `other.blockedBy += id` when `other_is_blocked`, else
-/// `other.blocks += id`.
-fn add_reverse_edge(
+/// Writes the other end of an edge: `id` added to (`present`) or removed from `other`'s
+/// `blockedBy` when `other_is_blocked`, else its `blocks`.
+fn set_reverse_edge(
     txn: &mut dyn StoreTxn,
     other: TaskId,
     id: TaskId,
     other_is_blocked: bool,
+    present: bool,
 ) -> Result<()> {
     let Some(mut locked) = txn.lock(other)? else {
-        tracing::warn!(task = %other, "task vanished while adding an edge to it");
+        if present {
+            tracing::warn!(task = %other, "task vanished while adding an edge to it");
+        }
         return Ok(());
     };
     let side = if other_is_blocked {
@@ -320,8 +358,11 @@ fn add_reverse_edge(
     } else {
         &mut locked.blocks
     };
-    if !side.contains(&id) {
-        side.push(id);
+    let (added, removed): (&[TaskId], &[TaskId]) = match present {
+        true => (&[id], &[]),
+        false => (&[], &[id]),
+    };
+    if edit_side(side, added, removed) {
         txn.save(&locked)?;
     }
     Ok(())

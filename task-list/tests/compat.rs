@@ -141,6 +141,34 @@ fn round_trip_keeps_the_reference_field_set_and_format() {
     }
 }
 
+/// Priorities live in `metadata`, which the reference keeps: a task file of the reference's
+/// format with one reads its priority, and our writes keep the reference's field set and
+/// every other metadata key.
+#[test]
+fn priorities_are_reference_metadata() {
+    let root = tempfile::tempdir().unwrap();
+    let list = open_fixture("delete-owner-metadata", root.path());
+    let reference = std::fs::read_to_string(list.dir().join("1.json")).unwrap();
+    let with_priority = reference.replace("\"z\": \"x\"", "\"z\": \"x\",\n    \"priority\": 0");
+    std::fs::write(list.dir().join("1.json"), &with_priority).unwrap();
+    let task = list.get(id(1)).unwrap().unwrap();
+    assert_eq!(task.priority(), 0);
+    assert_eq!(
+        task.to_file_json(),
+        with_priority,
+        "the reference's format, unchanged"
+    );
+    assert_eq!(
+        list.get(id(2)).unwrap().unwrap().priority(),
+        task_list::DEFAULT_PRIORITY
+    );
+    let mut update = UpdateRequest::new(1);
+    update.subject = Some("renamed".into());
+    assert!(list.update(&update).unwrap().success);
+    let written = std::fs::read_to_string(list.dir().join("1.json")).unwrap();
+    assert_eq!(written, with_priority.replace("\"one\"", "\"renamed\""));
+}
+
 #[test]
 fn a_held_reference_lock_is_respected_and_a_stale_one_taken_over() {
     let root = tempfile::tempdir().unwrap();

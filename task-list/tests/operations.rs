@@ -624,3 +624,84 @@ fn torn_file_is_reported_by_name_and_the_rest_loads() {
     );
     assert_eq!(create(&list, "d"), id(4));
 }
+
+store_tests! {
+fn removing_an_edge_writes_both_ends_and_unblocks_at_once(fx) {
+    let list = fx.open();
+    for s in ["a", "b", "c"] {
+        create(&list, s);
+    }
+    assert!(add_blocked_by(&list, 3, &[1, 2, 1]).success);
+    let blockers = |task: u64| list.get(id(task)).unwrap().unwrap().blocked_by;
+    assert_eq!(blockers(3), [id(1), id(2)], "an id given twice is one edge");
+    assert!(list.claim(id(1), "ann", ClaimOptions::default()).unwrap().success);
+    let mut remove = UpdateRequest::new(3);
+    remove.remove_blocked_by = Some(vec!["1".into()]);
+    let removed = list.update(&remove).unwrap();
+    assert_eq!(removed.model_text(), "Updated task #3 blockedBy");
+    assert_eq!(blockers(3), [id(2)]);
+    assert!(list.get(id(1)).unwrap().unwrap().blocks.is_empty(), "both ends");
+    let mut undo = UpdateRequest::new(2);
+    undo.remove_blocks = Some(vec!["3".into()]);
+    assert_eq!(list.update(&undo).unwrap().updated_fields, ["blocks"]);
+    assert!(blockers(3).is_empty());
+    let next = list.claim_next("bob", ClaimOptions::default()).unwrap().unwrap();
+    assert_eq!(next.task.unwrap().id, id(2), "#2 before #3: by id");
+    assert_eq!(list.claim_next("cy", ClaimOptions::default()).unwrap().unwrap().task.unwrap().id, id(3));
+    let (records, _) = list.audit_log().unwrap();
+    let updates: Vec<(u64, Vec<String>)> = records
+        .iter()
+        .filter(|r| r.op == AuditOp::Update)
+        .map(|r| (r.task_id.unwrap().get(), r.fields.clone()))
+        .collect();
+    assert_eq!(updates[1..], [(3, vec!["blockedBy".into()]), (2, vec!["blocks".into()])]);
+    assert!(list.doctor(false).unwrap().is_clean());
+    // Nothing to remove is no change; a bad id or a self-edge is refused.
+    assert!(list.update(&remove).unwrap().updated_fields.is_empty());
+    remove.remove_blocked_by = Some(vec!["3".into()]);
+    assert_eq!(
+        list.update(&remove).unwrap().model_text(),
+        "Cannot remove dependency: task #3 cannot block itself"
+    );
+}
+}
+
+store_tests! {
+fn list_where_filters_by_status_owner_labels_priority_and_readiness(fx) {
+    let list = fx.open();
+    let labelled = |subject: &str, metadata: serde_json::Value| {
+        let request = CreateRequest {
+            metadata: metadata.as_object().cloned(),
+            ..CreateRequest::new(subject, "")
+        };
+        list.create(&request).unwrap().task.id
+    };
+    labelled("api", json!({"labels": ["backend", "v2"], "priority": 0}));
+    labelled("docs", json!({"labels": ["docs"]}));
+    labelled("db", json!({"labels": ["backend"], "priority": 1}));
+    labelled("odd labels", json!({"labels": "backend", "priority": "high"}));
+    assert!(add_blocked_by(&list, 1, &[3]).success);
+    assert!(list.claim(id(2), "ann", ClaimOptions::default()).unwrap().success);
+    status(&list, 4, UpdateStatus::Completed);
+    let ids = |filter: task_list::ListFilter| -> Vec<u64> {
+        let listed = list.list_where(&filter).unwrap().tasks;
+        listed.iter().map(|t| t.id.get()).collect()
+    };
+    let all = task_list::ListFilter::default();
+    assert_eq!(ids(all.clone()), [1, 2, 3, 4]);
+    assert_eq!(list.list_where(&all).unwrap(), list.list().unwrap());
+    let backend = || vec!["backend".to_string()];
+    assert_eq!(ids(task_list::ListFilter { labels: backend(), ..all.clone() }), [1, 3]);
+    let both = vec!["backend".to_string(), "v2".to_string()];
+    assert_eq!(ids(task_list::ListFilter { labels: both, ..all.clone() }), [1]);
+    assert_eq!(ids(task_list::ListFilter { priority: Some(2), ..all.clone() }), [2, 4], "the default, and a priority that is no number");
+    assert_eq!(ids(task_list::ListFilter { owner: Some("ann".into()), ..all.clone() }), [2]);
+    assert_eq!(ids(task_list::ListFilter { status: Some(TaskStatus::Completed), ..all.clone() }), [4]);
+    assert_eq!(ids(task_list::ListFilter { ready: true, ..all.clone() }), [3]);
+    assert_eq!(ids(task_list::ListFilter { blocked: true, ..all.clone() }), [1]);
+    assert_eq!(ids(task_list::ListFilter { blocked: true, labels: vec!["docs".into()], ..all.clone() }), Vec::<u64>::new());
+    status(&list, 3, UpdateStatus::Completed);
+    assert_eq!(ids(task_list::ListFilter { ready: true, ..all.clone() }), [1], "#3 completed readies #1");
+    assert_eq!(ids(task_list::ListFilter { blocked: true, ..all }), Vec::<u64>::new());
+}
+}

@@ -2,8 +2,8 @@
 //! the store does the work and renders the reference's texts; this module converts shapes.
 
 use task_list::{
-    Actor, CreateRequest, EnvValues, Layout, ListIdHints, TaskId, TaskList, UpdateRequest,
-    UpdateStatus,
+    Actor, ClaimOptions, ClaimResult, CreateRequest, EnvValues, Layout, ListIdHints, TaskId,
+    TaskList, UpdateRequest, UpdateStatus,
 };
 
 use super::McpArgs;
@@ -37,7 +37,10 @@ pub(crate) fn open_list(session: &Session, args: &McpArgs) -> Result<TaskList> {
             .with_actor(Actor::new(args.actor.clone())),
     )
 }
-use super::schema::{TaskCreateInput, TaskGetInput, TaskUpdateInput, UpdateStatusInput};
+use super::schema::{
+    TaskClaimInput, TaskCreateInput, TaskGetInput, TaskUpdateInput, UpdateStatusInput,
+};
+use crate::list_cmd::{claim_next_text, claim_text};
 
 /// Runs a blocking list operation; its error is a [`Failure`].
 async fn on_list<T: Send + 'static>(
@@ -90,9 +93,52 @@ pub(crate) async fn update(
         add_blocked_by: input.add_blocked_by,
         owner: input.owner,
         metadata: input.metadata,
+        // The reference's `TaskUpdate` schema has no way to remove an edge.
+        remove_blocks: None,
+        remove_blocked_by: None,
     };
     let updated = on_list(list, move |list| list.update(&request)).await?;
     Reply::new(updated.model_text(), &updated)
+}
+
+/// `TaskClaim`: `taskId`, or `next: true` (exactly one). Nothing ready answers
+/// `{success: false}` with no reason.
+pub(crate) async fn claim(
+    list: &TaskList,
+    input: TaskClaimInput,
+) -> std::result::Result<Reply, Failure> {
+    let options = ClaimOptions {
+        check_agent_busy: input.check_busy,
+    };
+    let owner = input.owner;
+    match (input.task_id, input.next) {
+        (Some(raw), false) => {
+            let id = TaskId::parse(raw.strip_prefix('#').unwrap_or(&raw))?;
+            let who = owner.clone();
+            let result = on_list(list, move |list| list.claim(id, &who, options)).await?;
+            Reply::new(claim_text(&raw, &owner, &result), &result)
+        }
+        (None, true) => {
+            let who = owner.clone();
+            let result = on_list(list, move |list| list.claim_next(&who, options)).await?;
+            let text = claim_next_text(&owner, result.as_ref());
+            Reply::new(text, &result.unwrap_or_else(nothing_ready))
+        }
+        _ => Err(Failure::Tool(
+            "TaskClaim takes either taskId or next: true".into(),
+        )),
+    }
+}
+
+/// The answer of a `claim_next` that found nothing ready.
+fn nothing_ready() -> ClaimResult {
+    ClaimResult {
+        success: false,
+        reason: None,
+        task: None,
+        busy_with_tasks: Vec::new(),
+        blocked_by_tasks: Vec::new(),
+    }
 }
 
 /// `TaskList`.

@@ -211,7 +211,7 @@ pub struct MonitorOutput {
 pub struct TaskCreateInput {
     /// A brief title for the task
     pub subject: String,
-    /// A detailed description of what needs to be done
+    /// What needs to be done
     pub description: String,
     /// Present continuous form shown in spinner when in_progress (e.g., "Running tests")
     pub active_form: Option<String>,
@@ -264,6 +264,23 @@ pub struct TaskUpdateInput {
     pub owner: Option<String>,
     /// Metadata keys to merge into the task. Set a key to null to delete it.
     pub metadata: Option<Map<String, Value>>,
+}
+
+/// `TaskClaim` input (this harness's tool; the reference has none): claim one task, or with
+/// `next` the best ready one.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskClaimInput {
+    /// The agent that claims the task (its new owner)
+    pub owner: String,
+    /// The ID of the task to claim (omit it with next: true)
+    pub task_id: Option<String>,
+    /// Claim the best ready task (pending, unowned, every blocker completed): highest priority (metadata.priority, 0 first, default 2), then lowest ID
+    #[serde(default)]
+    pub next: bool,
+    /// Refuse if the owner already has an unfinished task
+    #[serde(default)]
+    pub check_busy: bool,
 }
 
 /// `TaskList` input: none.

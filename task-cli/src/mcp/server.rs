@@ -20,8 +20,8 @@ use super::context::{Context, into_response};
 use super::notify::{self, Interest, WatchSettings};
 use super::schema::{
     AgentInput, BashInput, BashOutput, MonitorInput, MonitorOutput, SendMessageInput,
-    TaskCreateInput, TaskGetInput, TaskListInput, TaskOutputInput, TaskOutputResult, TaskStopInput,
-    TaskStopOutput, TaskUpdateInput,
+    TaskClaimInput, TaskCreateInput, TaskGetInput, TaskListInput, TaskOutputInput,
+    TaskOutputResult, TaskStopInput, TaskStopOutput, TaskUpdateInput,
 };
 use super::{agent, list, resources, shell};
 
@@ -168,6 +168,17 @@ impl TasksServer {
         Parameters(input): Parameters<TaskUpdateInput>,
     ) -> Result<CallToolResult, ErrorData> {
         into_response(list::update(&self.context.list, input).await)
+    }
+
+    /// Claims a task of the task list for an owner, atomically: the task taskId, or with
+    /// next: true the best ready task (highest priority, then lowest ID). Nothing ready is not
+    /// an error: the result says so, with success false and no reason.
+    #[tool(name = "TaskClaim")]
+    async fn task_claim(
+        &self,
+        Parameters(input): Parameters<TaskClaimInput>,
+    ) -> Result<CallToolResult, ErrorData> {
+        into_response(list::claim(&self.context.list, input).await)
     }
 
     /// Lists all tasks in the task list.

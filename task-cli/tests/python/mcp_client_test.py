@@ -86,7 +86,7 @@ class Client:
 async def check_tools(client):
     tools = {tool.name: tool for tool in (await client.session.list_tools()).tools}
     expected = {"Bash", "TaskOutput", "TaskStop", "Monitor", "TaskCreate", "TaskGet",
-                "TaskUpdate", "TaskList", "SendMessage"}
+                "TaskUpdate", "TaskList", "TaskClaim", "SendMessage"}
     assert set(tools) == expected, sorted(tools)
     bash = tools["Bash"].input_schema
     assert bash["required"] == ["command"], bash
