@@ -179,6 +179,10 @@ pub struct TeammateState {
     /// Messages waiting for the teammate's next turn (carried forward on resume).
     #[serde(default)]
     pub pending_messages: Vec<String>,
+    /// Its agent CLI's session, once the CLI said it (`system/init`): what resumes its
+    /// conversation after its supervisor died.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 #[cfg(test)]
