@@ -65,12 +65,18 @@ pub fn send(
     let mut line = serde_json::to_string(&request)
         .map_err(|e| Error::Supervisor(format!("cannot encode request: {e}")))?;
     line.push('\n'); // one write: the supervisor wakes once per request
-    for _ in 0..2 {
+    // A message carries its id, so its receiver drops a repeat: it is sent again until it is
+    // answered or its deadline passes (its supervisor may have died having carried it out).
+    let repeatable = matches!(&request.op, crate::protocol::Op::Send { id: Some(_), .. });
+    let mut attempts = 0;
+    while attempts < 2 || (repeatable && Instant::now() < deadline) {
+        attempts += 1;
         let stream = connect_or_start(paths, config, supervisor)?;
         if let Some(response) = exchange(stream, &line, paths, config, deadline)? {
             return Ok(response);
         }
-        // The supervisor closed without answering (it was leaving): once more, to its successor.
+        // The supervisor closed without answering (it was leaving, or died): once more, to
+        // its successor.
     }
     Err(Error::Supervisor(
         "the supervisor closed the connection without answering".into(),

@@ -5,7 +5,11 @@
 //! ```text
 //! fake-agent --script FILE [-p] [--output-format stream-json] [--verbose]
 //!            [--input-format stream-json] [--model M] [--resume SESSION]
+//!            [--turn-signal DIR]
 //! ```
+//!
+//! With `--turn-signal DIR` it creates a file in DIR (`{pid}-{n}`) as it reads each user turn,
+//! before it answers: a test's signal that the turn reached it (to kill its supervisor then).
 //!
 //! It also takes the command lines the command runner gives Codex and Gemini CLIs, and then
 //! prints only what its script says (`raw` lines: the recordings of the real CLIs):
@@ -73,6 +77,10 @@ struct Agent {
     teammate: bool,
     /// The last user turn read.
     last_user: String,
+    /// `--turn-signal`: where each user turn read is signalled.
+    turn_signal: Option<String>,
+    /// User turns read.
+    turns: u64,
 }
 
 fn run() -> Result<u8, String> {
@@ -94,6 +102,8 @@ fn run() -> Result<u8, String> {
         message_count: 0,
         teammate: false,
         last_user: String::new(),
+        turn_signal: flag("--turn-signal"),
+        turns: 0,
     };
     if let Some(prompt) = argument_prompt(&args) {
         // Codex's or Gemini's command line: the script says everything that is printed.
@@ -287,6 +297,12 @@ impl Agent {
                     .as_str()
                     .map_or_else(|| content.to_string(), str::to_owned);
                 self.last_user.clone_from(&text);
+                self.turns += 1;
+                if let Some(dir) = &self.turn_signal {
+                    let path =
+                        Path::new(dir).join(format!("{}-{}", std::process::id(), self.turns));
+                    std::fs::write(&path, b"").map_err(|e| format!("{}: {e}", path.display()))?;
+                }
                 return Ok(Some(text));
             }
         }

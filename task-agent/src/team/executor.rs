@@ -217,6 +217,10 @@ impl TeamExecutor {
         if !matches!(previous.kind, TaskKind::Teammate(_)) {
             return Err(AgentError::NoSuchAgent(previous.base.id.to_string()));
         }
+        // Its old CLI must write nothing more into the transcript the resume reads.
+        if let Err(error) = reap(previous) {
+            tracing::warn!(id = %previous.base.id, %error, "what its dead supervisor left may live on");
+        }
         self.admit(request, Some(previous))
     }
 
@@ -556,7 +560,16 @@ impl PendingTeammate {
             cancel,
         });
         self.inner.members.insert(id, Arc::clone(&member));
-        if let Err(error) = self.inner.registry.transition(&id, TaskStatus::Running) {
+        let process = session.process();
+        let running = self
+            .inner
+            .registry
+            .transition_with(&id, TaskStatus::Running, |state| {
+                if let TaskKind::Teammate(teammate) = &mut state.kind {
+                    teammate.process.clone_from(&process);
+                }
+            });
+        if let Err(error) = running {
             // Killed while starting: its agent is stopped, its end hooks run.
             drop(session);
             self.inner
@@ -707,4 +720,27 @@ impl Task for TeammateTask {
     fn carry_forward(&self, resumed: &mut TaskState, previous: &TaskState) {
         resumed.kind.carry_ui_fields_from(&previous.kind);
     }
+
+    /// Kills what its agent CLI left (its group, and escapees carrying its marker).
+    fn reap_orphan(&self, orphan: &TaskState) -> Result<(), KillError> {
+        reap(orphan)
+    }
+}
+
+/// Kills what the CLI of `orphan` (a teammate whose supervisor died) left, checked live.
+fn reap(orphan: &TaskState) -> Result<(), KillError> {
+    let TaskKind::Teammate(TeammateState {
+        process: Some(group),
+        ..
+    }) = &orphan.kind
+    else {
+        return Ok(());
+    };
+    group
+        .kill_orphaned(orphan.id().as_ref())
+        .map(drop)
+        .map_err(|error| KillError::Failed {
+            id: orphan.id(),
+            source: Box::new(error),
+        })
 }

@@ -47,10 +47,18 @@ impl TeamMessage {
         }
     }
 
-    /// With the id `id` (one its sender chose, kept across retries of the send).
+    /// With the id its sender chose (the same on every retry of the send) when it is a plain
+    /// id (1–64 of `A-Z a-z 0-9 - _`, so it can never break out of its attribute in a
+    /// rendered turn); otherwise its own fresh id stays.
     #[must_use]
-    pub fn with_id(mut self, id: impl Into<String>) -> Self {
-        self.id = Some(id.into());
+    pub fn with_id(mut self, id: &str) -> Self {
+        let plain = (1..=64).contains(&id.len())
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if plain {
+            self.id = Some(id.to_owned());
+        }
         self
     }
 

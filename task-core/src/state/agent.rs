@@ -183,6 +183,10 @@ pub struct TeammateState {
     /// conversation after its supervisor died.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// The process group of its agent CLI, for reaping what a dead supervisor left before
+    /// the teammate is resumed or ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<super::ShellProcess>,
 }
 
 #[cfg(test)]
