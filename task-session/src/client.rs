@@ -71,7 +71,10 @@ pub fn send(
     let mut attempts = 0;
     while attempts < 2 || (repeatable && Instant::now() < deadline) {
         attempts += 1;
-        let stream = connect_or_start(paths, config, supervisor)?;
+        // A repeatable op never gives up on a supervisor killed as it starts (the previous
+        // attempt may have been carried out): one after another, until the start timeout.
+        let starts = if repeatable { usize::MAX } else { STARTS };
+        let stream = connect_or_start_with(paths, config, supervisor, starts)?;
         if let Some(response) = exchange(stream, &line, paths, config, deadline)? {
             return Ok(response);
         }
@@ -137,10 +140,21 @@ pub fn connect_or_start(
     config: &Config,
     supervisor: &SupervisorCommand,
 ) -> Result<UnixStream> {
+    connect_or_start_with(paths, config, supervisor, STARTS)
+}
+
+/// [`connect_or_start`], starting at most `max_starts` supervisors while each dies before it
+/// is ready.
+fn connect_or_start_with(
+    paths: &SessionPaths,
+    config: &Config,
+    supervisor: &SupervisorCommand,
+    max_starts: usize,
+) -> Result<UnixStream> {
     paths.create_dirs()?;
     let socket = paths.socket();
     let deadline = Instant::now() + config.start_timeout;
-    let mut spawned = false;
+    let mut starts = 0;
     let mut backoff = Duration::from_millis(1);
     loop {
         match paths.with_socket_path(|path| UnixStream::connect(path)) {
@@ -156,9 +170,19 @@ pub fn connect_or_start(
                 paths.log().display()
             )));
         }
-        if !spawned && !lock::is_held(&paths.lock())? {
-            spawned = true;
-            start_supervisor(paths, supervisor, deadline)?;
+        if starts < max_starts && !lock::is_held(&paths.lock())? {
+            starts += 1;
+            match start_supervisor(paths, supervisor, deadline)? {
+                Started::Ready => {}
+                // Killed as it started: another one (or, if its lock is taken, its successor).
+                Started::Died if starts < max_starts => {}
+                Started::Died => {
+                    return Err(Error::Supervisor(format!(
+                        "the supervisor exited or stalled before it was ready (see {})",
+                        paths.log().display()
+                    )));
+                }
+            }
             continue;
         }
         std::thread::sleep(backoff);
@@ -166,28 +190,39 @@ pub fn connect_or_start(
     }
 }
 
+/// How many supervisors a client starts, one after another, while each dies before it is
+/// ready (killed as it started): a supervisor that cannot start says why instead, and is
+/// started once.
+const STARTS: usize = 3;
+
+/// What became of a supervisor a client started.
+enum Started {
+    /// It is ready, or another one owns the session.
+    Ready,
+    /// It died (or stalled) before it said a word.
+    Died,
+}
+
 /// Spawns a supervisor and waits (until `deadline`) for its word: `ready` and `busy` (another
-/// one owns the session) return, `error: …` and silence are errors naming the cause.
+/// one owns the session) are [`Started::Ready`], `error: …` is an error naming the cause,
+/// silence is [`Started::Died`].
 fn start_supervisor(
     paths: &SessionPaths,
     supervisor: &SupervisorCommand,
     deadline: Instant,
-) -> Result<()> {
+) -> Result<Started> {
     let (read_end, write_end) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .map_err(|e| Error::io("create", "a pipe to the supervisor", e.into()))?;
     let child = spawn(paths, supervisor, write_end)?;
     let word = read_word(read_end, deadline);
     reap_in_background(child);
     match word.as_deref() {
-        Some("ready" | "busy") => Ok(()),
+        Some("ready" | "busy") => Ok(Started::Ready),
         Some(line) => Err(Error::Supervisor(format!(
             "cannot start the supervisor: {}",
             line.strip_prefix("error: ").unwrap_or(line)
         ))),
-        None => Err(Error::Supervisor(format!(
-            "the supervisor exited or stalled before it was ready (see {})",
-            paths.log().display()
-        ))),
+        None => Ok(Started::Died),
     }
 }
 

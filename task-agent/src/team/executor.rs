@@ -459,7 +459,7 @@ fn resumed_opening(
             return Err(task_output::OutputError::from_io(transcript, error).into());
         }
     };
-    let delivered = delivered_ids(&bytes);
+    let mut delivered = delivered_ids(&bytes);
     let Some(session_id) = session_id else {
         return Ok(Opening::Restarted(Start {
             delivered,
@@ -468,25 +468,23 @@ fn resumed_opening(
         }));
     };
     let batch = reader.pending::<TeamMessage>()?;
+    // Once each: a send retried after its supervisor died may be in the mailbox twice.
     let shown: Vec<TeamMessage> = batch
         .messages
         .into_iter()
         .map(|d| d.message)
-        .filter(|m| m.id.as_ref().is_none_or(|id| !delivered.contains(id)))
+        .filter(|m| m.id.as_ref().is_none_or(|id| delivered.insert(id.clone())))
         .collect();
     let turn = if shown.is_empty() {
         RESUMED_TURN.to_owned()
     } else {
         render_turn(&shown)
     };
-    let mut start = Start {
+    let start = Start {
         delivered,
         uncommitted: Some(batch.end),
         plan_mode: false,
     };
-    start
-        .delivered
-        .extend(shown.iter().filter_map(|m| m.id.clone()));
     Ok(Opening::Resumed {
         session_id,
         turn,

@@ -190,12 +190,11 @@ impl MemberRun {
         let mut turn = Vec::new();
         for delivered in batch.messages {
             let message = delivered.message;
-            if message
-                .id
-                .as_ref()
-                .is_some_and(|id| self.delivered.contains(id))
+            // A send retried after its supervisor died may be in the mailbox twice.
+            if let Some(id) = &message.id
+                && !self.delivered.insert(id.clone())
             {
-                tracing::debug!(id = %self.id, message = ?message.id, "a message it has had already");
+                tracing::debug!(id = %self.id, message = %id, "a message it has had already");
                 continue;
             }
             self.sort(message, &mut turn);
@@ -211,8 +210,6 @@ impl MemberRun {
             self.working = true;
             self.uncommitted = Some(batch.end);
             self.set_idle(false);
-            self.delivered
-                .extend(turn.iter().filter_map(|message| message.id.clone()));
             self.show(&turn);
         }
     }

@@ -88,6 +88,8 @@ fn a_teammates_supervisor_sigkilled_as_it_takes_each_message_loses_none_repeats_
                             let body = format!("s{sender}#{seq}");
                             let sent = sandbox.run(&["send", "bob@crew", &body]);
                             let stdout = String::from_utf8_lossy(&sent.stdout).into_owned();
+                            let stderr = String::from_utf8_lossy(&sent.stderr);
+                            let stdout = format!("{stdout}{stderr} ({})", sent.status);
                             if sent.status.success() {
                                 assert!(
                                     stdout.contains("Message sent to bob@crew's inbox"),
@@ -124,6 +126,10 @@ fn a_teammates_supervisor_sigkilled_as_it_takes_each_message_loses_none_repeats_
         *times.entry(body.as_str()).or_default() += 1;
     }
     let repeated: Vec<_> = times.iter().filter(|(_, n)| **n > 1).collect();
+    if !repeated.is_empty() {
+        let _ = std::fs::copy(&transcript, "/tmp/teammate-crash-transcript.jsonl");
+        let _ = std::fs::copy(sandbox.path("default/supervisor.log"), "/tmp/teammate-crash-supervisor.log");
+    }
     assert!(
         repeated.is_empty(),
         "delivered more than once: {repeated:?}"
