@@ -8,8 +8,9 @@
 //!            [--turn-signal DIR]
 //! ```
 //!
-//! With `--turn-signal DIR` it creates a file in DIR (`{pid}-{n}`) as it reads each user turn,
-//! before it answers: a test's signal that the turn reached it (to kill its supervisor then).
+//! With `--turn-signal DIR` it puts a file in DIR (`{pid}-{n}`, holding the turn's text, whole
+//! when it appears) as it reads each user turn, before it answers: a test's signal that the turn
+//! reached it (to kill its supervisor then).
 //!
 //! It also takes the command lines the command runner gives Codex and Gemini CLIs, and then
 //! prints only what its script says (`raw` lines: the recordings of the real CLIs):
@@ -299,9 +300,12 @@ impl Agent {
                 self.last_user.clone_from(&text);
                 self.turns += 1;
                 if let Some(dir) = &self.turn_signal {
-                    let path =
-                        Path::new(dir).join(format!("{}-{}", std::process::id(), self.turns));
-                    std::fs::write(&path, b"").map_err(|e| format!("{}: {e}", path.display()))?;
+                    let name = format!("{}-{}", std::process::id(), self.turns);
+                    let part = Path::new(dir).join(format!(".{name}"));
+                    let path = Path::new(dir).join(name);
+                    std::fs::write(&part, &text)
+                        .and_then(|()| std::fs::rename(&part, &path))
+                        .map_err(|e| format!("{}: {e}", path.display()))?;
                 }
                 return Ok(Some(text));
             }

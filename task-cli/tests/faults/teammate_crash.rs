@@ -1,14 +1,14 @@
 //! A teammate whose supervisor is SIGKILLed as the teammate takes each message: every accepted
 //! send reaches its conversation exactly once, no refused send does (issue #24, item 2).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::agent_sandbox::{Sandbox, received};
+use crate::support::agent_sandbox::{Sandbox, received, teammate_messages};
 use crate::support::{eventually, fake_agent, is_alive, sigkill};
 
 /// Concurrent senders, each a sequence of separate `tasks send` processes.
@@ -24,9 +24,15 @@ fn supervisor_pid(sandbox: &Sandbox) -> Option<i32> {
     text.trim().parse().ok()
 }
 
-/// How many turns the teammate's agent CLIs have read (one signal file each).
-fn turns_taken(signals: &Path) -> usize {
-    std::fs::read_dir(signals).map_or(0, Iterator::count)
+/// The turns the teammate's agent CLIs have read (one signal file each, holding the turn).
+fn turns_taken(signals: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(signals)
+        .map(|dir| {
+            dir.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|name| !name.starts_with('.'))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn teammate_row(sandbox: &Sandbox, id: &str) -> Option<Value> {
@@ -64,17 +70,24 @@ fn a_teammates_supervisor_sigkilled_as_it_takes_each_message_loses_none_repeats_
     let done = AtomicBool::new(false);
     let kills = AtomicUsize::new(0);
     let outcomes = std::thread::scope(|scope| {
-        // Kills the supervisor the moment the teammate's CLI has read a turn.
+        // Kills the supervisor the moment the teammate's CLI has read a turn holding a
+        // message it never read before: once as it takes each message.
         scope.spawn(|| {
             let mut seen = turns_taken(&signals);
+            let mut taken_once = HashSet::new();
             while !done.load(Ordering::SeqCst) {
-                let taken = turns_taken(&signals);
-                if taken > seen {
-                    seen = taken;
-                    if let Some(pid) = supervisor_pid(&sandbox).filter(|&pid| is_alive(pid)) {
-                        sigkill(pid);
-                        kills.fetch_add(1, Ordering::SeqCst);
+                let now = turns_taken(&signals);
+                let mut fresh = false;
+                for turn in now.difference(&seen) {
+                    let text = std::fs::read_to_string(signals.join(turn)).unwrap();
+                    for body in teammate_messages(&text) {
+                        fresh |= taken_once.insert(body);
                     }
+                }
+                seen = now;
+                if fresh && let Some(pid) = supervisor_pid(&sandbox).filter(|&pid| is_alive(pid)) {
+                    sigkill(pid);
+                    kills.fetch_add(1, Ordering::SeqCst);
                 }
                 std::thread::sleep(WATCH);
             }
@@ -128,7 +141,10 @@ fn a_teammates_supervisor_sigkilled_as_it_takes_each_message_loses_none_repeats_
     let repeated: Vec<_> = times.iter().filter(|(_, n)| **n > 1).collect();
     if !repeated.is_empty() {
         let _ = std::fs::copy(&transcript, "/tmp/teammate-crash-transcript.jsonl");
-        let _ = std::fs::copy(sandbox.path("default/supervisor.log"), "/tmp/teammate-crash-supervisor.log");
+        let _ = std::fs::copy(
+            sandbox.path("default/supervisor.log"),
+            "/tmp/teammate-crash-supervisor.log",
+        );
     }
     assert!(
         repeated.is_empty(),
@@ -149,7 +165,7 @@ fn a_teammates_supervisor_sigkilled_as_it_takes_each_message_loses_none_repeats_
         "{} messages delivered once each, {} refused, {kills} supervisors killed, {} turns",
         got.len(),
         refused.len(),
-        turns_taken(&signals)
+        turns_taken(&signals).len()
     );
     assert_eq!(got.len() + refused.len(), SENDERS * PER_SENDER);
     assert!(kills >= 5, "only {kills} kills landed");

@@ -49,15 +49,19 @@ pub fn received(transcript: &Path) -> Vec<String> {
         if event["type"] != "assistant" || !turn.starts_with("echo: ") {
             continue;
         }
-        for part in turn.split("<teammate-message teammate_id=\"").skip(1) {
-            let body = part.split_once(">\n").unwrap().1;
-            out.push(
-                body.split_once("\n</teammate-message>")
-                    .unwrap()
-                    .0
-                    .to_owned(),
-            );
-        }
+        out.extend(teammate_messages(turn));
     }
     out
+}
+
+/// The bodies of the `<teammate-message>`s in a user turn's text.
+pub fn teammate_messages(turn: &str) -> Vec<String> {
+    turn.split("<teammate-message teammate_id=\"")
+        .skip(1)
+        .map(|part| {
+            let body = part.split_once(">\n").unwrap().1;
+            let body = body.split_once("\n</teammate-message>").unwrap().0;
+            body.to_owned()
+        })
+        .collect()
 }
