@@ -280,6 +280,7 @@ fn requests() -> Vec<(&'static str, Request)> {
             request(Op::Send {
                 to: "researcher@team".into(),
                 message: "please also look at \"issue 25\"\n".into(),
+                id: Some("msg-0000abcd".into()),
             }),
         ),
         (

@@ -35,12 +35,12 @@ pub(crate) struct RemoteOrAgent {
 
 #[async_trait::async_trait]
 impl Messenger for RemoteOrAgent {
-    async fn send(&self, to: &str, message: &str) -> MessageReply {
+    async fn send(&self, to: &str, message: &str, message_id: Option<&str>) -> MessageReply {
         let remote = TaskId::parse(to)
             .ok()
             .filter(|id| id.task_type() == TaskType::RemoteAgent);
         let Some(id) = remote else {
-            return self.agents.send(to, message).await;
+            return self.agents.send(to, message, message_id).await;
         };
         let outcome = self.remotes.send(&id, message).await;
         let (delivered, text) = match &outcome {

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use task_agent::dream::DreamExecutor;
 #[cfg(feature = "cli")]
 use task_agent::team::TeammateEnd;
-use task_agent::team::{TEAM_LEAD, TeamConfig, TeamExecutor, TeamMessage};
+use task_agent::team::{TEAM_LEAD, TeamConfig, TeamExecutor, TeamMessage, TeammateStart};
+use task_core::TaskType;
 #[cfg(feature = "cli")]
 use task_core::TeammateIdentity;
 #[cfg(feature = "cli")]
@@ -30,8 +31,51 @@ pub fn executors(host: &Host) -> (TeamExecutor, DreamExecutor) {
     .register_with_registry();
     #[cfg(feature = "cli")]
     unassign_on_end(&team, host.paths.root().to_path_buf(), teams_root);
+    resume_teammates(&team, host);
     let dreams = DreamExecutor::new(host.registry.clone(), &tasks_dir).register_with_registry();
     (team, dreams)
+}
+
+/// Resumes every teammate a dead supervisor left live (its record neither terminal nor with
+/// an end in its slot) from how it was spawned: its session goes on, its transcript and
+/// mailbox where they were. One that cannot be resumed (how it was spawned is not on record)
+/// is left to the engine, which ends it as its supervisor's orphan.
+fn resume_teammates(team: &TeamExecutor, host: &Host) {
+    let listing = match task_session::record::list(&host.paths) {
+        Ok(listing) => listing,
+        Err(error) => {
+            tracing::warn!(%error, "cannot list the teammates to resume");
+            return;
+        }
+    };
+    let live = listing.tasks.into_iter().filter(|found| {
+        found.task.base.task_type == TaskType::InProcessTeammate
+            && !found.is_terminal()
+            && task_session::record::read_end(&host.paths, found).is_none()
+    });
+    for found in live {
+        let id = found.id();
+        let resumed = task_session::restart::recall(&host.paths, &id)
+            .and_then(|start| {
+                let request = serde_json::from_value::<TeammateStart>(start.request.clone())
+                    .map_err(|e| task_session::Error::Invalid(e.to_string()))?;
+                Ok((start.again()?, request))
+            })
+            .map_err(|e| e.to_string())
+            .and_then(|(again, request)| {
+                team.relaunch(&found.task, request, again.caller)
+                    .map_err(|e| e.to_string())
+            });
+        match resumed {
+            Ok(launched) => {
+                tracing::info!(task = %id, "teammate resumed");
+                if let Some(start) = launched.start {
+                    start();
+                }
+            }
+            Err(error) => tracing::warn!(task = %id, %error, "cannot resume the teammate"),
+        }
+    }
 }
 
 /// Unassigns an ended teammate's tasks (the task-list store comes with the `cli` feature).
@@ -89,11 +133,15 @@ pub struct Messages<M> {
 
 #[async_trait::async_trait]
 impl<M: Messenger> Messenger for Messages<M> {
-    async fn send(&self, to: &str, message: &str) -> MessageReply {
+    async fn send(&self, to: &str, message: &str, id: Option<&str>) -> MessageReply {
         let Some(teammate) = self.team.resolve(to) else {
-            return self.agents.send(to, message).await;
+            return self.agents.send(to, message, id).await;
         };
-        let sent = self.team.send(to, &TeamMessage::new(TEAM_LEAD, message));
+        let mut message = TeamMessage::new(TEAM_LEAD, message);
+        if let Some(id) = id {
+            message = message.with_id(id);
+        }
+        let sent = self.team.send(to, &message);
         let reply = match &sent {
             Ok(_) => {
                 serde_json::json!({"success": true, "message": format!("Message sent to {to}'s inbox")})

@@ -75,7 +75,7 @@ pub(crate) struct AgentMessages(AgentExecutor);
 
 #[async_trait::async_trait]
 impl Messenger for AgentMessages {
-    async fn send(&self, to: &str, message: &str) -> MessageReply {
+    async fn send(&self, to: &str, message: &str, _id: Option<&str>) -> MessageReply {
         let outcome = self.0.send(to, message, None).await;
         let task = match &outcome {
             Ok(SendOutcome::Queued(id)) => Some(*id),

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{Value, json};
-use support::agent_sandbox::Sandbox;
+use support::agent_sandbox::{Sandbox, received};
 use support::eventually;
 use support::fake_agent;
 
@@ -37,33 +37,6 @@ impl Sandbox {
     fn output_file(&self, id: &str) -> PathBuf {
         self.path(&format!("default/tasks/{id}.output"))
     }
-}
-
-/// The `<teammate-message>` bodies the agent echoed, in order, from its transcript.
-fn received(transcript: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(transcript).unwrap_or_default();
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let Ok(event) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        let Some(turn) = event["message"]["content"][0]["text"].as_str() else {
-            continue;
-        };
-        if event["type"] != "assistant" || !turn.starts_with("echo: ") {
-            continue;
-        }
-        for part in turn.split("<teammate-message teammate_id=\"").skip(1) {
-            let body = part.split_once(">\n").unwrap().1;
-            out.push(
-                body.split_once("\n</teammate-message>")
-                    .unwrap()
-                    .0
-                    .to_owned(),
-            );
-        }
-    }
-    out
 }
 
 /// Teammates in the CLI test, and messages each of its four senders sends each of them.

@@ -191,6 +191,17 @@ impl TaskId {
         self.0[0] == MAIN_SESSION_PREFIX
     }
 
+    /// A fresh id for a message sent to a task (`msg-` and eight random characters of the
+    /// id alphabet): what lets its delivery drop a repeat (a send retried after its supervisor
+    /// died carries the same id).
+    ///
+    /// # Errors
+    /// [`IdError::Entropy`] when the system has no randomness to give.
+    pub fn message_id() -> Result<String, IdError> {
+        let random = Self::random_with_prefix(b'-')?;
+        Ok(format!("msg{}", random.as_str()))
+    }
+
     fn random_with_prefix(prefix: u8) -> Result<TaskId, IdError> {
         let mut id = [prefix; TASK_ID_LEN];
         let mut filled = 1;

@@ -65,27 +65,34 @@ pub fn send(
     if let Op::Start(start) = &mut request.op {
         start.key.get_or_insert_with(start_key);
     }
-    for attempt in 0..ATTEMPTS {
-        if let (Op::Start(start), true) = (&mut request.op, attempt > 0) {
+    // A start carries its key and a message its id, so a repeat is recognised (the start's
+    // retry gets the task its first attempt made; a message's receiver drops a repeat): they
+    // are sent again until answered or their deadline passes, since a supervisor may have died
+    // having carried them out.
+    let repeatable = matches!(&request.op, Op::Start(_) | Op::Send { id: Some(_), .. });
+    let mut attempts = 0;
+    while attempts < 2 || (repeatable && Instant::now() < deadline) {
+        if let (Op::Start(start), true) = (&mut request.op, attempts > 0) {
             start.retry = true;
         }
+        attempts += 1;
         let mut line = serde_json::to_string(&request)
             .map_err(|e| Error::Supervisor(format!("cannot encode request: {e}")))?;
         line.push('\n'); // one write: the supervisor wakes once per request
-        let stream = connect_or_start(paths, config, supervisor)?;
+        // A repeatable op never gives up on a supervisor killed as it starts (the previous
+        // attempt may have been carried out): one after another, until the start timeout.
+        let starts = if repeatable { usize::MAX } else { STARTS };
+        let stream = connect_or_start_with(paths, config, supervisor, starts)?;
         if let Some(response) = exchange(stream, &line, paths, config, deadline)? {
             return Ok(response);
         }
-        // The supervisor closed without answering (it was leaving, or died): again, to its
-        // successor. A start is sent again with its key, so it never makes a second task.
+        // The supervisor closed without answering (it was leaving, or died): once more, to
+        // its successor.
     }
     Err(Error::Supervisor(
         "the supervisor closed the connection without answering".into(),
     ))
 }
-
-/// How many times a request is sent to a supervisor that closes without answering.
-const ATTEMPTS: usize = 3;
 
 /// A key unique to one start of this process: its pid, the time and a count.
 fn start_key() -> String {
@@ -151,11 +158,21 @@ pub fn connect_or_start(
     config: &Config,
     supervisor: &SupervisorCommand,
 ) -> Result<UnixStream> {
+    connect_or_start_with(paths, config, supervisor, STARTS)
+}
+
+/// [`connect_or_start`], starting at most `max_starts` supervisors while each dies before it
+/// is ready.
+fn connect_or_start_with(
+    paths: &SessionPaths,
+    config: &Config,
+    supervisor: &SupervisorCommand,
+    max_starts: usize,
+) -> Result<UnixStream> {
     paths.create_dirs()?;
     let socket = paths.socket();
     let deadline = Instant::now() + config.start_timeout;
-    let mut spawns = 0;
-    let mut spawned = false;
+    let mut starts = 0;
     let mut backoff = Duration::from_millis(1);
     loop {
         match paths.with_socket_path(|path| UnixStream::connect(path)) {
@@ -171,10 +188,19 @@ pub fn connect_or_start(
                 paths.log().display()
             )));
         }
-        if !spawned && !lock::is_held(&paths.lock())? {
-            spawns += 1;
-            // One that died before it was ready (killed) is replaced, a few times.
-            spawned = start_supervisor(paths, supervisor, deadline, spawns < SPAWNS)?;
+        if starts < max_starts && !lock::is_held(&paths.lock())? {
+            starts += 1;
+            match start_supervisor(paths, supervisor, deadline)? {
+                Started::Ready => {}
+                // Killed as it started: another one (or, if its lock is taken, its successor).
+                Started::Died if starts < max_starts => {}
+                Started::Died => {
+                    return Err(Error::Supervisor(format!(
+                        "the supervisor exited or stalled before it was ready (see {})",
+                        paths.log().display()
+                    )));
+                }
+            }
             continue;
         }
         std::thread::sleep(backoff);
@@ -182,37 +208,39 @@ pub fn connect_or_start(
     }
 }
 
-/// How many supervisors one client starts, at most, when each dies before it is ready.
-const SPAWNS: usize = 3;
+/// How many supervisors a client starts, one after another, while each dies before it is
+/// ready (killed as it started): a supervisor that cannot start says why instead, and is
+/// started once.
+const STARTS: usize = 3;
+
+/// What became of a supervisor a client started.
+enum Started {
+    /// It is ready, or another one owns the session.
+    Ready,
+    /// It died (or stalled) before it said a word.
+    Died,
+}
 
 /// Spawns a supervisor and waits (until `deadline`) for its word: `ready` and `busy` (another
-/// one owns the session) return `true`; `error: …` and silence are errors naming the cause,
-/// except a death before any word when `may_replace` (then `false`: start another).
+/// one owns the session) are [`Started::Ready`], `error: …` is an error naming the cause,
+/// silence is [`Started::Died`].
 fn start_supervisor(
     paths: &SessionPaths,
     supervisor: &SupervisorCommand,
     deadline: Instant,
-    may_replace: bool,
-) -> Result<bool> {
+) -> Result<Started> {
     let (read_end, write_end) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .map_err(|e| Error::io("create", "a pipe to the supervisor", e.into()))?;
     let child = spawn(paths, supervisor, write_end)?;
     let word = read_word(read_end, deadline);
     reap_in_background(child);
     match word.as_deref() {
-        Some("ready" | "busy") => Ok(true),
+        Some("ready" | "busy") => Ok(Started::Ready),
         Some(line) => Err(Error::Supervisor(format!(
             "cannot start the supervisor: {}",
             line.strip_prefix("error: ").unwrap_or(line)
         ))),
-        None if may_replace && Instant::now() < deadline => {
-            tracing::warn!("the supervisor died before it was ready: starting another");
-            Ok(false)
-        }
-        None => Err(Error::Supervisor(format!(
-            "the supervisor exited or stalled before it was ready (see {})",
-            paths.log().display()
-        ))),
+        None => Ok(Started::Died),
     }
 }
 

@@ -49,7 +49,10 @@ pub struct Launchers {
 #[async_trait::async_trait]
 pub trait Messenger: Send + Sync {
     /// Sends `message` to `to`; says whether it was delivered, and the result in words.
-    async fn send(&self, to: &str, message: &str) -> MessageReply;
+    /// `id` is the message's id, chosen by its sender and the same on every attempt of one
+    /// send (a client whose supervisor died before answering sends it again to the next): a
+    /// messenger that keeps messages drops a repeat by it.
+    async fn send(&self, to: &str, message: &str, id: Option<&str>) -> MessageReply;
 }
 
 /// What became of a message.
@@ -362,8 +365,9 @@ impl Engine {
         let _ = std::fs::remove_file(self.paths.output(&id));
     }
 
-    /// Sends a message to the task `to` (an id or a name) through the wiring's messenger.
-    pub async fn send(&self, to: &str, message: &str) -> MessageReply {
+    /// Sends a message to the task `to` (an id or a name) through the wiring's messenger;
+    /// `id` as [`Messenger::send`] takes it.
+    pub async fn send(&self, to: &str, message: &str, id: Option<&str>) -> MessageReply {
         let Some(messenger) = &self.launchers.messenger else {
             return MessageReply {
                 delivered: false,
@@ -371,7 +375,7 @@ impl Engine {
                 task: None,
             };
         };
-        let sent = messenger.send(to, message).await;
+        let sent = messenger.send(to, message, id).await;
         if let Some(id) = sent.task.filter(|_| sent.delivered)
             && self.registry.get(&id).is_some()
             && let Err(error) = self.mirror.write_now(id)

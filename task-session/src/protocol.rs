@@ -37,6 +37,9 @@ pub enum Op {
         to: String,
         /// The message.
         message: String,
+        /// Its id, the same on every attempt of this send ([`Messenger::send`](crate::engine::Messenger::send)).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
     },
     /// Bytes for a task's stdin (`tasks input`), then, if asked, its end. One chunk per
     /// request: the answer comes once the bytes are in the task's pipe, so a client that sends

@@ -166,6 +166,7 @@ impl Session {
         let op = Op::Send {
             to: to.to_owned(),
             message: message.to_owned(),
+            id: Some(TaskId::message_id().map_err(|e| Error::Supervisor(e.to_string()))?),
         };
         match self.send(op)? {
             Response::Sent { delivered, reply } => Ok(crate::engine::MessageReply {

@@ -384,8 +384,8 @@ async fn dispatch(request: Request, engine: &Engine) -> Response {
         Op::Kill { ids } => Response::Killed {
             reports: engine.kill(&ids).await,
         },
-        Op::Send { to, message } => {
-            let sent = engine.send(&to, &message).await;
+        Op::Send { to, message, id } => {
+            let sent = engine.send(&to, &message, id.as_deref()).await;
             engine.flush().await;
             Response::Sent {
                 delivered: sent.delivered,

@@ -5,7 +5,12 @@
 //! ```text
 //! fake-agent --script FILE [-p] [--output-format stream-json] [--verbose]   (or --script=FILE)
 //!            [--input-format stream-json] [--model M] [--resume SESSION]
+//!            [--turn-signal DIR]
 //! ```
+//!
+//! With `--turn-signal DIR` it puts a file in DIR (`{pid}-{n}`, holding the turn's text, whole
+//! when it appears) as it reads each user turn, before it answers: a test's signal that the turn
+//! reached it (to kill its supervisor then).
 //!
 //! It also takes the command lines the command runner gives Codex and Gemini CLIs, and then
 //! prints only what its script says (`raw` lines: the recordings of the real CLIs):
@@ -73,6 +78,10 @@ struct Agent {
     teammate: bool,
     /// The last user turn read.
     last_user: String,
+    /// `--turn-signal`: where each user turn read is signalled.
+    turn_signal: Option<String>,
+    /// User turns read.
+    turns: u64,
 }
 
 fn run() -> Result<u8, String> {
@@ -98,6 +107,8 @@ fn run() -> Result<u8, String> {
         message_count: 0,
         teammate: false,
         last_user: String::new(),
+        turn_signal: flag("--turn-signal"),
+        turns: 0,
     };
     if let Some(prompt) = argument_prompt(&args) {
         // Codex's or Gemini's command line: the script says everything that is printed.
@@ -291,6 +302,15 @@ impl Agent {
                     .as_str()
                     .map_or_else(|| content.to_string(), str::to_owned);
                 self.last_user.clone_from(&text);
+                self.turns += 1;
+                if let Some(dir) = &self.turn_signal {
+                    let name = format!("{}-{}", std::process::id(), self.turns);
+                    let part = Path::new(dir).join(format!(".{name}"));
+                    let path = Path::new(dir).join(name);
+                    std::fs::write(&part, &text)
+                        .and_then(|()| std::fs::rename(&part, &path))
+                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                }
                 return Ok(Some(text));
             }
         }

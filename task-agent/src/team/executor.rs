@@ -1,5 +1,6 @@
 //! The executor of teammates: spawn, address, message, shut down, kill.
 
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -14,8 +15,9 @@ use task_output::mailbox::MailboxReader;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use super::context::{self, TeammateContext};
-use super::member::MemberRun;
-use super::{Protocol, TEAM_LEAD, TeamConfig, TeamMessage, mailbox, post};
+use super::member::{MemberRun, Start};
+use super::message::delivered_ids;
+use super::{Protocol, TEAM_LEAD, TeamConfig, TeamMessage, mailbox, post, render_turn};
 use crate::error::AgentError;
 use crate::executor::AGENT_ID_ENV;
 use crate::runner::{AgentRunner, AgentSpec};
@@ -193,25 +195,82 @@ impl TeamExecutor {
     /// a live teammate has the name, [`AgentError::Mailbox`] when another reader holds its
     /// mailbox; output and state errors.
     pub fn register(&self, request: TeammateRequest) -> Result<PendingTeammate, AgentError> {
+        self.admit(request, None)
+    }
+
+    /// Registers again, under its id, the teammate whose supervisor died while it was live
+    /// (`previous`, its last recorded state; `request` as it was spawned), to be started with
+    /// [`PendingTeammate::start`]. Its transcript is appended to and its agent CLI's session
+    /// resumed (`--resume`), its first turn being the messages of its mailbox that its
+    /// transcript does not hold (each message's id is in the turn the CLI printed), or
+    /// [`RESUMED_TURN`] when there are none; a teammate whose CLI never said its session
+    /// starts again from its prompt. Plan mode is not resumed.
+    ///
+    /// # Errors
+    /// As [`register`](Self::register); [`AgentError::NoSuchAgent`] when `previous` is not a
+    /// teammate.
+    pub fn resume(
+        &self,
+        previous: &TaskState,
+        request: TeammateRequest,
+    ) -> Result<PendingTeammate, AgentError> {
+        if !matches!(previous.kind, TaskKind::Teammate(_)) {
+            return Err(AgentError::NoSuchAgent(previous.base.id.to_string()));
+        }
+        // Its old CLI must write nothing more into the transcript the resume reads.
+        if let Err(error) = reap(previous) {
+            tracing::warn!(id = %previous.base.id, %error, "what its dead supervisor left may live on");
+        }
+        self.admit(request, Some(previous))
+    }
+
+    /// [`register`](Self::register) (`previous` is `None`) or [`resume`](Self::resume).
+    fn admit(
+        &self,
+        mut request: TeammateRequest,
+        previous: Option<&TaskState>,
+    ) -> Result<PendingTeammate, AgentError> {
         let full = full_name(&request.name, &request.team)?;
         if self.inner.names.contains_key(&full) {
             return Err(AgentError::NameTaken(full));
         }
         let reader = mailbox(&self.inner.teams_root, &request.team, &request.name)?.reader()?;
-        let id = TaskId::generate(TaskType::InProcessTeammate)?;
+        let id = match previous {
+            Some(previous) => previous.base.id,
+            None => TaskId::generate(TaskType::InProcessTeammate)?,
+        };
         let output = self.inner.output_dir.join(format!("{id}.output"));
-        task_output::open::create_output_file(&output)?;
         let identity = TeammateIdentity {
             agent_name: request.name.clone(),
             team_name: request.team.clone(),
             color: request.color.clone(),
         };
-        let state = TeammateState {
+        let mut state = TeammateState {
             identity: identity.clone(),
             agent_id: full.clone(),
             ..TeammateState::default()
         };
-        let task = TaskState::new(id, &full, &output, TaskKind::Teammate(state))?;
+        let opening = match previous {
+            None => {
+                task_output::open::create_output_file(&output)?;
+                Opening::Fresh
+            }
+            Some(previous) => {
+                if let TaskKind::Teammate(before) = &previous.kind {
+                    state.messages.clone_from(&before.messages);
+                    state.session_id.clone_from(&before.session_id);
+                }
+                let opening = resumed_opening(&reader, &output, state.session_id.clone())?;
+                if state.session_id.is_some() {
+                    request.plan_mode = false;
+                }
+                opening
+            }
+        };
+        let mut task = TaskState::new(id, &full, &output, TaskKind::Teammate(state))?;
+        if let Some(previous) = previous {
+            task.base.start_time = previous.base.start_time;
+        }
         self.inner.registry.register(task)?;
         self.inner.names.insert(full.clone(), id);
         let mut spec = AgentSpec::new(request.prompt, &output);
@@ -232,6 +291,7 @@ impl TeamExecutor {
             spec,
             reader: Some(reader),
             plan_mode: request.plan_mode,
+            opening,
         })
     }
 
@@ -360,6 +420,77 @@ pub struct PendingTeammate {
     /// Taken by `start`.
     reader: Option<MailboxReader>,
     plan_mode: bool,
+    opening: Opening,
+}
+
+/// The first turn of a resumed teammate that has no message waiting: its session goes on, idle.
+pub const RESUMED_TURN: &str = "Your session was resumed after its supervisor stopped. \
+Nothing was lost; wait for messages.";
+
+/// How a registered teammate's session begins.
+#[derive(Debug)]
+enum Opening {
+    /// A new session, its prompt the first turn.
+    Fresh,
+    /// A session continued (its supervisor died): its CLI's `session_id`, its first turn, and
+    /// what [`Start`] says of the messages it has had.
+    Resumed {
+        session_id: String,
+        turn: String,
+        shown: Vec<TeamMessage>,
+        start: Start,
+    },
+    /// A teammate whose CLI never said its session: started again from its prompt, its
+    /// transcript's messages never handed again.
+    Restarted(Start),
+}
+
+/// The opening of a resumed teammate: the ids its transcript holds, and the first turn (its
+/// mailbox's messages its transcript does not hold, committed when that turn ends).
+fn resumed_opening(
+    reader: &MailboxReader,
+    transcript: &std::path::Path,
+    session_id: Option<String>,
+) -> Result<Opening, AgentError> {
+    let bytes = match std::fs::read(transcript) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(error) => {
+            return Err(task_output::OutputError::from_io(transcript, error).into());
+        }
+    };
+    let mut delivered = delivered_ids(&bytes);
+    let Some(session_id) = session_id else {
+        return Ok(Opening::Restarted(Start {
+            delivered,
+            uncommitted: None,
+            plan_mode: false,
+        }));
+    };
+    let batch = reader.pending::<TeamMessage>()?;
+    // Once each: a send retried after its supervisor died may be in the mailbox twice.
+    let shown: Vec<TeamMessage> = batch
+        .messages
+        .into_iter()
+        .map(|d| d.message)
+        .filter(|m| m.id.as_ref().is_none_or(|id| delivered.insert(id.clone())))
+        .collect();
+    let turn = if shown.is_empty() {
+        RESUMED_TURN.to_owned()
+    } else {
+        render_turn(&shown)
+    };
+    let start = Start {
+        delivered,
+        uncommitted: Some(batch.end),
+        plan_mode: false,
+    };
+    Ok(Opening::Resumed {
+        session_id,
+        turn,
+        shown,
+        start,
+    })
 }
 
 impl std::fmt::Debug for PendingTeammate {
@@ -385,7 +516,30 @@ impl PendingTeammate {
         let Some(reader) = self.reader.take() else {
             return Err(AgentError::NoSuchAgent(id.to_string()));
         };
-        let started = context::scope(self.context.clone(), self.runner.start(&self.spec)).await;
+        let opening = std::mem::replace(&mut self.opening, Opening::Fresh);
+        let fresh = |plan_mode| Start {
+            delivered: HashSet::new(),
+            uncommitted: None,
+            plan_mode,
+        };
+        let (resume, start, shown) = match opening {
+            Opening::Fresh => (None, fresh(self.plan_mode), Vec::new()),
+            Opening::Restarted(mut start) => {
+                start.plan_mode = self.plan_mode;
+                (None, start, Vec::new())
+            }
+            Opening::Resumed {
+                session_id,
+                turn,
+                shown,
+                start,
+            } => (Some((session_id, turn)), start, shown),
+        };
+        let started = match &resume {
+            Some((session_id, turn)) => self.runner.resume(&self.spec, session_id, turn),
+            None => self.runner.start(&self.spec),
+        };
+        let started = context::scope(self.context.clone(), started).await;
         let session = match started {
             Ok(session) => session,
             Err(error) => {
@@ -404,7 +558,16 @@ impl PendingTeammate {
             cancel,
         });
         self.inner.members.insert(id, Arc::clone(&member));
-        if let Err(error) = self.inner.registry.transition(&id, TaskStatus::Running) {
+        let process = session.process();
+        let running = self
+            .inner
+            .registry
+            .transition_with(&id, TaskStatus::Running, |state| {
+                if let TaskKind::Teammate(teammate) = &mut state.kind {
+                    teammate.process.clone_from(&process);
+                }
+            });
+        if let Err(error) = running {
             // Killed while starting: its agent is stopped, its end hooks run.
             drop(session);
             self.inner
@@ -418,8 +581,9 @@ impl PendingTeammate {
             session,
             reader,
             cancel_rx,
-            self.plan_mode,
+            start,
         );
+        run.show(&shown);
         tokio::spawn(context::scope(self.context.clone(), run.run()));
         Ok(id)
     }
@@ -544,7 +708,37 @@ impl Task for TeammateTask {
         (ended.status() == TaskStatus::Killed).then_some(self.inner.config.stopped_display)
     }
 
+    /// A live teammate outlives its supervisor: its transcript and mailbox are on disk, and
+    /// the next supervisor resumes its session ([`TeamExecutor::resume`], which the host
+    /// calls as it starts).
+    fn survives_supervisor(&self, task: &TaskState) -> bool {
+        !task.status().is_terminal()
+    }
+
     fn carry_forward(&self, resumed: &mut TaskState, previous: &TaskState) {
         resumed.kind.carry_ui_fields_from(&previous.kind);
     }
+
+    /// Kills what its agent CLI left (its group, and escapees carrying its marker).
+    fn reap_orphan(&self, orphan: &TaskState) -> Result<(), KillError> {
+        reap(orphan)
+    }
+}
+
+/// Kills what the CLI of `orphan` (a teammate whose supervisor died) left, checked live.
+fn reap(orphan: &TaskState) -> Result<(), KillError> {
+    let TaskKind::Teammate(TeammateState {
+        process: Some(group),
+        ..
+    }) = &orphan.kind
+    else {
+        return Ok(());
+    };
+    group
+        .kill_orphaned(orphan.id().as_ref())
+        .map(drop)
+        .map_err(|error| KillError::Failed {
+            id: orphan.id(),
+            source: Box::new(error),
+        })
 }

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use task_core::{Caller, Launch, LaunchError, Launched};
+use task_core::{Caller, Launch, LaunchError, Launched, TaskState};
 
-use super::{TeamExecutor, TeammateRequest};
+use super::{PendingTeammate, TeamExecutor, TeammateRequest};
 use crate::config::AgentConfig;
 use crate::error::AgentError;
 use crate::launch::{RunnerFormat, command_runner, start_on_runtime};
@@ -37,28 +37,56 @@ impl Launch for TeamExecutor {
     /// Registers the teammate `pending`; the start spawns its CLI in the caller's directory and
     /// environment.
     fn launch(&self, start: TeammateStart, caller: Caller) -> Result<Launched, LaunchError> {
-        let runner = command_runner(
-            start.command,
-            RunnerFormat::Claude,
-            AgentConfig::default(),
-            &caller,
-        )?;
-        let mut request =
-            TeammateRequest::new(start.name, start.team, Arc::new(runner), start.prompt);
-        request.plan_mode = start.plan;
-        request.color = start.color;
-        request.cwd = Some(caller.cwd);
-        request.env = caller.env;
-        request.replace_env = true;
-        let pending = self.register(request).map_err(|error| match error {
-            AgentError::NameTaken(_) | AgentError::InvalidTeammate(_) | AgentError::Mailbox(_) => {
-                LaunchError::Invalid(error.to_string())
-            }
-            other => LaunchError::Failed(Box::new(other)),
-        })?;
-        let id = pending.id();
-        Ok(start_on_runtime(id, async move {
-            pending.start().await.map(|_| ())
-        }))
+        let request = request_of(start, caller)?;
+        started(self.register(request))
     }
+}
+
+impl TeamExecutor {
+    /// Resumes under its id the teammate a dead supervisor left live (`previous`, its last
+    /// recorded state; `start`, how it was spawned) for `caller` (its original directory, the
+    /// environment of the process that resumes it): see [`TeamExecutor::resume`].
+    ///
+    /// # Errors
+    /// As [`Launch::launch`].
+    pub fn relaunch(
+        &self,
+        previous: &TaskState,
+        start: TeammateStart,
+        caller: Caller,
+    ) -> Result<Launched, LaunchError> {
+        let request = request_of(start, caller)?;
+        started(self.resume(previous, request))
+    }
+}
+
+/// The teammate `start` asks for, run for `caller`.
+fn request_of(start: TeammateStart, caller: Caller) -> Result<TeammateRequest, LaunchError> {
+    let runner = command_runner(
+        start.command,
+        RunnerFormat::Claude,
+        AgentConfig::default(),
+        &caller,
+    )?;
+    let mut request = TeammateRequest::new(start.name, start.team, Arc::new(runner), start.prompt);
+    request.plan_mode = start.plan;
+    request.color = start.color;
+    request.cwd = Some(caller.cwd);
+    request.env = caller.env;
+    request.replace_env = true;
+    Ok(request)
+}
+
+/// A registered teammate, started on the runtime.
+fn started(pending: Result<PendingTeammate, AgentError>) -> Result<Launched, LaunchError> {
+    let pending = pending.map_err(|error| match error {
+        AgentError::NameTaken(_) | AgentError::InvalidTeammate(_) | AgentError::Mailbox(_) => {
+            LaunchError::Invalid(error.to_string())
+        }
+        other => LaunchError::Failed(Box::new(other)),
+    })?;
+    let id = pending.id();
+    Ok(start_on_runtime(id, async move {
+        pending.start().await.map(|_| ())
+    }))
 }

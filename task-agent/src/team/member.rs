@@ -1,6 +1,7 @@
 //! One teammate's loop: its session's events, its mailbox while idle, plan approval, outgoing
 //! messages, the end.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -42,6 +43,24 @@ pub(super) struct MemberRun {
     turn_text: String,
     /// It approved a shutdown: its input is closed and it is ending.
     shutting_down: bool,
+    /// The ids of the messages its conversation holds (its transcript's when it was resumed,
+    /// and every one handed to it since): a message with one of them is never handed again.
+    delivered: HashSet<String>,
+    /// The mailbox offset past the turn in progress, committed once that turn ends: a
+    /// supervisor killed before then leaves the turn's messages in the mailbox, and the next
+    /// one hands on those the transcript does not hold.
+    uncommitted: Option<u64>,
+}
+
+/// Where a teammate's loop starts.
+#[derive(Debug)]
+pub(super) struct Start {
+    /// Its conversation's messages (see [`MemberRun::delivered`]).
+    pub(super) delivered: HashSet<String>,
+    /// The mailbox offset to commit once the first turn ends (its messages were that turn).
+    pub(super) uncommitted: Option<u64>,
+    /// Whether it starts in plan mode.
+    pub(super) plan_mode: bool,
 }
 
 impl MemberRun {
@@ -52,7 +71,7 @@ impl MemberRun {
         session: Box<dyn AgentSession>,
         reader: MailboxReader,
         cancel: mpsc::Receiver<oneshot::Sender<()>>,
-        plan_mode: bool,
+        start: Start,
     ) -> Self {
         MemberRun {
             inner,
@@ -61,7 +80,7 @@ impl MemberRun {
             session,
             reader,
             cancel,
-            plan: if plan_mode {
+            plan: if start.plan_mode {
                 Plan::Drafting
             } else {
                 Plan::Free
@@ -70,6 +89,8 @@ impl MemberRun {
             working: true,
             turn_text: String::new(),
             shutting_down: false,
+            delivered: start.delivered,
+            uncommitted: start.uncommitted,
         }
     }
 
@@ -111,6 +132,9 @@ impl MemberRun {
 
     fn on_event(&mut self, event: AgentEvent) {
         match event {
+            AgentEvent::Init { session_id, .. } => {
+                self.edit(|t| t.session_id = Some(session_id.clone()))
+            }
             AgentEvent::Text(text) => self.turn_text.push_str(&text),
             AgentEvent::ToolStarted(tool) if tool.name == SEND_TOOL => self.outgoing(&tool.input),
             AgentEvent::TurnEnded(_) => self.turn_ended(),
@@ -121,6 +145,9 @@ impl MemberRun {
     /// The turn is over: submit a plan, or go idle.
     fn turn_ended(&mut self) {
         self.working = false;
+        if let Some(end) = self.uncommitted.take() {
+            self.commit(end);
+        }
         let text = std::mem::take(&mut self.turn_text);
         if self.shutting_down {
             return;
@@ -147,8 +174,8 @@ impl MemberRun {
         self.inner.fire_idle(self.id, &self.member.identity);
     }
 
-    /// Hands the new mailbox messages to the idle teammate as one turn; commits the cursor
-    /// once the turn was written.
+    /// Hands the new mailbox messages its conversation does not hold to the idle teammate as
+    /// one turn; the cursor is committed when that turn ends (at once if there is none).
     async fn deliver(&mut self) {
         let batch = match self.reader.pending::<TeamMessage>() {
             Ok(batch) => batch,
@@ -162,26 +189,48 @@ impl MemberRun {
         }
         let mut turn = Vec::new();
         for delivered in batch.messages {
-            self.sort(delivered.message, &mut turn);
+            let message = delivered.message;
+            // A send retried after its supervisor died may be in the mailbox twice.
+            if let Some(id) = &message.id
+                && !self.delivered.insert(id.clone())
+            {
+                tracing::debug!(id = %self.id, message = %id, "a message it has had already");
+                continue;
+            }
+            self.sort(message, &mut turn);
         }
-        if !turn.is_empty() {
+        if turn.is_empty() {
+            self.commit(batch.end);
+        } else {
             if let Err(error) = self.session.send(&render_turn(&turn)).await {
                 // Not committed: the agent's input is gone and its end follows.
                 tracing::warn!(id = %self.id, %error, "teammate input closed");
                 return;
             }
             self.working = true;
+            self.uncommitted = Some(batch.end);
             self.set_idle(false);
-            self.edit(|t| {
-                for message in &turn {
-                    let mut shown = message.clone();
-                    shown.read = true;
-                    t.messages
-                        .push(serde_json::to_value(shown).unwrap_or(Value::Null));
-                }
-            });
+            self.show(&turn);
         }
-        if let Err(error) = self.reader.commit(batch.end) {
+    }
+
+    /// Keeps `turn`'s messages for display, read.
+    pub(super) fn show(&self, turn: &[TeamMessage]) {
+        if turn.is_empty() {
+            return;
+        }
+        self.edit(|t| {
+            for message in turn {
+                let mut shown = message.clone();
+                shown.read = true;
+                t.messages
+                    .push(serde_json::to_value(shown).unwrap_or(Value::Null));
+            }
+        });
+    }
+
+    fn commit(&mut self, end: u64) {
+        if let Err(error) = self.reader.commit(end) {
             tracing::warn!(id = %self.id, %error, "mailbox cursor not committed");
         }
     }

@@ -1,8 +1,10 @@
 //! Team mailbox messages (SPEC §8): `{from, text, summary?, timestamp, read, color?}`, with the
 //! protocol messages travelling as JSON inside `text`.
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
-use task_core::sanitize;
+use task_core::{TaskId, sanitize};
 
 /// One message in a teammate's (or the lead's) mailbox.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,6 +26,11 @@ pub struct TeamMessage {
     /// The sender's display colour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub color: Option<String>,
+    /// Its stable id, given when it is sent (a retried send carries the same one): the
+    /// teammate's delivery drops a message whose id its transcript already holds, so a message
+    /// reaches its conversation once across supervisor crashes and retried sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 impl TeamMessage {
@@ -36,7 +43,23 @@ impl TeamMessage {
             timestamp: rfc3339_now(),
             read: false,
             color: None,
+            id: new_message_id(),
         }
+    }
+
+    /// With the id its sender chose (the same on every retry of the send) when it is a plain
+    /// id (1–64 of `A-Z a-z 0-9 - _`, so it can never break out of its attribute in a
+    /// rendered turn); otherwise its own fresh id stays.
+    #[must_use]
+    pub fn with_id(mut self, id: &str) -> Self {
+        let plain = (1..=64).contains(&id.len())
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if plain {
+            self.id = Some(id.to_owned());
+        }
+        self
     }
 
     /// A protocol message from `from`, sent now.
@@ -111,25 +134,59 @@ pub enum Protocol {
 }
 
 /// The user turn that hands `messages` to a teammate: one
-/// `<teammate-message teammate_id="…" summary="…">text</teammate-message>` each, every value
-/// XML-escaped.
+/// `<teammate-message teammate_id="…" summary="…" message_id="…">text</teammate-message>`
+/// each, every value XML-escaped.
 pub fn render_turn(messages: &[TeamMessage]) -> String {
+    let attribute = |name: &str, value: Option<&str>| {
+        value
+            .map(|v| format!(" {name}=\"{}\"", escape_attribute(v)))
+            .unwrap_or_default()
+    };
     messages
         .iter()
         .map(|m| {
-            let summary = m
-                .summary
-                .as_deref()
-                .map(|s| format!(" summary=\"{}\"", escape_attribute(s)))
-                .unwrap_or_default();
             format!(
-                "<teammate-message teammate_id=\"{}\"{summary}>\n{}\n</teammate-message>",
+                "<teammate-message teammate_id=\"{}\"{}{}>\n{}\n</teammate-message>",
                 escape_attribute(&m.from),
+                attribute("summary", m.summary.as_deref()),
+                attribute(MESSAGE_ID_ATTRIBUTE, m.id.as_deref()),
                 escape_text(&m.text)
             )
         })
         .collect::<Vec<_>>()
         .join("\n\n")
+}
+
+/// The attribute of a rendered message that carries its id.
+const MESSAGE_ID_ATTRIBUTE: &str = "message_id";
+
+/// The ids of the messages a teammate's transcript holds: every `message_id` of a rendered
+/// turn in one of its whole JSON lines (what its agent CLI printed of the turns it took). A
+/// torn last line (a CLI killed mid-write) holds none: its turn was not taken whole.
+pub(crate) fn delivered_ids(transcript: &[u8]) -> HashSet<String> {
+    // In a JSON line the attribute's quotes are escaped.
+    let needle = format!("{MESSAGE_ID_ATTRIBUTE}=\\\"");
+    let mut ids = HashSet::new();
+    for line in transcript.split(|&b| b == b'\n') {
+        if memchr::memmem::find(line, needle.as_bytes()).is_none()
+            || serde_json::from_slice::<serde::de::IgnoredAny>(line).is_err()
+        {
+            continue;
+        }
+        for found in memchr::memmem::find_iter(line, needle.as_bytes()) {
+            let rest = &line[found + needle.len()..];
+            let end = memchr::memchr(b'\\', rest).unwrap_or(rest.len());
+            if let Ok(id) = std::str::from_utf8(&rest[..end]) {
+                ids.insert(id.to_owned());
+            }
+        }
+    }
+    ids
+}
+
+/// A fresh message id ([`TaskId::message_id`]); none when the system has no randomness.
+fn new_message_id() -> Option<String> {
+    TaskId::message_id().ok()
 }
 
 /// Element text: `&`, `<`, `>` escaped (quotes stay, so JSON in a message stays readable).

@@ -34,7 +34,9 @@ mod message;
 use std::path::Path;
 use std::time::Duration;
 
-pub use executor::{PendingTeammate, TEAMMATE_ENV, TeamExecutor, TeammateEnd, TeammateRequest};
+pub use executor::{
+    PendingTeammate, RESUMED_TURN, TEAMMATE_ENV, TeamExecutor, TeammateEnd, TeammateRequest,
+};
 pub use launch::TeammateStart;
 pub use message::{Protocol, TeamMessage, render_turn};
 use task_output::mailbox::{Mailbox, MailboxError};

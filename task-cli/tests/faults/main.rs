@@ -19,3 +19,4 @@ mod stopped;
 mod supervisor_death;
 #[path = "../support/mod.rs"]
 mod support;
+mod teammate_crash;

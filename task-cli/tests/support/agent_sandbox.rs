@@ -34,3 +34,34 @@ fn path_with_tasks() -> String {
         std::env::var("PATH").unwrap_or_default()
     )
 }
+
+/// The `<teammate-message>` bodies the agent echoed, in order, from its transcript.
+pub fn received(transcript: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(transcript).unwrap_or_default();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let Some(turn) = event["message"]["content"][0]["text"].as_str() else {
+            continue;
+        };
+        if event["type"] != "assistant" || !turn.starts_with("echo: ") {
+            continue;
+        }
+        out.extend(teammate_messages(turn));
+    }
+    out
+}
+
+/// The bodies of the `<teammate-message>`s in a user turn's text.
+pub fn teammate_messages(turn: &str) -> Vec<String> {
+    turn.split("<teammate-message teammate_id=\"")
+        .skip(1)
+        .map(|part| {
+            let body = part.split_once(">\n").unwrap().1;
+            let body = body.split_once("\n</teammate-message>").unwrap().0;
+            body.to_owned()
+        })
+        .collect()
+}

@@ -187,6 +187,14 @@ pub struct TeammateState {
     /// Messages waiting for the teammate's next turn (carried forward on resume).
     #[serde(default)]
     pub pending_messages: Vec<String>,
+    /// Its agent CLI's session, once the CLI said it (`system/init`): what resumes its
+    /// conversation after its supervisor died.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The process group of its agent CLI, for reaping what a dead supervisor left before
+    /// the teammate is resumed or ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<super::ShellProcess>,
 }
 
 #[cfg(test)]
