@@ -484,8 +484,9 @@ pub enum ListOp {
         #[arg(long = "label", value_name = "LABEL")]
         labels: Vec<String>,
     },
-    /// Print every task of the list, one line each (status, owner, blockers); the filters
-    /// given must all hold.
+    /// Print every task of the list, one line each (status, owner, blockers)
+    ///
+    /// The filters given must all hold.
     Ls(ListLsArgs),
     /// Show one task.
     Get {
@@ -499,8 +500,9 @@ pub enum ListOp {
         /// The task id.
         id: String,
     },
-    /// Claim a task for an owner, if it is free and unblocked; or, with `--next`, the best
-    /// ready task (highest priority, then lowest id).
+    /// Claim a task for an owner, if it is free and unblocked (or the best ready one)
+    ///
+    /// With `--next`, the best ready task: highest priority, then lowest id.
     Claim {
         /// The task id.
         #[arg(required_unless_present = "next", conflicts_with = "next")]
@@ -607,7 +609,9 @@ pub struct ListUpdateArgs {
     pub labels: Vec<String>,
 }
 
-/// `tasks list ls` filters.
+/// Print every task of the list, one line each (status, owner, blockers)
+///
+/// The filters given must all hold.
 #[derive(Debug, Args)]
 pub struct ListLsArgs {
     /// Only tasks with this status: pending, in_progress or completed.
