@@ -1283,7 +1283,7 @@ fn a_create_repeated_with_its_idempotency_key_makes_one_session_and_another_key_
     assert_eq!(answers[0].1["id"], answers[1].1["id"], "{answers:?}");
     assert_eq!(server.sessions().len(), 3, "one session per key");
     let (status, refused) = create_with_key(&server, "key-one", "something else");
-    assert_eq!(status, 422, "{refused}");
+    assert_eq!(status, 409, "{refused}");
     assert!(
         refused["error"]["message"]
             .as_str()

@@ -278,7 +278,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiFai
 impl From<KeyReused> for ApiFailure {
     fn from(reused: KeyReused) -> Self {
         ApiFailure::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            StatusCode::CONFLICT,
             "invalid_request_error",
             reused.to_string(),
         )
