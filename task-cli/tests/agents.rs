@@ -528,21 +528,15 @@ impl Drop for KillOnDrop {
 /// Waits until none of `pids` is alive (a zombie counts as gone), failing the test once
 /// `deadline` has passed.
 fn wait_gone(what: &str, pids: &[i32], deadline: std::time::Instant) {
-    loop {
-        let alive: Vec<i32> = pids
-            .iter()
+    let alive = || -> Vec<i32> {
+        pids.iter()
             .copied()
             .filter(|&pid| support::is_alive(pid))
-            .collect();
-        if alive.is_empty() {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{what}: {alive:?} still alive"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+            .collect()
+    };
+    let within = deadline.saturating_duration_since(std::time::Instant::now());
+    let gone = support::poll_until(within, || alive().is_empty().then_some(()));
+    assert!(gone.is_some(), "{what}: {:?} still alive", alive());
 }
 
 #[test]

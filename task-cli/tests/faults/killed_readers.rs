@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::sandbox::{DEADLINE, Dice, Sandbox};
+use crate::support::eventually;
 
 const TASKS: usize = 200;
 
@@ -116,11 +117,7 @@ fn read_once_over_mcp(sandbox: &Sandbox, kill_after: Option<Duration>) -> Vec<Va
         let _ = child.kill();
     }
     let carried = client.join().unwrap();
-    let deadline = Instant::now() + DEADLINE;
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "an MCP server hung");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    eventually("the MCP server to exit", || child.try_wait().unwrap());
     carried
 }
 

@@ -6,12 +6,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::sandbox::{Dice, Sandbox, signal};
-use crate::support::{eventually, fake_agent, is_alive};
+use crate::support::{eventually, fake_agent, is_alive, poll_until};
 
 const TASKS: usize = 300;
 const KILLS: usize = 5;
@@ -37,7 +37,6 @@ fn supervisors_killed_at_random_while_300_mixed_tasks_end_notify_each_task_exact
             let mut delivered = Vec::new();
             while reading.load(Ordering::SeqCst) {
                 delivered.extend(completions(&sandbox));
-                std::thread::sleep(Duration::from_millis(20));
             }
             delivered
         })
@@ -121,11 +120,13 @@ fn kill_at_random(sandbox: &Sandbox, gaps: &[u64]) -> usize {
     let mut kills = 0;
     for gap in gaps {
         std::thread::sleep(Duration::from_millis(*gap));
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while !task_session::lock::is_held(&lock).unwrap_or(false) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let held = task_session::lock::is_held(&lock).unwrap_or(false);
+        // A supervisor, if a command starts one within 2 s (none may: reads start none).
+        let held = poll_until(Duration::from_secs(2), || {
+            task_session::lock::is_held(&lock)
+                .unwrap_or(false)
+                .then_some(())
+        })
+        .is_some();
         let Some(pid) = task_session::lock::holder_pid(&lock)
             .filter(|_| held)
             .and_then(|pid| i32::try_from(pid).ok())

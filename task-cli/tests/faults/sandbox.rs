@@ -187,15 +187,14 @@ impl Sandbox {
 
     /// Waits until no task of the session is running or pending.
     pub fn until_all_ended(&self) {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while self
-            .listed()
-            .iter()
-            .any(|t| t["status"] == "running" || t["status"] == "pending")
-        {
-            assert!(Instant::now() < deadline, "the tasks never ended");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let ended = crate::support::poll_until(Duration::from_secs(120), || {
+            let listed = self.listed();
+            (!listed
+                .iter()
+                .any(|t| t["status"] == "running" || t["status"] == "pending"))
+            .then_some(())
+        });
+        assert!(ended.is_some(), "the tasks never ended");
     }
 
     /// The pid in the lock file of the session's supervisor.

@@ -89,14 +89,22 @@ pub fn is_alive(pid: i32) -> bool {
 pub const DEADLINE: Duration = Duration::from_secs(30);
 
 /// Polls `probe` until it returns `Some`, failing the test after [`DEADLINE`].
-pub fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
+pub fn eventually<T>(what: &str, probe: impl FnMut() -> Option<T>) -> T {
+    poll_until(DEADLINE, probe).unwrap_or_else(|| panic!("timed out waiting for {what}"))
+}
+
+/// Polls `probe` until it returns `Some` or `within` has passed (then `None`): the one wait of
+/// these suites, for an event no process signals (a file appearing, a process gone).
+pub fn poll_until<T>(within: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + within;
     loop {
         if let Some(value) = probe() {
-            return value;
+            return Some(value);
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
