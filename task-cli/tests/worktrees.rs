@@ -67,14 +67,21 @@ impl Sandbox {
         self.command(args).current_dir(dir).output().unwrap()
     }
 
+    /// `tasks agent OPTIONS -- fake-agent --script SCRIPT` in `dir`, as it ran.
+    fn start_agent_in(&self, dir: &Path, options: &[&str], script: &str) -> Output {
+        let fake = fake_agent();
+        let mut args = vec!["agent"];
+        args.extend_from_slice(options);
+        args.extend(["--", fake.to_str().unwrap(), "--script", script]);
+        self.run_in(dir, &args)
+    }
+
     /// `tasks agent --wait EXTRA -- fake-agent --script SCRIPT` in `dir`; its stdout (the id,
     /// then the notification).
     fn agent_in(&self, dir: &Path, extra: &[&str], script: &str) -> String {
-        let fake = fake_agent();
-        let mut args = vec!["agent", "--wait"];
-        args.extend_from_slice(extra);
-        args.extend(["--", fake.to_str().unwrap(), "--script", script]);
-        let out = self.run_in(dir, &args);
+        let mut options = vec!["--wait"];
+        options.extend_from_slice(extra);
+        let out = self.start_agent_in(dir, &options, script);
         assert!(out.status.success(), "{out:?}");
         String::from_utf8(out.stdout).unwrap()
     }
@@ -223,21 +230,7 @@ fn a_named_branch_is_used_and_an_existing_one_is_refused() {
     );
 
     // The same name again: git refuses, and so does the start (nothing runs unisolated).
-    let fake = fake_agent();
-    let again = sandbox.run_in(
-        &repo,
-        &[
-            "agent",
-            "--worktree-branch",
-            "mine",
-            "-p",
-            "w",
-            "--",
-            fake.to_str().unwrap(),
-            "--script",
-            &script,
-        ],
-    );
+    let again = sandbox.start_agent_in(&repo, &["--worktree-branch", "mine", "-p", "w"], &script);
     assert!(!again.status.success(), "{again:?}");
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(stderr.contains("'mine' already exists"), "{stderr}");
@@ -251,20 +244,7 @@ fn outside_a_repository_the_start_fails_loudly_and_nothing_runs() {
     let plain = sandbox.path("plain");
     std::fs::create_dir(&plain).unwrap();
     let script = sandbox.script("s.jsonl", &[json!({"result": "ran"})]);
-    let fake = fake_agent();
-    let out = sandbox.run_in(
-        &plain,
-        &[
-            "agent",
-            "--worktree",
-            "-p",
-            "w",
-            "--",
-            fake.to_str().unwrap(),
-            "--script",
-            &script,
-        ],
-    );
+    let out = sandbox.start_agent_in(&plain, &["--worktree", "-p", "w"], &script);
     assert!(!out.status.success(), "{out:?}");
     assert!(out.stdout.is_empty(), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -287,20 +267,7 @@ fn a_killed_agents_unchanged_worktree_is_removed_by_the_time_the_kill_returns() 
             json!({"wait_file": sandbox.path("never").to_str().unwrap()}),
         ],
     );
-    let fake = fake_agent();
-    let out = sandbox.run_in(
-        &repo,
-        &[
-            "agent",
-            "--worktree",
-            "-p",
-            "w",
-            "--",
-            fake.to_str().unwrap(),
-            "--script",
-            &script,
-        ],
-    );
+    let out = sandbox.start_agent_in(&repo, &["--worktree", "-p", "w"], &script);
     assert!(out.status.success(), "{out:?}");
     let id = String::from_utf8(out.stdout).unwrap().trim().to_owned();
     assert!(sandbox.worktrees().join(&id).is_dir());
@@ -540,22 +507,7 @@ fn after_a_supervisor_crash_the_next_supervisor_removes_unchanged_worktrees_and_
     let never = sandbox.path("never");
     let start = |name: &str, steps: &[Value]| {
         let script = sandbox.script(name, steps);
-        let fake = fake_agent();
-        let out = sandbox.run_in(
-            &repo,
-            &[
-                "agent",
-                "--worktree",
-                "-d",
-                name,
-                "-p",
-                "w",
-                "--",
-                fake.to_str().unwrap(),
-                "--script",
-                &script,
-            ],
-        );
+        let out = sandbox.start_agent_in(&repo, &["--worktree", "-d", name, "-p", "w"], &script);
         assert!(out.status.success(), "{out:?}");
         String::from_utf8(out.stdout).unwrap().trim().to_owned()
     };
