@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use task_core::{RemoteSubtype, TaskId};
-use task_remote::{RemoteExecutor, RemoteStart};
+use task_core::{Caller, RemoteSubtype, TaskId};
+use task_remote::{RemoteConfig, RemoteExecutor, RemoteStart};
 
 use crate::error::{CliError, Result};
 use task_session::session::Session;
@@ -58,6 +58,22 @@ pub(crate) fn start(session: &Session, args: RemoteArgs) -> Result<(TaskId, bool
         prompt,
         metadata: None,
     };
-    let id = session.start::<RemoteExecutor>(start, Session::caller()?)?;
+    let caller = Session::caller()?;
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::invalid(format!("cannot start remote agent: {e}")))?
+        .block_on(check_access(&start, &caller))?;
+    let id = session.start::<RemoteExecutor>(start, caller)?;
     Ok((id, args.wait))
+}
+
+/// Refuses, before any task is made, a remote start the server would refuse: an unreadable
+/// token file, an unusable address, a token the server does not accept.
+pub(crate) async fn check_access(start: &RemoteStart, caller: &Caller) -> Result<()> {
+    let timeout = RemoteConfig::default().request_timeout;
+    start
+        .check_access(&caller.cwd, timeout)
+        .await
+        .map_err(|e| CliError::invalid(format!("cannot start remote agent: {e}")))
 }

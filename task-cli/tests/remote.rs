@@ -697,13 +697,13 @@ fn a_non_loopback_address_without_tls_is_refused() {
 }
 
 #[test]
-fn a_wrong_token_fails_the_remote_task_at_once_with_a_clear_reason() {
+fn a_wrong_token_fails_the_command_with_the_servers_reason_and_leaves_no_task() {
     let server = Server::start(&[json!({"result": "x"})]);
     let client = Root::remote();
     let wrong = client.path("wrong-token");
     std::fs::write(&wrong, "not-the-token\n").unwrap();
     std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let id = client.ok(&[
+    let out = client.run(&[
         "remote",
         "--server",
         &server.url,
@@ -712,13 +712,15 @@ fn a_wrong_token_fails_the_remote_task_at_once_with_a_clear_reason() {
         "--",
         "hello",
     ]);
-    let id = id.trim();
-    let waited = client.run(&["wait", "--no-deliver", id]);
-    assert!(!waited.status.success());
-    let task = client.listed(id);
-    assert_eq!(task["status"], "failed", "{task}");
-    let notices = client.ok(&["notifications"]);
-    assert!(notices.contains("refused the token"), "{notices}");
+    assert_eq!(out.status.code(), Some(70), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot start remote agent: the server refused the token (HTTP 401)"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "no task id is printed");
+    let listed: Value = serde_json::from_str(&client.ok(&["ps", "--all", "--json"])).unwrap();
+    assert_eq!(listed, json!([]), "no task is left behind");
     assert!(server.sessions().is_empty());
 }
 
@@ -860,6 +862,31 @@ fn the_mcp_agent_tool_with_remote_isolation_starts_a_remote_agent_on_the_configu
         "without a server it says what to set: {refused}"
     );
     drop(unconfigured);
+
+    // With a token the server refuses, the tool fails with the server's words and no task.
+    let wrong = client.path("wrong-token");
+    std::fs::write(&wrong, "not-the-token\n").unwrap();
+    std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut command = client.command(&["mcp"]);
+    command
+        .env("TASKS_REMOTE_SERVER", &server.url)
+        .env("TASKS_REMOTE_TOKEN_FILE", &wrong);
+    let mut refusing = Mcp::start(&mut command);
+    let refused = refusing.request(
+        2,
+        "tools/call",
+        json!({"name": "Agent", "arguments": agent}),
+    );
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(
+        refused
+            .to_string()
+            .contains("the server refused the token (HTTP 401)"),
+        "{refused}"
+    );
+    drop(refusing);
+    let listed: Value = serde_json::from_str(&client.ok(&["ps", "--all", "--json"])).unwrap();
+    assert_eq!(listed, json!([]), "a refused token leaves no task");
 
     let mut command = client.command(&["mcp"]);
     command

@@ -110,6 +110,20 @@ impl HttpSessions {
         Ok(request)
     }
 
+    /// Asks the server whether it accepts the token, without making anything: a read of a
+    /// session that cannot exist, answered 401/403 before any lookup when the token is refused.
+    ///
+    /// # Errors
+    /// Only [`ApiError::Unauthorized`]: any other answer (the expected 404, a 400, even a
+    /// transient fault) says nothing against the token, and is left to the start itself.
+    pub async fn check_token(&self) -> Result<(), ApiError> {
+        let probe = self.url(&["access-check"])?;
+        match answer::<serde::de::IgnoredAny>(self.request(Method::GET, probe, None)?).await {
+            Err(refused @ ApiError::Unauthorized { .. }) => Err(refused),
+            _ => Ok(()),
+        }
+    }
+
     async fn call<T: DeserializeOwned>(
         &self,
         method: Method,

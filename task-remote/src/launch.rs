@@ -2,11 +2,13 @@
 //! [`RemoteExecutor`] (`"remote"` requests, from `tasks remote` or the MCP `Agent` tool with
 //! `isolation: "remote"`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use task_core::{Caller, Launch, LaunchError, Launched, RemoteSubtype};
 
+use crate::client::HttpSessions;
 use crate::error::RemoteError;
 use crate::executor::{RemoteExecutor, RemoteRequest};
 
@@ -28,6 +30,26 @@ pub struct RemoteStart {
     /// Subtype data for its completion checker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<serde_json::Value>,
+}
+
+impl RemoteStart {
+    /// Checks, before a task is made, what would make its start fail for certain: the token
+    /// file (read relative to `cwd`), the server's address, and the server's verdict on the
+    /// token (each request limited to `timeout`). A front end calls it first, so a bad token
+    /// is its command's failure rather than a task that fails later.
+    ///
+    /// # Errors
+    /// [`RemoteError::TokenFile`], or [`RemoteError::Api`] with
+    /// [`ApiError::BadServer`](crate::ApiError::BadServer) or
+    /// [`ApiError::Unauthorized`](crate::ApiError::Unauthorized). A server that cannot be
+    /// reached is not an error here: the start retries it within its outage limit.
+    pub async fn check_access(&self, cwd: &Path, timeout: Duration) -> Result<(), RemoteError> {
+        let token = crate::token::read_token_file(&cwd.join(&self.token_file))?;
+        HttpSessions::new(&self.server, token, timeout)?
+            .check_token()
+            .await?;
+        Ok(())
+    }
 }
 
 impl Launch for RemoteExecutor {

@@ -118,6 +118,7 @@ async fn remote_agent(context: &Arc<Context>, input: AgentInput) -> Result<Reply
         metadata: None,
     };
     let caller = Session::caller()?;
+    crate::remote_cmd::check_access(&start, &caller).await?;
     let session = context.session.clone();
     let id = blocking(move || session.start::<task_remote::RemoteExecutor>(start, caller)).await?;
     let output = context.session.paths().output(&id);
