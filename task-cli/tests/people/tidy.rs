@@ -163,14 +163,15 @@ fn the_supervisor_retention_keeps_the_newest_finished_tasks_and_never_a_live_one
         String::from_utf8(output.stdout).unwrap().trim().to_owned()
     };
     let live = run("sleep 1000");
-    let finished: Vec<String> = (0..5).map(|n| run(&format!("echo {n}"))).collect();
-    eventually("every finished task to end", || {
-        let statuses = sandbox.statuses();
-        finished
-            .iter()
-            .all(|id| statuses.iter().any(|(i, s)| i == id && s == "completed"))
-            .then_some(())
-    });
+    // One after another, so the newest ends are those of the last two (retention ranks by end
+    // time; tasks started together may end in any order).
+    let finished: Vec<String> = (0..5)
+        .map(|n| {
+            let id = run(&format!("echo {n}"));
+            sandbox.ok(&["wait", "--no-deliver", &id]);
+            id
+        })
+        .collect();
     // Undelivered completions are kept, however many.
     assert_eq!(listed(&sandbox).len(), 6);
     sandbox.ok(&["notifications"]);
