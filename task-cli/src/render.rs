@@ -134,10 +134,14 @@ pub fn describe(task: &TaskState) -> String {
     text
 }
 
-/// `idle`, `working` or `awaiting plan approval` for a live teammate; empty once it ended.
+/// `idle`, `working`, `awaiting plan approval` or `shutdown requested` for a live teammate;
+/// empty once it ended.
 pub fn teammate_activity(task: &task_core::TaskState) -> &'static str {
     match &task.kind {
         task_core::TaskKind::Teammate(_) if task.status().is_terminal() => "",
+        task_core::TaskKind::Teammate(mate) if mate.shutdown_requested_at.is_some() => {
+            "shutdown requested"
+        }
         task_core::TaskKind::Teammate(mate) if mate.awaiting_plan_approval => {
             "awaiting plan approval"
         }

@@ -17,6 +17,7 @@
 //! | `remote_backoff_cap_ms`     | `TASKS_REMOTE_BACKOFF_CAP_MS` | 16 000   |
 //! | `remote_outage_limit_ms`    | `TASKS_REMOTE_OUTAGE_MS`      | 300 000  |
 //! | `remote_request_timeout_ms` | `TASKS_REMOTE_REQUEST_MS`     | 30 000   |
+//! | `team_shutdown_timeout_ms`  | `TASKS_TEAM_SHUTDOWN_MS`      | 60 000   |
 //!
 //! The session's own keys (idle exit, sweep, retention, …) are task-session's
 //! [`Config`](task_session::config::Config).
@@ -24,6 +25,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use task_agent::team::TeamConfig;
 use task_remote::RemoteConfig;
 use task_session::config::ExecutorSettings;
 use task_shell::ShellConfig;
@@ -45,6 +47,7 @@ const KEYS: &[&str] = &[
     "remote_backoff_cap_ms",
     "remote_outage_limit_ms",
     "remote_request_timeout_ms",
+    "team_shutdown_timeout_ms",
 ];
 
 /// The settings of the executors the `tasks` binary wires.
@@ -63,6 +66,8 @@ pub struct Settings {
     pub remote_token_file: Option<PathBuf>,
     /// The remote executor's timing (poll, backoff, outage limit, request timeout).
     pub remote: RemoteConfig,
+    /// The teammates' settings (how long one asked to shut down has to approve).
+    pub team: TeamConfig,
 }
 
 impl Settings {
@@ -127,6 +132,11 @@ impl Settings {
         for (var, key, slot) in timings {
             *slot = ms(var, key, *slot)?;
         }
+        settings.team.shutdown_timeout = ms(
+            "TASKS_TEAM_SHUTDOWN_MS",
+            "team_shutdown_timeout_ms",
+            settings.team.shutdown_timeout,
+        )?;
         Ok(settings)
     }
 }

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 use task_agent::dream::{DreamExecutor, DreamStart};
 use task_agent::team::{Protocol, TeamExecutor, TeammateStart};
-use task_core::{TaskKind, TaskType};
+use task_core::{TaskId, TaskKind, TaskType};
 
 use crate::commands::print_started;
 use crate::error::{CliError, Result, exit};
@@ -61,14 +61,18 @@ pub struct TeamSpawnArgs {
     pub command: Vec<String>,
 }
 
-/// Ask a teammate to shut down (a `shutdown_request`; it ends once it approves).
+/// Ask a teammate to shut down (a `shutdown_request`; it ends once it approves, or is ended
+/// `killed` when it has not approved within `team_shutdown_timeout_ms`, 60 s by default).
 #[derive(Debug, Args)]
 pub struct TeamShutdownArgs {
     /// The teammate: NAME, NAME@TEAM or its task id.
     pub name: String,
     /// Why (shown to the teammate).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "force")]
     pub reason: Option<String>,
+    /// End it at once (`killed`), without asking.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Start a dream: a memory-consolidation agent under the consolidation lock.
@@ -124,6 +128,7 @@ fn ls(session: &Session, json: bool) -> Result<u8> {
                 "status": record.task.base.status,
                 "activity": render::teammate_activity(&record.task),
                 "awaitingPlanApproval": mate.awaiting_plan_approval,
+                "shutdownRequestedAt": mate.shutdown_requested_at,
             })),
             _ => None,
         })
@@ -151,6 +156,9 @@ fn ls(session: &Session, json: bool) -> Result<u8> {
 }
 
 fn shutdown(session: &Session, args: &TeamShutdownArgs, json: bool) -> Result<u8> {
+    if args.force {
+        return force_shutdown(session, &args.name, json);
+    }
     let request_id = format!("shutdown-{}", task_core::now_ms());
     let request = Protocol::ShutdownRequest {
         request_id: request_id.clone(),
@@ -174,6 +182,46 @@ fn shutdown(session: &Session, args: &TeamShutdownArgs, json: bool) -> Result<u8
         exit::OK
     } else {
         exit::UNKNOWN_TASK
+    })
+}
+
+/// `team shutdown --force`: kills the live teammate `name` names.
+fn force_shutdown(session: &Session, name: &str, json: bool) -> Result<u8> {
+    let Some(id) = live_teammate(session, name)? else {
+        return Err(CliError::invalid(format!(
+            "no live teammate named {name:?}"
+        )));
+    };
+    let reports = session.kill(&[id])?;
+    if json {
+        render::json(&reports)?;
+    } else {
+        for report in &reports {
+            render::out(&format!("{} {}\n", report.id, report.result.as_str()))?;
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// The live teammate `target` names, as the supervisor resolves one: its task id, `name@team`,
+/// or a bare `name` that exactly one live teammate has.
+fn live_teammate(session: &Session, target: &str) -> Result<Option<TaskId>> {
+    let listing = session.tasks()?;
+    let live = listing.tasks.iter().filter(|r| !r.is_terminal());
+    let named: Vec<TaskId> = live
+        .filter_map(|record| match &record.task.kind {
+            TaskKind::Teammate(mate) => {
+                let who = &mate.identity;
+                let full = format!("{}@{}", who.agent_name, who.team_name);
+                let id = record.id();
+                (id.as_str() == target || full == target || who.agent_name == target).then_some(id)
+            }
+            _ => None,
+        })
+        .collect();
+    Ok(match named.as_slice() {
+        [only] => Some(*only),
+        _ => None,
     })
 }
 

@@ -25,13 +25,36 @@ impl Sandbox {
     }
 
     fn status(&self, id: &str) -> String {
+        self.listed(id)["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    fn listed(&self, id: &str) -> Value {
         let all: Value = serde_json::from_str(&self.ok(&["ps", "--all", "--json"])).unwrap();
         all.as_array()
             .unwrap()
             .iter()
             .find(|t| t["id"] == id)
-            .map(|t| t["status"].as_str().unwrap().to_owned())
+            .cloned()
             .unwrap_or_default()
+    }
+
+    /// Spawns `member`, a teammate that works on its first turn until a file that never
+    /// appears: it never reads its mailbox, so it never sees a shutdown request, let alone
+    /// approves one. Returns its id.
+    fn silent_teammate(&self, member: &str) -> String {
+        let never = self.path("never");
+        let steps = [
+            json!({"read_user": true}),
+            json!({"wait_file": never.to_str().unwrap()}),
+        ];
+        let script = self.script("silent.jsonl", &steps);
+        let fake = fake_agent();
+        let args = ["team", "spawn", member, "--", fake.to_str().unwrap()];
+        let out = self.ok(&[&args[..], &["--script", &script]].concat());
+        out.trim().to_owned()
     }
 
     fn output_file(&self, id: &str) -> PathBuf {
@@ -153,6 +176,98 @@ fn teammates_get_every_message_from_concurrent_tasks_send_processes_once_in_orde
     assert!(String::from_utf8_lossy(&unknown.stdout).contains("No agent named 'nobody'"));
     let rest: Vec<&str> = ids[1..].iter().map(String::as_str).collect();
     sandbox.ok(&[&["kill"], rest.as_slice()].concat());
+}
+
+#[test]
+fn a_silent_teammate_asked_to_shut_down_is_ended_at_the_bound_and_force_ends_one_at_once() {
+    let sandbox = Sandbox::for_agents().env("TASKS_TEAM_SHUTDOWN_MS", "3000");
+    let spawn = |member: &str| sandbox.silent_teammate(member);
+    let (quiet, stubborn) = (spawn("quiet@crew"), spawn("stubborn@crew"));
+    eventually("both working", || {
+        let rows = sandbox.teammates();
+        (rows.len() == 2 && rows.iter().all(|r| r["activity"] == "working")).then_some(())
+    });
+
+    let asked = sandbox.ok(&["team", "shutdown", "quiet@crew"]);
+    assert!(
+        asked.contains("Message sent to quiet@crew's inbox"),
+        "{asked}"
+    );
+    let row = |id: &str| {
+        sandbox
+            .teammates()
+            .into_iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_default()
+    };
+    let asked_row = row(&quiet);
+    assert!(asked_row["shutdownRequestedAt"].is_u64(), "{asked_row}");
+    let table = sandbox.ok(&["team", "ls"]);
+    assert!(table.contains("shutdown requested"), "{table}");
+    assert_eq!(
+        sandbox.status(&quiet),
+        "running",
+        "the bound has not passed yet"
+    );
+
+    let ended = eventually("the silent teammate ended at its bound", || {
+        let task = sandbox.listed(&quiet);
+        (task["status"] == "killed").then_some(task)
+    });
+    assert_eq!(
+        ended["endReason"],
+        json!({"reason": "shutdown_unanswered", "limitMs": 3000}),
+        "{ended}"
+    );
+    assert_eq!(sandbox.status(&stubborn), "running", "only the one asked");
+
+    let forced = sandbox.ok(&["team", "shutdown", "stubborn", "--force"]);
+    assert_eq!(forced, format!("{stubborn} killed\n"));
+    assert_eq!(sandbox.status(&stubborn), "killed");
+    let gone = sandbox.run(&["team", "shutdown", "stubborn", "--force"]);
+    assert!(!gone.status.success(), "no live teammate is left to force");
+}
+
+#[test]
+fn a_shutdown_request_survives_a_sigkilled_supervisor_and_its_bound_still_ends_the_teammate() {
+    let sandbox = Sandbox::for_agents().env("TASKS_TEAM_SHUTDOWN_MS", "3000");
+    let id = sandbox.silent_teammate("quiet@crew");
+    let id = id.as_str();
+    eventually("it works", || {
+        (sandbox.teammates().first()?["activity"] == "working").then_some(())
+    });
+    sandbox.ok(&["team", "shutdown", "quiet"]);
+    let requested_at = sandbox.teammates()[0]["shutdownRequestedAt"]
+        .as_u64()
+        .unwrap();
+    let supervisor: i32 = std::fs::read_to_string(sandbox.path("default/supervisor.lock"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: kill(2) on the pid of the supervisor this test started.
+    assert_eq!(unsafe { libc::kill(supervisor, libc::SIGKILL) }, 0);
+
+    // The next command starts a supervisor that resumes the teammate, request and all.
+    let ended = eventually(
+        "the resumed teammate ended at the bound of the first request",
+        || {
+            let task = sandbox.listed(id);
+            (task["status"] == "killed").then_some(task)
+        },
+    );
+    assert_eq!(
+        ended["endReason"],
+        json!({"reason": "shutdown_unanswered", "limitMs": 3000}),
+        "{ended}"
+    );
+    assert_eq!(
+        ended["kind"]["teammate"]["shutdownRequestedAt"].as_u64(),
+        Some(requested_at),
+        "{ended}"
+    );
+    let end = ended["endTime"].as_u64().unwrap();
+    assert!(end >= requested_at + 3000, "not before its bound: {ended}");
 }
 
 /// Task `task` of the team's list, read from the list's own file (the reference's format).

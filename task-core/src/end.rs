@@ -58,6 +58,11 @@ pub enum EndReason {
         /// That process's pid.
         pid: u32,
     },
+    /// Killed because it did not approve a shutdown request within the bound (a teammate).
+    ShutdownUnanswered {
+        /// The bound, in milliseconds.
+        limit_ms: u64,
+    },
 }
 
 impl EndReason {
@@ -73,7 +78,9 @@ impl EndReason {
     pub fn exit_code(&self) -> Option<i32> {
         match self {
             EndReason::Exited { code } => Some(*code),
-            EndReason::Killed | EndReason::OutputCapExceeded { .. } => Some(EXIT_KILLED),
+            EndReason::Killed
+            | EndReason::OutputCapExceeded { .. }
+            | EndReason::ShutdownUnanswered { .. } => Some(EXIT_KILLED),
             EndReason::TimedOut { .. } => Some(EXIT_TIMED_OUT),
             EndReason::SpawnFailed { .. } => Some(EXIT_SPAWN_FAILED),
             EndReason::Succeeded | EndReason::Errored { .. } | EndReason::SupervisorDied { .. } => {
@@ -82,11 +89,14 @@ impl EndReason {
         }
     }
 
-    /// Whether the task was stopped by a limit (time or output size) rather than on its own.
+    /// Whether the task was stopped by a limit (time, output size, an unanswered shutdown)
+    /// rather than on its own.
     pub fn is_limit(&self) -> bool {
         matches!(
             self,
-            EndReason::TimedOut { .. } | EndReason::OutputCapExceeded { .. }
+            EndReason::TimedOut { .. }
+                | EndReason::OutputCapExceeded { .. }
+                | EndReason::ShutdownUnanswered { .. }
         )
     }
 
@@ -106,12 +116,17 @@ impl EndReason {
             EndReason::SpawnFailed { error } => Some(format!("could not start: {error}")),
             EndReason::SupervisorDied { pid } => Some(format!("its supervisor (pid {pid}) exited")),
             EndReason::Errored { message } => Some(message.clone()),
+            EndReason::ShutdownUnanswered { limit_ms } => Some(format!(
+                "killed: it did not approve the shutdown request within {}",
+                human_duration(Duration::from_millis(*limit_ms))
+            )),
             EndReason::Exited { .. } | EndReason::Succeeded | EndReason::Killed => None,
         }
     }
 
     /// A few words for a table or a one-line summary: `exit 0`, `exit 2`, `done`, `error`,
-    /// `timeout 2m 0s`, `killed`, `output cap 5GB`, `spawn failed`, `supervisor died`.
+    /// `timeout 2m 0s`, `killed`, `output cap 5GB`, `spawn failed`, `supervisor died`,
+    /// `shutdown timeout 1m 0s`.
     pub fn short(&self) -> String {
         match self {
             EndReason::Exited { code } => format!("exit {code}"),
@@ -127,6 +142,10 @@ impl EndReason {
             }
             EndReason::SpawnFailed { .. } => "spawn failed".into(),
             EndReason::SupervisorDied { .. } => "supervisor died".into(),
+            EndReason::ShutdownUnanswered { limit_ms } => format!(
+                "shutdown timeout {}",
+                human_duration(Duration::from_millis(*limit_ms))
+            ),
         }
     }
 }

@@ -7,9 +7,11 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use dashmap::DashMap;
+use std::time::Duration;
+
 use task_core::{
     EndReason, KillError, Registry, Task, TaskId, TaskKind, TaskState, TaskStatus, TaskType,
-    TeammateIdentity, TeammateState,
+    TeammateIdentity, TeammateState, UpdateOutcome,
 };
 use task_output::mailbox::MailboxReader;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
@@ -259,6 +261,7 @@ impl TeamExecutor {
                 if let TaskKind::Teammate(before) = &previous.kind {
                     state.messages.clone_from(&before.messages);
                     state.session_id.clone_from(&before.session_id);
+                    state.shutdown_requested_at = before.shutdown_requested_at;
                 }
                 let opening = resumed_opening(&reader, &output, state.session_id.clone())?;
                 if state.session_id.is_some() {
@@ -267,12 +270,17 @@ impl TeamExecutor {
                 opening
             }
         };
+        let shutdown_requested_at = state.shutdown_requested_at;
         let mut task = TaskState::new(id, &full, &output, TaskKind::Teammate(state))?;
         if let Some(previous) = previous {
             task.base.start_time = previous.base.start_time;
         }
         self.inner.registry.register(task)?;
         self.inner.names.insert(full.clone(), id);
+        // Asked to shut down before its supervisor died: the bound still runs from the request.
+        if let Some(at) = shutdown_requested_at {
+            self.inner.bound_shutdown(id, at);
+        }
         let mut spec = AgentSpec::new(request.prompt, &output);
         spec.agent_type = "teammate".into();
         spec.cwd = request.cwd;
@@ -343,6 +351,9 @@ impl TeamExecutor {
         let full = self.full_name_of(id).ok_or_else(no_such)?;
         let (name, team) = full.split_once('@').ok_or_else(no_such)?;
         post(&self.inner.teams_root, team, name, message)?;
+        if let Some(Protocol::ShutdownRequest { .. }) = message.as_protocol() {
+            self.inner.shutdown_requested(id);
+        }
         // Not started yet: it reads its mailbox at its first idle moment.
         if let Some(member) = self.inner.members.get(&id) {
             member.wake.notify_one();
@@ -668,6 +679,67 @@ fn full_name(name: &str, team: &str) -> Result<String, AgentError> {
     Ok(format!("{name}@{team}"))
 }
 
+/// Ends teammate `id` `killed` for `reason` (notified at once, no model notification), stops
+/// its agent, and evicts it `stopped_display` later. Nothing happens to one that ended already.
+async fn stop(inner: &Arc<Inner>, id: TaskId, reason: EndReason) {
+    if !end_silently(&inner.registry, id, TaskStatus::Killed, reason) {
+        return;
+    }
+    let cancel = inner.members.get(&id).map(|m| m.cancel.clone());
+    if let Some(cancel) = cancel {
+        let (ack, done) = oneshot::channel();
+        if cancel.send(ack).await.is_ok() {
+            let _ = done.await;
+        }
+    }
+    let inner = Arc::clone(inner);
+    tokio::spawn(async move {
+        tokio::time::sleep(inner.config.stopped_display).await;
+        inner.registry.evict(&id);
+    });
+}
+
+impl Inner {
+    /// The lead asked teammate `id` to shut down: the first request is recorded in its state
+    /// (`team ls` and `ps` show it) and starts its bound.
+    fn shutdown_requested(self: &Arc<Self>, id: TaskId) {
+        let at = task_core::now_ms();
+        let recorded = self.registry.update(&id, |current| match &current.kind {
+            TaskKind::Teammate(mate) if mate.shutdown_requested_at.is_none() => {
+                let mut next = current.clone();
+                if let TaskKind::Teammate(mate) = &mut next.kind {
+                    mate.shutdown_requested_at = Some(at);
+                }
+                Some(next)
+            }
+            _ => None,
+        });
+        if let Ok(UpdateOutcome::Written(_)) = recorded {
+            self.bound_shutdown(id, at);
+        }
+    }
+
+    /// Ends teammate `id` as [`EndReason::ShutdownUnanswered`] once `shutdown_timeout` has
+    /// passed since `requested_at` (at once if it has already: a request made before its
+    /// supervisor died), unless it ended first.
+    pub(super) fn bound_shutdown(self: &Arc<Self>, id: TaskId, requested_at: u64) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(task = %id, "no tokio runtime to bound the shutdown on");
+            return;
+        };
+        let limit = self.config.shutdown_timeout;
+        let waited = Duration::from_millis(task_core::now_ms().saturating_sub(requested_at));
+        let inner = Arc::clone(self);
+        runtime.spawn(async move {
+            tokio::time::sleep(limit.saturating_sub(waited)).await;
+            let reason = EndReason::ShutdownUnanswered {
+                limit_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+            };
+            stop(&inner, id, reason).await;
+        });
+    }
+}
+
 /// A fresh request id: `{kind}-{random}`.
 pub(super) fn request_id(kind: &str) -> Result<String, AgentError> {
     let id = TaskId::generate(TaskType::InProcessTeammate)?;
@@ -683,23 +755,8 @@ struct TeammateTask {
 impl Task for TeammateTask {
     /// Ends it `killed` (notified at once, no model notification), stops its agent, and
     /// evicts it `stopped_display` later.
-    async fn kill(&self, registry: &Registry, id: &TaskId) -> Result<(), KillError> {
-        if !end_silently(registry, *id, TaskStatus::Killed, EndReason::Killed) {
-            return Ok(());
-        }
-        let cancel = self.inner.members.get(id).map(|m| m.cancel.clone());
-        if let Some(cancel) = cancel {
-            let (ack, done) = oneshot::channel();
-            if cancel.send(ack).await.is_ok() {
-                let _ = done.await;
-            }
-        }
-        let inner = Arc::clone(&self.inner);
-        let id = *id;
-        tokio::spawn(async move {
-            tokio::time::sleep(inner.config.stopped_display).await;
-            inner.registry.evict(&id);
-        });
+    async fn kill(&self, _: &Registry, id: &TaskId) -> Result<(), KillError> {
+        stop(&self.inner, *id, EndReason::Killed).await;
         Ok(())
     }
 

@@ -47,6 +47,9 @@ pub const TEAM_LEAD: &str = "team-lead";
 /// How often an idle teammate looks for messages written by other processes.
 pub const DEFAULT_MAILBOX_POLL: Duration = Duration::from_millis(200);
 
+/// How long a teammate asked to shut down has to approve before it is ended.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Knobs of the [`TeamExecutor`]; `Default` is the project's values.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -55,6 +58,9 @@ pub struct TeamConfig {
     pub mailbox_poll: Duration,
     /// How long a killed teammate stays visible (`STOPPED_DISPLAY_MS`).
     pub stopped_display: Duration,
+    /// How long a teammate asked to shut down has to approve before it is ended `killed`
+    /// ([`EndReason::ShutdownUnanswered`](task_core::EndReason::ShutdownUnanswered)).
+    pub shutdown_timeout: Duration,
 }
 
 impl Default for TeamConfig {
@@ -62,6 +68,7 @@ impl Default for TeamConfig {
         TeamConfig {
             mailbox_poll: DEFAULT_MAILBOX_POLL,
             stopped_display: task_core::STOPPED_DISPLAY,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
         }
     }
 }

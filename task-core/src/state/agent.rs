@@ -195,6 +195,10 @@ pub struct TeammateState {
     /// the teammate is resumed or ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<super::ShellProcess>,
+    /// When the lead asked it to shut down (ms since the epoch): from then on it has a bounded
+    /// time to approve before it is ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shutdown_requested_at: Option<u64>,
 }
 
 #[cfg(test)]
