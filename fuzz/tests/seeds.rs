@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::json;
 use task_core::{
-    AgentProgress, AgentState, Caller, DreamState, EndReason, MessageUsage, Notification, Priority,
-    RemoteState, ShellKind, ShellProcess, ShellState, TaskId, TaskKind, TaskState, TaskStatus,
-    TeammateState, ToolActivity, WorkflowState,
+    AgentProgress, AgentState, Caller, DreamState, EndReason, MessageOutcome, MessageReply,
+    MessageUsage, Notification, Priority, RemoteState, ShellKind, ShellProcess, ShellState, TaskId,
+    TaskKind, TaskState, TaskStatus, TeammateState, ToolActivity, WorkflowState,
 };
 use task_session::notice::Notice;
 use task_session::protocol::{
@@ -278,7 +278,7 @@ fn requests() -> Vec<(&'static str, Request)> {
         (
             "send",
             request(Op::Send {
-                to: "researcher@team".into(),
+                to: "researcher@team".parse().unwrap(),
                 message: "please also look at \"issue 25\"\n".into(),
                 id: Some("msg-0000abcd".into()),
             }),
@@ -317,8 +317,7 @@ fn responses() -> Vec<(&'static str, Response)> {
         (
             "sent",
             Response::Sent {
-                delivered: true,
-                reply: "{\"success\":true}".into(),
+                reply: MessageReply::reached(id, MessageOutcome::Posted),
             },
         ),
         (

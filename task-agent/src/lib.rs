@@ -85,4 +85,4 @@ pub use notify::{RunEnd, agent_notification, stopped_notification};
 pub use progress::{Change, ProgressTracker};
 pub use runner::{AgentRunner, AgentSession, AgentSpec, SessionEnd, SessionEvent};
 pub use tail::TranscriptTail;
-pub use texts::{launch_text, send_result};
+pub use texts::{launch_text, send_reply};

@@ -3,8 +3,7 @@
 
 use std::path::Path;
 
-use serde_json::json;
-use task_core::TaskId;
+use task_core::{MessageOutcome, MessageReply, TaskId};
 
 use crate::error::AgentError;
 use crate::executor::SendOutcome;
@@ -22,26 +21,19 @@ Do NOT Read or tail this file via the shell tool — it is the full subagent JSO
     )
 }
 
-/// The JSON result of `SendMessage {to, message}`: the reference's texts for a resume and for
-/// an unknown name; for a message queued to a running agent (which the reference words
-/// differently per version) this project's `Message queued for {to}; it will be delivered at
-/// its next turn.`
-pub fn send_result(to: &str, result: &Result<SendOutcome, AgentError>) -> String {
-    let value = match result {
-        Ok(SendOutcome::Resumed { handle, previous }) => json!({
-            "success": true,
-            "message": format!(
-                "Agent \"{to}\" was stopped ({}); resumed it in the background with your message. You'll be notified when it finishes. Output: {}",
-                previous,
-                handle.output_file.display()
-            ),
-            "resumedAgentId": handle.id.as_str(),
-        }),
-        Ok(SendOutcome::Queued(_)) => json!({
-            "success": true,
-            "message": format!("Message queued for {to}; it will be delivered at its next turn."),
-        }),
-        Err(error) => json!({"success": false, "message": error.to_string()}),
-    };
-    value.to_string()
+/// What became of a message [`AgentExecutor::send`](crate::AgentExecutor::send) took, as the
+/// typed reply every front end words (`MessageReply::model_result` is the reference's
+/// `SendMessage` result).
+pub fn send_reply(result: &Result<SendOutcome, AgentError>) -> MessageReply {
+    match result {
+        Ok(SendOutcome::Resumed { handle, previous }) => MessageReply::reached(
+            handle.id,
+            MessageOutcome::Resumed {
+                previous: *previous,
+                output_file: handle.output_file.clone(),
+            },
+        ),
+        Ok(SendOutcome::Queued(id)) => MessageReply::reached(*id, MessageOutcome::Queued),
+        Err(error) => MessageReply::refused(error.to_string()),
+    }
 }

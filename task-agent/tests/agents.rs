@@ -288,7 +288,10 @@ async fn a_message_to_a_stopped_agent_resumes_it_under_the_same_id_and_it_notifi
         )
         .await
         .unwrap();
-    let text = task_agent::send_result("researcher", &Ok(outcome.clone()));
+    let to: task_core::Address = "researcher".parse().unwrap();
+    let text = task_agent::send_reply(&Ok(outcome.clone()))
+        .model_result(&to)
+        .to_string();
     let SendOutcome::Resumed {
         handle: resumed,
         previous,

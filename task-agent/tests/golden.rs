@@ -255,5 +255,7 @@ fn the_launch_text_is_the_references() {
 fn the_unknown_name_refusal_is_the_references() {
     let expected = observed_block("### SendMessage {\"to\": \"team-lead\"");
     let refused = Err(task_agent::AgentError::NoSuchAgent("team-lead".into()));
-    assert_eq!(task_agent::send_result("team-lead", &refused), expected);
+    let to: task_core::Address = "team-lead".parse().unwrap();
+    let result = task_agent::send_reply(&refused).model_result(&to);
+    assert_eq!(result.to_string(), expected);
 }

@@ -281,8 +281,8 @@ fn parse_runner(text: &str) -> Result<task_agent::RunnerFormat, String> {
 /// Queued while an agent works, or it resumes; a teammate gets it as soon as it is idle.
 #[derive(Debug, Args)]
 pub struct SendArgs {
-    /// The agent's task id or name.
-    pub to: String,
+    /// Who: a task id, an agent's NAME, or a teammate's NAME@TEAM.
+    pub to: task_core::Address,
     /// The message.
     pub message: String,
 }

@@ -205,13 +205,11 @@ fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
 fn send(session: &Session, args: &SendArgs, json: bool) -> Result<u8> {
     let sent = session.send_message(&args.to, &args.message)?;
     if json {
-        render::out(&format!("{}\n", sent.reply))?;
+        render::json(&sent.model_result(&args.to))?;
     } else {
-        let reply: serde_json::Value = serde_json::from_str(&sent.reply).unwrap_or_default();
-        let text = reply["message"].as_str().unwrap_or(&sent.reply);
-        render::out(&format!("{text}\n"))?;
+        render::out(&format!("{}\n", sent.text(&args.to)))?;
     }
-    Ok(if sent.delivered {
+    Ok(if sent.delivered() {
         exit::OK
     } else {
         exit::UNKNOWN_TASK

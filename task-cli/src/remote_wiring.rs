@@ -1,11 +1,11 @@
 //! The remote agents of a supervisor: task-remote's executor, the remote tasks a dead
 //! supervisor left resumed from their sidecars, and messages routed to them.
 
-use task_core::{TaskId, TaskType};
+use task_core::{Address, MessageOutcome, MessageReply, TaskType};
 use task_remote::RemoteExecutor;
 
 use crate::wiring::AgentMessages;
-use task_session::engine::{Host, MessageReply, Messenger};
+use task_session::engine::{Host, Messenger};
 
 /// The remote executor of `host`'s session, with every unfinished remote task of the session
 /// followed again from its cursor (a task whose record says it ended is never resumed).
@@ -35,22 +35,17 @@ pub(crate) struct RemoteOrAgent {
 
 #[async_trait::async_trait]
 impl Messenger for RemoteOrAgent {
-    async fn send(&self, to: &str, message: &str, message_id: Option<&str>) -> MessageReply {
-        let remote = TaskId::parse(to)
-            .ok()
-            .filter(|id| id.task_type() == TaskType::RemoteAgent);
-        let Some(id) = remote else {
-            return self.agents.send(to, message, message_id).await;
+    async fn send(&self, to: &Address, message: &str, message_id: Option<&str>) -> MessageReply {
+        let id = match to {
+            Address::Task(id) if id.task_type() == TaskType::RemoteAgent => *id,
+            _ => return self.agents.send(to, message, message_id).await,
         };
-        let outcome = self.remotes.send(&id, message).await;
-        let (delivered, text) = match &outcome {
-            Ok(()) => (true, format!("Message sent to remote agent {id}.")),
-            Err(error) => (false, error.to_string()),
+        let outcome = match self.remotes.send(&id, message).await {
+            Ok(()) => MessageOutcome::Relayed,
+            Err(error) => MessageOutcome::Refused {
+                reason: error.to_string(),
+            },
         };
-        MessageReply {
-            task: Some(id),
-            delivered,
-            reply: serde_json::json!({"success": delivered, "message": text}).to_string(),
-        }
+        MessageReply::reached(id, outcome)
     }
 }

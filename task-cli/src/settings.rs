@@ -30,7 +30,8 @@ use task_remote::RemoteConfig;
 use task_session::config::ExecutorSettings;
 use task_shell::ShellConfig;
 
-use task_session::Result;
+use task_agent::RunnerFormat;
+use task_session::{Error, Result};
 
 /// Every key this module reads (anything else in `config.json` is a mistake).
 const KEYS: &[&str] = &[
@@ -58,8 +59,8 @@ pub struct Settings {
     pub shell: ShellConfig,
     /// The agent CLI the MCP `Agent` tool runs, as a shell would split it (none: no such tool).
     pub agent_command: Option<String>,
-    /// That CLI's event format: `claude`, `codex`, `gemini` or `auto`.
-    pub agent_runner: Option<String>,
+    /// That CLI's event format (`claude`, `codex`, `gemini` or `auto`; Claude's when unset).
+    pub agent_runner: RunnerFormat,
     /// The sessions server the MCP `Agent` tool uses for `isolation: "remote"` (none: refused).
     pub remote_server: Option<String>,
     /// The file holding that server's bearer token.
@@ -96,7 +97,17 @@ impl Settings {
             shell.size_cap_bytes = cap;
         }
         settings.agent_command = from.text("TASKS_AGENT_COMMAND", "agent_command")?;
-        settings.agent_runner = from.text("TASKS_AGENT_RUNNER", "agent_runner")?;
+        if let Some(name) = from.text("TASKS_AGENT_RUNNER", "agent_runner")?
+            && !name.is_empty()
+        {
+            settings.agent_runner = serde_json::from_value(serde_json::Value::String(name))
+                .map_err(|_| {
+                    Error::Invalid(
+                        "agent_runner (TASKS_AGENT_RUNNER): expected claude, codex, gemini or auto"
+                            .into(),
+                    )
+                })?;
+        }
         settings.remote_server = from.text("TASKS_REMOTE_SERVER", "remote_server")?;
         settings.remote_token_file = from
             .text("TASKS_REMOTE_TOKEN_FILE", "remote_token_file")?

@@ -7,11 +7,12 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 use task_agent::dream::{DreamExecutor, DreamStart};
 use task_agent::team::{Protocol, TeamExecutor, TeammateStart};
-use task_core::{TaskId, TaskKind, TaskType};
+use task_core::{Address, TaskId, TaskKind, TaskType};
 
 use crate::commands::print_started;
 use crate::error::{CliError, Result, exit};
 use crate::render;
+use task_session::record::TaskRecord;
 use task_session::session::Session;
 
 /// The prompt of a dream when none is given.
@@ -66,7 +67,7 @@ pub struct TeamSpawnArgs {
 #[derive(Debug, Args)]
 pub struct TeamShutdownArgs {
     /// The teammate: NAME, NAME@TEAM or its task id.
-    pub name: String,
+    pub name: Address,
     /// Why (shown to the teammate).
     #[arg(long, conflicts_with = "force")]
     pub reason: Option<String>,
@@ -168,17 +169,15 @@ fn shutdown(session: &Session, args: &TeamShutdownArgs, json: bool) -> Result<u8
         .map_err(|e| CliError::invalid(format!("cannot encode the request: {e}")))?;
     let sent = session.send_message(&args.name, &text)?;
     if json {
-        render::json(
-            &json!({"requestId": request_id, "delivered": sent.delivered, "reply": sent.reply}),
-        )?;
+        render::json(&json!({
+            "requestId": request_id,
+            "delivered": sent.delivered(),
+            "reply": sent.model_result(&args.name),
+        }))?;
     } else {
-        let reply: serde_json::Value = serde_json::from_str(&sent.reply).unwrap_or_default();
-        render::out(&format!(
-            "{}\n",
-            reply["message"].as_str().unwrap_or(&sent.reply)
-        ))?;
+        render::out(&format!("{}\n", sent.text(&args.name)))?;
     }
-    Ok(if sent.delivered {
+    Ok(if sent.delivered() {
         exit::OK
     } else {
         exit::UNKNOWN_TASK
@@ -186,11 +185,9 @@ fn shutdown(session: &Session, args: &TeamShutdownArgs, json: bool) -> Result<u8
 }
 
 /// `team shutdown --force`: kills the live teammate `name` names.
-fn force_shutdown(session: &Session, name: &str, json: bool) -> Result<u8> {
+fn force_shutdown(session: &Session, name: &Address, json: bool) -> Result<u8> {
     let Some(id) = live_teammate(session, name)? else {
-        return Err(CliError::invalid(format!(
-            "no live teammate named {name:?}"
-        )));
+        return Err(CliError::invalid(format!("no live teammate named {name}")));
     };
     let reports = session.kill(&[id])?;
     if json {
@@ -203,21 +200,23 @@ fn force_shutdown(session: &Session, name: &str, json: bool) -> Result<u8> {
     Ok(exit::OK)
 }
 
-/// The live teammate `target` names, as the supervisor resolves one: its task id, `name@team`,
-/// or a bare `name` that exactly one live teammate has.
-fn live_teammate(session: &Session, target: &str) -> Result<Option<TaskId>> {
+/// The live teammate `address` names, as the supervisor resolves one: a bare name must be
+/// unique among the live teammates.
+fn live_teammate(session: &Session, address: &Address) -> Result<Option<TaskId>> {
     let listing = session.tasks()?;
-    let live = listing.tasks.iter().filter(|r| !r.is_terminal());
-    let named: Vec<TaskId> = live
-        .filter_map(|record| match &record.task.kind {
-            TaskKind::Teammate(mate) => {
-                let who = &mate.identity;
-                let full = format!("{}@{}", who.agent_name, who.team_name);
-                let id = record.id();
-                (id.as_str() == target || full == target || who.agent_name == target).then_some(id)
+    let named: Vec<TaskId> = listing
+        .tasks
+        .iter()
+        .filter(|record| !record.is_terminal())
+        .filter(|record| match (&record.task.kind, address) {
+            (TaskKind::Teammate(_), Address::Task(id)) => record.id() == *id,
+            (TaskKind::Teammate(mate), Address::Teammate { name, team }) => {
+                mate.identity.agent_name == *name && mate.identity.team_name == *team
             }
-            _ => None,
+            (TaskKind::Teammate(mate), Address::Name(name)) => mate.identity.agent_name == *name,
+            _ => false,
         })
+        .map(TaskRecord::id)
         .collect();
     Ok(match named.as_slice() {
         [only] => Some(*only),

@@ -14,7 +14,8 @@ use task_core::TeammateIdentity;
 #[cfg(feature = "cli")]
 use task_list::{EnvValues, Layout, ListIdHints, UnassignReason};
 
-use task_session::engine::{Host, MessageReply, Messenger};
+use task_core::{Address, MessageOutcome, MessageReply};
+use task_session::engine::{Host, Messenger};
 
 /// The teammate and dream executors of a supervisor, registered with its registry. Teams live
 /// in `{session}/teams/`; a teammate that ends gets its open tasks in the list named after its
@@ -128,25 +129,20 @@ pub struct Messages<M> {
 
 #[async_trait::async_trait]
 impl<M: Messenger> Messenger for Messages<M> {
-    async fn send(&self, to: &str, message: &str, id: Option<&str>) -> MessageReply {
-        let Some(teammate) = self.team.resolve(to) else {
+    async fn send(&self, to: &Address, message: &str, id: Option<&str>) -> MessageReply {
+        let Some(teammate) = self.team.find(to) else {
             return self.agents.send(to, message, id).await;
         };
         let mut message = TeamMessage::new(TEAM_LEAD, message);
         if let Some(id) = id {
             message = message.with_id(id);
         }
-        let sent = self.team.send(to, &message);
-        let reply = match &sent {
-            Ok(_) => {
-                serde_json::json!({"success": true, "message": format!("Message sent to {to}'s inbox")})
-            }
-            Err(error) => serde_json::json!({"success": false, "message": error.to_string()}),
+        let outcome = match self.team.post_to(teammate, &message) {
+            Ok(()) => MessageOutcome::Posted,
+            Err(error) => MessageOutcome::Refused {
+                reason: error.to_string(),
+            },
         };
-        MessageReply {
-            delivered: sent.is_ok(),
-            reply: reply.to_string(),
-            task: Some(teammate),
-        }
+        MessageReply::reached(teammate, outcome)
     }
 }

@@ -4,12 +4,13 @@
 //! (implementing task-core's `Task` and `Launch`) and a line here.
 
 use task_agent::workflow::{WorkflowConfig, WorkflowExecutor};
-use task_agent::{AgentConfig, AgentExecutor, SendOutcome, send_result};
+use task_agent::{AgentConfig, AgentExecutor, send_reply};
 use task_shell::{Monitors, ShellExecutor};
 
 use crate::settings::Settings;
+use task_core::{Address, MessageReply};
 use task_session::Result;
-use task_session::engine::{Host, Launchers, MessageReply, Messenger};
+use task_session::engine::{Host, Launchers, Messenger};
 
 /// Shell commands and monitors (task-shell), agents, workflows, teammates and dreams
 /// (task-agent), remote agents (task-remote).
@@ -75,17 +76,7 @@ pub(crate) struct AgentMessages(AgentExecutor);
 
 #[async_trait::async_trait]
 impl Messenger for AgentMessages {
-    async fn send(&self, to: &str, message: &str, _id: Option<&str>) -> MessageReply {
-        let outcome = self.0.send(to, message, None).await;
-        let task = match &outcome {
-            Ok(SendOutcome::Queued(id)) => Some(*id),
-            Ok(SendOutcome::Resumed { handle, .. }) => Some(handle.id),
-            _ => None,
-        };
-        MessageReply {
-            delivered: outcome.is_ok(),
-            reply: send_result(to, &outcome),
-            task,
-        }
+    async fn send(&self, to: &Address, message: &str, _id: Option<&str>) -> MessageReply {
+        send_reply(&self.0.send(&to.to_string(), message, None).await)
     }
 }

@@ -174,6 +174,10 @@ fn teammates_get_every_message_from_concurrent_tasks_send_processes_once_in_orde
     let unknown = sandbox.run(&["send", "nobody", "hi"]);
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stdout).contains("No agent named 'nobody'"));
+    let malformed = sandbox.run(&["send", "mate1@", "hi"]);
+    assert_eq!(malformed.status.code(), Some(2), "{malformed:?}");
+    let said = String::from_utf8_lossy(&malformed.stderr);
+    assert!(said.contains("\"mate1@\" is not an address"), "{said}");
     let rest: Vec<&str> = ids[1..].iter().map(String::as_str).collect();
     sandbox.ok(&[&["kill"], rest.as_slice()].concat());
 }

@@ -67,6 +67,7 @@ mod executor;
 mod id;
 mod input;
 mod launch;
+mod message;
 mod notification;
 mod poll;
 pub mod process;
@@ -84,6 +85,7 @@ pub use input::{Input, InputError};
 pub use launch::{
     AGENT_ID_ENV, Caller, Launch, LaunchError, Launched, ProgramError, TASK_MARKER_ENV,
 };
+pub use message::{Address, AddressError, MessageOutcome, MessageReply};
 pub use notification::{
     AGENT_RESUME_NOTE, AgentExtras, AgentUsage, MODEL_FRAMING, Notification, NotificationQueue,
     Priority, sanitize, summary,

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use task_core::{
-    Caller, EndReason, Input, InputError, KillError, KillOutcome, Launch, LaunchError, Launched,
-    Registry, RegistryConfig, TaskEvent, TaskId, TaskStatus,
+    Address, Caller, EndReason, Input, InputError, KillError, KillOutcome, Launch, LaunchError,
+    Launched, MessageReply, Registry, RegistryConfig, TaskEvent, TaskId, TaskState, TaskStatus,
 };
 use tokio::sync::{Notify, broadcast, oneshot};
 
@@ -45,26 +45,14 @@ pub struct Launchers {
     messenger: Option<Arc<dyn Messenger>>,
 }
 
-/// Delivers messages to the tasks that take them (agents, teammates), by id or name.
+/// Delivers messages to the tasks that take them (agents, teammates, remote agents).
 #[async_trait::async_trait]
 pub trait Messenger: Send + Sync {
-    /// Sends `message` to `to`; says whether it was delivered, and the result in words.
-    /// `id` is the message's id, chosen by its sender and the same on every attempt of one
-    /// send (a client whose supervisor died before answering sends it again to the next): a
-    /// messenger that keeps messages drops a repeat by it.
-    async fn send(&self, to: &str, message: &str, id: Option<&str>) -> MessageReply;
-}
-
-/// What became of a message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MessageReply {
-    /// Whether it reached its task.
-    pub delivered: bool,
-    /// The result in the reference's words.
-    pub reply: String,
-    /// The task it reached (known inside the supervisor, which writes that task's record
-    /// before it answers, so a `wait` right after a resume sees it running).
-    pub task: Option<TaskId>,
+    /// Sends `message` to `to`; says what became of it. `id` is the message's id, chosen by
+    /// its sender and the same on every attempt of one send (a client whose supervisor died
+    /// before answering sends it again to the next): a messenger that keeps messages drops a
+    /// repeat by it.
+    async fn send(&self, to: &Address, message: &str, id: Option<&str>) -> MessageReply;
 }
 
 impl std::fmt::Debug for Launchers {
@@ -367,16 +355,12 @@ impl Engine {
 
     /// Sends a message to the task `to` (an id or a name) through the wiring's messenger;
     /// `id` as [`Messenger::send`] takes it.
-    pub async fn send(&self, to: &str, message: &str, id: Option<&str>) -> MessageReply {
+    pub async fn send(&self, to: &Address, message: &str, id: Option<&str>) -> MessageReply {
         let Some(messenger) = &self.launchers.messenger else {
-            return MessageReply {
-                delivered: false,
-                reply: "no task of this session takes messages".into(),
-                task: None,
-            };
+            return MessageReply::refused("no task of this session takes messages");
         };
         let sent = messenger.send(to, message, id).await;
-        if let Some(id) = sent.task.filter(|_| sent.delivered)
+        if let Some(id) = sent.task.filter(|_| sent.delivered())
             && self.registry.get(&id).is_some()
             && let Err(error) = self.mirror.write_now(id)
         {
@@ -688,8 +672,8 @@ struct Mirrored {
 /// grows with the number of finished tasks.
 #[derive(Default)]
 struct Books {
-    /// The record last written for each task.
-    written: HashMap<TaskId, TaskRecord>,
+    /// What was last written for each task.
+    written: HashMap<TaskId, Written>,
     /// The completion notice of each ended task, until it is evicted.
     completions: HashMap<TaskId, Notice>,
     /// Tasks whose latest state could not be written (a full disk): retried every sweep.
@@ -705,6 +689,32 @@ struct Books {
     settling: VecDeque<(TaskId, Instant)>,
     /// The key of the start that made each task, written into each of its records.
     start_keys: HashMap<TaskId, String>,
+}
+
+/// What was last written for a task: its state, shared with the registry for as long as the
+/// task does not change (a live task costs no second copy of its state: 10 000 running tasks
+/// are 10 000 states, not 20 000), and the rest of its record that can change.
+struct Written {
+    state: Arc<TaskState>,
+    notification: Option<Notice>,
+    survives_supervisor: bool,
+}
+
+impl Written {
+    fn of(state: Arc<TaskState>, record: &TaskRecord) -> Self {
+        Written {
+            state,
+            notification: record.notification.clone(),
+            survives_supervisor: record.survives_supervisor,
+        }
+    }
+
+    /// Whether `record` holds nothing new (its start key and supervisor never change).
+    fn matches(&self, record: &TaskRecord) -> bool {
+        self.survives_supervisor == record.survives_supervisor
+            && self.notification == record.notification
+            && *self.state == record.task
+    }
 }
 
 impl Mirrored {
@@ -796,7 +806,7 @@ impl Mirrored {
             }
         }
         books.awaiting_notice.remove(&id);
-        if books.written.get(&id) == Some(&record) {
+        if books.written.get(&id).is_some_and(|w| w.matches(&record)) {
             return Ok(());
         }
         let terminal = record.is_terminal();
@@ -805,7 +815,7 @@ impl Mirrored {
                 if !known && !terminal {
                     self.reserve_end(id);
                 }
-                books.written.insert(id, record);
+                books.written.insert(id, Written::of(state, &record));
                 if books.unwritten.remove(&id) {
                     tracing::info!(task = %id, "its record is on disk again");
                 }
@@ -861,7 +871,7 @@ impl Mirrored {
             let quiet = books
                 .written
                 .iter()
-                .filter(|(_, record)| !record.is_terminal() && record.task.kind.changes_quietly())
+                .filter(|(_, w)| !w.state.status().is_terminal() && w.state.kind.changes_quietly())
                 .map(|(id, _)| id);
             books
                 .unwritten

@@ -7,7 +7,7 @@
 //! request its client gave up on is never carried out afterwards.
 
 use serde::{Deserialize, Serialize};
-use task_core::{Caller, TaskId};
+use task_core::{Address, Caller, MessageReply, TaskId};
 
 /// What a client asks the supervisor, and until when the answer is of use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,10 +31,10 @@ pub enum Op {
         /// The tasks.
         ids: Vec<TaskId>,
     },
-    /// A message to a task that takes messages (an agent, by id or name).
+    /// A message to a task that takes messages (an agent, a teammate, a remote agent).
     Send {
-        /// The task's id or name.
-        to: String,
+        /// Who it is for (on the wire, the address as written: an id, `name`, `name@team`).
+        to: Address,
         /// The message.
         message: String,
         /// Its id, the same on every attempt of this send ([`Messenger::send`](crate::engine::Messenger::send)).
@@ -98,10 +98,8 @@ pub enum Response {
     },
     /// What became of a message ([`Op::Send`]).
     Sent {
-        /// Whether it reached its task (queued or delivered by a resume).
-        delivered: bool,
-        /// The result in the reference's words (a JSON text for a model).
-        reply: String,
+        /// Its outcome.
+        reply: MessageReply,
     },
     /// The bytes of an [`Op::Input`] are in the task's stdin pipe.
     Written {

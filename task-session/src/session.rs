@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use task_core::{Caller, Launch, TaskId};
+use task_core::{Address, Caller, Launch, MessageReply, TaskId};
 use task_output::OutputError;
 use task_output::read::{self, Delta, TextDelta};
 
@@ -160,20 +160,16 @@ impl Session {
         client::send(&self.paths, &self.config, supervisor, op)
     }
 
-    /// Sends `message` to the task `to` (an agent's id or name): queued for a running agent's
-    /// next turn, or a stopped one resumed with it.
-    pub fn send_message(&self, to: &str, message: &str) -> Result<crate::engine::MessageReply> {
+    /// Sends `message` to the task `to`: queued for a running agent's next turn, a stopped one
+    /// resumed with it, posted to a teammate's mailbox, sent on to a remote agent.
+    pub fn send_message(&self, to: &Address, message: &str) -> Result<MessageReply> {
         let op = Op::Send {
-            to: to.to_owned(),
+            to: to.clone(),
             message: message.to_owned(),
             id: Some(TaskId::message_id().map_err(|e| Error::Supervisor(e.to_string()))?),
         };
         match self.send(op)? {
-            Response::Sent { delivered, reply } => Ok(crate::engine::MessageReply {
-                delivered,
-                reply,
-                task: None,
-            }),
+            Response::Sent { reply } => Ok(reply),
             other => Err(unexpected(other)),
         }
     }

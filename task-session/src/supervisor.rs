@@ -385,12 +385,9 @@ async fn dispatch(request: Request, engine: &Engine) -> Response {
             reports: engine.kill(&ids).await,
         },
         Op::Send { to, message, id } => {
-            let sent = engine.send(&to, &message, id.as_deref()).await;
+            let reply = engine.send(&to, &message, id.as_deref()).await;
             engine.flush().await;
-            Response::Sent {
-                delivered: sent.delivered,
-                reply: sent.reply,
-            }
+            Response::Sent { reply }
         }
         Op::Input { id, data, close } => {
             let patience =

@@ -10,8 +10,8 @@ use dashmap::DashMap;
 use std::time::Duration;
 
 use task_core::{
-    EndReason, KillError, Registry, Task, TaskId, TaskKind, TaskState, TaskStatus, TaskType,
-    TeammateIdentity, TeammateState, UpdateOutcome,
+    Address, EndReason, KillError, Registry, Task, TaskId, TaskKind, TaskState, TaskStatus,
+    TaskType, TeammateIdentity, TeammateState, UpdateOutcome,
 };
 use task_output::mailbox::MailboxReader;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
@@ -304,29 +304,39 @@ impl TeamExecutor {
     }
 
     /// The live teammate `target` names: `name@team`, or a bare `name` when exactly one live
-    /// teammate has it, or its task id. A teammate is live from its registration on (its
-    /// agent CLI may still be starting: messages wait in its mailbox), until it ends.
+    /// teammate has it, or its task id (see [`find`](Self::find)).
     pub fn resolve(&self, target: &str) -> Option<TaskId> {
-        if let Ok(id) = TaskId::parse(target) {
-            return self.full_name_of(id).map(|_| id);
-        }
-        if target.contains('@') {
-            return self.inner.names.get(target).map(|e| *e.value());
-        }
-        let named: Vec<TaskId> = self
-            .inner
-            .names
-            .iter()
-            .filter(|e| {
-                e.key()
-                    .split_once('@')
-                    .is_some_and(|(name, _)| name == target)
-            })
-            .map(|e| *e.value())
-            .collect();
-        match named.as_slice() {
-            [only] => Some(*only),
-            _ => None,
+        self.find(&target.parse().ok()?)
+    }
+
+    /// The live teammate `address` names: a bare name must be unique among the live ones. A
+    /// teammate is live from its registration on (its agent CLI may still be starting:
+    /// messages wait in its mailbox), until it ends.
+    pub fn find(&self, address: &Address) -> Option<TaskId> {
+        match address {
+            Address::Task(id) => self.full_name_of(*id).map(|_| *id),
+            Address::Teammate { .. } => self
+                .inner
+                .names
+                .get(&address.to_string())
+                .map(|e| *e.value()),
+            Address::Name(target) => {
+                let named: Vec<TaskId> = self
+                    .inner
+                    .names
+                    .iter()
+                    .filter(|e| {
+                        e.key()
+                            .split_once('@')
+                            .is_some_and(|(name, _)| name == target)
+                    })
+                    .map(|e| *e.value())
+                    .collect();
+                match named.as_slice() {
+                    [only] => Some(*only),
+                    _ => None,
+                }
+            }
         }
     }
 
@@ -346,8 +356,20 @@ impl TeamExecutor {
     /// [`AgentError::NoSuchAgent`] (the reference's text) when no live teammate has that name;
     /// mailbox errors.
     pub fn send(&self, target: &str, message: &TeamMessage) -> Result<TaskId, AgentError> {
-        let no_such = || AgentError::NoSuchAgent(target.to_owned());
-        let id = self.resolve(target).ok_or_else(no_such)?;
+        let id = self
+            .resolve(target)
+            .ok_or_else(|| AgentError::NoSuchAgent(target.to_owned()))?;
+        self.post_to(id, message)?;
+        Ok(id)
+    }
+
+    /// Posts `message` to the live teammate `id` (as [`find`](Self::find) gave it) and wakes
+    /// it; delivered at its next idle moment.
+    ///
+    /// # Errors
+    /// [`AgentError::NoSuchAgent`] when it is no longer live; mailbox errors.
+    pub fn post_to(&self, id: TaskId, message: &TeamMessage) -> Result<(), AgentError> {
+        let no_such = || AgentError::NoSuchAgent(id.to_string());
         let full = self.full_name_of(id).ok_or_else(no_such)?;
         let (name, team) = full.split_once('@').ok_or_else(no_such)?;
         post(&self.inner.teams_root, team, name, message)?;
@@ -358,7 +380,7 @@ impl TeamExecutor {
         if let Some(member) = self.inner.members.get(&id) {
             member.wake.notify_one();
         }
-        Ok(id)
+        Ok(())
     }
 
     /// Asks `target` to shut down (a `shutdown_request` from the lead); returns the request id.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use task_agent::worktree::WorktreeRequest;
 use task_agent::{AgentExecutor, AgentStart, RunnerFormat, launch_text};
-use task_core::TaskKind;
+use task_core::{Address, TaskKind};
 
 use crate::settings::Settings;
 use task_session::session::Session;
@@ -28,15 +28,7 @@ pub(crate) fn configured_runner(config: &Settings) -> Result<(Vec<String>, Runne
     let command = shlex::split(line)
         .filter(|words| !words.is_empty())
         .ok_or_else(|| format!("agent command {line:?} is not a command line"))?;
-    let runner = match config.agent_runner.as_deref() {
-        None | Some("") => RunnerFormat::Claude,
-        Some(name) => {
-            serde_json::from_value(serde_json::Value::String(name.to_owned())).map_err(|_| {
-                format!("agent runner {name:?}: expected claude, codex, gemini or auto")
-            })?
-        }
-    };
-    Ok((command, runner))
+    Ok((command, config.agent_runner))
 }
 
 pub(crate) async fn agent(context: &Arc<Context>, input: AgentInput) -> Result<Reply, Failure> {
@@ -91,10 +83,19 @@ pub(crate) async fn send_message(
     context: &Context,
     input: SendMessageInput,
 ) -> Result<Reply, Failure> {
+    let to: Address = input
+        .to
+        .parse()
+        .map_err(|e: task_core::AddressError| Failure::invalid(e.to_string()))?;
     let session = context.session.clone();
-    let sent = blocking(move || session.send_message(&input.to, &input.message)).await?;
-    let shape: serde_json::Value = serde_json::from_str(&sent.reply).unwrap_or_default();
-    Reply::new(sent.reply, &shape)
+    let message = input.message;
+    let (to, sent) = blocking(move || {
+        let sent = session.send_message(&to, &message)?;
+        Ok::<_, crate::error::CliError>((to, sent))
+    })
+    .await?;
+    let result = sent.model_result(&to);
+    Reply::new(result.to_string(), &result)
 }
 
 /// `Agent` with `isolation: "remote"`: a remote agent on the configured sessions server

@@ -14,7 +14,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 use task_agent::{AgentExecutor, AgentStart, RunnerFormat};
-use task_core::{TaskId, TaskStatus, TaskType};
+use task_core::{Address, TaskId, TaskStatus, TaskType};
 use task_remote::api::{
     CreateSession, ErrorBody, ErrorDetail, IDEMPOTENCY_KEY_HEADER, IdempotencyKey,
     MAX_IDEMPOTENCY_KEY_LEN, SendEvents, Session, SessionStatus, UserEvent,
@@ -347,13 +347,14 @@ async fn send(
                 "the session is archived",
             ));
         }
+        let to = Address::Task(task.id());
         for text in &texts {
-            let sent = served.tasks.send_message(id.as_str(), text)?;
-            if !sent.delivered {
+            let sent = served.tasks.send_message(&to, text)?;
+            if !sent.delivered() {
                 return Err(ApiFailure::new(
                     StatusCode::CONFLICT,
                     "invalid_request_error",
-                    sent.reply,
+                    sent.text(&to),
                 ));
             }
         }

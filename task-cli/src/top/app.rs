@@ -1,7 +1,7 @@
 //! The dashboard's state between frames and what each key does.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use task_core::{TaskId, TaskKind, TaskType};
+use task_core::{Address, TaskId, TaskKind, TaskType};
 
 use super::state::{ListPane, OutputPane, Tasks};
 use crate::error::Result;
@@ -208,9 +208,10 @@ impl App {
     }
 
     fn send(&mut self, to: TaskId, text: &str) {
-        self.message = Some(match self.session.send_message(to.as_str(), text) {
-            Ok(sent) if sent.delivered => format!("sent to {to}"),
-            Ok(sent) => format!("not sent: {}", sent.reply),
+        let address = Address::Task(to);
+        self.message = Some(match self.session.send_message(&address, text) {
+            Ok(sent) if sent.delivered() => format!("sent to {to}"),
+            Ok(sent) => format!("not sent: {}", sent.text(&address)),
             Err(error) => format!("not sent: {error}"),
         });
     }
