@@ -175,6 +175,15 @@ impl Drive {
     fn record_event(&mut self, event: AgentEvent) {
         if let AgentEvent::Init { session_id, .. } = &event {
             self.record.set_session_id(session_id.clone());
+            // In its state too, so its record holds what resumes it after this process.
+            let _ = self
+                .registry
+                .update(&self.id, |current| match &current.kind {
+                    TaskKind::Agent(agent) if agent.session_id.as_ref() != Some(session_id) => {
+                        edit_agent(current, |agent| agent.session_id = Some(session_id.clone()))
+                    }
+                    _ => None,
+                });
         }
         if let AgentEvent::Error { message } = &event {
             self.surface_error(message);

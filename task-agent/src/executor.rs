@@ -333,19 +333,7 @@ impl AgentExecutor {
             .clone()
             .unwrap_or_else(|| DEFAULT_AGENT_TYPE.into());
         write_meta(&handle.transcript, &agent_type, &request)?;
-        let mut env = request.env.clone();
-        env.push((AGENT_ID_ENV.into(), id.as_str().into()));
-        let spec = AgentSpec {
-            prompt: request.prompt.clone(),
-            model: request.model.clone(),
-            agent_type: agent_type.clone(),
-            cwd,
-            env,
-            marker: Some(id.to_string()),
-            replace_env: request.replace_env,
-            transcript: handle.transcript.clone(),
-            json_schema: request.json_schema.clone(),
-        };
+        let spec = spec_of(id, &request, &agent_type, cwd, handle.transcript.clone());
         let state = AgentState {
             agent_id: id.as_str().to_owned(),
             prompt: request.prompt.clone(),
@@ -379,6 +367,49 @@ impl AgentExecutor {
         })
     }
 
+    /// Takes back the stopped agent `previous` that this executor no longer holds (evicted, or
+    /// run by an earlier supervisor: its state as its record has it), so that
+    /// [`send`](Self::send) resumes it under its id. `request` is how it was started (its
+    /// runner, directory, environment, name); its conversation goes on from the session its
+    /// CLI reported (`AgentState::session_id`), in the transcript its output file links to.
+    ///
+    /// # Errors
+    /// [`AgentError::NotAnAgent`] for another task type or a live one,
+    /// [`AgentError::NoSession`] when its CLI never reported a session (nothing to resume),
+    /// [`AgentError::NameTaken`] when a live agent has its name.
+    pub fn adopt(&self, previous: &TaskState, request: AgentRequest) -> Result<(), AgentError> {
+        let id = previous.id();
+        let TaskKind::Agent(agent) = &previous.kind else {
+            return Err(AgentError::NotAnAgent(id));
+        };
+        if !previous.status().is_terminal() {
+            return Err(AgentError::NotAnAgent(id));
+        }
+        let session_id = agent.session_id.clone().ok_or(AgentError::NoSession(id))?;
+        if let Some(name) = &request.name
+            && self.live_name(name)
+        {
+            return Err(AgentError::NameTaken(name.clone()));
+        }
+        let transcript = std::fs::read_link(&previous.base.output_file)
+            .unwrap_or_else(|_| self.transcript_path(id));
+        // A kept worktree is where its work is.
+        let cwd = match &agent.worktree {
+            Some(worktree) => Some(worktree.worktree_path.clone().into()),
+            None => request.cwd.clone(),
+        };
+        let spec = spec_of(id, &request, &agent.agent_type, cwd, transcript);
+        let mut record = AgentRecord::new(Arc::clone(&request.runner), spec, true);
+        record.silent = request.silent;
+        record.set_session_id(session_id);
+        record.set_adopted(previous.clone());
+        self.inner.agents.insert(id, Arc::new(record));
+        if let Some(name) = request.name {
+            self.inner.names.insert(name, id);
+        }
+        Ok(())
+    }
+
     /// Sends `message` to the agent `target` (its id or name): queued if it is running,
     /// delivered as its next user turn; a stopped agent is resumed with it (same id, running
     /// again, and it notifies again when it stops).
@@ -398,7 +429,11 @@ impl AgentExecutor {
             return Err(AgentError::InputClosed(id));
         }
         let guard = record.lifecycle.lock().await;
-        let current = self.inner.registry.get(&id);
+        let current = self
+            .inner
+            .registry
+            .get(&id)
+            .or_else(|| record.take_adopted().map(Arc::new));
         if current.as_ref().is_some_and(|s| !s.status().is_terminal()) {
             if !record.runner.accepts_messages() {
                 return Err(AgentError::InputClosed(id));
@@ -834,5 +869,28 @@ impl AgentRunner for NoRunner {
         _message: &str,
     ) -> Result<Box<dyn AgentSession>, AgentError> {
         Err(AgentError::ResumeUnsupported(MAIN_SESSION_TYPE))
+    }
+}
+
+/// How agent `id` of `request` runs: in `cwd`, writing `transcript`, marked with its id.
+fn spec_of(
+    id: TaskId,
+    request: &AgentRequest,
+    agent_type: &str,
+    cwd: Option<PathBuf>,
+    transcript: PathBuf,
+) -> AgentSpec {
+    let mut env = request.env.clone();
+    env.push((AGENT_ID_ENV.into(), id.as_str().into()));
+    AgentSpec {
+        prompt: request.prompt.clone(),
+        model: request.model.clone(),
+        agent_type: agent_type.to_owned(),
+        cwd,
+        env,
+        marker: Some(id.to_string()),
+        replace_env: request.replace_env,
+        transcript,
+        json_schema: request.json_schema.clone(),
     }
 }

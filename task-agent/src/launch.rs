@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use task_core::{Caller, Launch, LaunchError, Launched};
+use task_core::{Caller, Launch, LaunchError, Launched, TaskState};
 
 use crate::command::CommandRunner;
 use crate::error::AgentError;
@@ -118,6 +118,41 @@ impl Launch for AgentExecutor {
     /// returned start spawns its CLI on the current tokio runtime, in the caller's directory
     /// and environment, owned by the caller's agent if any.
     fn launch(&self, start: AgentStart, caller: Caller) -> Result<Launched, LaunchError> {
+        let request = self.request_of(start, caller)?;
+        let pending = self.register(request).map_err(|error| match error {
+            AgentError::NameTaken(_) | AgentError::Worktree(_) => {
+                LaunchError::Invalid(error.to_string())
+            }
+            other => LaunchError::Failed(Box::new(other)),
+        })?;
+        let id = pending.id();
+        Ok(start_on_runtime(id, async move {
+            pending.start().await.map(|_| ())
+        }))
+    }
+}
+
+impl AgentExecutor {
+    /// [`adopt`](AgentExecutor::adopt)s the stopped agent `previous` from how it was started:
+    /// `start` as its start record holds it, for `caller` (its original directory, the
+    /// environment of the process that takes it back).
+    ///
+    /// # Errors
+    /// As [`Launch::launch`] for the request; [`LaunchError::Invalid`] with the reason when it
+    /// cannot be resumed.
+    pub fn adopt_started(
+        &self,
+        previous: &TaskState,
+        start: AgentStart,
+        caller: Caller,
+    ) -> Result<(), LaunchError> {
+        let request = self.request_of(start, caller)?;
+        self.adopt(previous, request)
+            .map_err(|error| LaunchError::Invalid(error.to_string()))
+    }
+
+    /// The agent `start` asks for, run for `caller`.
+    fn request_of(&self, start: AgentStart, caller: Caller) -> Result<AgentRequest, LaunchError> {
         if !caller.cwd.is_dir() {
             let error = AgentError::MissingWorkingDir { path: caller.cwd };
             return Err(LaunchError::Invalid(error.to_string()));
@@ -133,16 +168,7 @@ impl Launch for AgentExecutor {
         request.owner_agent_id = caller.agent_id;
         request.tool_use_id = caller.tool_use_id;
         request.worktree = start.worktree;
-        let pending = self.register(request).map_err(|error| match error {
-            AgentError::NameTaken(_) | AgentError::Worktree(_) => {
-                LaunchError::Invalid(error.to_string())
-            }
-            other => LaunchError::Failed(Box::new(other)),
-        })?;
-        let id = pending.id();
-        Ok(start_on_runtime(id, async move {
-            pending.start().await.map(|_| ())
-        }))
+        Ok(request)
     }
 }
 

@@ -25,6 +25,9 @@ pub(crate) struct AgentRecord {
     /// Whether its end is reported silently (a workflow's agents).
     pub(crate) silent: bool,
     pub(crate) session_id: Mutex<Option<String>>,
+    /// The last state of an agent taken back by [`AgentExecutor::adopt`](crate::AgentExecutor::adopt),
+    /// until the resume it was taken back for registers it again.
+    adopted: Mutex<Option<task_core::TaskState>>,
     /// The live run's control channel, tagged with its run number.
     control: Mutex<Option<(u64, mpsc::Sender<Control>)>>,
     /// Serialises message delivery, resume and a run's end.
@@ -43,6 +46,7 @@ impl AgentRecord {
             accepts_messages,
             silent: false,
             session_id: Mutex::new(None),
+            adopted: Mutex::new(None),
             control: Mutex::new(None),
             lifecycle: tokio::sync::Mutex::new(0),
         }
@@ -56,6 +60,18 @@ impl AgentRecord {
         if let Ok(mut slot) = self.session_id.lock() {
             *slot = Some(id);
         }
+    }
+
+    /// Keeps `previous`, the state of an agent taken back, for the resume to come.
+    pub(crate) fn set_adopted(&self, previous: task_core::TaskState) {
+        if let Ok(mut slot) = self.adopted.lock() {
+            *slot = Some(previous);
+        }
+    }
+
+    /// The state kept by [`set_adopted`](Self::set_adopted), once.
+    pub(crate) fn take_adopted(&self) -> Option<task_core::TaskState> {
+        self.adopted.lock().ok().and_then(|mut s| s.take())
     }
 
     /// Opens the control channel of run `run`.

@@ -27,6 +27,7 @@
 #![deny(missing_docs)]
 
 #[cfg(feature = "cli")]
+mod agent_wiring;
 pub mod cli;
 #[cfg(feature = "cli")]
 pub mod commands;

@@ -4,7 +4,7 @@
 use task_core::{Address, MessageOutcome, MessageReply, TaskType};
 use task_remote::RemoteExecutor;
 
-use crate::wiring::AgentMessages;
+use crate::agent_wiring::AgentMessages;
 use task_session::engine::{Host, Messenger};
 
 /// The remote executor of `host`'s session, with every unfinished remote task of the session

@@ -4,13 +4,13 @@
 //! (implementing task-core's `Task` and `Launch`) and a line here.
 
 use task_agent::workflow::{WorkflowConfig, WorkflowExecutor};
-use task_agent::{AgentConfig, AgentExecutor, send_reply};
+use task_agent::{AgentConfig, AgentExecutor};
 use task_shell::{Monitors, ShellExecutor};
 
+use crate::agent_wiring::AgentMessages;
 use crate::settings::Settings;
-use task_core::{Address, MessageReply};
 use task_session::Result;
-use task_session::engine::{Host, Launchers, Messenger};
+use task_session::engine::{Host, Launchers};
 
 /// Shell commands and monitors (task-shell), agents, workflows, teammates and dreams
 /// (task-agent), remote agents (task-remote).
@@ -47,7 +47,10 @@ pub fn standard(host: &Host) -> Result<Launchers> {
             team,
             agents: crate::remote_wiring::RemoteOrAgent {
                 remotes,
-                agents: AgentMessages(agents),
+                agents: AgentMessages {
+                    agents,
+                    paths: host.paths.clone(),
+                },
             },
         }))
 }
@@ -68,15 +71,5 @@ async fn reap_adopted_orphans(period: std::time::Duration) {
             Ok(reaped) => tracing::debug!(reaped, "reaped adopted orphans"),
             Err(error) => tracing::warn!(%error, "the orphan reaper did not run"),
         }
-    }
-}
-
-/// Messages go to agents (queued while they run, resuming them once stopped).
-pub(crate) struct AgentMessages(AgentExecutor);
-
-#[async_trait::async_trait]
-impl Messenger for AgentMessages {
-    async fn send(&self, to: &Address, message: &str, _id: Option<&str>) -> MessageReply {
-        send_reply(&self.0.send(&to.to_string(), message, None).await)
     }
 }

@@ -8,7 +8,7 @@
 mod support;
 
 use support::agent_sandbox::Sandbox;
-use support::fake_agent;
+use support::{eventually, fake_agent};
 
 use std::path::Path;
 
@@ -695,5 +695,117 @@ fn an_agent_cli_that_cannot_be_spawned_refuses_the_start_and_leaves_no_task() {
         sandbox.ok(&["ps", "--all", "--json"]).trim(),
         "[]",
         "no task left"
+    );
+}
+
+/// The supervisor's pid and how many tasks it holds in memory, asked through the session
+/// layer (the tasks binary's own supervisor if none is running).
+fn supervisor_memory(sandbox: &Sandbox) -> (u32, usize) {
+    use task_session::client::SupervisorCommand;
+    use task_session::config::Config;
+    use task_session::paths::SessionPaths;
+    use task_session::session::Session;
+    let paths = SessionPaths::new(sandbox.root().to_path_buf(), "default").unwrap();
+    let config = Config::load(&paths.config()).unwrap();
+    let session = Session::with_config(paths, config).with_supervisor(SupervisorCommand {
+        program: env!("CARGO_BIN_EXE_tasks").into(),
+        args: vec!["__supervise".into()],
+    });
+    session.ping().unwrap()
+}
+
+/// Moves every time of the task's record and its files `by_ms` into the past: a day later, as
+/// far as anything of ours can tell.
+fn age_task(sandbox: &Sandbox, id: &str, by_ms: u64) {
+    let dir = sandbox.path("default/tasks");
+    let record_path = dir.join(format!("{id}.json"));
+    let mut record: Value =
+        serde_json::from_str(&std::fs::read_to_string(&record_path).unwrap()).unwrap();
+    for key in ["startTime", "endTime", "evictAfter"] {
+        if let Some(ms) = record["task"][key].as_u64() {
+            record["task"][key] = json!(ms - by_ms);
+        }
+    }
+    std::fs::write(&record_path, record.to_string()).unwrap();
+    let past = std::time::SystemTime::now() - std::time::Duration::from_millis(by_ms);
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap().to_string_lossy().starts_with(id) {
+            let file = std::fs::File::options().append(true).open(&path);
+            if let Ok(file) = file {
+                file.set_modified(past).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_stopped_agent_resumes_under_its_id_after_eviction_after_a_sigkilled_supervisor_and_a_day_later()
+ {
+    let sandbox = Sandbox::for_agents()
+        .env("TASKS_PANEL_GRACE_MS", "100")
+        .env("TASKS_IDLE_EXIT_MS", "60000");
+    let script = sandbox.script(
+        "once.jsonl",
+        &[json!({"read_user": true}), json!({"result": "first"})],
+    );
+    let id = sandbox.agent(
+        &["--name", "keeper", "--prompt", "begin", "--wait"],
+        &script,
+    );
+    let resumed_with = |to: &str, message: &str| {
+        let sent = sandbox.ok(&["send", to, message]);
+        assert!(sent.contains("resumed it in the background"), "{sent}");
+        let waited = sandbox.run(&["wait", "--no-deliver", &id]);
+        assert_eq!(waited.status.code(), Some(0), "{waited:?}");
+        let notices = sandbox.ok(&["notifications"]);
+        assert_eq!(
+            notices.matches("<task-notification>").count(),
+            1,
+            "one more notification: {notices}"
+        );
+        assert!(
+            notices.contains(&format!("<task-id>{id}</task-id>")),
+            "{notices}"
+        );
+        assert!(
+            notices.contains(&format!("<result>echo: {message}</result>")),
+            "{notices}"
+        );
+    };
+    sandbox.ok(&["notifications"]);
+
+    // 1. Evicted from its supervisor's memory, which lives on: resumed by name.
+    let (pid, _) = supervisor_memory(&sandbox);
+    eventually("the stopped agent evicted", || {
+        (supervisor_memory(&sandbox) == (pid, 0)).then_some(())
+    });
+    resumed_with("keeper", "after eviction");
+
+    // 2. Its supervisor SIGKILLed: the next one takes it back from its record, by id.
+    eventually("the resumed run evicted", || {
+        (supervisor_memory(&sandbox).1 == 0).then_some(())
+    });
+    let supervisor = i32::try_from(supervisor_memory(&sandbox).0).unwrap();
+    // SAFETY: kill(2) on the pid of the supervisor this test's session started.
+    assert_eq!(unsafe { libc::kill(supervisor, libc::SIGKILL) }, 0);
+    resumed_with(&id, "after a restart");
+
+    // 3. A day later (every time its record and files hold moved back 24 h), by name again.
+    eventually("evicted again", || {
+        (supervisor_memory(&sandbox).1 == 0).then_some(())
+    });
+    let supervisor = i32::try_from(supervisor_memory(&sandbox).0).unwrap();
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(supervisor, libc::SIGKILL) }, 0);
+    age_task(&sandbox, &id, 24 * 3600 * 1000);
+    resumed_with("keeper", "a day later");
+    let task = sandbox.listed(&id);
+    assert_eq!(task["status"], "completed", "{task}");
+    let all: Value = serde_json::from_str(&sandbox.ok(&["ps", "--all", "--json"])).unwrap();
+    assert_eq!(
+        all.as_array().unwrap().len(),
+        1,
+        "one task all along: {all}"
     );
 }

@@ -13,6 +13,7 @@
 //! | `retention_keep_last`       | `TASKS_RETENTION_KEEP_LAST`   | none     |
 //! | `retention_max_size`        | `TASKS_RETENTION_MAX_SIZE`    | none     |
 //! | `retention_interval_ms`     | `TASKS_RETENTION_INTERVAL_MS` | 60 000   |
+//! | `panel_grace_ms`            | `TASKS_PANEL_GRACE_MS`        | 30 000   |
 //!
 //! Every other key of `config.json` belongs to the executors a wiring registers (a shell's
 //! stall watchdog, an agent's command line): the session keeps them, with the `TASKS_*`
@@ -62,6 +63,9 @@ pub struct Config {
     pub retention: crate::prune::Policy,
     /// How often the supervisor applies [`Config::retention`].
     pub retention_interval: Duration,
+    /// How long a stopped agent stays in the supervisor's memory (`PANEL_GRACE_MS`); a
+    /// message resumes it later too, from its record.
+    pub panel_grace: Duration,
     /// The settings of the executors, for the wiring to read.
     pub executors: ExecutorSettings,
 }
@@ -77,6 +81,7 @@ impl Default for Config {
             delivery_lease: Duration::from_secs(30),
             retention: crate::prune::Policy::default(),
             retention_interval: Duration::from_secs(60),
+            panel_grace: task_core::PANEL_GRACE,
             executors: ExecutorSettings::default(),
         }
     }
@@ -175,6 +180,7 @@ struct ConfigFile {
     retention_keep_last: Option<u64>,
     retention_max_size: Option<String>,
     retention_interval_ms: Option<u64>,
+    panel_grace_ms: Option<u64>,
     /// Everything else: the executors' keys.
     #[serde(flatten)]
     executors: BTreeMap<String, Value>,
@@ -233,6 +239,11 @@ impl Config {
             "TASKS_DELIVERY_LEASE_MS",
             file.delivery_lease_ms,
             config.delivery_lease,
+        )?;
+        config.panel_grace = ms(
+            "TASKS_PANEL_GRACE_MS",
+            file.panel_grace_ms,
+            config.panel_grace,
         )?;
         if let Some(text) = env
             .get("TASKS_REQUEST_TIMEOUT")

@@ -141,7 +141,10 @@ struct Activity {
 impl Engine {
     /// Builds the registry, runs the wiring, and starts the mirror (call inside the runtime).
     pub fn start(paths: SessionPaths, config: Config, wiring: Wiring) -> Result<Self> {
-        let registry = Arc::new(Registry::new(RegistryConfig::default()));
+        let registry = Arc::new(Registry::new(RegistryConfig {
+            panel_grace: config.panel_grace,
+            ..RegistryConfig::default()
+        }));
         let host = Host {
             registry: Arc::clone(&registry),
             paths: paths.clone(),

@@ -151,6 +151,11 @@ pub struct AgentState {
     /// process, such as the backgrounded main session), for orphan reaping.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<super::ShellProcess>,
+    /// Its agent CLI's session, once the CLI said it (Claude's `system/init`, Codex's
+    /// `thread.started`, Gemini's `init`): what resumes its conversation with a message once
+    /// the executor that ran it no longer holds it (evicted, or run by an earlier supervisor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 /// A teammate's identity: `agentName@teamName`.
