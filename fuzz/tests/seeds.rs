@@ -241,6 +241,7 @@ fn caller() -> Caller {
         agent_id: Some("a0000000000000003".into()),
         tool_use_id: Some("toolu_01".into()),
         background: true,
+        task_id: None,
     }
 }
 

@@ -58,6 +58,11 @@ pub enum EndReason {
         /// That process's pid.
         pid: u32,
     },
+    /// It never ran: a task it was to start after (`--after`) failed or was killed.
+    DependencyFailed {
+        /// That task.
+        id: crate::TaskId,
+    },
 }
 
 impl EndReason {
@@ -75,7 +80,9 @@ impl EndReason {
             EndReason::Exited { code } => Some(*code),
             EndReason::Killed | EndReason::OutputCapExceeded { .. } => Some(EXIT_KILLED),
             EndReason::TimedOut { .. } => Some(EXIT_TIMED_OUT),
-            EndReason::SpawnFailed { .. } => Some(EXIT_SPAWN_FAILED),
+            EndReason::SpawnFailed { .. } | EndReason::DependencyFailed { .. } => {
+                Some(EXIT_SPAWN_FAILED)
+            }
             EndReason::Succeeded | EndReason::Errored { .. } | EndReason::SupervisorDied { .. } => {
                 None
             }
@@ -105,6 +112,7 @@ impl EndReason {
             )),
             EndReason::SpawnFailed { error } => Some(format!("could not start: {error}")),
             EndReason::SupervisorDied { pid } => Some(format!("its supervisor (pid {pid}) exited")),
+            EndReason::DependencyFailed { id } => Some(format!("dependency failed: {id}")),
             EndReason::Errored { message } => Some(message.clone()),
             EndReason::Exited { .. } | EndReason::Succeeded | EndReason::Killed => None,
         }
@@ -127,6 +135,7 @@ impl EndReason {
             }
             EndReason::SpawnFailed { .. } => "spawn failed".into(),
             EndReason::SupervisorDied { .. } => "supervisor died".into(),
+            EndReason::DependencyFailed { .. } => "dependency failed".into(),
         }
     }
 }

@@ -113,19 +113,48 @@ impl Session {
         Ok(caller)
     }
 
-    /// Starts a task of `L`'s kind through the supervisor; returns its id once its record
-    /// exists.
+    /// Starts a task of `L`'s kind through the supervisor, in the session's configured group
+    /// ([`Config::group`]) if any; returns its id once its record exists.
     pub fn start<L: Launch>(&self, request: L::Request, caller: Caller) -> Result<TaskId> {
+        self.start_scheduled::<L>(request, caller, crate::queue::Schedule::default())
+    }
+
+    /// [`Session::start`] with a group, priority, dependencies or start time
+    /// ([`crate::queue`]); a schedule that names no group takes the configured one.
+    pub fn start_scheduled<L: Launch>(
+        &self,
+        request: L::Request,
+        caller: Caller,
+        mut schedule: crate::queue::Schedule,
+    ) -> Result<TaskId> {
         let request = serde_json::to_value(request)
             .map_err(|e| Error::Invalid(format!("cannot encode a {} request: {e}", L::KIND)))?;
+        if schedule.group.is_none() {
+            schedule.group.clone_from(&self.config.group);
+        }
         let start = Start {
             kind: L::KIND.to_owned(),
             caller,
             request,
             key: None,
             retry: false,
+            schedule,
         };
         self.start_raw(start)
+    }
+
+    /// Sets the parallelism limit of `group` (0: unlimited), kept across supervisors; the
+    /// supervisor starts what now fits at once.
+    pub fn set_group_limit(&self, group: &str, parallel: u32) -> Result<()> {
+        crate::queue::validate_group(group)?;
+        let op = Op::Group {
+            group: group.to_owned(),
+            parallel,
+        };
+        match self.send(op)? {
+            Response::GroupSet { .. } => Ok(()),
+            other => Err(unexpected(other)),
+        }
     }
 
     /// Sends `start` as it is; returns the new task's id once its record exists, and records
