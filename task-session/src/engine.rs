@@ -377,7 +377,7 @@ impl Engine {
             tracing::info!(task = %id, "a start sent again: its task was made by the first attempt");
             return Ok(id);
         }
-        let schedule = std::mem::take(&mut start.schedule);
+        let schedule = start.schedule.take().map(|s| *s).unwrap_or_default();
         let bad = |message: String| StartRefused {
             kind: ErrorKind::BadRequest,
             message,
@@ -388,7 +388,7 @@ impl Engine {
             .map_err(|e| bad(format!("--after: {e}")))?;
         // Kept for a successor if the task waits (its schedule put back for the record).
         let kept = self.queue.may_wait(&schedule).then(|| Start {
-            schedule: schedule.clone(),
+            schedule: Some(Box::new(schedule.clone())),
             ..start.clone()
         });
         let background = start.caller.background;

@@ -86,8 +86,8 @@ pub struct Start {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub retry: bool,
     /// Its group, priority, dependencies and start time (see [`crate::queue`]).
-    #[serde(default, skip_serializing_if = "Schedule::is_default")]
-    pub schedule: Schedule,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Box<Schedule>>,
 }
 
 /// The longest [`Start::key`] a supervisor takes.

@@ -56,7 +56,7 @@ impl StartRecord {
             request: self.request.clone(),
             key: None,
             retry: false,
-            schedule: crate::queue::Schedule::default(),
+            schedule: None,
         })
     }
 }

@@ -138,7 +138,7 @@ impl Session {
             request,
             key: None,
             retry: false,
-            schedule,
+            schedule: (!schedule.is_default()).then(|| Box::new(schedule)),
         };
         self.start_raw(start)
     }
