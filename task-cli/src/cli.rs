@@ -188,6 +188,9 @@ pub struct RunArgs {
     /// Group, priority, dependencies and start time.
     #[command(flatten)]
     pub schedule: ScheduleArgs,
+    /// What makes it ready (`tasks wait --ready ID`).
+    #[command(flatten)]
+    pub ready: ReadyArgs,
     /// The command: one argument is shell text (`'a | b'`); several are quoted words.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -218,6 +221,21 @@ pub struct ScheduleArgs {
     /// Queue at this time: `HH:MM` (local, the next one) or RFC 3339.
     #[arg(long, value_name = "TIME", conflicts_with = "delay")]
     pub at: Option<String>,
+}
+
+/// What makes a task ready: one "ready" notification, and `tasks wait --ready` returns.
+#[derive(Debug, Clone, Default, Args)]
+#[group(multiple = false)]
+pub struct ReadyArgs {
+    /// Ready once a line of its output matches this regular expression.
+    #[arg(long = "ready", value_name = "REGEX")]
+    pub pattern: Option<String>,
+    /// Ready once a TCP connection to this port of 127.0.0.1 succeeds.
+    #[arg(long, value_name = "PORT")]
+    pub ready_port: Option<u16>,
+    /// Ready once a GET of this http:// URL answers 2xx.
+    #[arg(long, value_name = "URL")]
+    pub ready_http: Option<String>,
 }
 
 /// Set or list the parallelism limits of groups.
@@ -431,6 +449,10 @@ pub struct WaitArgs {
     /// of delivering those this command reports.
     #[arg(long)]
     pub no_deliver: bool,
+    /// Wait until the task (one id) is ready (`run --ready…`) instead of ended: 0 once it is,
+    /// 1 if it ends first, 124 after --timeout.
+    #[arg(long, conflicts_with = "follow")]
+    pub ready: bool,
 }
 
 /// Start a task again (same command, directory and options) under a new id.

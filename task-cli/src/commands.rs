@@ -123,8 +123,48 @@ impl crate::cli::ScheduleArgs {
             after: parse_ids(&self.after)?,
             at_ms,
             delay_ms: self.delay,
+            ready: None,
         })
     }
+}
+
+impl crate::cli::ReadyArgs {
+    /// The readiness check asked for, if any.
+    pub fn check(&self) -> Option<task_session::ready::ReadyCheck> {
+        use task_session::ready::ReadyCheck;
+        if let Some(pattern) = &self.pattern {
+            return Some(ReadyCheck::Line {
+                pattern: pattern.clone(),
+            });
+        }
+        if let Some(port) = self.ready_port {
+            return Some(ReadyCheck::Port { port });
+        }
+        self.ready_http.clone().map(|url| ReadyCheck::Http { url })
+    }
+}
+
+/// `tasks wait --ready ID`.
+fn wait_ready(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
+    use task_session::session::ReadyOutcome;
+    let [id] = parse_ids(&args.ids)?[..] else {
+        return Err(CliError::invalid("wait --ready takes one task id".into()));
+    };
+    let outcome = session.wait_ready(&id, args.timeout.map(Duration::from_millis))?;
+    let (word, code) = match &outcome {
+        ReadyOutcome::Ready => ("ready".to_owned(), exit::OK),
+        ReadyOutcome::Ended(task) => (
+            format!("ended before it was ready ({})", task.status().as_str()),
+            1,
+        ),
+        ReadyOutcome::TimedOut => ("not ready yet".to_owned(), exit::WAIT_TIMEOUT),
+    };
+    if json {
+        render::json(&json!({ "id": id, "ready": code == exit::OK, "outcome": word }))?;
+    } else {
+        render::out(&format!("{id} {word}\n"))?;
+    }
+    Ok(code)
 }
 
 fn parse_ids(inputs: &[String]) -> Result<Vec<TaskId>> {
@@ -146,7 +186,11 @@ fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
         timeout_ms: args.timeout,
         stdin: args.stdin.into(),
     };
-    let schedule = args.schedule.to_schedule()?;
+    let mut schedule = args.schedule.to_schedule()?;
+    schedule.ready = args.ready.check();
+    if let Some(check) = &schedule.ready {
+        check.validate()?;
+    }
     let id = session.start_scheduled::<ShellExecutor>(start, caller, schedule)?;
     if args.wait && crate::stream_cmd::streams(args.follow, args.for_model, json) {
         return crate::stream_cmd::follow_then_summarize(session, &[id], true);
@@ -424,6 +468,9 @@ fn wait_with_spinner(
 }
 
 fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
+    if args.ready {
+        return wait_ready(session, args, json);
+    }
     let ids = parse_ids(&args.ids)?;
     if args.follow && !json {
         return crate::stream_cmd::follow_then_summarize(session, &ids, !args.no_deliver);

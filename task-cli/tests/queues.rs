@@ -384,3 +384,105 @@ fn a_supervisor_killed_with_twenty_queued_tasks_leaves_them_to_the_next_in_order
         assert_eq!(delivered.get(id), Some(&1), "{id}: {delivered:?}");
     }
 }
+
+/// A server on 127.0.0.1 answering every request with `status`, on its own thread (it lives as
+/// long as the test process); its port.
+fn http_server(status: &'static str) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0u8; 1024];
+            let _ = stream.read(&mut request);
+            let _ = write!(stream, "HTTP/1.0 {status}\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    port
+}
+
+impl Queues {
+    /// `tasks wait --ready ID`: its exit code.
+    fn wait_ready(&self, id: &str) -> i32 {
+        let output = self.root.run(&["wait", "--ready", id, "--timeout", "20s"]);
+        output.status.code().unwrap_or(-1)
+    }
+
+    /// The notifications delivered now for `id` that carry no status, and those that do.
+    fn notices_of(&self, id: &str) -> (Vec<String>, usize) {
+        let text = self.root.ok(&["notifications", "--format", "json"]);
+        let mut updates = Vec::new();
+        let mut completions = 0;
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let notice: Value = serde_json::from_str(line).unwrap();
+            if notice["taskId"] != id {
+                continue;
+            }
+            match notice["notification"]["status"].as_str() {
+                None => updates.push(
+                    notice["notification"]["summary"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned(),
+                ),
+                Some(_) => completions += 1,
+            }
+        }
+        (updates, completions)
+    }
+}
+
+#[test]
+fn readiness_by_line_port_and_url_each_fails_when_the_task_ends_first() {
+    let queues = Queues::new();
+    // A line of output.
+    let server = queues.run(
+        &["--ready", "^listening on [0-9]+$", "--stdin", "pipe"],
+        "echo starting; echo 'listening on 80'; read line",
+    );
+    assert_eq!(queues.wait_ready(&server), 0);
+    let (updates, completions) = queues.notices_of(&server);
+    assert_eq!(updates.len(), 1, "{updates:?}");
+    assert!(updates[0].contains("is ready"), "{updates:?}");
+    assert_eq!(completions, 0, "ready is no end");
+    assert_eq!(queues.task(&server)["status"], "running");
+    queues.release(&server);
+    let quiet = queues.run(&["--ready", "listening"], "echo nothing to see");
+    assert_eq!(queues.wait_ready(&quiet), 1, "ended first");
+
+    // A port.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let open = listener.local_addr().unwrap().port().to_string();
+    let waiting = queues.run(&["--ready-port", &open, "--stdin", "pipe"], "read line");
+    assert_eq!(queues.wait_ready(&waiting), 0);
+    queues.release(&waiting);
+    drop(listener);
+    let closed = queues.run(&["--ready-port", &open, "--stdin", "pipe"], "read line");
+    queues.release(&closed);
+    assert_eq!(
+        queues.wait_ready(&closed),
+        1,
+        "nothing listened, and it ended"
+    );
+
+    // A URL.
+    let healthy = format!("http://127.0.0.1:{}/health", http_server("200 OK"));
+    let up = queues.run(&["--ready-http", &healthy, "--stdin", "pipe"], "read line");
+    assert_eq!(queues.wait_ready(&up), 0);
+    queues.release(&up);
+    let failing = format!("http://127.0.0.1:{}/health", http_server("503 Unavailable"));
+    let down = queues.run(&["--ready-http", &failing, "--stdin", "pipe"], "read line");
+    let timed_out = queues
+        .root
+        .run(&["wait", "--ready", &down, "--timeout", "200ms"]);
+    assert_eq!(timed_out.status.code(), Some(124), "a 503 is not ready");
+    queues.release(&down);
+    assert_eq!(queues.wait_ready(&down), 1);
+
+    // A check that cannot be made is refused before anything starts.
+    let refused = queues
+        .root
+        .run(&["run", "--ready", "lis(ten", "--", "true"]);
+    assert!(!refused.status.success());
+}

@@ -25,6 +25,7 @@ use crate::notice::{self, Notice};
 use crate::paths::SessionPaths;
 use crate::protocol::{ErrorKind, KillReport, KillResult, Start};
 use crate::queue::{Admitted, Placements, Queue};
+use crate::ready::Readiness;
 use crate::record::{self, TaskRecord};
 
 /// What the wiring of a supervisor gets: the registry to register executors with, where task
@@ -141,6 +142,7 @@ pub struct Engine {
     mirror: Mirror,
     activity: Arc<Activity>,
     queue: Arc<Queue>,
+    readiness: Arc<Readiness>,
 }
 
 /// What the supervisor's idle check looks at: the tasks not ended yet, as the event stream has
@@ -170,9 +172,10 @@ impl Engine {
             Arc::clone(&placements),
         )?;
         let activity = Arc::new(Activity::default());
+        let readiness = Readiness::new(paths.clone(), Arc::clone(&registry), config.poll_interval);
         let starter = {
-            let mirror = mirror.clone();
-            Arc::new(move |id, work| begin(&mirror, id, work))
+            let (mirror, readiness) = (mirror.clone(), Arc::clone(&readiness));
+            Arc::new(move |id, work| begin(&mirror, &readiness, id, work))
         };
         let queue = Queue::new(
             paths.clone(),
@@ -202,6 +205,7 @@ impl Engine {
             mirror,
             activity,
             queue,
+            readiness,
         })
     }
 
@@ -262,13 +266,16 @@ impl Engine {
                 "its launcher gives every task a new id".into(),
             ));
         }
+        if let Some(check) = kept.schedule.as_ref().and_then(|s| s.ready.clone()) {
+            self.readiness.expect(id, check);
+        }
         let task_type = id.task_type();
         let admitted = self
             .queue
             .admit(id, task_type, background, placement, work, Some(&kept));
         let _ = self.mirror.write_now(id);
         if let Admitted::Now(Some(work)) = admitted {
-            begin(&self.mirror, id, work);
+            begin(&self.mirror, &self.readiness, id, work);
         }
         tracing::info!(task = %id, "queued again after its supervisor died");
         Ok(())
@@ -407,6 +414,9 @@ impl Engine {
             self.mirror.keyed(id, key);
         }
         let placement = self.queue.place(&schedule);
+        if let Some(check) = schedule.ready.clone() {
+            self.readiness.expect(id, check);
+        }
         let mut admitted = self.queue.admit(
             id,
             id.task_type(),
@@ -443,11 +453,10 @@ impl Engine {
             }
         }
         match &mut admitted {
-            Admitted::Now(work) => {
-                if let Some(work) = work.take() {
-                    begin(&self.mirror, id, work);
-                }
-            }
+            Admitted::Now(work) => match work.take() {
+                Some(work) => begin(&self.mirror, &self.readiness, id, work),
+                None => self.readiness.started(id), // its launcher started it
+            },
             // Its dependencies may have ended already.
             Admitted::Queued => self.queue.pump(),
         }
@@ -614,10 +623,13 @@ impl Engine {
 
 /// Starts the work of a registered task on a worker thread, which lives as long as the runtime
 /// (a parent-death signal follows the thread that forks), then records it.
-fn begin(mirror: &Mirror, id: TaskId, work: crate::queue::Work) {
+/// Its readiness check, if it has one, is watched from then on.
+fn begin(mirror: &Mirror, readiness: &Arc<Readiness>, id: TaskId, work: crate::queue::Work) {
     let mirror = mirror.clone();
+    let readiness = Arc::clone(readiness);
     tokio::spawn(async move {
         work();
+        readiness.started(id);
         // `running` goes to disk at once: until then readers still see `pending` (a failure
         // is kept and retried by the sweep).
         let _ = mirror.write_now(id);

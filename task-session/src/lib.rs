@@ -125,6 +125,7 @@ pub mod paths;
 pub mod protocol;
 pub mod prune;
 pub mod queue;
+pub mod ready;
 pub mod record;
 pub mod restart;
 pub mod session;

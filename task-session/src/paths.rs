@@ -97,6 +97,11 @@ impl SessionPaths {
         self.tasks_dir().join(format!("{id}.queued.json"))
     }
 
+    /// Created once `id` passed its readiness check (see [`crate::ready`]).
+    pub fn ready_marker(&self, id: &TaskId) -> PathBuf {
+        self.tasks_dir().join(format!("{id}.ready"))
+    }
+
     /// The parallelism limits of the session's groups (`tasks group set`).
     pub fn groups(&self) -> PathBuf {
         self.dir.join("groups.json")

@@ -63,6 +63,9 @@ pub struct Schedule {
     /// Not before this long after the supervisor receives the start (ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_ms: Option<u64>,
+    /// What makes it ready once it runs ([`crate::ready`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<crate::ready::ReadyCheck>,
 }
 
 fn is_zero(n: &i32) -> bool {
@@ -76,13 +79,16 @@ impl Schedule {
     }
 
     /// Checks what a client sent: a group name of 1 to [`MAX_GROUP_BYTES`] printable
-    /// characters.
+    /// characters, a readiness check that can be made.
     ///
     /// # Errors
     /// [`Error::Invalid`] naming what is wrong.
     pub fn validate(&self) -> Result<()> {
-        match &self.group {
-            Some(group) => validate_group(group),
+        if let Some(group) = &self.group {
+            validate_group(group)?;
+        }
+        match &self.ready {
+            Some(check) => check.validate(),
             None => Ok(()),
         }
     }

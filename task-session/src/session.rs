@@ -47,6 +47,17 @@ pub struct Session {
     revived: Arc<Mutex<Option<Instant>>>,
 }
 
+/// How a wait for a task's readiness ended ([`Session::wait_ready`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReadyOutcome {
+    /// It passed its readiness check.
+    Ready,
+    /// It ended first; its record.
+    Ended(Box<TaskRecord>),
+    /// The timeout expired first.
+    TimedOut,
+}
+
 /// How a wait ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WaitOutcome {
@@ -361,6 +372,29 @@ impl Session {
                 return Ok(WaitOutcome::TimedOut(tasks));
             }
             tick(&tasks);
+            std::thread::sleep(self.config.poll_interval);
+        }
+    }
+
+    /// Waits until `id` passed its readiness check ([`crate::ready`]), it ended, or `timeout`
+    /// passed, looking every poll interval.
+    pub fn wait_ready(&self, id: &TaskId, timeout: Option<Duration>) -> Result<ReadyOutcome> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            if crate::ready::is_ready(&self.paths, id) {
+                return Ok(ReadyOutcome::Ready);
+            }
+            let task = self.tasks_by_id(std::slice::from_ref(id))?;
+            if let Some(task) = task.into_iter().find(TaskRecord::is_terminal) {
+                // Ready just before it ended.
+                if crate::ready::is_ready(&self.paths, id) {
+                    return Ok(ReadyOutcome::Ready);
+                }
+                return Ok(ReadyOutcome::Ended(Box::new(task)));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(ReadyOutcome::TimedOut);
+            }
             std::thread::sleep(self.config.poll_interval);
         }
     }
