@@ -45,12 +45,14 @@ fn ls(session: &Session, json: bool) -> Result<u8> {
         groups.entry(group.clone()).or_default().parallel = Some(*parallel);
     }
     for record in session.tasks()?.tasks {
-        let Some(placement) = &record.queue else {
-            continue;
-        };
-        let line = groups.entry(placement.group.clone()).or_default();
+        // A task with no place of its own was started at once in the default group.
+        let (group, waiting) = record
+            .queue
+            .as_ref()
+            .map_or((DEFAULT_GROUP, false), |p| (p.group.as_str(), p.waiting));
+        let line = groups.entry(group.to_owned()).or_default();
         match record.status() {
-            TaskStatus::Pending if placement.waiting => line.queued += 1,
+            TaskStatus::Pending if waiting => line.queued += 1,
             status if !status.is_terminal() => line.running += 1,
             _ => {}
         }

@@ -363,7 +363,13 @@ fn a_supervisor_killed_with_twenty_queued_tasks_leaves_them_to_the_next_in_order
     // Read as waiting, not as orphans: the reader starts the next supervisor.
     queues.wait(&ids);
     for id in &ids {
-        assert_eq!(queues.task(id)["status"], "completed", "{id}");
+        let task = queues.task(id);
+        assert_eq!(
+            task["status"],
+            "completed",
+            "{task}\n{}",
+            queues.read("default/supervisor.log")
+        );
     }
     let ran: Vec<usize> = queues
         .read("order")

@@ -543,20 +543,29 @@ impl Engine {
         }
     }
 
+    /// Takes `id` out of the queue and ends it `killed` without ever running; false if the
+    /// queue does not hold it.
+    fn kill_queued(&self, id: &TaskId) -> bool {
+        let Some((work, _)) = self.queue.cancel(id) else {
+            return false;
+        };
+        crate::queue::end_unstarted(
+            &self.registry,
+            id,
+            TaskStatus::Killed,
+            &EndReason::Killed,
+            task_core::Delivery::Silent,
+        );
+        drop(work); // only once ended: see `end_unstarted`
+        self.mirror.write_killed(*id);
+        true
+    }
+
     /// Kills tasks (all at once); returns once each is settled and its record written. A task
     /// waiting in the queue ends `killed` without ever running.
     pub async fn kill(&self, ids: &[TaskId]) -> Vec<KillReport> {
         let kills = ids.iter().map(|id| async move {
-            if let Some((work, _)) = self.queue.cancel(id) {
-                crate::queue::end_unstarted(
-                    &self.registry,
-                    id,
-                    TaskStatus::Killed,
-                    &EndReason::Killed,
-                    task_core::Delivery::Silent,
-                );
-                drop(work); // only once ended: see `end_unstarted`
-                self.mirror.write_killed(*id);
+            if self.kill_queued(id) {
                 return KillReport {
                     id: *id,
                     result: KillResult::Killed,
@@ -596,6 +605,13 @@ impl Engine {
     /// kill logged with `why`. Returns how many tasks were killed.
     pub async fn abandon_session(&self, why: &str) -> usize {
         self.mirror.detach();
+        // Queued tasks first: nothing may start from the queue meanwhile.
+        let queued = self.queue.waiting();
+        for id in &queued {
+            if self.kill_queued(id) {
+                tracing::error!(task = %id, "killed before its turn: {why}");
+            }
+        }
         let live: Vec<TaskId> = self
             .registry
             .snapshot()

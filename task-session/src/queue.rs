@@ -135,6 +135,16 @@ pub struct Placement {
 }
 
 impl Placement {
+    /// Whether this is the place of a task started at once in the default group with no
+    /// priority, dependency or time: nothing worth a record's bytes.
+    fn is_plain(&self) -> bool {
+        self.group == DEFAULT_GROUP
+            && self.priority == 0
+            && self.after.is_empty()
+            && self.not_before_ms.is_none()
+            && !self.waiting
+    }
+
     /// The order of the queue: higher priority first, then arrival.
     fn key(&self) -> (Reverse<i32>, u64) {
         (Reverse(self.priority), self.seq)
@@ -453,7 +463,9 @@ impl Queue {
             && self.has_room(&state, &placement.group, class);
         if free || work.is_none() {
             // A task its launcher started already (a monitor) takes a slot; it never waits.
-            self.placements.set(id, placement.clone());
+            if !placement.is_plain() {
+                self.placements.set(id, placement.clone());
+            }
             self.occupy(&mut state, id, placement.group, class);
             return Admitted::Now(work);
         }
@@ -526,6 +538,11 @@ impl Queue {
         self.placements.stop_waiting(id);
         forget_start(&self.paths, id);
         Some((waiter.work, waiter.background))
+    }
+
+    /// Every task waiting in the queue (to kill them all).
+    pub(crate) fn waiting(&self) -> Vec<TaskId> {
+        lock(&self.state).spots.keys().copied().collect()
     }
 
     /// A task ended: its slot is free, and the tasks that wait for it may go (or fail).

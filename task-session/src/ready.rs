@@ -1,8 +1,8 @@
 //! Readiness: a task started with a readiness check (`--ready REGEX`, `--ready-port PORT`,
 //! `--ready-http URL`) is watched from its start until the check first succeeds, then it emits
 //! one "ready" notification (no `<status>` tag, like the stall notice, so no consumer takes it
-//! for the task's end) and its marker `{id}.ready` is created, which `tasks wait --ready` looks
-//! for. The watch ends with the task.
+//! for the task's end), published before its marker `{id}.ready` is created, which `tasks wait
+//! --ready` looks for. The watch ends with the task.
 //!
 //! Nothing spins: a line pattern is looked for in the output written since the last look,
 //! every poll interval; a port or URL is tried with a backoff from the poll interval up to
@@ -19,6 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::error::{Error, Result};
 use crate::guard as lock;
+use crate::notice::Notice;
 use crate::paths::SessionPaths;
 
 /// The longest wait between two tries of a port or URL.
@@ -163,22 +164,29 @@ impl Readiness {
         }
     }
 
-    /// Creates the marker and sends the one "ready" notification.
+    /// Publishes the one "ready" notification, then creates the marker: once `tasks wait
+    /// --ready` returns, the notification is there to deliver.
     fn mark_ready(&self, id: &TaskId, check: &ReadyCheck) {
+        if let Some(state) = self.registry.get(id) {
+            let summary = format!(
+                "\"{}\" is ready: {}",
+                state.base.description,
+                check.describe()
+            );
+            let notice = Notice {
+                priority: Priority::Next,
+                at_ms: task_core::now_ms(),
+                notification: Notification::for_task(&state, None, summary),
+                key: None,
+            };
+            if let Err(error) = crate::notice::publish_event(&self.paths, &notice) {
+                tracing::warn!(task = %id, %error, "cannot publish its ready notification");
+            }
+        }
         let marker = self.paths.ready_marker(id);
         if let Err(error) = crate::record::replace(&self.paths, &marker, b"") {
             tracing::warn!(task = %id, %error, "cannot mark it ready");
         }
-        let Some(state) = self.registry.get(id) else {
-            return;
-        };
-        let summary = format!(
-            "\"{}\" is ready: {}",
-            state.base.description,
-            check.describe()
-        );
-        let note = Notification::for_task(&state, None, summary);
-        self.registry.notifications().enqueue(note, Priority::Next);
         tracing::info!(task = %id, "ready");
     }
 }
