@@ -284,7 +284,7 @@ fn after_starts_once_its_dependency_completed_and_never_runs_after_a_failure() {
     assert_eq!(delivered.get(&dependent), Some(&1), "{delivered:?}");
     assert_eq!(delivered.get(&chained), Some(&1), "{delivered:?}");
     let again = queues.delivered();
-    assert!(again.get(&dependent).is_none() && again.get(&chained).is_none());
+    assert!(!again.contains_key(&dependent) && !again.contains_key(&chained));
 
     // Killed → dependency failed too.
     let victim = queues.run(&[], "sleep 1000");
