@@ -210,8 +210,8 @@ impl Engine {
     }
 
     /// Queues again, under their ids and in their order, the tasks a dead predecessor left
-    /// waiting (their starts kept in `{id}.queued.json`); nothing starts before all are queued.
-    /// A task that cannot be registered again is left to [`Engine::end_orphans`].
+    /// waiting (their starts kept in `{id}.queued.json`), with the queue paused: the caller
+    /// resumes it. A task that cannot be registered again is left to [`Engine::end_orphans`].
     fn requeue(&self) -> Result<()> {
         let mut kept: Vec<_> = record::list(&self.paths)?
             .tasks
@@ -236,7 +236,6 @@ impl Engine {
                 crate::queue::drop_kept(&self.paths, &id);
             }
         }
-        self.queue.resume();
         Ok(())
     }
 
@@ -293,8 +292,19 @@ impl Engine {
     /// (the process group of a shell, verified to be the one it started) and its record is
     /// written `failed` with [`task_core::EndReason::SupervisorDied`] and its completion due.
     /// Call before serving anything (the caller holds the session lock).
+    ///
+    /// First the tasks it left queued are queued again (see [`crate::queue`]); the queue starts
+    /// nothing until every orphan is ended, so no task this supervisor starts (and may already
+    /// have ended and forgotten) is taken for an orphan.
     pub fn end_orphans(&self) -> Result<()> {
         self.requeue()?;
+        let ended = self.end_left_live();
+        self.queue.resume();
+        ended
+    }
+
+    /// Ends every task a dead supervisor left live, but the ones taken over.
+    fn end_left_live(&self) -> Result<()> {
         let listing = record::list(&self.paths)?;
         // A task the wiring took over is in the registry: resumed (a remote agent followed
         // again from its sidecar), or ended by its executor with the reason it could not be.
