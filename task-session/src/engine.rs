@@ -567,6 +567,7 @@ impl Engine {
             task_core::Delivery::Silent,
         );
         drop(work); // only once ended: see `end_unstarted`
+        self.readiness.forget(id);
         self.mirror.write_killed(*id);
         true
     }

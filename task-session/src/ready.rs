@@ -111,6 +111,13 @@ impl Readiness {
         lock(&self.expected).insert(id, check);
     }
 
+    /// Drops the check of `id`, which ended without ever starting (killed in the queue). Not
+    /// on every end: a task that printed its ready line and ended at once is still found
+    /// ready by its watch, started after its work.
+    pub(crate) fn forget(&self, id: &TaskId) {
+        lock(&self.expected).remove(id);
+    }
+
     /// `id` started: watches it, if it has a check.
     pub(crate) fn started(self: &Arc<Self>, id: TaskId) {
         let Some(check) = lock(&self.expected).remove(&id) else {
