@@ -10,6 +10,14 @@
 //! 4. `rss_sleeps`: the total RSS of every process supervising tasks (the session's one
 //!    supervisor) while `TASKS_BENCH_SLEEPS` (default 1000) `sleep` tasks started by `tasks run`
 //!    are alive (target ≤ 64 MiB at 10 000).
+//! 5. `queue_200`: `run_200_then_wait` through a group of parallel 4 against the same through an
+//!    unlimited group: what the queue adds per task.
+//! 6. `queued_10000`: `TASKS_BENCH_QUEUED` (default 10 000) `tasks run -- true` queued behind
+//!    the 4 blockers of a group of parallel 4: the supervisor's RSS with all of them waiting,
+//!    then the time to drain them once the blockers go.
+//!
+//! `cargo bench -p benches --bench cli -- NAME…` runs only the benchmarks whose names start
+//! with one of the NAMEs (`-- queue` runs 5 and 6).
 //!
 //! Run with `cargo bench -p benches --bench cli`. It builds the executables as shipped first
 //! (`cargo build-tasksd`, `cargo build-tasks`: release, static-pie), runs everything on temporary roots, and kills
@@ -49,14 +57,36 @@ fn main() {
         tasks,
         roots: roots.path().to_owned(),
     };
-    run_latency(&bench, if quick { 20 } else { 60 });
-    run_200_then_wait(&bench, samples);
-    tail_1gib(&bench, if quick { 10 } else { 40 });
-    let sleeps = std::env::var("TASKS_BENCH_SLEEPS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1000);
-    rss_sleeps(&bench, sleeps);
+    let names: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted =
+        |name: &str| names.is_empty() || names.iter().any(|n| name.starts_with(n.as_str()));
+    let number = |var: &str, default: usize| {
+        std::env::var(var)
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(default)
+    };
+    if wanted("run_latency") {
+        run_latency(&bench, if quick { 20 } else { 60 });
+    }
+    if wanted("run_200_then_wait") {
+        run_200_then_wait(&bench, samples);
+    }
+    if wanted("tail_1gib") {
+        tail_1gib(&bench, if quick { 10 } else { 40 });
+    }
+    if wanted("rss_sleeps") {
+        rss_sleeps(&bench, number("TASKS_BENCH_SLEEPS", 1000));
+    }
+    if wanted("queue_200") {
+        queue_200(&bench, samples);
+    }
+    if wanted("queued_10000") {
+        queued_10000(&bench, number("TASKS_BENCH_QUEUED", 10_000));
+    }
 }
 
 /// The binary under test, and where the state roots go (deleted when the bench ends).
@@ -104,6 +134,17 @@ impl Root {
 
     fn start(&self, command: &str) -> String {
         self.run(&["run", "--", command]).trim().to_owned()
+    }
+
+    /// Runs `script` with `sh -c` in this root.
+    fn sh(&self, script: &str) {
+        let status = Command::new("sh")
+            .args(["-c", script])
+            .env("TASKS_ROOT", &self.dir)
+            .env("TASKS_POLL_MS", "5")
+            .status()
+            .unwrap();
+        assert!(status.success(), "{script}");
     }
 
     fn supervisor_pid(&self) -> Option<i32> {
@@ -197,19 +238,8 @@ fn run_200_then_wait(bench: &Bench, samples: usize) {
     for _ in 0..samples {
         let root = Root::new(bench);
         root.start("true"); // the supervisor is up, as in a session already in use
-        let script = format!(
-            "ids=''; for i in $(seq 200); do ids=\"$ids $('{0}' run -- true)\"; done; '{0}' wait $ids >/dev/null",
-            bench.tasks.display()
-        );
-        ours.push(time(|| {
-            let status = Command::new("sh")
-                .args(["-c", &script])
-                .env("TASKS_ROOT", &root.dir)
-                .env("TASKS_POLL_MS", "5")
-                .status()
-                .unwrap();
-            assert!(status.success());
-        }));
+        let script = run_200_script(bench, "");
+        ours.push(time(|| root.sh(&script)));
         baseline.push(time(|| sh("for i in $(seq 200); do sh -c true; done")));
     }
     let ratios: Vec<String> = ours
@@ -225,6 +255,87 @@ fn run_200_then_wait(bench: &Bench, samples: usize) {
         "(target ≤ 3×)",
     );
     println!("  per-sample ratios: {}", ratios.join(" "));
+}
+
+/// 200 × `tasks run OPTIONS -- true`, then one `tasks wait` on them all.
+fn run_200_script(bench: &Bench, options: &str) -> String {
+    format!(
+        "ids=''; for i in $(seq 200); do ids=\"$ids $('{0}' run {options} -- true)\"; done; '{0}' wait $ids >/dev/null",
+        bench.tasks.display()
+    )
+}
+
+fn queue_200(bench: &Bench, samples: usize) {
+    let mut limited = Vec::new();
+    let mut unlimited = Vec::new();
+    for _ in 0..samples {
+        for (group, parallel, times) in [("four", "4", &mut limited), ("free", "0", &mut unlimited)]
+        {
+            let root = Root::new(bench);
+            root.run(&["group", "set", group, "--parallel", parallel]);
+            root.start("true"); // the supervisor is up
+            let script = run_200_script(bench, &format!("--group {group}"));
+            times.push(time(|| root.sh(&script)));
+        }
+    }
+    let per_task = |d: Duration| d.as_secs_f64() * 1e3 / 200.0;
+    let (limited, unlimited) = (median(limited), median(unlimited));
+    report("queue_200", limited, "unlimited group", unlimited, "");
+    println!(
+        "  per task: {:.3} ms through a group of parallel 4, {:.3} ms unlimited",
+        per_task(limited),
+        per_task(unlimited)
+    );
+}
+
+fn queued_10000(bench: &Bench, count: usize) {
+    let root = Root::new(bench);
+    root.run(&["group", "set", "q", "--parallel", "4"]);
+    let blockers: Vec<String> = (0..4)
+        .map(|_| {
+            let args = ["run", "--group", "q", "--stdin", "pipe", "--", "read line"];
+            root.run(&args).trim().to_owned()
+        })
+        .collect();
+    let supervisor = root.supervisor_pid().unwrap();
+    let idle = rss_kib(supervisor);
+    let ids = root.dir.join("ids");
+    let submit = time(|| {
+        root.sh(&format!(
+            "for i in $(seq {count}); do '{}' run --group q -- true; done > '{}'",
+            bench.tasks.display(),
+            ids.display()
+        ));
+    });
+    let queued = rss_kib(supervisor);
+    let last = std::fs::read_to_string(&ids).unwrap();
+    let last = last.lines().last().unwrap().to_owned();
+    let drained = |root: &Root| {
+        let groups: serde_json::Value =
+            serde_json::from_str(&root.run(&["group", "ls", "--json"])).unwrap();
+        groups["q"]["queued"] == 0 && groups["q"]["running"] == 0
+    };
+    let drain = time(|| {
+        for blocker in &blockers {
+            root.run(&["input", blocker, "go"]);
+        }
+        root.run(&["wait", &last]);
+        while !drained(&root) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    let after = rss_kib(supervisor);
+    println!(
+        "queued_10000           supervisor RSS {:.1} MiB with {count} tasks queued (idle with the 4 \
+         blockers: {:.1} MiB; after the drain: {:.1} MiB); queued in {:.1} s; drained in {:.1} s \
+         ({:.2} ms per task, 4 at a time)",
+        queued as f64 / 1024.0,
+        idle as f64 / 1024.0,
+        after as f64 / 1024.0,
+        submit.as_secs_f64(),
+        drain.as_secs_f64(),
+        drain.as_secs_f64() * 1e3 / count as f64
+    );
 }
 
 fn tail_1gib(bench: &Bench, n: usize) {

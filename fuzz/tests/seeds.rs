@@ -241,6 +241,7 @@ fn caller() -> Caller {
         agent_id: Some("a0000000000000003".into()),
         tool_use_id: Some("toolu_01".into()),
         background: true,
+        task_id: None,
     }
 }
 
@@ -252,6 +253,7 @@ fn requests() -> Vec<(&'static str, Request)> {
         request: json!({"command": "sleep 1; echo done", "description": "wait", "timeoutMs": 600000, "stdin": "pipe"}),
         key: None,
         retry: false,
+        schedule: None,
     };
     let request = |op| Request {
         deadline_ms: 1_764_000_010_000,
@@ -267,6 +269,7 @@ fn requests() -> Vec<(&'static str, Request)> {
                 request: json!({"prompt": "summarise", "subagentType": "general-purpose", "model": null, "runner": "codex", "args": ["--json", "-m", "o4"], "budget": 1.5e3}),
                 key: Some("1f2e-18a9c4d2e5f60000-3".into()),
                 retry: true,
+                schedule: None,
             })),
         ),
         (

@@ -32,6 +32,7 @@ fn caller(fx: &Fixture) -> Caller {
         agent_id: Some("aowner0001".into()),
         tool_use_id: Some("toolu_9".into()),
         background: true,
+        task_id: None,
     }
 }
 

@@ -127,6 +127,8 @@ pub enum Command {
     Top(crate::top::TopArgs),
     /// Start a task again (same command, directory and options) under a new id.
     Restart(RestartArgs),
+    /// Set or list the parallelism limits of groups (`tasks group set G --parallel N`).
+    Group(GroupArgs),
     /// Remove finished tasks (record and output) whose completion was delivered.
     Rm(crate::tidy_cmd::RmArgs),
     /// Remove finished, delivered tasks by age, count or total output size.
@@ -183,9 +185,80 @@ pub struct RunArgs {
     /// for `tasks input ID`).
     #[arg(long, value_enum, default_value = "null", value_name = "MODE")]
     pub stdin: StdinChoice,
+    /// Group, priority, dependencies and start time.
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
+    /// What makes it ready (`tasks wait --ready ID`).
+    #[command(flatten)]
+    pub ready: ReadyArgs,
     /// The command: one argument is shell text (`'a | b'`); several are quoted words.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// When and where a task starts: its group's turn, after other tasks, at a time.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ScheduleArgs {
+    /// The group to queue in (default: $TASKS_GROUP, else `default`): at most its parallelism
+    /// limit of tasks run at once (`tasks group set`); the rest wait `pending`, in order.
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+    /// Higher starts first in its group (default 0; ties in order of arrival).
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        default_value_t = 0
+    )]
+    pub priority: i32,
+    /// Start only once each of these tasks completed; if one fails or is killed, this one ends
+    /// `failed` (dependency failed) without running.
+    #[arg(long, value_name = "ID", num_args = 1..)]
+    pub after: Vec<String>,
+    /// Wait this long before queuing (`90s`, `10m`; a bare number is milliseconds).
+    #[arg(long, value_name = "DURATION", value_parser = task_session::config::parse_duration_ms)]
+    pub delay: Option<u64>,
+    /// Queue at this time: `HH:MM` (local, the next one) or RFC 3339.
+    #[arg(long, value_name = "TIME", conflicts_with = "delay")]
+    pub at: Option<String>,
+}
+
+/// What makes a task ready: one "ready" notification, and `tasks wait --ready` returns.
+#[derive(Debug, Clone, Default, Args)]
+#[group(multiple = false)]
+pub struct ReadyArgs {
+    /// Ready once a line of its output matches this regular expression.
+    #[arg(long = "ready", value_name = "REGEX")]
+    pub pattern: Option<String>,
+    /// Ready once a TCP connection to this port of 127.0.0.1 succeeds.
+    #[arg(long, value_name = "PORT")]
+    pub ready_port: Option<u16>,
+    /// Ready once a GET of this http:// URL answers 2xx.
+    #[arg(long, value_name = "URL")]
+    pub ready_http: Option<String>,
+}
+
+/// Set or list the parallelism limits of groups.
+#[derive(Debug, Args)]
+pub struct GroupArgs {
+    /// The operation.
+    #[command(subcommand)]
+    pub op: GroupOp,
+}
+
+/// `tasks group …` operations.
+#[derive(Debug, Subcommand)]
+pub enum GroupOp {
+    /// Set how many tasks of a group run at once (0: unlimited); kept across supervisors.
+    Set {
+        /// The group.
+        group: String,
+        /// The limit.
+        #[arg(long, value_name = "N")]
+        parallel: u32,
+    },
+    /// List the groups: limit, running and queued tasks.
+    Ls,
 }
 
 /// What a started command's stdin is (`tasks run --stdin`).
@@ -255,6 +328,9 @@ pub struct AgentArgs {
     /// The new worktree's branch (implies `--worktree`); it must not exist yet.
     #[arg(long, value_name = "NAME")]
     pub worktree_branch: Option<String>,
+    /// Group, priority, dependencies and start time.
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
     /// The agent CLI: program, then arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -306,6 +382,9 @@ pub struct MonitorArgs {
     /// A subprotocol to offer the WebSocket (repeatable, in order of preference).
     #[arg(long = "ws-protocol", value_name = "NAME", requires = "ws")]
     pub ws_protocols: Vec<String>,
+    /// The group it counts in (a monitor starts at once, taking a slot of its group).
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
     /// The command whose stdout lines are events.
     #[arg(required_unless_present = "ws", last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -370,6 +449,10 @@ pub struct WaitArgs {
     /// of delivering those this command reports.
     #[arg(long)]
     pub no_deliver: bool,
+    /// Wait until the task (one id) is ready (`run --ready…`) instead of ended: 0 once it is,
+    /// 1 if it ends first, 124 after --timeout.
+    #[arg(long, conflicts_with = "follow")]
+    pub ready: bool,
 }
 
 /// Start a task again (same command, directory and options) under a new id.

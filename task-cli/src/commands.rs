@@ -39,6 +39,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Dream(args) => crate::team_cmd::dream(&session()?, args, json),
         Command::Top(args) => crate::top::top(session()?, &args),
         Command::Restart(args) => restart(&session()?, &args, json),
+        Command::Group(args) => crate::group_cmd::group(&session()?, args, json),
         Command::Rm(args) => crate::tidy_cmd::rm(&session()?, &args, json),
         Command::Prune(args) => crate::tidy_cmd::prune(&session()?, &args, json),
         Command::Input(args) => crate::input_cmd::input(&session()?, &args, json),
@@ -104,6 +105,68 @@ fn shell_quote(word: &str) -> String {
     }
 }
 
+impl crate::cli::ScheduleArgs {
+    /// The schedule these options ask for (`--at` read by this machine's clock).
+    pub fn to_schedule(&self) -> Result<task_session::queue::Schedule> {
+        let at_ms = self
+            .at
+            .as_deref()
+            .map(|at| task_session::queue::parse_at(at, task_core::now_ms()))
+            .transpose()
+            .map_err(|e| CliError::invalid(format!("--at {e}")))?;
+        if let Some(group) = &self.group {
+            task_session::queue::validate_group(group)?;
+        }
+        Ok(task_session::queue::Schedule {
+            group: self.group.clone(),
+            priority: self.priority,
+            after: parse_ids(&self.after)?,
+            at_ms,
+            delay_ms: self.delay,
+            ready: None,
+        })
+    }
+}
+
+impl crate::cli::ReadyArgs {
+    /// The readiness check asked for, if any.
+    pub fn check(&self) -> Option<task_session::ready::ReadyCheck> {
+        use task_session::ready::ReadyCheck;
+        if let Some(pattern) = &self.pattern {
+            return Some(ReadyCheck::Line {
+                pattern: pattern.clone(),
+            });
+        }
+        if let Some(port) = self.ready_port {
+            return Some(ReadyCheck::Port { port });
+        }
+        self.ready_http.clone().map(|url| ReadyCheck::Http { url })
+    }
+}
+
+/// `tasks wait --ready ID`.
+fn wait_ready(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
+    use task_session::session::ReadyOutcome;
+    let [id] = parse_ids(&args.ids)?[..] else {
+        return Err(CliError::invalid("wait --ready takes one task id".into()));
+    };
+    let outcome = session.wait_ready(&id, args.timeout.map(Duration::from_millis))?;
+    let (word, code) = match &outcome {
+        ReadyOutcome::Ready => ("ready".to_owned(), exit::OK),
+        ReadyOutcome::Ended(task) => (
+            format!("ended before it was ready ({})", task.status().as_str()),
+            1,
+        ),
+        ReadyOutcome::TimedOut => ("not ready yet".to_owned(), exit::WAIT_TIMEOUT),
+    };
+    if json {
+        render::json(&json!({ "id": id, "ready": code == exit::OK, "outcome": word }))?;
+    } else {
+        render::out(&format!("{id} {word}\n"))?;
+    }
+    Ok(code)
+}
+
 fn parse_ids(inputs: &[String]) -> Result<Vec<TaskId>> {
     inputs
         .iter()
@@ -123,7 +186,12 @@ fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
         timeout_ms: args.timeout,
         stdin: args.stdin.into(),
     };
-    let id = session.start::<ShellExecutor>(start, caller)?;
+    let mut schedule = args.schedule.to_schedule()?;
+    schedule.ready = args.ready.check();
+    if let Some(check) = &schedule.ready {
+        check.validate()?;
+    }
+    let id = session.start_scheduled::<ShellExecutor>(start, caller, schedule)?;
     if args.wait && crate::stream_cmd::streams(args.follow, args.for_model, json) {
         return crate::stream_cmd::follow_then_summarize(session, &[id], true);
     }
@@ -198,7 +266,8 @@ fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
         subagent_type: None,
         worktree,
     };
-    let id = session.start::<AgentExecutor>(start, Session::caller()?)?;
+    let schedule = args.schedule.to_schedule()?;
+    let id = session.start_scheduled::<AgentExecutor>(start, Session::caller()?, schedule)?;
     started(session, id, args.wait, json)
 }
 
@@ -241,7 +310,11 @@ fn monitor(session: &Session, args: MonitorArgs, json: bool) -> Result<u8> {
         timeout_ms: args.timeout_ms,
         persistent: args.persistent,
     };
-    let id = session.start::<Monitors>(start, Session::caller()?)?;
+    let schedule = task_session::queue::Schedule {
+        group: args.group,
+        ..Default::default()
+    };
+    let id = session.start_scheduled::<Monitors>(start, Session::caller()?, schedule)?;
     print_started(session, id, json)
 }
 
@@ -393,6 +466,9 @@ fn wait_with_spinner(
 }
 
 fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
+    if args.ready {
+        return wait_ready(session, args, json);
+    }
     let ids = parse_ids(&args.ids)?;
     if args.follow && !json {
         return crate::stream_cmd::follow_then_summarize(session, &ids, !args.no_deliver);

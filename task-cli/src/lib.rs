@@ -37,6 +37,8 @@ pub mod completions_cmd;
 pub mod daemon;
 pub mod error;
 #[cfg(feature = "cli")]
+mod group_cmd;
+#[cfg(feature = "cli")]
 mod input_cmd;
 #[cfg(feature = "cli")]
 pub mod list_cmd;

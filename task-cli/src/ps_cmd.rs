@@ -131,6 +131,7 @@ impl Filter {
 /// The rows `filter` selects, newest first, and how many settled tasks it hid.
 pub fn rows(session: &Session, tasks: &[TaskRecord], filter: &Filter) -> (Vec<Row>, usize) {
     let mut hidden = 0;
+    let positions = task_session::queue::positions(tasks);
     let mut rows: Vec<Row> = tasks
         .iter()
         .filter_map(|task| {
@@ -151,7 +152,9 @@ pub fn rows(session: &Session, tasks: &[TaskRecord], filter: &Filter) -> (Vec<Ro
                 return None;
             }
             let size = std::fs::metadata(session.output_path(&id)).map_or(0, |m| m.len());
-            Some(Row::new(task, size, notified))
+            let mut row = Row::new(task, size, notified);
+            row.queue_position = positions.get(&id).copied();
+            Some(row)
         })
         .collect();
     rows.sort_by(|a, b| {
@@ -242,7 +245,10 @@ fn cells(row: &Row, now: u64) -> [String; 8] {
     [
         base.id.as_str().to_owned(),
         short_type(base.task_type).to_owned(),
-        base.status.as_str().to_owned(),
+        match row.queue_position {
+            Some(position) => format!("queued #{position}"),
+            None => base.status.as_str().to_owned(),
+        },
         end,
         render::age(now.saturating_sub(base.start_time)),
         took_text(Duration::from_millis(took)),

@@ -76,6 +76,12 @@ pub struct Row {
     /// again yet: it is resumed once one starts (never read as failed meanwhile).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub supervisor_down: bool,
+    /// Its group and place in the queue, if it was started with a schedule or waited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<task_session::queue::Placement>,
+    /// Its 1-based position among the waiting tasks of its group, while it waits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_position: Option<usize>,
 }
 
 impl Row {
@@ -90,6 +96,8 @@ impl Row {
             supervisor_pid: record.supervisor_pid,
             output_bytes,
             supervisor_down: record.supervisor_down,
+            queue: record.queue.clone(),
+            queue_position: None,
         }
     }
 }

@@ -25,7 +25,11 @@ pub fn status(paths: SessionPaths, json: bool) -> Result<u8> {
     } else {
         Vec::new()
     };
-    let pill = pill::pill(tasks.iter().map(|record| &record.task));
+    let mut pill = pill::pill(tasks.iter().map(|record| &record.task));
+    let queued = task_session::queue::positions(&tasks).len();
+    if queued > 0 {
+        pill.label.push_str(&format!(" · {queued} queued"));
+    }
     if json {
         render::json(&pill)?;
     } else if !pill.label.is_empty() {

@@ -57,6 +57,9 @@ pub struct TeamSpawnArgs {
     /// Its display colour.
     #[arg(long)]
     pub color: Option<String>,
+    /// Group, priority, dependencies and start time.
+    #[command(flatten)]
+    pub schedule: crate::cli::ScheduleArgs,
     /// The agent CLI (Claude Code's stream-json): program, then arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -112,7 +115,8 @@ fn spawn(session: &Session, args: TeamSpawnArgs, json: bool) -> Result<u8> {
         plan: args.plan,
         color: args.color,
     };
-    let id = session.start::<TeamExecutor>(start, Session::caller()?)?;
+    let schedule = args.schedule.to_schedule()?;
+    let id = session.start_scheduled::<TeamExecutor>(start, Session::caller()?, schedule)?;
     print_started(session, id, json)
 }
 

@@ -45,6 +45,9 @@ pub struct AgentCli {
     /// Wait for the run to end, print its notification and exit with its status.
     #[arg(long)]
     pub wait: bool,
+    /// The run's group, priority, dependencies and start time.
+    #[command(flatten)]
+    pub schedule: crate::cli::ScheduleArgs,
     /// The agent CLI (program, then arguments); default: TASKS_AGENT_COMMAND / agent_command.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -151,7 +154,8 @@ fn start(
         args,
         resume_from_run_id,
     };
-    let id = session.start::<WorkflowExecutor>(request, Session::caller()?)?;
+    let schedule = agents.schedule.to_schedule()?;
+    let id = session.start_scheduled::<WorkflowExecutor>(request, Session::caller()?, schedule)?;
     let run_id = WorkflowExecutor::run_id_of(&id);
     if json {
         if !agents.wait {

@@ -63,6 +63,11 @@ pub enum EndReason {
         /// The bound, in milliseconds.
         limit_ms: u64,
     },
+    /// It never ran: a task it was to start after (`--after`) failed or was killed.
+    DependencyFailed {
+        /// That task.
+        id: crate::TaskId,
+    },
 }
 
 impl EndReason {
@@ -82,7 +87,9 @@ impl EndReason {
             | EndReason::OutputCapExceeded { .. }
             | EndReason::ShutdownUnanswered { .. } => Some(EXIT_KILLED),
             EndReason::TimedOut { .. } => Some(EXIT_TIMED_OUT),
-            EndReason::SpawnFailed { .. } => Some(EXIT_SPAWN_FAILED),
+            EndReason::SpawnFailed { .. } | EndReason::DependencyFailed { .. } => {
+                Some(EXIT_SPAWN_FAILED)
+            }
             EndReason::Succeeded | EndReason::Errored { .. } | EndReason::SupervisorDied { .. } => {
                 None
             }
@@ -115,6 +122,7 @@ impl EndReason {
             )),
             EndReason::SpawnFailed { error } => Some(format!("could not start: {error}")),
             EndReason::SupervisorDied { pid } => Some(format!("its supervisor (pid {pid}) exited")),
+            EndReason::DependencyFailed { id } => Some(format!("dependency failed: {id}")),
             EndReason::Errored { message } => Some(message.clone()),
             EndReason::ShutdownUnanswered { limit_ms } => Some(format!(
                 "killed: it did not approve the shutdown request within {}",
@@ -146,6 +154,7 @@ impl EndReason {
                 "shutdown timeout {}",
                 human_duration(Duration::from_millis(*limit_ms))
             ),
+            EndReason::DependencyFailed { .. } => "dependency failed".into(),
         }
     }
 }

@@ -67,6 +67,11 @@ pub struct Caller {
     /// Whether its end is notified (a background task); `false` for a foreground task whose
     /// caller waits for the result itself.
     pub background: bool,
+    /// The id the task must get instead of a new one: a queued task registered again, under
+    /// the id its caller already holds, by the supervisor that succeeded the one it queued
+    /// under. Launchers that cannot honour it make a new id, and the host then refuses the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<TaskId>,
 }
 
 /// Why a program cannot be run as a caller would run it.
@@ -137,6 +142,7 @@ impl Caller {
             agent_id: None,
             tool_use_id: None,
             background: true,
+            task_id: None,
         })
     }
 }
@@ -259,6 +265,7 @@ mod tests {
             agent_id: Some("a1".into()),
             tool_use_id: None,
             background: false,
+            task_id: None,
         };
         let json = serde_json::to_string(&caller).unwrap();
         assert!(json.contains(r#"["PATH","/bin"]"#), "{json}");
@@ -282,6 +289,7 @@ mod tests {
             agent_id: None,
             tool_use_id: None,
             background: true,
+            task_id: None,
         };
         // On the caller's PATH, a relative entry taken from the caller's directory.
         assert_eq!(caller.find_program("tool").unwrap(), bin.join("tool"));

@@ -14,6 +14,16 @@
 //! | `retention_max_size`        | `TASKS_RETENTION_MAX_SIZE`    | none     |
 //! | `retention_interval_ms`     | `TASKS_RETENTION_INTERVAL_MS` | 60 000   |
 //! | `panel_grace_ms`            | `TASKS_PANEL_GRACE_MS`        | 30 000   |
+//! | `parallel_agents`           | `TASKS_PARALLEL_AGENTS`       | 20       |
+//! | `parallel_shells`           | `TASKS_PARALLEL_SHELLS`       | 0        |
+//! | `group`                     | `TASKS_GROUP`                 | none     |
+//! | `clock_offset_ms`           | `TASKS_CLOCK_OFFSET_MS`       | 0        |
+//!
+//! `parallel_agents` and `parallel_shells` are how many agents and shell commands of one group
+//! run at once when the group has no limit of its own (`tasks group set`; 0: unlimited; see
+//! [`crate::queue`]). `group` is the group of every task this session's clients start without
+//! naming one (so an MCP server's `Bash` tool queues in it). `clock_offset_ms` moves the
+//! supervisor's clock for scheduled starts (`--at`, `--delay`) forward: for tests.
 //!
 //! Every other key of `config.json` belongs to the executors a wiring registers (a shell's
 //! stall watchdog, an agent's command line): the session keeps them, with the `TASKS_*`
@@ -66,6 +76,13 @@ pub struct Config {
     /// How long a stopped agent stays in the supervisor's memory (`PANEL_GRACE_MS`); a
     /// message resumes it later too, from its record.
     pub panel_grace: Duration,
+    /// The default parallelism of a group with no limit of its own, per class of task.
+    pub parallel: crate::queue::ClassLimits,
+    /// The group of the tasks started without one (none: `default`).
+    pub group: Option<String>,
+    /// How far ahead of the system clock the supervisor's clock for scheduled starts runs, in
+    /// ms (tests).
+    pub clock_offset_ms: u64,
     /// The settings of the executors, for the wiring to read.
     pub executors: ExecutorSettings,
 }
@@ -82,6 +99,9 @@ impl Default for Config {
             retention: crate::prune::Policy::default(),
             retention_interval: Duration::from_secs(60),
             panel_grace: task_core::PANEL_GRACE,
+            parallel: crate::queue::ClassLimits::default(),
+            group: None,
+            clock_offset_ms: 0,
             executors: ExecutorSettings::default(),
         }
     }
@@ -181,6 +201,10 @@ struct ConfigFile {
     retention_max_size: Option<String>,
     retention_interval_ms: Option<u64>,
     panel_grace_ms: Option<u64>,
+    parallel_agents: Option<u64>,
+    parallel_shells: Option<u64>,
+    group: Option<String>,
+    clock_offset_ms: Option<u64>,
     /// Everything else: the executors' keys.
     #[serde(flatten)]
     executors: BTreeMap<String, Value>,
@@ -284,6 +308,24 @@ impl Config {
             file.retention_interval_ms,
             config.retention_interval,
         )?;
+        let limit = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        if let Some(n) = number("TASKS_PARALLEL_AGENTS", file.parallel_agents)? {
+            config.parallel.agents = limit(n);
+        }
+        if let Some(n) = number("TASKS_PARALLEL_SHELLS", file.parallel_shells)? {
+            config.parallel.shells = limit(n);
+        }
+        config.clock_offset_ms =
+            number("TASKS_CLOCK_OFFSET_MS", file.clock_offset_ms)?.unwrap_or(0);
+        config.group = env
+            .get("TASKS_GROUP")
+            .cloned()
+            .or(file.group)
+            .filter(|group| !group.is_empty());
+        if let Some(group) = &config.group {
+            crate::queue::validate_group(group)
+                .map_err(|e| Error::Invalid(format!("TASKS_GROUP={group:?}: {e}")))?;
+        }
         config.executors = ExecutorSettings {
             file: file.executors,
             env,

@@ -24,6 +24,8 @@ use crate::guard as lock;
 use crate::notice::{self, Notice};
 use crate::paths::SessionPaths;
 use crate::protocol::{ErrorKind, KillReport, KillResult, Start};
+use crate::queue::{Admitted, Placements, Queue};
+use crate::ready::Readiness;
 use crate::record::{self, TaskRecord};
 
 /// What the wiring of a supervisor gets: the registry to register executors with, where task
@@ -127,6 +129,8 @@ pub struct Engine {
     launchers: Launchers,
     mirror: Mirror,
     activity: Arc<Activity>,
+    queue: Arc<Queue>,
+    readiness: Arc<Readiness>,
 }
 
 /// What the supervisor's idle check looks at: the tasks not ended yet, as the event stream has
@@ -151,13 +155,34 @@ impl Engine {
             config: config.clone(),
         };
         let launchers = wiring(&host)?;
-        let mirror = Mirror::spawn(paths.clone(), Arc::clone(&registry), config.sweep_interval)?;
+        let placements = Arc::new(Placements::default());
+        let mirror = Mirror::spawn(
+            paths.clone(),
+            Arc::clone(&registry),
+            config.sweep_interval,
+            Arc::clone(&placements),
+        )?;
         let activity = Arc::new(Activity::default());
+        let readiness = Readiness::new(paths.clone(), Arc::clone(&registry), config.poll_interval);
+        let starter = {
+            let (mirror, readiness) = (mirror.clone(), Arc::clone(&readiness));
+            Arc::new(move |id, work| begin(&mirror, &readiness, id, work))
+        };
+        let queue = Queue::new(
+            paths.clone(),
+            Arc::clone(&registry),
+            config.parallel,
+            config.clock_offset_ms,
+            starter,
+            placements,
+        )?;
+        queue.spawn_timer();
         tokio::spawn(watch_events(
             registry.subscribe(),
             Arc::clone(&registry),
             mirror.clone(),
             Arc::clone(&activity),
+            Arc::clone(&queue),
         ));
         tokio::spawn(pump_notifications(
             paths.clone(),
@@ -170,14 +195,107 @@ impl Engine {
             launchers,
             mirror,
             activity,
+            queue,
+            readiness,
         })
+    }
+
+    /// Queues again, under their ids and in their order, the tasks a dead predecessor left
+    /// waiting (their starts kept in `{id}.queued.json`), with the queue paused: the caller
+    /// resumes it. A task that cannot be registered again is left to [`Engine::end_orphans`].
+    fn requeue(&self) -> Result<()> {
+        let mut kept: Vec<_> = record::list(&self.paths)?
+            .tasks
+            .into_iter()
+            .filter(|r| r.status() == TaskStatus::Pending && self.registry.get(&r.id()).is_none())
+            .filter_map(|r| Some((r.id(), crate::queue::kept_start(&self.paths, &r.id())?)))
+            .collect();
+        kept.sort_by_key(|(_, kept)| kept.placement.seq);
+        self.queue.pause();
+        for (id, kept) in kept {
+            self.queue.continue_after(kept.placement.seq);
+            let mut start = kept.start;
+            start.caller.task_id = Some(id);
+            // It never ran: its output file is the empty one its registration made.
+            let output = self.paths.output(&id);
+            if std::fs::metadata(&output).is_ok_and(|meta| meta.len() == 0) {
+                let _ = std::fs::remove_file(&output);
+            }
+            let requeued = self.launch_queued(id, start, kept.placement);
+            if let Err(error) = requeued {
+                tracing::warn!(task = %id, %error, "cannot queue it again");
+                crate::queue::drop_kept(&self.paths, &id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers a task a predecessor left queued under its id and queues it at `placement`.
+    fn launch_queued(
+        &self,
+        id: TaskId,
+        start: Start,
+        placement: crate::queue::Placement,
+    ) -> Result<()> {
+        let launcher = self
+            .launchers
+            .get(&start.kind)
+            .ok_or_else(|| Error::Invalid(format!("no {:?} launcher", start.kind)))?;
+        let background = start.caller.background;
+        let kept = start.clone();
+        let Launched {
+            id: made,
+            start: work,
+        } = launcher
+            .launch_json(start.request, start.caller)
+            .map_err(|e| Error::Invalid(e.to_string()))?;
+        if made != id {
+            // Its launcher cannot take an id: the new task goes, the old one is an orphan.
+            self.abandon(made);
+            return Err(Error::Invalid(
+                "its launcher gives every task a new id".into(),
+            ));
+        }
+        if let Some(check) = kept.schedule.as_ref().and_then(|s| s.ready.clone()) {
+            self.readiness.expect(id, check);
+        }
+        let task_type = id.task_type();
+        let admitted = self
+            .queue
+            .admit(id, task_type, background, placement, work, Some(&kept));
+        let _ = self.mirror.write_now(id);
+        if let Admitted::Now(Some(work)) = admitted {
+            begin(&self.mirror, &self.readiness, id, work);
+        }
+        tracing::info!(task = %id, "queued again after its supervisor died");
+        Ok(())
+    }
+
+    /// Sets the parallelism limit of `group` (0: unlimited) and starts what now fits.
+    ///
+    /// # Errors
+    /// A bad group name; the limit cannot be written.
+    pub fn set_group_limit(&self, group: &str, parallel: u32) -> Result<()> {
+        self.queue.set_limit(group, parallel)
     }
 
     /// Ends every task a dead supervisor left live on disk: its executor reaps what it left
     /// (the process group of a shell, verified to be the one it started) and its record is
     /// written `failed` with [`task_core::EndReason::SupervisorDied`] and its completion due.
     /// Call before serving anything (the caller holds the session lock).
+    ///
+    /// First the tasks it left queued are queued again (see [`crate::queue`]); the queue starts
+    /// nothing until every orphan is ended, so no task this supervisor starts (and may already
+    /// have ended and forgotten) is taken for an orphan.
     pub fn end_orphans(&self) -> Result<()> {
+        self.requeue()?;
+        let ended = self.end_left_live();
+        self.queue.resume();
+        ended
+    }
+
+    /// Ends every task a dead supervisor left live, but the ones taken over.
+    fn end_left_live(&self) -> Result<()> {
         let listing = record::list(&self.paths)?;
         // A task the wiring took over is in the registry: resumed (a remote agent followed
         // again from its sidecar), or ended by its executor with the reason it could not be.
@@ -255,7 +373,7 @@ impl Engine {
     /// monitor, is kept and its record retried). A task whose caller waits for it in the
     /// foreground has its completion latch set before its id is returned, so no reader ever
     /// delivers it (not even as an orphan).
-    pub fn start_task(&self, start: Start) -> Result<TaskId, StartRefused> {
+    pub fn start_task(&self, mut start: Start) -> Result<TaskId, StartRefused> {
         let launcher = self
             .launchers
             .get(&start.kind)
@@ -267,6 +385,20 @@ impl Engine {
             tracing::info!(task = %id, "a start sent again: its task was made by the first attempt");
             return Ok(id);
         }
+        let schedule = start.schedule.take().map(|s| *s).unwrap_or_default();
+        let bad = |message: String| StartRefused {
+            kind: ErrorKind::BadRequest,
+            message,
+        };
+        schedule.validate().map_err(|e| bad(e.to_string()))?;
+        self.queue
+            .check_after(&schedule.after)
+            .map_err(|e| bad(format!("--after: {e}")))?;
+        // Kept for a successor if the task waits (its schedule put back for the record).
+        let kept = self.queue.may_wait(&schedule).then(|| Start {
+            schedule: Some(Box::new(schedule.clone())),
+            ..start.clone()
+        });
         let background = start.caller.background;
         let key = start.key;
         let launched = launcher
@@ -278,14 +410,37 @@ impl Engine {
                 },
                 message: error.to_string(),
             })?;
-        let Launched { id, start: begin } = launched;
+        let Launched { id, start: work } = launched;
         if let Some(key) = key {
             self.mirror.keyed(id, key);
         }
-        if let Err(error) = self.mirror.write_now(id)
-            && begin.is_some()
-        {
+        let placement = self.queue.place(&schedule);
+        if let Some(check) = schedule.ready.clone() {
+            self.readiness.expect(id, check);
+        }
+        let mut admitted = self.queue.admit(
+            id,
+            id.task_type(),
+            background,
+            placement,
+            work,
+            kept.as_ref(),
+        );
+        if let Err(error) = self.mirror.write_now(id) {
+            // Not begun yet (not released by the queue meanwhile): refused. The work is
+            // dropped only once the task is ended.
+            let unbegun = match admitted {
+                Admitted::Now(work) => work,
+                Admitted::Queued => self.queue.cancel(&id).and_then(|(work, _)| work),
+            };
+            if unbegun.is_none() {
+                // Started by its launcher already (a monitor), or by the queue: kept, its
+                // record retried.
+                return Ok(id);
+            }
+            self.queue.ended(&id);
             self.abandon(id);
+            drop(unbegun);
             return Err(StartRefused {
                 kind: ErrorKind::Spawn,
                 message: format!("cannot record the task, so it was not started: {error}"),
@@ -298,16 +453,13 @@ impl Engine {
                 tracing::warn!("cannot mark {id} notified: {e}");
             }
         }
-        if let Some(begin) = begin {
-            let mirror = self.mirror.clone();
-            // On a worker thread, which lives as long as the runtime (a parent-death signal
-            // follows the thread that forks).
-            tokio::spawn(async move {
-                begin();
-                // `running` goes to disk at once: until then readers still see `pending` (a
-                // failure is kept and retried by the sweep).
-                let _ = mirror.write_now(id);
-            });
+        match &mut admitted {
+            Admitted::Now(work) => match work.take() {
+                Some(work) => begin(&self.mirror, &self.readiness, id, work),
+                None => self.readiness.started(id), // its launcher started it
+            },
+            // Its dependencies may have ended already.
+            Admitted::Queued => self.queue.pump(),
         }
         Ok(id)
     }
@@ -388,9 +540,35 @@ impl Engine {
         }
     }
 
-    /// Kills tasks (all at once); returns once each is settled and its record written.
+    /// Takes `id` out of the queue and ends it `killed` without ever running; false if the
+    /// queue does not hold it.
+    fn kill_queued(&self, id: &TaskId) -> bool {
+        let Some((work, _)) = self.queue.cancel(id) else {
+            return false;
+        };
+        crate::queue::end_unstarted(
+            &self.registry,
+            id,
+            TaskStatus::Killed,
+            &EndReason::Killed,
+            task_core::Delivery::Silent,
+        );
+        drop(work); // only once ended: see `end_unstarted`
+        self.readiness.forget(id);
+        self.mirror.write_killed(*id);
+        true
+    }
+
+    /// Kills tasks (all at once); returns once each is settled and its record written. A task
+    /// waiting in the queue ends `killed` without ever running.
     pub async fn kill(&self, ids: &[TaskId]) -> Vec<KillReport> {
         let kills = ids.iter().map(|id| async move {
+            if self.kill_queued(id) {
+                return KillReport {
+                    id: *id,
+                    result: KillResult::Killed,
+                };
+            }
             let result = match self.registry.kill(id).await {
                 Ok(KillOutcome::Killed) => KillResult::Killed,
                 Ok(_) => KillResult::AlreadyEnded,
@@ -425,6 +603,13 @@ impl Engine {
     /// kill logged with `why`. Returns how many tasks were killed.
     pub async fn abandon_session(&self, why: &str) -> usize {
         self.mirror.detach();
+        // Queued tasks first: nothing may start from the queue meanwhile.
+        let queued = self.queue.waiting();
+        for id in &queued {
+            if self.kill_queued(id) {
+                tracing::error!(task = %id, "killed before its turn: {why}");
+            }
+        }
         let live: Vec<TaskId> = self
             .registry
             .snapshot()
@@ -450,18 +635,36 @@ impl Engine {
     }
 }
 
-/// Mirrors each changed task and tracks which are live; wakes the idle check when one ends.
+/// Starts the work of a registered task on a worker thread, which lives as long as the runtime
+/// (a parent-death signal follows the thread that forks), then records it.
+/// Its readiness check, if it has one, is watched from then on.
+fn begin(mirror: &Mirror, readiness: &Arc<Readiness>, id: TaskId, work: crate::queue::Work) {
+    let mirror = mirror.clone();
+    let readiness = Arc::clone(readiness);
+    tokio::spawn(async move {
+        work();
+        readiness.started(id);
+        // `running` goes to disk at once: until then readers still see `pending` (a failure
+        // is kept and retried by the sweep).
+        let _ = mirror.write_now(id);
+    });
+}
+
+/// Mirrors each changed task and tracks which are live; wakes the idle check when one ends,
+/// and gives its slot in the queue back.
 async fn watch_events(
     mut events: broadcast::Receiver<TaskEvent>,
     registry: Arc<Registry>,
     mirror: Mirror,
     activity: Arc<Activity>,
+    queue: Arc<Queue>,
 ) {
     loop {
         match events.recv().await {
             Ok(TaskEvent::TaskUpdated { task_id, patch }) => {
                 mirror.write(task_id);
                 if patch.status.is_terminal() {
+                    queue.ended(&task_id);
                     lock(&activity.live).remove(&task_id);
                     activity.changed.notify_one();
                 }
@@ -488,6 +691,9 @@ async fn watch_events(
                     .map(|state| state.id())
                     .collect();
                 for state in states {
+                    if state.status().is_terminal() {
+                        queue.ended(&state.id());
+                    }
                     mirror.write(state.id());
                 }
                 activity.changed.notify_one();
@@ -551,11 +757,13 @@ impl Mirror {
         paths: SessionPaths,
         registry: Arc<Registry>,
         sweep_interval: Duration,
+        placements: Arc<Placements>,
     ) -> Result<Self> {
         let state = Arc::new(Mirrored {
             paths,
             registry,
             sweep_interval,
+            placements,
             books: Mutex::default(),
             detached: AtomicBool::new(false),
         });
@@ -614,6 +822,7 @@ impl Mirror {
     /// Drops everything the books hold about `id` (a task that was never begun).
     fn forget(&self, id: TaskId) {
         lock(&self.state.books).forget(&id);
+        self.state.placements.forget(&id);
     }
 
     /// Stops every write to the session's paths, for good (the directory is gone).
@@ -663,6 +872,8 @@ struct Mirrored {
     paths: SessionPaths,
     registry: Arc<Registry>,
     sweep_interval: Duration,
+    /// Each task's place in the queue, written into its records.
+    placements: Arc<Placements>,
     /// Locked for the whole of a write: the writer thread and [`Mirror::write_now`] never
     /// write one task at once, and each writes the registry's state as it is under the lock,
     /// so an older state never replaces a newer one.
@@ -784,11 +995,20 @@ impl Mirrored {
         }
         let mut record = TaskRecord::new((*state).clone());
         record.start_key = books.start_keys.get(&id).cloned();
+        record.queue = self.placements.get(&id);
         record.survives_supervisor = !state.status().is_terminal()
             && self
                 .registry
                 .executor(state.base.task_type)
                 .is_some_and(|executor| executor.survives_supervisor(&state));
+        // A task waiting in the queue is queued again by the next supervisor (its start is
+        // kept), so no reader ends it as an orphan: a reader starts that supervisor instead.
+        let waiting = state.status() == TaskStatus::Pending
+            && record
+                .queue
+                .as_ref()
+                .is_some_and(|placement| placement.waiting);
+        record.survives_supervisor |= waiting;
         if state.status().is_terminal() {
             // A notice of an earlier end (an agent resumed since) is not this end's.
             record.notification = books
@@ -915,6 +1135,7 @@ impl Mirrored {
         }
         if self.registry.evict(&id) || self.registry.get(&id).is_none() {
             books.forget(&id);
+            self.placements.forget(&id);
         } else {
             books
                 .settling

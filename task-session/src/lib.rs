@@ -124,6 +124,8 @@ pub mod notice;
 pub mod paths;
 pub mod protocol;
 pub mod prune;
+pub mod queue;
+pub mod ready;
 pub mod record;
 pub mod restart;
 pub mod session;

@@ -91,6 +91,22 @@ impl SessionPaths {
         self.tasks_dir().join(format!("{id}.end"))
     }
 
+    /// The start of a task waiting in the queue, environment included, for the supervisor
+    /// that succeeds the one it waits under (see [`crate::queue`]).
+    pub fn queued_start(&self, id: &TaskId) -> PathBuf {
+        self.tasks_dir().join(format!("{id}.queued.json"))
+    }
+
+    /// Created once `id` passed its readiness check (see [`crate::ready`]).
+    pub fn ready_marker(&self, id: &TaskId) -> PathBuf {
+        self.tasks_dir().join(format!("{id}.ready"))
+    }
+
+    /// The parallelism limits of the session's groups (`tasks group set`).
+    pub fn groups(&self) -> PathBuf {
+        self.dir.join("groups.json")
+    }
+
     /// How `id` was started (kind, working directory, request), for `tasks restart`.
     pub fn start_request(&self, id: &TaskId) -> PathBuf {
         self.tasks_dir().join(format!("{id}.start.json"))

@@ -9,6 +9,8 @@
 use serde::{Deserialize, Serialize};
 use task_core::{Address, Caller, MessageReply, TaskId};
 
+use crate::queue::Schedule;
+
 /// What a client asks the supervisor, and until when the answer is of use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -54,6 +56,13 @@ pub enum Op {
         #[serde(default)]
         close: bool,
     },
+    /// Sets the parallelism limit of a group (`tasks group set`).
+    Group {
+        /// The group.
+        group: String,
+        /// At most this many of its tasks run at once (0: unlimited).
+        parallel: u32,
+    },
     /// Liveness check.
     Ping,
 }
@@ -76,6 +85,9 @@ pub struct Start {
     /// This is not the first attempt: the supervisor looks for a task the key already made.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub retry: bool,
+    /// Its group, priority, dependencies and start time (see [`crate::queue`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Box<Schedule>>,
 }
 
 /// The longest [`Start::key`] a supervisor takes.
@@ -114,6 +126,13 @@ pub enum Response {
         reason: InputRefusal,
         /// One line for humans.
         message: String,
+    },
+    /// A group's limit was set ([`Op::Group`]).
+    GroupSet {
+        /// The group.
+        group: String,
+        /// Its limit (0: unlimited).
+        parallel: u32,
     },
     /// Answer to [`Op::Ping`].
     Pong {

@@ -186,6 +186,8 @@ fn remove(paths: &SessionPaths, task: &TaskRecord) -> Result<Removed> {
     let bytes = output_size(&output);
     remove_if_present(&output)?;
     remove_if_present(&paths.never_notified(&id))?;
+    remove_if_present(&paths.ready_marker(&id))?;
+    remove_if_present(&paths.queued_start(&id))?;
     remove_if_present(&paths.start_request(&id))?;
     remove_if_present(&paths.end_slot(&id))?;
     if let Some(due) = &task.notification {

@@ -53,7 +53,8 @@ pub struct TaskRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notification: Option<Notice>,
     /// The task is live and outlives its supervisor (its executor says so through
-    /// [`task_core::Task::survives_supervisor`]: a remote agent): when its supervisor is found
+    /// [`task_core::Task::survives_supervisor`]: a remote agent; or it waits in the queue, which
+    /// the next supervisor takes over: see [`crate::queue`]): when its supervisor is found
     /// dead, the next supervisor resumes it (or ends it with the true reason), so no reader
     /// ever ends it as an orphan.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -62,6 +63,10 @@ pub struct TaskRecord {
     /// again with it finds the task instead of making a second one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_key: Option<String>,
+    /// Its group and place in the queue ([`crate::queue`]), for a task started with a
+    /// schedule or one that waited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<crate::queue::Placement>,
     /// When the file was last written (its mtime, ms epoch; 0 for a record not read from disk):
     /// the last time its supervisor is known to have been alive.
     #[serde(skip)]
@@ -83,6 +88,7 @@ impl TaskRecord {
             notification: None,
             survives_supervisor: false,
             start_key: None,
+            queue: None,
             written_ms: 0,
             supervisor_down: false,
         }
@@ -459,6 +465,7 @@ impl LegacyRecord {
             notification: self.notification,
             survives_supervisor: false,
             start_key: None,
+            queue: None,
             written_ms: 0,
             supervisor_down: false,
         }

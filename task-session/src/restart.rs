@@ -56,6 +56,7 @@ impl StartRecord {
             request: self.request.clone(),
             key: None,
             retry: false,
+            schedule: None,
         })
     }
 }

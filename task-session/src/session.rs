@@ -47,6 +47,17 @@ pub struct Session {
     revived: Arc<Mutex<Option<Instant>>>,
 }
 
+/// How a wait for a task's readiness ended ([`Session::wait_ready`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReadyOutcome {
+    /// It passed its readiness check.
+    Ready,
+    /// It ended first; its record.
+    Ended(Box<TaskRecord>),
+    /// The timeout expired first.
+    TimedOut,
+}
+
 /// How a wait ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WaitOutcome {
@@ -113,19 +124,48 @@ impl Session {
         Ok(caller)
     }
 
-    /// Starts a task of `L`'s kind through the supervisor; returns its id once its record
-    /// exists.
+    /// Starts a task of `L`'s kind through the supervisor, in the session's configured group
+    /// ([`Config::group`]) if any; returns its id once its record exists.
     pub fn start<L: Launch>(&self, request: L::Request, caller: Caller) -> Result<TaskId> {
+        self.start_scheduled::<L>(request, caller, crate::queue::Schedule::default())
+    }
+
+    /// [`Session::start`] with a group, priority, dependencies or start time
+    /// ([`crate::queue`]); a schedule that names no group takes the configured one.
+    pub fn start_scheduled<L: Launch>(
+        &self,
+        request: L::Request,
+        caller: Caller,
+        mut schedule: crate::queue::Schedule,
+    ) -> Result<TaskId> {
         let request = serde_json::to_value(request)
             .map_err(|e| Error::Invalid(format!("cannot encode a {} request: {e}", L::KIND)))?;
+        if schedule.group.is_none() {
+            schedule.group.clone_from(&self.config.group);
+        }
         let start = Start {
             kind: L::KIND.to_owned(),
             caller,
             request,
             key: None,
             retry: false,
+            schedule: (!schedule.is_default()).then(|| Box::new(schedule)),
         };
         self.start_raw(start)
+    }
+
+    /// Sets the parallelism limit of `group` (0: unlimited), kept across supervisors; the
+    /// supervisor starts what now fits at once.
+    pub fn set_group_limit(&self, group: &str, parallel: u32) -> Result<()> {
+        crate::queue::validate_group(group)?;
+        let op = Op::Group {
+            group: group.to_owned(),
+            parallel,
+        };
+        match self.send(op)? {
+            Response::GroupSet { .. } => Ok(()),
+            other => Err(unexpected(other)),
+        }
     }
 
     /// Sends `start` as it is; returns the new task's id once its record exists, and records
@@ -328,6 +368,29 @@ impl Session {
                 return Ok(WaitOutcome::TimedOut(tasks));
             }
             tick(&tasks);
+            std::thread::sleep(self.config.poll_interval);
+        }
+    }
+
+    /// Waits until `id` passed its readiness check ([`crate::ready`]), it ended, or `timeout`
+    /// passed, looking every poll interval.
+    pub fn wait_ready(&self, id: &TaskId, timeout: Option<Duration>) -> Result<ReadyOutcome> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            if crate::ready::is_ready(&self.paths, id) {
+                return Ok(ReadyOutcome::Ready);
+            }
+            let task = self.tasks_by_id(std::slice::from_ref(id))?;
+            if let Some(task) = task.into_iter().find(TaskRecord::is_terminal) {
+                // Ready just before it ended.
+                if crate::ready::is_ready(&self.paths, id) {
+                    return Ok(ReadyOutcome::Ready);
+                }
+                return Ok(ReadyOutcome::Ended(Box::new(task)));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(ReadyOutcome::TimedOut);
+            }
             std::thread::sleep(self.config.poll_interval);
         }
     }

@@ -394,6 +394,10 @@ async fn dispatch(request: Request, engine: &Engine) -> Response {
                 Duration::from_millis(request.deadline_ms.saturating_sub(task_core::now_ms()));
             crate::input::serve(engine, &id, &data, close, patience).await
         }
+        Op::Group { group, parallel } => match engine.set_group_limit(&group, parallel) {
+            Ok(()) => Response::GroupSet { group, parallel },
+            Err(error) => refuse(ErrorKind::BadRequest, error.to_string()),
+        },
         Op::Ping => Response::Pong {
             pid: std::process::id(),
             registered: engine.registered_tasks(),

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use task_core::summary::{self, ShellEnd};
 use task_core::{
-    Delivery, EndReason, Notification, Priority, Registry, ShellProcess, TaskId, TaskKind,
-    TaskState, TaskStatus,
+    Delivery, EndReason, Notification, Priority, Registry, RegistryError, ShellProcess, TaskId,
+    TaskKind, TaskState, TaskStatus,
 };
 
 pub(crate) use task_core::summary::MonitorEnd;
@@ -67,6 +67,10 @@ impl Book {
                 let summary = summary::shell_ended(&state.base.description, &reason);
                 let note = Notification::for_task(&state, TaskStatus::Failed.terminal(), summary);
                 self.registry.notify_once(id, note, delivery);
+            }
+            // Ended before it could start (a queued task killed, or whose dependency failed).
+            Err(RegistryError::IllegalTransition { from, .. }) if from.is_terminal() => {
+                tracing::debug!(task = %id, %from, "ended before its start");
             }
             Err(error) => tracing::warn!(task = %id, %error, "could not record the spawn failure"),
         }
@@ -220,11 +224,5 @@ fn shell_state(state: &TaskState) -> Option<&task_core::ShellState> {
 /// Records how a task ended: its reason, the exit code that goes with it, and no process
 /// group any more (nothing of it is left to clean up).
 fn set_end(reason: &EndReason) -> impl FnMut(&mut TaskState) + '_ {
-    move |state| {
-        state.base.end_reason = Some(reason.clone());
-        if let TaskKind::Shell(shell) = &mut state.kind {
-            shell.exit_code = reason.exit_code();
-            shell.process = None;
-        }
-    }
+    move |state| state.record_end(reason)
 }

@@ -137,6 +137,7 @@ impl ShellExecutor {
             agent_id,
             background,
             timeout,
+            id,
         } = request;
         spec.validate()?;
         let shell = ShellState {
@@ -152,6 +153,7 @@ impl ShellExecutor {
             Delivery::Silent
         };
         let prepared = self.prepare(
+            id.filter(|id| id.task_type() == TaskType::LocalBash),
             TaskType::LocalBash,
             description,
             tool_use_id,
@@ -195,6 +197,7 @@ impl ShellExecutor {
             process: None,
         };
         let mut prepared = self.prepare(
+            None,
             TaskType::MonitorMcp,
             description,
             tool_use_id,
@@ -290,16 +293,21 @@ impl ShellExecutor {
         self.inputs.reserve(id)
     }
 
-    /// Creates the output file, opens the control channel of its run and registers the task.
+    /// Creates the output file, opens the control channel of its run and registers the task,
+    /// under `id` if given (else a new id of `task_type`).
     fn prepare(
         &self,
+        id: Option<TaskId>,
         task_type: TaskType,
         description: String,
         tool_use_id: Option<String>,
         agent_id: Option<String>,
         shell: ShellState,
     ) -> Result<Prepared, ShellError> {
-        let id = TaskId::generate(task_type)?;
+        let id = match id {
+            Some(id) => id,
+            None => TaskId::generate(task_type)?,
+        };
         let output = output_path(&self.output_dir, &id);
         drop(create_output_file(&output)?);
         let mut state = TaskState::new(id, description, &output, TaskKind::Shell(shell))

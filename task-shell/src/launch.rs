@@ -102,6 +102,7 @@ impl Launch for ShellExecutor {
         request.timeout = start.timeout_ms.map(Duration::from_millis);
         request.agent_id = caller.agent_id;
         request.tool_use_id = caller.tool_use_id;
+        request.id = caller.task_id;
         let pending = self.register(request).map_err(launch_error)?;
         let id = pending.id();
         // Input sent before the process exists waits for its pipe.

@@ -42,6 +42,7 @@ pub(crate) async fn list(context: &Context) -> Result<ListResourcesResult, Error
     let session = context.session.clone();
     let resources = blocking(move || {
         let listing = session.tasks()?;
+        let positions = task_session::queue::positions(&listing.tasks);
         Ok::<_, CliError>(
             listing
                 .tasks
@@ -50,12 +51,17 @@ pub(crate) async fn list(context: &Context) -> Result<ListResourcesResult, Error
                     let id = task.id();
                     let base = &task.task.base;
                     let size = std::fs::metadata(session.output_path(&id)).map_or(0, |m| m.len());
+                    let status = match (positions.get(&id), &task.queue) {
+                        (Some(position), Some(queue)) => {
+                            format!("queued #{position} in {}", queue.group)
+                        }
+                        _ => base.status.as_str().to_owned(),
+                    };
                     Resource::new(output_uri(&id), format!("{id} output"))
                         .with_description(format!(
-                            "{} ({}, {})",
+                            "{} ({}, {status})",
                             base.description,
                             base.task_type.as_str(),
-                            base.status.as_str()
                         ))
                         .with_mime_type(MIME)
                         .with_size(size)

@@ -80,6 +80,7 @@ fn draw_tasks(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let mut rows = Vec::new();
     let mut selected_row = None;
     let mut group = None;
+    let positions = task_session::queue::positions(app.tasks.shown.iter().map(|t| &t.record));
     for listed in &app.tasks.shown {
         let base = &listed.record.task.base;
         if group != Some(base.task_type) {
@@ -104,7 +105,10 @@ fn draw_tasks(frame: &mut Frame<'_>, app: &App, area: Rect) {
         rows.push(
             Row::new(vec![
                 format!("  {}", base.id),
-                base.status.as_str().to_owned(),
+                match positions.get(&base.id) {
+                    Some(position) => format!("queued #{position}"),
+                    None => base.status.as_str().to_owned(),
+                },
                 render::age(now.saturating_sub(base.start_time)),
                 render::size(listed.output_bytes),
                 details::one_line_state(&listed.record.task),

@@ -77,7 +77,27 @@ pub fn shell_ended(description: &str, reason: &EndReason) -> String {
 /// The summary of a task whose supervising process died while it was live:
 /// `Background command "x" failed: its supervisor exited` (`Monitor "x" …`, `Agent "x" …`).
 pub fn orphaned(task_type: TaskType, description: &str) -> String {
-    let what = match task_type {
+    let what = what(task_type);
+    format!("{what} \"{description}\" failed: its supervisor exited")
+}
+
+/// The summary of a task that ended for `reason` before it ever ran (killed while queued, a
+/// failed dependency): a shell's as [`shell_ended`] words it, anything else
+/// `Agent "x" never started (dependency failed: b…)`.
+pub fn never_started(task_type: TaskType, description: &str, reason: &EndReason) -> String {
+    match (task_type, reason.stderr_note()) {
+        (TaskType::LocalBash, _) => shell_ended(description, reason),
+        (_, Some(note)) => format!(
+            "{} \"{description}\" never started ({note})",
+            what(task_type)
+        ),
+        (_, None) => format!("{} \"{description}\" never started", what(task_type)),
+    }
+}
+
+/// What a task of `task_type` is called in a summary: `Background command`, `Agent`, ….
+fn what(task_type: TaskType) -> &'static str {
+    match task_type {
         TaskType::LocalBash => "Background command",
         TaskType::MonitorMcp => "Monitor",
         TaskType::LocalAgent => "Agent",
@@ -85,8 +105,7 @@ pub fn orphaned(task_type: TaskType, description: &str) -> String {
         TaskType::LocalWorkflow => "Dynamic workflow",
         TaskType::RemoteAgent => "Remote agent",
         TaskType::Dream => "Dream",
-    };
-    format!("{what} \"{description}\" failed: its supervisor exited")
+    }
 }
 
 /// `Monitor "{desc}" stream ended`, `… script failed (exit {n})`, `… stopped`.

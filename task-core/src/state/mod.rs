@@ -306,6 +306,17 @@ impl TaskState {
         true
     }
 
+    /// Records `reason` as this task's end (the status is the caller's transition): a shell's
+    /// exit code follows it (137 for a kill, 1 for a start that never happened) and its
+    /// process is forgotten.
+    pub fn record_end(&mut self, reason: &EndReason) {
+        self.base.end_reason = Some(reason.clone());
+        if let TaskKind::Shell(shell) = &mut self.kind {
+            shell.exit_code = reason.exit_code();
+            shell.process = None;
+        }
+    }
+
     /// Whether eviction may remove this task at `now` (ms): terminal, notified, not retained,
     /// and past `evict_after` if set.
     pub fn may_evict(&self, now: u64) -> bool {

@@ -34,6 +34,9 @@ pub struct ShellRequest {
     pub background: bool,
     /// Kill the command after this long (exit code 143).
     pub timeout: Option<Duration>,
+    /// The id to register it under instead of a new one ([`task_core::Caller::task_id`]: a
+    /// queued task registered again by its next supervisor); ignored unless it is a shell's.
+    pub id: Option<task_core::TaskId>,
 }
 
 impl ShellRequest {
@@ -46,6 +49,7 @@ impl ShellRequest {
             agent_id: None,
             background: false,
             timeout: None,
+            id: None,
         }
     }
 

@@ -1,0 +1,928 @@
+//! Groups, the queue and run dependencies: which registered task may start, and when.
+//!
+//! Every task belongs to a group (`default` unless its start names one). A group runs at most
+//! its parallelism limit of tasks at once: the limit set with `tasks group set G --parallel N`
+//! (kept in `{session}/groups.json`, 0 for unlimited), else the default of the task's class
+//! from the session's configuration (agents 20, shells and everything else unlimited), counted
+//! per class. A task over its group's limit stays `pending` and waits its turn: highest
+//! priority first, then first come first served. A task may also wait for other tasks
+//! (`--after`: it starts once each of them completed, and ends `failed` without running,
+//! [`EndReason::DependencyFailed`], as soon as one of them failed or was killed) and for a time
+//! (`--delay`, `--at`), after which it queues like any other.
+//!
+//! The launcher of a task registers it (`pending`, its id handed out) and returns the work that
+//! starts it; the queue holds that work until the task's turn. A task that waits has its start,
+//! environment included, written to `{id}.queued.json` (a private file, like every file of the
+//! session) and its place in its record ([`Placement`]); the file is removed before the work
+//! runs, so a supervisor that dies leaves every waiting task to its successor, which registers
+//! each again under its id and queues them in the same order, and none twice.
+//!
+//! Times come from the supervisor's clock plus `clock_offset_ms` of the configuration (0 but in
+//! tests, which move the clock forward without waiting). A timer sleeps until the earliest
+//! scheduled start; nothing polls.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use task_core::{
+    Delivery, EndReason, Notification, Priority, Registry, TaskId, TaskStatus, TaskType, summary,
+};
+use tokio::sync::Notify;
+
+use crate::error::{Error, Result};
+use crate::guard as lock;
+use crate::paths::SessionPaths;
+use crate::protocol::Start;
+use crate::record;
+
+/// The group of a task whose start names none.
+pub const DEFAULT_GROUP: &str = "default";
+
+/// The longest group name accepted.
+pub const MAX_GROUP_BYTES: usize = 64;
+
+/// When and where a task may start, as its start asks ([`Start::schedule`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Schedule {
+    /// Its group ([`DEFAULT_GROUP`] if none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Higher starts first within its group; equal priorities in order of arrival.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub priority: i32,
+    /// Tasks that must have completed first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<TaskId>,
+    /// Not before this time (ms since the epoch, by the supervisor's clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_ms: Option<u64>,
+    /// Not before this long after the supervisor receives the start (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// What makes it ready once it runs ([`crate::ready`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<crate::ready::ReadyCheck>,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
+}
+
+impl Schedule {
+    /// Whether the start asks for anything but an immediate start in the default group.
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Checks what a client sent: a group name of 1 to [`MAX_GROUP_BYTES`] printable
+    /// characters, a readiness check that can be made.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming what is wrong.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(group) = &self.group {
+            validate_group(group)?;
+        }
+        match &self.ready {
+            Some(check) => check.validate(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Checks a group name: 1 to [`MAX_GROUP_BYTES`] bytes, no whitespace or control character.
+///
+/// # Errors
+/// [`Error::Invalid`] naming what is wrong.
+pub fn validate_group(group: &str) -> Result<()> {
+    if group.is_empty() || group.len() > MAX_GROUP_BYTES {
+        return Err(Error::Invalid(format!(
+            "a group name has 1 to {MAX_GROUP_BYTES} bytes"
+        )));
+    }
+    if group.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(Error::Invalid(format!(
+            "{group:?}: a group name has no spaces or control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// A task's place in the queue, written into its record ([`record::TaskRecord::queue`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Placement {
+    /// Its group.
+    pub group: String,
+    /// Its priority (higher first).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub priority: i32,
+    /// Its order of arrival in the session (smaller first among equal priorities).
+    pub seq: u64,
+    /// The tasks it starts after.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<TaskId>,
+    /// It starts no sooner than this (ms epoch, supervisor's clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before_ms: Option<u64>,
+    /// It waits (for its turn, its dependencies or its time): `pending` and queued.
+    #[serde(default)]
+    pub waiting: bool,
+}
+
+impl Placement {
+    /// Whether this is the place of a task started at once in the default group with no
+    /// priority, dependency or time: nothing worth a record's bytes.
+    fn is_plain(&self) -> bool {
+        self.group == DEFAULT_GROUP
+            && self.priority == 0
+            && self.after.is_empty()
+            && self.not_before_ms.is_none()
+            && !self.waiting
+    }
+
+    /// The order of the queue: higher priority first, then arrival.
+    fn key(&self) -> (Reverse<i32>, u64) {
+        (Reverse(self.priority), self.seq)
+    }
+}
+
+/// The order in which `records`' waiting tasks will start, per group: each waiting task's
+/// 1-based position among the waiting tasks of its group (what `ps` shows).
+pub fn positions<'a>(
+    records: impl IntoIterator<Item = &'a record::TaskRecord>,
+) -> HashMap<TaskId, usize> {
+    let mut by_group: HashMap<&str, Vec<(&Placement, TaskId)>> = HashMap::new();
+    for record in records {
+        if let Some(placement) = record.queue.as_ref().filter(|p| p.waiting)
+            && record.status() == TaskStatus::Pending
+        {
+            by_group
+                .entry(placement.group.as_str())
+                .or_default()
+                .push((placement, record.id()));
+        }
+    }
+    let mut positions = HashMap::new();
+    for (_, mut waiting) in by_group {
+        waiting.sort_by_key(|(placement, _)| placement.key());
+        for (index, (_, id)) in waiting.into_iter().enumerate() {
+            positions.insert(id, index + 1);
+        }
+    }
+    positions
+}
+
+/// The classes of tasks that have their own default limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Class {
+    /// Agents of every kind (local, remote, teammates).
+    Agent,
+    /// Shell commands.
+    Shell,
+    /// Everything else (monitors, workflows, dreams).
+    Other,
+}
+
+impl Class {
+    fn of(task_type: TaskType) -> Self {
+        match task_type {
+            TaskType::LocalAgent | TaskType::RemoteAgent | TaskType::InProcessTeammate => {
+                Class::Agent
+            }
+            TaskType::LocalBash => Class::Shell,
+            _ => Class::Other,
+        }
+    }
+}
+
+/// The default parallelism of a group with no limit of its own, per class (0: unlimited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassLimits {
+    /// Agents (local, remote, teammates): 20 by default.
+    pub agents: u32,
+    /// Shell commands: unlimited (0) by default.
+    pub shells: u32,
+}
+
+impl Default for ClassLimits {
+    fn default() -> Self {
+        Self {
+            agents: 20,
+            shells: 0,
+        }
+    }
+}
+
+impl ClassLimits {
+    fn of(self, class: Class) -> u32 {
+        match class {
+            Class::Agent => self.agents,
+            Class::Shell => self.shells,
+            Class::Other => 0,
+        }
+    }
+}
+
+/// The explicit group limits of `{session}/groups.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupLimits {
+    /// Each group's limit (0: unlimited).
+    pub groups: BTreeMap<String, u32>,
+}
+
+impl GroupLimits {
+    /// Reads the session's limits (none if the file is absent).
+    ///
+    /// # Errors
+    /// The file cannot be read or is not a limits document.
+    pub fn read(paths: &SessionPaths) -> Result<Self> {
+        let path = paths.groups();
+        match crate::untrusted::read_file(&path, crate::untrusted::MAX_STATE_FILE_BYTES) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::CorruptState {
+                path,
+                reason: e.to_string(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(Error::io("read", &path, e)),
+        }
+    }
+
+    fn write(&self, paths: &SessionPaths) -> Result<()> {
+        let body = serde_json::to_vec_pretty(self).map_err(|e| Error::Invalid(e.to_string()))?;
+        record::replace(paths, &paths.groups(), &body)
+    }
+}
+
+/// Starts the work of a released task (the engine's, which then records it `running`).
+pub(crate) type Starter = Arc<dyn Fn(TaskId, Work) + Send + Sync>;
+
+/// The work that starts a registered task.
+pub(crate) type Work = Box<dyn FnOnce() + Send>;
+
+/// A task the queue holds.
+struct Waiter {
+    id: TaskId,
+    class: Class,
+    background: bool,
+    work: Option<Work>,
+}
+
+/// Where a held task is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Spot {
+    /// In its group's ready queue: it starts on its turn.
+    Ready,
+    /// Waiting for its dependencies or its time.
+    Held,
+}
+
+/// What [`Queue::admit`] decided.
+pub(crate) enum Admitted {
+    /// Start it now.
+    Now(Option<Work>),
+    /// It waits; the queue starts it.
+    Queued,
+}
+
+/// The queue of one supervisor.
+pub(crate) struct Queue {
+    paths: SessionPaths,
+    registry: Arc<Registry>,
+    defaults: ClassLimits,
+    clock_offset_ms: u64,
+    starter: Starter,
+    placements: Arc<Placements>,
+    state: Mutex<State>,
+    /// Wakes the timer: a new scheduled task, or one that left.
+    timer: Notify,
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Queue")
+    }
+}
+
+/// Every task's [`Placement`], read by the record writer.
+#[derive(Debug, Default)]
+pub(crate) struct Placements(Mutex<HashMap<TaskId, Placement>>);
+
+impl Placements {
+    /// The placement of `id`, if it has one.
+    pub(crate) fn get(&self, id: &TaskId) -> Option<Placement> {
+        lock(&self.0).get(id).cloned()
+    }
+
+    /// Drops `id`'s (evicted).
+    pub(crate) fn forget(&self, id: &TaskId) {
+        lock(&self.0).remove(id);
+    }
+
+    fn set(&self, id: TaskId, placement: Placement) {
+        lock(&self.0).insert(id, placement);
+    }
+
+    fn stop_waiting(&self, id: &TaskId) {
+        if let Some(placement) = lock(&self.0).get_mut(id) {
+            placement.waiting = false;
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    limits: GroupLimits,
+    next_seq: u64,
+    /// Tasks started through the queue and not ended, with their group and class.
+    running: HashMap<TaskId, (String, Class)>,
+    counts: HashMap<(String, Class), usize>,
+    /// Each group's tasks waiting only for their turn.
+    ready: HashMap<String, BTreeMap<(Reverse<i32>, u64), Waiter>>,
+    /// Tasks waiting for dependencies or a time.
+    held: HashMap<TaskId, Waiter>,
+    /// Where each waiting task is, and its placement.
+    spots: HashMap<TaskId, (Spot, Placement)>,
+    /// Set while a restarted supervisor queues its predecessor's tasks: nothing starts yet.
+    paused: bool,
+}
+
+/// A dependency's state.
+enum Dependency {
+    Done,
+    Waiting,
+    Failed,
+}
+
+impl Queue {
+    /// A queue with the session's limits (`groups.json`) and class defaults, starting released
+    /// tasks with `starter`. Call [`Queue::spawn_timer`] inside the runtime.
+    pub(crate) fn new(
+        paths: SessionPaths,
+        registry: Arc<Registry>,
+        defaults: ClassLimits,
+        clock_offset_ms: u64,
+        starter: Starter,
+        placements: Arc<Placements>,
+    ) -> Result<Arc<Self>> {
+        let limits = GroupLimits::read(&paths)?;
+        Ok(Arc::new(Self {
+            paths,
+            registry,
+            defaults,
+            clock_offset_ms,
+            starter,
+            placements,
+            state: Mutex::new(State {
+                limits,
+                ..State::default()
+            }),
+            timer: Notify::new(),
+        }))
+    }
+
+    /// The supervisor's clock for schedules (ms epoch).
+    fn now_ms(&self) -> u64 {
+        task_core::now_ms().saturating_add(self.clock_offset_ms)
+    }
+
+    /// Whether a start with `schedule` might wait, whatever its type (so a copy of the start
+    /// must be kept for a successor in case it does).
+    pub(crate) fn may_wait(&self, schedule: &Schedule) -> bool {
+        if !schedule.after.is_empty() || schedule.delay_ms.is_some() || schedule.at_ms.is_some() {
+            return true;
+        }
+        let group = schedule.group.as_deref().unwrap_or(DEFAULT_GROUP);
+        let state = lock(&self.state);
+        match state.limits.groups.get(group) {
+            Some(&limit) => limit != 0,
+            None => self.defaults.agents != 0 || self.defaults.shells != 0,
+        }
+    }
+
+    /// Checks the dependencies a start names: each must be a task of the session.
+    ///
+    /// # Errors
+    /// [`Error::UnknownTask`] for the first that is not.
+    pub(crate) fn check_after(&self, after: &[TaskId]) -> Result<()> {
+        for id in after {
+            if self.registry.get(id).is_none() {
+                record::read(&self.paths, id)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The placement a new task with `schedule` gets (its arrival numbered now).
+    pub(crate) fn place(&self, schedule: &Schedule) -> Placement {
+        let now = self.now_ms();
+        let not_before = match (schedule.at_ms, schedule.delay_ms) {
+            (None, None) => None,
+            (at, delay) => Some(
+                at.unwrap_or(0)
+                    .max(delay.map_or(0, |d| now.saturating_add(d))),
+            ),
+        };
+        let mut state = lock(&self.state);
+        let seq = state.next_seq;
+        state.next_seq += 1;
+        Placement {
+            group: schedule
+                .group
+                .clone()
+                .unwrap_or_else(|| DEFAULT_GROUP.into()),
+            priority: schedule.priority,
+            seq,
+            after: schedule.after.clone(),
+            not_before_ms: not_before,
+            waiting: false,
+        }
+    }
+
+    /// Takes a registered task with its `placement`: starts it now if nothing holds it back
+    /// ([`Admitted::Now`], the caller runs the work), else keeps its work (and `start`, when
+    /// given, in `{id}.queued.json` for a successor) and starts it on its turn.
+    pub(crate) fn admit(
+        &self,
+        id: TaskId,
+        task_type: TaskType,
+        background: bool,
+        mut placement: Placement,
+        work: Option<Work>,
+        start: Option<&Start>,
+    ) -> Admitted {
+        let class = Class::of(task_type);
+        let mut state = lock(&self.state);
+        let free = !state.paused
+            && placement.after.is_empty()
+            && placement.not_before_ms.is_none_or(|t| t <= self.now_ms())
+            && self.has_room(&state, &placement.group, class);
+        if free || work.is_none() {
+            // A task its launcher started already (a monitor) takes a slot; it never waits.
+            if !placement.is_plain() {
+                self.placements.set(id, placement.clone());
+            }
+            self.occupy(&mut state, id, placement.group, class);
+            return Admitted::Now(work);
+        }
+        placement.waiting = true;
+        if let Some(start) = start {
+            keep_start(&self.paths, id, start, &placement);
+        }
+        self.placements.set(id, placement.clone());
+        let waiter = Waiter {
+            id,
+            class,
+            background,
+            work,
+        };
+        let spot = if placement.after.is_empty() && placement.not_before_ms.is_none() {
+            state
+                .ready
+                .entry(placement.group.clone())
+                .or_default()
+                .insert(placement.key(), waiter);
+            Spot::Ready
+        } else {
+            state.held.insert(id, waiter);
+            self.timer.notify_one();
+            Spot::Held
+        };
+        state.spots.insert(id, (spot, placement));
+        Admitted::Queued
+    }
+
+    /// Whether `group` has room for one more task of `class`.
+    fn has_room(&self, state: &State, group: &str, class: Class) -> bool {
+        match state.limits.groups.get(group) {
+            Some(0) => true,
+            Some(&limit) => {
+                let running: usize = [Class::Agent, Class::Shell, Class::Other]
+                    .iter()
+                    .map(|c| {
+                        state
+                            .counts
+                            .get(&(group.to_owned(), *c))
+                            .copied()
+                            .unwrap_or(0)
+                    })
+                    .sum();
+                running < limit as usize
+            }
+            None => match self.defaults.of(class) {
+                0 => true,
+                limit => {
+                    let key = (group.to_owned(), class);
+                    state.counts.get(&key).copied().unwrap_or(0) < limit as usize
+                }
+            },
+        }
+    }
+
+    fn occupy(&self, state: &mut State, id: TaskId, group: String, class: Class) {
+        *state.counts.entry((group.clone(), class)).or_default() += 1;
+        state.running.insert(id, (group, class));
+    }
+
+    /// Takes a waiting task out of the queue (to kill it): its work, which was never run, and
+    /// whether its end is notified. `None` if the queue does not hold it (it started already).
+    pub(crate) fn cancel(&self, id: &TaskId) -> Option<(Option<Work>, bool)> {
+        let waiter = {
+            let mut state = lock(&self.state);
+            take(&mut state, id)?
+        };
+        self.placements.stop_waiting(id);
+        forget_start(&self.paths, id);
+        Some((waiter.work, waiter.background))
+    }
+
+    /// Every task waiting in the queue (to kill them all).
+    pub(crate) fn waiting(&self) -> Vec<TaskId> {
+        lock(&self.state).spots.keys().copied().collect()
+    }
+
+    /// A task ended: its slot is free, and the tasks that wait for it may go (or fail).
+    pub(crate) fn ended(&self, id: &TaskId) {
+        let mut state = lock(&self.state);
+        if let Some((group, class)) = state.running.remove(id)
+            && let Some(count) = state.counts.get_mut(&(group, class))
+        {
+            *count = count.saturating_sub(1);
+        }
+        // Ended while waiting (killed by its owner's end): nothing of it is left to start.
+        let gone = take(&mut state, id);
+        drop(state);
+        if gone.is_some() {
+            forget_start(&self.paths, id);
+        }
+        self.pump();
+    }
+
+    /// Sets `group`'s limit (0: unlimited), keeps it in `groups.json` and starts what now fits.
+    ///
+    /// # Errors
+    /// A bad group name; `groups.json` cannot be written (the limit is not changed).
+    pub(crate) fn set_limit(&self, group: &str, parallel: u32) -> Result<()> {
+        validate_group(group)?;
+        {
+            let mut state = lock(&self.state);
+            let mut limits = state.limits.clone();
+            limits.groups.insert(group.to_owned(), parallel);
+            limits.write(&self.paths)?;
+            state.limits = limits;
+        }
+        self.pump();
+        Ok(())
+    }
+
+    /// Holds every start until [`Queue::resume`] (a restarted supervisor queuing its
+    /// predecessor's tasks, so none starts before an earlier one is queued).
+    pub(crate) fn pause(&self) {
+        lock(&self.state).paused = true;
+    }
+
+    /// Ends [`Queue::pause`] and starts what fits.
+    pub(crate) fn resume(&self) {
+        lock(&self.state).paused = false;
+        self.pump();
+    }
+
+    /// Continues the arrival numbering of a predecessor: later tasks come after `seq`.
+    pub(crate) fn continue_after(&self, seq: u64) {
+        let mut state = lock(&self.state);
+        state.next_seq = state.next_seq.max(seq + 1);
+    }
+
+    /// Moves held tasks whose dependencies completed and whose time came to their group's
+    /// queue, ends those whose dependency failed, then starts every task that fits, in order.
+    pub(crate) fn pump(&self) {
+        let mut failed = Vec::new();
+        let mut released = Vec::new();
+        {
+            let mut state = lock(&self.state);
+            if state.paused {
+                return;
+            }
+            let now = self.now_ms();
+            let held: Vec<TaskId> = state.held.keys().copied().collect();
+            for id in held {
+                let Some((_, placement)) = state.spots.get(&id) else {
+                    continue;
+                };
+                let mut verdict = Dependency::Done;
+                for dep in &placement.after {
+                    match self.dependency(dep) {
+                        Dependency::Done => {}
+                        Dependency::Waiting => verdict = Dependency::Waiting,
+                        Dependency::Failed => {
+                            verdict = Dependency::Failed;
+                            failed.push((id, *dep));
+                            break;
+                        }
+                    }
+                }
+                let due = placement.not_before_ms.is_none_or(|t| t <= now);
+                match verdict {
+                    Dependency::Failed => {}
+                    Dependency::Done if due => {
+                        let placement = placement.clone();
+                        if let Some(waiter) = state.held.remove(&id) {
+                            state.spots.insert(id, (Spot::Ready, placement.clone()));
+                            state
+                                .ready
+                                .entry(placement.group.clone())
+                                .or_default()
+                                .insert(placement.key(), waiter);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            for (id, dependency) in failed {
+                if let Some(waiter) = take(&mut state, &id) {
+                    released.push(Release::DependencyFailed {
+                        id,
+                        dependency,
+                        background: waiter.background,
+                        work: waiter.work,
+                    });
+                }
+            }
+            let groups: Vec<String> = state.ready.keys().cloned().collect();
+            for group in groups {
+                self.release_ready(&mut state, &group, &mut released);
+            }
+        }
+        for release in released {
+            match release {
+                Release::Start(id, work) => {
+                    forget_start(&self.paths, &id);
+                    self.placements.stop_waiting(&id);
+                    (self.starter)(id, work);
+                }
+                Release::DependencyFailed {
+                    id,
+                    dependency,
+                    background,
+                    work,
+                } => {
+                    forget_start(&self.paths, &id);
+                    self.placements.stop_waiting(&id);
+                    let delivery = if background {
+                        Delivery::Queue(Priority::Later)
+                    } else {
+                        Delivery::Silent
+                    };
+                    end_unstarted(
+                        &self.registry,
+                        &id,
+                        TaskStatus::Failed,
+                        &EndReason::DependencyFailed { id: dependency },
+                        delivery,
+                    );
+                    // Dropped only once ended: a launcher may end a task whose work is dropped
+                    // unrun (a shell's "never started").
+                    drop(work);
+                }
+            }
+        }
+    }
+
+    /// Starts the tasks of `group`'s queue that fit, in order.
+    fn release_ready(&self, state: &mut State, group: &str, released: &mut Vec<Release>) {
+        let explicit = state.limits.groups.contains_key(group);
+        loop {
+            // With an explicit limit every class shares it: a full group starts nothing.
+            if explicit && !self.has_room(state, group, Class::Other) {
+                return;
+            }
+            let Some(queue) = state.ready.get(group) else {
+                return;
+            };
+            // The head, or with class defaults the first task whose class has room.
+            let next = queue
+                .iter()
+                .find(|(_, waiter)| self.has_room(state, group, waiter.class))
+                .map(|(key, _)| *key);
+            let Some(key) = next else {
+                return;
+            };
+            let Some(mut waiter) = state.ready.get_mut(group).and_then(|q| q.remove(&key)) else {
+                return;
+            };
+            if state.ready.get(group).is_some_and(BTreeMap::is_empty) {
+                state.ready.remove(group);
+            }
+            state.spots.remove(&waiter.id);
+            self.occupy(state, waiter.id, group.to_owned(), waiter.class);
+            if let Some(work) = waiter.work.take() {
+                released.push(Release::Start(waiter.id, work));
+            }
+        }
+    }
+
+    /// Whether `id` completed, may still, or failed (or is unknown: pruned since).
+    fn dependency(&self, id: &TaskId) -> Dependency {
+        let status = match self.registry.get(id) {
+            Some(state) => state.status(),
+            None => match record::read(&self.paths, id) {
+                Ok(record) => record.status(),
+                Err(_) => return Dependency::Failed,
+            },
+        };
+        match status {
+            TaskStatus::Completed => Dependency::Done,
+            TaskStatus::Failed | TaskStatus::Killed => Dependency::Failed,
+            _ => Dependency::Waiting,
+        }
+    }
+
+    /// The earliest time a held task waits for.
+    fn next_due(&self) -> Option<u64> {
+        let state = lock(&self.state);
+        state
+            .held
+            .keys()
+            .filter_map(|id| state.spots.get(id)?.1.not_before_ms)
+            .min()
+    }
+
+    /// Runs the timer: sleeps until the earliest scheduled start (or a change), then lets what
+    /// is due go.
+    pub(crate) fn spawn_timer(self: &Arc<Self>) {
+        let queue = Arc::clone(self);
+        tokio::spawn(async move {
+            loop {
+                let wake = queue.timer.notified();
+                match queue.next_due() {
+                    Some(due) => {
+                        let wait = Duration::from_millis(due.saturating_sub(queue.now_ms()));
+                        tokio::select! {
+                            () = tokio::time::sleep(wait) => queue.pump(),
+                            () = wake => {}
+                        }
+                    }
+                    None => wake.await,
+                }
+            }
+        });
+    }
+}
+
+/// What the pump does once it let go of the lock.
+enum Release {
+    Start(TaskId, Work),
+    DependencyFailed {
+        id: TaskId,
+        dependency: TaskId,
+        background: bool,
+        work: Option<Work>,
+    },
+}
+
+/// Takes `id` out of the queue, wherever it waits.
+fn take(state: &mut State, id: &TaskId) -> Option<Waiter> {
+    let (spot, placement) = state.spots.remove(id)?;
+    match spot {
+        Spot::Held => state.held.remove(id),
+        Spot::Ready => {
+            let queue = state.ready.get_mut(&placement.group)?;
+            let waiter = queue.remove(&placement.key());
+            if queue.is_empty() {
+                state.ready.remove(&placement.group);
+            }
+            waiter
+        }
+    }
+}
+
+/// Ends a task that never ran: `to` with `reason`, its one notification sent with `delivery`.
+pub(crate) fn end_unstarted(
+    registry: &Registry,
+    id: &TaskId,
+    to: TaskStatus,
+    reason: &EndReason,
+    delivery: Delivery,
+) {
+    match registry.transition_with(id, to, |state| state.record_end(reason)) {
+        Ok(state) => {
+            let text =
+                summary::never_started(state.base.task_type, &state.base.description, reason);
+            let note = Notification::for_task(&state, to.terminal(), text);
+            registry.notify_once(id, note, delivery);
+        }
+        Err(error) => tracing::debug!(task = %id, %error, "it ended before the queue ended it"),
+    }
+}
+
+/// What `{id}.queued.json` holds: the start, and the task's place.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Kept {
+    /// The start as the client sent it.
+    pub start: Start,
+    /// Its place in the queue.
+    pub placement: Placement,
+}
+
+/// Writes the start of a waiting task for a successor. Failing to is logged: the task still
+/// waits its turn here; only a successor could not start it.
+fn keep_start(paths: &SessionPaths, id: TaskId, start: &Start, placement: &Placement) {
+    let kept = Kept {
+        start: start.clone(),
+        placement: placement.clone(),
+    };
+    let written = serde_json::to_vec(&kept)
+        .map_err(|e| Error::Invalid(e.to_string()))
+        .and_then(|body| record::replace(paths, &paths.queued_start(&id), &body));
+    if let Err(error) = written {
+        tracing::warn!(task = %id, %error, "cannot keep its queued start: a successor cannot run it");
+    }
+}
+
+/// Removes a task's kept start: it runs (or ended) now, so no successor may start it again.
+fn forget_start(paths: &SessionPaths, id: &TaskId) {
+    match std::fs::remove_file(paths.queued_start(id)) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => tracing::warn!(task = %id, %error, "cannot remove its queued start"),
+    }
+}
+
+/// The kept start of `id`, if a predecessor left one.
+pub(crate) fn kept_start(paths: &SessionPaths, id: &TaskId) -> Option<Kept> {
+    let path = paths.queued_start(id);
+    let bytes =
+        crate::untrusted::read_file(&path, crate::supervisor::MAX_REQUEST_BYTES as u64).ok()?;
+    match serde_json::from_slice(&bytes) {
+        Ok(kept) => Some(kept),
+        Err(error) => {
+            tracing::warn!(task = %id, %error, "its queued start is unreadable");
+            None
+        }
+    }
+}
+
+/// Removes the kept start of a task a successor could not queue again.
+pub(crate) fn drop_kept(paths: &SessionPaths, id: &TaskId) {
+    forget_start(paths, id);
+}
+
+/// Parses `--at`: RFC 3339 (`2026-05-01T14:30:00Z`, any offset) or `HH:MM` (local time, today,
+/// or tomorrow if that has passed at `now_ms`); ms since the epoch.
+///
+/// # Errors
+/// Neither form, or a time out of range.
+pub fn parse_at(text: &str, now_ms: u64) -> std::result::Result<u64, String> {
+    use chrono::{Local, NaiveTime, TimeZone};
+    let text = text.trim();
+    if let Ok(at) = chrono::DateTime::parse_from_rfc3339(text) {
+        return u64::try_from(at.timestamp_millis())
+            .map_err(|_| format!("{text:?} is before 1970"));
+    }
+    let time = NaiveTime::parse_from_str(text, "%H:%M")
+        .map_err(|_| format!("{text:?}: expected HH:MM or an RFC 3339 time"))?;
+    let now = i64::try_from(now_ms).map_err(|_| "the clock is out of range".to_owned())?;
+    let now = Local
+        .timestamp_millis_opt(now)
+        .single()
+        .ok_or_else(|| "the clock is out of range".to_owned())?;
+    let today = now.date_naive().and_time(time);
+    let mut at = Local
+        .from_local_datetime(&today)
+        .earliest()
+        .ok_or_else(|| format!("{text:?} does not exist today (a clock change)"))?;
+    if at <= now {
+        at += chrono::Duration::days(1);
+    }
+    u64::try_from(at.timestamp_millis()).map_err(|_| format!("{text:?} is out of range"))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn at_takes_rfc3339_or_a_local_hh_mm_in_the_next_day() {
+        assert_eq!(parse_at("1970-01-01T00:00:01Z", 0).unwrap(), 1_000);
+        assert_eq!(parse_at("1970-01-01T01:00:01+01:00", 0).unwrap(), 1_000);
+        let now = 1_800_000_000_000;
+        let at = parse_at("12:00", now).unwrap();
+        assert!(at > now && at <= now + 24 * 3_600_000, "{at}");
+        assert!(parse_at("25:00", now).is_err());
+        assert!(parse_at("soon", now).is_err());
+    }
+
+    #[test]
+    fn group_names_are_short_and_plain() {
+        assert!(validate_group("builds").is_ok());
+        assert!(validate_group("").is_err());
+        assert!(validate_group("a b").is_err());
+        assert!(validate_group(&"x".repeat(65)).is_err());
+    }
+}
