@@ -252,6 +252,7 @@ fn requests() -> Vec<(&'static str, Request)> {
         request: json!({"command": "sleep 1; echo done", "description": "wait", "timeoutMs": 600000, "stdin": "pipe"}),
         key: None,
         retry: false,
+        on_end: None,
     };
     let request = |op| Request {
         deadline_ms: 1_764_000_010_000,
@@ -267,6 +268,7 @@ fn requests() -> Vec<(&'static str, Request)> {
                 request: json!({"prompt": "summarise", "subagentType": "general-purpose", "model": null, "runner": "codex", "args": ["--json", "-m", "o4"], "budget": 1.5e3}),
                 key: Some("1f2e-18a9c4d2e5f60000-3".into()),
                 retry: true,
+                on_end: None,
             })),
         ),
         (

@@ -183,6 +183,10 @@ pub struct RunArgs {
     /// for `tasks input ID`).
     #[arg(long, value_enum, default_value = "null", value_name = "MODE")]
     pub stdin: StdinChoice,
+    /// A command run by `sh -c` once the task ends (however it ends), instead of the session's
+    /// `on_end`; the task is in its environment (TASKS_ID, TASKS_STATUS, TASKS_END_REASON, …).
+    #[arg(long, value_name = "CMD")]
+    pub on_end: Option<String>,
     /// The command: one argument is shell text (`'a | b'`); several are quoted words.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -255,6 +259,10 @@ pub struct AgentArgs {
     /// The new worktree's branch (implies `--worktree`); it must not exist yet.
     #[arg(long, value_name = "NAME")]
     pub worktree_branch: Option<String>,
+    /// A command run by `sh -c` once the task ends (however it ends), instead of the session's
+    /// `on_end`; the task is in its environment (TASKS_ID, TASKS_STATUS, TASKS_END_REASON, …).
+    #[arg(long, value_name = "CMD")]
+    pub on_end: Option<String>,
     /// The agent CLI: program, then arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,

@@ -123,7 +123,7 @@ fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
         timeout_ms: args.timeout,
         stdin: args.stdin.into(),
     };
-    let id = session.start::<ShellExecutor>(start, caller)?;
+    let id = session.start_with::<ShellExecutor>(start, caller, args.on_end)?;
     if args.wait && crate::stream_cmd::streams(args.follow, args.for_model, json) {
         return crate::stream_cmd::follow_then_summarize(session, &[id], true);
     }
@@ -198,7 +198,7 @@ fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
         subagent_type: None,
         worktree,
     };
-    let id = session.start::<AgentExecutor>(start, Session::caller()?)?;
+    let id = session.start_with::<AgentExecutor>(start, Session::caller()?, args.on_end)?;
     started(session, id, args.wait, json)
 }
 

@@ -13,6 +13,12 @@
 //! | `retention_keep_last`       | `TASKS_RETENTION_KEEP_LAST`   | none     |
 //! | `retention_max_size`        | `TASKS_RETENTION_MAX_SIZE`    | none     |
 //! | `retention_interval_ms`     | `TASKS_RETENTION_INTERVAL_MS` | 60 000   |
+//! | `on_end`                    | `TASKS_ON_END`                | none     |
+//! | `on_end_timeout_ms`         | `TASKS_ON_END_TIMEOUT_MS`     | 60 000   |
+//!
+//! `on_end` is a command run once at every end of every task (see [`crate::hooks`]); a task
+//! started with its own (`tasks run --on-end CMD`) runs that one instead. A hook still running
+//! after `on_end_timeout_ms` is killed.
 //!
 //! Every other key of `config.json` belongs to the executors a wiring registers (a shell's
 //! stall watchdog, an agent's command line): the session keeps them, with the `TASKS_*`
@@ -62,6 +68,10 @@ pub struct Config {
     pub retention: crate::prune::Policy,
     /// How often the supervisor applies [`Config::retention`].
     pub retention_interval: Duration,
+    /// The command run (`sh -c`) at the end of every task with no end hook of its own.
+    pub on_end: Option<String>,
+    /// How long an end hook may run before it is killed.
+    pub on_end_timeout: Duration,
     /// The settings of the executors, for the wiring to read.
     pub executors: ExecutorSettings,
 }
@@ -77,6 +87,8 @@ impl Default for Config {
             delivery_lease: Duration::from_secs(30),
             retention: crate::prune::Policy::default(),
             retention_interval: Duration::from_secs(60),
+            on_end: None,
+            on_end_timeout: Duration::from_secs(60),
             executors: ExecutorSettings::default(),
         }
     }
@@ -175,6 +187,8 @@ struct ConfigFile {
     retention_keep_last: Option<u64>,
     retention_max_size: Option<String>,
     retention_interval_ms: Option<u64>,
+    on_end: Option<String>,
+    on_end_timeout_ms: Option<u64>,
     /// Everything else: the executors' keys.
     #[serde(flatten)]
     executors: BTreeMap<String, Value>,
@@ -272,6 +286,16 @@ impl Config {
             "TASKS_RETENTION_INTERVAL_MS",
             file.retention_interval_ms,
             config.retention_interval,
+        )?;
+        config.on_end = env
+            .get("TASKS_ON_END")
+            .cloned()
+            .or(file.on_end)
+            .filter(|command| !command.trim().is_empty());
+        config.on_end_timeout = ms(
+            "TASKS_ON_END_TIMEOUT_MS",
+            file.on_end_timeout_ms,
+            config.on_end_timeout,
         )?;
         config.executors = ExecutorSettings {
             file: file.executors,

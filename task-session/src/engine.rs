@@ -21,6 +21,7 @@ use tokio::sync::{Notify, broadcast, oneshot};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::guard as lock;
+use crate::hooks::Hooks;
 use crate::notice::{self, Notice};
 use crate::paths::SessionPaths;
 use crate::protocol::{ErrorKind, KillReport, KillResult, Start};
@@ -160,7 +161,13 @@ impl Engine {
             config: config.clone(),
         };
         let launchers = wiring(&host)?;
-        let mirror = Mirror::spawn(paths.clone(), Arc::clone(&registry), config.sweep_interval)?;
+        let hooks = Hooks::new(paths.clone(), config.on_end.clone(), config.on_end_timeout);
+        let mirror = Mirror::spawn(
+            paths.clone(),
+            Arc::clone(&registry),
+            config.sweep_interval,
+            hooks,
+        )?;
         let activity = Arc::new(Activity::default());
         tokio::spawn(watch_events(
             registry.subscribe(),
@@ -188,6 +195,8 @@ impl Engine {
     /// Call before serving anything (the caller holds the session lock).
     pub fn end_orphans(&self) -> Result<()> {
         let listing = record::list(&self.paths)?;
+        // Ends whose hook their supervisor did not live to run.
+        self.mirror.state.hooks.run_due(&listing.tasks);
         // A task the wiring took over is in the registry: resumed (a remote agent followed
         // again from its sidecar), or ended by its executor with the reason it could not be.
         let taken_over = |id: &TaskId| self.registry.get(id).is_some();
@@ -215,7 +224,10 @@ impl Engine {
             // A record that cannot be written (a full disk) still reads as this end to every
             // reader; the next supervisor tries again.
             match record::write(&self.paths, &end) {
-                Ok(()) => record::release_end(&self.paths, &id),
+                Ok(()) => {
+                    record::release_end(&self.paths, &id);
+                    self.mirror.state.hooks.ended(&end);
+                }
                 Err(error) => tracing::error!(task = %id, %error, "cannot record the orphan's end"),
             }
         }
@@ -278,6 +290,7 @@ impl Engine {
         }
         let background = start.caller.background;
         let key = start.key;
+        let on_end = start.on_end;
         let launched = launcher
             .launch_json(start.request, start.caller)
             .map_err(|error| StartRefused {
@@ -290,6 +303,9 @@ impl Engine {
         let Launched { id, start: begin } = launched;
         if let Some(key) = key {
             self.mirror.keyed(id, key);
+        }
+        if let Some(on_end) = on_end {
+            self.mirror.on_end(id, on_end);
         }
         if let Err(error) = self.mirror.write_now(id)
             && begin.is_some()
@@ -564,11 +580,13 @@ impl Mirror {
         paths: SessionPaths,
         registry: Arc<Registry>,
         sweep_interval: Duration,
+        hooks: Hooks,
     ) -> Result<Self> {
         let state = Arc::new(Mirrored {
             paths,
             registry,
             sweep_interval,
+            hooks,
             books: Mutex::default(),
             detached: AtomicBool::new(false),
         });
@@ -610,6 +628,11 @@ impl Mirror {
     /// Notes the key of the start that made `id`, for its records.
     fn keyed(&self, id: TaskId, key: String) {
         lock(&self.state.books).start_keys.insert(id, key);
+    }
+
+    /// Notes the task's own end hook, for its records.
+    fn on_end(&self, id: TaskId, command: String) {
+        lock(&self.state.books).on_end.insert(id, command);
     }
 
     /// Writes the record of a task a kill on request just ended, now: no completion notice is
@@ -654,6 +677,7 @@ impl Books {
         self.completions.remove(id);
         self.unwritten.remove(id);
         self.start_keys.remove(id);
+        self.on_end.remove(id);
         self.kept.remove(id);
         self.awaiting_notice.remove(id);
         self.silent.remove(id);
@@ -676,6 +700,8 @@ struct Mirrored {
     paths: SessionPaths,
     registry: Arc<Registry>,
     sweep_interval: Duration,
+    /// Runs the end hook of every end written.
+    hooks: Hooks,
     /// Locked for the whole of a write: the writer thread and [`Mirror::write_now`] never
     /// write one task at once, and each writes the registry's state as it is under the lock,
     /// so an older state never replaces a newer one.
@@ -705,6 +731,8 @@ struct Books {
     settling: VecDeque<(TaskId, Instant)>,
     /// The key of the start that made each task, written into each of its records.
     start_keys: HashMap<TaskId, String>,
+    /// The end hook each task brought, written into each of its records.
+    on_end: HashMap<TaskId, String>,
 }
 
 impl Mirrored {
@@ -771,6 +799,7 @@ impl Mirrored {
         }
         let mut record = TaskRecord::new((*state).clone());
         record.start_key = books.start_keys.get(&id).cloned();
+        record.on_end = self.hooks.command_for(books.on_end.get(&id));
         record.survives_supervisor = !state.status().is_terminal()
             && self
                 .registry
@@ -804,6 +833,10 @@ impl Mirrored {
             Ok(()) => {
                 if !known && !terminal {
                     self.reserve_end(id);
+                }
+                if terminal {
+                    // After the end and its notice are on disk: a hook never holds them up.
+                    self.hooks.ended(&record);
                 }
                 books.written.insert(id, record);
                 if books.unwritten.remove(&id) {

@@ -117,6 +117,7 @@ pub mod client;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod hooks;
 pub mod input;
 pub mod lease;
 pub mod lock;

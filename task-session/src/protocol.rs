@@ -76,6 +76,10 @@ pub struct Start {
     /// This is not the first attempt: the supervisor looks for a task the key already made.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub retry: bool,
+    /// The task's own end hook (`tasks run --on-end CMD`), run instead of the session's
+    /// [`crate::config::Config::on_end`] when it ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_end: Option<String>,
 }
 
 /// The longest [`Start::key`] a supervisor takes.

@@ -62,6 +62,11 @@ pub struct TaskRecord {
     /// again with it finds the task instead of making a second one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_key: Option<String>,
+    /// The command run once when the task ends (its own end hook, or the session's at the
+    /// time it was written): kept with the task so that an end recorded after a supervisor's
+    /// death still runs it ([`crate::hooks`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_end: Option<String>,
     /// When the file was last written (its mtime, ms epoch; 0 for a record not read from disk):
     /// the last time its supervisor is known to have been alive.
     #[serde(skip)]
@@ -83,6 +88,7 @@ impl TaskRecord {
             notification: None,
             survives_supervisor: false,
             start_key: None,
+            on_end: None,
             written_ms: 0,
             supervisor_down: false,
         }
@@ -459,6 +465,7 @@ impl LegacyRecord {
             notification: self.notification,
             survives_supervisor: false,
             start_key: None,
+            on_end: None,
             written_ms: 0,
             supervisor_down: false,
         }

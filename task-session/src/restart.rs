@@ -30,6 +30,9 @@ pub struct StartRecord {
     pub agent_id: Option<String>,
     /// The launcher's request, as sent.
     pub request: serde_json::Value,
+    /// The task's own end hook.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_end: Option<String>,
 }
 
 impl StartRecord {
@@ -41,6 +44,7 @@ impl StartRecord {
             cwd: start.caller.cwd.clone(),
             agent_id: start.caller.agent_id.clone(),
             request: start.request.clone(),
+            on_end: start.on_end.clone(),
         }
     }
 
@@ -56,6 +60,7 @@ impl StartRecord {
             request: self.request.clone(),
             key: None,
             retry: false,
+            on_end: self.on_end.clone(),
         })
     }
 }

@@ -116,6 +116,17 @@ impl Session {
     /// Starts a task of `L`'s kind through the supervisor; returns its id once its record
     /// exists.
     pub fn start<L: Launch>(&self, request: L::Request, caller: Caller) -> Result<TaskId> {
+        self.start_with::<L>(request, caller, None)
+    }
+
+    /// [`Session::start`] with the task's own end hook, `on_end` (a command run by `sh -c`
+    /// once the task ends, instead of the session's [`Config::on_end`]).
+    pub fn start_with<L: Launch>(
+        &self,
+        request: L::Request,
+        caller: Caller,
+        on_end: Option<String>,
+    ) -> Result<TaskId> {
         let request = serde_json::to_value(request)
             .map_err(|e| Error::Invalid(format!("cannot encode a {} request: {e}", L::KIND)))?;
         let start = Start {
@@ -124,6 +135,7 @@ impl Session {
             request,
             key: None,
             retry: false,
+            on_end,
         };
         self.start_raw(start)
     }
