@@ -253,6 +253,7 @@ fn requests() -> Vec<(&'static str, Request)> {
         key: None,
         retry: false,
         on_end: None,
+        strays: None,
     };
     let request = |op| Request {
         deadline_ms: 1_764_000_010_000,
@@ -269,6 +270,7 @@ fn requests() -> Vec<(&'static str, Request)> {
                 key: Some("1f2e-18a9c4d2e5f60000-3".into()),
                 retry: true,
                 on_end: None,
+                strays: None,
             })),
         ),
         (

@@ -127,6 +127,8 @@ pub enum Command {
     Top(crate::top::TopArgs),
     /// Start a task again (same command, directory and options) under a new id.
     Restart(RestartArgs),
+    /// List the processes tasks left running when they ended: pid, task, age, CPU, RSS, command.
+    Strays(crate::strays_cmd::StraysArgs),
     /// Remove finished tasks (record and output) whose completion was delivered.
     Rm(crate::tidy_cmd::RmArgs),
     /// Remove finished, delivered tasks by age, count or total output size.
@@ -183,10 +185,9 @@ pub struct RunArgs {
     /// for `tasks input ID`).
     #[arg(long, value_enum, default_value = "null", value_name = "MODE")]
     pub stdin: StdinChoice,
-    /// A command run by `sh -c` once the task ends (however it ends), instead of the session's
-    /// `on_end`; the task is in its environment (TASKS_ID, TASKS_STATUS, TASKS_END_REASON, …).
-    #[arg(long, value_name = "CMD")]
-    pub on_end: Option<String>,
+    /// What the task brings for its end.
+    #[command(flatten)]
+    pub ends: EndArgs,
     /// The command: one argument is shell text (`'a | b'`); several are quoted words.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -259,10 +260,9 @@ pub struct AgentArgs {
     /// The new worktree's branch (implies `--worktree`); it must not exist yet.
     #[arg(long, value_name = "NAME")]
     pub worktree_branch: Option<String>,
-    /// A command run by `sh -c` once the task ends (however it ends), instead of the session's
-    /// `on_end`; the task is in its environment (TASKS_ID, TASKS_STATUS, TASKS_END_REASON, …).
-    #[arg(long, value_name = "CMD")]
-    pub on_end: Option<String>,
+    /// What the task brings for its end.
+    #[command(flatten)]
+    pub ends: EndArgs,
     /// The agent CLI: program, then arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -394,8 +394,57 @@ pub struct RestartArgs {
 #[derive(Debug, Args)]
 pub struct KillArgs {
     /// The task ids.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "all_strays")]
     pub ids: Vec<String>,
+    /// Kill the processes these (ended) tasks left running instead (`tasks strays` lists them).
+    #[arg(long)]
+    pub strays: bool,
+    /// Kill the processes every task of the session left running.
+    #[arg(long, conflicts_with_all = ["ids", "strays"])]
+    pub all_strays: bool,
+}
+
+/// What is done with the processes a task leaves running when it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StraysChoice {
+    /// Record them and name them in the task's notification (see `tasks strays`).
+    Report,
+    /// Kill them when the task ends.
+    Kill,
+    /// Do not look for them.
+    Ignore,
+}
+
+impl From<StraysChoice> for task_session::strays::StrayPolicy {
+    fn from(choice: StraysChoice) -> Self {
+        match choice {
+            StraysChoice::Report => Self::Report,
+            StraysChoice::Kill => Self::Kill,
+            StraysChoice::Ignore => Self::Ignore,
+        }
+    }
+}
+
+/// What `--on-end` and `--strays` bring to a start.
+#[derive(Debug, Clone, Args)]
+pub struct EndArgs {
+    /// A command run by `sh -c` once the task ends (however it ends), instead of the session's
+    /// `on_end`; the task is in its environment (TASKS_ID, TASKS_STATUS, TASKS_END_REASON, …).
+    #[arg(long, value_name = "CMD")]
+    pub on_end: Option<String>,
+    /// What to do with processes the task leaves running when it ends (default: the session's
+    /// `strays` setting, else report).
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub strays: Option<StraysChoice>,
+}
+
+impl From<EndArgs> for task_session::protocol::Ends {
+    fn from(args: EndArgs) -> Self {
+        Self {
+            on_end: args.on_end,
+            strays: args.strays.map(Into::into),
+        }
+    }
 }
 
 /// Deliver pending notifications (each exactly once across all readers), in priority order.

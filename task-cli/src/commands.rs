@@ -39,6 +39,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Dream(args) => crate::team_cmd::dream(&session()?, args, json),
         Command::Top(args) => crate::top::top(session()?, &args),
         Command::Restart(args) => restart(&session()?, &args, json),
+        Command::Strays(args) => crate::strays_cmd::strays(&session()?, &args, json),
         Command::Rm(args) => crate::tidy_cmd::rm(&session()?, &args, json),
         Command::Prune(args) => crate::tidy_cmd::prune(&session()?, &args, json),
         Command::Input(args) => crate::input_cmd::input(&session()?, &args, json),
@@ -123,7 +124,7 @@ fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
         timeout_ms: args.timeout,
         stdin: args.stdin.into(),
     };
-    let id = session.start_with::<ShellExecutor>(start, caller, args.on_end)?;
+    let id = session.start_with::<ShellExecutor>(start, caller, args.ends.into())?;
     if args.wait && crate::stream_cmd::streams(args.follow, args.for_model, json) {
         return crate::stream_cmd::follow_then_summarize(session, &[id], true);
     }
@@ -198,7 +199,7 @@ fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
         subagent_type: None,
         worktree,
     };
-    let id = session.start_with::<AgentExecutor>(start, Session::caller()?, args.on_end)?;
+    let id = session.start_with::<AgentExecutor>(start, Session::caller()?, args.ends.into())?;
     started(session, id, args.wait, json)
 }
 
@@ -478,6 +479,12 @@ pub fn exit_code(task: &TaskRecord) -> u8 {
 
 fn kill(session: &Session, args: &KillArgs, json: bool) -> Result<u8> {
     let ids = parse_ids(&args.ids)?;
+    if args.all_strays {
+        return crate::strays_cmd::kill_strays(session, None, json);
+    }
+    if args.strays {
+        return crate::strays_cmd::kill_strays(session, Some(&ids), json);
+    }
     let reports = session.kill(&ids)?;
     if json {
         render::json(&reports)?;

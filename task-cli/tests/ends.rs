@@ -65,6 +65,12 @@ impl Sandbox {
         });
     }
 
+    /// The task's record as the supervisor wrote it.
+    fn record(&self, id: &str) -> Value {
+        let bytes = std::fs::read(self.path(&format!("default/tasks/{id}.json"))).unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
     fn supervisor_pid(&self) -> i32 {
         let text = std::fs::read_to_string(self.path("default/supervisor.lock")).unwrap();
         text.trim().parse().unwrap()
@@ -241,4 +247,115 @@ fn a_hanging_hook_is_killed_at_its_timeout_and_never_holds_up_the_notification()
         "{log}"
     );
     assert!(!log.contains("never"), "{log}");
+}
+
+/// A shell command that leaves two daemons behind, a `setsid` one and a double-forked one,
+/// each writing its pid to a file of `sandbox`; with the files.
+fn leaving_daemons(sandbox: &Sandbox) -> (String, [std::path::PathBuf; 2]) {
+    let files = [sandbox.path("setsid.pid"), sandbox.path("forked.pid")];
+    let command = format!(
+        "setsid sh -c 'echo $$ > {}; exec sleep 301' & (sh -c 'echo $$ > {}; exec sleep 302' &); echo started",
+        files[0].display(),
+        files[1].display()
+    );
+    (command, files)
+}
+
+fn read_pids(files: &[std::path::PathBuf; 2]) -> [i32; 2] {
+    files.clone().map(|file| {
+        eventually("a daemon's pid", || {
+            std::fs::read_to_string(&file).ok()?.trim().parse().ok()
+        })
+    })
+}
+
+#[test]
+fn daemons_left_by_a_finished_shell_are_named_listed_and_killed_by_kill_strays() {
+    let sandbox = Sandbox::for_agents();
+    let (command, files) = leaving_daemons(&sandbox);
+    let id = sandbox.started(&["run", "--", &command]);
+    let pids = read_pids(&files);
+    assert_eq!(sandbox.run(&["wait", &id]).status.code(), Some(0));
+    let record = sandbox.record(&id);
+    let summary = record["notification"]["notification"]["summary"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(summary.contains("left 2 processes running: "), "{record}");
+    for pid in pids {
+        assert!(summary.contains(&format!("{pid} `")), "{pid} in {summary}");
+    }
+    let listed = sandbox.json(&["strays"]);
+    let mut rows: Vec<(i64, String)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["pid"].as_i64().unwrap(),
+                row["task"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    rows.sort();
+    let mut expected: Vec<(i64, String)> =
+        pids.iter().map(|&p| (i64::from(p), id.clone())).collect();
+    expected.sort();
+    assert_eq!(rows, expected, "{listed}");
+    assert!(listed[0]["rssBytes"].as_u64().unwrap() > 0, "{listed}");
+    assert!(sandbox.ok(&["strays", &id]).contains("sleep 30"));
+
+    let killed = sandbox.ok(&["kill", "--strays", &id]);
+    assert_eq!(killed.trim(), format!("{id} killed 2 strays"));
+    for pid in pids {
+        eventually("the stray gone", || (!is_alive(pid)).then_some(()));
+    }
+    assert_eq!(sandbox.json(&["strays"]), json!([]));
+    assert_eq!(sandbox.ok(&["kill", "--all-strays"]), "");
+}
+
+#[test]
+fn under_strays_kill_the_daemons_a_shell_leaves_die_when_it_ends() {
+    let sandbox = Sandbox::for_agents();
+    let (command, files) = leaving_daemons(&sandbox);
+    let id = sandbox.started(&["run", "--strays", "kill", "--", &command]);
+    let pids = read_pids(&files);
+    let waited = sandbox.run(&["wait", &id]);
+    assert_eq!(waited.status.code(), Some(0));
+    for pid in pids {
+        eventually("the stray killed", || (!is_alive(pid)).then_some(()));
+    }
+    let record = sandbox.record(&id);
+    let summary = record["notification"]["notification"]["summary"].to_string();
+    assert!(
+        summary.contains("left 2 processes running, killed: "),
+        "{record}"
+    );
+    assert!(record.get("strays").is_none(), "{record}");
+    assert_eq!(sandbox.json(&["strays"]), json!([]));
+}
+
+#[test]
+fn a_daemon_an_agent_s_tool_started_is_killed_with_the_agent() {
+    let sandbox = Sandbox::for_agents();
+    let pid_file = sandbox.path("daemon.pid");
+    let script = sandbox.script(
+        "daemonizing.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"spawn": "exec sleep 305", "pid_file": pid_file.display().to_string(),
+                   "setsid": true}),
+            json!({"wait_file": sandbox.path("never").display().to_string()}),
+        ],
+    );
+    let id = sandbox.agent(&[], &script);
+    let daemon: i32 = eventually("the daemon's pid", || {
+        std::fs::read_to_string(&pid_file).ok()?.trim().parse().ok()
+    });
+    assert!(is_alive(daemon));
+    sandbox.running(&id);
+    assert_eq!(sandbox.ok(&["kill", &id]).trim(), format!("{id} killed"));
+    eventually("the daemon killed with its agent", || {
+        (!is_alive(daemon)).then_some(())
+    });
 }

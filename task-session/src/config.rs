@@ -15,10 +15,14 @@
 //! | `retention_interval_ms`     | `TASKS_RETENTION_INTERVAL_MS` | 60 000   |
 //! | `on_end`                    | `TASKS_ON_END`                | none     |
 //! | `on_end_timeout_ms`         | `TASKS_ON_END_TIMEOUT_MS`     | 60 000   |
+//! | `strays`                    | `TASKS_STRAYS`                | `report` |
 //!
 //! `on_end` is a command run once at every end of every task (see [`crate::hooks`]); a task
 //! started with its own (`tasks run --on-end CMD`) runs that one instead. A hook still running
 //! after `on_end_timeout_ms` is killed.
+//!
+//! `strays` says what the supervisor does with the processes a task leaves running when it ends
+//! (see [`crate::strays`]): `report` them, `kill` them, or `ignore` them (no look at all).
 //!
 //! Every other key of `config.json` belongs to the executors a wiring registers (a shell's
 //! stall watchdog, an agent's command line): the session keeps them, with the `TASKS_*`
@@ -72,6 +76,8 @@ pub struct Config {
     pub on_end: Option<String>,
     /// How long an end hook may run before it is killed.
     pub on_end_timeout: Duration,
+    /// What is done with the processes a task leaves running, for tasks that say nothing.
+    pub strays: crate::strays::StrayPolicy,
     /// The settings of the executors, for the wiring to read.
     pub executors: ExecutorSettings,
 }
@@ -89,6 +95,7 @@ impl Default for Config {
             retention_interval: Duration::from_secs(60),
             on_end: None,
             on_end_timeout: Duration::from_secs(60),
+            strays: crate::strays::StrayPolicy::Report,
             executors: ExecutorSettings::default(),
         }
     }
@@ -189,6 +196,7 @@ struct ConfigFile {
     retention_interval_ms: Option<u64>,
     on_end: Option<String>,
     on_end_timeout_ms: Option<u64>,
+    strays: Option<String>,
     /// Everything else: the executors' keys.
     #[serde(flatten)]
     executors: BTreeMap<String, Value>,
@@ -297,6 +305,11 @@ impl Config {
             file.on_end_timeout_ms,
             config.on_end_timeout,
         )?;
+        if let Some(text) = env.get("TASKS_STRAYS").cloned().or(file.strays) {
+            config.strays = text
+                .parse()
+                .map_err(|e| Error::Invalid(format!("TASKS_STRAYS={text:?}: {e}")))?;
+        }
         config.executors = ExecutorSettings {
             file: file.executors,
             env,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use task_core::{
     Caller, EndReason, Input, InputError, KillError, KillOutcome, Launch, LaunchError, Launched,
-    Registry, RegistryConfig, TaskEvent, TaskId, TaskStatus,
+    Registry, RegistryConfig, TaskEvent, TaskId, TaskState, TaskStatus,
 };
 use tokio::sync::{Notify, broadcast, oneshot};
 
@@ -26,6 +26,7 @@ use crate::notice::{self, Notice};
 use crate::paths::SessionPaths;
 use crate::protocol::{ErrorKind, KillReport, KillResult, Start};
 use crate::record::{self, TaskRecord};
+use crate::strays::{self, StrayPolicy};
 
 /// What the wiring of a supervisor gets: the registry to register executors with, where task
 /// files go, and the session's settings.
@@ -166,7 +167,10 @@ impl Engine {
             paths.clone(),
             Arc::clone(&registry),
             config.sweep_interval,
-            hooks,
+            EndActions {
+                hooks,
+                strays: config.strays,
+            },
         )?;
         let activity = Arc::new(Activity::default());
         tokio::spawn(watch_events(
@@ -196,7 +200,7 @@ impl Engine {
     pub fn end_orphans(&self) -> Result<()> {
         let listing = record::list(&self.paths)?;
         // Ends whose hook their supervisor did not live to run.
-        self.mirror.state.hooks.run_due(&listing.tasks);
+        self.mirror.state.ends.hooks.run_due(&listing.tasks);
         // A task the wiring took over is in the registry: resumed (a remote agent followed
         // again from its sidecar), or ended by its executor with the reason it could not be.
         let taken_over = |id: &TaskId| self.registry.get(id).is_some();
@@ -226,7 +230,7 @@ impl Engine {
             match record::write(&self.paths, &end) {
                 Ok(()) => {
                     record::release_end(&self.paths, &id);
-                    self.mirror.state.hooks.ended(&end);
+                    self.mirror.state.ends.hooks.ended(&end);
                 }
                 Err(error) => tracing::error!(task = %id, %error, "cannot record the orphan's end"),
             }
@@ -291,6 +295,7 @@ impl Engine {
         let background = start.caller.background;
         let key = start.key;
         let on_end = start.on_end;
+        let strays = start.strays;
         let launched = launcher
             .launch_json(start.request, start.caller)
             .map_err(|error| StartRefused {
@@ -306,6 +311,11 @@ impl Engine {
         }
         if let Some(on_end) = on_end {
             self.mirror.on_end(id, on_end);
+        }
+        if let Some(policy) = strays {
+            lock(&self.mirror.state.books)
+                .stray_policy
+                .insert(id, policy);
         }
         if let Err(error) = self.mirror.write_now(id)
             && begin.is_some()
@@ -580,13 +590,13 @@ impl Mirror {
         paths: SessionPaths,
         registry: Arc<Registry>,
         sweep_interval: Duration,
-        hooks: Hooks,
+        ends: EndActions,
     ) -> Result<Self> {
         let state = Arc::new(Mirrored {
             paths,
             registry,
             sweep_interval,
-            hooks,
+            ends,
             books: Mutex::default(),
             detached: AtomicBool::new(false),
         });
@@ -678,6 +688,8 @@ impl Books {
         self.unwritten.remove(id);
         self.start_keys.remove(id);
         self.on_end.remove(id);
+        self.stray_policy.remove(id);
+        self.strays.remove(id);
         self.kept.remove(id);
         self.awaiting_notice.remove(id);
         self.silent.remove(id);
@@ -700,8 +712,8 @@ struct Mirrored {
     paths: SessionPaths,
     registry: Arc<Registry>,
     sweep_interval: Duration,
-    /// Runs the end hook of every end written.
-    hooks: Hooks,
+    /// What is done at every end written: its hook, the look for what it left running.
+    ends: EndActions,
     /// Locked for the whole of a write: the writer thread and [`Mirror::write_now`] never
     /// write one task at once, and each writes the registry's state as it is under the lock,
     /// so an older state never replaces a newer one.
@@ -733,6 +745,45 @@ struct Books {
     start_keys: HashMap<TaskId, String>,
     /// The end hook each task brought, written into each of its records.
     on_end: HashMap<TaskId, String>,
+    /// The stray policy each task brought.
+    stray_policy: HashMap<TaskId, StrayPolicy>,
+    /// What each ended task left running, found at the end that ended at this time.
+    strays: HashMap<TaskId, (Option<u64>, strays::Found)>,
+}
+
+/// What the record writer does at a task's end besides writing it.
+struct EndActions {
+    /// Runs the end hook of every end written.
+    hooks: Hooks,
+    /// The stray policy of tasks that brought none.
+    strays: StrayPolicy,
+}
+
+impl EndActions {
+    /// What `state`, which ended, left running: looked for once per end (under its policy),
+    /// and not after a kill or a supervisor's death (whose reaping took every process of the
+    /// task).
+    fn strays(&self, books: &mut Books, state: &TaskState) -> strays::Found {
+        let id = state.id();
+        let ended = state.base.end_time;
+        if let Some((at, found)) = books.strays.get(&id)
+            && *at == ended
+        {
+            return found.clone();
+        }
+        let reaped = matches!(
+            state.base.end_reason,
+            Some(EndReason::Killed | EndReason::SupervisorDied { .. })
+        );
+        let policy = books.stray_policy.get(&id).copied().unwrap_or(self.strays);
+        let found = if reaped {
+            strays::Found::default()
+        } else {
+            strays::Found::at_end(&id, policy)
+        };
+        books.strays.insert(id, (ended, found.clone()));
+        found
+    }
 }
 
 impl Mirrored {
@@ -799,19 +850,28 @@ impl Mirrored {
         }
         let mut record = TaskRecord::new((*state).clone());
         record.start_key = books.start_keys.get(&id).cloned();
-        record.on_end = self.hooks.command_for(books.on_end.get(&id));
+        record.on_end = self.ends.hooks.command_for(books.on_end.get(&id));
         record.survives_supervisor = !state.status().is_terminal()
             && self
                 .registry
                 .executor(state.base.task_type)
                 .is_some_and(|executor| executor.survives_supervisor(&state));
         if state.status().is_terminal() {
+            let left = self.ends.strays(&mut books, &state);
+            record.strays = left.running();
             // A notice of an earlier end (an agent resumed since) is not this end's.
             record.notification = books
                 .completions
                 .get(&id)
                 .filter(|notice| state.base.end_time.is_none_or(|end| notice.at_ms >= end))
-                .cloned();
+                .cloned()
+                .map(|mut notice| {
+                    if let Some(note) = left.note() {
+                        let summary = &mut notice.notification.summary;
+                        *summary = format!("{summary}; {note}");
+                    }
+                    notice
+                });
             let no_notice_due = occasion == Occasion::Killed || books.silent.contains(&id);
             if record.notification.is_none() && !no_notice_due {
                 let now = Instant::now();
@@ -836,7 +896,7 @@ impl Mirrored {
                 }
                 if terminal {
                     // After the end and its notice are on disk: a hook never holds them up.
-                    self.hooks.ended(&record);
+                    self.ends.hooks.ended(&record);
                 }
                 books.written.insert(id, record);
                 if books.unwritten.remove(&id) {

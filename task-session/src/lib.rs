@@ -128,6 +128,7 @@ pub mod prune;
 pub mod record;
 pub mod restart;
 pub mod session;
+pub mod strays;
 pub mod supervisor;
 pub mod untrusted;
 

@@ -67,6 +67,10 @@ pub struct TaskRecord {
     /// death still runs it ([`crate::hooks`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_end: Option<String>,
+    /// The processes the task left running when it ended, as found then (`tasks strays` shows
+    /// those still alive).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub strays: Vec<task_core::process::Stray>,
     /// When the file was last written (its mtime, ms epoch; 0 for a record not read from disk):
     /// the last time its supervisor is known to have been alive.
     #[serde(skip)]
@@ -89,6 +93,7 @@ impl TaskRecord {
             survives_supervisor: false,
             start_key: None,
             on_end: None,
+            strays: Vec::new(),
             written_ms: 0,
             supervisor_down: false,
         }
@@ -466,6 +471,7 @@ impl LegacyRecord {
             survives_supervisor: false,
             start_key: None,
             on_end: None,
+            strays: Vec::new(),
             written_ms: 0,
             supervisor_down: false,
         }

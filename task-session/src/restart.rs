@@ -33,6 +33,9 @@ pub struct StartRecord {
     /// The task's own end hook.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_end: Option<String>,
+    /// What is done with the processes it leaves running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strays: Option<crate::strays::StrayPolicy>,
 }
 
 impl StartRecord {
@@ -45,6 +48,7 @@ impl StartRecord {
             agent_id: start.caller.agent_id.clone(),
             request: start.request.clone(),
             on_end: start.on_end.clone(),
+            strays: start.strays,
         }
     }
 
@@ -61,6 +65,7 @@ impl StartRecord {
             key: None,
             retry: false,
             on_end: self.on_end.clone(),
+            strays: self.strays,
         })
     }
 }

@@ -116,16 +116,17 @@ impl Session {
     /// Starts a task of `L`'s kind through the supervisor; returns its id once its record
     /// exists.
     pub fn start<L: Launch>(&self, request: L::Request, caller: Caller) -> Result<TaskId> {
-        self.start_with::<L>(request, caller, None)
+        self.start_with::<L>(request, caller, crate::protocol::Ends::default())
     }
 
-    /// [`Session::start`] with the task's own end hook, `on_end` (a command run by `sh -c`
-    /// once the task ends, instead of the session's [`Config::on_end`]).
+    /// [`Session::start`] with what the task brings for its end: its own end hook (a command
+    /// run by `sh -c` once the task ends, instead of the session's [`Config::on_end`]) and
+    /// what to do with the processes it leaves running (instead of [`Config::strays`]).
     pub fn start_with<L: Launch>(
         &self,
         request: L::Request,
         caller: Caller,
-        on_end: Option<String>,
+        ends: crate::protocol::Ends,
     ) -> Result<TaskId> {
         let request = serde_json::to_value(request)
             .map_err(|e| Error::Invalid(format!("cannot encode a {} request: {e}", L::KIND)))?;
@@ -135,7 +136,8 @@ impl Session {
             request,
             key: None,
             retry: false,
-            on_end,
+            on_end: ends.on_end,
+            strays: ends.strays,
         };
         self.start_raw(start)
     }
