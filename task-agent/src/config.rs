@@ -52,6 +52,9 @@ pub struct AgentConfig {
     /// Where agents run in worktrees of their own are added (`{id}` under it); the `tasks`
     /// supervisor uses `{session}/worktrees`. `None`: `{output_dir}/worktrees`.
     pub worktrees_dir: Option<PathBuf>,
+    /// The most tokens every agent of the executor may use together ([`crate::budget`]); the
+    /// run that reaches it is stopped. `None`: no session budget.
+    pub session_token_budget: Option<u64>,
 }
 
 impl Default for AgentConfig {
@@ -66,6 +69,7 @@ impl Default for AgentConfig {
             display_messages: DEFAULT_DISPLAY_MESSAGES,
             error_loop_limit: DEFAULT_ERROR_LOOP_LIMIT,
             worktrees_dir: None,
+            session_token_budget: None,
         }
     }
 }

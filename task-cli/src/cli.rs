@@ -260,6 +260,17 @@ pub struct AgentArgs {
     /// The new worktree's branch (implies `--worktree`); it must not exist yet.
     #[arg(long, value_name = "NAME")]
     pub worktree_branch: Option<String>,
+    /// Stop the agent after it has run this long (`90s`, `10m`, `1h30m`; a bare number is
+    /// milliseconds): interrupted, then killed after the grace; it ends failed, `budget: time`.
+    #[arg(long, value_name = "DURATION", value_parser = task_session::config::parse_duration_ms)]
+    pub timeout: Option<u64>,
+    /// Stop the agent once it has made this many model responses.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u64>,
+    /// Stop the agent once it has used this many tokens (its latest input plus every output,
+    /// as `ps` counts them).
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
     /// What the task brings for its end.
     #[command(flatten)]
     pub ends: EndArgs,
@@ -269,6 +280,17 @@ pub struct AgentArgs {
 }
 
 impl AgentArgs {
+    /// The budgets asked for, if any.
+    pub fn budget(&self) -> Option<task_core::AgentBudget> {
+        let budget = task_core::AgentBudget {
+            max_tokens: self.max_tokens,
+            max_turns: self.max_turns,
+            timeout_ms: self.timeout,
+            turns_used: 0,
+        };
+        (!budget.is_unlimited()).then_some(budget)
+    }
+
     /// The worktree asked for, if any.
     pub fn worktree(&self) -> Option<task_agent::worktree::WorktreeRequest> {
         (self.worktree || self.worktree_branch.is_some()).then(|| {

@@ -185,6 +185,7 @@ fn restart(session: &Session, args: &crate::cli::RestartArgs, json: bool) -> Res
 
 fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
     let worktree = args.worktree();
+    let budget = args.budget();
     let (command, prompt) = args
         .runner
         .first_turn(args.command, args.prompt)
@@ -198,6 +199,7 @@ fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
         model: None,
         subagent_type: None,
         worktree,
+        budget,
     };
     let id = session.start_with::<AgentExecutor>(start, Session::caller()?, args.ends.into())?;
     started(session, id, args.wait, json)

@@ -38,6 +38,7 @@ const KEYS: &[&str] = &[
     "size_cap_bytes",
     "agent_command",
     "agent_runner",
+    "agent_token_budget",
     "remote_server",
     "remote_token_file",
     "remote_poll_interval_ms",
@@ -57,6 +58,8 @@ pub struct Settings {
     pub agent_command: Option<String>,
     /// That CLI's event format: `claude`, `codex`, `gemini` or `auto`.
     pub agent_runner: Option<String>,
+    /// The most tokens every agent of the session may use together (none: no budget).
+    pub agent_token_budget: Option<u64>,
     /// The sessions server the MCP `Agent` tool uses for `isolation: "remote"` (none: refused).
     pub remote_server: Option<String>,
     /// The file holding that server's bearer token.
@@ -92,6 +95,8 @@ impl Settings {
         }
         settings.agent_command = from.text("TASKS_AGENT_COMMAND", "agent_command")?;
         settings.agent_runner = from.text("TASKS_AGENT_RUNNER", "agent_runner")?;
+        settings.agent_token_budget =
+            from.number("TASKS_AGENT_TOKEN_BUDGET", "agent_token_budget")?;
         settings.remote_server = from.text("TASKS_REMOTE_SERVER", "remote_server")?;
         settings.remote_token_file = from
             .text("TASKS_REMOTE_TOKEN_FILE", "remote_token_file")?

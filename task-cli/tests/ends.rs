@@ -359,3 +359,107 @@ fn a_daemon_an_agent_s_tool_started_is_killed_with_the_agent() {
         (!is_alive(daemon)).then_some(())
     });
 }
+
+/// A script for an agent that answers for ever: after the prompt, a response every 20 ms,
+/// each with `input` input tokens and 10 output tokens.
+fn working_for_ever(sandbox: &Sandbox, name: &str, input: u64) -> String {
+    let usage = json!({"input_tokens": input, "output_tokens": 10});
+    sandbox.script(
+        name,
+        &[
+            json!({"read_user": true}),
+            json!({"forever": {"steps": [{"text": "still working", "usage": usage}], "every_ms": 20}}),
+        ],
+    )
+}
+
+impl Sandbox {
+    /// Waits for `id` to end; its record.
+    fn ended(&self, id: &str) -> Value {
+        eventually(&format!("{id} ended"), || {
+            let record = self.record(id);
+            let status = record["task"]["status"].as_str()?;
+            (status != "running" && status != "pending" && record["notification"].is_object())
+                .then_some(record)
+        })
+    }
+}
+
+#[test]
+fn each_budget_ends_an_agent_that_would_work_for_ever_once_with_its_reason() {
+    let sandbox = Sandbox::for_agents();
+    let hooked = sandbox.path("ends.txt");
+    let sandbox = sandbox.env("TASKS_ON_END", appending_hook(&hooked));
+    let script = working_for_ever(&sandbox, "forever.jsonl", 1000);
+    let agent = |flags: &[&str]| {
+        let fake = fake_agent();
+        let mut args = vec!["agent", "--prompt", "work"];
+        args.extend_from_slice(flags);
+        args.extend(["--", fake.to_str().unwrap(), "--script", &script]);
+        sandbox.started(&args)
+    };
+    let tokens = agent(&["--max-tokens", "1100"]);
+    let turns = agent(&["--max-turns", "5"]);
+    let time = agent(&["--timeout", "1500ms"]);
+    let cases = [
+        (&tokens, "tokens", "budget: tokens 1100 of 1100"),
+        (&turns, "turns", "budget: turns 5 of 5"),
+        (&time, "time", "budget: time "),
+    ];
+    for (id, limit, words) in cases {
+        let record = sandbox.ended(id);
+        assert_eq!(record["task"]["status"], "failed", "{record}");
+        let reason = &record["task"]["endReason"];
+        assert_eq!(reason["reason"], "budget_exceeded", "{record}");
+        assert_eq!(reason["limit"], limit, "{record}");
+        let summary = record["notification"]["notification"]["summary"].to_string();
+        assert!(summary.contains(words), "{words} in {summary}");
+    }
+    let listed = sandbox.ok(&["ps", "--all"]);
+    assert!(listed.contains("/1.1k tokens"), "{listed}");
+    assert!(listed.contains("5/5 turns"), "{listed}");
+    let notices = sandbox.ok(&["notifications"]);
+    for id in [&tokens, &turns, &time] {
+        let tag = format!("<task-id>{id}</task-id>");
+        assert_eq!(notices.matches(&tag).count(), 1, "{id} once in {notices}");
+    }
+    let lines = sandbox.hooked(&hooked, &[&tokens, &turns, &time]);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines[&tokens][0].starts_with("failed budget: tokens 1100 of 1100|local_agent|"));
+    assert!(lines[&turns][0].starts_with("failed budget: turns 5 of 5|"));
+    for id in [&tokens, &turns, &time] {
+        assert_eq!(lines[id.as_str()].len(), 1, "{lines:?}");
+    }
+}
+
+#[test]
+fn a_session_token_budget_shared_by_five_agents_stops_the_one_that_crosses_it() {
+    let sandbox = Sandbox::for_agents().env("TASKS_AGENT_TOKEN_BUDGET", "4500");
+    let thrifty = sandbox.script(
+        "thrifty.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"text": "done", "usage": {"input_tokens": 990, "output_tokens": 10}}),
+            json!({"result": "done"}),
+        ],
+    );
+    let finished: Vec<String> = (0..4).map(|_| sandbox.agent(&[], &thrifty)).collect();
+    for id in &finished {
+        let record = sandbox.ended(id);
+        assert_eq!(record["task"]["status"], "completed", "{record}");
+    }
+    // 4000 tokens used: the fifth crosses 4500 after a few responses of 110, 120, … tokens.
+    let script = working_for_ever(&sandbox, "forever.jsonl", 100);
+    let spender = sandbox.agent(&[], &script);
+    let record = sandbox.ended(&spender);
+    assert_eq!(record["task"]["status"], "failed", "{record}");
+    let reason = &record["task"]["endReason"];
+    assert_eq!(reason["limit"], "session_tokens", "{record}");
+    assert_eq!(reason["max"], 4500, "{record}");
+    assert!(reason["used"].as_u64().unwrap() >= 4500, "{record}");
+    let summary = record["notification"]["notification"]["summary"].to_string();
+    assert!(summary.contains("budget: session tokens "), "{summary}");
+    for id in &finished {
+        assert_eq!(sandbox.status(id), "completed");
+    }
+}
