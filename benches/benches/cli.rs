@@ -10,6 +10,10 @@
 //! 4. `rss_sleeps`: the total RSS of every process supervising tasks (the session's one
 //!    supervisor) while `TASKS_BENCH_SLEEPS` (default 1000) `sleep` tasks started by `tasks run`
 //!    are alive (target ≤ 64 MiB at 10 000).
+//! 5. `stray_tracking`: the cost of looking for the processes each task left running when it
+//!    ends (`strays`: `report`, the default, against `ignore`): the supervisor's CPU time and
+//!    the wall time of the 200-run loop of 2., the two policies interleaved in one run.
+//!    `TASKS_BENCH_ONLY=strays` runs this one alone.
 //!
 //! Run with `cargo bench -p benches --bench cli`. It builds the executables as shipped first
 //! (`cargo build-tasksd`, `cargo build-tasks`: release, static-pie), runs everything on temporary roots, and kills
@@ -49,6 +53,10 @@ fn main() {
         tasks,
         roots: roots.path().to_owned(),
     };
+    if std::env::var("TASKS_BENCH_ONLY").as_deref() == Ok("strays") {
+        stray_tracking(&bench, samples);
+        return;
+    }
     run_latency(&bench, if quick { 20 } else { 60 });
     run_200_then_wait(&bench, samples);
     tail_1gib(&bench, if quick { 10 } else { 40 });
@@ -70,6 +78,8 @@ struct Bench {
 struct Root {
     dir: PathBuf,
     tasks: PathBuf,
+    /// Settings of this root's commands (and so of its supervisor).
+    env: Vec<(&'static str, &'static str)>,
 }
 
 impl Root {
@@ -78,7 +88,13 @@ impl Root {
         Self {
             dir,
             tasks: bench.tasks.clone(),
+            env: Vec::new(),
         }
+    }
+
+    fn with_env(mut self, key: &'static str, value: &'static str) -> Self {
+        self.env.push((key, value));
+        self
     }
 
     fn command(&self) -> Command {
@@ -88,7 +104,8 @@ impl Root {
             .env("TASKS_IDLE_EXIT_MS", "60000")
             .env("TASKS_POLL_MS", "5")
             .stdin(Stdio::null())
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::inherit())
+            .envs(self.env.iter().copied());
         command
     }
 
@@ -197,19 +214,7 @@ fn run_200_then_wait(bench: &Bench, samples: usize) {
     for _ in 0..samples {
         let root = Root::new(bench);
         root.start("true"); // the supervisor is up, as in a session already in use
-        let script = format!(
-            "ids=''; for i in $(seq 200); do ids=\"$ids $('{0}' run -- true)\"; done; '{0}' wait $ids >/dev/null",
-            bench.tasks.display()
-        );
-        ours.push(time(|| {
-            let status = Command::new("sh")
-                .args(["-c", &script])
-                .env("TASKS_ROOT", &root.dir)
-                .env("TASKS_POLL_MS", "5")
-                .status()
-                .unwrap();
-            assert!(status.success());
-        }));
+        ours.push(time(|| run_200(bench, &root)));
         baseline.push(time(|| sh("for i in $(seq 200); do sh -c true; done")));
     }
     let ratios: Vec<String> = ours
@@ -225,6 +230,71 @@ fn run_200_then_wait(bench: &Bench, samples: usize) {
         "(target ≤ 3×)",
     );
     println!("  per-sample ratios: {}", ratios.join(" "));
+}
+
+/// A shell loop of 200 `tasks run -- true` in `root`, then one `tasks wait` on all of them.
+fn run_200(bench: &Bench, root: &Root) {
+    let script = format!(
+        "ids=''; for i in $(seq 200); do ids=\"$ids $('{0}' run -- true)\"; done; '{0}' wait $ids >/dev/null",
+        bench.tasks.display()
+    );
+    let status = Command::new("sh")
+        .args(["-c", &script])
+        .env("TASKS_ROOT", &root.dir)
+        .env("TASKS_POLL_MS", "5")
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// CPU time (user and system) process `pid` has used (`/proc/<pid>/stat`, 10 ms ticks).
+fn cpu_time(pid: i32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_ascii_whitespace().collect())
+        .unwrap_or_default();
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
+}
+
+/// The cost of stray tracking: the supervisor's CPU time and the wall time of [`run_200`] with
+/// `strays` set to `report` (each end looks at `/proc` for processes carrying the task's
+/// marker) and to `ignore` (no look), interleaved.
+fn stray_tracking(bench: &Bench, samples: usize) {
+    let processes = std::fs::read_dir("/proc")
+        .map(|dir| {
+            dir.flatten()
+                .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+                .count()
+        })
+        .unwrap_or(0);
+    println!("stray_tracking: {processes} processes on the machine");
+    let policies = ["report", "ignore"];
+    let mut cpu: [Vec<Duration>; 2] = Default::default();
+    let mut wall: [Vec<Duration>; 2] = Default::default();
+    for _ in 0..samples {
+        for (i, policy) in policies.iter().enumerate() {
+            let root = Root::new(bench).with_env("TASKS_STRAYS", policy);
+            root.start("true");
+            let pid = root.supervisor_pid().unwrap();
+            let before = cpu_time(pid);
+            wall[i].push(time(|| run_200(bench, &root)));
+            cpu[i].push(cpu_time(pid).saturating_sub(before));
+        }
+    }
+    for (i, policy) in policies.iter().enumerate() {
+        let cpu = median(cpu[i].clone());
+        println!(
+            "stray_tracking {policy:<6} supervisor CPU {:>8.1} ms ({:>6.1} µs a task) | 200 runs + wait {:>8.1} ms",
+            cpu.as_secs_f64() * 1e3,
+            cpu.as_secs_f64() * 1e6 / 200.0,
+            median(wall[i].clone()).as_secs_f64() * 1e3
+        );
+    }
 }
 
 fn tail_1gib(bench: &Bench, n: usize) {
