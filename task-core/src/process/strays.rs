@@ -1,7 +1,7 @@
 //! The processes a task left running when it ended (its *strays*): daemons it started with
 //! `setsid` or a double fork, which outlive its shell. They carry the task's marker
 //! ([`TASK_MARKER_ENV`](crate::TASK_MARKER_ENV)), so they are found by it when the task ends
-//! ([`strays_of`]), described from `/proc` while they live ([`Stray::usage`]), and killed on
+//! ([`strays_of`], in the supervising process; [`strays_of_any`] anywhere), described from `/proc` while they live ([`Stray::usage`]), and killed on
 //! request only while they are still the process that was found ([`Stray::kill`]: same start
 //! time, still carrying the marker, checked through a pidfd so a reused pid is never hit).
 
@@ -11,9 +11,11 @@ use std::time::Duration;
 use rustix::process::{PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
 use serde::{Deserialize, Serialize};
 
-use super::contain::{marked_processes, marker_entry};
+use std::collections::HashSet;
+
+use super::contain::{marker_entry, started_here};
 use super::procfs;
-use super::tree::{ignore_gone, to_pid};
+use super::tree::{children_of, ignore_gone, to_pid};
 
 /// The longest command line kept for a stray, in bytes.
 pub const STRAY_COMMAND_BYTES: usize = 200;
@@ -45,16 +47,52 @@ pub struct StrayUsage {
     pub rss_bytes: u64,
 }
 
-/// The live processes of this user carrying the marker of task `marker`, other than this
-/// process, in pid order.
+/// The live processes carrying the marker of task `marker` among those this process adopted,
+/// in pid order. Call it in the process that supervised the task, a subreaper
+/// ([`become_subreaper`](super::become_subreaper)), once the task's first process is reaped:
+/// whatever the task left running was re-parented to it when its parent died (or descends
+/// from such a process), so only those processes are looked at, not every process of the
+/// machine: a look costs the supervisor's children and the adopted ones, however many
+/// processes the machine runs.
 pub fn strays_of(marker: &str) -> Vec<Stray> {
-    let me = std::process::id();
-    let mut found: Vec<Stray> = marked_processes(&marker_entry(marker))
+    strays_among(adopted(), marker)
+}
+
+/// The live processes among `pids` carrying the marker of task `marker`, in pid order.
+fn strays_among(pids: Vec<u32>, marker: &str) -> Vec<Stray> {
+    let entry = marker_entry(marker);
+    let mut found: Vec<Stray> = pids
         .into_iter()
-        .filter(|&pid| pid != me)
+        .filter(|&pid| procfs::environ_has(pid, &entry))
         .filter_map(describe)
         .collect();
     found.sort_by_key(|stray| stray.pid);
+    found
+}
+
+/// The descendants of this process that it did not start itself (a live task's first process
+/// leads a group of its own in this process's session, as does an end hook), with their whole
+/// subtrees.
+fn adopted() -> Vec<u32> {
+    let me = std::process::id();
+    let (Some(mine), Ok(me_pid)) = (procfs::read_stat(me), to_pid(me)) else {
+        return Vec::new();
+    };
+    let raw = |pid: rustix::process::Pid| pid.as_raw_nonzero().get().unsigned_abs();
+    let mut queue: Vec<_> = children_of(me_pid)
+        .into_iter()
+        .filter(|&pid| {
+            procfs::read_stat(raw(pid)).is_some_and(|stat| !started_here(raw(pid), &stat, &mine))
+        })
+        .collect();
+    let mut seen = HashSet::new();
+    let mut found = Vec::new();
+    while let Some(pid) = queue.pop() {
+        if seen.insert(pid) {
+            found.push(raw(pid));
+            queue.extend(children_of(pid));
+        }
+    }
     found
 }
 
@@ -172,8 +210,9 @@ mod tests {
             .env(crate::TASK_MARKER_ENV, &marker)
             .spawn()
             .expect("sleep starts");
-        let found = strays_of(&marker);
+        let found = strays_among(vec![child.id(), std::process::id()], &marker);
         assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(strays_of_any(|m| m == marker).len(), 1);
         let stray = &found[0];
         assert_eq!(stray.pid, child.id());
         assert_eq!(stray.command, "sleep 30");
