@@ -250,13 +250,14 @@ fn a_hanging_hook_is_killed_at_its_timeout_and_never_holds_up_the_notification()
 }
 
 /// A shell command that leaves two daemons behind, a `setsid` one and a double-forked one,
-/// each writing its pid to a file of `sandbox`; with the files.
+/// each writing its pid to a file of `sandbox`; it ends once both have; with the files.
 fn leaving_daemons(sandbox: &Sandbox) -> (String, [std::path::PathBuf; 2]) {
     let files = [sandbox.path("setsid.pid"), sandbox.path("forked.pid")];
+    let (a, b) = (files[0].display(), files[1].display());
     let command = format!(
-        "setsid sh -c 'echo $$ > {}; exec sleep 301' & (sh -c 'echo $$ > {}; exec sleep 302' &); echo started",
-        files[0].display(),
-        files[1].display()
+        "setsid sh -c 'echo $$ > {a}.new; mv {a}.new {a}; exec sleep 301' & \
+         (sh -c 'echo $$ > {b}.new; mv {b}.new {b}; exec sleep 302' &); \
+         until [ -s {a} ] && [ -s {b} ]; do sleep 0.01; done; echo started"
     );
     (command, files)
 }

@@ -138,7 +138,9 @@ pub fn kill_strays_of(marker: &str) -> Vec<Stray> {
         let before = killed.len();
         for stray in found {
             match stray.kill(marker) {
-                Ok(true) if killed.contains(&stray) => {}
+                // Signalled in an earlier round and not dead yet (its command line may have
+                // changed since: an `exec`).
+                Ok(true) if killed.iter().any(|k: &Stray| k.is_same_process(&stray)) => {}
                 Ok(true) => killed.push(stray),
                 Ok(false) => {}
                 Err(error) => tracing::warn!(pid = stray.pid, %error, "cannot kill a stray"),
@@ -152,6 +154,11 @@ pub fn kill_strays_of(marker: &str) -> Vec<Stray> {
 }
 
 impl Stray {
+    /// Whether `other` names the same process (pid and start time).
+    fn is_same_process(&self, other: &Stray) -> bool {
+        self.pid == other.pid && self.started == other.started
+    }
+
     /// Whether it still runs (the same process: same pid and start time, not a zombie).
     pub fn is_alive(&self) -> bool {
         procfs::read_stat(self.pid)
