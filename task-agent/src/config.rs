@@ -55,6 +55,9 @@ pub struct AgentConfig {
     /// The most tokens every agent of the executor may use together ([`crate::budget`]); the
     /// run that reaches it is stopped. `None`: no session budget.
     pub session_token_budget: Option<u64>,
+    /// The budgets of every agent started without budgets of its own (the MCP `Agent` tool,
+    /// workflow agents, `tasks agent` without `--max-*`); `None`: none.
+    pub default_budget: Option<task_core::AgentBudget>,
 }
 
 impl Default for AgentConfig {
@@ -70,6 +73,7 @@ impl Default for AgentConfig {
             error_loop_limit: DEFAULT_ERROR_LOOP_LIMIT,
             worktrees_dir: None,
             session_token_budget: None,
+            default_budget: None,
         }
     }
 }

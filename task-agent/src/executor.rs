@@ -362,7 +362,10 @@ impl AgentExecutor {
             model: request.model.clone(),
             is_backgrounded: true,
             worktree: worktree.map(Box::new),
-            budget: request.budget.filter(|budget| !budget.is_unlimited()),
+            budget: request
+                .budget
+                .or(self.inner.config.default_budget)
+                .filter(|budget| !budget.is_unlimited()),
             ..AgentState::default()
         };
         let mut task = TaskState::new(

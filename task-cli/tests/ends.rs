@@ -464,3 +464,14 @@ fn a_session_token_budget_shared_by_five_agents_stops_the_one_that_crosses_it() 
         assert_eq!(sandbox.status(id), "completed");
     }
 }
+
+#[test]
+fn the_configured_budget_ends_an_agent_started_without_one() {
+    let sandbox = Sandbox::for_agents().env("TASKS_AGENT_MAX_TURNS", "3");
+    let script = working_for_ever(&sandbox, "forever.jsonl", 100);
+    let id = sandbox.agent(&[], &script);
+    let record = sandbox.ended(&id);
+    assert_eq!(record["task"]["status"], "failed", "{record}");
+    let summary = record["notification"]["notification"]["summary"].to_string();
+    assert!(summary.contains("budget: turns 3 of 3"), "{summary}");
+}
