@@ -100,7 +100,7 @@ impl Sandbox {
 
 #[test]
 fn the_configured_hook_runs_once_for_every_end_of_shells_and_agents() {
-    let sandbox = Sandbox::for_agents();
+    let sandbox = Sandbox::for_agents().env("TASKS_START_TIMEOUT_MS", "60000");
     let file = sandbox.path("ends.txt");
     std::fs::create_dir_all(sandbox.path("default")).unwrap();
     let config = json!({ "on_end": appending_hook(&file) });
@@ -178,7 +178,9 @@ fn the_configured_hook_runs_once_for_every_end_of_shells_and_agents() {
 
 #[test]
 fn a_hook_given_to_a_task_replaces_the_session_hook_and_runs_once_after_a_supervisor_sigkill() {
-    let sandbox = Sandbox::for_agents();
+    // A new supervisor reaps the orphans before it answers, which scans every process of the
+    // machine (seconds with tens of thousands of them).
+    let sandbox = Sandbox::for_agents().env("TASKS_START_TIMEOUT_MS", "60000");
     let own = sandbox.path("own.txt");
     let session = sandbox.path("session.txt");
     let sandbox = sandbox.env("TASKS_ON_END", appending_hook(&session));
