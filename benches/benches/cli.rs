@@ -15,9 +15,12 @@
 //! 6. `queued_10000`: `TASKS_BENCH_QUEUED` (default 10 000) `tasks run -- true` queued behind
 //!    the 4 blockers of a group of parallel 4: the supervisor's RSS with all of them waiting,
 //!    then the time to drain them once the blockers go.
+//! 7. `stray_tracking`: the cost of looking for the processes each task left running when it
+//!    ends (`strays`: `report`, the default, against `ignore`): the supervisor's CPU time and
+//!    the wall time of the 200-run loop of 2., the two policies interleaved in one run.
 //!
 //! `cargo bench -p benches --bench cli -- NAME…` runs only the benchmarks whose names start
-//! with one of the NAMEs (`-- queue` runs 5 and 6).
+//! with one of the NAMEs (`-- queue` runs 5 and 6, `-- stray` runs 7).
 //!
 //! Run with `cargo bench -p benches --bench cli`. It builds the executables as shipped first
 //! (`cargo build-tasksd`, `cargo build-tasks`: release, static-pie), runs everything on temporary roots, and kills
@@ -87,6 +90,9 @@ fn main() {
     if wanted("queued_10000") {
         queued_10000(&bench, number("TASKS_BENCH_QUEUED", 10_000));
     }
+    if wanted("stray_tracking") {
+        stray_tracking(&bench, samples);
+    }
 }
 
 /// The binary under test, and where the state roots go (deleted when the bench ends).
@@ -100,6 +106,8 @@ struct Bench {
 struct Root {
     dir: PathBuf,
     tasks: PathBuf,
+    /// Settings of this root's commands (and so of its supervisor).
+    env: Vec<(&'static str, &'static str)>,
 }
 
 impl Root {
@@ -108,7 +116,13 @@ impl Root {
         Self {
             dir,
             tasks: bench.tasks.clone(),
+            env: Vec::new(),
         }
+    }
+
+    fn with_env(mut self, key: &'static str, value: &'static str) -> Self {
+        self.env.push((key, value));
+        self
     }
 
     fn command(&self) -> Command {
@@ -118,7 +132,8 @@ impl Root {
             .env("TASKS_IDLE_EXIT_MS", "60000")
             .env("TASKS_POLL_MS", "5")
             .stdin(Stdio::null())
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::inherit())
+            .envs(self.env.iter().copied());
         command
     }
 
@@ -336,6 +351,57 @@ fn queued_10000(bench: &Bench, count: usize) {
         drain.as_secs_f64(),
         drain.as_secs_f64() * 1e3 / count as f64
     );
+}
+
+/// CPU time (user and system) process `pid` has used (`/proc/<pid>/stat`, 10 ms ticks).
+fn cpu_time(pid: i32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_ascii_whitespace().collect())
+        .unwrap_or_default();
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
+}
+
+/// The cost of stray tracking: the supervisor's CPU time and the wall time of the loop of [`run_200_script`] with
+/// `strays` set to `report` (each end looks at `/proc` for processes carrying the task's
+/// marker) and to `ignore` (no look), interleaved.
+fn stray_tracking(bench: &Bench, samples: usize) {
+    let processes = std::fs::read_dir("/proc")
+        .map(|dir| {
+            dir.flatten()
+                .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+                .count()
+        })
+        .unwrap_or(0);
+    println!("stray_tracking: {processes} processes on the machine");
+    let policies = ["report", "ignore"];
+    let mut cpu: [Vec<Duration>; 2] = Default::default();
+    let mut wall: [Vec<Duration>; 2] = Default::default();
+    for _ in 0..samples {
+        for (i, policy) in policies.iter().enumerate() {
+            let root = Root::new(bench).with_env("TASKS_STRAYS", policy);
+            root.start("true");
+            let pid = root.supervisor_pid().unwrap();
+            let before = cpu_time(pid);
+            let script = run_200_script(bench, "");
+            wall[i].push(time(|| root.sh(&script)));
+            cpu[i].push(cpu_time(pid).saturating_sub(before));
+        }
+    }
+    for (i, policy) in policies.iter().enumerate() {
+        let cpu = median(cpu[i].clone());
+        println!(
+            "stray_tracking {policy:<6} supervisor CPU {:>8.1} ms ({:>6.1} µs a task) | 200 runs + wait {:>8.1} ms",
+            cpu.as_secs_f64() * 1e3,
+            cpu.as_secs_f64() * 1e6 / 200.0,
+            median(wall[i].clone()).as_secs_f64() * 1e3
+        );
+    }
 }
 
 fn tail_1gib(bench: &Bench, n: usize) {

@@ -254,6 +254,8 @@ fn requests() -> Vec<(&'static str, Request)> {
         key: None,
         retry: false,
         schedule: None,
+        on_end: None,
+        strays: None,
     };
     let request = |op| Request {
         deadline_ms: 1_764_000_010_000,
@@ -270,6 +272,8 @@ fn requests() -> Vec<(&'static str, Request)> {
                 key: Some("1f2e-18a9c4d2e5f60000-3".into()),
                 retry: true,
                 schedule: None,
+                on_end: None,
+                strays: None,
             })),
         ),
         (

@@ -52,6 +52,12 @@ pub struct AgentConfig {
     /// Where agents run in worktrees of their own are added (`{id}` under it); the `tasks`
     /// supervisor uses `{session}/worktrees`. `None`: `{output_dir}/worktrees`.
     pub worktrees_dir: Option<PathBuf>,
+    /// The most tokens every agent of the executor may use together ([`crate::budget`]); the
+    /// run that reaches it is stopped. `None`: no session budget.
+    pub session_token_budget: Option<u64>,
+    /// The budgets of every agent started without budgets of its own (the MCP `Agent` tool,
+    /// workflow agents, `tasks agent` without `--max-*`); `None`: none.
+    pub default_budget: Option<task_core::AgentBudget>,
 }
 
 impl Default for AgentConfig {
@@ -66,6 +72,8 @@ impl Default for AgentConfig {
             display_messages: DEFAULT_DISPLAY_MESSAGES,
             error_loop_limit: DEFAULT_ERROR_LOOP_LIMIT,
             worktrees_dir: None,
+            session_token_budget: None,
+            default_budget: None,
         }
     }
 }

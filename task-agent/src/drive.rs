@@ -11,6 +11,7 @@ use task_core::{
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
+use crate::budget::RunBudget;
 use crate::config::AgentConfig;
 use crate::event::{AgentEvent, TurnOutcome};
 use crate::notify::{RunEnd, agent_notification};
@@ -36,6 +37,8 @@ pub(crate) struct Drive {
     pub(crate) errors: ErrorStreak,
     /// Where its worktree (if it runs in one) is removed from once it stops unchanged.
     pub(crate) worktrees: Arc<Worktrees>,
+    /// Its budgets.
+    pub(crate) budget: RunBudget,
 }
 
 /// The errors ([`AgentEvent::Error`]) a CLI reported in a row, with nothing else between them.
@@ -100,6 +103,7 @@ impl Drive {
     async fn until_stopped(&mut self) -> Result<(), Cancelled> {
         loop {
             let stuck_at = self.errors.deadline(self.config.error_loop_limit);
+            let out_of_time = self.budget.deadline();
             let event = tokio::select! {
                 biased;
                 control = self.control.recv() => {
@@ -109,6 +113,11 @@ impl Drive {
                 // Before the session's events: a CLI that prints errors fast must not starve it.
                 () = sleep_until(stuck_at), if stuck_at.is_some() => {
                     self.stuck().await?;
+                    return Ok(());
+                }
+                () = sleep_until(out_of_time), if out_of_time.is_some() => {
+                    let reason = self.budget.timed_out();
+                    self.over_budget(reason).await?;
                     return Ok(());
                 }
                 event = self.session.next_event() => event,
@@ -124,7 +133,12 @@ impl Drive {
                         return Ok(());
                     }
                 }
-                SessionEvent::Agent(event) => self.record_event(event),
+                SessionEvent::Agent(event) => {
+                    if let Some(reason) = self.record_event(event) {
+                        self.over_budget(reason).await?;
+                        return Ok(());
+                    }
+                }
                 SessionEvent::Ended(end) => {
                     // Messages queued for (or written to) a dead CLI stay pending: a resume
                     // delivers them.
@@ -161,6 +175,22 @@ impl Drive {
         Ok(())
     }
 
+    /// The run has used up a budget (`reason` says which): its CLI is interrupted, then killed
+    /// after the kill grace, and the run fails with `reason`. Messages written to it stay
+    /// pending for a resume.
+    async fn over_budget(&mut self, reason: EndReason) -> Result<(), Cancelled> {
+        let error = reason.short();
+        tracing::info!(id = %self.id, %error, "agent stopped at its budget");
+        let unanswered = std::mem::take(&mut self.in_flight);
+        if !unanswered.is_empty() {
+            self.requeue(unanswered);
+        }
+        self.session.cancel().await;
+        self.stop_with(RunEnd::Failed { error, reason }, false)
+            .await?;
+        Ok(())
+    }
+
     /// A cancel is served at once; a queued message waits for the turn's end.
     async fn on_control(&mut self, control: Option<Control>) -> Result<(), Cancelled> {
         if let Some(Control::Cancel(ack)) = control {
@@ -172,7 +202,8 @@ impl Drive {
         Ok(())
     }
 
-    fn record_event(&mut self, event: AgentEvent) {
+    /// Applies `event`; the budget it used up, if it did.
+    fn record_event(&mut self, event: AgentEvent) -> Option<EndReason> {
         if let AgentEvent::Init { session_id, .. } = &event {
             self.record.set_session_id(session_id.clone());
             // In its state too, so its record holds what resumes it after this process.
@@ -187,24 +218,30 @@ impl Drive {
         }
         if let AgentEvent::Error { message } = &event {
             self.surface_error(message);
-            return;
+            return None;
         }
         if self.errors.clear() {
             self.clear_shown_error();
         }
         let change = self.tracker.apply(&event);
         if change == Change::None {
-            return;
+            return None;
         }
+        let response = matches!(event, AgentEvent::Usage(_));
         let text = match &event {
             AgentEvent::Text(text) => Some(text.as_str()),
             _ => None,
         };
         let cap = self.config.display_messages;
         let tracker = &self.tracker;
+        let mut turns = 0;
         let _ = self.registry.update(&self.id, |current| {
             edit_agent(current, |agent| {
                 agent.progress = tracker.merged_into(&agent.progress);
+                if let Some(budget) = agent.budget.as_mut().filter(|_| response) {
+                    budget.turns_used += 1;
+                }
+                turns = agent.budget.map_or(0, |budget| budget.turns_used);
                 if let Some(text) = text {
                     agent
                         .messages
@@ -224,6 +261,11 @@ impl Drive {
             );
             self.registry.emit_progress(&self.id, detail);
         }
+        if !response {
+            return None;
+        }
+        let tokens = self.tracker.progress().token_count;
+        self.budget.check(self.id, self.run, tokens, turns)
     }
 
     /// An error the CLI reported while it runs: shown in the state (`error`, until the CLI

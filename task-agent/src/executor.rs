@@ -74,6 +74,8 @@ pub struct AgentRequest {
     /// Run it in a new git worktree made from the `HEAD` of the repository `cwd` is in
     /// ([`worktree`](crate::worktree)): removed when it stops unchanged, kept otherwise.
     pub worktree: Option<WorktreeRequest>,
+    /// Its budgets ([`crate::budget`]).
+    pub budget: Option<task_core::AgentBudget>,
 }
 
 impl AgentRequest {
@@ -100,6 +102,7 @@ impl AgentRequest {
             silent: false,
             json_schema: None,
             worktree: None,
+            budget: None,
         }
     }
 }
@@ -207,6 +210,8 @@ struct Inner {
     names: DashMap<String, TaskId>,
     task: Arc<AgentTask>,
     worktrees: Arc<Worktrees>,
+    /// The session's token budget, shared by every run.
+    session_tokens: Arc<crate::budget::SessionTokens>,
 }
 
 impl AgentExecutor {
@@ -225,10 +230,14 @@ impl AgentExecutor {
             .worktrees_dir
             .clone()
             .unwrap_or_else(|| output_dir.join("worktrees"));
+        let session_tokens = Arc::new(crate::budget::SessionTokens::new(
+            config.session_token_budget,
+        ));
         let inner = Arc::new_cyclic(|weak| Inner {
             registry,
             output_dir,
             config,
+            session_tokens,
             worktrees: Arc::new(Worktrees::new(worktrees_dir)),
             agents: DashMap::new(),
             names: DashMap::new(),
@@ -341,6 +350,10 @@ impl AgentExecutor {
             model: request.model.clone(),
             is_backgrounded: true,
             worktree: worktree.map(Box::new),
+            budget: request
+                .budget
+                .or(self.inner.config.default_budget)
+                .filter(|budget| !budget.is_unlimited()),
             ..AgentState::default()
         };
         let mut task = TaskState::new(
@@ -557,6 +570,11 @@ impl AgentExecutor {
             in_flight: Vec::new(),
             errors: Default::default(),
             worktrees: Arc::clone(&self.inner.worktrees),
+            budget: crate::budget::RunBudget::new(
+                budget_of(registry, &id),
+                Arc::clone(&self.inner.session_tokens),
+                Instant::now(),
+            ),
         };
         tokio::spawn(drive.run());
         Ok(())
@@ -582,6 +600,11 @@ impl AgentExecutor {
             },
             result: None,
             error: None,
+            // A new run has its budgets again.
+            budget: agent.budget.map(|budget| task_core::AgentBudget {
+                turns_used: 0,
+                ..budget
+            }),
             ..agent.clone()
         };
         let mut task = TaskState::new(
@@ -892,5 +915,13 @@ fn spec_of(
         replace_env: request.replace_env,
         transcript,
         json_schema: request.json_schema.clone(),
+    }
+}
+
+/// The budgets recorded in the state of agent `id`.
+fn budget_of(registry: &Registry, id: &TaskId) -> Option<task_core::AgentBudget> {
+    match &registry.get(id)?.kind {
+        TaskKind::Agent(agent) => agent.budget,
+        _ => None,
     }
 }

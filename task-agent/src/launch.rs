@@ -40,6 +40,9 @@ pub struct AgentStart {
     /// ([`worktree`](crate::worktree)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<WorktreeRequest>,
+    /// Its budgets: tokens, turns, time ([`crate::budget`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<task_core::AgentBudget>,
 }
 
 /// The event format of an agent CLI as a front end names it.
@@ -168,6 +171,7 @@ impl AgentExecutor {
         request.owner_agent_id = caller.agent_id;
         request.tool_use_id = caller.tool_use_id;
         request.worktree = start.worktree;
+        request.budget = start.budget;
         Ok(request)
     }
 }

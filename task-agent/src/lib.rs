@@ -47,6 +47,7 @@
 #![deny(missing_docs)]
 
 pub mod activity;
+pub mod budget;
 mod command;
 mod config;
 pub mod dream;

@@ -129,6 +129,8 @@ pub enum Command {
     Restart(RestartArgs),
     /// Set or list the parallelism limits of groups (`tasks group set G --parallel N`).
     Group(GroupArgs),
+    /// List the processes tasks left running when they ended: pid, task, age, CPU, RSS, command.
+    Strays(crate::strays_cmd::StraysArgs),
     /// Remove finished tasks (record and output) whose completion was delivered.
     Rm(crate::tidy_cmd::RmArgs),
     /// Remove finished, delivered tasks by age, count or total output size.
@@ -191,6 +193,9 @@ pub struct RunArgs {
     /// What makes it ready (`tasks wait --ready ID`).
     #[command(flatten)]
     pub ready: ReadyArgs,
+    /// What the task brings for its end.
+    #[command(flatten)]
+    pub ends: EndArgs,
     /// The command: one argument is shell text (`'a | b'`); several are quoted words.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -331,12 +336,37 @@ pub struct AgentArgs {
     /// Group, priority, dependencies and start time.
     #[command(flatten)]
     pub schedule: ScheduleArgs,
+    /// Stop the agent after it has run this long (`90s`, `10m`, `1h30m`; a bare number is
+    /// milliseconds): interrupted, then killed after the grace; it ends failed, `budget: time`.
+    #[arg(long, value_name = "DURATION", value_parser = task_session::config::parse_duration_ms)]
+    pub timeout: Option<u64>,
+    /// Stop the agent once it has made this many model responses.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u64>,
+    /// Stop the agent once it has used this many tokens (its latest input plus every output,
+    /// as `ps` counts them).
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+    /// What the task brings for its end.
+    #[command(flatten)]
+    pub ends: EndArgs,
     /// The agent CLI: program, then arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
 impl AgentArgs {
+    /// The budgets asked for, if any.
+    pub fn budget(&self) -> Option<task_core::AgentBudget> {
+        let budget = task_core::AgentBudget {
+            max_tokens: self.max_tokens,
+            max_turns: self.max_turns,
+            timeout_ms: self.timeout,
+            turns_used: 0,
+        };
+        (!budget.is_unlimited()).then_some(budget)
+    }
+
     /// The worktree asked for, if any.
     pub fn worktree(&self) -> Option<task_agent::worktree::WorktreeRequest> {
         (self.worktree || self.worktree_branch.is_some()).then(|| {
@@ -469,8 +499,57 @@ pub struct RestartArgs {
 #[derive(Debug, Args)]
 pub struct KillArgs {
     /// The task ids.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "all_strays")]
     pub ids: Vec<String>,
+    /// Kill the processes these (ended) tasks left running instead (`tasks strays` lists them).
+    #[arg(long)]
+    pub strays: bool,
+    /// Kill the processes every task of the session left running.
+    #[arg(long, conflicts_with_all = ["ids", "strays"])]
+    pub all_strays: bool,
+}
+
+/// What is done with the processes a task leaves running when it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StraysChoice {
+    /// Record them and name them in the task's notification (see `tasks strays`).
+    Report,
+    /// Kill them when the task ends.
+    Kill,
+    /// Do not look for them.
+    Ignore,
+}
+
+impl From<StraysChoice> for task_session::strays::StrayPolicy {
+    fn from(choice: StraysChoice) -> Self {
+        match choice {
+            StraysChoice::Report => Self::Report,
+            StraysChoice::Kill => Self::Kill,
+            StraysChoice::Ignore => Self::Ignore,
+        }
+    }
+}
+
+/// What `--on-end` and `--strays` bring to a start.
+#[derive(Debug, Clone, Args)]
+pub struct EndArgs {
+    /// A command run by `sh -c` once the task ends (however it ends), instead of the session's
+    /// `on_end`; the task is in its environment (TASKS_ID, TASKS_STATUS, TASKS_END_REASON, …).
+    #[arg(long, value_name = "CMD")]
+    pub on_end: Option<String>,
+    /// What to do with processes the task leaves running when it ends (default: the session's
+    /// `strays` setting, else report).
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub strays: Option<StraysChoice>,
+}
+
+impl From<EndArgs> for task_session::protocol::Ends {
+    fn from(args: EndArgs) -> Self {
+        Self {
+            on_end: args.on_end,
+            strays: args.strays.map(Into::into),
+        }
+    }
 }
 
 /// Deliver pending notifications (each exactly once across all readers), in priority order.

@@ -40,6 +40,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Top(args) => crate::top::top(session()?, &args),
         Command::Restart(args) => restart(&session()?, &args, json),
         Command::Group(args) => crate::group_cmd::group(&session()?, args, json),
+        Command::Strays(args) => crate::strays_cmd::strays(&session()?, &args, json),
         Command::Rm(args) => crate::tidy_cmd::rm(&session()?, &args, json),
         Command::Prune(args) => crate::tidy_cmd::prune(&session()?, &args, json),
         Command::Input(args) => crate::input_cmd::input(&session()?, &args, json),
@@ -191,7 +192,7 @@ fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
     if let Some(check) = &schedule.ready {
         check.validate()?;
     }
-    let id = session.start_scheduled::<ShellExecutor>(start, caller, schedule)?;
+    let id = session.start_with::<ShellExecutor>(start, caller, schedule, args.ends.into())?;
     if args.wait && crate::stream_cmd::streams(args.follow, args.for_model, json) {
         return crate::stream_cmd::follow_then_summarize(session, &[id], true);
     }
@@ -252,6 +253,7 @@ fn restart(session: &Session, args: &crate::cli::RestartArgs, json: bool) -> Res
 
 fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
     let worktree = args.worktree();
+    let budget = args.budget();
     let (command, prompt) = args
         .runner
         .first_turn(args.command, args.prompt)
@@ -265,9 +267,11 @@ fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
         model: None,
         subagent_type: None,
         worktree,
+        budget,
     };
     let schedule = args.schedule.to_schedule()?;
-    let id = session.start_scheduled::<AgentExecutor>(start, Session::caller()?, schedule)?;
+    let caller = Session::caller()?;
+    let id = session.start_with::<AgentExecutor>(start, caller, schedule, args.ends.into())?;
     started(session, id, args.wait, json)
 }
 
@@ -314,7 +318,13 @@ fn monitor(session: &Session, args: MonitorArgs, json: bool) -> Result<u8> {
         group: args.group,
         ..Default::default()
     };
-    let id = session.start_scheduled::<Monitors>(start, Session::caller()?, schedule)?;
+    let caller = Session::caller()?;
+    let id = session.start_with::<Monitors>(
+        start,
+        caller,
+        schedule,
+        task_session::protocol::Ends::default(),
+    )?;
     print_started(session, id, json)
 }
 
@@ -552,6 +562,12 @@ pub fn exit_code(task: &TaskRecord) -> u8 {
 
 fn kill(session: &Session, args: &KillArgs, json: bool) -> Result<u8> {
     let ids = parse_ids(&args.ids)?;
+    if args.all_strays {
+        return crate::strays_cmd::kill_strays(session, None, json);
+    }
+    if args.strays {
+        return crate::strays_cmd::kill_strays(session, Some(&ids), json);
+    }
     let reports = session.kill(&ids)?;
     if json {
         render::json(&reports)?;

@@ -61,6 +61,8 @@ pub mod settings;
 #[cfg(feature = "cli")]
 pub mod status_cmd;
 #[cfg(feature = "cli")]
+pub mod strays_cmd;
+#[cfg(feature = "cli")]
 pub mod stream_cmd;
 #[cfg(feature = "cli")]
 pub mod team_cmd;

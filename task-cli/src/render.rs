@@ -103,7 +103,8 @@ impl Row {
 }
 
 /// A task's description, and for an agent what it has done: `research · 1.4k tokens · 3 tools
-/// · Reading /etc/hostname`, then the branch of its worktree, if it runs (or ran, and its
+/// · Reading /etc/hostname` (with its budgets: `1.4k/200k tokens`, `· 3/10 turns`, `· time
+/// limit 5m 0s`), then the branch of its worktree, if it runs (or ran, and its
 /// worktree was kept) in one: `· ⎇ tasks/research-a12345678`.
 pub fn describe(task: &TaskState) -> String {
     let base = &task.base.description;
@@ -119,9 +120,15 @@ pub fn describe(task: &TaskState) -> String {
         return base.clone();
     };
     let progress = &agent.progress;
+    let budget = agent.budget.unwrap_or_default();
+    let of = |max: Option<u64>| {
+        max.map(|max| format!("/{}", count(max)))
+            .unwrap_or_default()
+    };
     let mut text = format!(
-        "{base} · {} tokens · {} tool{}",
+        "{base} · {}{} tokens · {} tool{}",
         count(progress.token_count),
+        of(budget.max_tokens),
         progress.tool_use_count,
         if progress.tool_use_count == 1 {
             ""
@@ -129,6 +136,13 @@ pub fn describe(task: &TaskState) -> String {
             "s"
         }
     );
+    if let Some(max) = budget.max_turns {
+        text.push_str(&format!(" · {}/{max} turns", budget.turns_used));
+    }
+    if let Some(max) = budget.timeout_ms {
+        let max = task_core::human_duration(std::time::Duration::from_millis(max));
+        text.push_str(&format!(" · time limit {max}"));
+    }
     if let Some(latest) = progress.recent_activities.iter().last() {
         let activity = latest
             .activity_description

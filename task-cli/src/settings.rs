@@ -41,6 +41,10 @@ const KEYS: &[&str] = &[
     "size_cap_bytes",
     "agent_command",
     "agent_runner",
+    "agent_token_budget",
+    "agent_max_tokens",
+    "agent_max_turns",
+    "agent_timeout_ms",
     "remote_server",
     "remote_token_file",
     "remote_poll_interval_ms",
@@ -61,6 +65,10 @@ pub struct Settings {
     pub agent_command: Option<String>,
     /// That CLI's event format (`claude`, `codex`, `gemini` or `auto`; Claude's when unset).
     pub agent_runner: RunnerFormat,
+    /// The most tokens every agent of the session may use together (none: no budget).
+    pub agent_token_budget: Option<u64>,
+    /// The budgets of every agent started without its own (none: unlimited).
+    pub agent_budget: Option<task_core::AgentBudget>,
     /// The sessions server the MCP `Agent` tool uses for `isolation: "remote"` (none: refused).
     pub remote_server: Option<String>,
     /// The file holding that server's bearer token.
@@ -108,6 +116,15 @@ impl Settings {
                     )
                 })?;
         }
+        settings.agent_token_budget =
+            from.number("TASKS_AGENT_TOKEN_BUDGET", "agent_token_budget")?;
+        let budget = task_core::AgentBudget {
+            max_tokens: from.number("TASKS_AGENT_MAX_TOKENS", "agent_max_tokens")?,
+            max_turns: from.number("TASKS_AGENT_MAX_TURNS", "agent_max_turns")?,
+            timeout_ms: from.number("TASKS_AGENT_TIMEOUT_MS", "agent_timeout_ms")?,
+            turns_used: 0,
+        };
+        settings.agent_budget = (!budget.is_unlimited()).then_some(budget);
         settings.remote_server = from.text("TASKS_REMOTE_SERVER", "remote_server")?;
         settings.remote_token_file = from
             .text("TASKS_REMOTE_TOKEN_FILE", "remote_token_file")?

@@ -12,6 +12,7 @@ use task_core::{Address, TaskId, TaskKind, TaskType};
 use crate::commands::print_started;
 use crate::error::{CliError, Result, exit};
 use crate::render;
+use task_session::protocol::Ends;
 use task_session::record::TaskRecord;
 use task_session::session::Session;
 
@@ -116,7 +117,8 @@ fn spawn(session: &Session, args: TeamSpawnArgs, json: bool) -> Result<u8> {
         color: args.color,
     };
     let schedule = args.schedule.to_schedule()?;
-    let id = session.start_scheduled::<TeamExecutor>(start, Session::caller()?, schedule)?;
+    let caller = Session::caller()?;
+    let id = session.start_with::<TeamExecutor>(start, caller, schedule, Ends::default())?;
     print_started(session, id, json)
 }
 

@@ -29,6 +29,8 @@ pub fn standard(host: &Host) -> Result<Launchers> {
         .register_with_registry();
     let mut agent_config = AgentConfig::default();
     agent_config.worktrees_dir = Some(worktrees_dir(&host.paths));
+    agent_config.session_token_budget = settings.agent_token_budget;
+    agent_config.default_budget = settings.agent_budget;
     let agents = AgentExecutor::new(host.registry.clone(), &tasks_dir, agent_config)
         .register_with_registry();
     let workflows = WorkflowExecutor::new(agents.clone(), &tasks_dir, WorkflowConfig::default())

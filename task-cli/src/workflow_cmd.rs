@@ -155,7 +155,9 @@ fn start(
         resume_from_run_id,
     };
     let schedule = agents.schedule.to_schedule()?;
-    let id = session.start_scheduled::<WorkflowExecutor>(request, Session::caller()?, schedule)?;
+    let caller = Session::caller()?;
+    let ends = task_session::protocol::Ends::default();
+    let id = session.start_with::<WorkflowExecutor>(request, caller, schedule, ends)?;
     let run_id = WorkflowExecutor::run_id_of(&id);
     if json {
         if !agents.wait {

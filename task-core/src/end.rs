@@ -68,6 +68,42 @@ pub enum EndReason {
         /// That task.
         id: crate::TaskId,
     },
+    /// Stopped because it used up one of its budgets (an agent's tokens, turns or time, or
+    /// the session's tokens shared by every agent).
+    BudgetExceeded {
+        /// Which budget.
+        limit: BudgetLimit,
+        /// How much of it was used (milliseconds for time).
+        used: u64,
+        /// The budget (milliseconds for time).
+        max: u64,
+    },
+}
+
+/// The budgets an agent runs under ([`EndReason::BudgetExceeded`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetLimit {
+    /// Its tokens, counted as its progress counts them (the latest input plus every output).
+    Tokens,
+    /// Its turns (model responses).
+    Turns,
+    /// Its running time.
+    Time,
+    /// The tokens of every agent of the session together.
+    SessionTokens,
+}
+
+impl BudgetLimit {
+    /// How the budget is named: `tokens`, `turns`, `time`, `session tokens`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetLimit::Tokens => "tokens",
+            BudgetLimit::Turns => "turns",
+            BudgetLimit::Time => "time",
+            BudgetLimit::SessionTokens => "session tokens",
+        }
+    }
 }
 
 impl EndReason {
@@ -90,9 +126,10 @@ impl EndReason {
             EndReason::SpawnFailed { .. } | EndReason::DependencyFailed { .. } => {
                 Some(EXIT_SPAWN_FAILED)
             }
-            EndReason::Succeeded | EndReason::Errored { .. } | EndReason::SupervisorDied { .. } => {
-                None
-            }
+            EndReason::Succeeded
+            | EndReason::Errored { .. }
+            | EndReason::SupervisorDied { .. }
+            | EndReason::BudgetExceeded { .. } => None,
         }
     }
 
@@ -104,6 +141,7 @@ impl EndReason {
             EndReason::TimedOut { .. }
                 | EndReason::OutputCapExceeded { .. }
                 | EndReason::ShutdownUnanswered { .. }
+                | EndReason::BudgetExceeded { .. }
         )
     }
 
@@ -128,6 +166,7 @@ impl EndReason {
                 "killed: it did not approve the shutdown request within {}",
                 human_duration(Duration::from_millis(*limit_ms))
             )),
+            EndReason::BudgetExceeded { .. } => Some(self.short()),
             EndReason::Exited { .. } | EndReason::Succeeded | EndReason::Killed => None,
         }
     }
@@ -155,6 +194,18 @@ impl EndReason {
                 human_duration(Duration::from_millis(*limit_ms))
             ),
             EndReason::DependencyFailed { .. } => "dependency failed".into(),
+            EndReason::BudgetExceeded { limit, used, max } => {
+                let amount = |n: u64| match limit {
+                    BudgetLimit::Time => human_duration(Duration::from_millis(n)),
+                    _ => n.to_string(),
+                };
+                format!(
+                    "budget: {} {} of {}",
+                    limit.as_str(),
+                    amount(*used),
+                    amount(*max)
+                )
+            }
         }
     }
 }
@@ -190,6 +241,28 @@ mod tests {
         let json = serde_json::to_string(&cap).unwrap();
         assert_eq!(json, r#"{"reason":"output_cap_exceeded","capBytes":5}"#);
         assert_eq!(serde_json::from_str::<EndReason>(&json).unwrap(), cap);
+    }
+
+    #[test]
+    fn a_budget_end_names_its_limit() {
+        let tokens = EndReason::BudgetExceeded {
+            limit: BudgetLimit::Tokens,
+            used: 200_000,
+            max: 200_000,
+        };
+        assert_eq!(tokens.short(), "budget: tokens 200000 of 200000");
+        let json = serde_json::to_string(&tokens).unwrap();
+        assert_eq!(
+            json,
+            r#"{"reason":"budget_exceeded","limit":"tokens","used":200000,"max":200000}"#
+        );
+        let time = EndReason::BudgetExceeded {
+            limit: BudgetLimit::Time,
+            used: 5_000,
+            max: 5_000,
+        };
+        assert_eq!(time.short(), "budget: time 5s of 5s");
+        assert!(time.is_limit());
     }
 
     #[test]

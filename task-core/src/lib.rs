@@ -77,7 +77,9 @@ mod state;
 mod status;
 
 pub use config::{EVENT_CAPACITY, PANEL_GRACE, POLL_INTERVAL, RegistryConfig, STOPPED_DISPLAY};
-pub use end::{EXIT_KILLED, EXIT_SPAWN_FAILED, EXIT_TIMED_OUT, EndReason, human_duration};
+pub use end::{
+    BudgetLimit, EXIT_KILLED, EXIT_SPAWN_FAILED, EXIT_TIMED_OUT, EndReason, human_duration,
+};
 pub use event::{SdkStatus, TaskEvent, TaskPatch};
 pub use executor::{KillError, KillOutcome, Task};
 pub use id::{IdError, TASK_ID_LEN, TaskId, TaskType};
@@ -93,9 +95,9 @@ pub use notification::{
 pub use poll::{FileReader, OutputReader, PollLoop, PollReport, spawn_poll_loop};
 pub use registry::{Delivery, Registration, Registry, RegistryError, UpdateOutcome};
 pub use state::{
-    AgentProgress, AgentState, CappedVec, DREAM_TURNS_CAP, DreamPhase, DreamState, DreamTurn,
-    MessageUsage, ProcessOwner, RECENT_ACTIVITIES_CAP, RemoteState, RemoteSubtype, ShellKind,
-    ShellProcess, ShellState, StateError, TEAMMATE_MESSAGES_CAP, TaskKind, TaskState,
+    AgentBudget, AgentProgress, AgentState, CappedVec, DREAM_TURNS_CAP, DreamPhase, DreamState,
+    DreamTurn, MessageUsage, ProcessOwner, RECENT_ACTIVITIES_CAP, RemoteState, RemoteSubtype,
+    ShellKind, ShellProcess, ShellState, StateError, TEAMMATE_MESSAGES_CAP, TaskKind, TaskState,
     TaskStateBase, TeammateIdentity, TeammateState, ToolActivity, WorkflowState, WorkflowStep,
     Worktree, now_ms,
 };

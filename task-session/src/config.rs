@@ -18,12 +18,22 @@
 //! | `parallel_shells`           | `TASKS_PARALLEL_SHELLS`       | 0        |
 //! | `group`                     | `TASKS_GROUP`                 | none     |
 //! | `clock_offset_ms`           | `TASKS_CLOCK_OFFSET_MS`       | 0        |
+//! | `on_end`                    | `TASKS_ON_END`                | none     |
+//! | `on_end_timeout_ms`         | `TASKS_ON_END_TIMEOUT_MS`     | 60 000   |
+//! | `strays`                    | `TASKS_STRAYS`                | `report` |
 //!
 //! `parallel_agents` and `parallel_shells` are how many agents and shell commands of one group
 //! run at once when the group has no limit of its own (`tasks group set`; 0: unlimited; see
 //! [`crate::queue`]). `group` is the group of every task this session's clients start without
 //! naming one (so an MCP server's `Bash` tool queues in it). `clock_offset_ms` moves the
 //! supervisor's clock for scheduled starts (`--at`, `--delay`) forward: for tests.
+//!
+//! `on_end` is a command run once at every end of every task (see [`crate::hooks`]); a task
+//! started with its own (`tasks run --on-end CMD`) runs that one instead. A hook still running
+//! after `on_end_timeout_ms` is killed.
+//!
+//! `strays` says what the supervisor does with the processes a task leaves running when it ends
+//! (see [`crate::strays`]): `report` them, `kill` them, or `ignore` them (no look at all).
 //!
 //! Every other key of `config.json` belongs to the executors a wiring registers (a shell's
 //! stall watchdog, an agent's command line): the session keeps them, with the `TASKS_*`
@@ -83,6 +93,12 @@ pub struct Config {
     /// How far ahead of the system clock the supervisor's clock for scheduled starts runs, in
     /// ms (tests).
     pub clock_offset_ms: u64,
+    /// The command run (`sh -c`) at the end of every task with no end hook of its own.
+    pub on_end: Option<String>,
+    /// How long an end hook may run before it is killed.
+    pub on_end_timeout: Duration,
+    /// What is done with the processes a task leaves running, for tasks that say nothing.
+    pub strays: crate::strays::StrayPolicy,
     /// The settings of the executors, for the wiring to read.
     pub executors: ExecutorSettings,
 }
@@ -102,6 +118,9 @@ impl Default for Config {
             parallel: crate::queue::ClassLimits::default(),
             group: None,
             clock_offset_ms: 0,
+            on_end: None,
+            on_end_timeout: Duration::from_secs(60),
+            strays: crate::strays::StrayPolicy::Report,
             executors: ExecutorSettings::default(),
         }
     }
@@ -205,6 +224,9 @@ struct ConfigFile {
     parallel_shells: Option<u64>,
     group: Option<String>,
     clock_offset_ms: Option<u64>,
+    on_end: Option<String>,
+    on_end_timeout_ms: Option<u64>,
+    strays: Option<String>,
     /// Everything else: the executors' keys.
     #[serde(flatten)]
     executors: BTreeMap<String, Value>,
@@ -325,6 +347,21 @@ impl Config {
         if let Some(group) = &config.group {
             crate::queue::validate_group(group)
                 .map_err(|e| Error::Invalid(format!("TASKS_GROUP={group:?}: {e}")))?;
+        }
+        config.on_end = env
+            .get("TASKS_ON_END")
+            .cloned()
+            .or(file.on_end)
+            .filter(|command| !command.trim().is_empty());
+        config.on_end_timeout = ms(
+            "TASKS_ON_END_TIMEOUT_MS",
+            file.on_end_timeout_ms,
+            config.on_end_timeout,
+        )?;
+        if let Some(text) = env.get("TASKS_STRAYS").cloned().or(file.strays) {
+            config.strays = text
+                .parse()
+                .map_err(|e| Error::Invalid(format!("TASKS_STRAYS={text:?}: {e}")))?;
         }
         config.executors = ExecutorSettings {
             file: file.executors,

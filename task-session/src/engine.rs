@@ -21,12 +21,14 @@ use tokio::sync::{Notify, broadcast, oneshot};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::guard as lock;
+use crate::hooks::Hooks;
 use crate::notice::{self, Notice};
 use crate::paths::SessionPaths;
 use crate::protocol::{ErrorKind, KillReport, KillResult, Start};
 use crate::queue::{Admitted, Placements, Queue};
 use crate::ready::Readiness;
 use crate::record::{self, TaskRecord};
+use crate::strays::{self, StrayPolicy};
 
 /// What the wiring of a supervisor gets: the registry to register executors with, where task
 /// files go, and the session's settings.
@@ -156,11 +158,16 @@ impl Engine {
         };
         let launchers = wiring(&host)?;
         let placements = Arc::new(Placements::default());
+        let hooks = Hooks::new(paths.clone(), config.on_end.clone(), config.on_end_timeout);
         let mirror = Mirror::spawn(
             paths.clone(),
             Arc::clone(&registry),
             config.sweep_interval,
             Arc::clone(&placements),
+            EndActions {
+                hooks,
+                strays: config.strays,
+            },
         )?;
         let activity = Arc::new(Activity::default());
         let readiness = Readiness::new(paths.clone(), Arc::clone(&registry), config.poll_interval);
@@ -297,6 +304,8 @@ impl Engine {
     /// Ends every task a dead supervisor left live, but the ones taken over.
     fn end_left_live(&self) -> Result<()> {
         let listing = record::list(&self.paths)?;
+        // Ends whose hook their supervisor did not live to run.
+        self.mirror.state.ends.hooks.run_due(&listing.tasks);
         // A task the wiring took over is in the registry: resumed (a remote agent followed
         // again from its sidecar), or ended by its executor with the reason it could not be.
         let taken_over = |id: &TaskId| self.registry.get(id).is_some();
@@ -324,7 +333,10 @@ impl Engine {
             // A record that cannot be written (a full disk) still reads as this end to every
             // reader; the next supervisor tries again.
             match record::write(&self.paths, &end) {
-                Ok(()) => record::release_end(&self.paths, &id),
+                Ok(()) => {
+                    record::release_end(&self.paths, &id);
+                    self.mirror.state.ends.hooks.ended(&end);
+                }
                 Err(error) => tracing::error!(task = %id, %error, "cannot record the orphan's end"),
             }
         }
@@ -401,6 +413,8 @@ impl Engine {
         });
         let background = start.caller.background;
         let key = start.key;
+        let on_end = start.on_end;
+        let strays = start.strays;
         let launched = launcher
             .launch_json(start.request, start.caller)
             .map_err(|error| StartRefused {
@@ -413,6 +427,14 @@ impl Engine {
         let Launched { id, start: work } = launched;
         if let Some(key) = key {
             self.mirror.keyed(id, key);
+        }
+        if let Some(on_end) = on_end {
+            self.mirror.on_end(id, on_end);
+        }
+        if let Some(policy) = strays {
+            lock(&self.mirror.state.books)
+                .stray_policy
+                .insert(id, policy);
         }
         let placement = self.queue.place(&schedule);
         if let Some(check) = schedule.ready.clone() {
@@ -758,12 +780,14 @@ impl Mirror {
         registry: Arc<Registry>,
         sweep_interval: Duration,
         placements: Arc<Placements>,
+        ends: EndActions,
     ) -> Result<Self> {
         let state = Arc::new(Mirrored {
             paths,
             registry,
             sweep_interval,
             placements,
+            ends,
             books: Mutex::default(),
             detached: AtomicBool::new(false),
         });
@@ -805,6 +829,11 @@ impl Mirror {
     /// Notes the key of the start that made `id`, for its records.
     fn keyed(&self, id: TaskId, key: String) {
         lock(&self.state.books).start_keys.insert(id, key);
+    }
+
+    /// Notes the task's own end hook, for its records.
+    fn on_end(&self, id: TaskId, command: String) {
+        lock(&self.state.books).on_end.insert(id, command);
     }
 
     /// Writes the record of a task a kill on request just ended, now: no completion notice is
@@ -850,6 +879,9 @@ impl Books {
         self.completions.remove(id);
         self.unwritten.remove(id);
         self.start_keys.remove(id);
+        self.on_end.remove(id);
+        self.stray_policy.remove(id);
+        self.strays.remove(id);
         self.kept.remove(id);
         self.awaiting_notice.remove(id);
         self.silent.remove(id);
@@ -874,6 +906,8 @@ struct Mirrored {
     sweep_interval: Duration,
     /// Each task's place in the queue, written into its records.
     placements: Arc<Placements>,
+    /// What is done at every end written: its hook, the look for what it left running.
+    ends: EndActions,
     /// Locked for the whole of a write: the writer thread and [`Mirror::write_now`] never
     /// write one task at once, and each writes the registry's state as it is under the lock,
     /// so an older state never replaces a newer one.
@@ -903,6 +937,47 @@ struct Books {
     settling: VecDeque<(TaskId, Instant)>,
     /// The key of the start that made each task, written into each of its records.
     start_keys: HashMap<TaskId, String>,
+    /// The end hook each task brought, written into each of its records.
+    on_end: HashMap<TaskId, String>,
+    /// The stray policy each task brought.
+    stray_policy: HashMap<TaskId, StrayPolicy>,
+    /// What each ended task left running, found at the end that ended at this time.
+    strays: HashMap<TaskId, (Option<u64>, strays::Found)>,
+}
+
+/// What the record writer does at a task's end besides writing it.
+struct EndActions {
+    /// Runs the end hook of every end written.
+    hooks: Hooks,
+    /// The stray policy of tasks that brought none.
+    strays: StrayPolicy,
+}
+
+impl EndActions {
+    /// What `state`, which ended, left running: looked for once per end (under its policy),
+    /// and not after a kill or a supervisor's death (whose reaping took every process of the
+    /// task).
+    fn strays(&self, books: &mut Books, state: &TaskState) -> strays::Found {
+        let id = state.id();
+        let ended = state.base.end_time;
+        if let Some((at, found)) = books.strays.get(&id)
+            && *at == ended
+        {
+            return found.clone();
+        }
+        let reaped = matches!(
+            state.base.end_reason,
+            Some(EndReason::Killed | EndReason::SupervisorDied { .. })
+        );
+        let policy = books.stray_policy.get(&id).copied().unwrap_or(self.strays);
+        let found = if reaped {
+            strays::Found::default()
+        } else {
+            strays::Found::at_end(&id, policy)
+        };
+        books.strays.insert(id, (ended, found.clone()));
+        found
+    }
 }
 
 /// What was last written for a task: its state, shared with the registry for as long as the
@@ -996,6 +1071,7 @@ impl Mirrored {
         let mut record = TaskRecord::new((*state).clone());
         record.start_key = books.start_keys.get(&id).cloned();
         record.queue = self.placements.get(&id);
+        record.on_end = self.ends.hooks.command_for(books.on_end.get(&id));
         record.survives_supervisor = !state.status().is_terminal()
             && self
                 .registry
@@ -1010,12 +1086,21 @@ impl Mirrored {
                 .is_some_and(|placement| placement.waiting);
         record.survives_supervisor |= waiting;
         if state.status().is_terminal() {
+            let left = self.ends.strays(&mut books, &state);
+            record.strays = left.running();
             // A notice of an earlier end (an agent resumed since) is not this end's.
             record.notification = books
                 .completions
                 .get(&id)
                 .filter(|notice| state.base.end_time.is_none_or(|end| notice.at_ms >= end))
-                .cloned();
+                .cloned()
+                .map(|mut notice| {
+                    if let Some(note) = left.note() {
+                        let summary = &mut notice.notification.summary;
+                        *summary = format!("{summary}; {note}");
+                    }
+                    notice
+                });
             let no_notice_due = occasion == Occasion::Killed || books.silent.contains(&id);
             if record.notification.is_none() && !no_notice_due {
                 let now = Instant::now();
@@ -1037,6 +1122,10 @@ impl Mirrored {
             Ok(()) => {
                 if !known && !terminal {
                     self.reserve_end(id);
+                }
+                if terminal {
+                    // After the end and its notice are on disk: a hook never holds them up.
+                    self.ends.hooks.ended(&record);
                 }
                 books.written.insert(id, Written::of(state, &record));
                 if books.unwritten.remove(&id) {

@@ -117,6 +117,7 @@ pub mod client;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod hooks;
 pub mod input;
 pub mod lease;
 pub mod lock;
@@ -129,6 +130,7 @@ pub mod ready;
 pub mod record;
 pub mod restart;
 pub mod session;
+pub mod strays;
 pub mod supervisor;
 pub mod untrusted;
 

@@ -118,6 +118,17 @@ impl SessionPaths {
         self.tasks_dir().join(format!("{id}.{ended_ms}.notified"))
     }
 
+    /// The latch of the end hook of the end of `id` at `ended_ms`: created just before the
+    /// hook runs, by the one supervisor that runs it.
+    pub fn hook_ran(&self, id: &TaskId, ended_ms: u64) -> PathBuf {
+        self.tasks_dir().join(format!("{id}.{ended_ms}.hook"))
+    }
+
+    /// The log of end hooks: what each printed, and how it ended.
+    pub fn hooks_log(&self) -> PathBuf {
+        self.dir.join("hooks.log")
+    }
+
     /// The marker of a task none of whose completions is ever delivered (its caller waits for
     /// it in the foreground).
     pub fn never_notified(&self, id: &TaskId) -> PathBuf {

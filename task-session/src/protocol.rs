@@ -88,6 +88,24 @@ pub struct Start {
     /// Its group, priority, dependencies and start time (see [`crate::queue`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<Box<Schedule>>,
+    /// The task's own end hook (`tasks run --on-end CMD`), run instead of the session's
+    /// [`crate::config::Config::on_end`] when it ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_end: Option<String>,
+    /// What is done with the processes the task leaves running (`tasks run --strays`), instead
+    /// of the session's [`crate::config::Config::strays`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strays: Option<crate::strays::StrayPolicy>,
+}
+
+/// What a task brings for its end ([`Start::on_end`], [`Start::strays`]); nothing: the
+/// session's settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ends {
+    /// Its own end hook.
+    pub on_end: Option<String>,
+    /// What is done with the processes it leaves running.
+    pub strays: Option<crate::strays::StrayPolicy>,
 }
 
 /// The longest [`Start::key`] a supervisor takes.

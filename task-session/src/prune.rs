@@ -190,6 +190,9 @@ fn remove(paths: &SessionPaths, task: &TaskRecord) -> Result<Removed> {
     remove_if_present(&paths.queued_start(&id))?;
     remove_if_present(&paths.start_request(&id))?;
     remove_if_present(&paths.end_slot(&id))?;
+    if let Some(ended) = task.task.base.end_time {
+        remove_if_present(&paths.hook_ran(&id, ended))?;
+    }
     if let Some(due) = &task.notification {
         remove_if_present(&paths.notified(&id, due.at_ms))?;
         notice::forget_leases(paths, &id, due.at_ms);

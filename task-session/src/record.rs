@@ -67,6 +67,15 @@ pub struct TaskRecord {
     /// schedule or one that waited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<crate::queue::Placement>,
+    /// The command run once when the task ends (its own end hook, or the session's at the
+    /// time it was written): kept with the task so that an end recorded after a supervisor's
+    /// death still runs it ([`crate::hooks`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_end: Option<String>,
+    /// The processes the task left running when it ended, as found then (`tasks strays` shows
+    /// those still alive).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub strays: Vec<task_core::process::Stray>,
     /// When the file was last written (its mtime, ms epoch; 0 for a record not read from disk):
     /// the last time its supervisor is known to have been alive.
     #[serde(skip)]
@@ -89,6 +98,8 @@ impl TaskRecord {
             survives_supervisor: false,
             start_key: None,
             queue: None,
+            on_end: None,
+            strays: Vec::new(),
             written_ms: 0,
             supervisor_down: false,
         }
@@ -466,6 +477,8 @@ impl LegacyRecord {
             survives_supervisor: false,
             start_key: None,
             queue: None,
+            on_end: None,
+            strays: Vec::new(),
             written_ms: 0,
             supervisor_down: false,
         }

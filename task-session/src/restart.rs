@@ -30,6 +30,12 @@ pub struct StartRecord {
     pub agent_id: Option<String>,
     /// The launcher's request, as sent.
     pub request: serde_json::Value,
+    /// The task's own end hook.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_end: Option<String>,
+    /// What is done with the processes it leaves running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strays: Option<crate::strays::StrayPolicy>,
 }
 
 impl StartRecord {
@@ -41,6 +47,8 @@ impl StartRecord {
             cwd: start.caller.cwd.clone(),
             agent_id: start.caller.agent_id.clone(),
             request: start.request.clone(),
+            on_end: start.on_end.clone(),
+            strays: start.strays,
         }
     }
 
@@ -57,6 +65,8 @@ impl StartRecord {
             key: None,
             retry: false,
             schedule: None,
+            on_end: self.on_end.clone(),
+            strays: self.strays,
         })
     }
 }

@@ -127,16 +127,25 @@ impl Session {
     /// Starts a task of `L`'s kind through the supervisor, in the session's configured group
     /// ([`Config::group`]) if any; returns its id once its record exists.
     pub fn start<L: Launch>(&self, request: L::Request, caller: Caller) -> Result<TaskId> {
-        self.start_scheduled::<L>(request, caller, crate::queue::Schedule::default())
+        self.start_with::<L>(
+            request,
+            caller,
+            crate::queue::Schedule::default(),
+            crate::protocol::Ends::default(),
+        )
     }
 
     /// [`Session::start`] with a group, priority, dependencies or start time
-    /// ([`crate::queue`]); a schedule that names no group takes the configured one.
-    pub fn start_scheduled<L: Launch>(
+    /// ([`crate::queue`]; a schedule that names no group takes the configured one) and what the
+    /// task brings for its end: its own end hook (a command run by `sh -c` once the task ends,
+    /// instead of the session's [`Config::on_end`]) and what to do with the processes it leaves
+    /// running (instead of [`Config::strays`]).
+    pub fn start_with<L: Launch>(
         &self,
         request: L::Request,
         caller: Caller,
         mut schedule: crate::queue::Schedule,
+        ends: crate::protocol::Ends,
     ) -> Result<TaskId> {
         let request = serde_json::to_value(request)
             .map_err(|e| Error::Invalid(format!("cannot encode a {} request: {e}", L::KIND)))?;
@@ -150,6 +159,8 @@ impl Session {
             key: None,
             retry: false,
             schedule: (!schedule.is_default()).then(|| Box::new(schedule)),
+            on_end: ends.on_end,
+            strays: ends.strays,
         };
         self.start_raw(start)
     }

@@ -412,6 +412,8 @@ fn a_start_sent_again_with_its_key_after_its_supervisor_died_makes_no_second_tas
             key: Some(key.into()),
             retry,
             schedule: None,
+            on_end: None,
+            strays: None,
         })
     };
     let send =

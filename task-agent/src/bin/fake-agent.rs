@@ -43,6 +43,7 @@
 //! | `{"exit": N}` | exits with code N at once (a crash with no result) |
 //! | `{"teammate": true}` | from now on, answers a turn holding a `shutdown_request` by approving it |
 //! | `{"by_prompt": [{"if": "…", "steps": […]}, …]}` | runs the steps of the first rule whose `if` is in the last user turn read (`""` matches any) |
+//! | `{"forever": {"steps": […], "every_ms": N}}` | runs the steps again and again, N ms apart (default 10), for ever: an agent that never stops working (until a step exits or it is killed) |
 //! | `{"reconnect_loop": {"every_ms": N}}` | prints Codex's top-level `{"type":"error","message":"Reconnecting... n/5 (…)"}` every N ms, for ever (its model endpoint is gone) |
 //!
 //! When the script is done it keeps reading user lines until stdin closes, answering each with
@@ -202,6 +203,24 @@ impl Agent {
             return Ok(Some(u8::try_from(code).unwrap_or(1)));
         } else if let Some(rules) = get("by_prompt").and_then(Value::as_array) {
             return self.by_prompt(rules);
+        } else if let Some(forever) = get("forever") {
+            let steps = forever
+                .get("steps")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let every_ms = forever
+                .get("every_ms")
+                .and_then(Value::as_u64)
+                .unwrap_or(10);
+            loop {
+                for step in &steps {
+                    if let Some(code) = self.step(step)? {
+                        return Ok(Some(code));
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(every_ms));
+            }
         } else if let Some(every) = get("reconnect_loop") {
             let every_ms = every.get("every_ms").and_then(Value::as_u64).unwrap_or(10);
             self.reconnect_loop(Duration::from_millis(every_ms))?;

@@ -47,6 +47,7 @@ pub(crate) async fn agent(context: &Arc<Context>, input: AgentInput) -> Result<R
         model: input.model.map(|model| model.as_str().to_owned()),
         subagent_type: input.subagent_type,
         worktree,
+        budget: None,
     };
     let background = input.run_in_background.unwrap_or(false);
     let mut caller = Session::caller()?;

@@ -233,6 +233,7 @@ async fn create(
         model: request.model.clone(),
         subagent_type: None,
         worktree: None,
+        budget: None,
     };
     let mut made = match key {
         Some(key) => Some(served.creates.lock(key, &request).await?),

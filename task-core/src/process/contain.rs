@@ -82,7 +82,7 @@ pub fn reap_adopted_orphans() -> usize {
 }
 
 /// Whether `stat` (of `pid`, a child of this process) looks like a child this process spawned.
-fn started_here(pid: u32, stat: &ProcStat, mine: &ProcStat) -> bool {
+pub(crate) fn started_here(pid: u32, stat: &ProcStat, mine: &ProcStat) -> bool {
     let leads_group = i64::from(stat.pgrp) == i64::from(pid);
     stat.session == mine.session && (leads_group || stat.pgrp == mine.pgrp)
 }

@@ -2,7 +2,8 @@
 //! first process does between `fork` and `exec` ([`ChildSetup`]), finding and killing a task's
 //! whole tree, escapees included ([`kill_tree`], [`kill_and_reap`]), the supervisor's part in that
 //! ([`become_subreaper`], [`reap_adopted_orphans`]), and killing what a dead supervisor left of
-//! a task ([`kill_orphaned_task`]).
+//! a task ([`kill_orphaned_task`]), and the processes a task left running when it ended
+//! ([`strays_of`]).
 //!
 //! It spawns nothing: the executors spawn, with the [`ChildSetup`] hook, and call these to kill.
 
@@ -10,10 +11,14 @@ mod contain;
 mod orphan;
 mod procfs;
 mod setup;
+mod strays;
 mod tree;
 
 pub use crate::launch::TASK_MARKER_ENV;
 pub use contain::{become_subreaper, reap_adopted_orphans};
 pub use orphan::{TaskFingerprint, kill_orphaned_group, kill_orphaned_task};
 pub use setup::ChildSetup;
+pub use strays::{
+    STRAY_COMMAND_BYTES, Stray, StrayUsage, kill_strays_of, strays_of, strays_of_any,
+};
 pub use tree::{Root, kill_and_reap, kill_tree, start_time};

@@ -20,6 +20,8 @@ pub(crate) struct ProcStat {
     pub(crate) session: i32,
     /// When it started, in clock ticks after boot.
     pub(crate) start_time: u64,
+    /// CPU time spent in user and kernel mode, in clock ticks.
+    pub(crate) cpu_ticks: u64,
 }
 
 impl ProcStat {
@@ -41,6 +43,7 @@ pub(crate) fn read_stat(pid: u32) -> Option<ProcStat> {
         pgrp: fields.get(2)?.parse().ok()?,
         session: fields.get(3)?.parse().ok()?,
         start_time: fields.get(19)?.parse().ok()?,
+        cpu_ticks: fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?,
     })
 }
 
@@ -54,18 +57,64 @@ pub(crate) fn owner(pid: u32) -> Option<u32> {
 /// Whether the environment `pid` was started with holds exactly the entry `entry` (`KEY=value`).
 /// `false` when it cannot be read (gone, a zombie, or not ours to read).
 pub(crate) fn environ_has(pid: u32, entry: &[u8]) -> bool {
-    let Ok(file) = fs::File::open(format!("/proc/{pid}/environ")) else {
-        return false;
-    };
+    environ(pid).is_some_and(|bytes| bytes.split(|&b| b == 0).any(|item| item == entry))
+}
+
+/// The value of `key` in the environment `pid` was started with; `None` when it has none or
+/// the environment cannot be read.
+pub(crate) fn environ_value(pid: u32, key: &str) -> Option<String> {
+    let bytes = environ(pid)?;
+    let prefix = format!("{key}=");
+    bytes
+        .split(|&b| b == 0)
+        .find_map(|item| item.strip_prefix(prefix.as_bytes()))
+        .map(|value| String::from_utf8_lossy(value).into_owned())
+}
+
+/// The environment `pid` was started with (at most [`MAX_ENVIRON_BYTES`]).
+fn environ(pid: u32) -> Option<Vec<u8>> {
+    let file = fs::File::open(format!("/proc/{pid}/environ")).ok()?;
     let mut bytes = Vec::new();
-    if file
-        .take(MAX_ENVIRON_BYTES)
-        .read_to_end(&mut bytes)
-        .is_err()
-    {
-        return false;
+    file.take(MAX_ENVIRON_BYTES).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// The command line of `pid`, its arguments joined by spaces, at most `limit` bytes (cut at a
+/// character boundary); the command name in brackets for a process with none (a kernel
+/// thread, a zombie); `None` when it is gone.
+pub(crate) fn command_line(pid: u32, limit: usize) -> Option<String> {
+    let bytes = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let text = if bytes.is_empty() {
+        let comm = fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+        format!("[{}]", comm.trim_end())
+    } else {
+        let words: Vec<_> = bytes
+            .split(|&b| b == 0)
+            .filter(|word| !word.is_empty())
+            .map(String::from_utf8_lossy)
+            .collect();
+        words.join(" ")
+    };
+    let mut end = text.len().min(limit);
+    while !text.is_char_boundary(end) {
+        end -= 1;
     }
-    bytes.split(|&b| b == 0).any(|item| item == entry)
+    Some(text[..end].to_owned())
+}
+
+/// The resident set size of `pid` in bytes (`VmRSS` of `/proc/<pid>/status`); `None` when it
+/// is gone or has none (a zombie).
+pub(crate) fn rss_bytes(pid: u32) -> Option<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_ascii_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Seconds since boot (`/proc/uptime`).
+pub(crate) fn uptime() -> Option<f64> {
+    let text = fs::read_to_string("/proc/uptime").ok()?;
+    text.split_ascii_whitespace().next()?.parse().ok()
 }
 
 /// Every pid in `/proc` (processes, not threads).

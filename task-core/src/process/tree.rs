@@ -155,7 +155,7 @@ fn freeze(roots: &[Pid]) -> io::Result<Vec<Pid>> {
 }
 
 /// The direct children of `pid` (empty when it is gone).
-fn children_of(pid: Pid) -> Vec<Pid> {
+pub(crate) fn children_of(pid: Pid) -> Vec<Pid> {
     if *HAS_CHILDREN_FILES {
         children_from_task_files(pid)
     } else {

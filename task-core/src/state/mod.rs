@@ -12,8 +12,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 pub use agent::{
-    AgentProgress, AgentState, MessageUsage, RECENT_ACTIVITIES_CAP, TEAMMATE_MESSAGES_CAP,
-    TeammateIdentity, TeammateState, ToolActivity, Worktree,
+    AgentBudget, AgentProgress, AgentState, MessageUsage, RECENT_ACTIVITIES_CAP,
+    TEAMMATE_MESSAGES_CAP, TeammateIdentity, TeammateState, ToolActivity, Worktree,
 };
 pub use capped::CappedVec;
 pub use other::{

@@ -1,0 +1,203 @@
+//! End hooks: a command run once at every end of every task (completed, failed, killed,
+//! ended by a limit, or recorded as an orphan by the next supervisor), with the task in its
+//! environment.
+//!
+//! The command is the task's own (`tasks run --on-end CMD`) or the session's
+//! ([`Config::on_end`](crate::config::Config::on_end)), kept in every record of the task
+//! ([`TaskRecord::on_end`]). It is run by `sh -c CMD` (the user wrote it as shell text); nothing of
+//! the task is ever put into that text: the task is described to the hook by its environment
+//! only:
+//!
+//! | variable            | value                                                  |
+//! |---------------------|--------------------------------------------------------|
+//! | `TASKS_ID`          | the task's id                                          |
+//! | `TASKS_TYPE`        | its type (`local_bash`, `local_agent`, …)              |
+//! | `TASKS_STATUS`      | `completed`, `failed` or `killed`                      |
+//! | `TASKS_END_REASON`  | why, in a few words (`exit 0`, `killed`, `timeout 5s`) |
+//! | `TASKS_OUTPUT_FILE` | the path of its output file                            |
+//! | `TASKS_DESCRIPTION` | its description                                        |
+//!
+//! **Never in the way of the notification.** A hook runs only once the end is on disk with its
+//! completion notice (the record writer hands it over after that write), on a tokio task of
+//! its own: a hook that fails or hangs delays and loses nothing. One still running after
+//! [`Config::on_end_timeout`](crate::config::Config::on_end_timeout) is killed with its whole
+//! process group. Its stdout and stderr go to `{session}/hooks.log`, followed by one line
+//! saying how it ended.
+//!
+//! **Once per end, across supervisors.** Before it starts a hook, a supervisor creates the
+//! end's latch `{id}.{end}.hook` with `O_CREAT|O_EXCL`: the one creator runs it, every other
+//! attempt (a record written again, the next supervisor's look at the records it finds ended)
+//! does nothing. A supervisor starting looks at every ended record with a hook and no latch
+//! (its predecessor died between writing the end and running the hook, or ended no orphan)
+//! and runs those. A supervisor killed after creating a latch and before the `fork` that
+//! follows it at once loses that one hook: the window is a few microseconds, against a hook
+//! run twice had the latch come after the `fork`. The hook does not die with the supervisor
+//! (no parent-death signal): once started it finishes.
+
+use std::fs::OpenOptions;
+use std::io::{ErrorKind, Write};
+use std::os::unix::process::CommandExt;
+use std::process::Stdio;
+use std::time::Duration;
+
+use task_core::TaskState;
+
+use crate::paths::{SessionPaths, private_file};
+use crate::record::TaskRecord;
+
+/// Runs end hooks for one supervisor.
+#[derive(Debug, Clone)]
+pub(crate) struct Hooks {
+    paths: SessionPaths,
+    /// The session's own hook, for tasks that bring none.
+    default: Option<String>,
+    timeout: Duration,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Hooks {
+    /// Hooks of the session at `paths` (call inside the runtime that will run them).
+    pub(crate) fn new(paths: SessionPaths, default: Option<String>, timeout: Duration) -> Self {
+        Self {
+            paths,
+            default,
+            timeout,
+            runtime: tokio::runtime::Handle::current(),
+        }
+    }
+
+    /// The hook a task with its own `own` (or none) runs at its end.
+    pub(crate) fn command_for(&self, own: Option<&String>) -> Option<String> {
+        own.or(self.default.as_ref()).cloned()
+    }
+
+    /// Runs the hook of `record`'s end, if it has one that no supervisor ran yet; returns at
+    /// once (the hook runs on the runtime).
+    pub(crate) fn ended(&self, record: &TaskRecord) {
+        let (Some(command), Some(ended)) = (&record.on_end, record.task.base.end_time) else {
+            return;
+        };
+        if !record.is_terminal() {
+            return;
+        }
+        let id = record.id();
+        let latch = self.paths.hook_ran(&id, ended);
+        match private_file().write(true).create_new(true).open(&latch) {
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => return,
+            Err(error) => {
+                tracing::error!(task = %id, %error, "cannot claim its end hook: not run");
+                return;
+            }
+        }
+        let run = Run {
+            log: self.paths.hooks_log(),
+            command: command.clone(),
+            timeout: self.timeout,
+        };
+        let task = record.task.clone();
+        self.runtime.spawn(async move { run.run(&task).await });
+    }
+
+    /// Runs the hooks due among `records`: ended, with a hook no supervisor ran (their
+    /// supervisor died before it could).
+    pub(crate) fn run_due<'a>(&self, records: impl IntoIterator<Item = &'a TaskRecord>) {
+        for record in records {
+            let due = record.on_end.is_some()
+                && record.is_terminal()
+                && record
+                    .task
+                    .base
+                    .end_time
+                    .is_some_and(|ended| !self.paths.hook_ran(&record.id(), ended).exists());
+            if due {
+                self.ended(record);
+            }
+        }
+    }
+}
+
+/// One hook to run.
+struct Run {
+    log: std::path::PathBuf,
+    command: String,
+    timeout: Duration,
+}
+
+impl Run {
+    async fn run(self, task: &TaskState) {
+        let id = task.id();
+        let outcome = match self.spawn(task) {
+            Ok(child) => self.wait(child).await,
+            Err(error) => format!("could not start: {error}"),
+        };
+        let line = format!(
+            "{} {id} on-end hook {outcome}\n",
+            humantime::format_rfc3339_millis(std::time::SystemTime::now())
+        );
+        let appended = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .and_then(|mut log| log.write_all(line.as_bytes()));
+        if let Err(error) = appended {
+            tracing::warn!(task = %id, %error, "cannot log its end hook");
+        }
+        tracing::info!(task = %id, "end hook {outcome}");
+    }
+
+    /// Starts `sh -c COMMAND` in a process group of its own, the task in its environment,
+    /// its output appended to the hooks log.
+    fn spawn(&self, task: &TaskState) -> std::io::Result<tokio::process::Child> {
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)?;
+        let base = &task.base;
+        let reason = base
+            .end_reason
+            .as_ref()
+            .map(task_core::EndReason::short)
+            .unwrap_or_default();
+        let mut command = std::process::Command::new("sh");
+        command
+            .arg("-c")
+            .arg(&self.command)
+            .env("TASKS_ID", base.id.to_string())
+            .env("TASKS_TYPE", base.task_type.as_str())
+            .env("TASKS_STATUS", base.status.as_str())
+            .env("TASKS_END_REASON", reason)
+            .env("TASKS_OUTPUT_FILE", &base.output_file)
+            .env("TASKS_DESCRIPTION", &base.description)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .process_group(0);
+        tokio::process::Command::from(command).spawn()
+    }
+
+    /// Waits for the hook up to its timeout, then kills its process group; how it ended.
+    async fn wait(&self, mut child: tokio::process::Child) -> String {
+        match tokio::time::timeout(self.timeout, child.wait()).await {
+            Ok(Ok(status)) => match status.code() {
+                Some(code) => format!("exited {code}"),
+                None => format!("ended by {status}"),
+            },
+            Ok(Err(error)) => format!("could not be waited for: {error}"),
+            Err(_) => {
+                if let Some(pid) = child
+                    .id()
+                    .and_then(|pid| i32::try_from(pid).ok())
+                    .and_then(rustix::process::Pid::from_raw)
+                {
+                    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+                }
+                let _ = child.wait().await;
+                format!(
+                    "killed after its timeout of {}",
+                    task_core::human_duration(self.timeout)
+                )
+            }
+        }
+    }
+}
