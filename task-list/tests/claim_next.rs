@@ -205,6 +205,61 @@ store_tests! {
         assert_eq!(list.get(id(5)).unwrap().unwrap().owner.as_deref(), Some("cy"));
     }
 
+    fn a_parent_waits_for_its_children_and_positions_order_equal_priorities(fx) {
+        let list = fx.open();
+        let epic = create(&list, "epic");
+        let child = |subject: &str, parent: &str| {
+            let request = CreateRequest {
+                metadata: Some(Metadata::from_iter([("parent".into(), parent.into())])),
+                ..CreateRequest::new(subject, "")
+            };
+            list.create(&request)
+        };
+        let first = child("first", "1").unwrap().task.id;
+        let second = child("second", "1").unwrap().task.id;
+        assert!(child("orphan", "99").unwrap_err().to_string().contains("#99 does not exist"));
+        let mut cycle = UpdateRequest::new(epic);
+        cycle.metadata = Some(Metadata::from_iter([("parent".into(), first.to_string().into())]));
+        let refused = list.update(&cycle).unwrap();
+        assert!(!refused.success);
+        assert!(refused.error.unwrap().contains("descendants"));
+        assert_eq!(list.children(epic).unwrap(), [first, second]);
+        let mut moved = UpdateRequest::new(second);
+        moved.place = Some(task_list::Placement::Before(first));
+        assert!(list.update(&moved).unwrap().success);
+        let ready: Vec<TaskId> = list.ready().unwrap().ready.iter().map(|r| r.id).collect();
+        assert_eq!(ready, [second, first], "the epic waits; #3 was moved before #2");
+        let epic_reasons = list.ready().unwrap().not_ready[0].reasons.clone();
+        assert_eq!(
+            epic_reasons,
+            [task_list::NotReadyReason::OpenChildren { tasks: vec![first, second] }]
+        );
+        assert_eq!(next(&list, "ann"), Some(second));
+        complete(&list, second);
+        assert_eq!(next(&list, "bob"), Some(first));
+        assert_eq!(next(&list, "cy"), None, "the epic still has an open child");
+        complete(&list, first);
+        assert_eq!(next(&list, "cy"), Some(epic));
+        // Moves survive renumbering: twelve moves into one gap still give the order asked for.
+        let tail: Vec<TaskId> = (0..14).map(|n| create(&list, &format!("t{n}"))).collect();
+        for &task in &tail[2..] {
+            let mut after = UpdateRequest::new(task);
+            after.place = Some(task_list::Placement::After(tail[0]));
+            assert!(list.update(&after).unwrap().success);
+        }
+        let mut order: Vec<TaskId> = Vec::new();
+        while let Some(id) = next(&list, "dee") {
+            order.push(id);
+        }
+        let mut expected = vec![tail[0]];
+        expected.extend(tail[2..].iter().rev());
+        expected.push(tail[1]);
+        assert_eq!(order, expected);
+        let mut beside_itself = UpdateRequest::new(tail[0]);
+        beside_itself.place = Some(task_list::Placement::After(tail[0]));
+        assert!(!list.update(&beside_itself).unwrap().success);
+    }
+
     fn nothing_ready_is_none(fx) {
         let list = fx.open();
         assert_eq!(list.claim_next("ann", ClaimOptions::default()).unwrap(), None);
