@@ -246,23 +246,32 @@ pub struct AgentArgs {
     /// Wait for the agent to stop, print its notification and exit with its status.
     #[arg(long)]
     pub wait: bool,
-    /// Run the agent in a new git worktree made from the current HEAD, on a new branch
-    /// `tasks/{description}-{id}`, under the session's `worktrees/` directory: removed with its
-    /// branch when the agent stops without changes, kept (and named in its notification)
-    /// otherwise. Outside a git repository the start fails.
-    #[arg(long)]
-    pub worktree: bool,
-    /// The new worktree's branch (implies `--worktree`); it must not exist yet.
-    #[arg(long, value_name = "NAME")]
-    pub worktree_branch: Option<String>,
+    /// `--worktree`, `--worktree-branch`.
+    #[command(flatten)]
+    pub isolation: WorktreeFlags,
     /// The agent CLI: program, then arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
-impl AgentArgs {
+/// `--worktree` / `--worktree-branch` of `tasks agent` and `tasks team spawn`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct WorktreeFlags {
+    /// Run the agent in a new git worktree made from the current HEAD, on a new branch
+    /// `tasks/{description}-{id}`, under the session's `worktrees/` directory: removed with its
+    /// branch when the agent stops without changes, kept (and named in its notification)
+    /// otherwise. Outside a git repository, during a merge or rebase, or with staged changes,
+    /// the start fails.
+    #[arg(long)]
+    pub worktree: bool,
+    /// The new worktree's branch (implies `--worktree`); it must not exist yet.
+    #[arg(long, value_name = "NAME")]
+    pub worktree_branch: Option<String>,
+}
+
+impl WorktreeFlags {
     /// The worktree asked for, if any.
-    pub fn worktree(&self) -> Option<task_agent::worktree::WorktreeRequest> {
+    pub fn request(&self) -> Option<task_agent::worktree::WorktreeRequest> {
         (self.worktree || self.worktree_branch.is_some()).then(|| {
             task_agent::worktree::WorktreeRequest {
                 branch: self.worktree_branch.clone(),

@@ -56,6 +56,10 @@ pub struct TeamSpawnArgs {
     /// Its display colour.
     #[arg(long)]
     pub color: Option<String>,
+    /// `--worktree`, `--worktree-branch`: the teammate works in a git worktree of its own
+    /// (its branch `tasks/{name}-{team}-{id}`), removed when it ends unchanged.
+    #[command(flatten)]
+    pub isolation: crate::cli::WorktreeFlags,
     /// The agent CLI (Claude Code's stream-json): program, then arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -106,6 +110,7 @@ fn spawn(session: &Session, args: TeamSpawnArgs, json: bool) -> Result<u8> {
         prompt: args.prompt,
         plan: args.plan,
         color: args.color,
+        worktree: args.isolation.request(),
     };
     let id = session.start::<TeamExecutor>(start, Session::caller()?)?;
     print_started(session, id, json)

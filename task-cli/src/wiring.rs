@@ -32,7 +32,7 @@ pub fn standard(host: &Host) -> Result<Launchers> {
         .register_with_registry();
     let workflows = WorkflowExecutor::new(agents.clone(), &tasks_dir, WorkflowConfig::default())
         .register_with_registry();
-    let (team, dreams) = crate::team_wiring::executors(host);
+    let (team, dreams) = crate::team_wiring::executors(host, agents.worktrees().clone());
     let remotes = crate::remote_wiring::executor(host, settings.remote);
     Ok(Launchers::new()
         .with(shells.clone())

@@ -25,13 +25,10 @@ impl Sandbox {
     }
 
     fn status(&self, id: &str) -> String {
-        let all: Value = serde_json::from_str(&self.ok(&["ps", "--all", "--json"])).unwrap();
-        all.as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["id"] == id)
-            .map(|t| t["status"].as_str().unwrap().to_owned())
+        self.listed(id)["status"]
+            .as_str()
             .unwrap_or_default()
+            .to_owned()
     }
 
     fn output_file(&self, id: &str) -> PathBuf {

@@ -195,6 +195,10 @@ pub struct TeammateState {
     /// the teammate is resumed or ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<super::ShellProcess>,
+    /// The git worktree it runs in (`tasks team spawn --worktree`); kept after it ends only
+    /// when it has changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<Box<Worktree>>,
 }
 
 #[cfg(test)]
