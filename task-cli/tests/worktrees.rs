@@ -728,3 +728,56 @@ fn a_checkout_that_cannot_be_based_on_refuses_the_start_with_the_reason() {
     let out = sandbox.agent_in(&repo, &["--worktree", "-p", "w"], &script);
     assert!(out.contains("<result>ran</result>"), "{out}");
 }
+
+#[test]
+fn a_teammate_resumed_after_a_supervisor_crash_goes_on_in_the_worktree_it_had() {
+    let sandbox = sandbox();
+    let repo = repository(&sandbox);
+    let script = sandbox.script(
+        "mate.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"touch": "by-mate.txt"}),
+            json!({"result": "wrote"}),
+            json!({"teammate": true}),
+        ],
+    );
+    let out = sandbox.spawn_teammate_in(&repo, "dee@crew", &["--worktree"], &script);
+    assert!(out.status.success(), "{out:?}");
+    let id = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let path = sandbox.worktrees().join(&id);
+    let idle = |row: &Value| row["kind"]["teammate"]["isIdle"] == true;
+    let before = support::eventually("the teammate idle", || {
+        Some(sandbox.listed(&id)).filter(idle)
+    });
+    let supervisor = before["supervisorPid"].as_i64().unwrap() as i32;
+    support::sigkill(supervisor);
+    support::eventually("the supervisor gone", || {
+        (!support::is_alive(supervisor)).then_some(())
+    });
+
+    // The next supervisor resumes it in the same worktree, on the same branch.
+    let after = support::eventually("the teammate resumed", || {
+        let row = sandbox.listed(&id);
+        (row["supervisorPid"].as_i64() != Some(i64::from(supervisor)) && idle(&row)).then_some(row)
+    });
+    assert_eq!(
+        after["kind"]["teammate"]["worktree"],
+        before["kind"]["teammate"]["worktree"]
+    );
+    let pgid = after["kind"]["teammate"]["process"]["pgid"]
+        .as_i64()
+        .unwrap();
+    let cwd = std::fs::read_link(format!("/proc/{pgid}/cwd")).unwrap();
+    assert_eq!(cwd, path, "its CLI runs in its worktree");
+    assert_eq!(listed_worktrees(&repo).len(), 2, "no second worktree");
+    assert!(!repo.join("by-mate.txt").exists());
+
+    // Killed with changes: kept, and listed.
+    sandbox.ok(&["kill", &id]);
+    assert_eq!(sandbox.listed(&id)["status"], "killed");
+    assert!(path.join("by-mate.txt").is_file());
+    let kept = sandbox.ok(&["worktree", "ls"]);
+    assert!(kept.starts_with(&id) && kept.contains("killed"), "{kept}");
+    assert_nothing_stale(&repo);
+}

@@ -260,10 +260,10 @@ impl TeamExecutor {
             Some(previous) => previous.base.id,
             None => TaskId::generate(TaskType::InProcessTeammate)?,
         };
-        let worktree = self.worktree_of(id, &full, &mut request, previous)?;
+        let (worktree, fresh) = self.worktree_of(id, &full, &mut request, previous)?;
         let admitted = self.admit_in(id, full, request, previous, reader, worktree.clone());
         if admitted.is_err()
-            && previous.is_none()
+            && fresh
             && let Some(worktree) = &worktree
         {
             remove_unchanged(&self.inner.worktrees, worktree);
@@ -272,25 +272,27 @@ impl TeamExecutor {
     }
 
     /// The worktree teammate `id` (`full`, its `name@team`) runs in, its `request.cwd` moved
-    /// into it: a new one when the request asks for it, the one it had when it is resumed.
+    /// into it, and whether it was just added: the one it had when it is resumed, else a new
+    /// one when the request asks for it (a resumed teammate whose worktree was never recorded
+    /// gets a new one: it never runs unisolated).
     fn worktree_of(
         &self,
         id: TaskId,
         full: &str,
         request: &mut TeammateRequest,
         previous: Option<&TaskState>,
-    ) -> Result<Option<Worktree>, AgentError> {
+    ) -> Result<(Option<Worktree>, bool), AgentError> {
         let caller = request.cwd.clone().unwrap_or_else(|| PathBuf::from("."));
         if let Some(had) = previous.and_then(|p| p.kind.worktree()) {
             request.cwd = Some(cwd_in(had, &caller));
-            return Ok(Some(had.clone()));
+            return Ok((Some(had.clone()), false));
         }
-        let Some(wanted) = request.worktree.as_ref().filter(|_| previous.is_none()) else {
-            return Ok(None);
+        let Some(wanted) = &request.worktree else {
+            return Ok((None, false));
         };
         let added = blocking(|| self.inner.worktrees.add(&caller, id, full, wanted))?;
         request.cwd = Some(added.cwd);
-        Ok(Some(added.worktree))
+        Ok((Some(added.worktree), true))
     }
 
     /// The rest of [`admit`](Self::admit), once the id is chosen and the worktree (if any)
