@@ -1,8 +1,10 @@
 //! Benchmarks of task-list on both stores (the list directory and PostgreSQL): create, add an
-//! edge on a 10 000-task list, `ready` on 10 000 and 100 000 tasks, and claim throughput with 1
-//! and 8 contending processes, by id and with `claim_next`.
+//! edge on a 10 000-task list, `ready` on 10 000 and 100 000 tasks (and on 100 000 tasks with
+//! priorities), and claim throughput with 1 and 8 contending processes, by id and with
+//! `claim_next`.
 //!
-//! Run: `cargo bench -p benches --bench list -- --warm-up-time 1 --measurement-time 3`.
+//! Run: `cargo bench -p benches --bench list -- --warm-up-time 1 --measurement-time 3`. A
+//! filter (`… -- list_claim_next`) also skips the setup of the groups it leaves out.
 //! The PostgreSQL benches run when `TASKS_BENCH_PG_URL` (or `TASKS_TEST_PG_URL`, as
 //! `.ci/postgres.sh start` prints it) names a server; they work in a schema of their own,
 //! dropped at the end. The claim workers are this same binary, re-executed with
@@ -109,6 +111,11 @@ fn stores() -> Vec<Store> {
 /// `n` tasks, each but the first waiting on a pseudo-random lower-numbered one (no cycle),
 /// loaded in one import (far faster than `n` creates, on both stores).
 fn list_with_tasks(store: &Store, list: &str, n: u64) -> TaskList {
+    import(store, list, tasks_with_edges(n))
+}
+
+/// Tasks `1..=n`, each but the first waiting on a pseudo-random lower-numbered one.
+fn tasks_with_edges(n: u64) -> Vec<Task> {
     let mut tasks = new_tasks(n);
     for (blocked, blocker) in edges(n).take(n as usize - 1) {
         tasks[blocked as usize - 1]
@@ -118,19 +125,24 @@ fn list_with_tasks(store: &Store, list: &str, n: u64) -> TaskList {
             .blocks
             .push(TaskId::new(blocked).unwrap());
     }
-    import(store, list, tasks)
+    tasks
 }
 
 /// `n` independent tasks with priorities 0 to 4 in turn: a work queue for `claim_next`.
 fn queue_with_tasks(store: &Store, list: &str, n: u64) -> TaskList {
     let mut tasks = new_tasks(n);
+    prioritise(&mut tasks);
+    import(store, list, tasks)
+}
+
+/// Gives `tasks` priorities 0 to 4 in turn.
+fn prioritise(tasks: &mut [Task]) {
     for (task, priority) in tasks.iter_mut().zip((0..5_u64).cycle()) {
         task.metadata = Some(task_list::Metadata::from_iter([(
             task_list::PRIORITY_KEY.into(),
             priority.into(),
         )]));
     }
-    import(store, list, tasks)
 }
 
 /// Tasks `1..=n`, pending, no edges.
@@ -246,6 +258,47 @@ fn ready(c: &mut Criterion, store: &Store) {
     group.finish();
 }
 
+/// `ready` on 100 000 tasks with one edge each and priorities 0 to 4 in turn, warm: the ready
+/// tasks ranked by priority, then position, then id (as `claim_next` takes them).
+fn ready_with_priorities(c: &mut Criterion, store: &Store) {
+    let mut group = c.benchmark_group(format!("list_ready_priorities/{}", store.name()));
+    group.sample_size(10);
+    let mut tasks = tasks_with_edges(BIG);
+    prioritise(&mut tasks);
+    let start = Instant::now();
+    let list = import(store, "readyprio", tasks);
+    eprintln!(
+        "list_ready_priorities/{}: imported {BIG} tasks in {:.2?}",
+        store.name(),
+        start.elapsed()
+    );
+    std::thread::sleep(Duration::from_millis(2100));
+    group.bench_function("ready_100k_tasks_warm", |b| {
+        b.iter(|| list.ready().unwrap())
+    });
+    group.finish();
+}
+
+/// Whether the benchmark group `group` may run: no filter was given, or one selects it
+/// ([`selects`]), so that a filter skips the setup of the groups it leaves out, not only their
+/// measurements.
+fn runs(group: &str) -> bool {
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-') && a.parse::<f64>().is_err())
+        .collect();
+    filters.is_empty() || filters.iter().any(|f| selects(f, group))
+}
+
+/// Whether filter `f` selects `group`: it is a prefix of the group's name that does not stop
+/// inside a word (`list_claim` is not `list_claim_next`), or it names one of its benchmarks.
+fn selects(f: &str, group: &str) -> bool {
+    match group.strip_prefix(f) {
+        Some(rest) => !rest.starts_with('_'),
+        None => f.starts_with(&format!("{group}/")),
+    }
+}
+
 /// How a claim worker claims.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Claiming {
@@ -347,11 +400,24 @@ fn main() {
     }
     let mut c = Criterion::default().configure_from_args();
     for store in stores() {
-        create(&mut c, &store);
-        add_edges(&mut c, &store);
-        ready(&mut c, &store);
-        claims(&mut c, &store, Claiming::ById);
-        claims(&mut c, &store, Claiming::Next);
+        if runs("list_create") {
+            create(&mut c, &store);
+        }
+        if runs("list_edges") {
+            add_edges(&mut c, &store);
+        }
+        if runs("list_ready") {
+            ready(&mut c, &store);
+        }
+        if runs("list_ready_priorities") {
+            ready_with_priorities(&mut c, &store);
+        }
+        if runs("list_claim") {
+            claims(&mut c, &store, Claiming::ById);
+        }
+        if runs("list_claim_next") {
+            claims(&mut c, &store, Claiming::Next);
+        }
     }
     c.final_summary();
 }

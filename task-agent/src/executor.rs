@@ -744,18 +744,14 @@ pub(crate) fn remove_unchanged(worktrees: &Worktrees, worktree: &task_core::Work
     }
 }
 
-/// The agent `id` stopped with no notification for the model (killed, or never started): its
-/// worktree, if it has one and it holds no changes, is removed with its branch and forgotten by
-/// its state. Blocking.
+/// The agent or teammate `id` stopped with no notification for the model (killed, never
+/// started, or a teammate however it ended): its worktree, if it has one and it holds no
+/// changes, is removed with its branch and forgotten by its state. Blocking.
 pub(crate) fn settle_worktree(registry: &Registry, worktrees: &Worktrees, id: &TaskId) {
     let Some(state) = registry.get(id) else {
         return;
     };
-    let TaskKind::Agent(AgentState {
-        worktree: Some(worktree),
-        ..
-    }) = &state.kind
-    else {
+    let Some(worktree) = state.kind.worktree() else {
         return;
     };
     if !remove_unchanged(worktrees, worktree) {
@@ -763,11 +759,7 @@ pub(crate) fn settle_worktree(registry: &Registry, worktrees: &Worktrees, id: &T
     }
     let _ = registry.update(id, |current| {
         let mut next = current.clone();
-        match &mut next.kind {
-            TaskKind::Agent(agent) if agent.worktree.is_some() => agent.worktree = None,
-            _ => return None,
-        }
-        Some(next)
+        next.kind.set_worktree(None).then_some(next)
     });
 }
 

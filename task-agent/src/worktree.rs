@@ -9,6 +9,13 @@
 //! notification. Every failure is the start's failure: an agent never runs unisolated when
 //! isolation was asked for.
 //!
+//! A caller's checkout **cannot be based on** (the start is refused, [`WorktreeError::Unbased`])
+//! when its `HEAD` is not the state it means to hand over: a merge, rebase, cherry-pick, revert
+//! or bisect is in progress (`HEAD` is a midpoint), its index has unmerged paths, or its index
+//! holds staged changes (work prepared for a commit that the worktree, made from `HEAD`, would
+//! silently lack). Unstaged edits and untracked files do not refuse the start: they are the
+//! caller's own work in progress, which a worktree from `HEAD` never claimed to carry.
+//!
 //! It runs the `git` command-line tool, with arguments as argv (never through a shell): git is
 //! what users of worktrees have, and it brings no new dependency to the build.
 
@@ -70,6 +77,16 @@ pub enum WorktreeError {
         /// Why.
         #[source]
         source: std::io::Error,
+    },
+    /// The caller's checkout is in a state a worktree cannot be based on (see the module).
+    #[error(
+        "cannot run the agent in a worktree: the checkout at {dir} cannot be based on: {reason}; commit, stash or finish it first"
+    )]
+    Unbased {
+        /// The caller's worktree (its top level).
+        dir: PathBuf,
+        /// What is in the way.
+        reason: String,
     },
     /// A worktree that has changes was not removed (pass `force`).
     #[error("worktree {path} has changes (branch {branch}); not removed without force")]
@@ -151,6 +168,7 @@ impl Worktrees {
                 "--path-format=absolute",
                 "--show-toplevel",
                 "--git-common-dir",
+                "--absolute-git-dir",
                 "--show-prefix",
             ],
         )
@@ -162,7 +180,8 @@ impl Worktrees {
             other => other,
         })?;
         let mut lines = found.lines();
-        let (Some(top), Some(common)) = (lines.next(), lines.next()) else {
+        let (Some(top), Some(common), Some(git_dir)) = (lines.next(), lines.next(), lines.next())
+        else {
             return Err(WorktreeError::NotARepository {
                 dir: cwd.to_path_buf(),
                 reason: format!("git rev-parse said {found:?}"),
@@ -177,6 +196,7 @@ impl Worktrees {
                 }
             })?;
         let base = base.trim().to_owned();
+        refuse_unbased(&top, Path::new(git_dir))?;
         let branch = request
             .branch
             .clone()
@@ -204,12 +224,7 @@ impl Worktrees {
             )?;
         }
         tracing::debug!(%id, path = %path.display(), %branch, %base, "worktree added");
-        let inside = path.join(prefix.trim_end_matches('/'));
-        let cwd = if inside.is_dir() {
-            inside
-        } else {
-            path.clone()
-        };
+        let cwd = inside(&path, Path::new(prefix.trim_end_matches('/')));
         Ok(Added {
             worktree: Worktree {
                 worktree_path: path.display().to_string(),
@@ -274,6 +289,68 @@ impl Worktrees {
         let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
         Arc::clone(locks.entry(common_dir.to_path_buf()).or_default())
     }
+}
+
+/// `prefix` (a path relative to a repository's top level) inside the worktree at `path`, or
+/// the worktree's top level when the worktree has no such directory.
+fn inside(path: &Path, prefix: &Path) -> PathBuf {
+    let inside = path.join(prefix);
+    if inside.is_dir() {
+        inside
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// Where an agent whose caller is in `caller_cwd` runs in `worktree` again (a teammate resumed
+/// by the next supervisor): the same subdirectory of the worktree as the caller's of the
+/// repository, else the worktree's top level.
+pub fn cwd_in(worktree: &Worktree, caller_cwd: &Path) -> PathBuf {
+    let path = Path::new(&worktree.worktree_path);
+    let prefix = worktree
+        .repository
+        .as_deref()
+        .and_then(|top| caller_cwd.strip_prefix(top).ok())
+        .unwrap_or(Path::new(""));
+    inside(path, prefix)
+}
+
+/// Refuses a checkout (top level `top`, git directory `git_dir`) that a worktree cannot be based
+/// on: an operation in progress, unmerged paths, staged changes (see the module).
+fn refuse_unbased(top: &Path, git_dir: &Path) -> Result<(), WorktreeError> {
+    let unbased = |reason: String| WorktreeError::Unbased {
+        dir: top.to_path_buf(),
+        reason,
+    };
+    const IN_PROGRESS: [(&str, &str); 6] = [
+        ("MERGE_HEAD", "a merge"),
+        ("rebase-merge", "a rebase"),
+        ("rebase-apply", "a rebase or git am"),
+        ("CHERRY_PICK_HEAD", "a cherry-pick"),
+        ("REVERT_HEAD", "a revert"),
+        ("BISECT_LOG", "a bisect"),
+    ];
+    if let Some((_, what)) = IN_PROGRESS
+        .iter()
+        .find(|(marker, _)| git_dir.join(marker).exists())
+    {
+        return Err(unbased(format!("{what} is in progress")));
+    }
+    let unmerged = git(top, ["diff", "--name-only", "--diff-filter=U"])?;
+    if let Some(path) = unmerged.lines().next() {
+        return Err(unbased(format!("the index has unmerged paths ({path}…)")));
+    }
+    let staged = git(top, ["diff", "--cached", "--name-only", "HEAD", "--"])?;
+    let staged: Vec<&str> = staged.lines().collect();
+    if let Some(first) = staged.first() {
+        return Err(unbased(format!(
+            "the index has staged changes the worktree would not contain ({} path{}: {first}{})",
+            staged.len(),
+            if staged.len() == 1 { "" } else { "s" },
+            if staged.len() > 1 { ", …" } else { "" }
+        )));
+    }
+    Ok(())
 }
 
 /// What `worktree` holds beyond its base. Blocking: it runs git.

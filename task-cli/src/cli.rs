@@ -324,15 +324,9 @@ pub struct AgentArgs {
     /// Wait for the agent to stop, print its notification and exit with its status.
     #[arg(long)]
     pub wait: bool,
-    /// Run the agent in a new git worktree made from the current HEAD, on a new branch
-    /// `tasks/{description}-{id}`, under the session's `worktrees/` directory: removed with its
-    /// branch when the agent stops without changes, kept (and named in its notification)
-    /// otherwise. Outside a git repository the start fails.
-    #[arg(long)]
-    pub worktree: bool,
-    /// The new worktree's branch (implies `--worktree`); it must not exist yet.
-    #[arg(long, value_name = "NAME")]
-    pub worktree_branch: Option<String>,
+    /// `--worktree`, `--worktree-branch`.
+    #[command(flatten)]
+    pub isolation: WorktreeFlags,
     /// Group, priority, dependencies and start time.
     #[command(flatten)]
     pub schedule: ScheduleArgs,
@@ -366,9 +360,26 @@ impl AgentArgs {
         };
         (!budget.is_unlimited()).then_some(budget)
     }
+}
 
+/// `--worktree` / `--worktree-branch` of `tasks agent` and `tasks team spawn`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct WorktreeFlags {
+    /// Run the agent in a new git worktree made from the current HEAD, on a new branch
+    /// `tasks/{description}-{id}`, under the session's `worktrees/` directory: removed with its
+    /// branch when the agent stops without changes, kept (and named in its notification)
+    /// otherwise. Outside a git repository, during a merge or rebase, or with staged changes,
+    /// the start fails.
+    #[arg(long)]
+    pub worktree: bool,
+    /// The new worktree's branch (implies `--worktree`); it must not exist yet.
+    #[arg(long, value_name = "NAME")]
+    pub worktree_branch: Option<String>,
+}
+
+impl WorktreeFlags {
     /// The worktree asked for, if any.
-    pub fn worktree(&self) -> Option<task_agent::worktree::WorktreeRequest> {
+    pub fn request(&self) -> Option<task_agent::worktree::WorktreeRequest> {
         (self.worktree || self.worktree_branch.is_some()).then(|| {
             task_agent::worktree::WorktreeRequest {
                 branch: self.worktree_branch.clone(),
@@ -645,6 +656,10 @@ pub enum ListOp {
         /// A label (repeatable; kept as `metadata.labels`).
         #[arg(long = "label", value_name = "LABEL")]
         labels: Vec<String>,
+        /// The task's parent: it is ready only once all its children are completed (kept as
+        /// `metadata.parent`).
+        #[arg(long, value_name = "ID")]
+        parent: Option<String>,
     },
     /// Print every task of the list, one line each (status, owner, blockers)
     ///
@@ -664,14 +679,15 @@ pub enum ListOp {
     },
     /// Claim a task for an owner, if it is free and unblocked (or the best ready one)
     ///
-    /// With `--next`, the best ready task: highest priority, then lowest id.
+    /// With `--next`, the best ready task: highest priority, then position, then lowest id.
     Claim {
         /// The task id.
         #[arg(required_unless_present = "next", conflicts_with = "next")]
         id: Option<String>,
-        /// Claim the best ready task (pending, unowned, every blocker completed): priority 0
-        /// first (a task without one counts as 2), then the lowest id. Nothing ready is not an
-        /// error: it says so (`null` with `--json`) and exits 0.
+        /// Claim the best ready task (pending, unowned, every blocker and child completed):
+        /// priority 0 first (a task without one counts as 2), then the lowest position (see
+        /// `update --before/--after`), then the lowest id. Nothing ready is not an error: it
+        /// says so (`null` with `--json`) and exits 0.
         #[arg(long)]
         next: bool,
         /// The new owner.
@@ -769,6 +785,15 @@ pub struct ListUpdateArgs {
     /// The task's labels, replacing the ones it has (repeatable; kept as `metadata.labels`).
     #[arg(long = "label", value_name = "LABEL")]
     pub labels: Vec<String>,
+    /// New parent (kept as `metadata.parent`; an empty string removes it).
+    #[arg(long, value_name = "ID")]
+    pub parent: Option<String>,
+    /// Move the task just before this one in the queue (kept as `metadata.position`).
+    #[arg(long, value_name = "ID", conflicts_with = "after")]
+    pub before: Option<String>,
+    /// Move the task just after this one in the queue (kept as `metadata.position`).
+    #[arg(long, value_name = "ID")]
+    pub after: Option<String>,
 }
 
 /// Print every task of the list, one line each (status, owner, blockers)
@@ -794,6 +819,9 @@ pub struct ListLsArgs {
     /// Only tasks with a blocker that is not completed.
     #[arg(long)]
     pub blocked: bool,
+    /// Only the children of this task.
+    #[arg(long, value_name = "ID")]
+    pub parent: Option<String>,
 }
 
 #[cfg(test)]

@@ -252,7 +252,7 @@ fn restart(session: &Session, args: &crate::cli::RestartArgs, json: bool) -> Res
 }
 
 fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
-    let worktree = args.worktree();
+    let worktree = args.isolation.request();
     let budget = args.budget();
     let (command, prompt) = args
         .runner

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Serialize;
 use task_list::{
     Actor, ClaimOptions, ClaimResult, CreateRequest, EnvValues, Layout, ListExport, ListFilter,
-    ListIdHints, Metadata, NotReadyReason, StoreConfig, TaskId, TaskList, UpdateRequest,
+    ListIdHints, Metadata, NotReadyReason, Placement, StoreConfig, TaskId, TaskList, UpdateRequest,
 };
 
 use crate::cli::{ListArgs, ListLsArgs, ListOp, ListUpdateArgs, UnassignReason};
@@ -29,10 +29,11 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
             metadata,
             priority,
             labels,
+            parent,
         } => {
             let request = CreateRequest {
                 active_form,
-                metadata: metadata_with(metadata.as_deref(), priority, &labels)?,
+                metadata: metadata_with(metadata.as_deref(), priority, &labels, parent)?,
                 ..CreateRequest::new(subject.or(subject_flag).unwrap_or_default(), description)
             };
             let created = list.create(&request).map_err(list_error)?;
@@ -257,9 +258,11 @@ pub(crate) fn session_list<'a>(
     named.or((!claude).then(|| paths.name()))
 }
 
-/// `tasks list get`: the reference's fields, and the owner (text and JSON).
+/// `tasks list get`: the reference's fields, the owner, and the task's place in the tree (its
+/// parent and children, when it has them), as text and JSON.
 fn get(list: &TaskList, id: &str, json: bool) -> Result<u8> {
-    let task = list.get(parse_id(id)?).map_err(list_error)?;
+    let id = parse_id(id)?;
+    let task = list.get(id).map_err(list_error)?;
     let Some(task) = task else {
         return print(
             json,
@@ -268,6 +271,7 @@ fn get(list: &TaskList, id: &str, json: bool) -> Result<u8> {
             false,
         );
     };
+    let children = list.children(id).map_err(list_error)?;
     let found = task_list::GetResult {
         task: Some(task_list::TaskDetails::from(&task)),
     };
@@ -275,15 +279,26 @@ fn get(list: &TaskList, id: &str, json: bool) -> Result<u8> {
         let mut value = serde_json::to_value(&found)
             .map_err(|e| CliError::invalid(format!("cannot encode output: {e}")))?;
         value["task"]["owner"] = serde_json::json!(task.owner);
+        if let Some(parent) = task.parent() {
+            value["task"]["parent"] = serde_json::json!(parent);
+        }
+        if !children.is_empty() {
+            value["task"]["children"] = serde_json::json!(children);
+        }
         return print(json, &value, "", true);
     }
-    let owner = task.owner.as_deref().unwrap_or("(none)");
-    print(
-        false,
-        &found,
-        &format!("{}\nOwner: {owner}", found.model_text()),
-        true,
-    )
+    let mut text = format!(
+        "{}\nOwner: {}",
+        found.model_text(),
+        task.owner.as_deref().unwrap_or("(none)")
+    );
+    if let Some(parent) = task.parent() {
+        text.push_str(&format!("\nParent: #{parent}"));
+    }
+    if !children.is_empty() {
+        text.push_str(&format!("\nChildren: {}", hash_ids(&children)));
+    }
+    print(false, &found, &text, true)
 }
 
 /// How `tasks list` opens a list: [`open_in`] (files or a database), or [`open_files`] (files
@@ -340,6 +355,7 @@ fn list_filter(args: ListLsArgs) -> Result<ListFilter> {
         priority: args.priority,
         ready: args.ready,
         blocked: args.blocked,
+        parent: args.parent.as_deref().map(parse_id).transpose()?,
     })
 }
 
@@ -365,7 +381,17 @@ fn update_request(args: ListUpdateArgs) -> Result<UpdateRequest> {
         add_blocked_by: edges(args.add_blocked_by),
         remove_blocks: edges(args.remove_blocks),
         remove_blocked_by: edges(args.remove_blocked_by),
-        metadata: metadata_with(args.metadata.as_deref(), args.priority, &args.labels)?,
+        metadata: metadata_with(
+            args.metadata.as_deref(),
+            args.priority,
+            &args.labels,
+            args.parent,
+        )?,
+        place: match (args.before, args.after) {
+            (Some(before), _) => Some(Placement::Before(parse_id(&before)?)),
+            (None, Some(after)) => Some(Placement::After(parse_id(&after)?)),
+            (None, None) => None,
+        },
         ..UpdateRequest::new(parse_id(&args.id)?)
     })
 }
@@ -420,6 +446,7 @@ fn not_ready(reason: &NotReadyReason) -> String {
         NotReadyReason::Owned { owner } => format!("owned by {owner}"),
         NotReadyReason::BlockedBy { tasks } => format!("blocked by {}", ids(tasks)),
         NotReadyReason::MissingBlocker { task } => format!("blocker #{task} does not exist"),
+        NotReadyReason::OpenChildren { tasks } => format!("open children {}", ids(tasks)),
         other => to_word(other),
     }
 }
@@ -448,11 +475,13 @@ fn parse_id(text: &str) -> Result<TaskId> {
     })
 }
 
-/// `--metadata JSON` with `--priority N` and the `--label`s set in it.
+/// `--metadata JSON` with `--priority N`, the `--label`s and `--parent N` set in it (an empty
+/// parent is `null`: the key is removed).
 fn metadata_with(
     text: Option<&str>,
     priority: Option<u8>,
     labels: &[String],
+    parent: Option<String>,
 ) -> Result<Option<Metadata>> {
     let mut metadata = text.map(parse_metadata).transpose()?;
     let mut set = |key: &str, value: serde_json::Value| {
@@ -465,6 +494,11 @@ fn metadata_with(
     }
     if !labels.is_empty() {
         set(task_list::LABELS_KEY, labels.into());
+    }
+    match parent.as_deref() {
+        None => {}
+        Some("") => set(task_list::PARENT_KEY, serde_json::Value::Null),
+        Some(id) => set(task_list::PARENT_KEY, parse_id(id)?.to_string().into()),
     }
     Ok(metadata)
 }
@@ -483,6 +517,7 @@ fn list_error(error: task_list::Error) -> CliError {
             reason: message,
         }
         .into(),
+        task_list::Error::InvalidParent(message) => CliError::invalid(message),
         other => CliError::List(other.to_string()),
     }
 }

@@ -154,6 +154,8 @@ pub fn rows(session: &Session, tasks: &[TaskRecord], filter: &Filter) -> (Vec<Ro
             let size = std::fs::metadata(session.output_path(&id)).map_or(0, |m| m.len());
             let mut row = Row::new(task, size, notified);
             row.queue_position = positions.get(&id).copied();
+            row.worktree_changes = crate::worktree_cmd::existing(task)
+                .and_then(|worktree| task_agent::worktree::changes(worktree).ok());
             Some(row)
         })
         .collect();
@@ -212,11 +214,14 @@ pub fn table(rows: &[Row], color: bool, width: Option<usize>) -> String {
     };
     let mut text = line(&header, "DESCRIPTION", None);
     for (row, cells) in rows.iter().zip(&cells) {
-        text.push_str(&line(
-            cells,
-            &render::describe(&row.task),
-            Some(row.task.base.status),
-        ));
+        let mut description = render::describe(&row.task);
+        if let Some(changes) = row.worktree_changes {
+            description.push_str(&format!(
+                " (changes: {})",
+                crate::worktree_cmd::changes_text(&Ok(changes))
+            ));
+        }
+        text.push_str(&line(cells, &description, Some(row.task.base.status)));
     }
     if rows.is_empty() {
         text = "No tasks.\n".to_owned();

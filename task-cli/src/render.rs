@@ -82,6 +82,10 @@ pub struct Row {
     /// Its 1-based position among the waiting tasks of its group, while it waits.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_position: Option<usize>,
+    /// What its git worktree holds beyond its base, when it has one that exists (asked of git
+    /// by `tasks ps`; `None` elsewhere).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree_changes: Option<task_agent::worktree::Changes>,
 }
 
 impl Row {
@@ -98,15 +102,29 @@ impl Row {
             supervisor_down: record.supervisor_down,
             queue: record.queue.clone(),
             queue_position: None,
+            worktree_changes: None,
         }
     }
 }
 
 /// A task's description, and for an agent what it has done: `research · 1.4k tokens · 3 tools
 /// · Reading /etc/hostname` (with its budgets: `1.4k/200k tokens`, `· 3/10 turns`, `· time
-/// limit 5m 0s`), then the branch of its worktree, if it runs (or ran, and its
-/// worktree was kept) in one: `· ⎇ tasks/research-a12345678`.
+/// limit 5m 0s`; for a teammate, `idle` or `working`), then the branch of its worktree, if it
+/// runs (or ran, and its worktree was kept) in one: `· ⎇ tasks/research-a12345678`.
 pub fn describe(task: &TaskState) -> String {
+    format!("{}{}", what_it_did(task), worktree_suffix(task))
+}
+
+/// ` · ⎇ {branch}` when the task (an agent or a teammate) has a worktree, else nothing.
+pub fn worktree_suffix(task: &TaskState) -> String {
+    task.kind
+        .worktree()
+        .map(|worktree| format!(" · ⎇ {}", worktree.worktree_branch))
+        .unwrap_or_default()
+}
+
+/// [`describe`] without the worktree.
+fn what_it_did(task: &TaskState) -> String {
     let base = &task.base.description;
     if let task_core::TaskKind::Teammate(_) = &task.kind {
         let activity = teammate_activity(task);
@@ -149,9 +167,6 @@ pub fn describe(task: &TaskState) -> String {
             .as_deref()
             .unwrap_or(&latest.tool_name);
         text.push_str(&format!(" · {activity}"));
-    }
-    if let Some(worktree) = &agent.worktree {
-        text.push_str(&format!(" · ⎇ {}", worktree.worktree_branch));
     }
     text
 }

@@ -61,6 +61,10 @@ pub struct TeamSpawnArgs {
     /// Group, priority, dependencies and start time.
     #[command(flatten)]
     pub schedule: crate::cli::ScheduleArgs,
+    /// `--worktree`, `--worktree-branch`: the teammate works in a git worktree of its own
+    /// (its branch `tasks/{name}-{team}-{id}`), removed when it ends unchanged.
+    #[command(flatten)]
+    pub isolation: crate::cli::WorktreeFlags,
     /// The agent CLI (Claude Code's stream-json): program, then arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -115,6 +119,7 @@ fn spawn(session: &Session, args: TeamSpawnArgs, json: bool) -> Result<u8> {
         prompt: args.prompt,
         plan: args.plan,
         color: args.color,
+        worktree: args.isolation.request(),
     };
     let schedule = args.schedule.to_schedule()?;
     let caller = Session::caller()?;

@@ -5,7 +5,7 @@
 use clap::{Args, Subcommand};
 use serde_json::json;
 use task_agent::worktree::{Changes, Worktrees};
-use task_core::{TaskKind, Worktree};
+use task_core::Worktree;
 use task_session::paths::SessionPaths;
 use task_session::record::{self, TaskRecord};
 use task_session::session::Session;
@@ -45,18 +45,19 @@ pub fn worktree(paths: &SessionPaths, args: WorktreeArgs, json: bool) -> Result<
     }
 }
 
-/// The worktree a record names, if its directory still exists.
-fn existing(record: &TaskRecord) -> Option<&Worktree> {
-    match &record.task.kind {
-        TaskKind::Agent(agent) => agent
-            .worktree
-            .as_deref()
-            .filter(|w| std::path::Path::new(&w.worktree_path).is_dir()),
-        _ => None,
-    }
+/// The worktree a record (an agent's or a teammate's) names, if its directory still exists.
+pub(crate) fn existing(record: &TaskRecord) -> Option<&Worktree> {
+    record
+        .task
+        .kind
+        .worktree()
+        .filter(|w| std::path::Path::new(&w.worktree_path).is_dir())
 }
 
-fn changes_text(changes: &Result<Changes, task_agent::worktree::WorktreeError>) -> String {
+/// `commits, uncommitted`, `commits`, `uncommitted`, `none`, or why it is unknown.
+pub(crate) fn changes_text(
+    changes: &std::result::Result<Changes, task_agent::worktree::WorktreeError>,
+) -> String {
     match changes {
         Ok(Changes {
             commits: true,

@@ -22,16 +22,6 @@ impl Sandbox {
         args.extend(["--", fake.to_str().unwrap(), "--script", script]);
         self.ok(&args).lines().next().unwrap().to_owned()
     }
-
-    fn listed(&self, id: &str) -> Value {
-        let all: Value = serde_json::from_str(&self.ok(&["ps", "--all", "--json"])).unwrap();
-        all.as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["id"] == id)
-            .cloned()
-            .unwrap_or(Value::Null)
-    }
 }
 
 #[test]

@@ -156,6 +156,30 @@ const LS_FILTERS: Steps<'static> = &[
     &["ls", "--label", "later"],
 ];
 
+/// Parents and positions (after [`SESSION`], which leaves #1, #2 and #4, completed).
+const PARENTS: Steps<'static> = &[
+    &["create", "epic"],
+    &["create", "first", "--parent", "5"],
+    &["create", "second", "--parent", "#5"],
+    &["create", "orphan", "--parent", "99"],
+    &["update", "5", "--parent", "6"],
+    &["update", "7", "--before", "6"],
+    &["update", "7", "--after", "7"],
+    &["ready"],
+    &["get", "5"],
+    &["get", "7", "--json"],
+    &["ls", "--parent", "5"],
+    &["graph"],
+    &["claim", "--next", "--owner", "ann"],
+    &["update", "7", "--status", "completed"],
+    &["claim", "--next", "--owner", "bob"],
+    &["claim", "--next", "--owner", "cy"],
+    &["update", "6", "--status", "completed"],
+    &["claim", "--next", "--owner", "cy"],
+    &["update", "6", "--parent", ""],
+    &["ls", "--parent", "5"],
+];
+
 /// The same session of `tasks list` commands; every output, in order.
 fn session(root: &Path, store: &[&str], env: &[(&str, &str)]) -> Vec<String> {
     run_steps(root, store, env, SESSION)
@@ -280,6 +304,51 @@ fn ls_filters_print_the_same_on_postgres_as_on_files() {
     assert!(on_files[12].contains("→ Some(70)"), "{}", on_files[12]);
     assert_eq!(out(14), "No tasks found\n");
     assert_eq!(out(15), "#6 [pending] docs (ann)\n");
+}
+
+#[test]
+fn parents_and_positions_print_the_same_on_postgres_as_on_files() {
+    let Some(on_files) = after_session_on_both_stores(PARENTS) else {
+        return;
+    };
+    let out = |at: usize| on_files[at].split_once('\n').unwrap().1;
+    assert!(on_files[3].contains("→ Some(70)"), "{}", on_files[3]);
+    assert!(out(3).is_empty(), "the refusal is on stderr");
+    assert!(
+        out(4).contains("Cannot set parent: #6 is #5 or one of its descendants"),
+        "{}",
+        out(4)
+    );
+    assert_eq!(out(5), "Updated task #7 metadata\n");
+    assert!(out(6).contains("next to itself"), "{}", out(6));
+    assert!(
+        out(7).starts_with("#7 ready: second\n#6 ready: first\n")
+            && out(7).ends_with("#5 not ready: epic (open children #6, #7)\n"),
+        "{}",
+        out(7)
+    );
+    assert!(
+        out(8).ends_with("Owner: (none)\nChildren: #6, #7\n"),
+        "{}",
+        out(8)
+    );
+    let seven: Value = serde_json::from_str(out(9)).unwrap();
+    assert_eq!(seven["task"]["parent"], "5");
+    assert_eq!(out(10), "#6 [pending] first\n#7 [pending] second\n");
+    assert!(
+        out(11).ends_with("#5 [pending] epic\n  #6 [pending] first\n  #7 [pending] second\n"),
+        "{}",
+        out(11)
+    );
+    assert_eq!(
+        out(12),
+        "Claimed task #7 for ann: second\n",
+        "moved before #6"
+    );
+    assert_eq!(out(14), "Claimed task #6 for bob: first\n");
+    assert_eq!(out(15), "No task is ready.\n", "the epic waits for #6");
+    assert_eq!(out(17), "Claimed task #5 for cy: epic\n");
+    assert_eq!(out(19), "#7 [completed] second (ann)\n");
 }
 
 #[test]

@@ -364,7 +364,71 @@ async fn lists_the_reference_tools_with_schemas_from_rust_types() {
         let required = |schema: &Value| schema.get("required").cloned().unwrap_or(json!([]));
         assert_eq!(required(&ours), required(theirs), "{name}");
     }
-    assert_eq!(schema("TaskClaim")["required"], json!(["owner"]));
+    let claim = schema("TaskClaim");
+    assert_eq!(
+        claim.get("required").cloned().unwrap_or(json!([])),
+        json!([])
+    );
+    assert!(claim["properties"]["removeBlockedBy"].is_object());
+}
+
+#[tokio::test]
+async fn task_claim_removes_a_dependency_that_task_update_cannot() {
+    let server = Server::start().await;
+    for subject in ["schema", "api"] {
+        server
+            .call("TaskCreate", json!({"subject": subject, "description": ""}))
+            .await;
+    }
+    let added = server
+        .call("TaskUpdate", json!({"taskId": "2", "addBlockedBy": ["1"]}))
+        .await;
+    assert_eq!(structured(&added)["success"], true);
+    let blocked = server
+        .call("TaskClaim", json!({"owner": "ann", "taskId": "2"}))
+        .await;
+    assert_eq!(structured(&blocked)["reason"], "blocked");
+    // TaskUpdate keeps the reference's schema: no way to remove an edge there.
+    let refused = server
+        .call(
+            "TaskUpdate",
+            json!({"taskId": "2", "removeBlockedBy": ["1"]}),
+        )
+        .await;
+    assert_eq!(refused.is_error, Some(true));
+    let removed = server
+        .call(
+            "TaskClaim",
+            json!({"taskId": "2", "removeBlockedBy": ["1"]}),
+        )
+        .await;
+    assert_eq!(first_text(&removed), "Updated task #2 blockedBy");
+    assert_eq!(
+        structured(&removed)["updatedFields"],
+        json!(["blockedBy"]),
+        "{removed:?}"
+    );
+    let got = server.call("TaskGet", json!({"taskId": "1"})).await;
+    assert_eq!(structured(&got)["task"]["blocks"], json!([]), "both ends");
+    let claimed = server
+        .call("TaskClaim", json!({"owner": "ann", "next": true}))
+        .await;
+    assert_eq!(first_text(&claimed), "Claimed task #1 for ann: schema");
+    let claimed = server
+        .call("TaskClaim", json!({"owner": "bob", "next": true}))
+        .await;
+    assert_eq!(
+        first_text(&claimed),
+        "Claimed task #2 for bob: api",
+        "unblocked at once"
+    );
+    let mixed = server
+        .call(
+            "TaskClaim",
+            json!({"owner": "cy", "taskId": "2", "removeBlocks": ["1"]}),
+        )
+        .await;
+    assert_eq!(mixed.is_error, Some(true), "removing edges never claims");
 }
 
 #[tokio::test]

@@ -31,16 +31,6 @@ impl Root {
             .env_remove("TASKS_AGENT_COMMAND")
     }
 
-    fn listed(&self, id: &str) -> Value {
-        let all: Value = serde_json::from_str(&self.ok(&["ps", "--all", "--json"])).unwrap();
-        all.as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["id"] == id)
-            .cloned()
-            .unwrap_or(Value::Null)
-    }
-
     fn all(&self) -> Vec<Value> {
         let all: Value = serde_json::from_str(&self.ok(&["ps", "--all", "--json"])).unwrap();
         all.as_array().unwrap().clone()

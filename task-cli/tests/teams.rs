@@ -31,16 +31,6 @@ impl Sandbox {
             .to_owned()
     }
 
-    fn listed(&self, id: &str) -> Value {
-        let all: Value = serde_json::from_str(&self.ok(&["ps", "--all", "--json"])).unwrap();
-        all.as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["id"] == id)
-            .cloned()
-            .unwrap_or_default()
-    }
-
     /// Spawns `member`, a teammate that works on its first turn until a file that never
     /// appears: it never reads its mailbox, so it never sees a shutdown request, let alone
     /// approves one. Returns its id.

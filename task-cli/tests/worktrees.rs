@@ -565,3 +565,219 @@ fn after_a_supervisor_crash_the_next_supervisor_removes_unchanged_worktrees_and_
     let kept = sandbox.ok(&["worktree", "ls"]);
     assert!(kept.starts_with(&busy) && kept.contains("failed"), "{kept}");
 }
+
+impl Sandbox {
+    /// `tasks team spawn MEMBER OPTIONS -- fake-agent --script SCRIPT` in `dir`, as it ran.
+    fn spawn_teammate_in(
+        &self,
+        dir: &Path,
+        member: &str,
+        options: &[&str],
+        script: &str,
+    ) -> Output {
+        let fake = fake_agent();
+        let mut args = vec!["team", "spawn", member];
+        args.extend_from_slice(options);
+        args.extend(["--", fake.to_str().unwrap(), "--script", script]);
+        self.run_in(dir, &args)
+    }
+}
+
+#[test]
+fn teammates_spawned_with_worktree_work_in_their_own_and_ps_shows_branch_and_changes() {
+    let sandbox = sandbox();
+    let repo = repository(&sandbox);
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+    let writer = sandbox.script(
+        "writer.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"touch": "by-mate.txt"}),
+            json!({"result": "wrote"}),
+            json!({"teammate": true}),
+        ],
+    );
+    let reader = sandbox.script(
+        "reader.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"result": "read only"}),
+            json!({"teammate": true}),
+        ],
+    );
+    let spawned = |member: &str, script: &str| {
+        let out = sandbox.spawn_teammate_in(&repo, member, &["--worktree"], script);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let (writer, reader) = (spawned("ann@crew", &writer), spawned("bob@crew", &reader));
+    let rows = support::eventually("both teammates idle with their worktree checked", || {
+        let rows = [sandbox.listed(&writer), sandbox.listed(&reader)];
+        rows.iter()
+            .all(|r| r["kind"]["teammate"]["isIdle"] == true && r["worktreeChanges"].is_object())
+            .then_some(rows)
+    });
+    let branch = |id: &str| format!("tasks/ann-crew-{id}");
+    assert_eq!(
+        rows[0]["kind"]["teammate"]["worktree"]["worktreeBranch"],
+        branch(&writer)
+    );
+    assert_eq!(
+        rows[0]["worktreeChanges"],
+        json!({"commits": false, "dirty": true})
+    );
+    assert_eq!(
+        rows[1]["worktreeChanges"],
+        json!({"commits": false, "dirty": false})
+    );
+    // Each works in its own worktree, based on HEAD; the checkout is untouched.
+    let path = sandbox.worktrees().join(&writer);
+    assert!(path.join("by-mate.txt").is_file());
+    assert!(path.join("feature.txt").is_file());
+    assert_eq!(git(&path, &["rev-parse", "HEAD"]), head);
+    assert!(!repo.join("by-mate.txt").exists());
+    assert!(
+        !sandbox
+            .worktrees()
+            .join(&reader)
+            .join("by-mate.txt")
+            .exists()
+    );
+    let table = sandbox.ok(&["ps"]);
+    let row = |id: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(id))
+            .unwrap()
+            .to_owned()
+    };
+    assert!(
+        row(&writer).contains(&format!("⎇ {} (changes: uncommitted)", branch(&writer))),
+        "{table}"
+    );
+    assert!(row(&reader).contains("(changes: none)"), "{table}");
+    assert_eq!(listed_worktrees(&repo).len(), 3);
+
+    // Ended: the unchanged worktree goes with its branch, the changed one stays, listed.
+    for name in ["ann", "bob"] {
+        sandbox.ok(&["team", "shutdown", name]);
+    }
+    support::eventually("the reader's worktree removed, the writer's kept", || {
+        let listed = listed_worktrees(&repo);
+        let branches = git(
+            &repo,
+            &["branch", "--list", "--format=%(refname:short)", "tasks/*"],
+        );
+        (listed.len() == 2 && branches.trim() == branch(&writer)).then_some(())
+    });
+    assert!(path.join("by-mate.txt").is_file());
+    let kept = sandbox.ok(&["worktree", "ls"]);
+    assert!(kept.contains(&branch(&writer)), "{kept}");
+    assert_nothing_stale(&repo);
+}
+
+#[test]
+fn a_checkout_that_cannot_be_based_on_refuses_the_start_with_the_reason() {
+    let sandbox = sandbox();
+    let repo = repository(&sandbox);
+    let script = sandbox.script(
+        "s.jsonl",
+        &[json!({"read_user": true}), json!({"result": "ran"})],
+    );
+    let refused = |expected: &str| {
+        let agent = sandbox.start_agent_in(&repo, &["--worktree", "-p", "w"], &script);
+        let mate = sandbox.spawn_teammate_in(&repo, "cy@crew", &["--worktree"], &script);
+        for out in [agent, mate] {
+            assert!(!out.status.success(), "{out:?}");
+            assert!(out.stdout.is_empty(), "{out:?}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("cannot be based on") && stderr.contains(expected),
+                "{stderr}"
+            );
+        }
+        assert_eq!(listed_worktrees(&repo).len(), 1, "no worktree was added");
+        let listed: Value =
+            serde_json::from_slice(&sandbox.run_in(&repo, &["ps", "--all", "--json"]).stdout)
+                .unwrap();
+        assert_eq!(listed, json!([]), "no task was started");
+    };
+    // Staged changes: the worktree, made from HEAD, would silently lack them.
+    std::fs::write(repo.join("readme.txt"), "staged\n").unwrap();
+    git(&repo, &["add", "readme.txt"]);
+    refused("staged changes the worktree would not contain (1 path: readme.txt)");
+    git(&repo, &["reset", "-q"]);
+
+    // A merge in progress (stopped on a conflict): HEAD is a midpoint.
+    git(&repo, &["commit", "-qam", "feature edit"]);
+    git(&repo, &["checkout", "-q", "main"]);
+    std::fs::write(repo.join("readme.txt"), "main\n").unwrap();
+    git(&repo, &["commit", "-qam", "main edit"]);
+    let merge = Command::new("git")
+        .args(["-C", repo.to_str().unwrap(), "merge", "-q", "feature"])
+        .envs(GIT_ENV)
+        .output()
+        .unwrap();
+    assert!(!merge.status.success(), "the merge conflicts: {merge:?}");
+    refused("a merge is in progress");
+    git(&repo, &["merge", "--abort"]);
+
+    // Unstaged edits and untracked files are the caller's own work: the start goes ahead.
+    std::fs::write(repo.join("readme.txt"), "edited, not staged\n").unwrap();
+    std::fs::write(repo.join("untracked.txt"), "new\n").unwrap();
+    let out = sandbox.agent_in(&repo, &["--worktree", "-p", "w"], &script);
+    assert!(out.contains("<result>ran</result>"), "{out}");
+}
+
+#[test]
+fn a_teammate_resumed_after_a_supervisor_crash_goes_on_in_the_worktree_it_had() {
+    let sandbox = sandbox();
+    let repo = repository(&sandbox);
+    let script = sandbox.script(
+        "mate.jsonl",
+        &[
+            json!({"read_user": true}),
+            json!({"touch": "by-mate.txt"}),
+            json!({"result": "wrote"}),
+            json!({"teammate": true}),
+        ],
+    );
+    let out = sandbox.spawn_teammate_in(&repo, "dee@crew", &["--worktree"], &script);
+    assert!(out.status.success(), "{out:?}");
+    let id = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let path = sandbox.worktrees().join(&id);
+    let idle = |row: &Value| row["kind"]["teammate"]["isIdle"] == true;
+    let before = support::eventually("the teammate idle", || {
+        Some(sandbox.listed(&id)).filter(idle)
+    });
+    let supervisor = before["supervisorPid"].as_i64().unwrap() as i32;
+    support::sigkill(supervisor);
+    support::eventually("the supervisor gone", || {
+        (!support::is_alive(supervisor)).then_some(())
+    });
+
+    // The next supervisor resumes it in the same worktree, on the same branch.
+    let after = support::eventually("the teammate resumed", || {
+        let row = sandbox.listed(&id);
+        (row["supervisorPid"].as_i64() != Some(i64::from(supervisor)) && idle(&row)).then_some(row)
+    });
+    assert_eq!(
+        after["kind"]["teammate"]["worktree"],
+        before["kind"]["teammate"]["worktree"]
+    );
+    let pgid = after["kind"]["teammate"]["process"]["pgid"]
+        .as_i64()
+        .unwrap();
+    let cwd = std::fs::read_link(format!("/proc/{pgid}/cwd")).unwrap();
+    assert_eq!(cwd, path, "its CLI runs in its worktree");
+    assert_eq!(listed_worktrees(&repo).len(), 2, "no second worktree");
+    assert!(!repo.join("by-mate.txt").exists());
+
+    // Killed with changes: kept, and listed.
+    sandbox.ok(&["kill", &id]);
+    assert_eq!(sandbox.listed(&id)["status"], "killed");
+    assert!(path.join("by-mate.txt").is_file());
+    let kept = sandbox.ok(&["worktree", "ls"]);
+    assert!(kept.starts_with(&id) && kept.contains("killed"), "{kept}");
+    assert_nothing_stale(&repo);
+}

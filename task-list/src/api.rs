@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::id::TaskId;
 use crate::record::{Metadata, Task, TaskStatus};
+use crate::tree::Placement;
 
 /// `TaskCreate` input.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -114,6 +115,10 @@ pub struct UpdateRequest {
     /// Merged into the metadata; a key set to `null` is deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
+    /// Moves the task before or after another one in the queue (written as
+    /// `metadata.position`; not in the reference, never read from its JSON).
+    #[serde(skip)]
+    pub place: Option<Placement>,
 }
 
 impl UpdateRequest {
@@ -248,6 +253,8 @@ pub struct ListFilter {
     pub ready: bool,
     /// Blocked: some blocker is not completed.
     pub blocked: bool,
+    /// The children of this task ([`Task::parent`]).
+    pub parent: Option<TaskId>,
 }
 
 /// One `TaskList` entry. `blockedBy` lists only blockers that are not completed.

@@ -60,6 +60,9 @@ pub enum Error {
         /// The hook's stderr.
         feedback: String,
     },
+    /// The new task's `metadata.parent` names a task that does not exist (nothing was written).
+    #[error("{0}")]
+    InvalidParent(String),
     /// No lists root could be determined (no `HOME` and nothing configured).
     #[error("cannot determine the lists root: set TASKS_LIST_ROOT or HOME")]
     NoListsRoot,

@@ -92,24 +92,59 @@ impl Graph {
         cycles
     }
 
-    /// One line per task (`#1 [pending] Set up schema (alice) → #2, #3`), by id.
+    /// One line per task (`#1 [pending] Set up schema (alice) → #2, #3`): tasks without a
+    /// parent in the list by id, each followed by its children ([`Task::parent`]), indented
+    /// two spaces a level, by id.
     pub fn to_text(&self) -> String {
-        let mut text = String::new();
+        let ids = ids_of(&self.tasks);
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); self.tasks.len()];
+        let mut roots = Vec::new();
         for (i, task) in self.tasks.iter().enumerate() {
-            let _ = write!(text, "#{} [{}] {}", task.id, task.status, task.subject);
-            if let Some(owner) = &task.owner {
-                let _ = write!(text, " ({owner})");
+            match task.parent().and_then(|p| position(&ids, p)) {
+                Some(parent) if parent != i => children[parent].push(i),
+                _ => roots.push(i),
             }
-            if !self.out[i].is_empty() {
-                let targets: Vec<String> = self.out[i]
-                    .iter()
-                    .map(|&j| format!("#{}", self.tasks[j].id))
-                    .collect();
-                let _ = write!(text, " → {}", targets.join(", "));
+        }
+        let mut text = String::new();
+        let mut written = vec![false; self.tasks.len()];
+        // Tasks in a parent loop (written by someone else) have no root: they start trees too.
+        let starts: Vec<usize> = roots.into_iter().chain(0..self.tasks.len()).collect();
+        for start in starts {
+            let mut stack = vec![(start, 0_usize)];
+            while let Some((i, depth)) = stack.pop() {
+                if std::mem::replace(&mut written[i], true) {
+                    continue;
+                }
+                self.write_line(&mut text, i, depth);
+                stack.extend(children[i].iter().rev().map(|&c| (c, depth + 1)));
             }
-            text.push('\n');
         }
         text
+    }
+
+    /// Writes the line of `self.tasks[i]`, indented for `depth`.
+    fn write_line(&self, text: &mut String, i: usize, depth: usize) {
+        let task = &self.tasks[i];
+        let _ = write!(
+            text,
+            "{:indent$}#{} [{}] {}",
+            "",
+            task.id,
+            task.status,
+            task.subject,
+            indent = depth * 2
+        );
+        if let Some(owner) = &task.owner {
+            let _ = write!(text, " ({owner})");
+        }
+        if !self.out[i].is_empty() {
+            let targets: Vec<String> = self.out[i]
+                .iter()
+                .map(|&j| format!("#{}", self.tasks[j].id))
+                .collect();
+            let _ = write!(text, " → {}", targets.join(", "));
+        }
+        text.push('\n');
     }
 
     /// Graphviz DOT: one node per task (labelled, coloured by status), one edge per dependency.
@@ -137,6 +172,16 @@ impl Graph {
         }
         for (from, to) in self.edges() {
             let _ = writeln!(dot, "  \"{from}\" -> \"{to}\";");
+        }
+        let ids = ids_of(&self.tasks);
+        for task in &self.tasks {
+            if let Some(parent) = task.parent().filter(|&p| position(&ids, p).is_some()) {
+                let _ = writeln!(
+                    dot,
+                    "  \"{parent}\" -> \"{}\" [style=dashed, arrowhead=none];",
+                    task.id
+                );
+            }
         }
         dot.push_str("}\n");
         dot
@@ -227,7 +272,25 @@ mod tests {
             "#1 [pending] t1 → #2, #3\n#2 [pending] t2 → #3\n#3 [pending] t3\n"
         );
         let dot = g.to_dot("l\"x");
+        assert!(!dot.contains("dashed"));
         assert!(dot.starts_with("digraph \"l\\\"x\" {"));
         assert!(dot.contains("\"1\" -> \"3\";"));
+    }
+
+    #[test]
+    fn children_are_indented_under_their_parent() {
+        let mut child = task(3, &[]);
+        child.metadata = Some(crate::Metadata::from_iter([("parent".into(), "1".into())]));
+        let mut grandchild = task(4, &[]);
+        grandchild.metadata = Some(crate::Metadata::from_iter([("parent".into(), "3".into())]));
+        let g = graph(vec![task(1, &[2]), task(2, &[]), child, grandchild]);
+        assert_eq!(
+            g.to_text(),
+            "#1 [pending] t1 → #2\n  #3 [pending] t3\n    #4 [pending] t4\n#2 [pending] t2\n"
+        );
+        assert!(
+            g.to_dot("l")
+                .contains("\"1\" -> \"3\" [style=dashed, arrowhead=none];")
+        );
     }
 }

@@ -79,6 +79,7 @@ mod record;
 mod render;
 mod store;
 mod transfer;
+mod tree;
 mod txn;
 mod update;
 mod watch;
@@ -105,11 +106,13 @@ pub use ops::TASK_NOT_FOUND;
 pub use pg::PgEnv;
 pub use ready::{NotReady, NotReadyReason, ReadyReport, ReadyTask, ready_report};
 pub use record::{
-    DEFAULT_PRIORITY, LABELS_KEY, LOWEST_PRIORITY, Metadata, PRIORITY_KEY, Task, TaskStatus,
+    DEFAULT_PRIORITY, LABELS_KEY, LOWEST_PRIORITY, Metadata, PARENT_KEY, POSITION_KEY,
+    POSITION_STEP, PRIORITY_KEY, Task, TaskStatus,
 };
 pub use render::{NO_TASKS, VERIFICATION_AGENT_TYPE};
 pub use store::{Actor, FileProblem, Snapshot, TaskList};
 pub use transfer::{EXPORT_FORMAT, ListExport};
+pub use tree::Placement;
 pub use watch::{Change, ListWatcher};
 
 impl TaskList {

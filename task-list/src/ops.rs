@@ -10,9 +10,11 @@ use crate::error::{Error, Result};
 use crate::graph::ids_of;
 use crate::hooks::{HookEvent, HookInput, run_hooks};
 use crate::id::TaskId;
-use crate::ready::{NotReadyReason, reasons};
+use crate::ready::{NotReadyReason, OpenChildren, reasons};
 use crate::record::{Task, TaskStatus};
 use crate::store::TaskList;
+use crate::tree::{check_parent, children_of, open_children};
+use crate::update::requested_parent;
 
 /// The reference's answer for an id with no task.
 pub const TASK_NOT_FOUND: &str = "Task not found";
@@ -43,6 +45,11 @@ impl TaskList {
 
     fn write_new_task(&self, request: &CreateRequest) -> Result<Task> {
         self.write(true, |txn| {
+            if let Some(Some(parent)) = requested_parent(request.metadata.as_ref())
+                && let Err(message) = check_parent(txn, None, parent)?
+            {
+                return Err(Error::InvalidParent(message));
+            }
             let mut task = Task::new(txn.next_id()?, &request.subject, &request.description);
             task.active_form.clone_from(&request.active_form);
             task.metadata.clone_from(&request.metadata);
@@ -75,6 +82,7 @@ impl TaskList {
         let snapshot = self.snapshot()?;
         let all: Vec<&Task> = snapshot.tasks.values().collect();
         let ids = ids_of(&all);
+        let children = open_children(&all);
         let completed = |id: &TaskId| {
             snapshot
                 .tasks
@@ -83,7 +91,7 @@ impl TaskList {
         };
         let tasks = all
             .iter()
-            .filter(|task| !task.is_internal() && filter.keeps(task, &all, &ids))
+            .filter(|task| !task.is_internal() && filter.keeps(task, &all, &ids, &children))
             .map(|task| ListEntry {
                 id: task.id,
                 subject: task.subject.clone(),
@@ -98,6 +106,11 @@ impl TaskList {
             })
             .collect();
         Ok(ListResult { tasks })
+    }
+
+    /// The children of task `id` (the tasks whose `metadata.parent` is `id`), by id.
+    pub fn children(&self, id: TaskId) -> Result<Vec<TaskId>> {
+        Ok(children_of(self.snapshot()?.tasks.values(), id))
     }
 
     /// Deletes a task (`TaskUpdate {status: "deleted"}`): raises the high-water mark, removes
@@ -163,10 +176,11 @@ impl TaskList {
 }
 
 impl ListFilter {
-    /// Whether `task` of the list `tasks` (sorted by id; `ids` their ids) passes.
-    fn keeps(&self, task: &Task, tasks: &[&Task], ids: &[TaskId]) -> bool {
+    /// Whether `task` of the list `tasks` (sorted by id; `ids` their ids; `children` their
+    /// open children) passes.
+    fn keeps(&self, task: &Task, tasks: &[&Task], ids: &[TaskId], children: &OpenChildren) -> bool {
         let labels = task.labels();
-        let why_not = || reasons(task, tasks, ids);
+        let why_not = || reasons(task, tasks, ids, children);
         self.status.is_none_or(|s| task.status == s)
             && self
                 .owner
@@ -174,6 +188,7 @@ impl ListFilter {
                 .is_none_or(|o| task.owner.as_ref() == Some(o))
             && self.labels.iter().all(|l| labels.contains(&l.as_str()))
             && self.priority.is_none_or(|p| task.priority() == p)
+            && self.parent.is_none_or(|p| task.parent() == Some(p))
             && (!self.ready || why_not().is_empty())
             && (!self.blocked
                 || why_not()

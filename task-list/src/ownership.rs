@@ -8,9 +8,10 @@ use crate::backend::StoreTxn;
 use crate::error::Result;
 use crate::graph::ids_of;
 use crate::id::TaskId;
-use crate::ready::reasons;
+use crate::ready::{OpenChildren, reasons};
 use crate::record::{Task, TaskStatus};
 use crate::store::{Snapshot, TaskList};
+use crate::tree::open_children;
 
 impl TaskList {
     /// Claims `id` for `claimant` (sets the owner; the status is left to `TaskUpdate`). Every
@@ -51,7 +52,8 @@ impl TaskList {
     }
 
     /// Claims for `claimant` the best task that is ready now (pending, unowned, every blocker
-    /// completed): the highest priority ([`Task::priority`], 0 first), then the lowest id. The
+    /// and every child completed), in [`Task::queue_key`] order: the highest priority (0
+    /// first), then the lowest position ([`Task::position`]), then the lowest id. The
     /// choice and the claim are one write transaction, so any number of claimants on any number
     /// of hosts each get a different task. `None`: nothing is ready (not an error). With
     /// [`ClaimOptions::check_agent_busy`], a claimant that owns an unfinished task is refused
@@ -68,14 +70,18 @@ impl TaskList {
                     }));
                 }
             }
-            for id in ready_by_rank(&snapshot) {
+            let (ranked, children) = ready_by_rank(&snapshot);
+            for id in ranked {
                 // Checked again under the task's lock: a writer that takes no list lock (the
                 // reference) may have changed it since the snapshot.
                 let Some(mut locked) = txn.lock(id)? else {
                     continue;
                 };
                 let free = locked.status == TaskStatus::Pending && locked.owner.is_none();
-                if free && open_blockers(txn, &locked)?.is_empty() {
+                if free
+                    && open_blockers(txn, &locked)?.is_empty()
+                    && still_open(txn, children.get(&id).map_or(&[], Vec::as_slice))?.is_empty()
+                {
                     self.take(txn, &mut locked, claimant)?;
                     return Ok(Some(won(locked)));
                 }
@@ -151,13 +157,18 @@ fn won(task: Task) -> ClaimResult {
 
 /// `task`'s blockers that exist and are not completed.
 fn open_blockers(txn: &mut dyn StoreTxn, task: &Task) -> Result<Vec<TaskId>> {
+    still_open(txn, &task.blocked_by)
+}
+
+/// Those of `tasks` that exist and are not completed.
+fn still_open(txn: &mut dyn StoreTxn, tasks: &[TaskId]) -> Result<Vec<TaskId>> {
     let mut open = Vec::new();
-    for &blocker in &task.blocked_by {
+    for &id in tasks {
         if txn
-            .get(blocker)?
-            .is_some_and(|b| b.status != TaskStatus::Completed)
+            .get(id)?
+            .is_some_and(|t| t.status != TaskStatus::Completed)
         {
-            open.push(blocker);
+            open.push(id);
         }
     }
     Ok(open)
@@ -177,17 +188,19 @@ fn busy_with(snapshot: &Snapshot, claimant: &str, except: Option<TaskId>) -> Vec
         .collect()
 }
 
-/// The ready tasks of `snapshot`, best first: by priority, then by id.
-fn ready_by_rank(snapshot: &Snapshot) -> Vec<TaskId> {
+/// The ready tasks of `snapshot`, best first ([`Task::queue_key`]), and the open children of
+/// every parent.
+fn ready_by_rank(snapshot: &Snapshot) -> (Vec<TaskId>, OpenChildren) {
     let tasks: Vec<&Task> = snapshot.tasks.values().collect();
     let ids = ids_of(&tasks);
+    let children = open_children(&tasks);
     let mut ready: Vec<&Task> = tasks
         .iter()
         .copied()
-        .filter(|task| reasons(task, &tasks, &ids).is_empty())
+        .filter(|task| reasons(task, &tasks, &ids, &children).is_empty())
         .collect();
-    ready.sort_by_key(|task| (task.priority(), task.id));
-    ready.into_iter().map(|task| task.id).collect()
+    ready.sort_by_key(|task| task.queue_key());
+    (ready.into_iter().map(|task| task.id).collect(), children)
 }
 
 fn refusal(reason: ClaimFailure, task: Option<&Task>) -> ClaimResult {

@@ -9,6 +9,10 @@ use crate::graph::{ids_of, position, successors};
 use crate::id::TaskId;
 use crate::record::{Task, TaskStatus};
 use crate::store::{FileProblem, Snapshot, TaskList};
+use crate::tree::open_children;
+
+/// For every parent with unfinished children, their ids ([`open_children`]).
+pub(crate) type OpenChildren = std::collections::HashMap<TaskId, Vec<TaskId>>;
 
 /// A task that can be started now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +50,11 @@ pub enum NotReadyReason {
         /// Its id.
         task: TaskId,
     },
+    /// A parent whose children (`metadata.parent`) are not all completed.
+    OpenChildren {
+        /// Their ids.
+        tasks: Vec<TaskId>,
+    },
 }
 
 /// A task that is not ready, with every reason.
@@ -64,7 +73,8 @@ pub struct NotReady {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadyReport {
-    /// Pending, unowned tasks whose blockers are all completed; most unblocking first, then by id.
+    /// Pending, unowned tasks whose blockers and children are all completed, in the order
+    /// `claim --next` takes them ([`Task::queue_key`]: priority, then position, then id).
     pub ready: Vec<ReadyTask>,
     /// Every other task, by id.
     pub not_ready: Vec<NotReady>,
@@ -91,18 +101,23 @@ pub fn ready_report(snapshot: Snapshot) -> ReadyReport {
 fn report<T: Borrow<Task>>(tasks: &[T], problems: Vec<FileProblem>) -> ReadyReport {
     let ids = ids_of(tasks);
     let out = successors(tasks, &ids);
+    let children = open_children(tasks);
     let mut ready = Vec::new();
     let mut not_ready = Vec::new();
     let mut seen = vec![0_u32; tasks.len()];
     for ((stamp, task), start) in (1_u32..).zip(tasks).zip(0..) {
         let task = task.borrow();
-        let reasons = reasons(task, tasks, &ids);
+        let reasons = reasons(task, tasks, &ids, &children);
         if reasons.is_empty() {
-            ready.push(ReadyTask {
-                id: task.id,
-                subject: task.subject.clone(),
-                unblocks: unfinished_descendants(tasks, &out, start, &mut seen, stamp),
-            });
+            let unblocks = unfinished_descendants(tasks, &out, start, &mut seen, stamp);
+            ready.push((
+                task.queue_key(),
+                ReadyTask {
+                    id: task.id,
+                    subject: task.subject.clone(),
+                    unblocks,
+                },
+            ));
         } else {
             not_ready.push(NotReady {
                 id: task.id,
@@ -111,19 +126,21 @@ fn report<T: Borrow<Task>>(tasks: &[T], problems: Vec<FileProblem>) -> ReadyRepo
             });
         }
     }
-    ready.sort_by(|a, b| b.unblocks.cmp(&a.unblocks).then(a.id.cmp(&b.id)));
+    ready.sort_unstable_by_key(|(key, _)| *key);
     ReadyReport {
-        ready,
+        ready: ready.into_iter().map(|(_, task)| task).collect(),
         not_ready,
         problems,
     }
 }
 
-/// Why `task` is not ready (empty: it is); `tasks` is the list (sorted by id), `ids` their ids.
+/// Why `task` is not ready (empty: it is); `tasks` is the list (sorted by id), `ids` their ids,
+/// `children` its [`open_children`].
 pub(crate) fn reasons<T: Borrow<Task>>(
     task: &Task,
     tasks: &[T],
     ids: &[TaskId],
+    children: &OpenChildren,
 ) -> Vec<NotReadyReason> {
     let mut reasons = Vec::new();
     match task.status {
@@ -146,6 +163,11 @@ pub(crate) fn reasons<T: Borrow<Task>>(
     }
     if !open.is_empty() {
         reasons.push(NotReadyReason::BlockedBy { tasks: open });
+    }
+    if let Some(open) = children.get(&task.id) {
+        reasons.push(NotReadyReason::OpenChildren {
+            tasks: open.clone(),
+        });
     }
     reasons
 }

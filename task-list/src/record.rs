@@ -14,6 +14,18 @@ pub const PRIORITY_KEY: &str = "priority";
 /// The `metadata` key that holds a task's labels (an array of strings).
 pub const LABELS_KEY: &str = "labels";
 
+/// The `metadata` key that holds a task's parent (its id, a string, as ids are everywhere in
+/// the reference's files).
+pub const PARENT_KEY: &str = "parent";
+
+/// The `metadata` key that holds a task's place in the queue (a whole number; lower first).
+pub const POSITION_KEY: &str = "position";
+
+/// The distance between the positions of tasks never moved: a task without
+/// `metadata.position` stands at `id × POSITION_STEP`, so tasks sit in id order and a moved task
+/// fits between two neighbours without renumbering them.
+pub const POSITION_STEP: i64 = 1024;
+
 /// The priority of a task without one (priorities go from 0, the highest, to
 /// [`LOWEST_PRIORITY`]).
 pub const DEFAULT_PRIORITY: u8 = 2;
@@ -145,6 +157,30 @@ impl Task {
             .unwrap_or_default()
     }
 
+    /// The task's parent: `metadata.parent` when it is an id (a string or a number).
+    pub fn parent(&self) -> Option<TaskId> {
+        match self.metadata.as_ref()?.get(PARENT_KEY)? {
+            serde_json::Value::String(s) => TaskId::parse(s).ok(),
+            serde_json::Value::Number(n) => n.as_u64().and_then(|n| TaskId::new(n).ok()),
+            _ => None,
+        }
+    }
+
+    /// The task's place in the queue: `metadata.position` when it is a whole number, else
+    /// `id × POSITION_STEP` (so tasks never moved keep their id order).
+    pub fn position(&self) -> i64 {
+        self.metadata
+            .as_ref()
+            .and_then(|m| m.get(POSITION_KEY))
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or_else(|| default_position(self.id))
+    }
+
+    /// The order in which ready tasks are taken: priority (0 first), then position, then id.
+    pub fn queue_key(&self) -> (u8, i64, TaskId) {
+        (self.priority(), self.position(), self.id)
+    }
+
     /// Whether the reference's TaskList hides this task (`metadata._internal` is truthy).
     pub fn is_internal(&self) -> bool {
         self.metadata
@@ -152,6 +188,13 @@ impl Task {
             .and_then(|m| m.get("_internal"))
             .is_some_and(|v| !matches!(v, serde_json::Value::Null | serde_json::Value::Bool(false)))
     }
+}
+
+/// The position of a task that was never moved.
+pub(crate) fn default_position(id: TaskId) -> i64 {
+    i64::try_from(id.get())
+        .unwrap_or(i64::MAX)
+        .saturating_mul(POSITION_STEP)
 }
 
 #[cfg(test)]

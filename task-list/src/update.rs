@@ -11,6 +11,7 @@ use crate::id::TaskId;
 use crate::ops::TASK_NOT_FOUND;
 use crate::record::{Task, TaskStatus};
 use crate::store::TaskList;
+use crate::tree::{Placement, check_parent, placed, set_position};
 
 /// A dependency edge: `blocker` blocks `blocked`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,15 +81,29 @@ impl TaskList {
         edges: &EdgeChanges,
     ) -> Result<UpdateResult> {
         let raw_id = request.task_id.as_str();
-        let applied = self.write(false, |txn| {
+        let applied = self.write(request.place.is_some(), |txn| {
             let Some(mut locked) = txn.lock(id)? else {
                 return Ok(Err(TASK_NOT_FOUND.to_string()));
             };
             if let Err(message) = check_edges(txn, &edges.added)? {
                 return Ok(Err(message));
             }
+            if let Some(Some(parent)) = requested_parent(request.metadata.as_ref())
+                && let Err(message) = check_parent(txn, Some(id), parent)?
+            {
+                return Ok(Err(message));
+            }
             let from = locked.status;
             let mut fields = apply_fields(&mut locked, request, self);
+            if let Some(placement) = request.place {
+                match self.place(txn, &mut locked, placement)? {
+                    Err(message) => return Ok(Err(message)),
+                    Ok(true) if !fields.iter().any(|f| f == "metadata") => {
+                        fields.push("metadata".into());
+                    }
+                    Ok(_) => {}
+                }
+            }
             let mut others = Vec::new();
             for (field, this_blocks) in [("blocks", true), ("blockedBy", false)] {
                 let added = edge_targets(id, &edges.added, this_blocks);
@@ -138,6 +153,39 @@ impl TaskList {
             status_change,
             ..UpdateResult::succeeded(raw_id, fields)
         })
+    }
+
+    /// Moves `task` (locked) next to `placement`'s anchor: its new position is set on it (saved
+    /// by the caller), and any other task renumbered is saved here. `Ok(true)`: its position
+    /// changed.
+    fn place(
+        &self,
+        txn: &mut dyn StoreTxn,
+        task: &mut Task,
+        placement: Placement,
+    ) -> Result<std::result::Result<bool, String>> {
+        let anchor = placement.anchor();
+        if anchor == task.id {
+            return Ok(Err(format!("Cannot move task #{anchor} next to itself")));
+        }
+        let snapshot = self.snapshot()?;
+        let tasks: Vec<&Task> = snapshot.tasks.values().collect();
+        let Some(positions) = placed(&tasks, task.id, placement) else {
+            return Ok(Err(format!(
+                "Cannot move: task #{anchor} does not exist (it may have been deleted)"
+            )));
+        };
+        let mut changed = false;
+        for (other, position) in positions {
+            if other == task.id {
+                changed = set_position(task, position);
+            } else if let Some(mut locked) = txn.lock(other)?
+                && set_position(&mut locked, position)
+            {
+                txn.save(&locked)?;
+            }
+        }
+        Ok(Ok(changed))
     }
 
     /// The last open task of a list of 3+ was just completed and no subject mentions "verif".
@@ -366,4 +414,19 @@ fn set_reverse_edge(
         txn.save(&locked)?;
     }
     Ok(())
+}
+
+/// The parent a metadata patch sets: `None` when it leaves `metadata.parent` alone,
+/// `Some(None)` when it clears it or sets something that is not an id (then [`Task::parent`]
+/// reads none), `Some(Some(parent))` otherwise.
+pub(crate) fn requested_parent(
+    metadata: Option<&crate::record::Metadata>,
+) -> Option<Option<TaskId>> {
+    let value = metadata?.get(crate::record::PARENT_KEY)?;
+    let mut probe = Task::new(TaskId::new(1).ok()?, "", "");
+    probe.metadata = Some(crate::record::Metadata::from_iter([(
+        crate::record::PARENT_KEY.to_owned(),
+        value.clone(),
+    )]));
+    Some(probe.parent())
 }

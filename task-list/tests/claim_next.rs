@@ -101,7 +101,8 @@ fn all_completed(list: &TaskList) -> bool {
         .all(|t| t.status == task_list::TaskStatus::Completed)
 }
 
-/// 200 tasks, random priorities (some none), each blocked by up to three earlier tasks.
+/// 200 tasks, random priorities (some none), each blocked by up to three earlier tasks; one in
+/// eight a child of a later task (so nothing waits in a loop), one in ten moved before another.
 fn random_list(list: &TaskList, seed: u64) {
     let mut rng = Rng::new(seed);
     for n in 1..=TASKS {
@@ -114,6 +115,23 @@ fn random_list(list: &TaskList, seed: u64) {
         let blockers: Vec<u64> = blockers.into_iter().collect();
         if !blockers.is_empty() {
             assert!(add_blocked_by(list, n, &blockers).success);
+        }
+    }
+    for n in 1..TASKS {
+        let mut request = UpdateRequest::new(n);
+        if rng.below(8) == 0 {
+            let parent = n + 1 + rng.below(TASKS - n);
+            request.metadata = Some(Metadata::from_iter([(
+                "parent".into(),
+                parent.to_string().into(),
+            )]));
+        }
+        if rng.below(10) == 0 {
+            let anchor = 1 + rng.below(TASKS);
+            request.place = (anchor != n).then(|| task_list::Placement::Before(id(anchor)));
+        }
+        if request.metadata.is_some() || request.place.is_some() {
+            assert!(list.update(&request).unwrap().success);
         }
     }
 }
@@ -139,14 +157,14 @@ fn replay(tasks: BTreeMap<TaskId, Task>, records: &[task_list::AuditRecord]) {
             AuditOp::Claim => {
                 let ready = ready_now(&state);
                 assert!(ready.contains(&task), "#{task} claimed while not ready");
-                let rank = |t: &TaskId| (state[t].task.priority(), *t);
+                let rank = |t: &TaskId| state[t].task.queue_key();
                 let best = ready.iter().min_by_key(|t| rank(t)).unwrap();
                 assert_eq!(
                     rank(&task).0,
                     rank(best).0,
                     "#{task} claimed before #{best}"
                 );
-                assert_eq!(&task, best, "ties go to the lowest id");
+                assert_eq!(&task, best, "ties go to the lowest position, then id");
                 let entry = state.get_mut(&task).unwrap();
                 entry.claims += 1;
                 entry.task.owner = Some(record.actor.clone());
@@ -166,14 +184,20 @@ fn replay(tasks: BTreeMap<TaskId, Task>, records: &[task_list::AuditRecord]) {
     }
 }
 
-/// The tasks ready in the replayed `state`.
+/// The tasks ready in the replayed `state`: pending, unowned, every blocker and every child
+/// completed.
 fn ready_now(state: &BTreeMap<TaskId, Replayed>) -> Vec<TaskId> {
     let done = |id: &TaskId| state[id].task.status == task_list::TaskStatus::Completed;
+    let open_child_of = |id: TaskId| {
+        state
+            .values()
+            .any(|entry| entry.task.parent() == Some(id) && !done(&entry.task.id))
+    };
     state
         .values()
         .map(|entry| &entry.task)
         .filter(|t| t.status == task_list::TaskStatus::Pending && t.owner.is_none())
-        .filter(|t| t.blocked_by.iter().all(done))
+        .filter(|t| t.blocked_by.iter().all(done) && !open_child_of(t.id))
         .map(|t| t.id)
         .collect()
 }
@@ -203,6 +227,61 @@ store_tests! {
         assert_eq!(next(&list, "bob"), Some(id(4)), "completing #2 readied #4");
         assert_eq!(next(&list, "cy"), Some(id(5)));
         assert_eq!(list.get(id(5)).unwrap().unwrap().owner.as_deref(), Some("cy"));
+    }
+
+    fn a_parent_waits_for_its_children_and_positions_order_equal_priorities(fx) {
+        let list = fx.open();
+        let epic = create(&list, "epic");
+        let child = |subject: &str, parent: &str| {
+            let request = CreateRequest {
+                metadata: Some(Metadata::from_iter([("parent".into(), parent.into())])),
+                ..CreateRequest::new(subject, "")
+            };
+            list.create(&request)
+        };
+        let first = child("first", "1").unwrap().task.id;
+        let second = child("second", "1").unwrap().task.id;
+        assert!(child("orphan", "99").unwrap_err().to_string().contains("#99 does not exist"));
+        let mut cycle = UpdateRequest::new(epic);
+        cycle.metadata = Some(Metadata::from_iter([("parent".into(), first.to_string().into())]));
+        let refused = list.update(&cycle).unwrap();
+        assert!(!refused.success);
+        assert!(refused.error.unwrap().contains("descendants"));
+        assert_eq!(list.children(epic).unwrap(), [first, second]);
+        let mut moved = UpdateRequest::new(second);
+        moved.place = Some(task_list::Placement::Before(first));
+        assert!(list.update(&moved).unwrap().success);
+        let ready: Vec<TaskId> = list.ready().unwrap().ready.iter().map(|r| r.id).collect();
+        assert_eq!(ready, [second, first], "the epic waits; #3 was moved before #2");
+        let epic_reasons = list.ready().unwrap().not_ready[0].reasons.clone();
+        assert_eq!(
+            epic_reasons,
+            [task_list::NotReadyReason::OpenChildren { tasks: vec![first, second] }]
+        );
+        assert_eq!(next(&list, "ann"), Some(second));
+        complete(&list, second);
+        assert_eq!(next(&list, "bob"), Some(first));
+        assert_eq!(next(&list, "cy"), None, "the epic still has an open child");
+        complete(&list, first);
+        assert_eq!(next(&list, "cy"), Some(epic));
+        // Moves survive renumbering: twelve moves into one gap still give the order asked for.
+        let tail: Vec<TaskId> = (0..14).map(|n| create(&list, &format!("t{n}"))).collect();
+        for &task in &tail[2..] {
+            let mut after = UpdateRequest::new(task);
+            after.place = Some(task_list::Placement::After(tail[0]));
+            assert!(list.update(&after).unwrap().success);
+        }
+        let mut order: Vec<TaskId> = Vec::new();
+        while let Some(id) = next(&list, "dee") {
+            order.push(id);
+        }
+        let mut expected = vec![tail[0]];
+        expected.extend(tail[2..].iter().rev());
+        expected.push(tail[1]);
+        assert_eq!(order, expected);
+        let mut beside_itself = UpdateRequest::new(tail[0]);
+        beside_itself.place = Some(task_list::Placement::After(tail[0]));
+        assert!(!list.update(&beside_itself).unwrap().success);
     }
 
     fn nothing_ready_is_none(fx) {
@@ -239,6 +318,12 @@ store_tests! {
         let list = fx.open_with("list", config());
         random_list(&list, 0x5eed_2026);
         let before = list.snapshot().unwrap().tasks;
+        let parents = before.values().filter(|t| t.parent().is_some()).count();
+        let moved = before
+            .values()
+            .filter(|t| t.metadata.as_ref().is_some_and(|m| m.contains_key("position")))
+            .count();
+        assert!(parents > 10 && moved > 10, "{parents} children, {moved} moved");
         let (setup, _) = list.audit_log().unwrap();
         let location = fx.location();
         let workers: Vec<_> = (0..WORKERS)

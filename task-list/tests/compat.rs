@@ -141,18 +141,24 @@ fn round_trip_keeps_the_reference_field_set_and_format() {
     }
 }
 
-/// Priorities live in `metadata`, which the reference keeps: a task file of the reference's
-/// format with one reads its priority, and our writes keep the reference's field set and
-/// every other metadata key.
+/// Priorities, parents and positions live in `metadata`, which the reference keeps: a task
+/// file of the reference's format with them reads them, and our writes keep the reference's
+/// field set and every other metadata key.
 #[test]
-fn priorities_are_reference_metadata() {
+fn queue_fields_are_reference_metadata() {
     let root = tempfile::tempdir().unwrap();
     let list = open_fixture("delete-owner-metadata", root.path());
     let reference = std::fs::read_to_string(list.dir().join("1.json")).unwrap();
-    let with_priority = reference.replace("\"z\": \"x\"", "\"z\": \"x\",\n    \"priority\": 0");
+    let with_priority = reference.replace(
+        "\"z\": \"x\"",
+        "\"z\": \"x\",\n    \"priority\": 0,\n    \"parent\": \"2\",\n    \"position\": 4096",
+    );
     std::fs::write(list.dir().join("1.json"), &with_priority).unwrap();
     let task = list.get(id(1)).unwrap().unwrap();
     assert_eq!(task.priority(), 0);
+    assert_eq!(task.parent(), Some(id(2)));
+    assert_eq!(task.position(), 4096);
+    assert_eq!(list.children(id(2)).unwrap(), [id(1)]);
     assert_eq!(
         task.to_file_json(),
         with_priority,

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use task_core::{
     Address, EndReason, KillError, Registry, Task, TaskId, TaskKind, TaskState, TaskStatus,
-    TaskType, TeammateIdentity, TeammateState, UpdateOutcome,
+    TaskType, TeammateIdentity, TeammateState, UpdateOutcome, Worktree,
 };
 use task_output::mailbox::MailboxReader;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
@@ -21,8 +21,9 @@ use super::member::{MemberRun, Start};
 use super::message::delivered_ids;
 use super::{Protocol, TEAM_LEAD, TeamConfig, TeamMessage, mailbox, post, render_turn};
 use crate::error::AgentError;
-use crate::executor::AGENT_ID_ENV;
+use crate::executor::{AGENT_ID_ENV, remove_unchanged, settle_worktree};
 use crate::runner::{AgentRunner, AgentSpec};
+use crate::worktree::{WorktreeRequest, Worktrees, blocking, cwd_in};
 
 /// The environment variable naming a teammate (`name@team`) to its agent's processes.
 pub const TEAMMATE_ENV: &str = "TASKS_TEAMMATE";
@@ -49,6 +50,9 @@ pub struct TeammateRequest {
     pub env: Vec<(OsString, OsString)>,
     /// Whether `env` is the whole environment (the caller's) rather than additions.
     pub replace_env: bool,
+    /// Run it in a new git worktree made from the `HEAD` of the repository `cwd` is in: removed
+    /// when it ends unchanged, kept (and shown by `tasks ps`) otherwise.
+    pub worktree: Option<WorktreeRequest>,
 }
 
 impl TeammateRequest {
@@ -69,6 +73,7 @@ impl TeammateRequest {
             cwd: None,
             env: Vec::new(),
             replace_env: false,
+            worktree: None,
         }
     }
 }
@@ -112,6 +117,8 @@ pub(super) struct Inner {
     names: DashMap<String, TaskId>,
     idle_hooks: Mutex<Vec<IdleHook>>,
     end_hooks: Mutex<Vec<EndHook>>,
+    /// Where teammates spawned with a worktree get theirs.
+    worktrees: Arc<Worktrees>,
 }
 
 /// What the executor shares with one teammate's loop.
@@ -126,18 +133,21 @@ pub(super) struct Member {
 
 impl TeamExecutor {
     /// An executor whose teams live under `teams_root` and whose transcripts go to
-    /// `{output_dir}/{id}.output`.
+    /// `{output_dir}/{id}.output`; worktrees go under `{output_dir}/worktrees` unless
+    /// [`with_worktrees`](Self::with_worktrees) says otherwise.
     pub fn new(
         registry: Arc<Registry>,
         teams_root: impl Into<PathBuf>,
         output_dir: impl Into<PathBuf>,
         config: TeamConfig,
     ) -> Self {
+        let output_dir: PathBuf = output_dir.into();
         TeamExecutor {
             inner: Arc::new(Inner {
                 registry,
                 teams_root: teams_root.into(),
-                output_dir: output_dir.into(),
+                worktrees: Arc::new(Worktrees::new(output_dir.join("worktrees"))),
+                output_dir,
                 config,
                 members: DashMap::new(),
                 names: DashMap::new(),
@@ -145,6 +155,17 @@ impl TeamExecutor {
                 end_hooks: Mutex::new(Vec::new()),
             }),
         }
+    }
+
+    /// Adds teammates' worktrees with `worktrees` (share the agents' executor's, so that one
+    /// repository's `git worktree add`s run one at a time). Call it before any spawn.
+    #[must_use]
+    pub fn with_worktrees(mut self, worktrees: Arc<Worktrees>) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.worktrees = worktrees,
+            None => tracing::warn!("the team executor is shared already: its worktrees stay"),
+        }
+        self
     }
 
     /// Registers it with its registry as the executor of `in_process_teammate`.
@@ -241,6 +262,52 @@ impl TeamExecutor {
             Some(previous) => previous.base.id,
             None => TaskId::generate(TaskType::InProcessTeammate)?,
         };
+        let (worktree, fresh) = self.worktree_of(id, &full, &mut request, previous)?;
+        let admitted = self.admit_in(id, full, request, previous, reader, worktree.clone());
+        if admitted.is_err()
+            && fresh
+            && let Some(worktree) = &worktree
+        {
+            remove_unchanged(&self.inner.worktrees, worktree);
+        }
+        admitted
+    }
+
+    /// The worktree teammate `id` (`full`, its `name@team`) runs in, its `request.cwd` moved
+    /// into it, and whether it was just added: the one it had when it is resumed, else a new
+    /// one when the request asks for it (a resumed teammate whose worktree was never recorded
+    /// gets a new one: it never runs unisolated).
+    fn worktree_of(
+        &self,
+        id: TaskId,
+        full: &str,
+        request: &mut TeammateRequest,
+        previous: Option<&TaskState>,
+    ) -> Result<(Option<Worktree>, bool), AgentError> {
+        let caller = request.cwd.clone().unwrap_or_else(|| PathBuf::from("."));
+        if let Some(had) = previous.and_then(|p| p.kind.worktree()) {
+            request.cwd = Some(cwd_in(had, &caller));
+            return Ok((Some(had.clone()), false));
+        }
+        let Some(wanted) = &request.worktree else {
+            return Ok((None, false));
+        };
+        let added = blocking(|| self.inner.worktrees.add(&caller, id, full, wanted))?;
+        request.cwd = Some(added.cwd);
+        Ok((Some(added.worktree), true))
+    }
+
+    /// The rest of [`admit`](Self::admit), once the id is chosen and the worktree (if any)
+    /// added.
+    fn admit_in(
+        &self,
+        id: TaskId,
+        full: String,
+        mut request: TeammateRequest,
+        previous: Option<&TaskState>,
+        reader: MailboxReader,
+        worktree: Option<Worktree>,
+    ) -> Result<PendingTeammate, AgentError> {
         let output = self.inner.output_dir.join(format!("{id}.output"));
         let identity = TeammateIdentity {
             agent_name: request.name.clone(),
@@ -250,6 +317,7 @@ impl TeamExecutor {
         let mut state = TeammateState {
             identity: identity.clone(),
             agent_id: full.clone(),
+            worktree: worktree.map(Box::new),
             ..TeammateState::default()
         };
         let opening = match previous {
@@ -650,9 +718,11 @@ impl Inner {
         }
     }
 
-    /// The teammate's run is over: it leaves the addressable members, its hooks run.
+    /// The teammate's run is over: it leaves the addressable members, its worktree goes if it
+    /// holds no changes, its hooks run.
     pub(super) fn ended(&self, id: TaskId, identity: &TeammateIdentity, how: TeammateEnd) {
         self.members.remove(&id);
+        blocking(|| settle_worktree(&self.registry, &self.worktrees, &id));
         let full = format!("{}@{}", identity.agent_name, identity.team_name);
         self.names.remove_if(&full, |_, owner| *owner == id);
         if let Ok(hooks) = self.end_hooks.lock() {
@@ -798,9 +868,15 @@ impl Task for TeammateTask {
         resumed.kind.carry_ui_fields_from(&previous.kind);
     }
 
-    /// Kills what its agent CLI left (its group, and escapees carrying its marker).
+    /// Kills what its agent CLI left (its group, and escapees carrying its marker); then its
+    /// worktree, if it holds no changes, goes with its branch (one with changes stays for
+    /// `tasks worktree ls`).
     fn reap_orphan(&self, orphan: &TaskState) -> Result<(), KillError> {
-        reap(orphan)
+        let reaped = reap(orphan);
+        if let Some(worktree) = orphan.kind.worktree() {
+            remove_unchanged(&self.inner.worktrees, worktree);
+        }
+        reaped
     }
 }
 

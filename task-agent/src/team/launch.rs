@@ -9,6 +9,7 @@ use super::{PendingTeammate, TeamExecutor, TeammateRequest};
 use crate::config::AgentConfig;
 use crate::error::AgentError;
 use crate::launch::{RunnerFormat, command_runner, start_on_runtime};
+use crate::worktree::WorktreeRequest;
 
 /// A teammate to start (`in_process_teammate`): `name@team` and the agent CLI that runs it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,6 +29,10 @@ pub struct TeammateStart {
     /// Its display colour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub color: Option<String>,
+    /// Run it in a git worktree of its own, made from the caller's `HEAD`
+    /// ([`worktree`](crate::worktree)); a resumed teammate goes on in the one it had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeRequest>,
 }
 
 impl Launch for TeamExecutor {
@@ -71,6 +76,7 @@ fn request_of(start: TeammateStart, caller: Caller) -> Result<TeammateRequest, L
     let mut request = TeammateRequest::new(start.name, start.team, Arc::new(runner), start.prompt);
     request.plan_mode = start.plan;
     request.color = start.color;
+    request.worktree = start.worktree;
     request.cwd = Some(caller.cwd);
     request.env = caller.env;
     request.replace_env = true;

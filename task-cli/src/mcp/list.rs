@@ -93,24 +93,35 @@ pub(crate) async fn update(
         add_blocked_by: input.add_blocked_by,
         owner: input.owner,
         metadata: input.metadata,
-        // The reference's `TaskUpdate` schema has no way to remove an edge.
+        // The reference's `TaskUpdate` schema has no way to remove an edge (`TaskClaim` does),
+        // nor to move a task (metadata.position can be set).
         remove_blocks: None,
         remove_blocked_by: None,
+        place: None,
     };
     let updated = on_list(list, move |list| list.update(&request)).await?;
     Reply::new(updated.model_text(), &updated)
 }
 
-/// `TaskClaim`: `taskId`, or `next: true` (exactly one). Nothing ready answers
-/// `{success: false}` with no reason.
+/// `TaskClaim`: with an owner, `taskId` or `next: true` (exactly one); nothing ready answers
+/// `{success: false}` with no reason. With `removeBlockedBy`/`removeBlocks` instead of an owner,
+/// the dependencies of `taskId` are removed, answered as `TaskUpdate` answers.
 pub(crate) async fn claim(
     list: &TaskList,
     input: TaskClaimInput,
 ) -> std::result::Result<Reply, Failure> {
+    if input.remove_blocked_by.is_some() || input.remove_blocks.is_some() {
+        return remove_edges(list, input).await;
+    }
     let options = ClaimOptions {
         check_agent_busy: input.check_busy,
     };
-    let owner = input.owner;
+    let Some(owner) = input.owner else {
+        return Err(Failure::Tool(
+            "TaskClaim takes an owner to claim (or removeBlockedBy/removeBlocks with taskId)"
+                .into(),
+        ));
+    };
     match (input.task_id, input.next) {
         (Some(raw), false) => {
             let id = TaskId::parse(raw.strip_prefix('#').unwrap_or(&raw))?;
@@ -128,6 +139,26 @@ pub(crate) async fn claim(
             "TaskClaim takes either taskId or next: true".into(),
         )),
     }
+}
+
+/// `TaskClaim {taskId, removeBlockedBy?, removeBlocks?}`: both ends of each edge in one
+/// transaction, audit-logged, as `tasks list update --remove-blocked-by/--remove-blocks`.
+async fn remove_edges(
+    list: &TaskList,
+    input: TaskClaimInput,
+) -> std::result::Result<Reply, Failure> {
+    let (Some(task_id), None, false) = (input.task_id, input.owner, input.next) else {
+        return Err(Failure::Tool(
+            "removeBlockedBy/removeBlocks take a taskId, and no owner or next".into(),
+        ));
+    };
+    let request = UpdateRequest {
+        remove_blocked_by: input.remove_blocked_by,
+        remove_blocks: input.remove_blocks,
+        ..UpdateRequest::new(task_id)
+    };
+    let updated = on_list(list, move |list| list.update(&request)).await?;
+    Reply::new(updated.model_text(), &updated)
 }
 
 /// The answer of a `claim_next` that found nothing ready.

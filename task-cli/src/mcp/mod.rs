@@ -12,7 +12,7 @@
 //! | `TaskStop`   | kills a task and its process tree                                 |
 //! | `Monitor`    | starts a command whose stdout lines become event notifications    |
 //! | `TaskCreate`, `TaskGet`, `TaskUpdate`, `TaskList` | the task list (SPEC §12)     |
-//! | `TaskClaim`  | claims a task, or the best ready one (not a reference tool)       |
+//! | `TaskClaim`  | claims a task or the best ready one; removes edges (not a reference tool) |
 //!
 //! Notifications reach the agent in tool results and as pushed `notifications/message`
 //! messages (see [`notify`] for the exact payload); task outputs are resources at

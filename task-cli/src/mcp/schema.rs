@@ -267,20 +267,25 @@ pub struct TaskUpdateInput {
 }
 
 /// `TaskClaim` input (this harness's tool; the reference has none): claim one task, or with
-/// `next` the best ready one.
+/// `next` the best ready one; or, with `removeBlockedBy`/`removeBlocks` and no owner, remove
+/// dependencies of `taskId` (the reference's `TaskUpdate` schema has no way to, and must keep it).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TaskClaimInput {
-    /// The agent that claims the task (its new owner)
-    pub owner: String,
-    /// The ID of the task to claim (omit it with next: true)
+    /// The agent that claims the task (its new owner); required to claim, absent to remove dependencies
+    pub owner: Option<String>,
+    /// The ID of the task to claim or whose dependencies to remove (omit it with next: true)
     pub task_id: Option<String>,
-    /// Claim the best ready task (pending, unowned, every blocker completed): highest priority (metadata.priority, 0 first, default 2), then lowest ID
+    /// Claim the best ready task (pending, unowned, every blocker and child completed): highest priority (metadata.priority, 0 first, default 2), then lowest metadata.position, then lowest ID
     #[serde(default)]
     pub next: bool,
     /// Refuse if the owner already has an unfinished task
     #[serde(default)]
     pub check_busy: bool,
+    /// Task IDs that no longer block taskId (the edge is removed from both tasks; no claim)
+    pub remove_blocked_by: Option<Vec<String>>,
+    /// Task IDs that taskId no longer blocks (the edge is removed from both tasks; no claim)
+    pub remove_blocks: Option<Vec<String>>,
 }
 
 /// `TaskList` input: none.

@@ -171,8 +171,10 @@ impl TasksServer {
     }
 
     /// Claims a task of the task list for an owner, atomically: the task taskId, or with
-    /// next: true the best ready task (highest priority, then lowest ID). Nothing ready is not
-    /// an error: the result says so, with success false and no reason.
+    /// next: true the best ready task (highest priority, then position, then lowest ID; a
+    /// parent waits for its children). Nothing ready is not an error: the result says so, with
+    /// success false and no reason. Without an owner, removeBlockedBy/removeBlocks remove
+    /// dependencies of taskId instead (TaskUpdate can only add them).
     #[tool(name = "TaskClaim")]
     async fn task_claim(
         &self,

@@ -17,10 +17,11 @@ pub fn one_line_state(task: &TaskState) -> String {
         TaskKind::Teammate(mate) => {
             let doing = if mate.is_idle { "idle" } else { "working" };
             let who = format!("{}@{}", mate.identity.agent_name, mate.identity.team_name);
+            let branch = render::worktree_suffix(task);
             match description == &who {
                 // A teammate's description is usually its name: say it once.
-                true => format!("{who} · {doing}"),
-                false => format!("{who} · {doing} · {description}"),
+                true => format!("{who} · {doing}{branch}"),
+                false => format!("{who} · {doing} · {description}{branch}"),
             }
         }
         TaskKind::Workflow(flow) => {

@@ -98,6 +98,17 @@ impl TasksRoot {
         String::from_utf8(output.stdout).unwrap()
     }
 
+    /// The `tasks ps --all --json` row of task `id` (`null` when it is not listed).
+    pub fn listed(&self, id: &str) -> Value {
+        let all: Value = serde_json::from_str(&self.ok(&["ps", "--all", "--json"])).unwrap();
+        all.as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
     /// `tasks ARGS --json`, parsed.
     pub fn json(&self, args: &[&str]) -> Value {
         let mut full = args.to_vec();

@@ -233,6 +233,10 @@ pub struct TeammateState {
     /// time to approve before it is ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shutdown_requested_at: Option<u64>,
+    /// The git worktree it runs in (`tasks team spawn --worktree`); kept after it ends only
+    /// when it has changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<Box<Worktree>>,
 }
 
 #[cfg(test)]

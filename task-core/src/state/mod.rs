@@ -164,6 +164,26 @@ impl TaskKind {
         }
     }
 
+    /// The git worktree an agent or a teammate runs in (or ran in, kept for its changes).
+    pub fn worktree(&self) -> Option<&Worktree> {
+        match self {
+            TaskKind::Agent(agent) => agent.worktree.as_deref(),
+            TaskKind::Teammate(mate) => mate.worktree.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Sets (or with `None` forgets) the worktree of an agent or a teammate; whether this data
+    /// had a worktree to replace (other kinds have none, and are left alone).
+    pub fn set_worktree(&mut self, worktree: Option<Worktree>) -> bool {
+        let slot = match self {
+            TaskKind::Agent(agent) => &mut agent.worktree,
+            TaskKind::Teammate(mate) => &mut mate.worktree,
+            _ => return false,
+        };
+        std::mem::replace(slot, worktree.map(Box::new)).is_some()
+    }
+
     /// The exit code of a shell command or monitor, once it ended (none for other types).
     pub fn exit_code(&self) -> Option<i32> {
         match self {
