@@ -8,7 +8,7 @@
 //! [`Task`]: task_core::Task
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
@@ -415,6 +415,8 @@ impl Engine {
         let key = start.key;
         let on_end = start.on_end;
         let strays = start.strays;
+        // Until its first record is written below, with what the start notes about it.
+        let starting = self.mirror.starting();
         let launched = launcher
             .launch_json(start.request, start.caller)
             .map_err(|error| StartRefused {
@@ -468,6 +470,7 @@ impl Engine {
                 message: format!("cannot record the task, so it was not started: {error}"),
             });
         }
+        drop(starting);
         if !background {
             self.mirror.expect_no_notice(id);
             if let Err(e) = notice::never_notify(&self.paths, &id) {
@@ -790,6 +793,7 @@ impl Mirror {
             ends,
             books: Mutex::default(),
             detached: AtomicBool::new(false),
+            starting: AtomicUsize::new(0),
         });
         let (sender, receiver) = mpsc::channel();
         let writer = Arc::clone(&state);
@@ -824,6 +828,16 @@ impl Mirror {
     /// is also kept for the sweep to retry.
     fn write_now(&self, id: TaskId) -> Result<()> {
         self.state.write(id, Occasion::Start)
+    }
+
+    /// Marks a start in flight until the guard is dropped: meanwhile the writer thread puts
+    /// off the first record of any task it has not written yet (the sweep writes it), since
+    /// that may be the task the start is making, which a launcher can start (a monitor)
+    /// before the start notes its key and hook. A first record without its key would let a
+    /// start sent again after this supervisor's death make a second task.
+    fn starting(&self) -> StartInFlight {
+        self.state.starting.fetch_add(1, Ordering::SeqCst);
+        StartInFlight(Arc::clone(&self.state))
     }
 
     /// Notes the key of the start that made `id`, for its records.
@@ -878,6 +892,7 @@ impl Books {
         self.written.remove(id);
         self.completions.remove(id);
         self.unwritten.remove(id);
+        self.deferred.remove(id);
         self.start_keys.remove(id);
         self.on_end.remove(id);
         self.stray_policy.remove(id);
@@ -914,6 +929,8 @@ struct Mirrored {
     books: Mutex<Books>,
     /// Set once the session directory is gone: nothing is written any more.
     detached: AtomicBool,
+    /// Starts between their launch and their first record ([`Mirror::starting`]).
+    starting: AtomicUsize,
 }
 
 /// The writer's bookkeeping; every entry leaves when its task is evicted, so nothing here
@@ -926,6 +943,8 @@ struct Books {
     completions: HashMap<TaskId, Notice>,
     /// Tasks whose latest state could not be written (a full disk): retried every sweep.
     unwritten: HashSet<TaskId>,
+    /// Tasks whose first record was put off while a start was in flight: written by the sweep.
+    deferred: HashSet<TaskId>,
     /// The ends put into end slots for want of space, until their records take them.
     kept: HashMap<TaskId, TaskRecord>,
     /// Ended tasks whose end is not written yet because their completion notice may still
@@ -1006,6 +1025,15 @@ impl Written {
     }
 }
 
+/// A start in flight ([`Mirror::starting`]), until dropped.
+struct StartInFlight(Arc<Mirrored>);
+
+impl Drop for StartInFlight {
+    fn drop(&mut self) {
+        self.0.starting.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 impl Mirrored {
     /// Writes in batches (everything queued is taken at once and each task written once, from
     /// its state at that moment: a burst of transitions costs one write), and sweeps between
@@ -1068,6 +1096,11 @@ impl Mirrored {
         if !known && occasion != Occasion::Start && state.status() == TaskStatus::Pending {
             return Ok(());
         }
+        if !known && occasion == Occasion::Change && self.starting.load(Ordering::SeqCst) > 0 {
+            books.deferred.insert(id);
+            return Ok(());
+        }
+        books.deferred.remove(&id);
         let mut record = TaskRecord::new((*state).clone());
         record.start_key = books.start_keys.get(&id).cloned();
         record.queue = self.placements.get(&id);
@@ -1188,6 +1221,7 @@ impl Mirrored {
             books
                 .unwritten
                 .iter()
+                .chain(&books.deferred)
                 .chain(waited)
                 .chain(quiet)
                 .copied()
