@@ -26,8 +26,8 @@
 //! ```
 #![deny(missing_docs)]
 
-#[cfg(feature = "cli")]
 mod agent_wiring;
+#[cfg(feature = "cli")]
 pub mod cli;
 #[cfg(feature = "cli")]
 pub mod commands;
