@@ -15,7 +15,9 @@ use crate::tree::open_children;
 
 impl TaskList {
     /// Claims `id` for `claimant` (sets the owner; the status is left to `TaskUpdate`). Every
-    /// check is made after the locks are taken, so two claimants can never both win.
+    /// check is made after the locks are taken, so two claimants can never both win. A task
+    /// with open blockers, or a parent with open children, is refused as
+    /// [`ClaimFailure::Blocked`], with those tasks in `blocked_by_tasks`.
     pub fn claim(&self, id: TaskId, claimant: &str, options: ClaimOptions) -> Result<ClaimResult> {
         self.write(options.check_agent_busy, |txn| {
             let Some(mut locked) = txn.lock(id)? else {
@@ -35,8 +37,17 @@ impl TaskList {
                     ..refusal(ClaimFailure::Blocked, Some(&locked))
                 });
             }
+            // A parent is ready once its children are completed: they block it.
+            let snapshot = self.snapshot()?;
+            let tasks: Vec<&Task> = snapshot.tasks.values().collect();
+            if let Some(children) = open_children(&tasks).remove(&id) {
+                return Ok(ClaimResult {
+                    blocked_by_tasks: children,
+                    ..refusal(ClaimFailure::Blocked, Some(&locked))
+                });
+            }
             if options.check_agent_busy {
-                let busy_with_tasks = busy_with(&self.snapshot()?, claimant, Some(id));
+                let busy_with_tasks = busy_with(&snapshot, claimant, Some(id));
                 if !busy_with_tasks.is_empty() {
                     return Ok(ClaimResult {
                         busy_with_tasks,

@@ -258,6 +258,10 @@ store_tests! {
             epic_reasons,
             [task_list::NotReadyReason::OpenChildren { tasks: vec![first, second] }]
         );
+        let early = list.claim(epic, "zed", ClaimOptions::default()).unwrap();
+        assert!(!early.success, "a parent with open children is not claimed by id either");
+        assert_eq!(early.reason, Some(ClaimFailure::Blocked));
+        assert_eq!(early.blocked_by_tasks, [first, second]);
         assert_eq!(next(&list, "ann"), Some(second));
         complete(&list, second);
         assert_eq!(next(&list, "bob"), Some(first));
