@@ -217,6 +217,16 @@ mod tests {
             .env(crate::TASK_MARKER_ENV, &marker)
             .spawn()
             .expect("sleep starts");
+        // `spawn` returns once the child's exec has released this process's memory (vfork),
+        // which is before the new program's environment is in place: wait for it, bounded.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !procfs::environ_has(child.id(), &marker_entry(&marker)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no environment in time"
+            );
+            std::thread::yield_now();
+        }
         let found = strays_among(vec![child.id(), std::process::id()], &marker);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(strays_of_any(|m| m == marker).len(), 1);
