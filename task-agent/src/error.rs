@@ -105,3 +105,21 @@ fn quoted(prompts: &[String]) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+impl From<AgentError> for task_core::LaunchError {
+    /// A refusal the caller can act on (a name in use, a bad teammate name or mailbox, a
+    /// checkout a worktree cannot be based on, a dream lock held by another dream) is an
+    /// invalid request; anything else is a failure of this side.
+    fn from(error: AgentError) -> Self {
+        match error {
+            AgentError::NameTaken(_)
+            | AgentError::InvalidTeammate(_)
+            | AgentError::Mailbox(_)
+            | AgentError::Worktree(_)
+            | AgentError::Lock(crate::dream::LockError::Busy { .. }) => {
+                task_core::LaunchError::Invalid(error.to_string())
+            }
+            other => task_core::LaunchError::Failed(Box::new(other)),
+        }
+    }
+}

@@ -122,14 +122,8 @@ impl Launch for AgentExecutor {
     /// and environment, owned by the caller's agent if any.
     fn launch(&self, start: AgentStart, caller: Caller) -> Result<Launched, LaunchError> {
         let request = self.request_of(start, caller)?;
-        let pending = self.register(request).map_err(|error| match error {
-            AgentError::NameTaken(_) | AgentError::Worktree(_) => {
-                LaunchError::Invalid(error.to_string())
-            }
-            other => LaunchError::Failed(Box::new(other)),
-        })?;
-        let id = pending.id();
-        Ok(start_on_runtime(id, async move {
+        let pending = self.register(request)?;
+        Ok(start_on_runtime(pending.id(), async move {
             pending.start().await.map(|_| ())
         }))
     }

@@ -54,8 +54,13 @@ impl Queues {
     }
 
     /// A task of `group` that holds its slot until [`Queues::release`].
+    /// A task of `group` that runs until it is released: once this returns it is running.
     fn blocker(&self, group: &str) -> String {
-        self.run(&["--group", group, "--stdin", "pipe"], "read line")
+        let blocker = self.run(&["--group", group, "--stdin", "pipe"], "read line");
+        eventually("the blocker to run", || {
+            (self.task(&blocker)["status"] == "running").then_some(())
+        });
+        blocker
     }
 
     fn release(&self, blocker: &str) {
@@ -167,9 +172,6 @@ fn a_group_of_one_runs_its_queue_by_priority_then_in_order_of_arrival() {
     let queues = Queues::new();
     queues.set_parallel("one", 1);
     let blocker = queues.blocker("one");
-    eventually("the blocker to run", || {
-        (queues.task(&blocker)["status"] == "running").then_some(())
-    });
     let order = queues.file("order");
     let priorities = [0, 0, 5, 0, 5, -1, 2, 0];
     let ids: Vec<String> = priorities
@@ -352,9 +354,6 @@ fn a_supervisor_killed_with_twenty_queued_tasks_leaves_them_to_the_next_in_order
     let queues = Queues::new();
     queues.set_parallel("one", 1);
     let blocker = queues.blocker("one");
-    eventually("the blocker to run", || {
-        (queues.task(&blocker)["status"] == "running").then_some(())
-    });
     let order = queues.file("order");
     let ids: Vec<String> = (0..20)
         .map(|i| queues.run(&["--group", "one"], &format!("echo {i} >> {order}")))

@@ -6,9 +6,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use task_core::{Caller, Launch, LaunchError, Launched};
 
-use super::{ConsolidationLock, DreamExecutor, DreamRequest, LockError};
+use super::{ConsolidationLock, DreamExecutor, DreamRequest};
 use crate::config::AgentConfig;
-use crate::error::AgentError;
 use crate::launch::{RunnerFormat, command_runner, start_on_runtime};
 
 /// A dream to start: the agent CLI, its prompt and the consolidation lock.
@@ -39,12 +38,8 @@ impl Launch for DreamExecutor {
         request.cwd = Some(caller.cwd);
         request.env = caller.env;
         request.replace_env = true;
-        let pending = self.register(request).map_err(|error| match error {
-            AgentError::Lock(LockError::Busy { .. }) => LaunchError::Invalid(error.to_string()),
-            other => LaunchError::Failed(Box::new(other)),
-        })?;
-        let id = pending.id();
-        Ok(start_on_runtime(id, async move {
+        let pending = self.register(request)?;
+        Ok(start_on_runtime(pending.id(), async move {
             pending.start().await.map(|_| ())
         }))
     }

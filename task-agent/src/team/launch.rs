@@ -85,14 +85,8 @@ fn request_of(start: TeammateStart, caller: Caller) -> Result<TeammateRequest, L
 
 /// A registered teammate, started on the runtime.
 fn started(pending: Result<PendingTeammate, AgentError>) -> Result<Launched, LaunchError> {
-    let pending = pending.map_err(|error| match error {
-        AgentError::NameTaken(_) | AgentError::InvalidTeammate(_) | AgentError::Mailbox(_) => {
-            LaunchError::Invalid(error.to_string())
-        }
-        other => LaunchError::Failed(Box::new(other)),
-    })?;
-    let id = pending.id();
-    Ok(start_on_runtime(id, async move {
+    let pending = pending?;
+    Ok(start_on_runtime(pending.id(), async move {
         pending.start().await.map(|_| ())
     }))
 }
