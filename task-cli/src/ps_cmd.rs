@@ -214,13 +214,7 @@ pub fn table(rows: &[Row], color: bool, width: Option<usize>) -> String {
     };
     let mut text = line(&header, "DESCRIPTION", None);
     for (row, cells) in rows.iter().zip(&cells) {
-        let mut description = render::describe(&row.task);
-        if let Some(changes) = row.worktree_changes {
-            description.push_str(&format!(
-                " (changes: {})",
-                crate::worktree_cmd::changes_text(&Ok(changes))
-            ));
-        }
+        let description = render::describe(&row.task, row.worktree_changes);
         text.push_str(&line(cells, &description, Some(row.task.base.status)));
     }
     if rows.is_empty() {

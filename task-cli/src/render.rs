@@ -5,6 +5,7 @@ use std::io::{self, IsTerminal, Write};
 use serde::Serialize;
 
 use crate::error::{CliError, Result};
+use task_agent::worktree::Changes;
 use task_core::TaskState;
 
 use task_session::record::TaskRecord;
@@ -110,17 +111,26 @@ impl Row {
 /// A task's description, and for an agent what it has done: `research · 1.4k tokens · 3 tools
 /// · Reading /etc/hostname` (with its budgets: `1.4k/200k tokens`, `· 3/10 turns`, `· time
 /// limit 5m 0s`; for a teammate, `idle` or `working`), then the branch of its worktree, if it
-/// runs (or ran, and its worktree was kept) in one: `· ⎇ tasks/research-a12345678`.
-pub fn describe(task: &TaskState) -> String {
-    format!("{}{}", what_it_did(task), worktree_suffix(task))
+/// runs (or ran, and its worktree was kept) in one, with what it holds when that was asked of
+/// git: `· ⎇ tasks/research-a12345678 (changes: commits)`.
+pub fn describe(task: &TaskState, changes: Option<Changes>) -> String {
+    format!("{}{}", what_it_did(task), worktree_suffix(task, changes))
 }
 
-/// ` · ⎇ {branch}` when the task (an agent or a teammate) has a worktree, else nothing.
-pub fn worktree_suffix(task: &TaskState) -> String {
-    task.kind
-        .worktree()
-        .map(|worktree| format!(" · ⎇ {}", worktree.worktree_branch))
-        .unwrap_or_default()
+/// ` · ⎇ {branch}` when the task (an agent or a teammate) has a worktree, followed by
+/// ` (changes: …)` when its `changes` are known; else nothing.
+pub fn worktree_suffix(task: &TaskState, changes: Option<Changes>) -> String {
+    let Some(worktree) = task.kind.worktree() else {
+        return String::new();
+    };
+    match changes {
+        Some(changes) => format!(
+            " · ⎇ {} (changes: {})",
+            worktree.worktree_branch,
+            crate::worktree_cmd::changes_text(&Ok(changes))
+        ),
+        None => format!(" · ⎇ {}", worktree.worktree_branch),
+    }
 }
 
 /// [`describe`] without the worktree.

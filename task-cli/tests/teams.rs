@@ -47,6 +47,17 @@ impl Sandbox {
         out.trim().to_owned()
     }
 
+    /// A teammate's script: it reads its prompt, answers `ready`, and from then on approves a
+    /// shutdown request.
+    fn ready_teammate_script(&self) -> String {
+        let steps = [
+            json!({"read_user": true}),
+            json!({"result": "ready"}),
+            json!({"teammate": true}),
+        ];
+        self.script("mate.jsonl", &steps)
+    }
+
     fn output_file(&self, id: &str) -> PathBuf {
         self.path(&format!("default/tasks/{id}.output"))
     }
@@ -59,14 +70,7 @@ const PER_SENDER: usize = 25;
 #[test]
 fn teammates_get_every_message_from_concurrent_tasks_send_processes_once_in_order_and_shut_down() {
     let sandbox = Sandbox::for_agents();
-    let script = sandbox.script(
-        "mate.jsonl",
-        &[
-            json!({"read_user": true}),
-            json!({"result": "ready"}),
-            json!({"teammate": true}),
-        ],
-    );
+    let script = sandbox.ready_teammate_script();
     let fake = fake_agent();
     let names: Vec<String> = (0..TEAMMATES).map(|n| format!("mate{n}")).collect();
     let ids: Vec<String> = names
@@ -262,6 +266,46 @@ fn a_shutdown_request_survives_a_sigkilled_supervisor_and_its_bound_still_ends_t
     );
     let end = ended["endTime"].as_u64().unwrap();
     assert!(end >= requested_at + 3000, "not before its bound: {ended}");
+}
+
+#[test]
+fn a_teammate_resumed_after_a_sigkilled_supervisor_approves_a_shutdown_request() {
+    // A bound far beyond the test's deadlines: an end now is the teammate's own approval.
+    let sandbox = Sandbox::for_agents().env("TASKS_TEAM_SHUTDOWN_MS", "600000");
+    let script = sandbox.ready_teammate_script();
+    let fake = fake_agent();
+    let args = ["team", "spawn", "kit@crew", "--", fake.to_str().unwrap()];
+    let id = sandbox.ok(&[&args[..], &["--script", &script]].concat());
+    let id = id.trim();
+    let idle = |row: &Value| row["kind"]["teammate"]["isIdle"] == true;
+    let before = eventually("the teammate idle", || {
+        Some(sandbox.listed(id)).filter(idle)
+    });
+    let supervisor = before["supervisorPid"].as_i64().unwrap() as i32;
+    support::sigkill(supervisor);
+    eventually("the supervisor gone", || {
+        (!support::is_alive(supervisor)).then_some(())
+    });
+    eventually("the teammate resumed by the next supervisor", || {
+        let row = sandbox.listed(id);
+        (row["supervisorPid"].as_i64() != Some(i64::from(supervisor)) && idle(&row)).then_some(())
+    });
+
+    sandbox.ok(&["team", "shutdown", "kit"]);
+    let ended = eventually("the resumed teammate ended", || {
+        Some(sandbox.listed(id)).filter(|row| row["status"] != "running")
+    });
+    assert_eq!(ended["status"], "completed", "it approved: {ended}");
+    assert_eq!(
+        ended["endReason"],
+        json!({"reason": "succeeded"}),
+        "{ended}"
+    );
+    let said = std::fs::read_to_string(sandbox.output_file(id)).unwrap();
+    assert!(
+        said.contains(r#"\"type\":\"shutdown_response\""#),
+        "its approval is in its transcript:\n{said}"
+    );
 }
 
 /// Task `task` of the team's list, read from the list's own file (the reference's format).

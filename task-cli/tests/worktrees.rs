@@ -14,6 +14,7 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use support::agent_sandbox::Sandbox;
 use support::fake_agent;
+use support::tmux::Tmux;
 
 /// The environment every git command here (and the supervisor's) runs with.
 const GIT_ENV: [(&str, &str); 6] = [
@@ -583,34 +584,37 @@ impl Sandbox {
     }
 }
 
+impl Sandbox {
+    /// Spawns `ann@crew`, a teammate that writes `by-mate.txt`, and `bob@crew`, one that
+    /// changes nothing, each in a worktree of `repo`; their ids.
+    fn writer_and_reader_in_worktrees(&self, repo: &Path) -> (String, String) {
+        let steps = |work: &[Value]| {
+            let mut steps = vec![json!({"read_user": true})];
+            steps.extend_from_slice(work);
+            steps.push(json!({"teammate": true}));
+            steps
+        };
+        let writer = steps(&[json!({"touch": "by-mate.txt"}), json!({"result": "wrote"})]);
+        let reader = steps(&[json!({"result": "read only"})]);
+        let spawned = |member: &str, name: &str, steps: &[Value]| {
+            let script = self.script(name, steps);
+            let out = self.spawn_teammate_in(repo, member, &["--worktree"], &script);
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        (
+            spawned("ann@crew", "writer.jsonl", &writer),
+            spawned("bob@crew", "reader.jsonl", &reader),
+        )
+    }
+}
+
 #[test]
 fn teammates_spawned_with_worktree_work_in_their_own_and_ps_shows_branch_and_changes() {
     let sandbox = sandbox();
     let repo = repository(&sandbox);
     let head = git(&repo, &["rev-parse", "HEAD"]);
-    let writer = sandbox.script(
-        "writer.jsonl",
-        &[
-            json!({"read_user": true}),
-            json!({"touch": "by-mate.txt"}),
-            json!({"result": "wrote"}),
-            json!({"teammate": true}),
-        ],
-    );
-    let reader = sandbox.script(
-        "reader.jsonl",
-        &[
-            json!({"read_user": true}),
-            json!({"result": "read only"}),
-            json!({"teammate": true}),
-        ],
-    );
-    let spawned = |member: &str, script: &str| {
-        let out = sandbox.spawn_teammate_in(&repo, member, &["--worktree"], script);
-        assert!(out.status.success(), "{out:?}");
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    };
-    let (writer, reader) = (spawned("ann@crew", &writer), spawned("bob@crew", &reader));
+    let (writer, reader) = sandbox.writer_and_reader_in_worktrees(&repo);
     let rows = support::eventually("both teammates idle with their worktree checked", || {
         let rows = [sandbox.listed(&writer), sandbox.listed(&reader)];
         rows.iter()
@@ -674,6 +678,57 @@ fn teammates_spawned_with_worktree_work_in_their_own_and_ps_shows_branch_and_cha
     let kept = sandbox.ok(&["worktree", "ls"]);
     assert!(kept.contains(&branch(&writer)), "{kept}");
     assert_nothing_stale(&repo);
+}
+
+#[test]
+fn top_shows_each_teammates_branch_and_what_its_worktree_holds() {
+    let sandbox = sandbox();
+    let repo = repository(&sandbox);
+    let (writer, reader) = sandbox.writer_and_reader_in_worktrees(&repo);
+    let top = format!(
+        "{} top --interval 100ms; sleep 1000",
+        env!("CARGO_BIN_EXE_tasks")
+    );
+    let Some(tmux) = Tmux::start_sized(&sandbox, &top, (200, 40)) else {
+        return;
+    };
+    let row = |screen: &str, id: &str| {
+        let found = screen.lines().find(|l| l.trim_start().starts_with(id));
+        found.unwrap_or_default().to_owned()
+    };
+    let branch = |id: &str, member: &str| format!("tasks/{member}-crew-{id}");
+    // The writer's file is in its worktree once it is idle; git is asked again every 2 s.
+    let screen = tmux.wait_for("each row with its branch and changes", |s| {
+        row(s, &writer).contains(&format!(
+            "⎇ {} (changes: uncommitted)",
+            branch(&writer, "ann")
+        )) && row(s, &reader).contains(&format!("⎇ {} (changes: none)", branch(&reader, "bob")))
+    });
+    // The details pane of the selected teammate says the same, with the worktree's path.
+    let selected = [&writer, &reader]
+        .into_iter()
+        .find(|id| screen.contains(&format!("Output of {id}")))
+        .expect("a teammate is selected");
+    let (member, held) = if *selected == writer {
+        ("ann", "uncommitted")
+    } else {
+        ("bob", "none")
+    };
+    let path = sandbox.worktrees().join(selected);
+    tmux.wait_for("the details of the selected teammate", |s| {
+        s.contains(&format!("⎇ {} · changes: {held}", branch(selected, member)))
+            && s.contains(&path.display().to_string())
+    });
+    tmux.keys(&["q"]);
+    for name in ["ann", "bob"] {
+        sandbox.ok(&["team", "shutdown", name]);
+    }
+    support::eventually("both teammates ended", || {
+        [&writer, &reader]
+            .iter()
+            .all(|id| sandbox.listed(id)["status"] == "completed")
+            .then_some(())
+    });
 }
 
 #[test]

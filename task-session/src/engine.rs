@@ -156,6 +156,10 @@ impl Engine {
             paths: paths.clone(),
             config: config.clone(),
         };
+        // Before the wiring, which may take tasks over (resume them): their first events
+        // (a resumed teammate's whole turn) are what gets their records rewritten under this
+        // supervisor. Events sent before anyone listens are lost.
+        let events = registry.subscribe();
         let launchers = wiring(&host)?;
         let placements = Arc::new(Placements::default());
         let hooks = Hooks::new(paths.clone(), config.on_end.clone(), config.on_end_timeout);
@@ -185,7 +189,7 @@ impl Engine {
         )?;
         queue.spawn_timer();
         tokio::spawn(watch_events(
-            registry.subscribe(),
+            events,
             Arc::clone(&registry),
             mirror.clone(),
             Arc::clone(&activity),

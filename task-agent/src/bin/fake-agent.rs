@@ -49,9 +49,10 @@
 //! When the script is done it keeps reading user lines until stdin closes, answering each with
 //! `echo: {message}` (a text and a `success` result). After a `teammate` step, a turn that
 //! holds a team `shutdown_request` is answered first with a `SendMessage` tool use whose
-//! message is the approving `shutdown_response` (as a teammate model would). With `--resume` it skips the script and
-//! only answers (the first user line is the resumed turn). Usage defaults to 100 input and 10
-//! output tokens a message.
+//! message is the approving `shutdown_response` (as a teammate model would). With `--resume` it
+//! runs none of the script's steps, only takes its `teammate` mode (a resumed session keeps
+//! what it was told to be), and answers (the first user line is the resumed turn). Usage
+//! defaults to 100 input and 10 output tokens a message.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::{BufRead, Write};
@@ -122,15 +123,24 @@ fn run() -> Result<u8, String> {
         "model": flag("--model").unwrap_or_else(|| "fake-model".into()), "tools": ["Bash", "Read"],
         "cwd": std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default()}),
     )?;
-    if resume.is_none() {
-        let script = flag("--script").ok_or("missing --script FILE")?;
-        let text = std::fs::read_to_string(&script).map_err(|e| format!("{script}: {e}"))?;
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let step: Value =
-                serde_json::from_str(line).map_err(|e| format!("bad step {line}: {e}"))?;
-            if let Some(code) = agent.step(&step)? {
-                return Ok(code);
-            }
+    let text = match (flag("--script"), &resume) {
+        (Some(script), _) => {
+            std::fs::read_to_string(&script).map_err(|e| format!("{script}: {e}"))?
+        }
+        (None, Some(_)) => String::new(),
+        (None, None) => return Err("missing --script FILE".into()),
+    };
+    let steps = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| serde_json::from_str(line).map_err(|e| format!("bad step {line}: {e}")));
+    for step in steps {
+        let step: Value = step?;
+        if resume.is_some() {
+            // A resumed session remembers what it was told to be, not what it did.
+            agent.teammate |= step.get("teammate").is_some();
+        } else if let Some(code) = agent.step(&step)? {
+            return Ok(code);
         }
     }
     while let Some(message) = agent.read_user()? {

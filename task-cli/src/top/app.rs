@@ -3,7 +3,7 @@
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use task_core::{Address, TaskId, TaskKind, TaskType};
 
-use super::state::{ListPane, OutputPane, Tasks};
+use super::state::{ListPane, OutputPane, Tasks, WorktreeChecks};
 use crate::error::Result;
 use task_session::session::Session;
 
@@ -43,6 +43,8 @@ pub struct App {
     pub session: Session,
     /// The tasks as last read.
     pub tasks: Tasks,
+    /// What git last said of the tasks' worktrees.
+    worktrees: WorktreeChecks,
     /// The selected task.
     pub selected: Option<TaskId>,
     /// The selected task's output.
@@ -62,6 +64,7 @@ impl App {
     pub fn new(session: Session) -> Result<Self> {
         let mut app = Self {
             tasks: Tasks::default(),
+            worktrees: WorktreeChecks::default(),
             session,
             selected: None,
             output: OutputPane::default(),
@@ -76,7 +79,7 @@ impl App {
 
     /// Reads the session again; keeps the selection if its task is still shown.
     pub fn refresh(&mut self) -> Result<()> {
-        self.tasks = Tasks::load(&self.session, self.all)?;
+        self.tasks = Tasks::load(&self.session, self.all, &mut self.worktrees)?;
         let keep = self.selected.and_then(|id| self.tasks.position(&id));
         let index = keep.or((!self.tasks.shown.is_empty()).then_some(0));
         self.selected = index.map(|i| self.tasks.shown[i].record.id());

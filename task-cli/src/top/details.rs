@@ -5,19 +5,21 @@
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use serde_json::Value;
+use task_agent::worktree::Changes;
 use task_core::{TaskKind, TaskState, TaskStatus, WorkflowStep, now_ms};
 
 use crate::render;
 use task_session::record::TaskRecord;
 
-/// The task's state in one line, for the task table.
-pub fn one_line_state(task: &TaskState) -> String {
+/// The task's state in one line, for the task table, with what its worktree holds (`changes`)
+/// when it has one.
+pub fn one_line_state(task: &TaskState, changes: Option<Changes>) -> String {
     let description = &task.base.description;
     match &task.kind {
         TaskKind::Teammate(mate) => {
             let doing = if mate.is_idle { "idle" } else { "working" };
             let who = format!("{}@{}", mate.identity.agent_name, mate.identity.team_name);
-            let branch = render::worktree_suffix(task);
+            let branch = render::worktree_suffix(task, changes);
             match description == &who {
                 // A teammate's description is usually its name: say it once.
                 true => format!("{who} · {doing}{branch}"),
@@ -29,12 +31,12 @@ pub fn one_line_state(task: &TaskState) -> String {
             format!("{description} · {done}/{} steps", flow.steps.len())
         }
         TaskKind::Dream(dream) => format!("{description} · {:?}", dream.phase).to_lowercase(),
-        _ => render::describe(task),
+        _ => render::describe(task, changes),
     }
 }
 
-/// The details pane of `record`.
-pub fn lines(record: &TaskRecord) -> Vec<Line<'static>> {
+/// The details pane of `record`, whose worktree (if it has one) holds `changes`.
+pub fn lines(record: &TaskRecord, changes: Option<Changes>) -> Vec<Line<'static>> {
     let task = &record.task;
     let base = &task.base;
     let bold = Style::new().add_modifier(Modifier::BOLD);
@@ -119,6 +121,21 @@ pub fn lines(record: &TaskRecord) -> Vec<Line<'static>> {
                 lines.push(Line::raw(format!("  ✎ {file}")));
             }
         }
+    }
+    if let Some(worktree) = task.kind.worktree() {
+        let held = match changes {
+            Some(changes) => format!(
+                "changes: {}",
+                crate::worktree_cmd::changes_text(&Ok(changes))
+            ),
+            None if !std::path::Path::new(&worktree.worktree_path).is_dir() => "removed".into(),
+            None => "changes: unknown".into(),
+        };
+        lines.push(Line::raw(format!(
+            "⎇ {} · {held}",
+            worktree.worktree_branch
+        )));
+        lines.push(Line::raw(format!("  {}", worktree.worktree_path)));
     }
     lines
 }

@@ -1,8 +1,10 @@
 //! What the dashboard shows, refreshed from the session's files: the tasks grouped by type,
 //! the selected task's output (followed by delta reads), and the session's task list.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
 
+use task_agent::worktree::Changes;
 use task_core::{TaskId, TaskType};
 
 use crate::error::Result;
@@ -16,6 +18,10 @@ pub const OUTPUT_LINES: usize = 500;
 /// How much output the pane reads when a task is selected (its tail) and at most per refresh.
 pub const OUTPUT_READ_BYTES: usize = 64 * 1024;
 
+/// How long what git said of a worktree is shown before git is asked again: a dashboard
+/// refreshing every 100 ms does not run `git status` in each worktree ten times a second.
+pub const WORKTREE_RECHECK: Duration = Duration::from_secs(2);
+
 /// One task as listed, with the size of its output.
 #[derive(Debug, Clone)]
 pub struct Listed {
@@ -23,6 +29,37 @@ pub struct Listed {
     pub record: TaskRecord,
     /// Bytes of output.
     pub output_bytes: u64,
+    /// What its git worktree holds beyond its base, when it has one that exists.
+    pub worktree_changes: Option<Changes>,
+}
+
+/// What git last said of each task's worktree, and when.
+#[derive(Debug, Default)]
+pub struct WorktreeChecks {
+    checked: HashMap<TaskId, (Instant, Option<Changes>)>,
+}
+
+impl WorktreeChecks {
+    /// The changes of `record`'s worktree, if it has one that exists: asked of git at most
+    /// once per [`WORKTREE_RECHECK`].
+    fn changes(&mut self, record: &TaskRecord) -> Option<Changes> {
+        let worktree = crate::worktree_cmd::existing(record)?;
+        let now = Instant::now();
+        match self.checked.get(&record.id()) {
+            Some((at, changes)) if now.duration_since(*at) < WORKTREE_RECHECK => *changes,
+            _ => {
+                let changes = task_agent::worktree::changes(worktree).ok();
+                self.checked.insert(record.id(), (now, changes));
+                changes
+            }
+        }
+    }
+
+    /// Forgets the tasks no longer shown.
+    fn keep_only(&mut self, shown: &[Listed]) {
+        self.checked
+            .retain(|id, _| shown.iter().any(|t| t.record.id() == *id));
+    }
 }
 
 /// The session's tasks, grouped by type (SPEC order), the newest first in each group.
@@ -39,8 +76,9 @@ pub struct Tasks {
 }
 
 impl Tasks {
-    /// Reads the session; `all`: also finished tasks whose completion was delivered.
-    pub fn load(session: &Session, all: bool) -> Result<Self> {
+    /// Reads the session; `all`: also finished tasks whose completion was delivered. What the
+    /// worktrees hold comes from `checks`.
+    pub fn load(session: &Session, all: bool, checks: &mut WorktreeChecks) -> Result<Self> {
         let listing = session.tasks()?;
         let pill = pill::pill(listing.tasks.iter().map(|r| &r.task));
         let mut hidden = 0;
@@ -56,11 +94,14 @@ impl Tasks {
                 continue;
             }
             let output_bytes = std::fs::metadata(session.output_path(&id)).map_or(0, |m| m.len());
+            let worktree_changes = checks.changes(&record);
             shown.push(Listed {
                 record,
                 output_bytes,
+                worktree_changes,
             });
         }
+        checks.keep_only(&shown);
         let order = |t: TaskType| TaskType::ALL.iter().position(|&x| x == t).unwrap_or(0);
         shown.sort_by(|a, b| {
             let (a, b) = (&a.record.task.base, &b.record.task.base);

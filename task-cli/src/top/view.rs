@@ -111,7 +111,7 @@ fn draw_tasks(frame: &mut Frame<'_>, app: &App, area: Rect) {
                 },
                 render::age(now.saturating_sub(base.start_time)),
                 render::size(listed.output_bytes),
-                details::one_line_state(&listed.record.task),
+                details::one_line_state(&listed.record.task, listed.worktree_changes),
             ])
             .style(status_style(base.status)),
         );
@@ -166,7 +166,8 @@ fn selected(app: &App) -> Option<&super::state::Listed> {
 }
 
 fn draw_details(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let lines = selected(app).map_or_else(Vec::new, |t| details::lines(&t.record));
+    let lines =
+        selected(app).map_or_else(Vec::new, |t| details::lines(&t.record, t.worktree_changes));
     let block = Block::new()
         .borders(Borders::TOP | Borders::RIGHT)
         .title(" Details ");

@@ -6,7 +6,7 @@ use std::process::Stdio;
 
 use crate::sandbox::Sandbox;
 use crate::support::eventually;
-use crate::tmux::Tmux;
+use crate::support::tmux::Tmux;
 
 const LINE_READER: &str = r#"while IFS= read -r l; do echo "got:$l"; done"#;
 

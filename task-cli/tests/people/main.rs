@@ -17,6 +17,5 @@ mod status;
 mod stream;
 mod strict_json;
 mod tidy;
-mod tmux;
 mod top;
 mod zsh_completion;

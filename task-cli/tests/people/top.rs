@@ -3,8 +3,8 @@
 //! on `q` and on SIGTERM. The streaming `run --wait` on the same terminal.
 
 use crate::sandbox::Sandbox;
+use crate::support::tmux::Tmux;
 use crate::support::{eventually, processes_of};
-use crate::tmux::Tmux;
 
 /// The shell around the dashboard: a line before it, and after it the exit status and the
 /// terminal's settings (to see that raw mode was undone).

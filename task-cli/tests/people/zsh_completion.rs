@@ -4,7 +4,7 @@
 //! after `--list`.
 
 use crate::sandbox::Sandbox;
-use crate::tmux::Tmux;
+use crate::support::tmux::Tmux;
 
 /// zsh's prompt (tmux's capture drops the space after it at the end of a row).
 const PROMPT: &str = "zsh-ready>";

@@ -5,6 +5,7 @@
 
 pub mod agent_sandbox;
 pub mod root;
+pub mod tmux;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,11 +1,12 @@
 //! A real terminal for the tests: a tmux server of the test's own (its socket in the sandbox),
-//! one 80×24 window running a shell command; keys sent and the screen read back as text.
+//! one window (80×24 unless asked) running a shell command; keys sent and the screen read back
+//! as text.
 
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::sandbox::Sandbox;
-use crate::support::eventually;
+use super::eventually;
+use super::root::TasksRoot as Sandbox;
 
 /// One tmux window; the server is killed on drop.
 pub struct Tmux {
@@ -18,7 +19,16 @@ impl Tmux {
     /// Starts `shell` (a `sh -c` script) in an 80×24 window; `None` when tmux is not installed
     /// (the test skips; under `CI=true` it fails: `.ci/tmux.sh` installs it).
     pub fn start(sandbox: &Sandbox, shell: &str) -> Option<Self> {
-        if !crate::support::tool_installed("tmux", ".ci/tmux.sh") {
+        Self::start_sized(sandbox, shell, (80, 24))
+    }
+
+    /// [`Tmux::start`] in a window of `(columns, rows)`.
+    pub fn start_sized(
+        sandbox: &Sandbox,
+        shell: &str,
+        (columns, rows): (u16, u16),
+    ) -> Option<Self> {
+        if !super::tool_installed("tmux", ".ci/tmux.sh") {
             return None;
         }
         let probe = sandbox.command(&[]);
@@ -38,9 +48,9 @@ impl Tmux {
                 "new-session",
                 "-d",
                 "-x",
-                "80",
+                &columns.to_string(),
                 "-y",
-                "24",
+                &rows.to_string(),
             ])
             .args(["-s", "t", "sh", "-c", shell])
             .status()
