@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::json;
 use task_core::{
-    AgentProgress, AgentState, Caller, DreamState, EndReason, MessageOutcome, MessageReply,
-    MessageUsage, Notification, Priority, RemoteState, ShellKind, ShellProcess, ShellState, TaskId,
-    TaskKind, TaskState, TaskStatus, TeammateState, ToolActivity, WorkflowState,
+    AgentProgress, AgentState, Caller, EndReason, MessageOutcome, MessageReply, MessageUsage,
+    Notification, Priority, RemoteState, ShellKind, ShellProcess, ShellState, TaskId, TaskKind,
+    TaskState, TaskStatus, TeammateState, ToolActivity, WorkflowState,
 };
 use task_session::notice::Notice;
 use task_session::protocol::{
@@ -132,7 +132,7 @@ fn records() -> Vec<(&'static str, TaskRecord)> {
         agent.progress = progress;
         agent.result = Some("42 errors, all from the disk driver".into());
         let state = ended(
-            state("a00000003", TaskKind::Agent(agent)),
+            state("a00000003", TaskKind::Agent(Box::new(agent))),
             TaskStatus::Completed,
             EndReason::Succeeded,
         );
@@ -145,7 +145,7 @@ fn records() -> Vec<(&'static str, TaskRecord)> {
             pending_messages: vec!["look at issue 25".into()],
             ..TeammateState::default()
         };
-        let mut state = state("t00000004", TaskKind::Teammate(mate));
+        let mut state = state("t00000004", TaskKind::Teammate(Box::new(mate)));
         state.base.status = TaskStatus::Running;
         TaskRecord::new(state)
     };
@@ -160,7 +160,7 @@ fn records() -> Vec<(&'static str, TaskRecord)> {
             ..WorkflowState::default()
         };
         let state = ended(
-            state("w00000005", TaskKind::Workflow(flow)),
+            state("w00000005", TaskKind::Workflow(Box::new(flow))),
             TaskStatus::Failed,
             EndReason::Errored {
                 message: "workflow script threw 42".into(),
@@ -178,13 +178,13 @@ fn records() -> Vec<(&'static str, TaskRecord)> {
             events_received: 17,
             ..RemoteState::default()
         };
-        let mut state = state("r00000006", TaskKind::Remote(remote));
+        let mut state = state("r00000006", TaskKind::Remote(Box::new(remote)));
         state.base.status = TaskStatus::Running;
         TaskRecord::new(state)
     };
     let dream = {
         let state = ended(
-            state("d00000007", TaskKind::Dream(DreamState::default())),
+            state("d00000007", TaskKind::Dream(Box::default())),
             TaskStatus::Failed,
             EndReason::SupervisorDied { pid: 4242 },
         );

@@ -608,15 +608,8 @@ async fn sleep_until(deadline: Option<Instant>) {
 
 /// Its worktree, if it runs in one that holds no changes.
 async fn unchanged_worktree(registry: Arc<Registry>, id: TaskId) -> Option<Worktree> {
-    let worktree = match registry.get(&id).as_deref() {
-        Some(TaskState {
-            kind:
-                TaskKind::Agent(AgentState {
-                    worktree: Some(worktree),
-                    ..
-                }),
-            ..
-        }) => worktree.clone(),
+    let worktree = match registry.get(&id).as_deref().map(|state| &state.kind) {
+        Some(TaskKind::Agent(agent)) => agent.worktree.clone()?,
         _ => return None,
     };
     let checked = worktree.clone();

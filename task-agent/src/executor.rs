@@ -360,7 +360,7 @@ impl AgentExecutor {
             id,
             &request.description,
             &handle.output_file,
-            TaskKind::Agent(state),
+            TaskKind::Agent(Box::new(state)),
         )?
         .owned_by(request.owner_agent_id.clone());
         task.base.tool_use_id = request.tool_use_id.clone();
@@ -490,7 +490,12 @@ impl AgentExecutor {
             is_backgrounded: true,
             ..AgentState::default()
         };
-        let task = TaskState::new(id, description, &handle.output_file, TaskKind::Agent(state))?;
+        let task = TaskState::new(
+            id,
+            description,
+            &handle.output_file,
+            TaskKind::Agent(Box::new(state)),
+        )?;
         self.inner.registry.register(task)?;
         let spec = AgentSpec::new("", transcript);
         let runner: Arc<dyn AgentRunner> = Arc::new(NoRunner);
@@ -605,13 +610,13 @@ impl AgentExecutor {
                 turns_used: 0,
                 ..budget
             }),
-            ..agent.clone()
+            ..(**agent).clone()
         };
         let mut task = TaskState::new(
             id,
             &previous.base.description,
             &previous.base.output_file,
-            TaskKind::Agent(agent),
+            TaskKind::Agent(Box::new(agent)),
         )?
         .owned_by(previous.base.agent_id.clone());
         task.base.tool_use_id = tool_use_id.or_else(|| previous.base.tool_use_id.clone());

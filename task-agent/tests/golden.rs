@@ -6,7 +6,7 @@
 use serde_json::Value;
 use task_agent::format::{ClaudeParser, LineParser};
 use task_agent::{Change, ProgressTracker, RunEnd, agent_notification};
-use task_core::{AgentState, AgentUsage, TaskId, TaskKind, TaskState};
+use task_core::{AgentUsage, TaskId, TaskKind, TaskState};
 
 const BACKGROUND: &str = include_str!("fixtures/run-background-agent.jsonl");
 const NAMED: &str = include_str!("fixtures/run-named-agent-sendmessage.jsonl");
@@ -106,7 +106,7 @@ fn task_state(description: &str, tool_use_id: &str, output_file: &str) -> TaskSt
         ours,
         description,
         output_file,
-        TaskKind::Agent(AgentState::default()),
+        TaskKind::Agent(Box::default()),
     )
     .unwrap()
     .with_tool_use_id(tool_use_id)

@@ -353,7 +353,7 @@ async fn a_reused_group_number_is_left_alone() {
         ..task_core::AgentState::default()
     };
     let id = TaskId::generate(TaskType::LocalAgent).unwrap();
-    let orphan = TaskState::new(id, "old", "/dev/null", TaskKind::Agent(agent)).unwrap();
+    let orphan = TaskState::new(id, "old", "/dev/null", TaskKind::Agent(Box::new(agent))).unwrap();
     fx.executor.task().reap_orphan(&orphan).unwrap();
     assert!(!process_gone(pid), "another process now leads that group");
     stranger.kill().unwrap();

@@ -126,7 +126,7 @@ impl Team {
 
     fn teammate(&self, id: &TaskId) -> TeammateState {
         match &self.fx.state(id).kind {
-            TaskKind::Teammate(t) => t.clone(),
+            TaskKind::Teammate(t) => (**t).clone(),
             other => panic!("not a teammate: {other:?}"),
         }
     }

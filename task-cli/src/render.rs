@@ -127,9 +127,25 @@ pub fn worktree_suffix(task: &TaskState, changes: Option<Changes>) -> String {
         Some(changes) => format!(
             " · ⎇ {} (changes: {})",
             worktree.worktree_branch,
-            crate::worktree_cmd::changes_text(&Ok(changes))
+            changes_text(&Ok(changes))
         ),
         None => format!(" · ⎇ {}", worktree.worktree_branch),
+    }
+}
+
+/// `commits, uncommitted`, `commits`, `uncommitted`, `none`, or why it is unknown.
+pub fn changes_text(
+    changes: &std::result::Result<Changes, task_agent::worktree::WorktreeError>,
+) -> String {
+    match changes {
+        Ok(Changes {
+            commits: true,
+            dirty: true,
+        }) => "commits, uncommitted".into(),
+        Ok(Changes { commits: true, .. }) => "commits".into(),
+        Ok(Changes { dirty: true, .. }) => "uncommitted".into(),
+        Ok(_) => "none".into(),
+        Err(error) => format!("unknown: {error}"),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use clap::{Args, Subcommand};
 use serde_json::json;
-use task_agent::worktree::{Changes, Worktrees};
+use task_agent::worktree::Worktrees;
 use task_core::Worktree;
 use task_session::paths::SessionPaths;
 use task_session::record::{self, TaskRecord};
@@ -54,22 +54,6 @@ pub(crate) fn existing(record: &TaskRecord) -> Option<&Worktree> {
         .filter(|w| std::path::Path::new(&w.worktree_path).is_dir())
 }
 
-/// `commits, uncommitted`, `commits`, `uncommitted`, `none`, or why it is unknown.
-pub(crate) fn changes_text(
-    changes: &std::result::Result<Changes, task_agent::worktree::WorktreeError>,
-) -> String {
-    match changes {
-        Ok(Changes {
-            commits: true,
-            dirty: true,
-        }) => "commits, uncommitted".into(),
-        Ok(Changes { commits: true, .. }) => "commits".into(),
-        Ok(Changes { dirty: true, .. }) => "uncommitted".into(),
-        Ok(_) => "none".into(),
-        Err(error) => format!("unknown: {error}"),
-    }
-}
-
 fn ls(paths: &SessionPaths, json: bool) -> Result<u8> {
     let listing = record::list(paths)?;
     let rows: Vec<_> = listing
@@ -106,7 +90,7 @@ fn ls(paths: &SessionPaths, json: bool) -> Result<u8> {
             record.id(),
             record.status().as_str(),
             worktree.worktree_branch,
-            changes_text(changes),
+            render::changes_text(changes),
             worktree.worktree_path,
         ));
     }
@@ -141,7 +125,7 @@ fn rm(paths: &SessionPaths, id: &str, force: bool, json: bool) -> Result<u8> {
                  its branch",
                 worktree.worktree_path,
                 worktree.worktree_branch,
-                changes_text(&Ok(changes)),
+                render::changes_text(&Ok(changes)),
             )));
         }
         Err(error) => return Err(CliError::invalid(error.to_string())),

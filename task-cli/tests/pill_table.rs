@@ -6,8 +6,8 @@
 use serde_json::json;
 use task_cli::pill::{self, Pill};
 use task_core::{
-    DreamState, RemoteState, RemoteSubtype, ShellKind, ShellState, TaskId, TaskKind, TaskState,
-    TaskStatus, TaskType, TeammateIdentity, TeammateState, WorkflowState,
+    RemoteState, RemoteSubtype, ShellKind, ShellState, TaskId, TaskKind, TaskState, TaskStatus,
+    TaskType, TeammateIdentity, TeammateState,
 };
 
 fn task(task_type: TaskType, kind: TaskKind) -> TaskState {
@@ -37,7 +37,7 @@ fn ultraplan(phase: Option<&str>) -> TaskState {
         remote_task_metadata: phase.map(|p| json!({ "ultraplanPhase": p })),
         ..RemoteState::default()
     };
-    task(TaskType::RemoteAgent, TaskKind::Remote(remote))
+    task(TaskType::RemoteAgent, TaskKind::Remote(Box::new(remote)))
 }
 
 fn teammate(team: &str) -> TaskState {
@@ -49,11 +49,14 @@ fn teammate(team: &str) -> TaskState {
         },
         ..TeammateState::default()
     };
-    task(TaskType::InProcessTeammate, TaskKind::Teammate(mate))
+    task(
+        TaskType::InProcessTeammate,
+        TaskKind::Teammate(Box::new(mate)),
+    )
 }
 
 fn dream() -> TaskState {
-    task(TaskType::Dream, TaskKind::Dream(DreamState::default()))
+    task(TaskType::Dream, TaskKind::Dream(Box::default()))
 }
 
 /// The tasks of each row of the table, by the row's first column.
@@ -76,10 +79,7 @@ fn scenario(row: &str) -> Vec<TaskState> {
             shell(ShellKind::Shell),
             dream(),
             teammate("red"),
-            task(
-                TaskType::LocalWorkflow,
-                TaskKind::Workflow(WorkflowState::default()),
-            ),
+            task(TaskType::LocalWorkflow, TaskKind::Workflow(Box::default())),
         ],
         other => panic!("a row of the pill table has no scenario: {other:?}"),
     }
@@ -157,12 +157,7 @@ fn foreground_shells_and_ended_tasks_are_not_background_work() {
 
 #[test]
 fn cloud_sessions_and_an_ultraplan_without_attention_keep_the_open_diamond() {
-    let remote = || {
-        task(
-            TaskType::RemoteAgent,
-            TaskKind::Remote(RemoteState::default()),
-        )
-    };
+    let remote = || task(TaskType::RemoteAgent, TaskKind::Remote(Box::default()));
     assert_eq!(pill::pill(&[remote()]).label, "◇ 1 cloud session");
     assert_eq!(
         pill::pill(&[remote(), remote()]).label,

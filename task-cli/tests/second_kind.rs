@@ -64,9 +64,14 @@ impl Launch for Scripted {
             agent_type: "scripted".into(),
             ..AgentState::default()
         };
-        let state = TaskState::new(id, &start.description, &output, TaskKind::Agent(agent))
-            .map_err(|e| failed(e.to_string()))?
-            .owned_by(caller.agent_id);
+        let state = TaskState::new(
+            id,
+            &start.description,
+            &output,
+            TaskKind::Agent(Box::new(agent)),
+        )
+        .map_err(|e| failed(e.to_string()))?
+        .owned_by(caller.agent_id);
         self.registry
             .register(state)
             .map_err(|e| failed(e.to_string()))?;

@@ -296,8 +296,13 @@ impl RemoteExecutor {
             remote_task_metadata: request.metadata.clone(),
             ..RemoteState::default()
         };
-        let mut task = TaskState::new(id, &request.description, &output, TaskKind::Remote(state))?
-            .owned_by(request.owner_agent_id.clone());
+        let mut task = TaskState::new(
+            id,
+            &request.description,
+            &output,
+            TaskKind::Remote(Box::new(state)),
+        )?
+        .owned_by(request.owner_agent_id.clone());
         task.base.tool_use_id = request.tool_use_id.clone();
         self.inner.registry.register(task)?;
         Ok(PendingRemote {
@@ -375,7 +380,7 @@ impl RemoteExecutor {
             sidecar.task_id,
             &sidecar.description,
             output,
-            TaskKind::Remote(state),
+            TaskKind::Remote(Box::new(state)),
         )?
         .owned_by(sidecar.agent_id.clone());
         task.base.tool_use_id.clone_from(&sidecar.tool_use_id);

@@ -193,7 +193,7 @@ impl Follow {
     fn remote_state(&self) -> Option<RemoteState> {
         let state = self.executor.inner.registry.get(&self.id)?;
         match &state.kind {
-            TaskKind::Remote(remote) => Some(remote.clone()),
+            TaskKind::Remote(remote) => Some((**remote).clone()),
             _ => None,
         }
     }

@@ -49,7 +49,7 @@
 //!         let id = TaskId::generate(TaskType::LocalAgent).map_err(|e| failed(e.to_string()))?;
 //!         let output = self.dir.join(format!("{id}.output"));
 //!         std::fs::write(&output, format!("{line}\n")).map_err(|e| failed(e.to_string()))?;
-//!         let kind = TaskKind::Agent(AgentState::default());
+//!         let kind = TaskKind::Agent(Box::default());
 //!         let state = TaskState::new(id, "echo", &output, kind)
 //!             .map_err(|e| failed(e.to_string()))?
 //!             .owned_by(caller.agent_id);

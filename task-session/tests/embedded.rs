@@ -61,7 +61,7 @@ impl Launch for Toy {
             },
             ..AgentState::default()
         };
-        let state = TaskState::new(id, "toy task", &output, TaskKind::Agent(agent))
+        let state = TaskState::new(id, "toy task", &output, TaskKind::Agent(Box::new(agent)))
             .map_err(|e| failed(e.to_string()))?
             .owned_by(caller.agent_id);
         self.registry

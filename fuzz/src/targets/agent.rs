@@ -78,7 +78,7 @@ fn track(events: &[AgentEvent]) {
         tracker.outcome(),
     );
     let progress = tracker.merged_into(&task_core::AgentProgress::default());
-    let _ = task_cli::render::describe(&agent_state(progress));
+    let _ = task_cli::render::describe(&agent_state(progress), None);
 }
 
 /// An agent task whose progress is `progress` (for the `tasks ps` description of it).
@@ -88,7 +88,13 @@ fn agent_state(progress: task_core::AgentProgress) -> task_core::TaskState {
         progress,
         ..task_core::AgentState::default()
     };
-    task_core::TaskState::new(id, "fuzz", "/dev/null", task_core::TaskKind::Agent(agent)).unwrap()
+    task_core::TaskState::new(
+        id,
+        "fuzz",
+        "/dev/null",
+        task_core::TaskKind::Agent(Box::new(agent)),
+    )
+    .unwrap()
 }
 
 /// The first `parent_tool_use_id` string in `data`, for a parser that follows that sub-agent.

@@ -137,7 +137,7 @@ fn render(record: &TaskRecord) {
 }
 
 fn render_task(task: &TaskState) {
-    let _ = task_cli::render::describe(task);
+    let _ = task_cli::render::describe(task, None);
     let _ = task_cli::render::teammate_activity(task);
     let _ = task_cli::pill::pill([task]);
     let _ = task.kind.command_line();

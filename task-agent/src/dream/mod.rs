@@ -138,7 +138,7 @@ impl DreamExecutor {
             prior_mtime: held.prior_mtime(),
             ..DreamState::default()
         };
-        let task = TaskState::new(id, "dreaming", &output, TaskKind::Dream(state))?;
+        let task = TaskState::new(id, "dreaming", &output, TaskKind::Dream(Box::new(state)))?;
         self.inner.registry.register(task)?;
         let mut spec = AgentSpec::new(request.prompt, &output);
         spec.agent_type = "dream".into();

@@ -339,7 +339,7 @@ impl TeamExecutor {
             }
         };
         let shutdown_requested_at = state.shutdown_requested_at;
-        let mut task = TaskState::new(id, &full, &output, TaskKind::Teammate(state))?;
+        let mut task = TaskState::new(id, &full, &output, TaskKind::Teammate(Box::new(state)))?;
         if let Some(previous) = previous {
             task.base.start_time = previous.base.start_time;
         }
@@ -882,11 +882,10 @@ impl Task for TeammateTask {
 
 /// Kills what the CLI of `orphan` (a teammate whose supervisor died) left, checked live.
 fn reap(orphan: &TaskState) -> Result<(), KillError> {
-    let TaskKind::Teammate(TeammateState {
-        process: Some(group),
-        ..
-    }) = &orphan.kind
-    else {
+    let TaskKind::Teammate(mate) = &orphan.kind else {
+        return Ok(());
+    };
+    let Some(group) = &mate.process else {
         return Ok(());
     };
     group

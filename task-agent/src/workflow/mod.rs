@@ -280,7 +280,7 @@ impl WorkflowExecutor {
             id,
             &parsed.meta.description,
             &output_file,
-            TaskKind::Workflow(state),
+            TaskKind::Workflow(Box::new(state)),
         )?
         .owned_by(request.owner_agent_id.clone());
         task.base.tool_use_id = request.tool_use_id.clone();

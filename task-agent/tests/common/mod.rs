@@ -79,7 +79,7 @@ impl Fixture {
 
     pub fn agent(&self, id: &TaskId) -> AgentState {
         match &self.state(id).kind {
-            TaskKind::Agent(agent) => agent.clone(),
+            TaskKind::Agent(agent) => (**agent).clone(),
             other => panic!("not an agent: {other:?}"),
         }
     }

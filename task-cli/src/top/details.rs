@@ -124,10 +124,7 @@ pub fn lines(record: &TaskRecord, changes: Option<Changes>) -> Vec<Line<'static>
     }
     if let Some(worktree) = task.kind.worktree() {
         let held = match changes {
-            Some(changes) => format!(
-                "changes: {}",
-                crate::worktree_cmd::changes_text(&Ok(changes))
-            ),
+            Some(changes) => format!("changes: {}", render::changes_text(&Ok(changes))),
             None if !std::path::Path::new(&worktree.worktree_path).is_dir() => "removed".into(),
             None => "changes: unknown".into(),
         };

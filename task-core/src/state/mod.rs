@@ -108,19 +108,22 @@ impl TaskStateBase {
 /// The data of a task's type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+///
+/// The variants but a shell's are boxed: a supervisor may hold ten thousand shells, and each
+/// would otherwise take the size of the largest variant (an agent's, three times a shell's).
 pub enum TaskKind {
     /// `local_bash` (kind `shell`) or `monitor_mcp` (kind `monitor`).
     Shell(ShellState),
     /// `local_agent`, including the main session.
-    Agent(AgentState),
+    Agent(Box<AgentState>),
     /// `in_process_teammate`.
-    Teammate(TeammateState),
+    Teammate(Box<TeammateState>),
     /// `local_workflow`.
-    Workflow(WorkflowState),
+    Workflow(Box<WorkflowState>),
     /// `remote_agent`.
-    Remote(RemoteState),
+    Remote(Box<RemoteState>),
     /// `dream`.
-    Dream(DreamState),
+    Dream(Box<DreamState>),
 }
 
 impl TaskKind {
@@ -361,6 +364,16 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    #[test]
+    fn a_shells_state_is_not_sized_by_the_largest_kind() {
+        // Ten thousand shells in one supervisor: each pays for `TaskKind`'s largest variant.
+        let kind = std::mem::size_of::<TaskKind>();
+        assert!(
+            kind <= std::mem::size_of::<ShellState>() + 8,
+            "TaskKind is {kind} bytes"
+        );
+    }
+
     fn shell(id: TaskId) -> TaskState {
         TaskState::new(
             id,
@@ -394,7 +407,7 @@ mod tests {
         };
         assert!(TaskState::new(id, "d", "/o", TaskKind::Shell(monitor)).is_ok());
         let agent = TaskId::main_session().unwrap();
-        assert!(TaskState::new(agent, "d", "/o", TaskKind::Agent(AgentState::default())).is_ok());
+        assert!(TaskState::new(agent, "d", "/o", TaskKind::Agent(Box::default())).is_ok());
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub fn agent_task(description: &str) -> TaskState {
         id,
         description,
         format!("/tmp/tasks/{id}.output"),
-        TaskKind::Agent(agent),
+        TaskKind::Agent(Box::new(agent)),
     )
     .unwrap()
 }

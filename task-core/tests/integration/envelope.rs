@@ -4,8 +4,8 @@ use std::path::Path;
 
 use task_core::summary::{self, AgentEnd, ShellEnd};
 use task_core::{
-    AGENT_RESUME_NOTE, AgentExtras, AgentState, AgentUsage, Notification, RemoteState, ShellState,
-    TaskId, TaskKind, TaskState, TerminalStatus, Worktree,
+    AGENT_RESUME_NOTE, AgentExtras, AgentUsage, Notification, ShellState, TaskId, TaskKind,
+    TaskState, TerminalStatus, Worktree,
 };
 
 fn fixture(name: &str) -> String {
@@ -85,7 +85,7 @@ fn agent_completion_matches_reference() {
         "count files",
         "toolu_000002",
         output,
-        TaskKind::Agent(AgentState::default()),
+        TaskKind::Agent(Box::default()),
     );
     let summary = summary::agent("count files", AgentEnd::Finished);
     let notification = Notification {
@@ -112,7 +112,7 @@ fn agent_worktree_renders_after_usage() {
         "wt",
         "toolu_1",
         "/o",
-        TaskKind::Agent(AgentState::default()),
+        TaskKind::Agent(Box::default()),
     );
     let notification = Notification {
         agent: Some(AgentExtras {
@@ -140,7 +140,7 @@ fn remote_agents_show_their_type_and_optional_lines_are_omitted() {
         TaskId::parse("r00000000").unwrap(),
         "review",
         "/o",
-        TaskKind::Remote(RemoteState::default()),
+        TaskKind::Remote(Box::default()),
     )
     .unwrap();
     let notification = Notification::for_task(&remote, Some(TerminalStatus::Completed), "done");

@@ -5,8 +5,7 @@ use std::sync::Arc;
 use serde_json::json;
 use task_core::{
     Delivery, Notification, Priority, Registration, Registry, RegistryError, SdkStatus, TaskEvent,
-    TaskId, TaskKind, TaskState, TaskStatus, TaskType, TeammateState, TerminalStatus,
-    UpdateOutcome,
+    TaskId, TaskKind, TaskState, TaskStatus, TaskType, TerminalStatus, UpdateOutcome,
 };
 
 use crate::common::{
@@ -78,7 +77,7 @@ fn resume_carries_ui_fields_forward_and_emits_no_second_start() {
 fn register_rejects_data_of_another_type() {
     let registry = Registry::default();
     let mut task = shell_task("x");
-    task.kind = TaskKind::Teammate(TeammateState::default());
+    task.kind = TaskKind::Teammate(Box::default());
     assert!(matches!(
         registry.register(task),
         Err(RegistryError::InvalidState(_))
@@ -263,13 +262,7 @@ fn killed_teammates_get_the_stopped_display_grace() {
         Some(std::time::Duration::from_millis(3000)),
     );
     let id = TaskId::generate(TaskType::InProcessTeammate).unwrap();
-    let task = TaskState::new(
-        id,
-        "mate",
-        "/o",
-        TaskKind::Teammate(TeammateState::default()),
-    )
-    .unwrap();
+    let task = TaskState::new(id, "mate", "/o", TaskKind::Teammate(Box::default())).unwrap();
     registered_at(&registry, task, TaskStatus::Killed);
     let state = registry.get(&id).unwrap();
     assert_eq!(
