@@ -53,7 +53,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
             let (id, wait) = crate::remote_cmd::start(&session()?, args)?;
             started(&session()?, id, wait, json)
         }
-        Command::Serve(args) => crate::serve::run(paths()?, args),
+        Command::Serve(args) => crate::serve_cmd::run(paths()?, args),
         Command::Supervise => {
             task_session::supervisor::run(paths()?, crate::wiring::standard)?;
             Ok(exit::OK)

@@ -56,7 +56,7 @@ mod remote_cmd;
 mod remote_wiring;
 pub mod render;
 #[cfg(feature = "cli")]
-pub mod serve;
+pub mod serve_cmd;
 pub mod settings;
 #[cfg(feature = "cli")]
 pub mod status_cmd;

@@ -6,10 +6,9 @@
 use std::sync::Arc;
 
 use task_agent::worktree::WorktreeRequest;
-use task_agent::{AgentExecutor, AgentStart, RunnerFormat, launch_text};
+use task_agent::{AgentExecutor, AgentStart, launch_text};
 use task_core::{Address, TaskKind};
 
-use crate::settings::Settings;
 use task_session::session::Session;
 
 use super::context::{Context, Failure, Reply, blocking};
@@ -19,25 +18,16 @@ use super::schema::{AgentInput, Isolation, SendMessageInput};
 /// abandoned first).
 const FOREGROUND_LIMIT: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 
-/// The configured agent CLI and its format, or why there is none usable.
-pub(crate) fn configured_runner(config: &Settings) -> Result<(Vec<String>, RunnerFormat), String> {
-    let line = config
-        .agent_command
-        .as_deref()
-        .ok_or("no agent command is configured (TASKS_AGENT_COMMAND or agent_command)")?;
-    let command = shlex::split(line)
-        .filter(|words| !words.is_empty())
-        .ok_or_else(|| format!("agent command {line:?} is not a command line"))?;
-    Ok((command, config.agent_runner))
-}
-
 pub(crate) async fn agent(context: &Arc<Context>, input: AgentInput) -> Result<Reply, Failure> {
     let worktree = match input.isolation {
         Some(Isolation::Remote) => return remote_agent(context, input).await,
         Some(Isolation::Worktree) => Some(WorktreeRequest::default()),
         None => None,
     };
-    let (command, runner) = configured_runner(&context.settings).map_err(Failure::Tool)?;
+    let (command, runner) = context
+        .settings
+        .agent_runner_command()
+        .map_err(Failure::Tool)?;
     let start = AgentStart {
         command,
         runner,

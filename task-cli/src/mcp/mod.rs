@@ -19,8 +19,6 @@
 //! `tasks://{id}/output` with `notifications/resources/updated` while they grow.
 
 mod agent;
-mod workflow;
-pub(crate) use agent::configured_runner;
 mod context;
 mod list;
 pub mod notify;
@@ -30,6 +28,7 @@ mod server;
 mod shell;
 mod text;
 mod transport;
+mod workflow;
 
 use std::path::PathBuf;
 use std::sync::Arc;

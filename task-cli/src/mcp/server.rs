@@ -47,7 +47,7 @@ impl TasksServer {
         let mut tool_router = Self::tool_router();
         let config = &context.settings;
         let remote = config.remote_server.is_some() && config.remote_token_file.is_some();
-        if let Err(why) = agent::configured_runner(config)
+        if let Err(why) = config.agent_runner_command()
             && !remote
         {
             tracing::debug!("no Agent tool: {why}");
