@@ -144,7 +144,7 @@ pub enum Command {
     /// Print a shell completion script.
     Completions(CompletionsArgs),
     /// Serve the task tools over the Model Context Protocol on stdio (for agents).
-    Mcp(crate::mcp::McpArgs),
+    Mcp(crate::mcp_cmd::McpArgs),
     /// Start a remote agent: a session on a sessions server (`tasks serve` on another machine).
     Remote(crate::remote_cmd::RemoteArgs),
     /// Serve this machine's agents over the sessions API (for `tasks remote` elsewhere).

@@ -48,7 +48,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Complete { what } => {
             crate::completions_cmd::candidates(paths().map_err(Into::into), what)
         }
-        Command::Mcp(args) => crate::mcp::run(paths()?, args),
+        Command::Mcp(args) => crate::mcp_cmd::run(paths()?, args),
         Command::Remote(args) => {
             let (id, wait) = crate::remote_cmd::start(&session()?, args)?;
             started(&session()?, id, wait, json)

@@ -47,7 +47,7 @@ mod list_text;
 #[cfg(feature = "cli")]
 pub mod logging;
 #[cfg(feature = "cli")]
-pub mod mcp;
+pub mod mcp_cmd;
 pub mod pill;
 #[cfg(feature = "cli")]
 pub mod ps_cmd;

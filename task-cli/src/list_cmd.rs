@@ -90,7 +90,7 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
             let report = list.ready().map_err(list_error)?;
             let mut text: Vec<String> = report.ready.iter().map(list_text::ready_line).collect();
             if report.ready.is_empty() {
-                text.push(list_text::NOTHING_READY.to_owned());
+                text.push(task_list::NOTHING_READY.to_owned());
             }
             text.extend(report.not_ready.iter().map(|t| {
                 let reasons: Vec<String> = t.reasons.iter().map(not_ready).collect();
@@ -145,12 +145,7 @@ fn claim(list: &TaskList, id: &str, owner: &str, options: ClaimOptions, json: bo
     let result = list
         .claim(parse_id(id)?, owner, options)
         .map_err(list_error)?;
-    print(
-        json,
-        &result,
-        &claim_text(id, owner, &result),
-        result.success,
-    )
+    print(json, &result, &result.claim_text(id, owner), result.success)
 }
 
 /// `tasks list claim --next`: nothing ready is a result (`null`), not a failure.
@@ -160,33 +155,9 @@ fn claim_next(list: &TaskList, owner: &str, options: ClaimOptions, json: bool) -
     print(
         json,
         &result,
-        &claim_next_text(owner, result.as_ref()),
+        &ClaimResult::next_text(owner, result.as_ref()),
         success,
     )
-}
-
-/// What a claim of task `id` (as given) for `owner` says (the CLI and `TaskClaim`).
-pub(crate) fn claim_text(id: &str, owner: &str, result: &ClaimResult) -> String {
-    match result.reason {
-        None => format!("Claimed task #{id} for {owner}"),
-        Some(reason) => format!("Cannot claim task #{id}: {}", to_word(&reason)),
-    }
-}
-
-/// What a claim of the next ready task for `owner` says (`None`: nothing was ready).
-pub(crate) fn claim_next_text(owner: &str, result: Option<&ClaimResult>) -> String {
-    match result {
-        None => list_text::NOTHING_READY.to_owned(),
-        Some(claimed) => match &claimed.task {
-            Some(task) if claimed.success => {
-                format!("Claimed task #{} for {owner}: {}", task.id, task.subject)
-            }
-            _ => format!(
-                "Cannot claim a task for {owner}: agent_busy (owns {})",
-                hash_ids(&claimed.busy_with_tasks)
-            ),
-        },
-    }
 }
 
 fn export(list: &TaskList, output: Option<&Path>) -> Result<u8> {
@@ -296,7 +267,7 @@ fn get(list: &TaskList, id: &str, json: bool) -> Result<u8> {
         text.push_str(&format!("\nParent: #{parent}"));
     }
     if !children.is_empty() {
-        text.push_str(&format!("\nChildren: {}", hash_ids(&children)));
+        text.push_str(&format!("\nChildren: {}", task_list::hash_ids(&children)));
     }
     print(false, &found, &text, true)
 }
@@ -439,7 +410,7 @@ fn with_newline(text: &str) -> String {
 }
 
 fn not_ready(reason: &NotReadyReason) -> String {
-    let ids = hash_ids;
+    let ids = task_list::hash_ids;
     match reason {
         NotReadyReason::Completed => "completed".to_owned(),
         NotReadyReason::InProgress => "in progress".to_owned(),
@@ -449,14 +420,6 @@ fn not_ready(reason: &NotReadyReason) -> String {
         NotReadyReason::OpenChildren { tasks } => format!("open children {}", ids(tasks)),
         other => to_word(other),
     }
-}
-
-/// `#1, #2`.
-fn hash_ids(ids: &[TaskId]) -> String {
-    ids.iter()
-        .map(|id| format!("#{id}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// A compact one-line rendering of a serializable value (a reason, a problem).

@@ -2,45 +2,15 @@
 //! the store does the work and renders the reference's texts; this module converts shapes.
 
 use task_list::{
-    Actor, ClaimOptions, ClaimResult, CreateRequest, EnvValues, Layout, ListIdHints, TaskId,
-    TaskList, UpdateRequest, UpdateStatus,
+    ClaimOptions, ClaimResult, CreateRequest, TaskId, TaskList, UpdateRequest, UpdateStatus,
 };
 
-use super::McpArgs;
-use super::context::{Failure, Reply, blocking};
-use crate::error::{CliError, Result};
-use task_session::session::Session;
+use crate::context::{Failure, Reply, blocking};
+use crate::error::McpError;
 
-/// The list the `Task*` list tools use: resolved as `tasks list` resolves it, in the store
-/// `--store` / `$TASKS_LIST_STORE` names (files by default).
-pub(crate) fn open_list(session: &Session, args: &McpArgs) -> Result<TaskList> {
-    let list_error = |e: task_list::Error| CliError::List(e.to_string());
-    let mut env = EnvValues::from_env();
-    env.tasks_root = Some(session.paths().root().to_string_lossy().into_owned());
-    env.tasks_list_root = args
-        .lists_root
-        .as_ref()
-        .map(|root| root.to_string_lossy().into_owned());
-    let layout = if args.claude {
-        Layout::Claude
-    } else {
-        Layout::Auto
-    };
-    let hints = ListIdHints {
-        explicit: crate::list_cmd::session_list(args.list.as_deref(), args.claude, session.paths()),
-        ..ListIdHints::default()
-    };
-    let id = task_list::resolve_list_id(&env, layout, hints).map_err(list_error)?;
-    Ok(
-        crate::list_cmd::open_in(args.store.as_deref(), &env, layout, &id)
-            .map_err(list_error)?
-            .with_actor(Actor::new(args.actor.clone())),
-    )
-}
-use super::schema::{
+use crate::schema::{
     TaskClaimInput, TaskCreateInput, TaskGetInput, TaskUpdateInput, UpdateStatusInput,
 };
-use crate::list_cmd::{claim_next_text, claim_text};
 
 /// Runs a blocking list operation; its error is a [`Failure`].
 async fn on_list<T: Send + 'static>(
@@ -48,7 +18,7 @@ async fn on_list<T: Send + 'static>(
     operation: impl FnOnce(&TaskList) -> std::result::Result<T, task_list::Error> + Send + 'static,
 ) -> std::result::Result<T, Failure> {
     let list = list.clone();
-    let outcome = blocking(move || Ok::<_, CliError>(operation(&list))).await?;
+    let outcome = blocking(move || Ok::<_, McpError>(operation(&list))).await?;
     outcome.map_err(Failure::from)
 }
 
@@ -127,12 +97,12 @@ pub(crate) async fn claim(
             let id = TaskId::parse(raw.strip_prefix('#').unwrap_or(&raw))?;
             let who = owner.clone();
             let result = on_list(list, move |list| list.claim(id, &who, options)).await?;
-            Reply::new(claim_text(&raw, &owner, &result), &result)
+            Reply::new(result.claim_text(&raw, &owner), &result)
         }
         (None, true) => {
             let who = owner.clone();
             let result = on_list(list, move |list| list.claim_next(&who, options)).await?;
-            let text = claim_next_text(&owner, result.as_ref());
+            let text = ClaimResult::next_text(&owner, result.as_ref());
             Reply::new(text, &result.unwrap_or_else(nothing_ready))
         }
         _ => Err(Failure::Tool(
