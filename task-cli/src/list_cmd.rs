@@ -233,42 +233,24 @@ pub(crate) fn session_list<'a>(
 /// parent and children, when it has them), as text and JSON.
 fn get(list: &TaskList, id: &str, json: bool) -> Result<u8> {
     let id = parse_id(id)?;
-    let task = list.get(id).map_err(list_error)?;
-    let Some(task) = task else {
-        return print(
-            json,
-            &task_list::GetResult { task: None },
-            "Task not found",
-            false,
-        );
-    };
-    let children = list.children(id).map_err(list_error)?;
-    let found = task_list::GetResult {
-        task: Some(task_list::TaskDetails::from(&task)),
+    let tree = list.get_in_tree(id).map_err(list_error)?;
+    let found = tree.details();
+    let Some(task) = &tree.task else {
+        return print(json, &found, "Task not found", false);
     };
     if json {
         let mut value = serde_json::to_value(&found)
             .map_err(|e| CliError::invalid(format!("cannot encode output: {e}")))?;
         value["task"]["owner"] = serde_json::json!(task.owner);
-        if let Some(parent) = task.parent() {
-            value["task"]["parent"] = serde_json::json!(parent);
-        }
-        if !children.is_empty() {
-            value["task"]["children"] = serde_json::json!(children);
-        }
+        tree.add_tree(&mut value);
         return print(json, &value, "", true);
     }
-    let mut text = format!(
-        "{}\nOwner: {}",
+    let text = format!(
+        "{}\nOwner: {}{}",
         found.model_text(),
-        task.owner.as_deref().unwrap_or("(none)")
+        task.owner.as_deref().unwrap_or("(none)"),
+        tree.tree_text()
     );
-    if let Some(parent) = task.parent() {
-        text.push_str(&format!("\nParent: #{parent}"));
-    }
-    if !children.is_empty() {
-        text.push_str(&format!("\nChildren: {}", task_list::hash_ids(&children)));
-    }
     print(false, &found, &text, true)
 }
 

@@ -112,7 +112,7 @@ pub use record::{
 pub use render::{NO_TASKS, NOTHING_READY, VERIFICATION_AGENT_TYPE, hash_ids};
 pub use store::{Actor, FileProblem, Snapshot, TaskList};
 pub use transfer::{EXPORT_FORMAT, ListExport};
-pub use tree::Placement;
+pub use tree::{Placement, TreeGet};
 pub use watch::{Change, ListWatcher};
 
 impl TaskList {

@@ -34,7 +34,7 @@
 //! use task_session::session::Session;
 //!
 //! let session = Session::open(SessionPaths::resolve(None, None)?)?;
-//! let list = task_list::TaskList::open("/tmp/lists", "work")?;
+//! let list = task_list::TaskList::open("/tmp/lists", "work", task_list::StoreConfig::default())?;
 //! let settings = McpSettings::default(); // no agent CLI: no Agent tool
 //! let server = TasksServer::new(session, list, McpOptions::new(settings));
 //! task_mcp::serve(server, tokio::io::stdin(), tokio::io::stdout()).await?;

@@ -2,7 +2,8 @@
 //! the store does the work and renders the reference's texts; this module converts shapes.
 
 use task_list::{
-    ClaimOptions, ClaimResult, CreateRequest, TaskId, TaskList, UpdateRequest, UpdateStatus,
+    ClaimOptions, ClaimResult, CreateRequest, Placement, TaskId, TaskList, UpdateRequest,
+    UpdateStatus,
 };
 
 use crate::context::{Failure, Reply, blocking};
@@ -37,14 +38,22 @@ pub(crate) async fn create(
     Reply::new(created.model_text(), &created)
 }
 
-/// `TaskGet`.
+/// `TaskGet`: the reference's answer, then the task's parent and children when it has them
+/// (`Parent: #1`, `Children: #3, #4`; `parent` and `children` in the structured task).
 pub(crate) async fn get(
     list: &TaskList,
     input: TaskGetInput,
 ) -> std::result::Result<Reply, Failure> {
     let id = TaskId::parse(&input.task_id)?;
-    let found = on_list(list, move |list| list.get_details(id)).await?;
-    Reply::new(found.model_text(), &found)
+    let tree = on_list(list, move |list| list.get_in_tree(id)).await?;
+    let found = tree.details();
+    let mut shape = serde_json::to_value(&found)
+        .map_err(|e| Failure::Tool(format!("internal error: cannot encode a result: {e}")))?;
+    tree.add_tree(&mut shape);
+    Reply::new(
+        format!("{}{}", found.model_text(), tree.tree_text()),
+        &shape,
+    )
 }
 
 /// `TaskUpdate`. A refused update (unknown task, a cycle) is a result with `success: false`,
@@ -63,8 +72,8 @@ pub(crate) async fn update(
         add_blocked_by: input.add_blocked_by,
         owner: input.owner,
         metadata: input.metadata,
-        // The reference's `TaskUpdate` schema has no way to remove an edge (`TaskClaim` does),
-        // nor to move a task (metadata.position can be set).
+        // The reference's `TaskUpdate` schema has no way to remove an edge nor to move a task
+        // before or after another (`TaskClaim` does both).
         remove_blocks: None,
         remove_blocked_by: None,
         place: None,
@@ -80,8 +89,12 @@ pub(crate) async fn claim(
     list: &TaskList,
     input: TaskClaimInput,
 ) -> std::result::Result<Reply, Failure> {
-    if input.remove_blocked_by.is_some() || input.remove_blocks.is_some() {
-        return remove_edges(list, input).await;
+    if input.remove_blocked_by.is_some()
+        || input.remove_blocks.is_some()
+        || input.before.is_some()
+        || input.after.is_some()
+    {
+        return edit(list, input).await;
     }
     let options = ClaimOptions {
         check_agent_busy: input.check_busy,
@@ -111,20 +124,30 @@ pub(crate) async fn claim(
     }
 }
 
-/// `TaskClaim {taskId, removeBlockedBy?, removeBlocks?}`: both ends of each edge in one
-/// transaction, audit-logged, as `tasks list update --remove-blocked-by/--remove-blocks`.
-async fn remove_edges(
-    list: &TaskList,
-    input: TaskClaimInput,
-) -> std::result::Result<Reply, Failure> {
+/// `TaskClaim {taskId, removeBlockedBy?, removeBlocks?, before? | after?}`: both ends of each
+/// edge removed and the task moved in one transaction, audit-logged, as `tasks list update
+/// --remove-blocked-by/--remove-blocks/--before/--after`; answered as `TaskUpdate` answers.
+async fn edit(list: &TaskList, input: TaskClaimInput) -> std::result::Result<Reply, Failure> {
     let (Some(task_id), None, false) = (input.task_id, input.owner, input.next) else {
         return Err(Failure::Tool(
-            "removeBlockedBy/removeBlocks take a taskId, and no owner or next".into(),
+            "removeBlockedBy/removeBlocks/before/after take a taskId, and no owner or next".into(),
         ));
+    };
+    let anchor = |raw: String| TaskId::parse(raw.strip_prefix('#').unwrap_or(&raw));
+    let place = match (input.before, input.after) {
+        (Some(before), None) => Some(Placement::Before(anchor(before)?)),
+        (None, Some(after)) => Some(Placement::After(anchor(after)?)),
+        (None, None) => None,
+        (Some(_), Some(_)) => {
+            return Err(Failure::Tool(
+                "TaskClaim takes before or after, not both".into(),
+            ));
+        }
     };
     let request = UpdateRequest {
         remove_blocked_by: input.remove_blocked_by,
         remove_blocks: input.remove_blocks,
+        place,
         ..UpdateRequest::new(task_id)
     };
     let updated = on_list(list, move |list| list.update(&request)).await?;

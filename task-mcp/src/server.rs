@@ -182,7 +182,8 @@ impl TasksServer {
     /// next: true the best ready task (highest priority, then position, then lowest ID; a
     /// parent waits for its children). Nothing ready is not an error: the result says so, with
     /// success false and no reason. Without an owner, removeBlockedBy/removeBlocks remove
-    /// dependencies of taskId instead (TaskUpdate can only add them).
+    /// dependencies of taskId instead (TaskUpdate can only add them), and before/after move
+    /// taskId just before or after another task in the queue order.
     #[tool(name = "TaskClaim")]
     async fn task_claim(
         &self,
