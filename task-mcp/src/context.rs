@@ -20,7 +20,7 @@ use crate::Deliverer;
 use crate::notify::Outbox;
 use crate::text;
 
-/// The state of one `tasks mcp` server.
+/// The state of one MCP server.
 #[derive(Debug)]
 pub(crate) struct Context {
     /// The session whose tasks the tools start and read.

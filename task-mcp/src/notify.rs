@@ -11,7 +11,8 @@
 //!   that every client SDK hands to its application (the Python SDK's `logging_callback`, rmcp's
 //!   `on_logging_message`); a custom method would be dropped by most of them. By default the
 //!   push only *announces* (`"delivered": false`): the envelope is still delivered once, in a
-//!   tool result. With `--deliver push` the push claims the notification and is its delivery.
+//!   tool result. With [`Deliverer::Push`](crate::Deliverer::Push) (`tasks mcp --deliver push`)
+//!   the push claims the notification and is its delivery.
 //!
 //! The watcher also sends `notifications/resources/updated` for every subscribed
 //! `tasks://{id}/output` whose output grew or whose task ended, and
