@@ -101,7 +101,7 @@ pub const TARGETS: &[Target] = &[
     },
     Target {
         name: "mcp_transport",
-        parser: "task-cli's MCP stdio transport (BoundedTransport: line framing, IdScan, JSON-RPC answers)",
+        parser: "task-mcp's stdio transport (BoundedTransport: line framing, IdScan, JSON-RPC answers)",
         run: targets::mcp::transport,
     },
     Target {

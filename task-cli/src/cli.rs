@@ -144,11 +144,11 @@ pub enum Command {
     /// Print a shell completion script.
     Completions(CompletionsArgs),
     /// Serve the task tools over the Model Context Protocol on stdio (for agents).
-    Mcp(crate::mcp::McpArgs),
+    Mcp(crate::mcp_cmd::McpArgs),
     /// Start a remote agent: a session on a sessions server (`tasks serve` on another machine).
     Remote(crate::remote_cmd::RemoteArgs),
     /// Serve this machine's agents over the sessions API (for `tasks remote` elsewhere).
-    Serve(crate::serve::ServeArgs),
+    Serve(crate::serve_cmd::ServeArgs),
     /// Run the session supervisor (started on demand by `run`; not for direct use).
     #[command(name = "__supervise", hide = true)]
     Supervise,

@@ -48,12 +48,12 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Complete { what } => {
             crate::completions_cmd::candidates(paths().map_err(Into::into), what)
         }
-        Command::Mcp(args) => crate::mcp::run(paths()?, args),
+        Command::Mcp(args) => crate::mcp_cmd::run(paths()?, args),
         Command::Remote(args) => {
             let (id, wait) = crate::remote_cmd::start(&session()?, args)?;
             started(&session()?, id, wait, json)
         }
-        Command::Serve(args) => crate::serve::run(paths()?, args),
+        Command::Serve(args) => crate::serve_cmd::run(paths()?, args),
         Command::Supervise => {
             task_session::supervisor::run(paths()?, crate::wiring::standard)?;
             Ok(exit::OK)

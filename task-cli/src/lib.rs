@@ -47,7 +47,7 @@ mod list_text;
 #[cfg(feature = "cli")]
 pub mod logging;
 #[cfg(feature = "cli")]
-pub mod mcp;
+pub mod mcp_cmd;
 pub mod pill;
 #[cfg(feature = "cli")]
 pub mod ps_cmd;
@@ -56,7 +56,7 @@ mod remote_cmd;
 mod remote_wiring;
 pub mod render;
 #[cfg(feature = "cli")]
-pub mod serve;
+pub mod serve_cmd;
 pub mod settings;
 #[cfg(feature = "cli")]
 pub mod status_cmd;

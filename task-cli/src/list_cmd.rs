@@ -90,7 +90,7 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
             let report = list.ready().map_err(list_error)?;
             let mut text: Vec<String> = report.ready.iter().map(list_text::ready_line).collect();
             if report.ready.is_empty() {
-                text.push(list_text::NOTHING_READY.to_owned());
+                text.push(task_list::NOTHING_READY.to_owned());
             }
             text.extend(report.not_ready.iter().map(|t| {
                 let reasons: Vec<String> = t.reasons.iter().map(not_ready).collect();
@@ -145,12 +145,7 @@ fn claim(list: &TaskList, id: &str, owner: &str, options: ClaimOptions, json: bo
     let result = list
         .claim(parse_id(id)?, owner, options)
         .map_err(list_error)?;
-    print(
-        json,
-        &result,
-        &claim_text(id, owner, &result),
-        result.success,
-    )
+    print(json, &result, &result.claim_text(id, owner), result.success)
 }
 
 /// `tasks list claim --next`: nothing ready is a result (`null`), not a failure.
@@ -160,33 +155,9 @@ fn claim_next(list: &TaskList, owner: &str, options: ClaimOptions, json: bool) -
     print(
         json,
         &result,
-        &claim_next_text(owner, result.as_ref()),
+        &ClaimResult::next_text(owner, result.as_ref()),
         success,
     )
-}
-
-/// What a claim of task `id` (as given) for `owner` says (the CLI and `TaskClaim`).
-pub(crate) fn claim_text(id: &str, owner: &str, result: &ClaimResult) -> String {
-    match result.reason {
-        None => format!("Claimed task #{id} for {owner}"),
-        Some(reason) => format!("Cannot claim task #{id}: {}", to_word(&reason)),
-    }
-}
-
-/// What a claim of the next ready task for `owner` says (`None`: nothing was ready).
-pub(crate) fn claim_next_text(owner: &str, result: Option<&ClaimResult>) -> String {
-    match result {
-        None => list_text::NOTHING_READY.to_owned(),
-        Some(claimed) => match &claimed.task {
-            Some(task) if claimed.success => {
-                format!("Claimed task #{} for {owner}: {}", task.id, task.subject)
-            }
-            _ => format!(
-                "Cannot claim a task for {owner}: agent_busy (owns {})",
-                hash_ids(&claimed.busy_with_tasks)
-            ),
-        },
-    }
 }
 
 fn export(list: &TaskList, output: Option<&Path>) -> Result<u8> {
@@ -262,42 +233,24 @@ pub(crate) fn session_list<'a>(
 /// parent and children, when it has them), as text and JSON.
 fn get(list: &TaskList, id: &str, json: bool) -> Result<u8> {
     let id = parse_id(id)?;
-    let task = list.get(id).map_err(list_error)?;
-    let Some(task) = task else {
-        return print(
-            json,
-            &task_list::GetResult { task: None },
-            "Task not found",
-            false,
-        );
-    };
-    let children = list.children(id).map_err(list_error)?;
-    let found = task_list::GetResult {
-        task: Some(task_list::TaskDetails::from(&task)),
+    let tree = list.get_in_tree(id).map_err(list_error)?;
+    let found = tree.details();
+    let Some(task) = &tree.task else {
+        return print(json, &found, "Task not found", false);
     };
     if json {
         let mut value = serde_json::to_value(&found)
             .map_err(|e| CliError::invalid(format!("cannot encode output: {e}")))?;
         value["task"]["owner"] = serde_json::json!(task.owner);
-        if let Some(parent) = task.parent() {
-            value["task"]["parent"] = serde_json::json!(parent);
-        }
-        if !children.is_empty() {
-            value["task"]["children"] = serde_json::json!(children);
-        }
+        tree.add_tree(&mut value);
         return print(json, &value, "", true);
     }
-    let mut text = format!(
-        "{}\nOwner: {}",
+    let text = format!(
+        "{}\nOwner: {}{}",
         found.model_text(),
-        task.owner.as_deref().unwrap_or("(none)")
+        task.owner.as_deref().unwrap_or("(none)"),
+        tree.tree_text()
     );
-    if let Some(parent) = task.parent() {
-        text.push_str(&format!("\nParent: #{parent}"));
-    }
-    if !children.is_empty() {
-        text.push_str(&format!("\nChildren: {}", hash_ids(&children)));
-    }
     print(false, &found, &text, true)
 }
 
@@ -439,7 +392,7 @@ fn with_newline(text: &str) -> String {
 }
 
 fn not_ready(reason: &NotReadyReason) -> String {
-    let ids = hash_ids;
+    let ids = task_list::hash_ids;
     match reason {
         NotReadyReason::Completed => "completed".to_owned(),
         NotReadyReason::InProgress => "in progress".to_owned(),
@@ -449,14 +402,6 @@ fn not_ready(reason: &NotReadyReason) -> String {
         NotReadyReason::OpenChildren { tasks } => format!("open children {}", ids(tasks)),
         other => to_word(other),
     }
-}
-
-/// `#1, #2`.
-fn hash_ids(ids: &[TaskId]) -> String {
-    ids.iter()
-        .map(|id| format!("#{id}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// A compact one-line rendering of a serializable value (a reason, a problem).

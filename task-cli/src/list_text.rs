@@ -12,9 +12,6 @@ pub fn ready_line(task: &ReadyTask) -> String {
     format!("#{} ready: {}{unblocks}", task.id, task.subject)
 }
 
-/// The line printed when no task is ready.
-pub const NOTHING_READY: &str = "No task is ready.";
-
 /// The doctor's report: one sentence per finding, then whether it was repaired.
 pub fn doctor_report(report: &DoctorReport) -> String {
     if report.is_clean() {

@@ -167,6 +167,19 @@ impl Settings {
         )?;
         Ok(settings)
     }
+
+    /// The configured agent CLI (its command line split as a shell would) and its format, or
+    /// why there is none usable (the text a tool or command refuses with).
+    pub fn agent_runner_command(&self) -> std::result::Result<(Vec<String>, RunnerFormat), String> {
+        let line = self
+            .agent_command
+            .as_deref()
+            .ok_or("no agent command is configured (TASKS_AGENT_COMMAND or agent_command)")?;
+        let command = shlex::split(line)
+            .filter(|words| !words.is_empty())
+            .ok_or_else(|| format!("agent command {line:?} is not a command line"))?;
+        Ok((command, self.agent_runner))
+    }
 }
 
 #[cfg(test)]

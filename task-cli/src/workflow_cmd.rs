@@ -140,7 +140,8 @@ fn start(
         .map_err(|e| CliError::invalid(format!("--args is not JSON: {e}")))?;
     let session = crate::daemon::session(paths.clone())?;
     let (command, runner) = if agents.command.is_empty() {
-        crate::mcp::configured_runner(&Settings::read(&session.config().executors)?)
+        Settings::read(&session.config().executors)?
+            .agent_runner_command()
             .map_err(CliError::invalid)?
     } else {
         (agents.command, RunnerFormat::Claude)

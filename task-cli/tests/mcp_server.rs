@@ -432,6 +432,112 @@ async fn task_claim_removes_a_dependency_that_task_update_cannot() {
 }
 
 #[tokio::test]
+async fn task_get_shows_parent_and_children_and_task_claim_moves_a_task_before_or_after_another() {
+    let server = Server::start().await;
+    let create = |subject: &'static str, metadata: Value| {
+        let server = &server;
+        async move {
+            let created = server
+                .call(
+                    "TaskCreate",
+                    json!({"subject": subject, "description": "d", "metadata": metadata}),
+                )
+                .await;
+            assert_eq!(
+                structured(&created)["task"]["subject"],
+                subject,
+                "{created:?}"
+            );
+        }
+    };
+    create("epic", json!({})).await;
+    create("first", json!({"parent": "1"})).await;
+    create("second", json!({"parent": "1"})).await;
+    create("lone", json!({})).await;
+
+    let epic = server.call("TaskGet", json!({"taskId": "1"})).await;
+    assert_eq!(
+        first_text(&epic),
+        "Task #1: epic\nStatus: pending\nDescription: d\nChildren: #2, #3"
+    );
+    assert_eq!(structured(&epic)["task"]["children"], json!(["2", "3"]));
+    assert!(structured(&epic)["task"].get("parent").is_none());
+    let child = server.call("TaskGet", json!({"taskId": "3"})).await;
+    assert_eq!(
+        first_text(&child),
+        "Task #3: second\nStatus: pending\nDescription: d\nParent: #1"
+    );
+    assert_eq!(structured(&child)["task"]["parent"], json!("1"));
+    // A task with neither: the reference's answer, unchanged.
+    let lone = server.call("TaskGet", json!({"taskId": "4"})).await;
+    assert_eq!(
+        first_text(&lone),
+        "Task #4: lone\nStatus: pending\nDescription: d"
+    );
+    let keys: Vec<&String> = structured(&lone)["task"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert!(
+        !keys.iter().any(|k| *k == "parent" || *k == "children"),
+        "{keys:?}"
+    );
+
+    // Queue order by id is 1, 2, 3, 4 (1 waits for its children): #3 moved before #2 is next.
+    let moved = server
+        .call("TaskClaim", json!({"taskId": "3", "before": "#2"}))
+        .await;
+    assert_ne!(moved.is_error, Some(true), "{moved:?}");
+    assert_eq!(structured(&moved)["success"], true, "{moved:?}");
+    assert!(
+        first_text(&moved).starts_with("Updated task #3"),
+        "{moved:?}"
+    );
+    let claimed = server
+        .call("TaskClaim", json!({"owner": "ann", "next": true}))
+        .await;
+    assert_eq!(first_text(&claimed), "Claimed task #3 for ann: second");
+    // #2 moved after #4: #4 is next, then #2.
+    let moved = server
+        .call("TaskClaim", json!({"taskId": "2", "after": "4"}))
+        .await;
+    assert_eq!(structured(&moved)["success"], true, "{moved:?}");
+    let claimed = server
+        .call("TaskClaim", json!({"owner": "bob", "next": true}))
+        .await;
+    assert_eq!(first_text(&claimed), "Claimed task #4 for bob: lone");
+    let claimed = server
+        .call("TaskClaim", json!({"owner": "cy", "next": true}))
+        .await;
+    assert_eq!(first_text(&claimed), "Claimed task #2 for cy: first");
+
+    let both = server
+        .call(
+            "TaskClaim",
+            json!({"taskId": "2", "before": "1", "after": "4"}),
+        )
+        .await;
+    assert_eq!(both.is_error, Some(true), "before or after, not both");
+    let claim_and_move = server
+        .call(
+            "TaskClaim",
+            json!({"owner": "cy", "taskId": "2", "before": "1"}),
+        )
+        .await;
+    assert_eq!(claim_and_move.is_error, Some(true), "moving never claims");
+    let unknown_anchor = server
+        .call("TaskClaim", json!({"taskId": "2", "before": "99"}))
+        .await;
+    let refused = unknown_anchor.is_error == Some(true)
+        || unknown_anchor
+            .structured_content
+            .as_ref()
+            .is_some_and(|shape| shape["success"] == false);
+    assert!(refused, "no task #99 to move next to: {unknown_anchor:?}");
+}
+
+#[tokio::test]
 async fn task_claim_takes_the_best_ready_task_and_says_when_none_is() {
     let server = Server::start().await;
     for (subject, metadata) in [

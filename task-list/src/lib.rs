@@ -109,10 +109,10 @@ pub use record::{
     DEFAULT_PRIORITY, LABELS_KEY, LOWEST_PRIORITY, Metadata, PARENT_KEY, POSITION_KEY,
     POSITION_STEP, PRIORITY_KEY, Task, TaskStatus,
 };
-pub use render::{NO_TASKS, VERIFICATION_AGENT_TYPE};
+pub use render::{NO_TASKS, NOTHING_READY, VERIFICATION_AGENT_TYPE, hash_ids};
 pub use store::{Actor, FileProblem, Snapshot, TaskList};
 pub use transfer::{EXPORT_FORMAT, ListExport};
-pub use tree::Placement;
+pub use tree::{Placement, TreeGet};
 pub use watch::{Change, ListWatcher};
 
 impl TaskList {

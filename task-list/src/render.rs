@@ -2,11 +2,15 @@
 
 use std::fmt::Write as _;
 
-use crate::api::{CreateResult, GetResult, ListResult, UpdateResult};
+use crate::api::{ClaimResult, CreateResult, GetResult, ListResult, UpdateResult};
+use crate::id::TaskId;
 use crate::ops::TASK_NOT_FOUND;
 
 /// The agent type the verification nudge asks for.
 pub const VERIFICATION_AGENT_TYPE: &str = "verification";
+
+/// What a claim of the next ready task says when none is ready.
+pub const NOTHING_READY: &str = "No task is ready.";
 
 /// `TaskList`'s text when the list is empty.
 pub const NO_TASKS: &str = "No tasks found";
@@ -94,6 +98,47 @@ impl ListResult {
 }
 
 fn hash_list(ids: &[crate::id::TaskId]) -> String {
+    ids.iter()
+        .map(|id| format!("#{id}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl ClaimResult {
+    /// What a claim of task `id` (as given) for `owner` says: `Claimed task #1 for ann`, or
+    /// `Cannot claim task #1: already_claimed` (the CLI and the `TaskClaim` tool).
+    pub fn claim_text(&self, id: &str, owner: &str) -> String {
+        match self.reason {
+            None => format!("Claimed task #{id} for {owner}"),
+            Some(reason) => {
+                let word = serde_json::to_value(reason)
+                    .ok()
+                    .and_then(|value| value.as_str().map(str::to_owned))
+                    .unwrap_or_else(|| format!("{reason:?}"));
+                format!("Cannot claim task #{id}: {word}")
+            }
+        }
+    }
+
+    /// What a claim of the next ready task for `owner` says (`None`: nothing was ready).
+    pub fn next_text(owner: &str, result: Option<&ClaimResult>) -> String {
+        match result {
+            None => NOTHING_READY.to_owned(),
+            Some(claimed) => match &claimed.task {
+                Some(task) if claimed.success => {
+                    format!("Claimed task #{} for {owner}: {}", task.id, task.subject)
+                }
+                _ => format!(
+                    "Cannot claim a task for {owner}: agent_busy (owns {})",
+                    hash_ids(&claimed.busy_with_tasks)
+                ),
+            },
+        }
+    }
+}
+
+/// `#1, #2`.
+pub fn hash_ids(ids: &[TaskId]) -> String {
     ids.iter()
         .map(|id| format!("#{id}"))
         .collect::<Vec<_>>()

@@ -4,10 +4,67 @@
 use std::borrow::Borrow;
 use std::collections::HashMap;
 
+use crate::api::{GetResult, TaskDetails};
 use crate::backend::StoreTxn;
 use crate::error::Result;
 use crate::id::TaskId;
 use crate::record::{POSITION_KEY, POSITION_STEP, Task, TaskStatus};
+use crate::render::hash_ids;
+use crate::store::TaskList;
+
+/// A task with its place in the tree, read from one snapshot: what `tasks list get` and the
+/// MCP `TaskGet` answer ([`TaskList::get_in_tree`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeGet {
+    /// The task (absent: not found).
+    pub task: Option<Task>,
+    /// Its children (tasks whose `metadata.parent` it is), by id.
+    pub children: Vec<TaskId>,
+}
+
+impl TreeGet {
+    /// The reference's `TaskGet` answer for the task.
+    pub fn details(&self) -> GetResult {
+        GetResult {
+            task: self.task.as_ref().map(TaskDetails::from),
+        }
+    }
+
+    /// The lines that follow [`GetResult::model_text`], in its style: `\nParent: #1` and
+    /// `\nChildren: #3, #4`, each only when the task has one (empty when it has neither).
+    pub fn tree_text(&self) -> String {
+        let mut text = String::new();
+        if let Some(parent) = self.task.as_ref().and_then(Task::parent) {
+            text.push_str(&format!("\nParent: #{parent}"));
+        }
+        if !self.children.is_empty() {
+            text.push_str(&format!("\nChildren: {}", hash_ids(&self.children)));
+        }
+        text
+    }
+
+    /// Adds `parent` and `children` to the `task` object of a [`GetResult`]'s JSON, each only
+    /// when the task has one.
+    pub fn add_tree(&self, value: &mut serde_json::Value) {
+        if let Some(parent) = self.task.as_ref().and_then(Task::parent) {
+            value["task"]["parent"] = serde_json::json!(parent);
+        }
+        if !self.children.is_empty() {
+            value["task"]["children"] = serde_json::json!(self.children);
+        }
+    }
+}
+
+impl TaskList {
+    /// Task `id` and its children, from one snapshot.
+    pub fn get_in_tree(&self, id: TaskId) -> Result<TreeGet> {
+        let snapshot = self.snapshot()?;
+        Ok(TreeGet {
+            task: snapshot.tasks.get(&id).cloned(),
+            children: children_of(snapshot.tasks.values(), id),
+        })
+    }
+}
 
 /// Where [`crate::UpdateRequest::place`] moves a task: just before or just after another one
 /// in the queue order ([`Task::queue_key`] without the priority).

@@ -12,8 +12,3 @@ mod error {
 #[path = "../../../task-agent/src/workflow/meta.rs"]
 #[allow(dead_code)] // only `parse` and the types it returns are used
 pub(crate) mod meta;
-
-/// task-cli's MCP stdio transport (private to `task_cli::mcp` there).
-#[path = "../../../task-cli/src/mcp/transport.rs"]
-#[allow(dead_code, unreachable_pub)] // only `BoundedTransport` is used
-pub(crate) mod transport;

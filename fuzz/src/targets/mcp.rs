@@ -1,4 +1,4 @@
-//! task-cli's MCP stdio transport: newline-delimited JSON-RPC from a client, every line bounded
+//! task-mcp's stdio transport: newline-delimited JSON-RPC from a client, every line bounded
 //! and every bad line answered.
 
 use std::cell::OnceCell;
@@ -12,7 +12,7 @@ use rmcp::transport::Transport;
 use serde_json::Value;
 use tokio::io::AsyncWrite;
 
-use crate::included::transport::BoundedTransport;
+use task_mcp::transport::BoundedTransport;
 
 thread_local! {
     static RUNTIME: OnceCell<tokio::runtime::Runtime> = const { OnceCell::new() };

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use task_core::TaskId;
 
-use super::schema::{RetrievalStatus, TaskView};
+use crate::schema::{RetrievalStatus, TaskView};
 
 /// The environment variable that sets the foreground `Bash` output limit.
 pub const BASH_MAX_OUTPUT_ENV: &str = "BASH_MAX_OUTPUT_LENGTH";

@@ -23,7 +23,6 @@ use task_remote::api::{
 use super::idempotency::{Creates, KeyReused};
 use super::pages::{self, PageLimits, Source};
 use super::token::Token;
-use crate::error::CliError;
 use task_session::record::TaskRecord;
 use task_session::session::Session as Tasks;
 
@@ -106,15 +105,6 @@ impl ApiFailure {
             "api_error",
             error.to_string(),
         )
-    }
-}
-
-impl From<CliError> for ApiFailure {
-    fn from(error: CliError) -> Self {
-        match error {
-            CliError::Session(error) => error.into(),
-            other => ApiFailure::unavailable(&other),
-        }
     }
 }
 
@@ -447,12 +437,12 @@ struct Transcript<'a> {
 }
 
 impl Source for Transcript<'_> {
-    fn read(&self, offset: u64, len: usize) -> crate::error::Result<Vec<u8>> {
+    fn read(&self, offset: u64, len: usize) -> task_session::Result<Vec<u8>> {
         match self.tasks.read_delta(&self.id, offset, len) {
             Ok(delta) => Ok(delta.bytes.to_vec()),
             // A cursor past the end (not one this server gave): nothing after it.
             Err(task_session::Error::Invalid(_)) => Ok(Vec::new()),
-            Err(error) => Err(error.into()),
+            Err(error) => Err(error),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Bearer tokens of `tasks serve`: created in a file of mode `0600`, read back only from such a
+//! Bearer tokens of the sessions server: created in a file of mode `0600`, read back only from such a
 //! file, and compared in constant time.
 
 use std::io::Write;
@@ -7,7 +7,9 @@ use std::path::Path;
 
 use subtle::ConstantTimeEq;
 
-use crate::error::{CliError, Result};
+use crate::ServeError;
+
+type Result<T> = std::result::Result<T, ServeError>;
 
 /// Random bytes in a new token (256 bits).
 const TOKEN_BYTES: usize = 32;
@@ -35,8 +37,7 @@ impl Token {
 /// The file exists, or cannot be written; no entropy.
 pub fn init(path: &Path) -> Result<String> {
     let mut random = [0u8; TOKEN_BYTES];
-    getrandom::fill(&mut random)
-        .map_err(|e| CliError::invalid(format!("no randomness for a token: {e}")))?;
+    getrandom::fill(&mut random).map_err(|e| ServeError::NoRandomness(e.to_string()))?;
     let token: String = random.iter().map(|b| format!("{b:02x}")).collect();
     let mut file = std::fs::OpenOptions::new()
         .write(true)
@@ -44,10 +45,10 @@ pub fn init(path: &Path) -> Result<String> {
         .mode(0o600)
         .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(path)
-        .map_err(|e| CliError::io("create", path, e))?;
+        .map_err(|e| task_session::Error::io("create", path, e))?;
     file.write_all(format!("{token}\n").as_bytes())
         .and_then(|()| file.sync_all())
-        .map_err(|e| CliError::io("write", path, e))?;
+        .map_err(|e| task_session::Error::io("write", path, e))?;
     Ok(token)
 }
 
@@ -60,7 +61,7 @@ pub fn init(path: &Path) -> Result<String> {
 pub fn read(path: &Path) -> Result<Token> {
     task_remote::read_token_file(path)
         .map(|token| Token(token.into_bytes()))
-        .map_err(|error| CliError::invalid(error.to_string()))
+        .map_err(ServeError::from)
 }
 
 #[cfg(test)]

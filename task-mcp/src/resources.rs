@@ -8,10 +8,10 @@ use rmcp::model::{
 };
 use task_core::TaskId;
 
-use crate::error::CliError;
+use crate::error::McpError;
 use task_session::session::Session;
 
-use super::context::{Context, blocking};
+use crate::context::{Context, blocking};
 
 const SCHEME: &str = "tasks://";
 const SUFFIX: &str = "/output";
@@ -43,7 +43,7 @@ pub(crate) async fn list(context: &Context) -> Result<ListResourcesResult, Error
     let resources = blocking(move || {
         let listing = session.tasks()?;
         let positions = task_session::queue::positions(&listing.tasks);
-        Ok::<_, CliError>(
+        Ok::<_, McpError>(
             listing
                 .tasks
                 .iter()
@@ -90,7 +90,7 @@ pub(crate) async fn read(context: &Context, uri: &str) -> Result<ReadResourceRes
     let text = blocking(move || session.task(&id).and_then(|_| session.output_tail(&id)))
         .await
         .map_err(|error| match error {
-            CliError::Session(task_session::Error::UnknownTask { .. }) => {
+            McpError::Session(task_session::Error::UnknownTask { .. }) => {
                 ErrorData::resource_not_found(error.to_string(), None)
             }
             other => internal(other),
@@ -100,6 +100,6 @@ pub(crate) async fn read(context: &Context, uri: &str) -> Result<ReadResourceRes
     ]))
 }
 
-fn internal(error: CliError) -> ErrorData {
+fn internal(error: McpError) -> ErrorData {
     ErrorData::internal_error(error.to_string(), None)
 }

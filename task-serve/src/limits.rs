@@ -1,4 +1,4 @@
-//! How much of this machine `tasks serve` lets clients hold, and for how long: a cap on open
+//! How much of this machine the sessions server lets clients hold, and for how long: a cap on open
 //! connections kept below the descriptor limit, and the timeouts after which a connection that
 //! does not use its slot loses it.
 
@@ -23,7 +23,7 @@ pub const BLOCKING_THREADS: usize = 32;
 /// lowers it to `net.core.somaxconn`).
 pub const LISTEN_BACKLOG: u32 = 1024;
 
-/// The connection limits of `tasks serve`. `Default` is the values above; tests use short
+/// The connection limits of the sessions server. `Default` is the values above; tests use short
 /// durations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServeLimits {

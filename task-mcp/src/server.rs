@@ -16,14 +16,16 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_router};
 
-use super::context::{Context, into_response};
-use super::notify::{self, Interest, WatchSettings};
-use super::schema::{
+use crate::context::{Context, into_response};
+use crate::notify::{self, Interest, WatchSettings};
+use crate::schema::{
     AgentInput, BashInput, BashOutput, MonitorInput, MonitorOutput, SendMessageInput,
     TaskClaimInput, TaskCreateInput, TaskGetInput, TaskListInput, TaskOutputInput,
     TaskOutputResult, TaskStopInput, TaskStopOutput, TaskUpdateInput,
 };
-use super::{agent, list, resources, shell};
+use crate::{McpOptions, agent, list, resources, shell};
+use task_list::TaskList;
+use task_session::session::Session;
 
 const INSTRUCTIONS: &str = "Background tasks and task lists. Start commands with Bash \
 (run_in_background for long ones), read them with TaskOutput, stop them with TaskStop. \
@@ -31,7 +33,7 @@ When a background task ends, stalls on a prompt, or a Monitor emits, a <task-not
 is appended to the result of your next tool call (and announced as a notifications/message \
 log message). Task outputs are resources at tasks://{id}/output.";
 
-/// The `tasks mcp` server.
+/// The MCP server: [`TasksServer::new`], then [`serve`](crate::serve) it.
 #[derive(Debug, Clone)]
 pub struct TasksServer {
     context: Arc<Context>,
@@ -43,12 +45,18 @@ pub struct TasksServer {
 
 #[tool_router]
 impl TasksServer {
-    pub(crate) fn new(context: Arc<Context>, watch: WatchSettings) -> Self {
+    /// A server over `session` and `list`, delivering and running as `options` say.
+    pub fn new(session: Session, list: TaskList, options: McpOptions) -> Self {
+        let McpOptions {
+            delivery,
+            watch,
+            settings,
+        } = options;
+        let context = Context::new(session, list, delivery, settings);
         let mut tool_router = Self::tool_router();
         let config = &context.settings;
-        let remote = config.remote_server.is_some() && config.remote_token_file.is_some();
-        if let Err(why) = agent::configured_runner(config)
-            && !remote
+        if let Err(why) = &config.agent
+            && config.remote.is_none()
         {
             tracing::debug!("no Agent tool: {why}");
             tool_router.remove_route("Agent");
@@ -86,9 +94,9 @@ impl TasksServer {
     #[tool(name = "Workflow")]
     async fn workflow(
         &self,
-        Parameters(input): Parameters<super::workflow::WorkflowInput>,
+        Parameters(input): Parameters<crate::workflow::WorkflowInput>,
     ) -> Result<CallToolResult, ErrorData> {
-        into_response(super::workflow::workflow(&self.context, input).await)
+        into_response(crate::workflow::workflow(&self.context, input).await)
     }
 
     /// Sends a message to an agent by name or id: queued for its next turn while it works; an
@@ -174,7 +182,8 @@ impl TasksServer {
     /// next: true the best ready task (highest priority, then position, then lowest ID; a
     /// parent waits for its children). Nothing ready is not an error: the result says so, with
     /// success false and no reason. Without an owner, removeBlockedBy/removeBlocks remove
-    /// dependencies of taskId instead (TaskUpdate can only add them).
+    /// dependencies of taskId instead (TaskUpdate can only add them), and before/after move
+    /// taskId just before or after another task in the queue order.
     #[tool(name = "TaskClaim")]
     async fn task_claim(
         &self,

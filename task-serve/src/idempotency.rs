@@ -4,7 +4,7 @@
 //!
 //! The keys live in this server's memory, a bounded map whose entries expire: a retry after
 //! [`IdempotencyLimits::ttl`], after [`IdempotencyLimits::max_keys`] later keys, or after
-//! `tasks serve` restarted, makes a new session. (task-remote retries a create for at most its
+//! the sessions server restarted, makes a new session. (task-remote retries a create for at most its
 //! outage limit, 5 minutes.)
 
 use std::collections::hash_map::DefaultHasher;
@@ -22,7 +22,7 @@ pub const KEY_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 /// The most keys remembered at once (the oldest is forgotten first).
 pub const MAX_KEYS: usize = 10_000;
 
-/// How long, and how many, idempotency keys `tasks serve` remembers. `Default` is the values
+/// How long, and how many, idempotency keys the sessions server remembers. `Default` is the values
 /// above.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IdempotencyLimits {

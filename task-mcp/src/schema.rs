@@ -268,7 +268,8 @@ pub struct TaskUpdateInput {
 
 /// `TaskClaim` input (this harness's tool; the reference has none): claim one task, or with
 /// `next` the best ready one; or, with `removeBlockedBy`/`removeBlocks` and no owner, remove
-/// dependencies of `taskId` (the reference's `TaskUpdate` schema has no way to, and must keep it).
+/// dependencies of `taskId`, and with `before`/`after` move it next to another task (the
+/// reference's `TaskUpdate` schema has no way to do either, and must keep it).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TaskClaimInput {
@@ -286,6 +287,10 @@ pub struct TaskClaimInput {
     pub remove_blocked_by: Option<Vec<String>>,
     /// Task IDs that taskId no longer blocks (the edge is removed from both tasks; no claim)
     pub remove_blocks: Option<Vec<String>>,
+    /// Move taskId just before this task in the queue order (its metadata.position; no claim)
+    pub before: Option<String>,
+    /// Move taskId just after this task in the queue order (its metadata.position; no claim)
+    pub after: Option<String>,
 }
 
 /// `TaskList` input: none.

@@ -6,30 +6,18 @@
 use std::sync::Arc;
 
 use task_agent::worktree::WorktreeRequest;
-use task_agent::{AgentExecutor, AgentStart, RunnerFormat, launch_text};
+use task_agent::{AgentExecutor, AgentStart, launch_text};
 use task_core::{Address, TaskKind};
 
-use crate::settings::Settings;
 use task_session::session::Session;
 
-use super::context::{Context, Failure, Reply, blocking};
-use super::schema::{AgentInput, Isolation, SendMessageInput};
+use crate::McpError;
+use crate::context::{Context, Failure, Reply, blocking};
+use crate::schema::{AgentInput, Isolation, SendMessageInput};
 
 /// How long a foreground `Agent` call waits for its agent (it is killed if the call is
 /// abandoned first).
 const FOREGROUND_LIMIT: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
-
-/// The configured agent CLI and its format, or why there is none usable.
-pub(crate) fn configured_runner(config: &Settings) -> Result<(Vec<String>, RunnerFormat), String> {
-    let line = config
-        .agent_command
-        .as_deref()
-        .ok_or("no agent command is configured (TASKS_AGENT_COMMAND or agent_command)")?;
-    let command = shlex::split(line)
-        .filter(|words| !words.is_empty())
-        .ok_or_else(|| format!("agent command {line:?} is not a command line"))?;
-    Ok((command, config.agent_runner))
-}
 
 pub(crate) async fn agent(context: &Arc<Context>, input: AgentInput) -> Result<Reply, Failure> {
     let worktree = match input.isolation {
@@ -37,7 +25,7 @@ pub(crate) async fn agent(context: &Arc<Context>, input: AgentInput) -> Result<R
         Some(Isolation::Worktree) => Some(WorktreeRequest::default()),
         None => None,
     };
-    let (command, runner) = configured_runner(&context.settings).map_err(Failure::Tool)?;
+    let (command, runner) = context.settings.agent.clone().map_err(Failure::Tool)?;
     let start = AgentStart {
         command,
         runner,
@@ -92,7 +80,7 @@ pub(crate) async fn send_message(
     let message = input.message;
     let (to, sent) = blocking(move || {
         let sent = session.send_message(&to, &message)?;
-        Ok::<_, crate::error::CliError>((to, sent))
+        Ok::<_, McpError>((to, sent))
     })
     .await?;
     let result = sent.model_result(&to);
@@ -103,9 +91,7 @@ pub(crate) async fn send_message(
 /// (`TASKS_REMOTE_SERVER` and `TASKS_REMOTE_TOKEN_FILE`, or `remote_server` and
 /// `remote_token_file` in the session's config), always in the background.
 async fn remote_agent(context: &Arc<Context>, input: AgentInput) -> Result<Reply, Failure> {
-    let config = &context.settings;
-    let (Some(server), Some(token_file)) = (&config.remote_server, &config.remote_token_file)
-    else {
+    let Some(crate::RemoteServer { server, token_file }) = &context.settings.remote else {
         return Err(Failure::invalid(
             "isolation \"remote\" needs a sessions server: set TASKS_REMOTE_SERVER and \
              TASKS_REMOTE_TOKEN_FILE (or remote_server and remote_token_file in config.json)",
@@ -120,7 +106,11 @@ async fn remote_agent(context: &Arc<Context>, input: AgentInput) -> Result<Reply
         metadata: None,
     };
     let caller = Session::caller()?;
-    crate::remote_cmd::check_access(&start, &caller).await?;
+    let timeout = task_remote::RemoteConfig::default().request_timeout;
+    start
+        .check_access(&caller.cwd, timeout)
+        .await
+        .map_err(|e| McpError::RemoteAccess(e.to_string()))?;
     let session = context.session.clone();
     let id = blocking(move || session.start::<task_remote::RemoteExecutor>(start, caller)).await?;
     let output = context.session.paths().output(&id);

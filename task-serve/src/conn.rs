@@ -1,4 +1,4 @@
-//! The accept loop of `tasks serve`: at most [`ServeLimits::max_connections`] connections at
+//! The accept loop of the sessions server: at most [`ServeLimits::max_connections`] connections at
 //! once (beyond it, accept pauses and new connections wait in the listen queue), each served
 //! by its own task over HTTP/1.1 and closed when it does not use its slot: no whole request
 //! head within the header timeout of being accepted (or of a kept-alive request's first byte),

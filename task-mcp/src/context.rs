@@ -11,16 +11,16 @@ use task_core::TaskId;
 use task_list::TaskList;
 use tokio::time::Instant;
 
-use crate::error::{CliError, Result};
-use crate::settings::Settings;
+use crate::McpSettings;
+use crate::error::{McpError, Result};
 use task_session::record::TaskRecord;
 use task_session::session::Session;
 
-use super::Deliverer;
-use super::notify::Outbox;
-use super::text;
+use crate::Deliverer;
+use crate::notify::Outbox;
+use crate::text;
 
-/// The state of one `tasks mcp` server.
+/// The state of one MCP server.
 #[derive(Debug)]
 pub(crate) struct Context {
     /// The session whose tasks the tools start and read.
@@ -30,22 +30,26 @@ pub(crate) struct Context {
     /// Whether pushed notifications deliver, or only announce, pending envelopes.
     pub delivery: Deliverer,
     /// The executors' settings of the session (the agent command, the remote server).
-    pub settings: Settings,
+    pub settings: McpSettings,
     /// The notifications tool results carry, until the results are written out.
     pub outbox: Arc<Outbox>,
 }
 
 impl Context {
     /// A context over `session` and `list`.
-    pub fn new(session: Session, list: TaskList, delivery: Deliverer) -> Result<Arc<Self>> {
-        let settings = Settings::read(&session.config().executors)?;
-        Ok(Arc::new(Self {
+    pub fn new(
+        session: Session,
+        list: TaskList,
+        delivery: Deliverer,
+        settings: McpSettings,
+    ) -> Arc<Self> {
+        Arc::new(Self {
             session,
             list,
             delivery,
             settings,
             outbox: Arc::default(),
-        }))
+        })
     }
 
     /// Guards the foreground run `id` until the returned guard is finished: a guard dropped
@@ -59,7 +63,7 @@ impl Context {
     }
 
     /// The snapshot of one task, read off the async threads.
-    pub async fn task(&self, id: TaskId) -> Result<TaskRecord, CliError> {
+    pub async fn task(&self, id: TaskId) -> Result<TaskRecord, McpError> {
         let session = self.session.clone();
         blocking(move || session.task(&id)).await
     }
@@ -69,7 +73,7 @@ impl Context {
         &self,
         id: TaskId,
         limit: Duration,
-    ) -> Result<(TaskRecord, bool), CliError> {
+    ) -> Result<(TaskRecord, bool), McpError> {
         let deadline = Instant::now() + limit;
         loop {
             let task = self.task(id).await?;
@@ -120,11 +124,11 @@ pub(crate) async fn blocking<T, E>(
 ) -> Result<T>
 where
     T: Send + 'static,
-    E: Into<CliError> + Send + 'static,
+    E: Into<McpError> + Send + 'static,
 {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|e| CliError::invalid(format!("internal error: a blocking job failed: {e}")))?
+        .map_err(|e| McpError::Blocking(e.to_string()))?
         .map_err(Into::into)
 }
 
@@ -154,10 +158,10 @@ impl From<task_session::Error> for Failure {
     }
 }
 
-impl From<CliError> for Failure {
-    fn from(error: CliError) -> Self {
+impl From<McpError> for Failure {
+    fn from(error: McpError) -> Self {
         match error {
-            CliError::Session(error) => error.into(),
+            McpError::Session(error) => error.into(),
             other => Failure::Tool(other.to_string()),
         }
     }

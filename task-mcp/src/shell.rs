@@ -11,12 +11,12 @@ use task_shell::{MonitorStart, Monitors, ShellExecutor, ShellStart};
 use task_session::protocol::KillResult;
 use task_session::session::Session;
 
-use super::context::{Context, Failure, Reply, blocking};
-use super::schema::{
+use crate::context::{Context, Failure, Reply, blocking};
+use crate::schema::{
     BashInput, BashOutput, DEFAULT_BASH_TIMEOUT_MS, MAX_TIMEOUT_MS, MonitorInput, MonitorOutput,
     RetrievalStatus, TaskOutputInput, TaskOutputResult, TaskStopInput, TaskStopOutput, TaskView,
 };
-use super::text;
+use crate::text;
 
 /// How much longer than the command's own timeout a foreground call waits for the supervisor
 /// to report the end, before killing the task itself.

@@ -8,7 +8,7 @@
 use serde_json::{Map, Value, json};
 use task_remote::api::EventsPage;
 
-use crate::error::Result;
+use task_session::Result;
 
 /// Size limits of one page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,8 +10,7 @@ use task_agent::workflow::{WorkflowExecutor, WorkflowStart, load_record, workflo
 
 use task_session::session::Session;
 
-use super::agent::configured_runner;
-use super::context::{Context, Failure, Reply, blocking};
+use crate::context::{Context, Failure, Reply, blocking};
 
 /// `Workflow` input (the reference's schema).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -41,7 +40,7 @@ pub(crate) async fn workflow(
     context: &Arc<Context>,
     input: WorkflowInput,
 ) -> Result<Reply, Failure> {
-    let (command, runner) = configured_runner(&context.settings).map_err(Failure::Tool)?;
+    let (command, runner) = context.settings.agent.clone().map_err(Failure::Tool)?;
     let start = WorkflowStart {
         command,
         runner,

@@ -1,4 +1,4 @@
-//! The stdio transport of `tasks mcp`: newline-delimited JSON-RPC, with every line bounded and
+//! The stdio transport of the MCP server: newline-delimited JSON-RPC, with every line bounded and
 //! every bad line answered.
 //!
 //! rmcp's own stdio transport drops a line over its limit with only a log entry (the client then

@@ -11,7 +11,8 @@
 //!   that every client SDK hands to its application (the Python SDK's `logging_callback`, rmcp's
 //!   `on_logging_message`); a custom method would be dropped by most of them. By default the
 //!   push only *announces* (`"delivered": false`): the envelope is still delivered once, in a
-//!   tool result. With `--deliver push` the push claims the notification and is its delivery.
+//!   tool result. With [`Deliverer::Push`](crate::Deliverer::Push) (`tasks mcp --deliver push`)
+//!   the push claims the notification and is its delivery.
 //!
 //! The watcher also sends `notifications/resources/updated` for every subscribed
 //! `tasks://{id}/output` whose output grew or whose task ended, and
@@ -35,12 +36,12 @@ use rmcp::service::{Peer, RoleServer};
 use serde_json::json;
 use task_core::{TaskId, TaskStatus, TerminalStatus};
 
-use crate::error::CliError;
+use crate::error::McpError;
 use task_session::notice::{self, Leased, Notice};
 
-use super::Deliverer;
-use super::context::{Context, blocking};
-use super::resources;
+use crate::Deliverer;
+use crate::context::{Context, blocking};
+use crate::resources;
 
 /// The watcher's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,7 +177,7 @@ pub(crate) async fn watch(
                 // Sent: now delivered (if this server dies first, they are delivered again).
                 if let Some(leased) = leased
                     && let Err(error) =
-                        blocking(move || Ok::<_, CliError>(leased.mark_delivered())).await
+                        blocking(move || Ok::<_, McpError>(leased.mark_delivered())).await
                 {
                     tracing::warn!(%error, "pushed notifications not marked delivered");
                 }
@@ -214,7 +215,7 @@ async fn look(
     interest: &Arc<Interest>,
     pushed: &mut HashSet<String>,
     known_tasks: &mut HashSet<TaskId>,
-) -> Result<(Vec<Message>, Option<Leased>), CliError> {
+) -> Result<(Vec<Message>, Option<Leased>), McpError> {
     let (job_context, job_interest) = (Arc::clone(context), Arc::clone(interest));
     let mut seen = blocking(move || Seen::collect(&job_context, &job_interest)).await?;
     let mut messages = Vec::new();
@@ -255,7 +256,7 @@ struct Seen {
 }
 
 impl Seen {
-    fn collect(context: &Context, interest: &Interest) -> Result<Self, CliError> {
+    fn collect(context: &Context, interest: &Interest) -> Result<Self, McpError> {
         let session = &context.session;
         let listing = session.tasks()?;
         let (notices, leased) = match context.delivery {
@@ -293,7 +294,7 @@ impl Seen {
 fn peek(
     context: &Context,
     tasks: &[task_session::record::TaskRecord],
-) -> Result<Vec<(String, Notice)>, CliError> {
+) -> Result<Vec<(String, Notice)>, McpError> {
     let paths = context.session.paths();
     let mut found: Vec<(String, Notice)> = tasks
         .iter()

@@ -2,45 +2,16 @@
 //! the store does the work and renders the reference's texts; this module converts shapes.
 
 use task_list::{
-    Actor, ClaimOptions, ClaimResult, CreateRequest, EnvValues, Layout, ListIdHints, TaskId,
-    TaskList, UpdateRequest, UpdateStatus,
+    ClaimOptions, ClaimResult, CreateRequest, Placement, TaskId, TaskList, UpdateRequest,
+    UpdateStatus,
 };
 
-use super::McpArgs;
-use super::context::{Failure, Reply, blocking};
-use crate::error::{CliError, Result};
-use task_session::session::Session;
+use crate::context::{Failure, Reply, blocking};
+use crate::error::McpError;
 
-/// The list the `Task*` list tools use: resolved as `tasks list` resolves it, in the store
-/// `--store` / `$TASKS_LIST_STORE` names (files by default).
-pub(crate) fn open_list(session: &Session, args: &McpArgs) -> Result<TaskList> {
-    let list_error = |e: task_list::Error| CliError::List(e.to_string());
-    let mut env = EnvValues::from_env();
-    env.tasks_root = Some(session.paths().root().to_string_lossy().into_owned());
-    env.tasks_list_root = args
-        .lists_root
-        .as_ref()
-        .map(|root| root.to_string_lossy().into_owned());
-    let layout = if args.claude {
-        Layout::Claude
-    } else {
-        Layout::Auto
-    };
-    let hints = ListIdHints {
-        explicit: crate::list_cmd::session_list(args.list.as_deref(), args.claude, session.paths()),
-        ..ListIdHints::default()
-    };
-    let id = task_list::resolve_list_id(&env, layout, hints).map_err(list_error)?;
-    Ok(
-        crate::list_cmd::open_in(args.store.as_deref(), &env, layout, &id)
-            .map_err(list_error)?
-            .with_actor(Actor::new(args.actor.clone())),
-    )
-}
-use super::schema::{
+use crate::schema::{
     TaskClaimInput, TaskCreateInput, TaskGetInput, TaskUpdateInput, UpdateStatusInput,
 };
-use crate::list_cmd::{claim_next_text, claim_text};
 
 /// Runs a blocking list operation; its error is a [`Failure`].
 async fn on_list<T: Send + 'static>(
@@ -48,7 +19,7 @@ async fn on_list<T: Send + 'static>(
     operation: impl FnOnce(&TaskList) -> std::result::Result<T, task_list::Error> + Send + 'static,
 ) -> std::result::Result<T, Failure> {
     let list = list.clone();
-    let outcome = blocking(move || Ok::<_, CliError>(operation(&list))).await?;
+    let outcome = blocking(move || Ok::<_, McpError>(operation(&list))).await?;
     outcome.map_err(Failure::from)
 }
 
@@ -67,14 +38,22 @@ pub(crate) async fn create(
     Reply::new(created.model_text(), &created)
 }
 
-/// `TaskGet`.
+/// `TaskGet`: the reference's answer, then the task's parent and children when it has them
+/// (`Parent: #1`, `Children: #3, #4`; `parent` and `children` in the structured task).
 pub(crate) async fn get(
     list: &TaskList,
     input: TaskGetInput,
 ) -> std::result::Result<Reply, Failure> {
     let id = TaskId::parse(&input.task_id)?;
-    let found = on_list(list, move |list| list.get_details(id)).await?;
-    Reply::new(found.model_text(), &found)
+    let tree = on_list(list, move |list| list.get_in_tree(id)).await?;
+    let found = tree.details();
+    let mut shape = serde_json::to_value(&found)
+        .map_err(|e| Failure::Tool(format!("internal error: cannot encode a result: {e}")))?;
+    tree.add_tree(&mut shape);
+    Reply::new(
+        format!("{}{}", found.model_text(), tree.tree_text()),
+        &shape,
+    )
 }
 
 /// `TaskUpdate`. A refused update (unknown task, a cycle) is a result with `success: false`,
@@ -93,8 +72,8 @@ pub(crate) async fn update(
         add_blocked_by: input.add_blocked_by,
         owner: input.owner,
         metadata: input.metadata,
-        // The reference's `TaskUpdate` schema has no way to remove an edge (`TaskClaim` does),
-        // nor to move a task (metadata.position can be set).
+        // The reference's `TaskUpdate` schema has no way to remove an edge nor to move a task
+        // before or after another (`TaskClaim` does both).
         remove_blocks: None,
         remove_blocked_by: None,
         place: None,
@@ -110,8 +89,12 @@ pub(crate) async fn claim(
     list: &TaskList,
     input: TaskClaimInput,
 ) -> std::result::Result<Reply, Failure> {
-    if input.remove_blocked_by.is_some() || input.remove_blocks.is_some() {
-        return remove_edges(list, input).await;
+    if input.remove_blocked_by.is_some()
+        || input.remove_blocks.is_some()
+        || input.before.is_some()
+        || input.after.is_some()
+    {
+        return edit(list, input).await;
     }
     let options = ClaimOptions {
         check_agent_busy: input.check_busy,
@@ -127,12 +110,12 @@ pub(crate) async fn claim(
             let id = TaskId::parse(raw.strip_prefix('#').unwrap_or(&raw))?;
             let who = owner.clone();
             let result = on_list(list, move |list| list.claim(id, &who, options)).await?;
-            Reply::new(claim_text(&raw, &owner, &result), &result)
+            Reply::new(result.claim_text(&raw, &owner), &result)
         }
         (None, true) => {
             let who = owner.clone();
             let result = on_list(list, move |list| list.claim_next(&who, options)).await?;
-            let text = claim_next_text(&owner, result.as_ref());
+            let text = ClaimResult::next_text(&owner, result.as_ref());
             Reply::new(text, &result.unwrap_or_else(nothing_ready))
         }
         _ => Err(Failure::Tool(
@@ -141,20 +124,30 @@ pub(crate) async fn claim(
     }
 }
 
-/// `TaskClaim {taskId, removeBlockedBy?, removeBlocks?}`: both ends of each edge in one
-/// transaction, audit-logged, as `tasks list update --remove-blocked-by/--remove-blocks`.
-async fn remove_edges(
-    list: &TaskList,
-    input: TaskClaimInput,
-) -> std::result::Result<Reply, Failure> {
+/// `TaskClaim {taskId, removeBlockedBy?, removeBlocks?, before? | after?}`: both ends of each
+/// edge removed and the task moved in one transaction, audit-logged, as `tasks list update
+/// --remove-blocked-by/--remove-blocks/--before/--after`; answered as `TaskUpdate` answers.
+async fn edit(list: &TaskList, input: TaskClaimInput) -> std::result::Result<Reply, Failure> {
     let (Some(task_id), None, false) = (input.task_id, input.owner, input.next) else {
         return Err(Failure::Tool(
-            "removeBlockedBy/removeBlocks take a taskId, and no owner or next".into(),
+            "removeBlockedBy/removeBlocks/before/after take a taskId, and no owner or next".into(),
         ));
+    };
+    let anchor = |raw: String| TaskId::parse(raw.strip_prefix('#').unwrap_or(&raw));
+    let place = match (input.before, input.after) {
+        (Some(before), None) => Some(Placement::Before(anchor(before)?)),
+        (None, Some(after)) => Some(Placement::After(anchor(after)?)),
+        (None, None) => None,
+        (Some(_), Some(_)) => {
+            return Err(Failure::Tool(
+                "TaskClaim takes before or after, not both".into(),
+            ));
+        }
     };
     let request = UpdateRequest {
         remove_blocked_by: input.remove_blocked_by,
         remove_blocks: input.remove_blocks,
+        place,
         ..UpdateRequest::new(task_id)
     };
     let updated = on_list(list, move |list| list.update(&request)).await?;

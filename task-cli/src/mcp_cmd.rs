@@ -1,0 +1,134 @@
+//! `tasks mcp`: the task system as a Model Context Protocol server on stdio. The server is
+//! task-mcp's [`TasksServer`]; this module resolves the task list as `tasks list` does, reads
+//! the executors' settings of the session, and serves stdin/stdout (stdout carries the protocol
+//! alone; diagnostics go to stderr).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use task_list::{Actor, EnvValues, Layout, ListIdHints, TaskList};
+use task_mcp::{Deliverer, McpError, McpOptions, McpSettings, RemoteServer, TasksServer};
+
+use crate::error::{CliError, Result, exit};
+use crate::settings::Settings;
+use task_session::paths::SessionPaths;
+use task_session::session::Session;
+
+/// Serve the task tools over the Model Context Protocol on stdio (for agents).
+#[derive(Debug, Clone, Args)]
+pub struct McpArgs {
+    /// The task list of the Task* list tools (default: $TASKS_LIST_ID, else the session name).
+    #[arg(long = "list", env = "TASKS_LIST_ID", value_name = "ID")]
+    pub list: Option<String>,
+    /// Lists root directory (default {root}/lists).
+    #[arg(long, env = "TASKS_LIST_ROOT", value_name = "DIR")]
+    pub lists_root: Option<PathBuf>,
+    /// Use the reference harness's lists ($CLAUDE_CONFIG_DIR/tasks, else ~/.claude/tasks).
+    #[arg(long, conflicts_with = "lists_root")]
+    pub claude: bool,
+    /// Keep the list in a PostgreSQL database: `postgres://user@host/db` (as `tasks list`).
+    #[arg(long, env = "TASKS_LIST_STORE", value_name = "URL",
+          conflicts_with_all = ["lists_root", "claude"])]
+    pub store: Option<String>,
+    /// Who is acting on the list (recorded in its audit log).
+    #[arg(long, env = "TASKS_ACTOR", value_name = "NAME", default_value = "mcp")]
+    pub actor: String,
+    /// Who delivers notifications: `result` (the next tool result; pushes only announce) or
+    /// `push` (the pushed `notifications/message` is the delivery).
+    #[arg(long, value_enum, default_value_t = DeliverArg::Result)]
+    pub deliver: DeliverArg,
+    /// How often to look for notifications and output changes to push, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    pub watch_ms: u64,
+}
+
+/// `--deliver`: who delivers a notification ([`Deliverer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum DeliverArg {
+    /// The next tool result carries the envelope; pushes only announce it.
+    #[default]
+    Result,
+    /// The push claims and carries the envelope; tool results carry what no push took yet.
+    Push,
+}
+
+impl From<DeliverArg> for Deliverer {
+    fn from(arg: DeliverArg) -> Self {
+        match arg {
+            DeliverArg::Result => Deliverer::Result,
+            DeliverArg::Push => Deliverer::Push,
+        }
+    }
+}
+
+impl From<McpError> for CliError {
+    fn from(error: McpError) -> Self {
+        match error {
+            McpError::Session(error) => error.into(),
+            McpError::List(error) => CliError::List(error.to_string()),
+            other => CliError::invalid(other.to_string()),
+        }
+    }
+}
+
+/// What the MCP tools need of the session's executor settings.
+fn mcp_settings(settings: Settings) -> McpSettings {
+    let mut mcp = McpSettings::default();
+    mcp.agent = settings.agent_runner_command();
+    mcp.remote = settings
+        .remote_server
+        .zip(settings.remote_token_file)
+        .map(|(server, token_file)| RemoteServer { server, token_file });
+    mcp.shell = settings.shell;
+    mcp
+}
+
+/// Serves MCP on stdio for the session at `paths` until the client closes the connection.
+pub fn run(paths: SessionPaths, args: McpArgs) -> Result<u8> {
+    let session = crate::daemon::session(paths)?;
+    let list = open_list(&session, &args)?;
+    let settings = mcp_settings(Settings::read(&session.config().executors)?);
+    let mut options = McpOptions::new(settings);
+    options.delivery = args.deliver.into();
+    options.watch.interval = Duration::from_millis(args.watch_ms.max(1));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::io("start", "the async runtime", e))?;
+    let server = TasksServer::new(session, list, options);
+    runtime.block_on(task_mcp::serve(
+        server,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+    ))?;
+    Ok(exit::OK)
+}
+
+/// The list the `Task*` list tools use: resolved as `tasks list` resolves it, in the store
+/// `--store` / `$TASKS_LIST_STORE` names (files by default).
+fn open_list(session: &Session, args: &McpArgs) -> Result<TaskList> {
+    let list_error = |e: task_list::Error| CliError::List(e.to_string());
+    let mut env = EnvValues::from_env();
+    env.tasks_root = Some(session.paths().root().to_string_lossy().into_owned());
+    env.tasks_list_root = args
+        .lists_root
+        .as_ref()
+        .map(|root| root.to_string_lossy().into_owned());
+    let layout = if args.claude {
+        Layout::Claude
+    } else {
+        Layout::Auto
+    };
+    let hints = ListIdHints {
+        explicit: crate::list_cmd::session_list(args.list.as_deref(), args.claude, session.paths()),
+        ..ListIdHints::default()
+    };
+    let id = task_list::resolve_list_id(&env, layout, hints).map_err(list_error)?;
+    Ok(
+        crate::list_cmd::open_in(args.store.as_deref(), &env, layout, &id)
+            .map_err(list_error)?
+            .with_actor(Actor::new(args.actor.clone())),
+    )
+}
