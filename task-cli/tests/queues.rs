@@ -390,6 +390,81 @@ fn a_supervisor_killed_with_twenty_queued_tasks_leaves_them_to_the_next_in_order
     }
 }
 
+#[test]
+fn a_supervisor_killed_with_queued_agents_and_a_workflow_leaves_them_to_the_next_under_their_ids() {
+    let root = TasksRoot::new();
+    let steps = root.path("agent.jsonl");
+    std::fs::write(
+        &steps,
+        "{\"read_user\": true}\n{\"text\": \"on it\"}\n{\"result\": \"done\"}\n",
+    )
+    .unwrap();
+    let (fake, steps) = (support::fake_agent(), steps.display().to_string());
+    let agent = format!("{} --script {steps}", fake.display());
+    let queues = Queues {
+        root: root
+            .env("TASKS_AGENT_COMMAND", &agent)
+            .env_remove("TASKS_AGENT_RUNNER"),
+    };
+    let workflow = queues.root.path("noop.js");
+    std::fs::write(
+        &workflow,
+        "export const meta = { name: 'noop', description: 'a run with no agents' }\nreturn 'done'\n",
+    )
+    .unwrap();
+    queues.set_parallel("one", 1);
+    let blocker = queues.blocker("one");
+    let start_agent = |i: usize| {
+        let prompt = format!("agent {i}");
+        let fake = fake.to_str().unwrap();
+        let out = queues.root.ok(&[
+            "agent", "--group", "one", "--prompt", &prompt, "--", fake, "--script", &steps,
+        ]);
+        out.lines().next().unwrap().to_owned()
+    };
+    let mut ids = vec![start_agent(0), start_agent(1)];
+    let run = queues.root.ok(&[
+        "workflow",
+        "run",
+        workflow.to_str().unwrap(),
+        "--group",
+        "one",
+    ]);
+    ids.push(run.split_whitespace().next().unwrap().to_owned());
+    ids.push(queues.run(&["--group", "one"], "true"));
+    ids.push(start_agent(4));
+    for id in &ids {
+        assert_eq!(queues.task(id)["status"], "pending", "{id} waits");
+    }
+    sigkill(queues.supervisor_pid());
+    // Read as waiting, not as orphans: the reader starts the next supervisor.
+    queues.wait(&ids);
+    let log = queues.read("default/supervisor.log");
+    let mut ended = Vec::new();
+    for id in &ids {
+        let task = queues.task(id);
+        assert_eq!(task["status"], "completed", "{task}\n{log}");
+        ended.push(task["endTime"].as_u64().unwrap());
+    }
+    assert!(
+        ended.windows(2).all(|pair| pair[0] < pair[1]),
+        "one at a time, in the order queued: {ids:?} ended at {ended:?}"
+    );
+    for id in ids.iter().filter(|id| id.starts_with('a')) {
+        let transcript = queues.read(&format!("default/tasks/{id}.output"));
+        let results = transcript.matches("\"type\":\"result\"").count();
+        assert_eq!(results, 1, "{id} ran once: {transcript}");
+    }
+    assert_eq!(
+        queues.task(&blocker)["endReason"]["reason"],
+        "supervisor_died"
+    );
+    let delivered = queues.delivered();
+    for id in &ids {
+        assert_eq!(delivered.get(id), Some(&1), "{id}: {delivered:?}");
+    }
+}
+
 /// A server on 127.0.0.1 answering every request with `status`, on its own thread (it lives as
 /// long as the test process); its port.
 fn http_server(status: &'static str) -> u16 {
