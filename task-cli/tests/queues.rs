@@ -244,6 +244,48 @@ fn a_queued_task_killed_before_its_turn_never_runs_and_is_settled_once() {
 }
 
 #[test]
+fn status_shows_each_queued_tasks_position_as_ps_does() {
+    let queues = Queues::new();
+    queues.set_parallel("one", 1);
+    queues.set_parallel("two", 1);
+    let blockers = [queues.blocker("one"), queues.blocker("two")];
+    let low = queues.run(&["--group", "one"], "true");
+    let high = queues.run(&["--group", "one", "--priority", "5"], "true");
+    let other = queues.run(&["--group", "two"], "true");
+    let expected = [(&high, "one", 1), (&low, "one", 2), (&other, "two", 1)];
+    for (id, _, position) in expected {
+        assert_eq!(queues.task(id)["queuePosition"], position, "{id}");
+    }
+    let text = queues.root.ok(&["status"]);
+    assert_eq!(
+        text.trim(),
+        format!("5 shells · 3 queued: {high} #1 in one, {low} #2 in one, {other} #1 in two"),
+    );
+    let json = queues.root.json(&["status"]);
+    let listed: Vec<(String, String, u64)> = json["queued"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| {
+            let text = |key: &str| q[key].as_str().unwrap().to_owned();
+            (text("id"), text("group"), q["position"].as_u64().unwrap())
+        })
+        .collect();
+    let wanted: Vec<(String, String, u64)> = expected
+        .iter()
+        .map(|(id, group, position)| ((*id).clone(), (*group).to_owned(), *position))
+        .collect();
+    assert_eq!(listed, wanted, "{json}");
+    assert_eq!(json["count"], 5, "{json}");
+    queues.root.ok(&["kill", &low, &high, &other]);
+    for blocker in &blockers {
+        queues.release(blocker);
+    }
+    queues.wait(&blockers);
+    assert!(queues.root.json(&["status"]).get("queued").is_none());
+}
+
+#[test]
 fn after_starts_once_its_dependency_completed_and_never_runs_after_a_failure() {
     let queues = Queues::new();
     // Completed → starts; while the dependency runs it waits.
