@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::root::TasksRoot;
 use support::{eventually, sigkill};
 
@@ -241,6 +241,70 @@ fn a_queued_task_killed_before_its_turn_never_runs_and_is_settled_once() {
             .path(&format!("default/tasks/{queued}.queued.json"))
             .exists()
     );
+}
+
+#[test]
+fn a_queued_task_whose_owning_agent_is_killed_ends_at_once_without_running() {
+    let queues = Queues {
+        root: TasksRoot::for_agents(),
+    };
+    queues.set_parallel("one", 1);
+    let blocker = queues.blocker("one");
+    let (ran, started) = (queues.file("ran"), queues.file("started"));
+    // The agent queues a task of its own (TASKS_AGENT_ID in its environment makes it the
+    // owner) and ends its turn: it then waits for its own tasks (as the reference's agents do)
+    // until it is killed.
+    let steps = [
+        json!({"read_user": true}),
+        json!({"spawn": format!(
+            "tasks run --group one -- touch {ran} > {started}.tmp && mv {started}.tmp {started}")}),
+        json!({"wait_file": started}),
+        json!({"result": "done"}),
+    ];
+    let script = queues.root.script("owner.jsonl", &steps);
+    let fake = support::fake_agent();
+    let out = queues.root.ok(&[
+        "agent",
+        "--prompt",
+        "queue a task",
+        "--",
+        fake.to_str().unwrap(),
+        "--script",
+        &script,
+    ]);
+    let agent = out.lines().next().unwrap().to_owned();
+    let owned = eventually("the agent's task queued", || {
+        let owned = queues.read("started").trim().to_owned();
+        (!owned.is_empty()).then_some(owned)
+    });
+    assert_eq!(queues.task(&owned)["status"], "pending");
+    // The agent's end kills its tasks: the queued one at once, not on its turn (the kill
+    // returns once the agent and its tasks are settled).
+    let killed = queues.root.json(&["kill", &agent]);
+    assert_eq!(killed[0]["result"], "killed", "{killed}");
+    let task = eventually(
+        "the owned task killed while its group is still full",
+        || {
+            let task = queues.task(&owned);
+            (task["status"] == "killed").then_some(task)
+        },
+    );
+    assert_eq!(task["agentId"], agent.as_str(), "{task}");
+    assert_eq!(task["endReason"]["reason"], "killed", "{task}");
+    assert_eq!(task["notified"], true, "{task}");
+    assert_eq!(queues.task(&blocker)["status"], "running");
+    assert!(
+        !queues
+            .root
+            .path(&format!("default/tasks/{owned}.queued.json"))
+            .exists()
+    );
+    queues.release(&blocker);
+    queues.wait(std::slice::from_ref(&blocker));
+    assert!(!queues.root.path("ran").exists(), "the killed task ran");
+    let delivered = queues.delivered();
+    assert_eq!(delivered.get(&owned), None, "{delivered:?}");
+    assert_eq!(delivered.get(&agent), None, "{delivered:?}");
 }
 
 #[test]
