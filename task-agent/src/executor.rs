@@ -76,6 +76,10 @@ pub struct AgentRequest {
     pub worktree: Option<WorktreeRequest>,
     /// Its budgets ([`crate::budget`]).
     pub budget: Option<task_core::AgentBudget>,
+    /// The id it must get instead of a new one: a queued task registered again, under the id
+    /// its caller holds, by the supervisor that succeeded the one it queued under
+    /// (task-core's `Caller::task_id`); the files its first registration left are made again.
+    pub id: Option<TaskId>,
 }
 
 impl AgentRequest {
@@ -103,6 +107,7 @@ impl AgentRequest {
             json_schema: None,
             worktree: None,
             budget: None,
+            id: None,
         }
     }
 }
@@ -305,7 +310,13 @@ impl AgentExecutor {
         {
             return Err(AgentError::NameTaken(name.clone()));
         }
-        let id = TaskId::generate(TaskType::LocalAgent)?;
+        let id = match request.id {
+            Some(id) => {
+                self.clear_unstarted(id, request.transcript_dir.as_deref());
+                id
+            }
+            None => TaskId::generate(TaskType::LocalAgent)?,
+        };
         let (cwd, worktree) = match &request.worktree {
             None => (request.cwd.clone(), None),
             Some(wanted) => {
@@ -405,7 +416,7 @@ impl AgentExecutor {
             return Err(AgentError::NameTaken(name.clone()));
         }
         let transcript = std::fs::read_link(&previous.base.output_file)
-            .unwrap_or_else(|_| self.transcript_path(id));
+            .unwrap_or_else(|_| self.transcript_path(id, None));
         // A kept worktree is where its work is.
         let cwd = match &agent.worktree {
             Some(worktree) => Some(worktree.worktree_path.clone().into()),
@@ -671,7 +682,7 @@ impl AgentExecutor {
             .agents
             .get(&id)
             .map(|r| r.spec.transcript.clone())
-            .unwrap_or_else(|| self.transcript_path(id));
+            .unwrap_or_else(|| self.transcript_path(id, None));
         AgentHandle {
             id,
             output_file,
@@ -679,11 +690,24 @@ impl AgentExecutor {
         }
     }
 
-    fn transcript_path(&self, id: TaskId) -> PathBuf {
-        self.inner
-            .output_dir
-            .join("agents")
+    /// Where agent `id`'s transcript goes: in `dir` when set, else `{output_dir}/agents`.
+    fn transcript_path(&self, id: TaskId, dir: Option<&Path>) -> PathBuf {
+        dir.map_or_else(|| self.inner.output_dir.join("agents"), Path::to_path_buf)
             .join(format!("agent-{id}.jsonl"))
+    }
+
+    /// Removes what the first registration of agent `id` left, registered again under its id
+    /// after it waited and never ran: its output link, its empty transcript and its
+    /// `meta.json`. A transcript with anything in it is kept (the agent ran), and registering
+    /// again then fails on it.
+    fn clear_unstarted(&self, id: TaskId, dir: Option<&Path>) {
+        let transcript = self.transcript_path(id, dir);
+        if std::fs::metadata(&transcript).is_ok_and(|meta| meta.len() != 0) {
+            return;
+        }
+        let output = self.inner.output_dir.join(format!("{id}.output"));
+        let meta = transcript.with_extension("meta.json");
+        remove_left(id, [output.as_path(), &meta, &transcript]);
     }
 
     /// Creates the transcript (unless given; in `dir` when set) and the output symlink to it.
@@ -699,10 +723,7 @@ impl AgentExecutor {
                 path.to_path_buf()
             }
             None => {
-                let path = match dir {
-                    Some(dir) => dir.join(format!("agent-{id}.jsonl")),
-                    None => self.transcript_path(id),
-                };
+                let path = self.transcript_path(id, dir);
                 if let Some(dir) = path.parent() {
                     std::fs::create_dir_all(dir)
                         .map_err(|e| task_output::OutputError::from_io(dir, e))?;
@@ -733,6 +754,18 @@ impl AgentExecutor {
             config.max_read_bytes,
             config.max_line_bytes,
         )
+    }
+}
+
+/// Removes the files a task registered before it ever ran left (`id` names it in the log);
+/// one that is not there is no failure.
+pub(crate) fn remove_left<'a>(id: TaskId, paths: impl IntoIterator<Item = &'a Path>) {
+    for path in paths {
+        if let Err(error) = std::fs::remove_file(path)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(task = %id, path = %path.display(), %error, "cannot remove it");
+        }
     }
 }
 

@@ -166,6 +166,7 @@ impl AgentExecutor {
         request.tool_use_id = caller.tool_use_id;
         request.worktree = start.worktree;
         request.budget = start.budget;
+        request.id = caller.task_id;
         Ok(request)
     }
 }

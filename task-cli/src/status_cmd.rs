@@ -9,6 +9,7 @@
 
 use std::collections::HashSet;
 
+use serde::Serialize;
 use task_core::{TaskId, TaskType};
 
 use crate::error::{CliError, Result, exit};
@@ -26,16 +27,74 @@ pub fn status(paths: SessionPaths, json: bool) -> Result<u8> {
         Vec::new()
     };
     let mut pill = pill::pill(tasks.iter().map(|record| &record.task));
-    let queued = task_session::queue::positions(&tasks).len();
-    if queued > 0 {
-        pill.label.push_str(&format!(" · {queued} queued"));
+    let queued = queued(&tasks);
+    if !queued.is_empty() {
+        pill.label.push_str(&queued_label(&queued));
     }
     if json {
-        render::json(&pill)?;
+        render::json(&Status { pill, queued })?;
     } else if !pill.label.is_empty() {
         render::out(&format!("{}\n", pill.label))?;
     }
     Ok(exit::OK)
+}
+
+/// How many queued tasks the text line names; `--json` lists them all.
+const NAMED_QUEUED: usize = 3;
+
+/// What `status --json` prints: the pill, and every queued task in the order it starts.
+#[derive(Debug, Serialize)]
+struct Status {
+    #[serde(flatten)]
+    pill: pill::Pill,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    queued: Vec<Queued>,
+}
+
+/// A task waiting in its group's queue.
+#[derive(Debug, Serialize)]
+struct Queued {
+    id: TaskId,
+    group: String,
+    /// Its 1-based place among the waiting tasks of its group, as `ps` shows it (`queued #N`).
+    position: usize,
+}
+
+/// The queued tasks of `tasks`, by group, then position.
+fn queued(tasks: &[TaskRecord]) -> Vec<Queued> {
+    let positions = task_session::queue::positions(tasks);
+    let mut queued: Vec<Queued> = tasks
+        .iter()
+        .filter_map(|record| {
+            let id = record.id();
+            Some(Queued {
+                id,
+                group: record.queue.as_ref()?.group.clone(),
+                position: *positions.get(&id)?,
+            })
+        })
+        .collect();
+    queued.sort_by(|a, b| (&a.group, a.position).cmp(&(&b.group, b.position)));
+    queued
+}
+
+/// ` · 4 queued: s1 #1, s2 #2, a3 #1 in agents…`: the count, then the first few with their
+/// position (and group, but the default one).
+fn queued_label(queued: &[Queued]) -> String {
+    let named: Vec<String> = queued
+        .iter()
+        .take(NAMED_QUEUED)
+        .map(|q| match q.group.as_str() {
+            task_session::queue::DEFAULT_GROUP => format!("{} #{}", q.id, q.position),
+            group => format!("{} #{} in {group}", q.id, q.position),
+        })
+        .collect();
+    let more = if queued.len() > NAMED_QUEUED {
+        "…"
+    } else {
+        ""
+    };
+    format!(" · {} queued: {}{more}", queued.len(), named.join(", "))
 }
 
 /// The records of the tasks that may be live: all but those delivered and not resumable.

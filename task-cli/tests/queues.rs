@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::root::TasksRoot;
 use support::{eventually, sigkill};
 
@@ -244,6 +244,112 @@ fn a_queued_task_killed_before_its_turn_never_runs_and_is_settled_once() {
 }
 
 #[test]
+fn a_queued_task_whose_owning_agent_is_killed_ends_at_once_without_running() {
+    let queues = Queues {
+        root: TasksRoot::for_agents(),
+    };
+    queues.set_parallel("one", 1);
+    let blocker = queues.blocker("one");
+    let (ran, started) = (queues.file("ran"), queues.file("started"));
+    // The agent queues a task of its own (TASKS_AGENT_ID in its environment makes it the
+    // owner) and ends its turn: it then waits for its own tasks (as the reference's agents do)
+    // until it is killed.
+    let steps = [
+        json!({"read_user": true}),
+        json!({"spawn": format!(
+            "tasks run --group one -- touch {ran} > {started}.tmp && mv {started}.tmp {started}")}),
+        json!({"wait_file": started}),
+        json!({"result": "done"}),
+    ];
+    let script = queues.root.script("owner.jsonl", &steps);
+    let fake = support::fake_agent();
+    let out = queues.root.ok(&[
+        "agent",
+        "--prompt",
+        "queue a task",
+        "--",
+        fake.to_str().unwrap(),
+        "--script",
+        &script,
+    ]);
+    let agent = out.lines().next().unwrap().to_owned();
+    let owned = eventually("the agent's task queued", || {
+        let owned = queues.read("started").trim().to_owned();
+        (!owned.is_empty()).then_some(owned)
+    });
+    assert_eq!(queues.task(&owned)["status"], "pending");
+    // The agent's end kills its tasks: the queued one at once, not on its turn (the kill
+    // returns once the agent and its tasks are settled).
+    let killed = queues.root.json(&["kill", &agent]);
+    assert_eq!(killed[0]["result"], "killed", "{killed}");
+    let task = eventually(
+        "the owned task killed while its group is still full",
+        || {
+            let task = queues.task(&owned);
+            (task["status"] == "killed").then_some(task)
+        },
+    );
+    assert_eq!(task["agentId"], agent.as_str(), "{task}");
+    assert_eq!(task["endReason"]["reason"], "killed", "{task}");
+    assert_eq!(task["notified"], true, "{task}");
+    assert_eq!(queues.task(&blocker)["status"], "running");
+    assert!(
+        !queues
+            .root
+            .path(&format!("default/tasks/{owned}.queued.json"))
+            .exists()
+    );
+    queues.release(&blocker);
+    queues.wait(std::slice::from_ref(&blocker));
+    assert!(!queues.root.path("ran").exists(), "the killed task ran");
+    let delivered = queues.delivered();
+    assert_eq!(delivered.get(&owned), None, "{delivered:?}");
+    assert_eq!(delivered.get(&agent), None, "{delivered:?}");
+}
+
+#[test]
+fn status_shows_each_queued_tasks_position_as_ps_does() {
+    let queues = Queues::new();
+    queues.set_parallel("one", 1);
+    queues.set_parallel("two", 1);
+    let blockers = [queues.blocker("one"), queues.blocker("two")];
+    let low = queues.run(&["--group", "one"], "true");
+    let high = queues.run(&["--group", "one", "--priority", "5"], "true");
+    let other = queues.run(&["--group", "two"], "true");
+    let expected = [(&high, "one", 1), (&low, "one", 2), (&other, "two", 1)];
+    for (id, _, position) in expected {
+        assert_eq!(queues.task(id)["queuePosition"], position, "{id}");
+    }
+    let text = queues.root.ok(&["status"]);
+    assert_eq!(
+        text.trim(),
+        format!("5 shells · 3 queued: {high} #1 in one, {low} #2 in one, {other} #1 in two"),
+    );
+    let json = queues.root.json(&["status"]);
+    let listed: Vec<(String, String, u64)> = json["queued"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| {
+            let text = |key: &str| q[key].as_str().unwrap().to_owned();
+            (text("id"), text("group"), q["position"].as_u64().unwrap())
+        })
+        .collect();
+    let wanted: Vec<(String, String, u64)> = expected
+        .iter()
+        .map(|(id, group, position)| ((*id).clone(), (*group).to_owned(), *position))
+        .collect();
+    assert_eq!(listed, wanted, "{json}");
+    assert_eq!(json["count"], 5, "{json}");
+    queues.root.ok(&["kill", &low, &high, &other]);
+    for blocker in &blockers {
+        queues.release(blocker);
+    }
+    queues.wait(&blockers);
+    assert!(queues.root.json(&["status"]).get("queued").is_none());
+}
+
+#[test]
 fn after_starts_once_its_dependency_completed_and_never_runs_after_a_failure() {
     let queues = Queues::new();
     // Completed → starts; while the dependency runs it waits.
@@ -384,6 +490,81 @@ fn a_supervisor_killed_with_twenty_queued_tasks_leaves_them_to_the_next_in_order
     let groups: Value = serde_json::from_str(&queues.tasksd(&["group", "ls", "--json"])).unwrap();
     assert_eq!(groups["one"]["parallel"], 1, "{groups}");
     // Each completion delivered once.
+    let delivered = queues.delivered();
+    for id in &ids {
+        assert_eq!(delivered.get(id), Some(&1), "{id}: {delivered:?}");
+    }
+}
+
+#[test]
+fn a_supervisor_killed_with_queued_agents_and_a_workflow_leaves_them_to_the_next_under_their_ids() {
+    let root = TasksRoot::new();
+    let steps = root.path("agent.jsonl");
+    std::fs::write(
+        &steps,
+        "{\"read_user\": true}\n{\"text\": \"on it\"}\n{\"result\": \"done\"}\n",
+    )
+    .unwrap();
+    let (fake, steps) = (support::fake_agent(), steps.display().to_string());
+    let agent = format!("{} --script {steps}", fake.display());
+    let queues = Queues {
+        root: root
+            .env("TASKS_AGENT_COMMAND", &agent)
+            .env_remove("TASKS_AGENT_RUNNER"),
+    };
+    let workflow = queues.root.path("noop.js");
+    std::fs::write(
+        &workflow,
+        "export const meta = { name: 'noop', description: 'a run with no agents' }\nreturn 'done'\n",
+    )
+    .unwrap();
+    queues.set_parallel("one", 1);
+    let blocker = queues.blocker("one");
+    let start_agent = |i: usize| {
+        let prompt = format!("agent {i}");
+        let fake = fake.to_str().unwrap();
+        let out = queues.root.ok(&[
+            "agent", "--group", "one", "--prompt", &prompt, "--", fake, "--script", &steps,
+        ]);
+        out.lines().next().unwrap().to_owned()
+    };
+    let mut ids = vec![start_agent(0), start_agent(1)];
+    let run = queues.root.ok(&[
+        "workflow",
+        "run",
+        workflow.to_str().unwrap(),
+        "--group",
+        "one",
+    ]);
+    ids.push(run.split_whitespace().next().unwrap().to_owned());
+    ids.push(queues.run(&["--group", "one"], "true"));
+    ids.push(start_agent(4));
+    for id in &ids {
+        assert_eq!(queues.task(id)["status"], "pending", "{id} waits");
+    }
+    sigkill(queues.supervisor_pid());
+    // Read as waiting, not as orphans: the reader starts the next supervisor.
+    queues.wait(&ids);
+    let log = queues.read("default/supervisor.log");
+    let mut ended = Vec::new();
+    for id in &ids {
+        let task = queues.task(id);
+        assert_eq!(task["status"], "completed", "{task}\n{log}");
+        ended.push(task["endTime"].as_u64().unwrap());
+    }
+    assert!(
+        ended.windows(2).all(|pair| pair[0] < pair[1]),
+        "one at a time, in the order queued: {ids:?} ended at {ended:?}"
+    );
+    for id in ids.iter().filter(|id| id.starts_with('a')) {
+        let transcript = queues.read(&format!("default/tasks/{id}.output"));
+        let results = transcript.matches("\"type\":\"result\"").count();
+        assert_eq!(results, 1, "{id} ran once: {transcript}");
+    }
+    assert_eq!(
+        queues.task(&blocker)["endReason"]["reason"],
+        "supervisor_died"
+    );
     let delivered = queues.delivered();
     for id in &ids {
         assert_eq!(delivered.get(id), Some(&1), "{id}: {delivered:?}");

@@ -93,7 +93,7 @@ pub use notification::{
     Priority, sanitize, summary,
 };
 pub use poll::{FileReader, OutputReader, PollLoop, PollReport, spawn_poll_loop};
-pub use registry::{Delivery, Registration, Registry, RegistryError, UpdateOutcome};
+pub use registry::{Delivery, Holder, Registration, Registry, RegistryError, UpdateOutcome};
 pub use state::{
     AgentBudget, AgentProgress, AgentState, CappedVec, DREAM_TURNS_CAP, DreamPhase, DreamState,
     DreamTurn, MessageUsage, ProcessOwner, RECENT_ACTIVITIES_CAP, RemoteState, RemoteSubtype,

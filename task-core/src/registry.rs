@@ -1,7 +1,7 @@
 //! The registry: every live task, its lifecycle rules, the notified latch and eviction.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
@@ -44,6 +44,9 @@ pub enum RegistryError {
     /// The state is inconsistent (type and id or data disagree).
     #[error(transparent)]
     InvalidState(#[from] StateError),
+    /// [`Registry::hold_with`] was called twice.
+    #[error("the registry has a holder already")]
+    HolderSet,
 }
 
 /// What [`Registry::register`] did.
@@ -75,6 +78,15 @@ pub enum Delivery {
     Silent,
 }
 
+/// What holds back the start of registered tasks (a host's queue): a kill of a task it holds
+/// ends the task there, without ever running, instead of through its executor, whose kill of a
+/// task not started yet would wait for a start that may be far off. Set with
+/// [`Registry::hold_with`].
+pub trait Holder: Send + Sync {
+    /// Ends `id` `killed` if this holds its start (its work is then never run); whether it did.
+    fn kill_held(&self, id: &TaskId) -> bool;
+}
+
 /// Every live task of a process. Share it as `Arc<Registry>`; every method takes `&self`.
 ///
 /// Each task sits in its own slot; [`update`](Registry::update) is a compare-and-set on that
@@ -85,6 +97,7 @@ pub struct Registry {
     notifications: NotificationQueue,
     events: broadcast::Sender<TaskEvent>,
     config: RegistryConfig,
+    holder: OnceLock<Weak<dyn Holder>>,
 }
 
 impl fmt::Debug for Registry {
@@ -117,7 +130,19 @@ impl Registry {
             notifications: NotificationQueue::new(),
             events,
             config,
+            holder: OnceLock::new(),
         }
+    }
+
+    /// Sets what holds back the start of tasks ([`Holder`]), once: every kill (a caller's, an
+    /// owner's end) asks it first. Held weakly: the holder may own the registry.
+    ///
+    /// # Errors
+    /// [`RegistryError::HolderSet`] when a holder was set already.
+    pub fn hold_with(&self, holder: Weak<dyn Holder>) -> Result<(), RegistryError> {
+        self.holder
+            .set(holder)
+            .map_err(|_| RegistryError::HolderSet)
     }
 
     /// The registry's timing.
@@ -342,6 +367,11 @@ impl Registry {
         let state = self.get(id).ok_or(KillError::NotFound(*id))?;
         if state.status().is_terminal() {
             return Ok(KillOutcome::AlreadyFinished(state.status()));
+        }
+        if let Some(holder) = self.holder.get().and_then(Weak::upgrade)
+            && holder.kill_held(id)
+        {
+            return Ok(KillOutcome::Killed);
         }
         let task_type = state.base.task_type;
         let executor = self

@@ -44,6 +44,10 @@ pub struct RemoteRequest {
     pub tool_use_id: Option<String>,
     /// The agent that owns it.
     pub owner_agent_id: Option<String>,
+    /// The id it must get instead of a new one: a queued task registered again, under the id
+    /// its caller holds, by the supervisor that succeeded the one it queued under
+    /// (task-core's `Caller::task_id`); the files its first registration left are made again.
+    pub id: Option<TaskId>,
 }
 
 impl RemoteRequest {
@@ -63,6 +67,7 @@ impl RemoteRequest {
             metadata: None,
             tool_use_id: None,
             owner_agent_id: None,
+            id: None,
         }
     }
 }
@@ -286,7 +291,10 @@ impl RemoteExecutor {
     /// The token file cannot be read, the server address is unusable, output or state errors.
     pub fn register(&self, request: RemoteRequest) -> Result<PendingRemote, RemoteError> {
         let client = self.client(&request.server, &request.token_file)?;
-        let id = TaskId::generate(TaskType::RemoteAgent)?;
+        let id = match request.id {
+            Some(id) => id,
+            None => TaskId::generate(TaskType::RemoteAgent)?,
+        };
         let output = self.output_path(&id);
         create_output_file(&output)?;
         let state = RemoteState {

@@ -69,6 +69,7 @@ impl Launch for RemoteExecutor {
         request.metadata = start.metadata;
         request.tool_use_id = caller.tool_use_id;
         request.owner_agent_id = caller.agent_id;
+        request.id = caller.task_id;
         let pending = self.register(request).map_err(|error| match error {
             RemoteError::TokenFile(_) | RemoteError::Api(_) => {
                 LaunchError::Invalid(error.to_string())

@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use task_core::{
-    Address, Caller, EndReason, Input, InputError, KillError, KillOutcome, Launch, LaunchError,
-    Launched, MessageReply, Registry, RegistryConfig, TaskEvent, TaskId, TaskState, TaskStatus,
+    Address, Caller, EndReason, Holder, Input, InputError, KillError, KillOutcome, Launch,
+    LaunchError, Launched, MessageReply, Registry, RegistryConfig, TaskEvent, TaskId, TaskState,
+    TaskStatus,
 };
 use tokio::sync::{Notify, broadcast, oneshot};
 
@@ -133,6 +134,37 @@ pub struct Engine {
     activity: Arc<Activity>,
     queue: Arc<Queue>,
     readiness: Arc<Readiness>,
+    held: Arc<Held>,
+}
+
+/// Kills of the tasks waiting in the queue: each ends `killed` there, without ever running.
+/// The registry asks it first on every kill (task-core's [`Holder`]), so a task killed by its
+/// owner's end (an agent's tasks when it stops) ends at once, not when its turn comes.
+#[derive(Debug)]
+struct Held {
+    registry: Arc<Registry>,
+    queue: Arc<Queue>,
+    readiness: Arc<Readiness>,
+    mirror: Mirror,
+}
+
+impl Holder for Held {
+    fn kill_held(&self, id: &TaskId) -> bool {
+        let Some((work, _)) = self.queue.cancel(id) else {
+            return false;
+        };
+        crate::queue::end_unstarted(
+            &self.registry,
+            id,
+            TaskStatus::Killed,
+            &EndReason::Killed,
+            task_core::Delivery::Silent,
+        );
+        drop(work); // only once ended: see `end_unstarted`
+        self.readiness.forget(id);
+        self.mirror.write_killed(*id);
+        true
+    }
 }
 
 /// What the supervisor's idle check looks at: the tasks not ended yet, as the event stream has
@@ -186,8 +218,19 @@ impl Engine {
             config.clock_offset_ms,
             starter,
             placements,
+            Arc::clone(&readiness),
         )?;
         queue.spawn_timer();
+        let held = Arc::new(Held {
+            registry: Arc::clone(&registry),
+            queue: Arc::clone(&queue),
+            readiness: Arc::clone(&readiness),
+            mirror: mirror.clone(),
+        });
+        let holder: Arc<dyn Holder> = held.clone();
+        registry
+            .hold_with(Arc::downgrade(&holder))
+            .map_err(|e| Error::Invalid(e.to_string()))?;
         tokio::spawn(watch_events(
             events,
             Arc::clone(&registry),
@@ -208,6 +251,7 @@ impl Engine {
             activity,
             queue,
             readiness,
+            held,
         })
     }
 
@@ -572,20 +616,7 @@ impl Engine {
     /// Takes `id` out of the queue and ends it `killed` without ever running; false if the
     /// queue does not hold it.
     fn kill_queued(&self, id: &TaskId) -> bool {
-        let Some((work, _)) = self.queue.cancel(id) else {
-            return false;
-        };
-        crate::queue::end_unstarted(
-            &self.registry,
-            id,
-            TaskStatus::Killed,
-            &EndReason::Killed,
-            task_core::Delivery::Silent,
-        );
-        drop(work); // only once ended: see `end_unstarted`
-        self.readiness.forget(id);
-        self.mirror.write_killed(*id);
-        true
+        self.held.kill_held(id)
     }
 
     /// Kills tasks (all at once); returns once each is settled and its record written. A task

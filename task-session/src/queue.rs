@@ -36,6 +36,7 @@ use crate::error::{Error, Result};
 use crate::guard as lock;
 use crate::paths::SessionPaths;
 use crate::protocol::Start;
+use crate::ready::Readiness;
 use crate::record;
 
 /// The group of a task whose start names none.
@@ -297,6 +298,9 @@ pub(crate) struct Queue {
     clock_offset_ms: u64,
     starter: Starter,
     placements: Arc<Placements>,
+    /// The readiness checks of the tasks not started yet: one that ends without ever running
+    /// has its check dropped.
+    readiness: Arc<Readiness>,
     state: Mutex<State>,
     /// Wakes the timer: a new scheduled task, or one that left.
     timer: Notify,
@@ -368,6 +372,7 @@ impl Queue {
         clock_offset_ms: u64,
         starter: Starter,
         placements: Arc<Placements>,
+        readiness: Arc<Readiness>,
     ) -> Result<Arc<Self>> {
         let limits = GroupLimits::read(&paths)?;
         Ok(Arc::new(Self {
@@ -377,6 +382,7 @@ impl Queue {
             clock_offset_ms,
             starter,
             placements,
+            readiness,
             state: Mutex::new(State {
                 limits,
                 ..State::default()
@@ -558,6 +564,7 @@ impl Queue {
         drop(state);
         if gone.is_some() {
             forget_start(&self.paths, id);
+            self.readiness.forget(id);
         }
         self.pump();
     }
@@ -687,6 +694,7 @@ impl Queue {
                     // Dropped only once ended: a launcher may end a task whose work is dropped
                     // unrun (a shell's "never started").
                     drop(work);
+                    self.readiness.forget(&id);
                 }
             }
         }

@@ -111,9 +111,9 @@ impl Readiness {
         lock(&self.expected).insert(id, check);
     }
 
-    /// Drops the check of `id`, which ended without ever starting (killed in the queue). Not
-    /// on every end: a task that printed its ready line and ended at once is still found
-    /// ready by its watch, started after its work.
+    /// Drops the check of `id`, which ended without ever starting (killed in the queue, or its
+    /// dependency failed). Not on every end: a task that printed its ready line and ended at
+    /// once is still found ready by its watch, started after its work.
     pub(crate) fn forget(&self, id: &TaskId) {
         lock(&self.expected).remove(id);
     }
@@ -355,6 +355,63 @@ mod tests {
         assert_eq!((target.host.as_str(), target.port), ("127.0.0.1", 8080));
         assert_eq!(target.path, "/health?x=1");
         assert_eq!(HttpTarget::parse("http://localhost").unwrap().path, "/");
+    }
+
+    #[test]
+    fn a_check_is_dropped_when_its_task_ends_through_a_failed_dependency() {
+        use crate::queue::{Admitted, ClassLimits, Queue, Schedule};
+        use task_core::{AgentState, EndReason, TaskKind, TaskState, TaskStatus, TaskType};
+
+        let root = tempfile::tempdir().unwrap();
+        let paths = SessionPaths::new(root.path(), "default").unwrap();
+        std::fs::create_dir_all(paths.tasks_dir()).unwrap();
+        let registry = Arc::new(Registry::default());
+        let register = || {
+            let id = TaskId::generate(TaskType::LocalAgent).unwrap();
+            let kind = TaskKind::Agent(AgentState::default());
+            let state = TaskState::new(id, "t", paths.output(&id), kind).unwrap();
+            registry.register(state).unwrap();
+            id
+        };
+        let (dependency, waiting) = (register(), register());
+        let readiness = Readiness::new(paths.clone(), Arc::clone(&registry), Duration::ZERO);
+        let queue = Queue::new(
+            paths.clone(),
+            Arc::clone(&registry),
+            ClassLimits::default(),
+            0,
+            Arc::new(|_, _| panic!("nothing may start")),
+            Arc::default(),
+            Arc::clone(&readiness),
+        )
+        .unwrap();
+        let placement = queue.place(&Schedule {
+            after: vec![dependency],
+            ..Schedule::default()
+        });
+        readiness.expect(waiting, ReadyCheck::Port { port: 1 });
+        let work: crate::queue::Work = Box::new(|| {});
+        let admitted = queue.admit(
+            waiting,
+            TaskType::LocalAgent,
+            true,
+            placement,
+            Some(work),
+            None,
+        );
+        assert!(matches!(admitted, Admitted::Queued));
+        registry
+            .transition_with(&dependency, TaskStatus::Killed, |state| {
+                state.record_end(&EndReason::Killed);
+            })
+            .unwrap();
+        queue.pump();
+        let ended = registry.get(&waiting).unwrap();
+        assert_eq!(ended.status(), TaskStatus::Failed);
+        assert!(
+            !lock(&readiness.expected).contains_key(&waiting),
+            "the check of a task that never runs is kept"
+        );
     }
 
     #[test]

@@ -38,6 +38,7 @@ impl Launch for DreamExecutor {
         request.cwd = Some(caller.cwd);
         request.env = caller.env;
         request.replace_env = true;
+        request.id = caller.task_id;
         let pending = self.register(request)?;
         Ok(start_on_runtime(pending.id(), async move {
             pending.start().await.map(|_| ())

@@ -53,6 +53,10 @@ pub struct DreamRequest {
     pub env: Vec<(OsString, OsString)>,
     /// Whether `env` is the whole environment (the caller's) rather than additions.
     pub replace_env: bool,
+    /// The id it must get instead of a new one: a queued task registered again, under the id
+    /// its caller holds, by the supervisor that succeeded the one it queued under
+    /// (task-core's `Caller::task_id`); the files its first registration left are made again.
+    pub id: Option<TaskId>,
 }
 
 impl DreamRequest {
@@ -70,6 +74,7 @@ impl DreamRequest {
             cwd: None,
             env: Vec::new(),
             replace_env: false,
+            id: None,
         }
     }
 }
@@ -130,7 +135,10 @@ impl DreamExecutor {
     pub fn register(&self, request: DreamRequest) -> Result<PendingDream, AgentError> {
         // A few bounded file operations: no need for the blocking pool.
         let held = request.lock.acquire()?;
-        let id = TaskId::generate(TaskType::Dream)?;
+        let id = match request.id {
+            Some(id) => id,
+            None => TaskId::generate(TaskType::Dream)?,
+        };
         let output = self.inner.output_dir.join(format!("{id}.output"));
         task_output::open::create_output_file(&output)?;
         let state = DreamState {

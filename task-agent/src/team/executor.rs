@@ -53,6 +53,10 @@ pub struct TeammateRequest {
     /// Run it in a new git worktree made from the `HEAD` of the repository `cwd` is in: removed
     /// when it ends unchanged, kept (and shown by `tasks ps`) otherwise.
     pub worktree: Option<WorktreeRequest>,
+    /// The id it must get instead of a new one: a queued task registered again, under the id
+    /// its caller holds, by the supervisor that succeeded the one it queued under
+    /// (task-core's `Caller::task_id`); the files its first registration left are made again.
+    pub id: Option<TaskId>,
 }
 
 impl TeammateRequest {
@@ -74,6 +78,7 @@ impl TeammateRequest {
             env: Vec::new(),
             replace_env: false,
             worktree: None,
+            id: None,
         }
     }
 }
@@ -260,7 +265,10 @@ impl TeamExecutor {
         let reader = mailbox(&self.inner.teams_root, &request.team, &request.name)?.reader()?;
         let id = match previous {
             Some(previous) => previous.base.id,
-            None => TaskId::generate(TaskType::InProcessTeammate)?,
+            None => match request.id {
+                Some(id) => id,
+                None => TaskId::generate(TaskType::InProcessTeammate)?,
+            },
         };
         let (worktree, fresh) = self.worktree_of(id, &full, &mut request, previous)?;
         let admitted = self.admit_in(id, full, request, previous, reader, worktree.clone());

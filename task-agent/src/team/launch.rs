@@ -80,6 +80,7 @@ fn request_of(start: TeammateStart, caller: Caller) -> Result<TeammateRequest, L
     request.cwd = Some(caller.cwd);
     request.env = caller.env;
     request.replace_env = true;
+    request.id = caller.task_id;
     Ok(request)
 }
 

@@ -73,6 +73,7 @@ impl Launch for WorkflowExecutor {
         request.replace_env = true;
         request.tool_use_id = caller.tool_use_id;
         request.owner_agent_id = caller.agent_id;
+        request.id = caller.task_id;
         let prepared = self.prepare(request).map_err(|error| match error {
             WorkflowError::Output(_) | WorkflowError::Registry(_) | WorkflowError::Id(_) => {
                 LaunchError::Failed(Box::new(error))

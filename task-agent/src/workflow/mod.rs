@@ -89,6 +89,10 @@ pub struct WorkflowRequest {
     pub owner_agent_id: Option<String>,
     /// A token target: `agent()` throws once the run's agents spent it.
     pub budget_total: Option<u64>,
+    /// The id it must get instead of a new one: a queued task registered again, under the id
+    /// its caller holds, by the supervisor that succeeded the one it queued under
+    /// (task-core's `Caller::task_id`); the files its first registration left are made again.
+    pub id: Option<TaskId>,
 }
 
 impl WorkflowRequest {
@@ -105,6 +109,7 @@ impl WorkflowRequest {
             tool_use_id: None,
             owner_agent_id: None,
             budget_total: None,
+            id: None,
         }
     }
 }
@@ -250,18 +255,25 @@ impl WorkflowExecutor {
             .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
         let (script, given_path) = self.script_text(&request, previous.as_ref(), &cwd)?;
         let parsed = meta::parse(&script)?;
-        let id = TaskId::generate(TaskType::LocalWorkflow)?;
+        let id = match request.id {
+            Some(id) => id,
+            None => TaskId::generate(TaskType::LocalWorkflow)?,
+        };
         let run_id = Self::run_id_of(&id);
         let paths = RunPaths::new(output_dir, &run_id)?;
         create_dir(&paths.dir)?;
         create_dir(&paths.scripts)?;
+        let kept_script = paths.scripts.join(format!(
+            "{}-{run_id}.js",
+            files::file_stem(&parsed.meta.name)
+        ));
+        if request.id.is_some() {
+            clear_unstarted(id, &paths, &kept_script);
+        }
         let script_path = match given_path {
             Some(path) => path,
             None => {
-                let path = paths.scripts.join(format!(
-                    "{}-{run_id}.js",
-                    files::file_stem(&parsed.meta.name)
-                ));
+                let path = kept_script;
                 let mut file = task_output::open::create_output_file(&path)?;
                 std::io::Write::write_all(&mut file, script.as_bytes())
                     .map_err(|e| WorkflowError::file(&path, e))?;
@@ -397,6 +409,16 @@ fn load_previous(output_dir: &Path, run_id: &str) -> Result<Previous, WorkflowEr
         .to_owned();
     let results = journal::load_results(&paths.journal)?;
     Ok(Previous { script, results })
+}
+
+/// Removes what the first registration of run `id` left, registered again under its id after
+/// it waited and never ran: its empty journal and the copy of its script. A journal with
+/// anything in it is kept (the run ran), and registering again then fails on it.
+fn clear_unstarted(id: TaskId, paths: &RunPaths, script: &Path) {
+    if std::fs::metadata(&paths.journal).is_ok_and(|meta| meta.len() != 0) {
+        return;
+    }
+    crate::executor::remove_left(id, [paths.journal.as_path(), script]);
 }
 
 fn create_dir(dir: &Path) -> Result<(), WorkflowError> {
