@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod agent_sandbox;
+pub mod hooks;
 pub mod root;
 
 use std::path::Path;
