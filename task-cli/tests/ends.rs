@@ -614,6 +614,9 @@ fn each_budget_ends_a_teammate_that_would_work_for_ever_once_with_its_reason() {
         sandbox.started(&args)
     });
     ended_by_their_budgets(&sandbox, &hook_file, &ids, "in_process_teammate");
+    let listed = sandbox.ok(&["ps", "--all"]);
+    assert!(listed.contains("5/5 turns"), "{listed}");
+    assert!(listed.contains("time limit 1s"), "{listed}");
 }
 
 #[test]
