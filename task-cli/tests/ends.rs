@@ -1,8 +1,10 @@
 //! How tasks end, through the `tasks` binary: end hooks (a command from `config.json` or
-//! `--on-end`) run exactly once at every end of shells and agents (completed, failed, killed,
-//! and ended as orphans by the supervisor that replaces a `SIGKILL`ed one), with the task in
-//! their environment, and a hook that hangs is killed at its timeout without holding up the
-//! task's notification.
+//! `--on-end`) run exactly once at every end of every task type (completed, failed, killed,
+//! and ended as orphans by the supervisor that replaces a `SIGKILL`ed one; remote agents in
+//! `remote.rs`), with the task in their environment, and a hook that hangs is killed at its
+//! timeout without holding up the task's notification; strays (what a shell or an agent's
+//! tools leave running: reported, or killed); budgets of agents, teammates and workflow
+//! agents, and the session's token budget they share.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
