@@ -284,6 +284,12 @@ impl AgentExecutor {
         &self.inner.worktrees
     }
 
+    /// The session's token budget its agents count towards (share it with the teammates'
+    /// executor, [`TeamExecutor::with_session_tokens`](crate::team::TeamExecutor::with_session_tokens)).
+    pub fn session_tokens(&self) -> &Arc<crate::budget::SessionTokens> {
+        &self.inner.session_tokens
+    }
+
     /// Starts an agent in the background: registers it, starts its runner, marks it running
     /// and follows it until it stops (then notifies once, priority `later`). Same as
     /// [`register`](Self::register) then [`PendingAgent::start`].

@@ -330,6 +330,20 @@ pub struct AgentArgs {
     /// Group, priority, dependencies and start time.
     #[command(flatten)]
     pub schedule: ScheduleArgs,
+    /// `--timeout`, `--max-turns`, `--max-tokens`.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    /// What the task brings for its end.
+    #[command(flatten)]
+    pub ends: EndArgs,
+    /// The agent CLI: program, then arguments.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// The budgets of `tasks agent` and `tasks team spawn`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct BudgetArgs {
     /// Stop the agent after it has run this long (`90s`, `10m`, `1h30m`; a bare number is
     /// milliseconds): interrupted, then killed after the grace; it ends failed, `budget: time`.
     #[arg(long, value_name = "DURATION", value_parser = task_session::config::parse_duration_ms)]
@@ -341,15 +355,9 @@ pub struct AgentArgs {
     /// as `ps` counts them).
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
-    /// What the task brings for its end.
-    #[command(flatten)]
-    pub ends: EndArgs,
-    /// The agent CLI: program, then arguments.
-    #[arg(required = true, last = true, value_name = "CMD")]
-    pub command: Vec<String>,
 }
 
-impl AgentArgs {
+impl BudgetArgs {
     /// The budgets asked for, if any.
     pub fn budget(&self) -> Option<task_core::AgentBudget> {
         let budget = task_core::AgentBudget {
@@ -549,7 +557,7 @@ pub struct EndArgs {
     #[arg(long, value_name = "CMD")]
     pub on_end: Option<String>,
     /// What to do with processes the task leaves running when it ends (default: the session's
-    /// `strays` setting, else report).
+    /// `strays` setting, else report; an agent's or a teammate's are killed unless `report`).
     #[arg(long, value_enum, value_name = "POLICY")]
     pub strays: Option<StraysChoice>,
 }

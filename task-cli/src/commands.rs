@@ -253,7 +253,7 @@ fn restart(session: &Session, args: &crate::cli::RestartArgs, json: bool) -> Res
 
 fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
     let worktree = args.isolation.request();
-    let budget = args.budget();
+    let budget = args.budget.budget();
     let (command, prompt) = args
         .runner
         .first_turn(args.command, args.prompt)

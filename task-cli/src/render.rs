@@ -152,13 +152,15 @@ pub fn changes_text(
 /// [`describe`] without the worktree.
 fn what_it_did(task: &TaskState) -> String {
     let base = &task.base.description;
-    if let task_core::TaskKind::Teammate(_) = &task.kind {
+    if let task_core::TaskKind::Teammate(teammate) = &task.kind {
         let activity = teammate_activity(task);
-        return if activity.is_empty() {
+        let mut text = if activity.is_empty() {
             base.clone()
         } else {
             format!("{base} · {activity}")
         };
+        text.push_str(&turns_and_time(&teammate.budget.unwrap_or_default()));
+        return text;
     }
     let task_core::TaskKind::Agent(agent) = &task.kind else {
         return base.clone();
@@ -180,19 +182,26 @@ fn what_it_did(task: &TaskState) -> String {
             "s"
         }
     );
-    if let Some(max) = budget.max_turns {
-        text.push_str(&format!(" · {}/{max} turns", budget.turns_used));
-    }
-    if let Some(max) = budget.timeout_ms {
-        let max = task_core::human_duration(std::time::Duration::from_millis(max));
-        text.push_str(&format!(" · time limit {max}"));
-    }
+    text.push_str(&turns_and_time(&budget));
     if let Some(latest) = progress.recent_activities.iter().last() {
         let activity = latest
             .activity_description
             .as_deref()
             .unwrap_or(&latest.tool_name);
         text.push_str(&format!(" · {activity}"));
+    }
+    text
+}
+
+/// ` · 3/5 turns · time limit 10m` for the turns and time budgets of `budget` it has.
+fn turns_and_time(budget: &task_core::AgentBudget) -> String {
+    let mut text = String::new();
+    if let Some(max) = budget.max_turns {
+        text.push_str(&format!(" · {}/{max} turns", budget.turns_used));
+    }
+    if let Some(max) = budget.timeout_ms {
+        let max = task_core::human_duration(std::time::Duration::from_millis(max));
+        text.push_str(&format!(" · time limit {max}"));
     }
     text
 }

@@ -12,7 +12,6 @@ use task_core::{Address, TaskId, TaskKind, TaskType};
 use crate::commands::print_started;
 use crate::error::{CliError, Result, exit};
 use crate::render;
-use task_session::protocol::Ends;
 use task_session::record::TaskRecord;
 use task_session::session::Session;
 
@@ -33,7 +32,7 @@ pub struct TeamArgs {
 pub enum TeamCommand {
     /// Spawn a teammate NAME@TEAM: one long-lived agent CLI fed through its stream-json input;
     /// messages sent to it (`tasks send NAME …`) reach it as soon as it is idle.
-    Spawn(TeamSpawnArgs),
+    Spawn(Box<TeamSpawnArgs>),
     /// List the session's teammates: NAME@TEAM, status, idle or working.
     Ls,
     /// Ask a teammate to shut down (a `shutdown_request`; it ends once it approves).
@@ -65,6 +64,12 @@ pub struct TeamSpawnArgs {
     /// (its branch `tasks/{name}-{team}-{id}`), removed when it ends unchanged.
     #[command(flatten)]
     pub isolation: crate::cli::WorktreeFlags,
+    /// `--timeout`, `--max-turns`, `--max-tokens`: it ends failed once it used one up.
+    #[command(flatten)]
+    pub budget: crate::cli::BudgetArgs,
+    /// What the task brings for its end.
+    #[command(flatten)]
+    pub ends: crate::cli::EndArgs,
     /// The agent CLI (Claude Code's stream-json): program, then arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -101,7 +106,7 @@ pub struct DreamArgs {
 /// Runs `tasks team …`.
 pub fn team(session: &Session, args: TeamArgs, json: bool) -> Result<u8> {
     match args.command {
-        TeamCommand::Spawn(args) => spawn(session, args, json),
+        TeamCommand::Spawn(args) => spawn(session, *args, json),
         TeamCommand::Ls => ls(session, json),
         TeamCommand::Shutdown(args) => shutdown(session, &args, json),
     }
@@ -120,10 +125,11 @@ fn spawn(session: &Session, args: TeamSpawnArgs, json: bool) -> Result<u8> {
         plan: args.plan,
         color: args.color,
         worktree: args.isolation.request(),
+        budget: args.budget.budget(),
     };
     let schedule = args.schedule.to_schedule()?;
     let caller = Session::caller()?;
-    let id = session.start_with::<TeamExecutor>(start, caller, schedule, Ends::default())?;
+    let id = session.start_with::<TeamExecutor>(start, caller, schedule, args.ends.into())?;
     print_started(session, id, json)
 }
 

@@ -20,16 +20,17 @@ use task_session::engine::{Host, Messenger};
 /// The teammate and dream executors of a supervisor, registered with its registry. Teams live
 /// in `{session}/teams/`; a teammate that ends gets its open tasks in the list named after its
 /// team unassigned, and the lead is told in its mailbox.
-/// Teammates spawned with a worktree get it from `worktrees` (the agents' executor's).
+/// Teammates share the worktrees and the session's token budget of `agents`.
 pub fn executors(
     host: &Host,
     config: TeamConfig,
-    worktrees: std::sync::Arc<task_agent::worktree::Worktrees>,
+    agents: &task_agent::AgentExecutor,
 ) -> (TeamExecutor, DreamExecutor) {
     let tasks_dir = host.paths.tasks_dir();
     let teams_root = host.paths.dir().join("teams");
     let team = TeamExecutor::new(host.registry.clone(), &teams_root, &tasks_dir, config)
-        .with_worktrees(worktrees)
+        .with_worktrees(agents.worktrees().clone())
+        .with_session_tokens(agents.session_tokens().clone())
         .register_with_registry();
     #[cfg(feature = "cli")]
     unassign_on_end(&team, host.paths.root().to_path_buf(), teams_root);

@@ -35,8 +35,7 @@ pub fn standard(host: &Host) -> Result<Launchers> {
         .register_with_registry();
     let workflows = WorkflowExecutor::new(agents.clone(), &tasks_dir, WorkflowConfig::default())
         .register_with_registry();
-    let worktrees = agents.worktrees().clone();
-    let (team, dreams) = crate::team_wiring::executors(host, settings.team, worktrees);
+    let (team, dreams) = crate::team_wiring::executors(host, settings.team, &agents);
     let remotes = crate::remote_wiring::executor(host, settings.remote);
     Ok(Launchers::new()
         .with(shells.clone())

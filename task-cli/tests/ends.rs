@@ -1,40 +1,20 @@
 //! How tasks end, through the `tasks` binary: end hooks (a command from `config.json` or
-//! `--on-end`) run exactly once at every end of shells and agents (completed, failed, killed,
-//! and ended as orphans by the supervisor that replaces a `SIGKILL`ed one), with the task in
-//! their environment, and a hook that hangs is killed at its timeout without holding up the
-//! task's notification.
+//! `--on-end`) run exactly once at every end of every task type (completed, failed, killed,
+//! and ended as orphans by the supervisor that replaces a `SIGKILL`ed one; remote agents in
+//! `remote.rs`), with the task in their environment, and a hook that hangs is killed at its
+//! timeout without holding up the task's notification; strays (what a shell or an agent's
+//! tools leave running: reported, or killed); budgets of agents, teammates and workflow
+//! agents, and the session's token budget they share.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{Value, json};
 use support::agent_sandbox::Sandbox;
+use support::hooks::{appending_hook, assert_hooked_once, hook_lines, hooked};
 use support::{eventually, fake_agent, is_alive, sigkill};
-
-/// A hook that appends `ID STATUS REASON|TYPE|DESCRIPTION|OUTPUT` to `file`.
-fn appending_hook(file: &Path) -> String {
-    format!(
-        r#"printf '%s %s %s|%s|%s|%s\n' "$TASKS_ID" "$TASKS_STATUS" "$TASKS_END_REASON" "$TASKS_TYPE" "$TASKS_DESCRIPTION" "$TASKS_OUTPUT_FILE" >> '{}'"#,
-        file.display()
-    )
-}
-
-/// The lines the hook appended, by task id (each id with every line it got).
-fn hook_lines(file: &Path) -> BTreeMap<String, Vec<String>> {
-    let text = std::fs::read_to_string(file).unwrap_or_default();
-    let mut by_id: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for line in text.lines() {
-        let (id, rest) = line.split_once(' ').unwrap_or((line, ""));
-        by_id
-            .entry(id.to_owned())
-            .or_default()
-            .push(rest.to_owned());
-    }
-    by_id
-}
 
 impl Sandbox {
     fn started(&self, args: &[&str]) -> String {
@@ -76,16 +56,6 @@ impl Sandbox {
         text.trim().parse().unwrap()
     }
 
-    /// Waits until the hook has appended a line for each of `ids`.
-    fn hooked(&self, file: &Path, ids: &[&str]) -> BTreeMap<String, Vec<String>> {
-        eventually("a hook line for every task", || {
-            let lines = hook_lines(file);
-            ids.iter()
-                .all(|id| lines.contains_key(*id))
-                .then_some(lines)
-        })
-    }
-
     fn never_ending_agent(&self, name: &str, extra: &[&str]) -> String {
         let script = self.script(
             &format!("{name}.jsonl"),
@@ -98,13 +68,21 @@ impl Sandbox {
     }
 }
 
-#[test]
-fn the_configured_hook_runs_once_for_every_end_of_shells_and_agents() {
+/// A session (a new supervisor may take a while to reap what the last one left: seconds
+/// with tens of thousands of processes) whose `config.json` runs [`appending_hook`] at every
+/// end; with the hook's file.
+fn with_session_hook() -> (Sandbox, std::path::PathBuf) {
     let sandbox = Sandbox::for_agents().env("TASKS_START_TIMEOUT_MS", "60000");
     let file = sandbox.path("ends.txt");
     std::fs::create_dir_all(sandbox.path("default")).unwrap();
     let config = json!({ "on_end": appending_hook(&file) });
     std::fs::write(sandbox.path("default/config.json"), config.to_string()).unwrap();
+    (sandbox, file)
+}
+
+#[test]
+fn the_configured_hook_runs_once_for_every_end_of_shells_and_agents() {
+    let (sandbox, file) = with_session_hook();
 
     let done = sandbox.started(&["run", "-d", "it's done", "--", "true"]);
     let failed = sandbox.started(&["run", "--", "exit 3"]);
@@ -133,7 +111,7 @@ fn the_configured_hook_runs_once_for_every_end_of_shells_and_agents() {
         &agent_killed,
     ]
     .map(String::as_str);
-    let lines = sandbox.hooked(&file, &ids);
+    let lines = hooked(&file, &ids);
     let first = |id: &str| lines[id][0].clone();
     let done_line = first(&done);
     assert!(
@@ -169,11 +147,122 @@ fn the_configured_hook_runs_once_for_every_end_of_shells_and_agents() {
     // task's hook runs after the new supervisor looked at every ended record.
     sigkill(sandbox.supervisor_pid());
     let next = sandbox.started(&["run", "--", "true"]);
-    let lines = sandbox.hooked(&file, &[&next]);
+    let lines = hooked(&file, &[&next]);
     for id in ids.iter().chain([&next.as_str()]) {
         assert_eq!(lines[*id].len(), 1, "{id} hooked once: {lines:?}");
     }
     assert_eq!(lines.len(), ids.len() + 1, "{lines:?}");
+}
+
+/// A workflow of one agent.
+const FLOW: &str =
+    "export const meta = { name: 'one', description: 'one agent' }\nreturn await agent('go')\n";
+
+#[test]
+fn the_configured_hook_runs_once_for_every_end_of_monitors_teammates_workflows_and_dreams() {
+    let (sandbox, file) = with_session_hook();
+    let fake = fake_agent();
+    let fake = fake.to_str().unwrap();
+    let read = json!({"read_user": true});
+    let answering = sandbox.script("answer.jsonl", &[read.clone(), json!({"result": "done"})]);
+    let never = json!({"wait_file": sandbox.path("never").display().to_string()});
+    let waiting = sandbox.script("wait.jsonl", &[read.clone(), never]);
+    let mate = json!({"teammate": true});
+    let teammate = sandbox.script("mate.jsonl", &[read, json!({"result": "ready"}), mate]);
+    let flow = sandbox.path("flow.js");
+    std::fs::write(&flow, FLOW).unwrap();
+    let flow = flow.display().to_string();
+    let lock = sandbox
+        .path("memory/.consolidate-lock")
+        .display()
+        .to_string();
+    let with_agent = |args: &[&str], script: &str| {
+        sandbox.started(&[args, &["--", fake, "--script", script]].concat())
+    };
+
+    let monitor_done = sandbox.started(&["monitor", "--", "echo event"]);
+    let persistent = ["monitor", "--persistent", "--", "sleep 300"];
+    let (monitor_killed, monitor_orphan) =
+        (sandbox.started(&persistent), sandbox.started(&persistent));
+    let spawn = |member: &str, script: &str| with_agent(&["team", "spawn", member], script);
+    let mate_done = spawn("done@crew", &teammate);
+    let mate_killed = spawn("killed@crew", &waiting);
+    let mate_survivor = spawn("survivor@crew", &waiting);
+    let workflow = |script: &str| with_agent(&["workflow", "run", &flow], script);
+    let (flow_done, flow_killed) = (workflow(&answering), workflow(&waiting));
+    let flow_orphan = workflow(&waiting);
+    let dream = |script: &str| with_agent(&["dream", "--lock", &lock], script);
+    // One dream at a time holds the consolidation lock.
+    let dream_done = dream(&answering);
+    hooked(&file, &[&dream_done]);
+    let dream_killed = dream(&waiting);
+    sandbox.running(&dream_killed);
+    sandbox.ok(&["kill", &dream_killed]);
+    let dream_orphan = dream(&waiting);
+    let killed = [&monitor_killed, &mate_killed, &flow_killed];
+    for id in killed
+        .iter()
+        .chain([&monitor_orphan, &mate_survivor, &flow_orphan, &dream_orphan].iter())
+    {
+        sandbox.running(id);
+    }
+    eventually("the teammate idle", || {
+        let rows = sandbox.json(&["team", "ls"]);
+        let row = rows
+            .as_array()?
+            .iter()
+            .find(|r| r["id"] == mate_done.as_str())?;
+        (row["activity"] == "idle").then_some(())
+    });
+    sandbox.ok(&["team", "shutdown", "done@crew"]);
+    sandbox.ok(&[&["kill"], killed.map(String::as_str).as_slice()].concat());
+    let ended = [
+        (&monitor_done, "completed", "monitor_mcp"),
+        (&monitor_killed, "killed killed", "monitor_mcp"),
+        (&mate_done, "completed", "in_process_teammate"),
+        (&mate_killed, "killed killed", "in_process_teammate"),
+        (&flow_done, "completed", "local_workflow"),
+        (&flow_killed, "killed killed", "local_workflow"),
+        (&dream_done, "completed", "dream"),
+        (&dream_killed, "killed killed", "dream"),
+    ]
+    .map(|(id, start, kind)| (id.as_str(), start, kind));
+    let lines = hooked(&file, &ended.map(|(id, ..)| id));
+    assert_hooked_once(&lines, &ended);
+
+    // A supervisor SIGKILLed: the next one ends the orphans once, and resumes the teammate,
+    // whose one end is its kill.
+    sigkill(sandbox.supervisor_pid());
+    let next = sandbox.started(&["run", "--", "true"]);
+    sandbox.running(&mate_survivor);
+    sandbox.ok(&["kill", &mate_survivor]);
+    let orphans = [
+        (&monitor_orphan, "failed supervisor died", "monitor_mcp"),
+        (&flow_orphan, "failed supervisor died", "local_workflow"),
+        (&dream_orphan, "failed supervisor died", "dream"),
+        (&mate_survivor, "killed killed", "in_process_teammate"),
+        (&next, "completed exit 0", "local_bash"),
+    ]
+    .map(|(id, start, kind)| (id.as_str(), start, kind));
+    let lines = hooked(&file, &orphans.map(|(id, ..)| id));
+    assert_hooked_once(&lines, &[&ended[..], &orphans[..]].concat());
+
+    // Yet another supervisor runs none again; every task that ended (the workflows' agents
+    // too) got one line, with its status and type.
+    sigkill(sandbox.supervisor_pid());
+    let last = sandbox.started(&["run", "--", "true"]);
+    let lines = hooked(&file, &[&last]);
+    let all = sandbox.json(&["ps", "--all"]);
+    let listed = all.as_array().unwrap();
+    for task in listed {
+        let id = task["id"].as_str().unwrap();
+        let (status, kind) = (
+            task["status"].as_str().unwrap(),
+            task["type"].as_str().unwrap(),
+        );
+        assert_hooked_once(&lines, &[(id, status, kind)]);
+    }
+    assert_eq!(lines.len(), listed.len(), "{lines:?}");
 }
 
 #[test]
@@ -194,8 +283,8 @@ fn a_hook_given_to_a_task_replaces_the_session_hook_and_runs_once_after_a_superv
     sigkill(sandbox.supervisor_pid());
     // The next supervisor records the orphans' ends and runs their hooks, once.
     let next = sandbox.started(&["run", "--", "true"]);
-    let own_lines = sandbox.hooked(&own, &[&shell, &agent]);
-    let session_lines = sandbox.hooked(&session, &[&plain, &next]);
+    let own_lines = hooked(&own, &[&shell, &agent]);
+    let session_lines = hooked(&session, &[&plain, &next]);
     for (lines, ids) in [
         (&own_lines, [&shell, &agent]),
         (&session_lines, [&plain, &next]),
@@ -217,7 +306,7 @@ fn a_hook_given_to_a_task_replaces_the_session_hook_and_runs_once_after_a_superv
     // Yet another supervisor runs none of them again.
     sigkill(sandbox.supervisor_pid());
     let last = sandbox.started(&["run", "--", "true"]);
-    let session_lines = sandbox.hooked(&session, &[&last]);
+    let session_lines = hooked(&session, &[&last]);
     assert_eq!(session_lines.len(), 3, "{session_lines:?}");
     assert_eq!(hook_lines(&own), own_lines);
 }
@@ -264,6 +353,31 @@ fn leaving_daemons(sandbox: &Sandbox) -> (String, [std::path::PathBuf; 2]) {
     (command, files)
 }
 
+impl Sandbox {
+    /// Asserts that `tasks strays` lists `pids`, each left by `id`, and nothing else; the
+    /// listing.
+    fn strays_are(&self, pids: &[i32], id: &str) -> Value {
+        let listed = self.json(&["strays"]);
+        let mut rows: Vec<(i64, String)> = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| {
+                let task = row["task"].as_str().unwrap().to_owned();
+                (row["pid"].as_i64().unwrap(), task)
+            })
+            .collect();
+        rows.sort();
+        let mut expected: Vec<(i64, String)> = pids
+            .iter()
+            .map(|&pid| (i64::from(pid), id.to_owned()))
+            .collect();
+        expected.sort();
+        assert_eq!(rows, expected, "{listed}");
+        listed
+    }
+}
+
 fn read_pids(files: &[std::path::PathBuf; 2]) -> [i32; 2] {
     files.clone().map(|file| {
         eventually("a daemon's pid", || {
@@ -288,23 +402,7 @@ fn daemons_left_by_a_finished_shell_are_named_listed_and_killed_by_kill_strays()
     for pid in pids {
         assert!(summary.contains(&format!("{pid} `")), "{pid} in {summary}");
     }
-    let listed = sandbox.json(&["strays"]);
-    let mut rows: Vec<(i64, String)> = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|row| {
-            (
-                row["pid"].as_i64().unwrap(),
-                row["task"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    rows.sort();
-    let mut expected: Vec<(i64, String)> =
-        pids.iter().map(|&p| (i64::from(p), id.clone())).collect();
-    expected.sort();
-    assert_eq!(rows, expected, "{listed}");
+    let listed = sandbox.strays_are(&pids, &id);
     assert!(listed[0]["rssBytes"].as_u64().unwrap() > 0, "{listed}");
     assert!(sandbox.ok(&["strays", &id]).contains("sleep 30"));
 
@@ -338,29 +436,80 @@ fn under_strays_kill_the_daemons_a_shell_leaves_die_when_it_ends() {
     assert_eq!(sandbox.json(&["strays"]), json!([]));
 }
 
+/// An agent's steps that leave two daemons, a `setsid` one and a double-forked one, whose
+/// pids go to `{name}.setsid.pid` and `{name}.forked.pid`, and go on once both run; with
+/// those files. Like a real agent's tools' daemons they do not keep the CLI's stderr (the
+/// fake agent's `spawn` passes it on): one that did would hold the end of its agent up to
+/// the kill grace, whose cancel kills it whatever the stray policy.
+fn daemonizing(sandbox: &Sandbox, name: &str) -> (Vec<Value>, [std::path::PathBuf; 2]) {
+    let files = ["setsid", "forked"].map(|how| sandbox.path(&format!("{name}.{how}.pid")));
+    let forked = files[1].display();
+    let steps = vec![
+        json!({"read_user": true}),
+        json!({"spawn": "exec sleep 305 2>/dev/null", "setsid": true,
+               "pid_file": files[0].display().to_string()}),
+        json!({"spawn": format!(
+            "(sh -c 'echo $$ > {forked}; exec sleep 306' 2>/dev/null &)"
+        )}),
+        json!({"wait_file": forked.to_string()}),
+    ];
+    (steps, files)
+}
+
 #[test]
-fn a_daemon_an_agent_s_tool_started_is_killed_with_the_agent() {
+fn the_daemons_an_agent_s_tools_leave_die_with_it_unless_it_asks_to_report_them() {
     let sandbox = Sandbox::for_agents();
-    let pid_file = sandbox.path("daemon.pid");
-    let script = sandbox.script(
-        "daemonizing.jsonl",
-        &[
-            json!({"read_user": true}),
-            json!({"spawn": "exec sleep 305", "pid_file": pid_file.display().to_string(),
-                   "setsid": true}),
-            json!({"wait_file": sandbox.path("never").display().to_string()}),
-        ],
+    let never = json!({"wait_file": sandbox.path("never").display().to_string()});
+    let done = json!({"result": "done"});
+    let start = |name: &str, last: &Value, extra: &[&str]| {
+        let (mut steps, files) = daemonizing(&sandbox, name);
+        steps.push(last.clone());
+        let script = sandbox.script(&format!("{name}.jsonl"), &steps);
+        (sandbox.agent(extra, &script), files)
+    };
+    let (completed, completed_files) = start("completed", &done, &[]);
+    let (killed, killed_files) = start("killed", &never, &[]);
+    let (reported, reported_files) = start("reported", &done, &["--strays", "report"]);
+    let [completed_pids, killed_pids, reported_pids] =
+        [&completed_files, &killed_files, &reported_files].map(read_pids);
+    sandbox.running(&killed);
+    assert_eq!(
+        sandbox.ok(&["kill", &killed]).trim(),
+        format!("{killed} killed")
     );
-    let id = sandbox.agent(&[], &script);
-    let daemon: i32 = eventually("the daemon's pid", || {
-        std::fs::read_to_string(&pid_file).ok()?.trim().parse().ok()
-    });
-    assert!(is_alive(daemon));
-    sandbox.running(&id);
-    assert_eq!(sandbox.ok(&["kill", &id]).trim(), format!("{id} killed"));
-    eventually("the daemon killed with its agent", || {
-        (!is_alive(daemon)).then_some(())
-    });
+    for pid in completed_pids.iter().chain(&killed_pids) {
+        eventually("the daemon killed with its agent", || {
+            (!is_alive(*pid)).then_some(())
+        });
+    }
+    let summary = |id: &str| {
+        let record = sandbox.ended(id);
+        let summary = &record["notification"]["notification"]["summary"];
+        summary.as_str().unwrap_or_default().to_owned()
+    };
+    let said = summary(&completed);
+    // The shells that started them may not have exited yet: named too, and killed.
+    assert!(said.contains(" processes running, killed: "), "{said}");
+    for pid in completed_pids {
+        assert!(said.contains(&format!("{pid} `")), "{pid} in {said}");
+    }
+    // Asked to report them, an agent leaves them running, listed with its id.
+    let said = summary(&reported);
+    assert!(said.contains(" processes running: "), "{said}");
+    let listed = sandbox.json(&["strays"]);
+    for pid in reported_pids {
+        assert!(said.contains(&format!("{pid} `")), "{pid} in {said}");
+        let row = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["pid"] == pid);
+        assert_eq!(row.unwrap()["task"], reported.as_str(), "{pid} in {listed}");
+    }
+    sandbox.ok(&["kill", "--strays", &reported]);
+    for pid in reported_pids {
+        eventually("the stray gone", || (!is_alive(pid)).then_some(()));
+    }
 }
 
 /// A script for an agent that answers for ever: after the prompt, a response every 20 ms,
@@ -391,80 +540,201 @@ impl Sandbox {
 #[test]
 fn each_budget_ends_an_agent_that_would_work_for_ever_once_with_its_reason() {
     let sandbox = Sandbox::for_agents();
-    let hooked = sandbox.path("ends.txt");
-    let sandbox = sandbox.env("TASKS_ON_END", appending_hook(&hooked));
+    let hook_file = sandbox.path("ends.txt");
+    let sandbox = sandbox.env("TASKS_ON_END", appending_hook(&hook_file));
     let script = working_for_ever(&sandbox, "forever.jsonl", 1000);
-    let agent = |flags: &[&str]| {
+    let agent = |flags: &[&str; 2]| {
         let fake = fake_agent();
         let mut args = vec!["agent", "--prompt", "work"];
         args.extend_from_slice(flags);
         args.extend(["--", fake.to_str().unwrap(), "--script", &script]);
         sandbox.started(&args)
     };
-    let tokens = agent(&["--max-tokens", "1100"]);
-    let turns = agent(&["--max-turns", "5"]);
-    let time = agent(&["--timeout", "1500ms"]);
-    let cases = [
-        (&tokens, "tokens", "budget: tokens 1100 of 1100"),
-        (&turns, "turns", "budget: turns 5 of 5"),
-        (&time, "time", "budget: time "),
-    ];
-    for (id, limit, words) in cases {
-        let record = sandbox.ended(id);
-        assert_eq!(record["task"]["status"], "failed", "{record}");
-        let reason = &record["task"]["endReason"];
-        assert_eq!(reason["reason"], "budget_exceeded", "{record}");
-        assert_eq!(reason["limit"], limit, "{record}");
-        let summary = record["notification"]["notification"]["summary"].to_string();
+    let ids = BUDGETS.map(|flags| agent(&flags));
+    ended_by_their_budgets(&sandbox, &hook_file, &ids, "local_agent");
+    for id in &ids {
+        let summary = sandbox.ended(id)["notification"]["notification"]["summary"].to_string();
+        let words = hook_lines(&hook_file)[id][0].clone();
+        let words = words
+            .split('|')
+            .next()
+            .unwrap()
+            .trim_start_matches("failed ");
+        let words = words.split(" of ").next().unwrap();
         assert!(summary.contains(words), "{words} in {summary}");
     }
     let listed = sandbox.ok(&["ps", "--all"]);
     assert!(listed.contains("/1.1k tokens"), "{listed}");
     assert!(listed.contains("5/5 turns"), "{listed}");
     let notices = sandbox.ok(&["notifications"]);
-    for id in [&tokens, &turns, &time] {
+    for id in &ids {
         let tag = format!("<task-id>{id}</task-id>");
         assert_eq!(notices.matches(&tag).count(), 1, "{id} once in {notices}");
     }
-    let lines = sandbox.hooked(&hooked, &[&tokens, &turns, &time]);
-    assert_eq!(lines.len(), 3, "{lines:?}");
-    assert!(lines[&tokens][0].starts_with("failed budget: tokens 1100 of 1100|local_agent|"));
-    assert!(lines[&turns][0].starts_with("failed budget: turns 5 of 5|"));
-    for id in [&tokens, &turns, &time] {
-        assert_eq!(lines[id.as_str()].len(), 1, "{lines:?}");
+}
+
+/// The flags of a tokens, a turns and a time budget.
+const BUDGETS: [[&str; 2]; 3] = [
+    ["--max-tokens", "1100"],
+    ["--max-turns", "5"],
+    ["--timeout", "1500ms"],
+];
+
+/// Waits for `ids`, of type `task_type`, started under [`BUDGETS`] in that order (or their
+/// equivalents) and working for ever, to end; each ended once (in its record and its one end
+/// hook line), `failed` by its budget.
+fn ended_by_their_budgets(sandbox: &Sandbox, hook_file: &Path, ids: &[String; 3], task_type: &str) {
+    let [tokens, turns, time] = ids.each_ref().map(String::as_str);
+    let expected = [
+        (tokens, "failed budget: tokens 1100 of 1100", task_type),
+        (turns, "failed budget: turns 5 of 5", task_type),
+        (time, "failed budget: time", task_type),
+    ];
+    let lines = hooked(hook_file, &[tokens, turns, time]);
+    assert_hooked_once(&lines, &expected);
+    for (id, limit) in [(tokens, "tokens"), (turns, "turns"), (time, "time")] {
+        let record = sandbox.record(id);
+        assert_eq!(record["task"]["status"], "failed", "{record}");
+        let reason = &record["task"]["endReason"];
+        assert_eq!(reason["reason"], "budget_exceeded", "{record}");
+        assert_eq!(reason["limit"], limit, "{record}");
     }
 }
 
 #[test]
-fn a_session_token_budget_shared_by_five_agents_stops_the_one_that_crosses_it() {
+fn each_budget_ends_a_teammate_that_would_work_for_ever_once_with_its_reason() {
+    let sandbox = Sandbox::for_agents();
+    let hook_file = sandbox.path("ends.txt");
+    let sandbox = sandbox.env("TASKS_ON_END", appending_hook(&hook_file));
+    let script = working_for_ever(&sandbox, "forever.jsonl", 1000);
+    let fake = fake_agent();
+    let ids = [0, 1, 2].map(|n| {
+        let member = format!("mate{n}@crew");
+        let mut args = vec!["team", "spawn", &member];
+        args.extend(BUDGETS[n]);
+        args.extend(["--", fake.to_str().unwrap(), "--script", &script]);
+        sandbox.started(&args)
+    });
+    ended_by_their_budgets(&sandbox, &hook_file, &ids, "in_process_teammate");
+    let listed = sandbox.ok(&["ps", "--all"]);
+    assert!(listed.contains("5/5 turns"), "{listed}");
+    assert!(listed.contains("time limit 1s"), "{listed}");
+}
+
+#[test]
+fn a_workflow_agent_s_opts_budgets_end_it_once_with_its_reason() {
+    let sandbox = Sandbox::for_agents();
+    let hook_file = sandbox.path("ends.txt");
+    let sandbox = sandbox.env("TASKS_ON_END", appending_hook(&hook_file));
+    let script = working_for_ever(&sandbox, "forever.jsonl", 1000);
+    let flow = sandbox.path("budgets.js");
+    std::fs::write(
+        &flow,
+        "export const meta = { name: 'budgets', description: 'three budgets' }\n\
+         return await parallel([\n\
+           () => agent('tokens', {maxTokens: 1100}),\n\
+           () => agent('turns', {maxTurns: 5}),\n\
+           () => agent('time', {timeout: 1500}),\n\
+         ])\n",
+    )
+    .unwrap();
+    let fake = fake_agent();
+    let flow = flow.display().to_string();
+    let args = [
+        "workflow",
+        "run",
+        &flow,
+        "--",
+        fake.to_str().unwrap(),
+        "--script",
+        &script,
+    ];
+    let workflow = sandbox.started(&args);
+    let lines = hooked(&hook_file, &[&workflow]);
+    assert_hooked_once(&lines, &[(&workflow, "completed", "local_workflow")]);
+    let all = sandbox.json(&["ps", "--all"]);
+    let agent = |prompt: &str| {
+        let found = all
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["type"] == "local_agent" && t["description"] == prompt);
+        found.unwrap_or_else(|| panic!("no agent {prompt} in {all}"))["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let ids = ["tokens", "turns", "time"].map(agent);
+    ended_by_their_budgets(&sandbox, &hook_file, &ids, "local_agent");
+}
+
+#[test]
+fn a_session_token_budget_counts_agents_and_teammates_and_stops_the_one_that_crosses_it() {
     let sandbox = Sandbox::for_agents().env("TASKS_AGENT_TOKEN_BUDGET", "4500");
-    let thrifty = sandbox.script(
-        "thrifty.jsonl",
-        &[
+    // One response of `input` + 10 tokens, then `then`.
+    let spending = |name: &str, input: u64, then: &[Value]| {
+        let usage = json!({"input_tokens": input, "output_tokens": 10});
+        let mut steps = vec![
             json!({"read_user": true}),
-            json!({"text": "done", "usage": {"input_tokens": 990, "output_tokens": 10}}),
-            json!({"result": "done"}),
-        ],
-    );
-    let finished: Vec<String> = (0..4).map(|_| sandbox.agent(&[], &thrifty)).collect();
+            json!({"text": "done", "usage": usage}),
+        ];
+        steps.extend_from_slice(then);
+        sandbox.script(name, &steps)
+    };
+    let done = json!({"result": "done"});
+    let thrifty = spending("thrifty.jsonl", 990, std::slice::from_ref(&done));
+    let finished: Vec<String> = (0..3).map(|_| sandbox.agent(&[], &thrifty)).collect();
     for id in &finished {
         let record = sandbox.ended(id);
         assert_eq!(record["task"]["status"], "completed", "{record}");
     }
-    // 4000 tokens used: the fifth crosses 4500 after a few responses of 110, 120, … tokens.
-    let script = working_for_ever(&sandbox, "forever.jsonl", 100);
-    let spender = sandbox.agent(&[], &script);
+    let fake = fake_agent();
+    let spawn = |member: &str, script: &str| {
+        let args = [
+            "team",
+            "spawn",
+            member,
+            "--",
+            fake.to_str().unwrap(),
+            "--script",
+            script,
+        ];
+        sandbox.started(&args)
+    };
+    let mate = spawn(
+        "thrifty@crew",
+        &spending("mate.jsonl", 990, std::slice::from_ref(&done)),
+    );
+    eventually("the teammate idle after its response", || {
+        let rows = sandbox.json(&["team", "ls"]);
+        let row = rows.as_array()?.iter().find(|r| r["id"] == mate.as_str())?;
+        (row["activity"] == "idle").then_some(())
+    });
+    // 4000 tokens used, 1000 of them by the teammate: 600 more cross 4500.
+    let big = spending("big.jsonl", 590, &[done]);
+    let spender = sandbox.agent(&[], &big);
     let record = sandbox.ended(&spender);
-    assert_eq!(record["task"]["status"], "failed", "{record}");
-    let reason = &record["task"]["endReason"];
-    assert_eq!(reason["limit"], "session_tokens", "{record}");
-    assert_eq!(reason["max"], 4500, "{record}");
-    assert!(reason["used"].as_u64().unwrap() >= 4500, "{record}");
+    let crossed = |record: &Value| {
+        assert_eq!(record["task"]["status"], "failed", "{record}");
+        let reason = &record["task"]["endReason"];
+        assert_eq!(reason["limit"], "session_tokens", "{record}");
+        assert_eq!(reason["max"], 4500, "{record}");
+        assert!(reason["used"].as_u64().unwrap() >= 4500, "{record}");
+    };
+    crossed(&record);
     let summary = record["notification"]["notification"]["summary"].to_string();
     assert!(summary.contains("budget: session tokens "), "{summary}");
+    // A teammate's response past it stops the teammate too.
+    let late = spawn("late@crew", &big);
+    let record = eventually("the late teammate stopped", || {
+        let record = sandbox.record(&late);
+        (record["task"]["status"] == "failed").then_some(record)
+    });
+    crossed(&record);
     for id in &finished {
         assert_eq!(sandbox.status(id), "completed");
     }
+    assert_eq!(sandbox.status(&mate), "running");
 }
 
 #[test]

@@ -15,6 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::hooks;
 
 /// One `tasks` state root: the server's or the client's.
 use support::root::TasksRoot as Root;
@@ -360,6 +361,54 @@ fn a_client_supervisor_killed_mid_poll_resumes_from_its_cursor_and_completes_exa
     assert_eq!(logged_events(&client, &id), events);
     let again = client.ok(&["notifications"]);
     assert!(!again.contains(&id), "{again}");
+}
+
+#[test]
+fn the_configured_end_hook_runs_once_for_each_end_of_a_remote_agent_across_a_sigkilled_supervisor()
+{
+    let gates = tempfile::tempdir().unwrap();
+    let gate = gates.path().join("go");
+    let server = Server::start(&[
+        json!({"read_user": true}),
+        json!({"text": "working"}),
+        json!({"wait_file": gate}),
+        json!({"result": "done"}),
+    ]);
+    let client = Root::remote();
+    let file = client.path("ends.txt");
+    let client = client.env("TASKS_ON_END", hooks::appending_hook(&file));
+    let [done, killed, survivor] =
+        ["one", "two", "three"].map(|p| remote(&client, &server, &[], p));
+    support::eventually("all three running", || {
+        [&done, &killed, &survivor]
+            .iter()
+            .all(|id| client.listed(id)["status"] == "running" && client.sidecar(id).exists())
+            .then_some(())
+    });
+    client.ok(&["kill", &killed]);
+    let pid = client.supervisor_pid().expect("a live supervisor");
+    support::sigkill(pid);
+    support::eventually("the supervisor gone", || {
+        (!support::is_alive(pid)).then_some(())
+    });
+    touch(&gate);
+    // A new supervisor follows the two that run again, to their ends.
+    let waited = run_bounded(&client, &["wait", "--no-deliver", &done, &survivor]);
+    assert!(waited.status.success(), "{waited:?}");
+    let expected = [
+        (done.as_str(), "completed", "remote_agent"),
+        (killed.as_str(), "killed killed", "remote_agent"),
+        (survivor.as_str(), "completed", "remote_agent"),
+    ];
+    let lines = hooks::hooked(&file, &expected.map(|(id, ..)| id));
+    hooks::assert_hooked_once(&lines, &expected);
+    // Nor does the next supervisor run any again.
+    let pid = client.supervisor_pid().expect("a live supervisor");
+    support::sigkill(pid);
+    let next = client.ok(&["run", "--", "true"]).trim().to_owned();
+    let lines = hooks::hooked(&file, &[&next]);
+    hooks::assert_hooked_once(&lines, &expected);
+    assert_eq!(lines.len(), 4, "{lines:?}");
 }
 
 /// Runs `tasks ARGS` in `root` to its end, failing the test if it outlasts the deadline (a

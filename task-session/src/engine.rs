@@ -1003,7 +1003,8 @@ struct Books {
 struct EndActions {
     /// Runs the end hook of every end written.
     hooks: Hooks,
-    /// The stray policy of tasks that brought none.
+    /// The stray policy of tasks that brought none (`report` is `kill` for the types that
+    /// kill their strays, [`task_core::TaskKind::kills_strays`]).
     strays: StrayPolicy,
 }
 
@@ -1023,7 +1024,14 @@ impl EndActions {
             state.base.end_reason,
             Some(EndReason::Killed | EndReason::SupervisorDied { .. })
         );
-        let policy = books.stray_policy.get(&id).copied().unwrap_or(self.strays);
+        let policy = books
+            .stray_policy
+            .get(&id)
+            .copied()
+            .unwrap_or(match self.strays {
+                StrayPolicy::Report if state.kind.kills_strays() => StrayPolicy::Kill,
+                session => session,
+            });
         let found = if reaped {
             strays::Found::default()
         } else {
@@ -1154,23 +1162,14 @@ impl Mirrored {
                 .is_some_and(|placement| placement.waiting);
         record.survives_supervisor |= waiting;
         if state.status().is_terminal() {
-            let left = self.ends.strays(&mut books, &state);
-            record.strays = left.running();
             // A notice of an earlier end (an agent resumed since) is not this end's.
-            record.notification = books
+            let notice = books
                 .completions
                 .get(&id)
                 .filter(|notice| state.base.end_time.is_none_or(|end| notice.at_ms >= end))
-                .cloned()
-                .map(|mut notice| {
-                    if let Some(note) = left.note() {
-                        let summary = &mut notice.notification.summary;
-                        *summary = format!("{summary}; {note}");
-                    }
-                    notice
-                });
+                .cloned();
             let no_notice_due = occasion == Occasion::Killed || books.silent.contains(&id);
-            if record.notification.is_none() && !no_notice_due {
+            if notice.is_none() && !no_notice_due {
                 let now = Instant::now();
                 let due = *books
                     .awaiting_notice
@@ -1180,6 +1179,17 @@ impl Mirrored {
                     return Ok(()); // written by `complete`, or by the sweep once due
                 }
             }
+            // Looked for only now: an agent is ended before its CLI has exited, and sends its
+            // notice once it has, so what the CLI's tools left is the supervisor's by then.
+            let left = self.ends.strays(&mut books, &state);
+            record.strays = left.running();
+            record.notification = notice.map(|mut notice| {
+                if let Some(note) = left.note() {
+                    let summary = &mut notice.notification.summary;
+                    *summary = format!("{summary}; {note}");
+                }
+                notice
+            });
         }
         books.awaiting_notice.remove(&id);
         if books.written.get(&id).is_some_and(|w| w.matches(&record)) {

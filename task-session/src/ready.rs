@@ -360,7 +360,7 @@ mod tests {
     #[test]
     fn a_check_is_dropped_when_its_task_ends_through_a_failed_dependency() {
         use crate::queue::{Admitted, ClassLimits, Queue, Schedule};
-        use task_core::{AgentState, EndReason, TaskKind, TaskState, TaskStatus, TaskType};
+        use task_core::{EndReason, TaskKind, TaskState, TaskStatus, TaskType};
 
         let root = tempfile::tempdir().unwrap();
         let paths = SessionPaths::new(root.path(), "default").unwrap();
@@ -368,7 +368,7 @@ mod tests {
         let registry = Arc::new(Registry::default());
         let register = || {
             let id = TaskId::generate(TaskType::LocalAgent).unwrap();
-            let kind = TaskKind::Agent(AgentState::default());
+            let kind = TaskKind::Agent(Box::default());
             let state = TaskState::new(id, "t", paths.output(&id), kind).unwrap();
             registry.register(state).unwrap();
             id

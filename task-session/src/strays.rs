@@ -2,7 +2,9 @@
 //! [`strays_of`](task_core::process::strays_of), found by the task's marker).
 //!
 //! When the supervisor writes a task's end, it looks for them once, under the task's policy
-//! (`tasks run --strays`, else the session's `strays` setting, else [`StrayPolicy::Report`]):
+//! (`tasks run --strays`, else the session's `strays` setting, else [`StrayPolicy::Report`];
+//! a session's `report` is [`StrayPolicy::Kill`] for an agent, a teammate or a dream, whose
+//! tools' daemons die with it: [`task_core::TaskKind::kills_strays`]):
 //! reported ones go into the task's record ([`TaskRecord::strays`](crate::record::TaskRecord))
 //! and its completion says "left 2 processes running: 4121 `sleep 301`, …"; under
 //! [`StrayPolicy::Kill`] they are killed there and then, and the completion says so. A task

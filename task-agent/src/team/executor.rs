@@ -20,6 +20,7 @@ use super::context::{self, TeammateContext};
 use super::member::{MemberRun, Start};
 use super::message::delivered_ids;
 use super::{Protocol, TEAM_LEAD, TeamConfig, TeamMessage, mailbox, post, render_turn};
+use crate::budget::SessionTokens;
 use crate::error::AgentError;
 use crate::executor::{AGENT_ID_ENV, remove_unchanged, settle_worktree};
 use crate::runner::{AgentRunner, AgentSpec};
@@ -57,6 +58,8 @@ pub struct TeammateRequest {
     /// its caller holds, by the supervisor that succeeded the one it queued under
     /// (task-core's `Caller::task_id`); the files its first registration left are made again.
     pub id: Option<TaskId>,
+    /// Its budgets ([`crate::budget`]): it is stopped, `failed`, once it has used one up.
+    pub budget: Option<task_core::AgentBudget>,
 }
 
 impl TeammateRequest {
@@ -79,6 +82,7 @@ impl TeammateRequest {
             replace_env: false,
             worktree: None,
             id: None,
+            budget: None,
         }
     }
 }
@@ -124,6 +128,8 @@ pub(super) struct Inner {
     end_hooks: Mutex<Vec<EndHook>>,
     /// Where teammates spawned with a worktree get theirs.
     worktrees: Arc<Worktrees>,
+    /// The session's token budget, which teammates' tokens count towards.
+    pub(super) session_tokens: Arc<SessionTokens>,
 }
 
 /// What the executor shares with one teammate's loop.
@@ -158,6 +164,7 @@ impl TeamExecutor {
                 names: DashMap::new(),
                 idle_hooks: Mutex::new(Vec::new()),
                 end_hooks: Mutex::new(Vec::new()),
+                session_tokens: Arc::default(),
             }),
         }
     }
@@ -165,12 +172,8 @@ impl TeamExecutor {
     /// Adds teammates' worktrees with `worktrees` (share the agents' executor's, so that one
     /// repository's `git worktree add`s run one at a time). Call it before any spawn.
     #[must_use]
-    pub fn with_worktrees(mut self, worktrees: Arc<Worktrees>) -> Self {
-        match Arc::get_mut(&mut self.inner) {
-            Some(inner) => inner.worktrees = worktrees,
-            None => tracing::warn!("the team executor is shared already: its worktrees stay"),
-        }
-        self
+    pub fn with_worktrees(self, worktrees: Arc<Worktrees>) -> Self {
+        self.before_sharing("worktrees", |inner| inner.worktrees = worktrees)
     }
 
     /// Registers it with its registry as the executor of `in_process_teammate`.
@@ -305,6 +308,23 @@ impl TeamExecutor {
         Ok((Some(added.worktree), true))
     }
 
+    /// Counts teammates' tokens towards `tokens`, the session's budget (share the agents'
+    /// executor's, [`AgentExecutor::session_tokens`](crate::AgentExecutor::session_tokens)).
+    /// Call it before any spawn.
+    #[must_use]
+    pub fn with_session_tokens(self, tokens: Arc<SessionTokens>) -> Self {
+        self.before_sharing("session budget", |inner| inner.session_tokens = tokens)
+    }
+
+    /// Applies `set` to the executor not shared yet; else says that its `what` stays.
+    fn before_sharing(mut self, what: &str, set: impl FnOnce(&mut Inner)) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => set(inner),
+            None => tracing::warn!("the team executor is shared already: its {what} stays"),
+        }
+        self
+    }
+
     /// The rest of [`admit`](Self::admit), once the id is chosen and the worktree (if any)
     /// added.
     fn admit_in(
@@ -326,6 +346,7 @@ impl TeamExecutor {
             identity: identity.clone(),
             agent_id: full.clone(),
             worktree: worktree.map(Box::new),
+            budget: request.budget.filter(|budget| !budget.is_unlimited()),
             ..TeammateState::default()
         };
         let opening = match previous {

@@ -33,6 +33,9 @@ pub struct TeammateStart {
     /// ([`worktree`](crate::worktree)); a resumed teammate goes on in the one it had.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<WorktreeRequest>,
+    /// Its budgets ([`crate::budget`]); a resumed teammate has them again from its resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<task_core::AgentBudget>,
 }
 
 impl Launch for TeamExecutor {
@@ -77,6 +80,7 @@ fn request_of(start: TeammateStart, caller: Caller) -> Result<TeammateRequest, L
     request.plan_mode = start.plan;
     request.color = start.color;
     request.worktree = start.worktree;
+    request.budget = start.budget;
     request.cwd = Some(caller.cwd);
     request.env = caller.env;
     request.replace_env = true;

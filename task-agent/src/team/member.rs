@@ -3,14 +3,16 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::Value;
-use task_core::{EndReason, TaskId, TaskKind, TaskStatus, TeammateState};
+use task_core::{AgentProgress, EndReason, TaskId, TaskKind, TaskStatus, TeammateState};
 use task_output::mailbox::MailboxReader;
 use tokio::sync::{mpsc, oneshot};
 
 use super::executor::{Inner, Member, TeammateEnd, end_silently, request_id};
 use super::{Protocol, TEAM_LEAD, TeamMessage, post, render_turn};
+use crate::budget::RunBudget;
 use crate::event::AgentEvent;
 use crate::runner::{AgentSession, SessionEvent};
 
@@ -50,6 +52,10 @@ pub(super) struct MemberRun {
     /// supervisor killed before then leaves the turn's messages in the mailbox, and the next
     /// one hands on those the transcript does not hold.
     uncommitted: Option<u64>,
+    /// Its budgets, from its state ([`TeammateState::budget`]), counted from this run's start.
+    budget: RunBudget,
+    /// Its tokens in this run, counted as an agent's are.
+    usage: AgentProgress,
 }
 
 /// Where a teammate's loop starts.
@@ -73,6 +79,11 @@ impl MemberRun {
         cancel: mpsc::Receiver<oneshot::Sender<()>>,
         start: Start,
     ) -> Self {
+        let limits = inner.registry.get(&id).and_then(|state| match &state.kind {
+            TaskKind::Teammate(teammate) => teammate.budget,
+            _ => None,
+        });
+        let budget = RunBudget::new(limits, Arc::clone(&inner.session_tokens), Instant::now());
         MemberRun {
             inner,
             member,
@@ -91,11 +102,21 @@ impl MemberRun {
             shutting_down: false,
             delivered: start.delivered,
             uncommitted: start.uncommitted,
+            budget,
+            usage: AgentProgress::default(),
         }
     }
 
     pub(super) async fn run(mut self) {
         let poll = self.inner.config.mailbox_poll;
+        let deadline = self.budget.deadline();
+        let out_of_time = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(out_of_time);
         loop {
             let idle = !self.working && !self.shutting_down;
             tokio::select! {
@@ -113,8 +134,18 @@ impl MemberRun {
                         self.ended(end.exit_code);
                         return;
                     }
-                    SessionEvent::Agent(event) => self.on_event(event),
+                    SessionEvent::Agent(event) => {
+                        if let Some(reason) = self.on_event(event) {
+                            self.over_budget(reason).await;
+                            return;
+                        }
+                    }
                 },
+                () = &mut out_of_time => {
+                    let reason = self.budget.timed_out();
+                    self.over_budget(reason).await;
+                    return;
+                }
                 () = self.member.wake.notified(), if idle => {}
                 () = tokio::time::sleep(poll), if idle => {}
             }
@@ -130,7 +161,8 @@ impl MemberRun {
         }
     }
 
-    fn on_event(&mut self, event: AgentEvent) {
+    /// Applies `event`; the budget it used up, if it did.
+    fn on_event(&mut self, event: AgentEvent) -> Option<EndReason> {
         match event {
             AgentEvent::Init { session_id, .. } => {
                 self.edit(|t| t.session_id = Some(session_id.clone()))
@@ -138,8 +170,34 @@ impl MemberRun {
             AgentEvent::Text(text) => self.turn_text.push_str(&text),
             AgentEvent::ToolStarted(tool) if tool.name == SEND_TOOL => self.outgoing(&tool.input),
             AgentEvent::TurnEnded(_) => self.turn_ended(),
+            AgentEvent::Usage(usage) => return self.used(usage),
             _ => {}
         }
+        None
+    }
+
+    /// A model response used `usage`: counted in its turns and tokens; the budget that
+    /// reaches, if any.
+    fn used(&mut self, usage: task_core::MessageUsage) -> Option<EndReason> {
+        self.usage.record_usage(usage);
+        let mut turns = 0;
+        self.edit(|t| {
+            if let Some(budget) = t.budget.as_mut() {
+                budget.turns_used += 1;
+                turns = budget.turns_used;
+            }
+        });
+        self.budget.check(self.id, 1, self.usage.token_count, turns)
+    }
+
+    /// It has used up a budget (`reason` says which): it ends `failed` with that reason, its
+    /// agent interrupted, then killed after the grace.
+    async fn over_budget(&mut self, reason: EndReason) {
+        tracing::info!(id = %self.id, reason = %reason.short(), "teammate stopped at its budget");
+        end_silently(&self.inner.registry, self.id, TaskStatus::Failed, reason);
+        self.session.cancel().await;
+        self.shutting_down = true;
+        self.finish(TeammateEnd::Terminated);
     }
 
     /// The turn is over: submit a plan, or go idle.

@@ -40,6 +40,12 @@
     if (opts !== undefined && (opts === null || typeof opts !== 'object' || Array.isArray(opts))) {
       throw new TypeError('agent(prompt, opts): opts must be an object');
     }
+    for (const budget of ['maxTurns', 'maxTokens', 'timeout']) {
+      const value = opts === undefined ? undefined : opts[budget];
+      if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
+        throw new TypeError(`agent(prompt, opts): opts.${budget} must be a positive integer`);
+      }
+    }
     const call = host.agent(prompt, JSON.stringify(opts === undefined ? {} : opts));
     return new Promise((resolve) => pending.set(call, resolve));
   };

@@ -265,6 +265,7 @@ impl Run {
         request.spawn_depth = Some(1);
         request.silent = true;
         request.json_schema = schema.as_ref().map(Value::to_string);
+        request.budget = budget_of(&call.opts);
         if call.opts.get("isolation").and_then(Value::as_str) == Some("worktree") {
             request.worktree = Some(crate::worktree::WorktreeRequest::default());
         }
@@ -525,6 +526,19 @@ fn spawn_dispatcher(
         }
     });
     tickets
+}
+
+/// The budgets an `agent()` call's `opts` ask for: `maxTurns`, `maxTokens` and `timeout` (ms,
+/// as the reference's Bash tool counts its own), if any.
+fn budget_of(opts: &Value) -> Option<task_core::AgentBudget> {
+    let limit = |name: &str| opts.get(name).and_then(Value::as_u64).filter(|n| *n > 0);
+    let budget = task_core::AgentBudget {
+        max_tokens: limit("maxTokens"),
+        max_turns: limit("maxTurns"),
+        timeout_ms: limit("timeout"),
+        turns_used: 0,
+    };
+    (!budget.is_unlimited()).then_some(budget)
 }
 
 /// What `agent()` returns for an ended agent: its final text, or with a schema the object it

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod agent_sandbox;
+pub mod hooks;
 pub mod root;
 pub mod tmux;
 

@@ -17,7 +17,7 @@ use rustix::io::Errno;
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 
 use super::contain::{Victims, marked_processes, marker_entry};
-use super::procfs::{all_pids, read_stat};
+use super::procfs::{all_pids, environ_has, read_stat};
 
 /// The most walks made while waiting for the tree to hold still before killing anyway.
 const MAX_FREEZE_ROUNDS: usize = 200;
@@ -47,7 +47,10 @@ pub enum Root {
 /// [`TASK_MARKER_ENV`](crate::TASK_MARKER_ENV)), to every process of this user carrying it that
 /// left the tree, such as a double-forked escapee: looked for when `root` is [`Root::Plain`],
 /// or when it has already exited (while a [`Root::Subreaper`] lives, the tree walk finds them
-/// without scanning every process). Then reaps the signalled processes that come back to this
+/// without scanning every process). In a subreaper ([`become_subreaper`](super::become_subreaper),
+/// as a supervisor is) only its own children are looked at for the marker, since whatever left
+/// a tree below it was re-parented to it (the walk then takes their subtrees); elsewhere every
+/// process of this user is. Then reaps the signalled processes that come back to this
 /// process as zombies (all of them when it is a subreaper, see
 /// [`become_subreaper`](super::become_subreaper)), waiting a few seconds at most.
 ///
@@ -68,7 +71,7 @@ pub fn kill_tree(root: u32, marker: Option<&str>, kind: Root) -> io::Result<usiz
     let root_exited = read_stat(root).is_none_or(|stat| stat.is_dead());
     if let Some(marker) = marker.filter(|_| root_exited || kind == Root::Plain) {
         let me = std::process::id();
-        let marked = marked_processes(&marker_entry(marker));
+        let marked = marked_escapees(&marker_entry(marker));
         roots.extend(
             marked
                 .into_iter()
@@ -94,6 +97,36 @@ pub fn kill_tree(root: u32, marker: Option<&str>, kind: Root) -> io::Result<usiz
     match first_error {
         Some(error) => Err(error),
         None => Ok(signalled),
+    }
+}
+
+/// The live processes of this user carrying `entry` that can have left a task's tree. In a
+/// subreaper, its own children: a process orphaned anywhere below it was re-parented to it, so
+/// a look costs its children, not every process of the machine (seconds with thousands of
+/// them). Elsewhere an orphan went to init or to another subreaper: every process is looked at.
+fn marked_escapees(entry: &[u8]) -> Vec<u32> {
+    let me = std::process::id();
+    let Some(me_pid) = is_subreaper().then(|| to_pid(me).ok()).flatten() else {
+        return marked_processes(entry);
+    };
+    children_of(me_pid)
+        .into_iter()
+        .map(|pid| pid.as_raw_nonzero().get().unsigned_abs())
+        .filter(|&pid| {
+            read_stat(pid).is_some_and(|stat| !stat.is_dead()) && environ_has(pid, entry)
+        })
+        .collect()
+}
+
+/// Whether this process is a child subreaper.
+fn is_subreaper() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        rustix::process::child_subreaper().is_ok_and(|reaper| reaper.is_some())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
     }
 }
 

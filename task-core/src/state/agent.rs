@@ -237,6 +237,10 @@ pub struct TeammateState {
     /// when it has changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<Box<Worktree>>,
+    /// The budgets it runs under (`tasks team spawn --max-tokens/--max-turns/--timeout`), and
+    /// the turns it used in this run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<AgentBudget>,
 }
 
 #[cfg(test)]

@@ -156,6 +156,17 @@ impl TaskKind {
         matches!(self, TaskKind::Agent(_) | TaskKind::Teammate(_))
     }
 
+    /// Whether the processes the task leaves running when it ends are killed unless it asks
+    /// otherwise: an agent's (a teammate's, a dream's) tools daemonize on their own, which
+    /// nobody asked for, so they die with it; a shell's command may mean to leave a daemon,
+    /// so its strays are only reported (issue #28).
+    pub fn kills_strays(&self) -> bool {
+        matches!(
+            self,
+            TaskKind::Agent(_) | TaskKind::Teammate(_) | TaskKind::Dream(_)
+        )
+    }
+
     /// What the task runs, in one line: a shell's command, an agent's prompt, a remote
     /// session's command; empty for the other types.
     pub fn command_line(&self) -> &str {
