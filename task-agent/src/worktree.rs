@@ -69,6 +69,12 @@ pub enum WorktreeError {
     /// `git` could not be run at all.
     #[error("cannot run git: {0}")]
     Spawn(#[source] std::io::Error),
+    /// The worktree of the task's id exists already and holds changes: it is not taken back.
+    #[error("cannot run the agent in a worktree: {path} exists already and holds changes")]
+    Occupied {
+        /// The worktree's directory.
+        path: PathBuf,
+    },
     /// The worktrees directory could not be created.
     #[error("cannot create the worktrees directory {path}: {source}")]
     Directory {
@@ -151,9 +157,14 @@ impl Worktrees {
     /// Adds `{dir}/{id}` from the `HEAD` of the repository `cwd` is in, on a new branch
     /// (`request.branch`, else `tasks/{slug of description}-{id}`). Blocking: it runs git.
     ///
+    /// A task registered again under its id (it waited in the queue of a supervisor that died,
+    /// and never ran) finds the worktree its first registration added: that one is taken back
+    /// as it is, on its branch and base, rather than based on today's `HEAD`.
+    ///
     /// # Errors
-    /// [`WorktreeError::NotARepository`], [`WorktreeError::NoCommit`], and git's own refusal
-    /// (an existing branch or path) as [`WorktreeError::Git`].
+    /// [`WorktreeError::NotARepository`], [`WorktreeError::NoCommit`], git's own refusal (an
+    /// existing branch or path) as [`WorktreeError::Git`], and [`WorktreeError::Occupied`]
+    /// when `{dir}/{id}` exists with changes.
     pub fn add(
         &self,
         cwd: &Path,
@@ -189,6 +200,12 @@ impl Worktrees {
         };
         let prefix = lines.next().unwrap_or_default();
         let top = PathBuf::from(top);
+        let path = self.dir.join(id.as_str());
+        if path.is_dir() {
+            let worktree = taken_back(&path, &top)?;
+            let cwd = inside(&path, Path::new(prefix.trim_end_matches('/')));
+            return Ok(Added { worktree, cwd });
+        }
         let base =
             git(&top, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]).map_err(|_| {
                 WorktreeError::NoCommit {
@@ -205,7 +222,6 @@ impl Worktrees {
             path: self.dir.clone(),
             source,
         })?;
-        let path = self.dir.join(id.as_str());
         {
             let lock = self.lock(Path::new(common));
             let _one_at_a_time = lock.lock().unwrap_or_else(PoisonError::into_inner);
@@ -293,6 +309,26 @@ impl Worktrees {
 
 /// `prefix` (a path relative to a repository's top level) inside the worktree at `path`, or
 /// the worktree's top level when the worktree has no such directory.
+/// The worktree at `path` (of the repository at `top`) as it is, its `HEAD` taken for its
+/// base: it must hold no uncommitted change (it was added for a task that never ran).
+fn taken_back(path: &Path, top: &Path) -> Result<Worktree, WorktreeError> {
+    let branch = git(path, ["symbolic-ref", "--short", "HEAD"])?;
+    let base = git(path, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])?;
+    let worktree = Worktree {
+        worktree_path: path.display().to_string(),
+        worktree_branch: branch.trim().to_owned(),
+        base_commit: Some(base.trim().to_owned()),
+        repository: Some(top.display().to_string()),
+    };
+    if changes(&worktree)?.any() {
+        return Err(WorktreeError::Occupied {
+            path: path.to_path_buf(),
+        });
+    }
+    tracing::debug!(path = %path.display(), "worktree taken back");
+    Ok(worktree)
+}
+
 fn inside(path: &Path, prefix: &Path) -> PathBuf {
     let inside = path.join(prefix);
     if inside.is_dir() {

@@ -185,6 +185,78 @@ fn a_changed_worktree_is_based_on_the_callers_head_kept_and_named_in_the_notific
 }
 
 #[test]
+fn a_queued_agent_keeps_its_worktree_and_base_across_a_supervisor_sigkill() {
+    let sandbox = sandbox();
+    let repo = repository(&sandbox);
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+    let tasksd = Path::new(env!("CARGO_BIN_EXE_tasks")).with_file_name("tasksd");
+    let mut limit = Command::new(tasksd);
+    limit.args(["group", "set", "one", "--parallel", "1"]);
+    sandbox.environment(&mut limit);
+    assert!(limit.status().unwrap().success());
+    let blocker = sandbox.ok(&[
+        "run",
+        "--group",
+        "one",
+        "--stdin",
+        "pipe",
+        "--",
+        "read line",
+    ]);
+    let blocker = blocker.trim();
+    support::eventually("the blocker running", || {
+        (sandbox.listed(blocker)["status"] == "running").then_some(())
+    });
+    let script = touching(&sandbox, "write.jsonl", "made-by-agent.txt", "wrote a file");
+    let options = [
+        "--group",
+        "one",
+        "--worktree",
+        "-d",
+        "Write a file",
+        "-p",
+        "write",
+    ];
+    let out = sandbox.start_agent_in(&repo, &options, &script);
+    assert!(out.status.success(), "{out:?}");
+    let id = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let queued = sandbox.listed(&id);
+    assert_eq!(queued["status"], "pending", "{queued}");
+    let worktree = queued["kind"]["agent"]["worktree"].clone();
+    assert_eq!(worktree["baseCommit"], head.trim(), "{queued}");
+
+    // The caller's HEAD moves on while the agent waits; then its supervisor dies.
+    std::fs::write(repo.join("later.txt"), "after the start\n").unwrap();
+    git(&repo, &["add", "later.txt"]);
+    git(&repo, &["commit", "-qm", "later"]);
+    let supervisor = queued["supervisorPid"].as_i64().unwrap() as i32;
+    support::sigkill(supervisor);
+    support::eventually("the supervisor gone", || {
+        (!support::is_alive(supervisor)).then_some(())
+    });
+
+    // The next supervisor runs it under its id in the worktree it was queued with.
+    sandbox.ok(&["wait", "--no-deliver", &id]);
+    let ended = sandbox.listed(&id);
+    assert_eq!(ended["status"], "completed", "{ended}");
+    assert_eq!(ended["kind"]["agent"]["worktree"], worktree, "{ended}");
+    let path = sandbox.worktrees().join(&id);
+    assert!(path.join("made-by-agent.txt").is_file());
+    assert!(
+        !path.join("later.txt").exists(),
+        "based on the HEAD it was started from"
+    );
+    assert_eq!(git(&path, &["rev-parse", "HEAD"]), head);
+    let listed = listed_worktrees(&repo);
+    assert_eq!(
+        listed.len(),
+        2,
+        "one worktree for it, no second: {listed:?}"
+    );
+    assert_nothing_stale(&repo);
+}
+
+#[test]
 fn an_unchanged_worktree_is_removed_with_its_branch() {
     let sandbox = sandbox();
     let repo = repository(&sandbox);

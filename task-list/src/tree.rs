@@ -56,11 +56,19 @@ impl TreeGet {
 }
 
 impl TaskList {
-    /// Task `id` and its children, from one snapshot.
+    /// Task `id` and its children. The task is read as [`TaskList::get`] reads it, so an
+    /// entry that cannot be read is its error (not a task that is not there); its children
+    /// come from a snapshot of the list taken next.
     pub fn get_in_tree(&self, id: TaskId) -> Result<TreeGet> {
+        let Some(task) = self.get(id)? else {
+            return Ok(TreeGet {
+                task: None,
+                children: Vec::new(),
+            });
+        };
         let snapshot = self.snapshot()?;
         Ok(TreeGet {
-            task: snapshot.tasks.get(&id).cloned(),
+            task: Some(task),
             children: children_of(snapshot.tasks.values(), id),
         })
     }
