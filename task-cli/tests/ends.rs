@@ -158,6 +158,10 @@ fn the_configured_hook_runs_once_for_every_end_of_shells_and_agents() {
 const FLOW: &str =
     "export const meta = { name: 'one', description: 'one agent' }\nreturn await agent('go')\n";
 
+/// A workflow that throws before it starts any agent.
+const THROWING_FLOW: &str =
+    "export const meta = { name: 'throws', description: 'fails' }\nthrow new Error('boom')\n";
+
 #[test]
 fn the_configured_hook_runs_once_for_every_end_of_monitors_teammates_workflows_and_dreams() {
     let (sandbox, file) = with_session_hook();
@@ -167,6 +171,7 @@ fn the_configured_hook_runs_once_for_every_end_of_monitors_teammates_workflows_a
     let answering = sandbox.script("answer.jsonl", &[read.clone(), json!({"result": "done"})]);
     let never = json!({"wait_file": sandbox.path("never").display().to_string()});
     let waiting = sandbox.script("wait.jsonl", &[read.clone(), never]);
+    let crashing = sandbox.script("crash.jsonl", &[read.clone(), json!({"exit": 2})]);
     let mate = json!({"teammate": true});
     let teammate = sandbox.script("mate.jsonl", &[read, json!({"result": "ready"}), mate]);
     let flow = sandbox.path("flow.js");
@@ -181,6 +186,7 @@ fn the_configured_hook_runs_once_for_every_end_of_monitors_teammates_workflows_a
     };
 
     let monitor_done = sandbox.started(&["monitor", "--", "echo event"]);
+    let monitor_failed = sandbox.started(&["monitor", "--", "exit 3"]);
     let persistent = ["monitor", "--persistent", "--", "sleep 300"];
     let (monitor_killed, monitor_orphan) =
         (sandbox.started(&persistent), sandbox.started(&persistent));
@@ -190,11 +196,16 @@ fn the_configured_hook_runs_once_for_every_end_of_monitors_teammates_workflows_a
     let mate_survivor = spawn("survivor@crew", &waiting);
     let workflow = |script: &str| with_agent(&["workflow", "run", &flow], script);
     let (flow_done, flow_killed) = (workflow(&answering), workflow(&waiting));
+    let throwing = sandbox.path("throw.js");
+    std::fs::write(&throwing, THROWING_FLOW).unwrap();
+    let flow_failed = with_agent(&["workflow", "run", throwing.to_str().unwrap()], &answering);
     let flow_orphan = workflow(&waiting);
     let dream = |script: &str| with_agent(&["dream", "--lock", &lock], script);
     // One dream at a time holds the consolidation lock.
     let dream_done = dream(&answering);
     hooked(&file, &[&dream_done]);
+    let dream_failed = dream(&crashing);
+    hooked(&file, &[&dream_failed]);
     let dream_killed = dream(&waiting);
     sandbox.running(&dream_killed);
     sandbox.ok(&["kill", &dream_killed]);
@@ -218,12 +229,15 @@ fn the_configured_hook_runs_once_for_every_end_of_monitors_teammates_workflows_a
     sandbox.ok(&[&["kill"], killed.map(String::as_str).as_slice()].concat());
     let ended = [
         (&monitor_done, "completed", "monitor_mcp"),
+        (&monitor_failed, "failed", "monitor_mcp"),
         (&monitor_killed, "killed killed", "monitor_mcp"),
         (&mate_done, "completed", "in_process_teammate"),
         (&mate_killed, "killed killed", "in_process_teammate"),
         (&flow_done, "completed", "local_workflow"),
+        (&flow_failed, "failed", "local_workflow"),
         (&flow_killed, "killed killed", "local_workflow"),
         (&dream_done, "completed", "dream"),
+        (&dream_failed, "failed", "dream"),
         (&dream_killed, "killed killed", "dream"),
     ]
     .map(|(id, start, kind)| (id.as_str(), start, kind));
