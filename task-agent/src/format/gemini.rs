@@ -1,7 +1,7 @@
 //! Gemini CLI's `--output-format stream-json` events (SPEC §15; checked against recordings of
 //! the real CLI, `tests/fixtures/gemini-cli/`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -89,9 +89,10 @@ struct Stats {
     input_tokens: u64,
     #[serde(default)]
     output_tokens: u64,
-    /// The same totals per model (the model router's apart).
+    /// The same totals per model (the model router's apart), by name: the events they make
+    /// come in one order whoever reads the line (a `HashMap` iterates in a random order).
     #[serde(default)]
-    models: HashMap<String, ModelStats>,
+    models: BTreeMap<String, ModelStats>,
 }
 
 /// One model's totals in `result.stats.models`.
@@ -189,7 +190,7 @@ impl GeminiParser {
     }
 
     /// The usage since the previous report, one [`AgentEvent::Usage`] per model, the one with
-    /// the most input last.
+    /// the most input last (models with as much input in the order of their names).
     fn usage(&mut self, stats: Stats, out: &mut Vec<AgentEvent>) {
         let reports: Vec<(String, u64, u64)> = if stats.models.is_empty() {
             vec![(String::new(), stats.input_tokens, stats.output_tokens)]
@@ -273,6 +274,30 @@ fn error_parts(error: Option<&Value>) -> (Option<String>, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::shell_failed;
+    use crate::event::AgentEvent;
+    use crate::format::CliFormat;
+
+    #[test]
+    fn models_with_as_much_input_report_their_usage_in_the_order_of_their_names() {
+        let line = br#"{"type":"result","status":"success","stats":{"models":{
+            "m-b":{"input_tokens":10,"output_tokens":2},
+            "m-a":{"input_tokens":10,"output_tokens":1},
+            "m-c":{"input_tokens":10,"output_tokens":3},
+            "big":{"input_tokens":99,"output_tokens":4}}}}"#;
+        for _ in 0..8 {
+            let mut events = Vec::new();
+            let mut parser = CliFormat::Gemini.parser();
+            parser.parse_line(line, &mut events).unwrap();
+            let outputs: Vec<u64> = events
+                .iter()
+                .filter_map(|event| match event {
+                    AgentEvent::Usage(usage) => Some(usage.output_tokens),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(outputs, [1, 2, 3, 4], "{events:?}");
+        }
+    }
 
     #[test]
     fn a_shell_failure_is_read_from_what_gemini_shows_when_there_is_no_output() {
