@@ -273,6 +273,7 @@ fn error_parts(error: Option<&Value>) -> (Option<String>, Option<String>) {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::shell_failed;
     use crate::event::AgentEvent;
     use crate::format::CliFormat;
