@@ -7,13 +7,19 @@
 //! [`EntryFault`] before anything is read from it, skipped with a warning by every reader,
 //! and named by [`crate::TaskList::doctor`], which (with `fix`) moves the entries that cannot
 //! hold a task into [`QUARANTINE_DIR`].
+//!
+//! It names no other module of the crate: the error type holds an [`EntryFault`], so the
+//! bound on task ids that a fault names ([`MAX_TASK_ID`]) is defined here too.
 
 use std::fmt;
 
 use rustix::fs::FileType;
 use serde::{Deserialize, Serialize};
 
-use crate::id::TaskId;
+/// The largest task id, 2^53 − 1 (the reference's ids are JavaScript numbers, exact up to
+/// here): defined here, below [`crate::TaskId`] (whose [`crate::TaskId::MAX`] it is), because an
+/// [`EntryFault::InvalidId`] names it and the crate's error type holds entry faults.
+pub(crate) const MAX_TASK_ID: u64 = (1 << 53) - 1;
 
 /// The directory, inside the list directory, where `doctor --fix` moves the entries that can
 /// never be a task (an entry keeps its name, or gets a `.{n}` suffix if the name is taken).
@@ -101,9 +107,9 @@ pub enum EntryFault {
         limit: u64,
     },
     /// Named like a task file (`{digits}.json`, `-{digits}.json`) without being one: the id is
-    /// 0, negative, has a leading zero or is beyond [`TaskId::MAX`] (the reference's ids are
+    /// 0, negative, has a leading zero or is beyond [`crate::TaskId::MAX`] (the reference's ids are
     /// JavaScript numbers, exact up to 2^53 − 1).
-    #[error("its name is not a task id from 1 to {max}", max = TaskId::MAX)]
+    #[error("its name is not a task id from 1 to {max}", max = MAX_TASK_ID)]
     InvalidId,
     /// It could not be opened (permission denied).
     #[error("it cannot be opened: {message}")]

@@ -15,7 +15,7 @@ pub struct TaskId(u64);
 
 impl TaskId {
     /// The largest id, 2^53 − 1: the reference's ids are JavaScript numbers, exact up to here.
-    pub const MAX: u64 = (1 << 53) - 1;
+    pub const MAX: u64 = crate::entry::MAX_TASK_ID;
 
     /// Parses a decimal id such as `"12"` (ASCII digits, no leading zero, at most
     /// [`TaskId::MAX`]).

@@ -19,11 +19,7 @@ use std::path::{Path, PathBuf};
 use postgres::config::Host;
 
 use crate::error::{Error, PgSettingsError, Result};
-use crate::pg::pgpass;
-
-/// The socket directories tried when neither the string nor `PGHOST` names a host: Debian's
-/// libpq default first (where its server puts the socket), then upstream's.
-pub(crate) const DEFAULT_SOCKET_DIRS: [&str; 2] = ["/var/run/postgresql", "/tmp"];
+use crate::pg::pgpass::{self, DEFAULT_SOCKET_DIRS};
 
 /// The libpq environment a PostgreSQL connection string is completed from, where it leaves a
 /// setting out (empty variables count as unset). [`PgEnv::from_env`] reads the process's;

@@ -3,6 +3,9 @@
 //! giving the password. A field that is `*` matches anything; `\:` and `\\` stand for `:` and
 //! `\`; lines starting with `#` are comments. As libpq, a file that is not a regular file, or
 //! that its group or others may read or write, is ignored (with a warning).
+//!
+//! It also holds libpq's default socket directories ([`DEFAULT_SOCKET_DIRS`]): the connection
+//! string tries them when nothing names a host, and the file calls them `localhost`.
 
 use std::io::Read;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -10,7 +13,9 @@ use std::path::Path;
 
 use postgres::config::Host;
 
-use crate::pg::conninfo::DEFAULT_SOCKET_DIRS;
+/// The socket directories tried when neither the string nor `PGHOST` names a host: Debian's
+/// libpq default first (where its server puts the socket), then upstream's.
+pub(crate) const DEFAULT_SOCKET_DIRS: [&str; 2] = ["/var/run/postgresql", "/tmp"];
 
 /// What the file calls a connection to no host, or to the default socket directory.
 pub(crate) const DEFAULT_HOST: &str = "localhost";

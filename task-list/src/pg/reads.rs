@@ -1,4 +1,5 @@
-//! Reads of a PostgreSQL list (on the read connection) and the row ⇄ record conversions.
+//! Reads of a PostgreSQL list (on the read connection) and the row ⇄ record conversions
+//! (task ids as `bigint`s, task bodies, audit rows) that the write transaction uses too.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +11,6 @@ use crate::error::{Error, Result};
 use crate::id::TaskId;
 use crate::mailbox::MailboxMessage;
 use crate::pg::PgStore;
-use crate::pg::txn::db_id;
 use crate::record::Task;
 use crate::store::{FileProblem, Snapshot};
 
@@ -151,6 +151,11 @@ pub(crate) fn parse(id: TaskId, body: &str) -> Result<Task> {
         )));
     }
     Ok(task)
+}
+
+/// A task id as the `bigint` it is stored as.
+pub(crate) fn db_id(id: TaskId) -> i64 {
+    i64::try_from(id.get()).unwrap_or(i64::MAX)
 }
 
 /// Inserts an audit record (in the caller's transaction).

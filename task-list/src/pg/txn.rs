@@ -9,6 +9,7 @@ use crate::audit::AuditRecord;
 use crate::backend::StoreTxn;
 use crate::error::Result;
 use crate::id::TaskId;
+use crate::pg::reads::{db_id, insert_audit, parse};
 use crate::pg::{CHANGES_CHANNEL, PgStore};
 use crate::record::Task;
 
@@ -99,8 +100,7 @@ impl<'a> PgTxn<'a> {
             .client
             .query_opt(sql, &[&self.store.list_id(), &db_id(id)]);
         let row = self.db("read", row)?;
-        row.map(|row| super::reads::parse(id, row.get(0)))
-            .transpose()
+        row.map(|row| parse(id, row.get(0))).transpose()
     }
 }
 
@@ -197,7 +197,7 @@ impl StoreTxn for PgTxn<'_> {
 
     fn record(&mut self, record: AuditRecord) {
         // Queued as a statement now; it commits or rolls back with the rest.
-        let r = super::reads::insert_audit(self.client, self.store.list_id(), &record);
+        let r = insert_audit(self.client, self.store.list_id(), &record);
         if let Err(e) = r {
             // The transaction is now aborted: `finish` reports this error and rolls back.
             tracing::warn!(error = %e, "audit insert failed; the transaction will roll back");
@@ -213,11 +213,6 @@ impl StoreTxn for PgTxn<'_> {
             Err(Finish::Failed(e) | Finish::Unknown(e)) => Err(store.error("commit", e)),
         }
     }
-}
-
-/// A task id as the `bigint` it is stored as.
-pub(crate) fn db_id(id: TaskId) -> i64 {
-    i64::try_from(id.get()).unwrap_or(i64::MAX)
 }
 
 /// 128 random bits, hex.
