@@ -4,7 +4,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::id::TaskId;
 use crate::record::{Metadata, Task, TaskStatus};
-use crate::tree::Placement;
 
 /// `TaskCreate` input.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -127,6 +126,25 @@ impl UpdateRequest {
         Self {
             task_id: task_id.to_string(),
             ..Self::default()
+        }
+    }
+}
+
+/// Where [`crate::UpdateRequest::place`] moves a task: just before or just after another one
+/// in the queue order ([`Task::queue_key`] without the priority).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Just before this task.
+    Before(TaskId),
+    /// Just after this task.
+    After(TaskId),
+}
+
+impl Placement {
+    /// The task moved next to.
+    pub fn anchor(self) -> TaskId {
+        match self {
+            Self::Before(id) | Self::After(id) => id,
         }
     }
 }

@@ -86,8 +86,8 @@ mod watch;
 
 pub use api::{
     ClaimFailure, ClaimOptions, ClaimResult, CreateRequest, CreateResult, GetResult, ListEntry,
-    ListFilter, ListResult, StatusChange, TaskDetails, TaskRef, UnassignReason, UnassignResult,
-    UpdateRequest, UpdateResult, UpdateStatus,
+    ListFilter, ListResult, Placement, StatusChange, TaskDetails, TaskRef, UnassignReason,
+    UnassignResult, UpdateRequest, UpdateResult, UpdateStatus,
 };
 pub use audit::{AUDIT_LOG_FILE, AuditOp, AuditRecord};
 pub use config::{HookCommand, HookConfig, LockConfig, PgConfig, StoreConfig, WatchConfig};
@@ -102,17 +102,16 @@ pub use location::{
     resolve_lists_root,
 };
 pub use mailbox::{INBOX_DIR, MailboxMessage};
-pub use ops::TASK_NOT_FOUND;
 pub use pg::PgEnv;
 pub use ready::{NotReady, NotReadyReason, ReadyReport, ReadyTask, ready_report};
 pub use record::{
     DEFAULT_PRIORITY, LABELS_KEY, LOWEST_PRIORITY, Metadata, PARENT_KEY, POSITION_KEY,
     POSITION_STEP, PRIORITY_KEY, Task, TaskStatus,
 };
-pub use render::{NO_TASKS, NOTHING_READY, VERIFICATION_AGENT_TYPE, hash_ids};
+pub use render::{NO_TASKS, NOTHING_READY, TASK_NOT_FOUND, VERIFICATION_AGENT_TYPE, hash_ids};
 pub use store::{Actor, FileProblem, Snapshot, TaskList};
 pub use transfer::{EXPORT_FORMAT, ListExport};
-pub use tree::{Placement, TreeGet};
+pub use tree::TreeGet;
 pub use watch::{Change, ListWatcher};
 
 impl TaskList {

@@ -12,12 +12,9 @@ use crate::hooks::{HookEvent, HookInput, run_hooks};
 use crate::id::TaskId;
 use crate::ready::{NotReadyReason, OpenChildren, reasons};
 use crate::record::{Task, TaskStatus};
+use crate::render::TASK_NOT_FOUND;
 use crate::store::TaskList;
-use crate::tree::{check_parent, children_of, open_children};
-use crate::update::requested_parent;
-
-/// The reference's answer for an id with no task.
-pub const TASK_NOT_FOUND: &str = "Task not found";
+use crate::tree::{check_parent, children_of, open_children, requested_parent};
 
 impl TaskList {
     /// Creates a task: id = max(highest file id, high-water mark) + 1, never reused. Then runs

@@ -4,7 +4,9 @@ use std::fmt::Write as _;
 
 use crate::api::{ClaimResult, CreateResult, GetResult, ListResult, UpdateResult};
 use crate::id::TaskId;
-use crate::ops::TASK_NOT_FOUND;
+
+/// The reference's answer for an id with no task.
+pub const TASK_NOT_FOUND: &str = "Task not found";
 
 /// The agent type the verification nudge asks for.
 pub const VERIFICATION_AGENT_TYPE: &str = "verification";

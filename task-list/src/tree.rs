@@ -4,11 +4,11 @@
 use std::borrow::Borrow;
 use std::collections::HashMap;
 
-use crate::api::{GetResult, TaskDetails};
+use crate::api::{GetResult, Placement, TaskDetails};
 use crate::backend::StoreTxn;
 use crate::error::Result;
 use crate::id::TaskId;
-use crate::record::{POSITION_KEY, POSITION_STEP, Task, TaskStatus};
+use crate::record::{Metadata, PARENT_KEY, POSITION_KEY, POSITION_STEP, Task, TaskStatus};
 use crate::render::hash_ids;
 use crate::store::TaskList;
 
@@ -71,25 +71,6 @@ impl TaskList {
             task: Some(task),
             children: children_of(snapshot.tasks.values(), id),
         })
-    }
-}
-
-/// Where [`crate::UpdateRequest::place`] moves a task: just before or just after another one
-/// in the queue order ([`Task::queue_key`] without the priority).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placement {
-    /// Just before this task.
-    Before(TaskId),
-    /// Just after this task.
-    After(TaskId),
-}
-
-impl Placement {
-    /// The task moved next to.
-    pub fn anchor(self) -> TaskId {
-        match self {
-            Self::Before(id) | Self::After(id) => id,
-        }
     }
 }
 
@@ -196,6 +177,19 @@ pub(crate) fn set_position(task: &mut Task, position: i64) -> bool {
     let metadata = task.metadata.get_or_insert_with(Default::default);
     let value = serde_json::Value::from(position);
     metadata.insert(POSITION_KEY.into(), value.clone()) != Some(value)
+}
+
+/// The parent a metadata patch sets: `None` when it leaves `metadata.parent` alone,
+/// `Some(None)` when it clears it or sets something that is not an id (then [`Task::parent`]
+/// reads none), `Some(Some(parent))` otherwise.
+pub(crate) fn requested_parent(metadata: Option<&Metadata>) -> Option<Option<TaskId>> {
+    let value = metadata?.get(PARENT_KEY)?;
+    let mut probe = Task::new(TaskId::new(1).ok()?, "", "");
+    probe.metadata = Some(Metadata::from_iter([(
+        PARENT_KEY.to_owned(),
+        value.clone(),
+    )]));
+    Some(probe.parent())
 }
 
 #[cfg(test)]

@@ -2,16 +2,17 @@
 
 use std::collections::HashMap;
 
+use crate::api::Placement;
 use crate::api::{StatusChange, UpdateRequest, UpdateResult, UpdateStatus};
 use crate::audit::{AuditOp, AuditRecord};
 use crate::backend::StoreTxn;
 use crate::error::Result;
 use crate::hooks::{HookEvent, HookInput, run_hooks};
 use crate::id::TaskId;
-use crate::ops::TASK_NOT_FOUND;
 use crate::record::{Task, TaskStatus};
+use crate::render::TASK_NOT_FOUND;
 use crate::store::TaskList;
-use crate::tree::{Placement, check_parent, placed, set_position};
+use crate::tree::{check_parent, placed, requested_parent, set_position};
 
 /// A dependency edge: `blocker` blocks `blocked`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -414,19 +415,4 @@ fn set_reverse_edge(
         txn.save(&locked)?;
     }
     Ok(())
-}
-
-/// The parent a metadata patch sets: `None` when it leaves `metadata.parent` alone,
-/// `Some(None)` when it clears it or sets something that is not an id (then [`Task::parent`]
-/// reads none), `Some(Some(parent))` otherwise.
-pub(crate) fn requested_parent(
-    metadata: Option<&crate::record::Metadata>,
-) -> Option<Option<TaskId>> {
-    let value = metadata?.get(crate::record::PARENT_KEY)?;
-    let mut probe = Task::new(TaskId::new(1).ok()?, "", "");
-    probe.metadata = Some(crate::record::Metadata::from_iter([(
-        crate::record::PARENT_KEY.to_owned(),
-        value.clone(),
-    )]));
-    Some(probe.parent())
 }
