@@ -4,15 +4,15 @@
 //! durable: `{"time":"2025-01-02T03:04:05.678Z","actor":"alice","op":"update","taskId":"3",
 //! "fields":["status"]}`. The log is never truncated or garbage-collected and survives the
 //! deletion of the tasks it mentions. The reference reads only `{digits}.json`, so it ignores it.
+//!
+//! This module holds the records and the file's name; appending and reading them is the
+//! store's ([`crate::TaskList::audit_log`]), in the list directory or the database.
 
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
-use crate::fsutil;
 use crate::id::TaskId;
-use crate::store::{FileProblem, TaskList};
 
 /// The audit log's file name.
 pub const AUDIT_LOG_FILE: &str = ".events.jsonl";
@@ -73,46 +73,6 @@ impl AuditRecord {
             task_id,
             fields,
         }
-    }
-}
-
-impl TaskList {
-    /// Appends a transaction's records in one `write` (one line each) and one fdatasync.
-    pub(crate) fn append_audit(&self, records: &[AuditRecord]) -> Result<()> {
-        if records.is_empty() {
-            return Ok(());
-        }
-        let lines: Vec<String> = records
-            .iter()
-            .map(|record| serde_json::to_string(record).unwrap_or_default())
-            .collect();
-        fsutil::append_line(
-            &self.dir().join(AUDIT_LOG_FILE),
-            &lines.join("\n"),
-            self.config.durable,
-        )
-    }
-
-    /// Reads the audit log (oldest first). Lines that do not parse (a torn last line after a
-    /// crash) are reported, not fatal; so is a log that is not a regular file or is larger than
-    /// [`crate::StoreConfig::max_log_bytes`] (then nothing of it is read).
-    pub fn audit_log(&self) -> Result<(Vec<AuditRecord>, Vec<FileProblem>)> {
-        if let Some(pg) = self.pg() {
-            return pg.audit_log();
-        }
-        let mut records = Vec::new();
-        let problems = self.each_audit_record(|record| records.push(record))?;
-        Ok((records, problems))
-    }
-
-    /// Calls `each` on every record of the file store's audit log, oldest first, holding one
-    /// line at a time; returns what could not be read, as [`TaskList::audit_log`].
-    pub(crate) fn each_audit_record(
-        &self,
-        each: impl FnMut(AuditRecord),
-    ) -> Result<Vec<FileProblem>> {
-        let path = self.dir().join(AUDIT_LOG_FILE);
-        fsutil::each_json_line(&path, AUDIT_LOG_FILE, self.config.max_log_bytes, each)
     }
 }
 

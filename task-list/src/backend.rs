@@ -1,17 +1,18 @@
 //! The store behind a [`TaskList`]: the list directory (the default, reference-compatible) or a
 //! PostgreSQL database. Every operation is written once, against [`StoreTxn`]; a store only
 //! supplies reads and a write transaction, so both stores give the same semantics and texts.
+//! `TaskList::write` (in `txn`) runs an operation on the list's store.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::MailboxMessage;
 use crate::audit::AuditRecord;
+use crate::entry::FileProblem;
 use crate::error::{Error, Result};
 use crate::id::TaskId;
 use crate::record::Task;
-use crate::store::{FileProblem, Snapshot, TaskList};
-use crate::txn::Txn;
+use crate::snapshot::Snapshot;
 
 /// Where a list lives.
 #[derive(Debug, Clone)]
@@ -81,46 +82,6 @@ pub(crate) trait StoreTxn {
     fn record(&mut self, record: AuditRecord);
     /// Applies everything staged, atomically.
     fn commit(self: Box<Self>) -> Result<()>;
-}
-
-impl TaskList {
-    /// Runs `body` in a write transaction and commits it. `reference_list_lock`: the file
-    /// store also takes the reference's list lock (create, reset, busy-checked claims, repair).
-    ///
-    /// On PostgreSQL a transaction that fails on a serialization failure, a deadlock or a lost
-    /// connection before it committed is run again from the start (bounded by
-    /// [`crate::PgConfig::retries`], each retry logged at `warn`); `body` must therefore only
-    /// change the world through the transaction (hooks run outside it).
-    pub(crate) fn write<T: Send>(
-        &self,
-        reference_list_lock: bool,
-        mut body: impl FnMut(&mut dyn StoreTxn) -> Result<T> + Send,
-    ) -> Result<T> {
-        match &self.backend {
-            Backend::Files => {
-                let mut txn = Box::new(Txn::begin(self, reference_list_lock)?);
-                let value = body(txn.as_mut())?;
-                txn.commit()?;
-                Ok(value)
-            }
-            Backend::Database(store) => {
-                let mut value = None;
-                store.write_erased(&mut |txn| {
-                    value = Some(body(txn)?);
-                    Ok(())
-                })?;
-                value.ok_or_else(|| Error::Internal("a committed write returned nothing".into()))
-            }
-        }
-    }
-
-    /// The database store, if the list is in one.
-    pub(crate) fn pg(&self) -> Option<&dyn DatabaseStore> {
-        match &self.backend {
-            Backend::Files => None,
-            Backend::Database(store) => Some(store.as_ref()),
-        }
-    }
 }
 
 impl Error {

@@ -20,7 +20,8 @@ use crate::id::TaskId;
 use crate::lock::{LIST_LOCK_FILE, lock_age};
 use crate::mailbox::INBOX_DIR;
 use crate::record::Task;
-use crate::store::{HIGH_WATER_MARK_FILE, HIGH_WATER_MARK_MAX_BYTES, Snapshot, TaskList};
+use crate::snapshot::Snapshot;
+use crate::store::{HIGH_WATER_MARK_FILE, HIGH_WATER_MARK_MAX_BYTES, TaskList};
 use crate::txn::JOURNAL_FILE;
 
 /// One integrity problem.

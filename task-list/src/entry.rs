@@ -6,7 +6,8 @@
 //! `0.json`, `-1.json` or `18446744073709551616.json`. Every such entry is refused with an
 //! [`EntryFault`] before anything is read from it, skipped with a warning by every reader,
 //! and named by [`crate::TaskList::doctor`], which (with `fix`) moves the entries that cannot
-//! hold a task into [`QUARANTINE_DIR`].
+//! hold a task into [`QUARANTINE_DIR`]. A reader reports each such entry (or unreadable line
+//! of a log) as a [`FileProblem`].
 //!
 //! It names no other module of the crate: the error type holds an [`EntryFault`], so the
 //! bound on task ids that a fault names ([`MAX_TASK_ID`]) is defined here too.
@@ -132,6 +133,32 @@ impl EntryFault {
     /// `doctor --fix` moves it into [`QUARANTINE_DIR`].
     pub fn may_hold_a_task(&self) -> bool {
         matches!(self, Self::Unreadable { .. } | Self::Malformed { .. })
+    }
+}
+
+/// An entry of the list that could not be read as what it is named after: a task file (or an
+/// entry named like one) that is malformed, torn, not a regular file or too large, or a line of
+/// the audit log. It is skipped (with a warning) and the rest of the list still loads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileProblem {
+    /// The entry's name inside the list directory (`{id}.json`, `0.json`,
+    /// `.events.jsonl:{line}`; `{id}.json` or `task_audit:{seq}` on PostgreSQL).
+    pub file: String,
+    /// What is wrong with it.
+    pub fault: EntryFault,
+}
+
+impl FileProblem {
+    /// A problem of the entry `file`, logged as a warning (it is skipped).
+    pub(crate) fn skipped(file: String, fault: EntryFault) -> Self {
+        tracing::warn!(%file, %fault, "skipping an entry of the list that is not read");
+        Self { file, fault }
+    }
+}
+
+impl std::fmt::Display for FileProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.file, self.fault)
     }
 }
 

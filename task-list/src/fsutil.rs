@@ -10,10 +10,9 @@ use rustix::fs::{FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 use serde::de::DeserializeOwned;
 
-use crate::entry::{EntryFault, EntryKind, looks_like_a_task_file};
+use crate::entry::{EntryFault, EntryKind, FileProblem, looks_like_a_task_file};
 use crate::error::{Error, IoContext, Result};
 use crate::id::TaskId;
-use crate::store::FileProblem;
 
 fn nofollow() -> i32 {
     rustix::fs::OFlags::NOFOLLOW.bits() as i32

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use crate::id::TaskId;
 use crate::record::{Task, TaskStatus};
-use crate::store::Snapshot;
+use crate::snapshot::Snapshot;
 
 /// The tasks of a list as a graph whose edges are "blocker → blocked".
 ///

@@ -68,6 +68,7 @@ mod fsutil;
 mod graph;
 mod hooks;
 mod id;
+mod inbox;
 mod location;
 mod lock;
 mod mailbox;
@@ -77,6 +78,7 @@ mod pg;
 mod ready;
 mod record;
 mod render;
+mod snapshot;
 mod store;
 mod transfer;
 mod tree;
@@ -92,7 +94,7 @@ pub use api::{
 pub use audit::{AUDIT_LOG_FILE, AuditOp, AuditRecord};
 pub use config::{HookCommand, HookConfig, LockConfig, PgConfig, StoreConfig, WatchConfig};
 pub use doctor::{DoctorReport, Problem};
-pub use entry::{EntryFault, EntryKind, QUARANTINE_DIR};
+pub use entry::{EntryFault, EntryKind, FileProblem, QUARANTINE_DIR};
 pub use error::{Error, PgSettingsError, Result};
 pub use graph::Graph;
 pub use hooks::{BLOCKING_EXIT_CODE, HookEvent};
@@ -109,7 +111,8 @@ pub use record::{
     POSITION_STEP, PRIORITY_KEY, Task, TaskStatus,
 };
 pub use render::{NO_TASKS, NOTHING_READY, TASK_NOT_FOUND, VERIFICATION_AGENT_TYPE, hash_ids};
-pub use store::{Actor, FileProblem, Snapshot, TaskList};
+pub use snapshot::Snapshot;
+pub use store::{Actor, TaskList};
 pub use transfer::{EXPORT_FORMAT, ListExport};
 pub use tree::TreeGet;
 pub use watch::{Change, ListWatcher};

@@ -10,7 +10,8 @@ use crate::graph::ids_of;
 use crate::id::TaskId;
 use crate::ready::{OpenChildren, reasons};
 use crate::record::{Task, TaskStatus};
-use crate::store::{Snapshot, TaskList};
+use crate::snapshot::Snapshot;
+use crate::store::TaskList;
 use crate::tree::open_children;
 
 impl TaskList {

@@ -4,11 +4,13 @@ use std::borrow::Borrow;
 
 use serde::{Deserialize, Serialize};
 
+use crate::entry::FileProblem;
 use crate::error::Result;
 use crate::graph::{ids_of, position, successors};
 use crate::id::TaskId;
 use crate::record::{Task, TaskStatus};
-use crate::store::{FileProblem, Snapshot, TaskList};
+use crate::snapshot::Snapshot;
+use crate::store::TaskList;
 use crate::tree::open_children;
 
 /// For every parent with unfinished children, their ids ([`open_children`]).

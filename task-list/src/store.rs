@@ -1,6 +1,11 @@
-//! The [`TaskList`] handle: one list directory, its configuration and the acting agent.
+//! The [`TaskList`] handle: one list (a directory, or a list in a database), its configuration
+//! and the acting agent; and the primitive reads and appends every operation builds on (a
+//! task, every task, the high-water mark, the audit log), on either store.
+//!
+//! The operations are `impl TaskList` blocks of higher modules (the write transaction in
+//! `txn`, then `ops`, `update`, `ready`, …), which call down into this one, never the other
+//! way.
 
-use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -11,16 +16,18 @@ use std::time::SystemTime;
 use rustix::fs::OFlags;
 use rustix::io::Errno;
 
-use crate::backend::Backend;
+use crate::audit::{AUDIT_LOG_FILE, AuditRecord};
+use crate::backend::{Backend, DatabaseStore};
 use crate::cache::{self, CachedTask, FileStamp, SettleRule, TaskCache};
 use crate::config::StoreConfig;
-use crate::entry::EntryFault;
+use crate::entry::{EntryFault, FileProblem};
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil::{self, Untrusted};
 use crate::id::{TaskId, sanitize_name};
 use crate::lock::{DirLock, LIST_LOCK_FILE, lock_dir_for};
 use crate::pg::{PgEnv, PgStore};
 use crate::record::Task;
+use crate::snapshot::Snapshot;
 
 /// The high-water mark file: the highest id ever issued, as a plain integer.
 pub(crate) const HIGH_WATER_MARK_FILE: &str = ".highwatermark";
@@ -51,42 +58,6 @@ impl Default for Actor {
     fn default() -> Self {
         Self::new("user")
     }
-}
-
-/// An entry of the list that could not be read as what it is named after: a task file (or an
-/// entry named like one) that is malformed, torn, not a regular file or too large, or a line of
-/// the audit log. It is skipped (with a warning) and the rest of the list still loads.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileProblem {
-    /// The entry's name inside the list directory (`{id}.json`, `0.json`,
-    /// `.events.jsonl:{line}`; `{id}.json` or `task_audit:{seq}` on PostgreSQL).
-    pub file: String,
-    /// What is wrong with it.
-    pub fault: EntryFault,
-}
-
-impl FileProblem {
-    /// A problem of the entry `file`, logged as a warning (it is skipped).
-    pub(crate) fn skipped(file: String, fault: EntryFault) -> Self {
-        tracing::warn!(%file, %fault, "skipping an entry of the list that is not read");
-        Self { file, fault }
-    }
-}
-
-impl std::fmt::Display for FileProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.file, self.fault)
-    }
-}
-
-/// Every task of a list, by id, and the entries that could not be read.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Snapshot {
-    /// The tasks, ordered by id.
-    pub tasks: BTreeMap<TaskId, Task>,
-    /// Entries named like task files that hold no readable task (malformed, torn, not regular
-    /// files, too large, an invalid id), by name.
-    pub problems: Vec<FileProblem>,
 }
 
 /// A handle on one task list: `{lists root}/{list id}/`.
@@ -196,6 +167,14 @@ impl TaskList {
     /// The acting agent.
     pub fn actor(&self) -> &Actor {
         &self.actor
+    }
+
+    /// The database store, if the list is in one.
+    pub(crate) fn pg(&self) -> Option<&dyn DatabaseStore> {
+        match &self.backend {
+            Backend::Files => None,
+            Backend::Database(store) => Some(store.as_ref()),
+        }
     }
 
     pub(crate) fn task_path(&self, id: TaskId) -> PathBuf {
@@ -436,6 +415,44 @@ impl TaskList {
                 }),
             ),
         })
+    }
+
+    /// Appends a transaction's records in one `write` (one line each) and one fdatasync.
+    pub(crate) fn append_audit(&self, records: &[AuditRecord]) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let lines: Vec<String> = records
+            .iter()
+            .map(|record| serde_json::to_string(record).unwrap_or_default())
+            .collect();
+        fsutil::append_line(
+            &self.dir().join(AUDIT_LOG_FILE),
+            &lines.join("\n"),
+            self.config.durable,
+        )
+    }
+
+    /// Reads the audit log (oldest first). Lines that do not parse (a torn last line after a
+    /// crash) are reported, not fatal; so is a log that is not a regular file or is larger than
+    /// [`crate::StoreConfig::max_log_bytes`] (then nothing of it is read).
+    pub fn audit_log(&self) -> Result<(Vec<AuditRecord>, Vec<FileProblem>)> {
+        if let Some(pg) = self.pg() {
+            return pg.audit_log();
+        }
+        let mut records = Vec::new();
+        let problems = self.each_audit_record(|record| records.push(record))?;
+        Ok((records, problems))
+    }
+
+    /// Calls `each` on every record of the file store's audit log, oldest first, holding one
+    /// line at a time; returns what could not be read, as [`TaskList::audit_log`].
+    pub(crate) fn each_audit_record(
+        &self,
+        each: impl FnMut(AuditRecord),
+    ) -> Result<Vec<FileProblem>> {
+        let path = self.dir().join(AUDIT_LOG_FILE);
+        fsutil::each_json_line(&path, AUDIT_LOG_FILE, self.config.max_log_bytes, each)
     }
 }
 

@@ -16,6 +16,9 @@
 //! round 4 can leave, on a filesystem that does not commit metadata in order, an audit record
 //! of a single-file change whose rename was lost; never a torn task file. The reference reads
 //! only `{digits}.json`, so it ignores the journal.
+//!
+//! [`TaskList::write`] runs an operation in such a transaction, or, on PostgreSQL, in the
+//! database's own.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -25,7 +28,7 @@ use std::sync::atomic::Ordering;
 use serde::{Deserialize, Serialize};
 
 use crate::audit::AuditRecord;
-use crate::backend::StoreTxn;
+use crate::backend::{Backend, StoreTxn};
 use crate::entry::EntryFault;
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil::{self, Staged, Untrusted};
@@ -60,6 +63,38 @@ pub(crate) struct Txn<'a> {
     /// Where each staged file is in `changes`.
     staged: HashMap<String, usize>,
     audit: Vec<AuditRecord>,
+}
+
+impl TaskList {
+    /// Runs `body` in a write transaction and commits it. `reference_list_lock`: the file
+    /// store also takes the reference's list lock (create, reset, busy-checked claims, repair).
+    ///
+    /// On PostgreSQL a transaction that fails on a serialization failure, a deadlock or a lost
+    /// connection before it committed is run again from the start (bounded by
+    /// [`crate::PgConfig::retries`], each retry logged at `warn`); `body` must therefore only
+    /// change the world through the transaction (hooks run outside it).
+    pub(crate) fn write<T: Send>(
+        &self,
+        reference_list_lock: bool,
+        mut body: impl FnMut(&mut dyn StoreTxn) -> Result<T> + Send,
+    ) -> Result<T> {
+        match &self.backend {
+            Backend::Files => {
+                let mut txn = Box::new(Txn::begin(self, reference_list_lock)?);
+                let value = body(txn.as_mut())?;
+                txn.commit()?;
+                Ok(value)
+            }
+            Backend::Database(store) => {
+                let mut value = None;
+                store.write_erased(&mut |txn| {
+                    value = Some(body(txn)?);
+                    Ok(())
+                })?;
+                value.ok_or_else(|| Error::Internal("a committed write returned nothing".into()))
+            }
+        }
+    }
 }
 
 impl<'a> Txn<'a> {

@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use postgres::GenericClient;
 
 use crate::audit::{AuditOp, AuditRecord};
-use crate::entry::EntryFault;
+use crate::entry::{EntryFault, FileProblem};
 use crate::error::{Error, Result};
 use crate::id::TaskId;
 use crate::mailbox::MailboxMessage;
 use crate::pg::PgStore;
 use crate::record::Task;
-use crate::store::{FileProblem, Snapshot};
+use crate::snapshot::Snapshot;
 
 impl PgStore {
     /// Every task of the list.
