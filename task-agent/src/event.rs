@@ -17,6 +17,11 @@ pub enum AgentEvent {
     /// Assistant text: one whole message (the parsers join the fragments of CLIs that stream
     /// a message in pieces).
     Text(String),
+    /// A user turn's text, as the conversation holds it: Claude's user messages (replayed by
+    /// `--replay-user-messages`, or in its transcripts), Gemini's `user` message, the line the
+    /// runner writes before a Codex turn ([`format::USER_TURN_TYPE`](crate::format::USER_TURN_TYPE)).
+    /// Tool results are not user turns.
+    UserMessage(String),
     /// A tool use began.
     ToolStarted(ToolUse),
     /// A tool use ended.
@@ -25,6 +30,9 @@ pub enum AgentEvent {
         id: String,
         /// Whether the tool reported an error.
         is_error: bool,
+        /// Why it failed, in the CLI's words, when it failed and said (a permission refusal,
+        /// a command's output and exit code).
+        reason: Option<String>,
     },
     /// Token usage of one model message (for CLIs that report only running totals, the usage
     /// since their previous report: see the `format` module).

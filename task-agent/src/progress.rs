@@ -56,6 +56,7 @@ impl ProgressTracker {
             }
             // Errors are the executor's business (it surfaces them and bounds a loop of them).
             AgentEvent::Init { .. }
+            | AgentEvent::UserMessage(_)
             | AgentEvent::ToolFinished { .. }
             | AgentEvent::Error { .. } => Change::None,
         }

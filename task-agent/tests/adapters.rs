@@ -42,7 +42,7 @@ fn codex_exec_json_gives_session_tools_usage_and_the_last_message_as_result() {
     let finished: Vec<_> = events
         .iter()
         .filter_map(|e| match e {
-            AgentEvent::ToolFinished { id, is_error } => Some((id.as_str(), *is_error)),
+            AgentEvent::ToolFinished { id, is_error, .. } => Some((id.as_str(), *is_error)),
             _ => None,
         })
         .collect();
@@ -95,7 +95,8 @@ fn gemini_stream_json_gives_session_tools_usage_and_the_joined_reply() {
     );
     assert!(events.contains(&AgentEvent::ToolFinished {
         id: "read_file-2".into(),
-        is_error: true
+        is_error: true,
+        reason: Some("no such file".into())
     }));
     assert_eq!(tracker.progress().token_count, 250);
     assert_eq!(

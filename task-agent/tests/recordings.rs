@@ -78,7 +78,7 @@ fn finished(events: &[AgentEvent]) -> Vec<(&str, bool)> {
     events
         .iter()
         .filter_map(|e| match e {
-            AgentEvent::ToolFinished { id, is_error } => Some((id.as_str(), *is_error)),
+            AgentEvent::ToolFinished { id, is_error, .. } => Some((id.as_str(), *is_error)),
             _ => None,
         })
         .collect()

@@ -87,6 +87,8 @@ enum Block {
         tool_use_id: String,
         #[serde(default)]
         is_error: Option<bool>,
+        #[serde(default)]
+        content: Value,
     },
     #[serde(other)]
     Other,
@@ -136,15 +138,11 @@ impl LineParser for ClaudeParser {
                     assistant(message, out);
                 }
             }
-            ("user", _) => {
-                if let Some(Message {
-                    content: Content::Blocks(blocks),
-                    ..
-                }) = line.message
-                {
-                    tool_results(blocks, out);
-                }
-            }
+            ("user", _) => match line.message.map(|m| m.content) {
+                Some(Content::Text(text)) => out.push(AgentEvent::UserMessage(text)),
+                Some(Content::Blocks(blocks)) => user_blocks(blocks, out),
+                None => {}
+            },
             ("result", subtype) => out.push(AgentEvent::TurnEnded(outcome(
                 subtype.unwrap_or("success"),
                 line.is_error,
@@ -177,19 +175,45 @@ fn assistant(message: Message, out: &mut Vec<AgentEvent>) {
     }
 }
 
-fn tool_results(blocks: Vec<Block>, out: &mut Vec<AgentEvent>) {
+/// A user message's blocks: tool results, or the text of a user turn (as
+/// `--replay-user-messages` and transcripts show it).
+fn user_blocks(blocks: Vec<Block>, out: &mut Vec<AgentEvent>) {
+    let mut said = Vec::new();
     for block in blocks {
-        if let Block::ToolResult {
-            tool_use_id,
-            is_error,
-        } = block
-        {
-            out.push(AgentEvent::ToolFinished {
-                id: tool_use_id,
-                is_error: is_error.unwrap_or(false),
-            });
+        match block {
+            Block::ToolResult {
+                tool_use_id,
+                is_error,
+                content,
+            } => {
+                let is_error = is_error.unwrap_or(false);
+                out.push(AgentEvent::ToolFinished {
+                    id: tool_use_id,
+                    is_error,
+                    reason: is_error.then(|| result_text(&content)).flatten(),
+                });
+            }
+            Block::Text { text } => said.push(text),
+            Block::ToolUse { .. } | Block::Other => {}
         }
     }
+    if !said.is_empty() {
+        out.push(AgentEvent::UserMessage(said.join("\n")));
+    }
+}
+
+/// A tool result's text: a string, or the text blocks of a list, joined.
+fn result_text(content: &Value) -> Option<String> {
+    let text = match content {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    (!text.trim().is_empty()).then_some(text)
 }
 
 fn outcome(
@@ -259,8 +283,39 @@ mod tests {
             ),
             [AgentEvent::ToolFinished {
                 id: "t1".into(),
-                is_error: true
+                is_error: true,
+                reason: Some("x".into())
             }]
+        );
+        assert_eq!(
+            parse(
+                &mut p,
+                r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"Claude requested permissions to use Bash, but you haven't granted it yet."}],"is_error":true}]}}"#
+            ),
+            [AgentEvent::ToolFinished {
+                id: "t2".into(),
+                is_error: true,
+                reason: Some(
+                    "Claude requested permissions to use Bash, but you haven't granted it yet."
+                        .into()
+                )
+            }]
+        );
+        assert_eq!(
+            parse(
+                &mut p,
+                r#"{"type":"user","message":{"role":"user","content":"please also check the README"}}"#
+            ),
+            [AgentEvent::UserMessage(
+                "please also check the README".into()
+            )]
+        );
+        assert_eq!(
+            parse(
+                &mut p,
+                r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"more"}]}}"#
+            ),
+            [AgentEvent::UserMessage("more".into())]
         );
         assert_eq!(
             parse(

@@ -51,6 +51,8 @@ struct Line {
     error: Option<Value>,
     #[serde(default)]
     message: Option<Value>,
+    #[serde(default)]
+    text: Option<String>,
 }
 
 /// `turn.completed.usage`. `input_tokens` already holds `cached_input_tokens` (OpenAI's
@@ -114,6 +116,10 @@ impl LineParser for CodexParser {
                 kind: "turn.failed".into(),
                 message: line.error.as_ref().and_then(error_message),
             })),
+            super::USER_TURN_TYPE => {
+                self.last_message = None;
+                out.extend(line.text.map(AgentEvent::UserMessage));
+            }
             "item.started" => {
                 if let Some(item) = line.item {
                     self.item_started(&item, out);
@@ -160,10 +166,27 @@ impl CodexParser {
             .and_then(Value::as_i64)
             .is_some_and(|c| c != 0);
         let failed_status = str_field(item, "status") == Some("failed");
+        let is_error = failed_exit || failed_status;
         out.push(AgentEvent::ToolFinished {
             id: id.to_owned(),
-            is_error: failed_exit || failed_status,
+            is_error,
+            reason: is_error.then(|| failure_reason(item)).flatten(),
         });
+    }
+}
+
+/// Why a failed item failed: its exit code and output for a command, else its `error`.
+fn failure_reason(item: &Map<String, Value>) -> Option<String> {
+    let output = str_field(item, "aggregated_output").map(str::trim_end);
+    match item.get("exit_code").and_then(Value::as_i64) {
+        Some(code) => Some(match output.filter(|o| !o.is_empty()) {
+            Some(output) => format!("exit code {code}: {output}"),
+            None => format!("exit code {code}"),
+        }),
+        None => item
+            .get("error")
+            .and_then(error_message)
+            .or(output.map(str::to_owned)),
     }
 }
 

@@ -132,7 +132,7 @@ impl LineParser for GeminiParser {
             }
             "tool_result" => {
                 self.end_message(out);
-                if let Some(id) = line.tool_id {
+                if let Some(id) = line.tool_id.clone() {
                     let name = self.open_tools.remove(&id);
                     let is_error = line.status.as_deref() != Some("success")
                         || (name.as_deref() == Some(SHELL_TOOL)
@@ -141,7 +141,12 @@ impl LineParser for GeminiParser {
                                 .as_ref()
                                 .and_then(Value::as_str)
                                 .is_some_and(shell_failed));
-                    out.push(AgentEvent::ToolFinished { id, is_error });
+                    let reason = is_error.then(|| failure_reason(&line)).flatten();
+                    out.push(AgentEvent::ToolFinished {
+                        id,
+                        is_error,
+                        reason,
+                    });
                 }
             }
             "error" => {
@@ -181,9 +186,10 @@ impl GeminiParser {
                 self.last_message = Some(text.clone());
                 out.push(AgentEvent::Text(text));
             }
-            (Some("user"), _) => {
+            (Some("user"), text) => {
                 self.end_message(out);
                 self.last_message = None;
+                out.extend(text.map(AgentEvent::UserMessage));
             }
             _ => {}
         }
@@ -258,6 +264,19 @@ fn shell_failed(output: &str) -> bool {
             .lines()
             .filter_map(|line| line.strip_prefix("Exit Code: "))
             .any(nonzero)
+}
+
+/// Why a tool failed: its error's message, else its output.
+fn failure_reason(line: &Line) -> Option<String> {
+    let (_, message) = error_parts(line.error.as_ref());
+    message.or_else(|| {
+        let output = line.output.as_ref()?;
+        Some(
+            output
+                .as_str()
+                .map_or_else(|| output.to_string(), str::to_owned),
+        )
+    })
 }
 
 /// The `type` and `message` of an error object.

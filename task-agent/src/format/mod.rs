@@ -47,6 +47,32 @@ pub enum LineError {
     Malformed(#[from] serde_json::Error),
 }
 
+/// The `type` of the line the runner writes into a transcript before a turn whose CLI does not
+/// show the user's message itself (Codex, which takes its prompt as an argument):
+/// `{"type":"tasks.user","text":"…"}`. Every parser reads it as [`AgentEvent::UserMessage`];
+/// [`CliFormat::detect`] does not take it for any CLI's line.
+pub const USER_TURN_TYPE: &str = "tasks.user";
+
+/// The line ([`USER_TURN_TYPE`]) that records a user turn of `text` in a transcript.
+pub fn user_turn_line(text: &str) -> String {
+    serde_json::json!({ "type": USER_TURN_TYPE, "text": text }).to_string()
+}
+
+/// The text of a [`USER_TURN_TYPE`] line; `None` for any other line.
+fn user_turn(line: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Turn {
+        #[serde(rename = "type")]
+        kind: String,
+        text: String,
+    }
+    memchr::memmem::find(line, USER_TURN_TYPE.as_bytes())?;
+    serde_json::from_slice::<Turn>(line)
+        .ok()
+        .filter(|turn| turn.kind == USER_TURN_TYPE)
+        .map(|turn| turn.text)
+}
+
 /// The event-stream formats the command runner understands.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
@@ -128,6 +154,10 @@ impl fmt::Debug for DetectingParser {
 
 impl LineParser for DetectingParser {
     fn parse_line(&mut self, line: &[u8], out: &mut Vec<AgentEvent>) -> Result<(), LineError> {
+        if let Some(text) = user_turn(line) {
+            out.push(AgentEvent::UserMessage(text));
+            return Ok(());
+        }
         if self.inner.is_none() {
             self.inner = CliFormat::detect(line).map(CliFormat::parser);
         }
