@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use common::{DEADLINE, FAKE_AGENT, Fixture, process_gone};
 use serde_json::{Value, json};
+use task_agent::format::user_turn_line;
 use task_agent::{AgentRequest, CliFormat, CommandRunner, SendOutcome};
 use task_core::{EndReason, TaskEvent, TaskId, TaskKind, TaskState, TaskStatus};
 use tokio::sync::broadcast::error::RecvError;
@@ -197,7 +198,21 @@ async fn a_resumed_codex_agent_counts_only_what_its_resumed_run_used() {
     // earlier totals it would be 3600 + 126.
     assert_eq!(agent(&state).progress.token_count, 1300 + 42);
     let transcript = std::fs::read_to_string(&handle.transcript).unwrap();
-    assert_eq!(transcript, CODEX_RESUMED, "both runs, in one transcript");
+    // Codex does not print the user's turns; the runner records each before its run.
+    let (turns, cli): (Vec<&str>, Vec<&str>) = transcript
+        .split_inclusive('\n')
+        .partition(|line| line.starts_with(r#"{"type":"tasks.user""#));
+    assert_eq!(cli.concat(), CODEX_RESUMED, "both runs, in one transcript");
+    assert_eq!(
+        turns,
+        [
+            format!("{}\n", user_turn_line("do the first thing")),
+            format!("{}\n", user_turn_line("check the second thing")),
+        ]
+    );
+    let second_turn = transcript.find("check the second thing").unwrap();
+    assert!(transcript[..second_turn].ends_with("\n{\"type\":\"tasks.user\",\"text\":\""));
+    assert!(transcript[second_turn..].contains("second turn done"));
 }
 
 #[tokio::test]

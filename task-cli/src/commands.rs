@@ -349,8 +349,16 @@ fn output(session: &Session, args: &OutputArgs, json: bool) -> Result<u8> {
         .map_or(task_output::read::DEFAULT_MAX_READ_BYTES, |m| {
             usize::try_from(m).unwrap_or(usize::MAX)
         });
+    // An agent-like task's output reads as its conversation (for a model too), but in JSON
+    // and by byte ranges.
+    let holds_conversation = session.task(&id)?.task.base.task_type.holds_conversation();
+    let conversation = holds_conversation && !json;
     if args.for_model {
-        let text = session.output_for_model(&id)?;
+        let text = if holds_conversation {
+            crate::transcript::for_model(session, &id)?
+        } else {
+            session.output_for_model(&id)?
+        };
         return if json {
             render::json(&json!({ "id": id, "output": text }))
         } else {
@@ -359,6 +367,9 @@ fn output(session: &Session, args: &OutputArgs, json: bool) -> Result<u8> {
         .map(|()| exit::OK);
     }
     if let Some(lines) = args.tail {
+        if conversation {
+            return crate::transcript::print_last(session, &id, lines).map(|()| exit::OK);
+        }
         let lines = session.tail(&id, lines)?;
         return if json {
             render::json(&json!({ "id": id, "lines": lines }))
@@ -368,12 +379,15 @@ fn output(session: &Session, args: &OutputArgs, json: bool) -> Result<u8> {
         .map(|()| exit::OK);
     }
     let offset = args.offset.unwrap_or(0);
+    let conversation = conversation && args.max_bytes.is_none();
     if args.follow {
+        if conversation && offset == 0 {
+            return crate::transcript::follow(session, &id, offset, chunk).map(|()| exit::OK);
+        }
         return follow(session, &id, offset, chunk);
     }
-    let whole = offset == 0 && args.max_bytes.is_none();
-    if !json && whole && session.task(&id)?.task.base.task_type == task_core::TaskType::LocalAgent {
-        return print_transcript(session, &id).map(|()| exit::OK);
+    if conversation && offset == 0 {
+        return crate::transcript::print_whole(session, &id).map(|()| exit::OK);
     }
     let new_offset = if json {
         let delta = session.read_text_delta(&id, offset, chunk)?;
@@ -411,27 +425,6 @@ fn print_to_end(session: &Session, id: &TaskId, mut offset: u64, chunk: usize) -
         render::out_bytes(&delta.bytes)?;
         offset = delta.new_offset;
     }
-}
-
-/// Prints an agent's transcript as a person reads it ([`crate::transcript`]); lines that are
-/// not events are shown as they are (`--json` prints the transcript untouched).
-fn print_transcript(session: &Session, id: &TaskId) -> Result<()> {
-    use std::io::BufRead;
-
-    let path = session.output_path(id);
-    let file = std::fs::File::open(&path).map_err(|e| crate::CliError::io("read", &path, e))?;
-    let mut readable = crate::transcript::Readable::default();
-    for line in std::io::BufReader::new(file).split(b'\n') {
-        let line = line.map_err(|e| crate::CliError::io("read", &path, e))?;
-        match readable.line(&line) {
-            Some(text) => render::out(&text)?,
-            None => {
-                render::out_bytes(&line)?;
-                render::out("\n")?;
-            }
-        }
-    }
-    Ok(())
 }
 
 /// How many bytes of the output of `id` lie past `offset` now (0 when there is no file).

@@ -1,52 +1,111 @@
-//! An agent's transcript (its CLI's JSON event stream, as its output file keeps it) as a person
-//! reads it: what it said, each tool it used (with the activity the reference shows), and how
-//! each turn ended. `tasks output` prints an agent's output so, and `tasks top` shows it so.
+//! The output of a task that holds a conversation ([`TaskType::holds_conversation`]: an agent,
+//! the main session, a workflow's agents, a teammate, a dream, a remote agent) as a person
+//! reads it ([`task_agent::conversation`]): what the user and the agent said, each tool it used
+//! and why one failed, and how each turn ended. `tasks output` prints it so in every mode
+//! (`--json` and byte ranges excepted), and `tasks top` shows it so.
+//!
+//! [`TaskType::holds_conversation`]: task_core::TaskType::holds_conversation
 
-use task_agent::format::{DetectingParser, LineParser};
-use task_agent::{AgentEvent, TurnOutcome};
+use std::io::BufRead;
+use std::path::Path;
 
-/// Reads a transcript one line at a time (the format is detected from the lines read).
-#[derive(Default)]
-pub struct Readable {
-    parser: DetectingParser,
-    events: Vec<AgentEvent>,
+use task_agent::conversation::{self, Conversation, Entry};
+use task_core::TaskId;
+use task_output::OutputError;
+use task_session::session::Session;
+
+use crate::render;
+use crate::{CliError, Result};
+
+/// Prints the whole conversation of `id`, a line of the transcript at a time.
+pub fn print_whole(session: &Session, id: &TaskId) -> Result<()> {
+    let path = session.output_path(id);
+    let file = match std::fs::File::open(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        other => other.map_err(|e| CliError::io("read", &path, e))?,
+    };
+    let mut reader = Conversation::default();
+    let mut entries = Vec::new();
+    for line in std::io::BufReader::new(file).split(b'\n') {
+        let line = line.map_err(|e| CliError::io("read", &path, e))?;
+        reader.read_line(&line, &mut entries);
+        print_entries(&mut entries)?;
+    }
+    reader.finish(&mut entries);
+    print_entries(&mut entries)
 }
 
-impl std::fmt::Debug for Readable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Readable").finish_non_exhaustive()
+/// Prints the last `n` entries of the conversation of `id`.
+pub fn print_last(session: &Session, id: &TaskId, n: usize) -> Result<()> {
+    let path = session.output_path(id);
+    let text = missing_is_empty(&path, conversation::last_entries_text(&path, n))?;
+    render::out(&text)
+}
+
+/// The conversation of `id` as its model reads it (SPEC §4): its end, truncated to
+/// `TASK_MAX_OUTPUT_LENGTH` with the `[Truncated. Full output: …]` header.
+pub fn for_model(session: &Session, id: &TaskId) -> Result<String> {
+    let path = session.output_path(id);
+    let text = missing_is_empty(&path, conversation::tail_text(&path))?;
+    let limit = task_output::format::max_output_length_from_env();
+    Ok(task_output::format::format_for_model(&text, &path, limit))
+}
+
+/// Follows the conversation of `id` from byte `offset` (the start of a line) until the task is
+/// terminal and all of it was printed: each entry once its line is whole.
+pub fn follow(session: &Session, id: &TaskId, mut offset: u64, chunk: usize) -> Result<()> {
+    let mut reader = Conversation::default();
+    let mut entries = Vec::new();
+    let mut partial = Vec::new();
+    loop {
+        // The status first, so that the last read sees everything written before the end.
+        let ended = session.task(id)?.is_terminal();
+        loop {
+            let delta = session.read_delta(id, offset, chunk)?;
+            if delta.bytes.is_empty() {
+                break;
+            }
+            offset = delta.new_offset;
+            partial.extend_from_slice(&delta.bytes);
+            let whole = partial
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            for line in partial[..whole].split(|&b| b == b'\n') {
+                if !line.is_empty() {
+                    reader.read_line(line, &mut entries);
+                }
+            }
+            partial.drain(..whole);
+            print_entries(&mut entries)?;
+        }
+        if ended {
+            if !partial.is_empty() {
+                reader.read_line(&partial, &mut entries);
+            }
+            reader.finish(&mut entries);
+            return print_entries(&mut entries);
+        }
+        std::thread::sleep(session.config().poll_interval);
     }
 }
 
-impl Readable {
-    /// What a reader sees of one transcript line (given without its newline): lines, each
-    /// ending in a newline, or nothing for events of no interest to a reader (init, usage,
-    /// unknown types). `None` when the line is not an event (a CLI's plain text, a malformed
-    /// line): the caller shows it as it is.
-    pub fn line(&mut self, line: &[u8]) -> Option<String> {
-        self.events.clear();
-        self.parser.parse_line(line, &mut self.events).ok()?;
-        let mut text = String::new();
-        for event in &self.events {
-            match event {
-                AgentEvent::Text(said) => text.push_str(&format!("{said}\n")),
-                AgentEvent::ToolStarted(tool) => {
-                    let what = task_agent::activity::description(&tool.name, &tool.input)
-                        .unwrap_or_else(|| tool.name.clone());
-                    text.push_str(&format!("  → {what}\n"));
-                }
-                AgentEvent::ToolFinished { is_error: true, .. } => {
-                    text.push_str("    (the tool failed)\n");
-                }
-                AgentEvent::TurnEnded(TurnOutcome::Success { result }) => {
-                    text.push_str(&format!("✓ {}\n", result.as_deref().unwrap_or("done")));
-                }
-                AgentEvent::TurnEnded(outcome) => {
-                    text.push_str(&format!("✗ {}\n", outcome.error_text().unwrap_or_default()));
-                }
-                _ => {}
-            }
-        }
-        Some(text)
+/// Prints `entries` and empties it.
+fn print_entries(entries: &mut Vec<Entry>) -> Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let text = conversation::text(entries);
+    entries.clear();
+    render::out(&text)
+}
+
+/// A transcript that does not exist yet reads as an empty conversation.
+fn missing_is_empty(path: &Path, read: std::result::Result<String, OutputError>) -> Result<String> {
+    match read {
+        Ok(text) => Ok(text),
+        Err(OutputError::NotFound { .. }) => Ok(String::new()),
+        Err(OutputError::Io { source, .. }) => Err(CliError::io("read", path, source)),
+        Err(other) => Err(task_session::Error::Invalid(other.to_string()).into()),
     }
 }

@@ -64,6 +64,19 @@ impl TaskType {
         }
     }
 
+    /// Whether a task of this type keeps a conversation as its output: an agent's transcript
+    /// (an agent, the main session, a workflow's agents, a teammate, a dream) or a remote
+    /// session's events. Readers show such output as a conversation, not as raw lines.
+    pub const fn holds_conversation(self) -> bool {
+        matches!(
+            self,
+            TaskType::LocalAgent
+                | TaskType::RemoteAgent
+                | TaskType::InProcessTeammate
+                | TaskType::Dream
+        )
+    }
+
     const fn prefix_byte(self) -> u8 {
         match self {
             TaskType::LocalBash => b'b',

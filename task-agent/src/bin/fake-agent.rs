@@ -5,8 +5,11 @@
 //! ```text
 //! fake-agent --script FILE [-p] [--output-format stream-json] [--verbose]   (or --script=FILE)
 //!            [--input-format stream-json] [--model M] [--resume SESSION]
-//!            [--turn-signal DIR]
+//!            [--replay-user-messages] [--turn-signal DIR]
 //! ```
+//!
+//! With `--replay-user-messages` it prints each user line it reads back on stdout as it reads
+//! it, before answering, as Claude Code does.
 //!
 //! With `--turn-signal DIR` it puts a file in DIR (`{pid}-{n}`, holding the turn's text, whole
 //! when it appears) as it reads each user turn, before it answers: a test's signal that the turn
@@ -84,6 +87,8 @@ struct Agent {
     turn_signal: Option<String>,
     /// User turns read.
     turns: u64,
+    /// `--replay-user-messages`: each user line read is printed back (as Claude does).
+    replay_user: bool,
 }
 
 fn run() -> Result<u8, String> {
@@ -111,6 +116,7 @@ fn run() -> Result<u8, String> {
         last_user: String::new(),
         turn_signal: flag("--turn-signal"),
         turns: 0,
+        replay_user: args.iter().any(|a| a == "--replay-user-messages"),
     };
     if let Some(prompt) = argument_prompt(&args) {
         // Codex's or Gemini's command line: the script says everything that is printed.
@@ -326,6 +332,9 @@ impl Agent {
                 continue;
             };
             if value["type"] == "user" {
+                if self.replay_user {
+                    self.emit(&value)?;
+                }
                 let content = &value["message"]["content"];
                 let text = content
                     .as_str()

@@ -14,6 +14,10 @@ pub(crate) struct LaunchPlan {
     /// The first stream-json user line, when the CLI reads turns on stdin (then stdin stays
     /// open); `None`: stdin is closed.
     pub(crate) first_turn: Option<String>,
+    /// A user turn the CLI does not show in its own stream (Codex takes its prompt as an
+    /// argument), which the runner records in the transcript before the spawn
+    /// ([`user_turn_line`](crate::format::user_turn_line)), so that the conversation holds it.
+    pub(crate) unshown_turn: Option<String>,
 }
 
 /// The stream-json line of a user turn (Claude's `--input-format stream-json`).
@@ -45,6 +49,13 @@ pub(crate) fn plan(
                 &["--input-format", "stream-json"],
                 &["--input-format"],
             );
+            // The user turns it reads on stdin come back in its stream, so the conversation
+            // (`tasks output`) holds them.
+            ensure(
+                &mut args,
+                &["--replay-user-messages"],
+                &["--replay-user-messages"],
+            );
             push_model(&mut args, "--model", model);
             if let Some(schema) = &spec.json_schema {
                 args.extend(["--json-schema".into(), schema.into()]);
@@ -59,6 +70,7 @@ pub(crate) fn plan(
             Ok(LaunchPlan {
                 args,
                 first_turn: Some(user_turn(text)),
+                unshown_turn: None,
             })
         }
         CliFormat::Codex => {
@@ -71,15 +83,20 @@ pub(crate) fn plan(
                 &["--skip-git-repo-check"],
             );
             push_model(&mut args, "--model", model);
-            match resume {
+            let text = match resume {
                 Some((thread_id, message)) => {
                     args.extend(["resume".into(), thread_id.into(), message.into()]);
+                    message
                 }
-                None => args.push(spec.prompt.clone().into()),
-            }
+                None => {
+                    args.push(spec.prompt.clone().into());
+                    spec.prompt.as_str()
+                }
+            };
             Ok(LaunchPlan {
                 args,
                 first_turn: None,
+                unshown_turn: Some(text.to_owned()),
             })
         }
         CliFormat::Gemini => {
@@ -96,9 +113,11 @@ pub(crate) fn plan(
             ensure(&mut args, &["--yolo"], &["--yolo", "-y", "--approval-mode"]);
             push_model(&mut args, "--model", model);
             args.extend(["-p".into(), spec.prompt.clone().into()]);
+            // Its stream starts with the prompt as a user message.
             Ok(LaunchPlan {
                 args,
                 first_turn: None,
+                unshown_turn: None,
             })
         }
     }
@@ -157,6 +176,7 @@ mod tests {
                 "--verbose",
                 "--input-format",
                 "stream-json",
+                "--replay-user-messages",
                 "--model",
                 "opus"
             ]
@@ -179,6 +199,7 @@ mod tests {
             ["exec", "--json", "--skip-git-repo-check", "p; rm -rf /"]
         );
         assert!(codex.first_turn.is_none());
+        assert_eq!(codex.unshown_turn.as_deref(), Some("p; rm -rf /"));
         let gemini = plan(CliFormat::Gemini, &[], &spec, None).unwrap();
         assert_eq!(
             strings(&gemini.args),
@@ -251,5 +272,6 @@ mod tests {
             ]
         );
         assert!(resumed.first_turn.is_none());
+        assert_eq!(resumed.unshown_turn.as_deref(), Some("and now this"));
     }
 }

@@ -101,6 +101,7 @@ impl CommandRunner {
                 args::LaunchPlan {
                     args: self.args.clone(),
                     first_turn: None,
+                    unshown_turn: None,
                 },
                 Box::new(crate::format::DetectingParser::default()),
             ),

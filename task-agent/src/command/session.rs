@@ -1,6 +1,8 @@
 //! One run of an agent CLI: spawned in its own process group, followed through its transcript.
 
 use std::ffi::OsStr;
+use std::io::Write;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -48,6 +50,16 @@ pub struct CommandSession {
     kill: Option<oneshot::Sender<oneshot::Sender<()>>>,
 }
 
+/// Appends the user turn `text` to `transcript` ([`crate::format::user_turn_line`]), before the
+/// CLI that will append to it starts.
+fn record_turn(transcript: &Path, text: &str) -> Result<(), AgentError> {
+    let mut line = crate::format::user_turn_line(text);
+    line.push('\n');
+    task_output::open::open_output_append(transcript)?
+        .write_all(line.as_bytes())
+        .map_err(|e| task_output::OutputError::from_io(transcript, e).into())
+}
+
 impl CommandSession {
     /// Spawns the CLI. `replay`: the parser first reads the transcript as it is (an earlier
     /// run's lines), without reporting it, so that it knows the session's history.
@@ -68,6 +80,9 @@ impl CommandSession {
             .map_err(|e| task_output::OutputError::from_io(&spec.transcript, e))?;
         // Before the spawn, so that nothing the new run writes is replayed.
         let tail = new_tail(spec, parser, replay, start_offset, config);
+        if let Some(turn) = &plan.unshown_turn {
+            record_turn(&spec.transcript, turn)?;
+        }
         let mut command = Command::new(program);
         if spec.replace_env {
             command.env_clear();

@@ -161,17 +161,26 @@ pub fn render_turn(messages: &[TeamMessage]) -> String {
 const MESSAGE_ID_ATTRIBUTE: &str = "message_id";
 
 /// The ids of the messages a teammate's transcript holds: every `message_id` of a rendered
-/// turn in one of its whole JSON lines (what its agent CLI printed of the turns it took). A
-/// torn last line (a CLI killed mid-write) holds none: its turn was not taken whole.
+/// turn in one of its whole JSON lines (what its agent CLI printed of the turns it took),
+/// except in the user turns the CLI replays as it reads them (`--replay-user-messages`): a
+/// turn read but not yet answered is not taken. A torn last line (a CLI killed mid-write)
+/// holds none: its turn was not taken whole.
 pub(crate) fn delivered_ids(transcript: &[u8]) -> HashSet<String> {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(rename = "type", borrow, default)]
+        kind: Option<std::borrow::Cow<'a, str>>,
+    }
     // In a JSON line the attribute's quotes are escaped.
     let needle = format!("{MESSAGE_ID_ATTRIBUTE}=\\\"");
     let mut ids = HashSet::new();
     for line in transcript.split(|&b| b == b'\n') {
-        if memchr::memmem::find(line, needle.as_bytes()).is_none()
-            || serde_json::from_slice::<serde::de::IgnoredAny>(line).is_err()
-        {
+        if memchr::memmem::find(line, needle.as_bytes()).is_none() {
             continue;
+        }
+        match serde_json::from_slice::<Head<'_>>(line) {
+            Ok(head) if head.kind.as_deref() != Some("user") => {}
+            _ => continue,
         }
         for found in memchr::memmem::find_iter(line, needle.as_bytes()) {
             let rest = &line[found + needle.len()..];
@@ -210,6 +219,26 @@ pub(crate) fn rfc3339_now() -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn a_turn_counts_as_taken_once_answered_not_when_replayed_or_torn() {
+        let turn = |id: &str| {
+            format!(
+                "<teammate-message teammate_id=\"lead\" {MESSAGE_ID_ATTRIBUTE}=\"{id}\">hi</teammate-message>"
+            )
+        };
+        let line = |kind: &str, id: &str| {
+            serde_json::json!({"type": kind, "message": {"content": turn(id)}}).to_string()
+        };
+        let answered = line("assistant", "m1");
+        let replayed = line("user", "m2");
+        let torn = &line("assistant", "m3")[..40.max(line("assistant", "m3").len() - 5)];
+        let transcript = format!("{answered}\n{replayed}\n{torn}");
+        assert_eq!(
+            delivered_ids(transcript.as_bytes()),
+            HashSet::from(["m1".to_owned()])
+        );
+    }
 
     #[test]
     fn protocol_messages_use_the_reference_field_names() {

@@ -1,7 +1,7 @@
 //! The dashboard's state between frames and what each key does.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use task_core::{Address, TaskId, TaskKind, TaskType};
+use task_core::{Address, TaskId, TaskKind};
 
 use super::state::{ListPane, OutputPane, Tasks, WorktreeChecks};
 use crate::error::Result;
@@ -86,7 +86,7 @@ impl App {
         match index.map(|i| &self.tasks.shown[i]) {
             Some(task) => {
                 let (id, size) = (task.record.id(), task.output_bytes);
-                let transcript = task.record.task.base.task_type == TaskType::LocalAgent;
+                let transcript = task.record.task.base.task_type.holds_conversation();
                 self.output.follow(&self.session, id, size, transcript)?;
             }
             None => self.output.clear(),

@@ -9,7 +9,7 @@ use task_core::{TaskId, TaskType};
 
 use crate::error::Result;
 use crate::pill::{self, Pill};
-use crate::transcript::Readable;
+use task_agent::conversation::Conversation;
 use task_session::record::TaskRecord;
 use task_session::session::Session;
 
@@ -134,8 +134,8 @@ pub struct OutputPane {
     pub lines: VecDeque<String>,
     /// The last line read, while it has no newline yet.
     partial: String,
-    /// Reads the followed agent's transcript; `None` for other tasks.
-    transcript: Option<Readable>,
+    /// Reads the followed task's conversation; `None` for tasks that hold none.
+    transcript: Option<Conversation>,
     /// The first line read is the end of a line cut by the tail read (a transcript skips it).
     cut: bool,
 }
@@ -155,7 +155,7 @@ impl OutputPane {
             *self = Self {
                 id: Some(id),
                 offset,
-                transcript: transcript.then(Readable::default),
+                transcript: transcript.then(Conversation::default),
                 cut: offset > 0,
                 ..Self::default()
             };
@@ -188,15 +188,19 @@ impl OutputPane {
     }
 
     fn complete(&mut self, line: String) {
-        let Some(readable) = &mut self.transcript else {
+        let Some(conversation) = &mut self.transcript else {
             return self.keep(line);
         };
         if std::mem::take(&mut self.cut) {
             return;
         }
-        match readable.line(line.as_bytes()) {
-            Some(text) => text.lines().for_each(|l| self.keep(l.to_owned())),
-            None => self.keep(line),
+        let mut entries = Vec::new();
+        conversation.read_line(line.as_bytes(), &mut entries);
+        for entry in entries {
+            entry
+                .to_string()
+                .lines()
+                .for_each(|l| self.keep(l.to_owned()));
         }
     }
 
@@ -311,7 +315,7 @@ mod tests {
 
     fn agent_pane(cut: bool) -> OutputPane {
         OutputPane {
-            transcript: Some(Readable::default()),
+            transcript: Some(Conversation::default()),
             cut,
             ..OutputPane::default()
         }
