@@ -247,6 +247,36 @@ fn a_remote_agent_runs_to_one_completion_notification_and_its_sidecar_lives_whil
     assert!(client.ok(&["notifications"]).is_empty(), "exactly once");
 }
 
+/// A remote agent's output (its session's events) reads as its conversation, as every agent's
+/// does (the others are in `conversations.rs`): the user's prompt, a tool its permission mode
+/// denied with the reason, what it said and its result; `--json` gives the events as they are.
+#[test]
+fn a_remote_agents_output_is_its_conversation() {
+    let denied = "Claude requested permissions to use Bash, but you haven't granted it yet.";
+    let server = Server::start(&[
+        json!({"read_user": true}),
+        json!({"tool": "Bash", "input": {"command": "rm -rf build", "description": "Clean the build"},
+               "output": denied, "is_error": true}),
+        json!({"text": "Nothing could run."}),
+        json!({"result": "blocked"}),
+    ]);
+    let client = Root::remote();
+    let id = remote(&client, &server, &[], "clean the build remotely");
+    let waited = client.run(&["wait", "--no-deliver", &id]);
+    assert!(waited.status.success(), "{waited:?}");
+    let last_three = format!("    (the tool failed: {denied})\nNothing could run.\n✓ blocked\n");
+    assert_eq!(client.ok(&["output", &id, "--tail", "3"]), last_three);
+    let whole = client.ok(&["output", &id]);
+    assert!(whole.starts_with("> clean the build remotely\n"), "{whole}");
+    assert!(whole.contains("  → Running Clean the build\n"), "{whole}");
+    assert!(whole.ends_with(&last_three), "{whole}");
+    let raw: Value = serde_json::from_str(&client.ok(&["output", &id, "--json"])).unwrap();
+    assert!(
+        raw["output"].as_str().unwrap().contains("\"tool_result\""),
+        "{raw}"
+    );
+}
+
 #[test]
 fn a_message_sent_mid_run_reaches_the_remote_agent_and_its_answer_ends_the_task() {
     let gate = tempfile::tempdir().unwrap();
