@@ -192,6 +192,21 @@ pub fn tail_text(path: &Path) -> Result<String, OutputError> {
     Ok(out)
 }
 
+/// The end of the conversation at `path` as a model reads a task's output (SPEC §4):
+/// [`tail_text`], truncated to `TASK_MAX_OUTPUT_LENGTH` with the `[Truncated. Full output: …]`
+/// header. A transcript that does not exist yet is an empty conversation.
+///
+/// # Errors
+/// As [`tail_entries`], but for a missing file.
+pub fn for_model(path: &Path) -> Result<String, OutputError> {
+    let text = match tail_text(path) {
+        Err(OutputError::NotFound { .. }) => String::new(),
+        other => other?,
+    };
+    let limit = task_output::format::max_output_length_from_env();
+    Ok(task_output::format::format_for_model(&text, path, limit))
+}
+
 /// Entries as text, one after another.
 pub fn text(entries: &[Entry]) -> String {
     entries.iter().map(Entry::to_string).collect()

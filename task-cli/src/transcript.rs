@@ -42,13 +42,10 @@ pub fn print_last(session: &Session, id: &TaskId, n: usize) -> Result<()> {
     render::out(&text)
 }
 
-/// The conversation of `id` as its model reads it (SPEC §4): its end, truncated to
-/// `TASK_MAX_OUTPUT_LENGTH` with the `[Truncated. Full output: …]` header.
+/// The conversation of `id` as its model reads it ([`conversation::for_model`]).
 pub fn for_model(session: &Session, id: &TaskId) -> Result<String> {
     let path = session.output_path(id);
-    let text = missing_is_empty(&path, conversation::tail_text(&path))?;
-    let limit = task_output::format::max_output_length_from_env();
-    Ok(task_output::format::format_for_model(&text, &path, limit))
+    conversation::for_model(&path).map_err(|error| output_error(&path, error))
 }
 
 /// Follows the conversation of `id` from byte `offset` (the start of a line) until the task is
@@ -105,7 +102,13 @@ fn missing_is_empty(path: &Path, read: std::result::Result<String, OutputError>)
     match read {
         Ok(text) => Ok(text),
         Err(OutputError::NotFound { .. }) => Ok(String::new()),
-        Err(OutputError::Io { source, .. }) => Err(CliError::io("read", path, source)),
-        Err(other) => Err(task_session::Error::Invalid(other.to_string()).into()),
+        Err(error) => Err(output_error(path, error)),
+    }
+}
+
+fn output_error(path: &Path, error: OutputError) -> CliError {
+    match error {
+        OutputError::Io { source, .. } => CliError::io("read", path, source),
+        other => task_session::Error::Invalid(other.to_string()).into(),
     }
 }

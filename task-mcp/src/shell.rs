@@ -128,13 +128,22 @@ pub(crate) async fn task_output(
             (task, false) => (task, RetrievalStatus::Timeout),
         }
     };
-    // An agent's output file is its transcript: what it answers is its result.
+    // An agent's output file is its transcript: what it answers is its result. Other
+    // agent-like tasks answer with their conversation as a person reads it.
     let output = match &task.task.kind {
         task_core::TaskKind::Agent(agent) => agent
             .result
             .clone()
             .or_else(|| agent.error.clone())
             .unwrap_or_default(),
+        _ if task.task.base.task_type.holds_conversation() => {
+            let path = context.session.output_path(&id);
+            blocking(move || {
+                task_agent::conversation::for_model(&path)
+                    .map_err(|error| task_session::Error::Invalid(error.to_string()))
+            })
+            .await?
+        }
         _ => {
             let session = context.session.clone();
             blocking(move || session.output_for_model(&id)).await?
