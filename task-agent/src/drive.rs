@@ -439,13 +439,13 @@ impl Drive {
     }
 
     /// Its processes are gone: its worktree, if unchanged, goes (see
-    /// [`settle_worktree`](crate::executor::settle_worktree)). Returns its state after that.
+    /// [`settle_worktree`](crate::worktree::settle_worktree)). Returns its state after that.
     fn settle_worktree(&self) -> impl Future<Output = ()> + Send + use<> {
         let registry = Arc::clone(&self.registry);
         let worktrees = Arc::clone(&self.worktrees);
         let id = self.id;
         let settled = tokio::task::spawn_blocking(move || {
-            crate::executor::settle_worktree(&registry, &worktrees, &id)
+            crate::worktree::settle_worktree(&registry, &worktrees, &id)
         });
         async move {
             let _ = settled.await;
@@ -639,7 +639,7 @@ async fn remove_worktree(
     let removed = {
         let worktree = worktree.clone();
         tokio::task::spawn_blocking(move || {
-            crate::executor::remove_unchanged(&worktrees, &worktree)
+            crate::worktree::remove_unchanged(&worktrees, &worktree)
         })
         .await
         .unwrap_or(false)

@@ -26,7 +26,7 @@ use crate::record::{AgentRecord, Control};
 use crate::runner::{AgentRunner, AgentSession, AgentSpec};
 use crate::tail::TranscriptTail;
 use crate::transcript_session::TranscriptSession;
-use crate::worktree::{WorktreeRequest, Worktrees, blocking};
+use crate::worktree::{WorktreeRequest, Worktrees, blocking, remove_unchanged, settle_worktree};
 
 pub use task_core::AGENT_ID_ENV;
 /// The agent type of the backgrounded main session.
@@ -773,38 +773,6 @@ pub(crate) fn remove_left<'a>(id: TaskId, paths: impl IntoIterator<Item = &'a Pa
             tracing::warn!(task = %id, path = %path.display(), %error, "cannot remove it");
         }
     }
-}
-
-/// Removes `worktree` and its branch if it has no changes; a failure is logged (the worktree
-/// then stays, listed by `tasks worktree ls`). Returns whether it is gone. Blocking.
-pub(crate) fn remove_unchanged(worktrees: &Worktrees, worktree: &task_core::Worktree) -> bool {
-    match worktrees.remove_unless_changed(worktree, false) {
-        Ok(None) => true,
-        Ok(Some(_)) => false,
-        Err(error) => {
-            tracing::warn!(path = %worktree.worktree_path, %error, "worktree not removed");
-            false
-        }
-    }
-}
-
-/// The agent or teammate `id` stopped with no notification for the model (killed, never
-/// started, or a teammate however it ended): its worktree, if it has one and it holds no
-/// changes, is removed with its branch and forgotten by its state. Blocking.
-pub(crate) fn settle_worktree(registry: &Registry, worktrees: &Worktrees, id: &TaskId) {
-    let Some(state) = registry.get(id) else {
-        return;
-    };
-    let Some(worktree) = state.kind.worktree() else {
-        return;
-    };
-    if !remove_unchanged(worktrees, worktree) {
-        return;
-    }
-    let _ = registry.update(id, |current| {
-        let mut next = current.clone();
-        next.kind.set_worktree(None).then_some(next)
-    });
 }
 
 /// The sidecar `agent-{id}.meta.json` beside the transcript, as the reference writes it.

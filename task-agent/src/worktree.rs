@@ -5,9 +5,9 @@
 //! new branch `tasks/{description-slug}-{id}` (or one the caller names; an existing branch is
 //! never reused) under the executor's worktrees directory, `{dir}/{id}`. When the agent stops,
 //! one with no changes (its `HEAD` still the base commit, its tree clean, untracked files
-//! included) is removed with its branch; one with changes is kept and named in the agent's
-//! notification. Every failure is the start's failure: an agent never runs unisolated when
-//! isolation was asked for.
+//! included) is removed with its branch (here too, for the executors of agents and teammates);
+//! one with changes is kept and named in the agent's notification. Every failure is the start's
+//! failure: an agent never runs unisolated when isolation was asked for.
 //!
 //! A caller's checkout **cannot be based on** (the start is refused, [`WorktreeError::Unbased`])
 //! when its `HEAD` is not the state it means to hand over: a merge, rebase, cherry-pick, revert
@@ -26,7 +26,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
-use task_core::{TaskId, Worktree};
+use task_core::{Registry, TaskId, Worktree};
 
 /// The longest description slug in a branch name.
 const SLUG_CHARS: usize = 40;
@@ -459,6 +459,38 @@ where
         said => said.lines().collect::<Vec<_>>().join(" / "),
     };
     Err(WorktreeError::Git { command, reason })
+}
+
+/// Removes `worktree` and its branch if it has no changes; a failure is logged (the worktree
+/// then stays, listed by `tasks worktree ls`). Returns whether it is gone. Blocking.
+pub(crate) fn remove_unchanged(worktrees: &Worktrees, worktree: &Worktree) -> bool {
+    match worktrees.remove_unless_changed(worktree, false) {
+        Ok(None) => true,
+        Ok(Some(_)) => false,
+        Err(error) => {
+            tracing::warn!(path = %worktree.worktree_path, %error, "worktree not removed");
+            false
+        }
+    }
+}
+
+/// The agent or teammate `id` stopped with no notification for the model (killed, never
+/// started, or a teammate however it ended): its worktree, if it has one and it holds no
+/// changes, is removed with its branch and forgotten by its state. Blocking.
+pub(crate) fn settle_worktree(registry: &Registry, worktrees: &Worktrees, id: &TaskId) {
+    let Some(state) = registry.get(id) else {
+        return;
+    };
+    let Some(worktree) = state.kind.worktree() else {
+        return;
+    };
+    if !remove_unchanged(worktrees, worktree) {
+        return;
+    }
+    let _ = registry.update(id, |current| {
+        let mut next = current.clone();
+        next.kind.set_worktree(None).then_some(next)
+    });
 }
 
 /// Runs blocking git work from async code: in place on a multi-threaded runtime (the other

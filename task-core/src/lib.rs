@@ -63,7 +63,6 @@
 mod config;
 mod end;
 mod event;
-mod executor;
 mod id;
 mod input;
 mod launch;
@@ -81,7 +80,6 @@ pub use end::{
     BudgetLimit, EXIT_KILLED, EXIT_SPAWN_FAILED, EXIT_TIMED_OUT, EndReason, human_duration,
 };
 pub use event::{SdkStatus, TaskEvent, TaskPatch};
-pub use executor::{KillError, KillOutcome, Task};
 pub use id::{IdError, TASK_ID_LEN, TaskId, TaskType};
 pub use input::{Input, InputError};
 pub use launch::{
@@ -93,6 +91,7 @@ pub use notification::{
     Priority, sanitize, summary,
 };
 pub use poll::{FileReader, OutputReader, PollLoop, PollReport, spawn_poll_loop};
+pub use registry::executor::{KillError, KillOutcome, Task};
 pub use registry::{Delivery, Holder, Registration, Registry, RegistryError, UpdateOutcome};
 pub use state::{
     AgentBudget, AgentProgress, AgentState, CappedVec, DREAM_TURNS_CAP, DreamPhase, DreamState,

@@ -17,7 +17,7 @@ use task_session::record::TaskRecord;
 use task_session::session::Session;
 
 use crate::Deliverer;
-use crate::notify::Outbox;
+use crate::outbox::Outbox;
 use crate::text;
 
 /// The state of one MCP server.

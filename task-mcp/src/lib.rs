@@ -46,6 +46,7 @@ mod context;
 mod error;
 mod list;
 pub mod notify;
+mod outbox;
 mod resources;
 pub mod schema;
 mod server;

@@ -30,7 +30,7 @@ use std::time::Duration;
 use task_session::guard as lock;
 
 use rmcp::model::{
-    LoggingLevel, LoggingMessageNotificationParam, RequestId, ResourceUpdatedNotificationParam,
+    LoggingLevel, LoggingMessageNotificationParam, ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{Peer, RoleServer};
 use serde_json::json;
@@ -102,7 +102,7 @@ fn rank(level: LoggingLevel) -> u8 {
 }
 
 /// Claims every pending notification for a tool result, in priority order, under a lease, and
-/// records them: they are marked delivered once the result is written out ([`Outbox`]). A
+/// records them: they are marked delivered once the result is written out ([`Outbox`](crate::outbox::Outbox)). A
 /// failure is logged and leaves them pending.
 pub(crate) async fn lease_for_result(context: &Context) -> Option<Leased> {
     let session = context.session.clone();
@@ -117,38 +117,6 @@ pub(crate) async fn lease_for_result(context: &Context) -> Option<Leased> {
         Err(error) => {
             tracing::warn!(%error, "could not collect pending notifications");
             None
-        }
-    }
-}
-
-/// The notifications tool results carry, held under their leases until the transport has
-/// written the result: then marked delivered, or given back if the write failed. A server
-/// killed in between leaves them deliverable again once its lease is seen to be stale.
-#[derive(Debug, Default)]
-pub(crate) struct Outbox(Mutex<HashMap<RequestId, Leased>>);
-
-impl Outbox {
-    /// Holds `leased` until the answer to `request` is written.
-    pub fn hold(&self, request: RequestId, leased: Leased) {
-        if !leased.is_empty() {
-            lock(&self.0).insert(request, leased);
-        }
-    }
-
-    /// The answer to `request` was written out (`sent`) or lost.
-    pub fn answered(&self, request: &RequestId, sent: bool) {
-        let held = lock(&self.0).remove(request);
-        match (held, sent) {
-            (Some(leased), true) => {
-                leased.mark_delivered();
-            }
-            (Some(leased), false) => {
-                tracing::warn!(
-                    count = leased.len(),
-                    "a tool result was not written: its notifications are given back"
-                );
-            }
-            (None, _) => {}
         }
     }
 }

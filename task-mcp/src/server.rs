@@ -205,7 +205,7 @@ impl TasksServer {
 impl TasksServer {
     /// What holds the notifications of the results this server answers with, until the
     /// transport has written them.
-    pub(crate) fn outbox(&self) -> Arc<notify::Outbox> {
+    pub(crate) fn outbox(&self) -> Arc<crate::outbox::Outbox> {
         Arc::clone(&self.context.outbox)
     }
 

@@ -38,7 +38,6 @@ mod eventlog;
 mod executor;
 mod launch;
 pub mod notify;
-mod poll;
 mod sidecar;
 mod token;
 

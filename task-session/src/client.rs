@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::lock;
 use crate::paths::{SessionPaths, private_file};
 use crate::protocol::{Op, Request, Response};
-use crate::supervisor::READY_FD_ENV;
+use crate::wire::READY_FD_ENV;
 
 /// How a client starts the supervisor of a session: a program and its arguments. The session's
 /// root and name are passed in its environment as `TASKS_ROOT` and `TASKS_SESSION`.

@@ -80,7 +80,7 @@ pub struct Config {
     /// reader may deliver them (sooner if it dies: see [`crate::lease`]).
     pub delivery_lease: Duration,
     /// What the supervisor prunes by itself (off: nothing).
-    pub retention: crate::prune::Policy,
+    pub retention: crate::retention::Policy,
     /// How often the supervisor applies [`Config::retention`].
     pub retention_interval: Duration,
     /// How long a stopped agent stays in the supervisor's memory (`PANEL_GRACE_MS`); a
@@ -112,7 +112,7 @@ impl Default for Config {
             sweep_interval: Duration::from_millis(1_000),
             request_timeout: Duration::from_secs(10),
             delivery_lease: Duration::from_secs(30),
-            retention: crate::prune::Policy::default(),
+            retention: crate::retention::Policy::default(),
             retention_interval: Duration::from_secs(60),
             panel_grace: task_core::PANEL_GRACE,
             parallel: crate::queue::ClassLimits::default(),
@@ -316,13 +316,13 @@ impl Config {
             parse_duration_ms,
         )?;
         let keep_last = number("TASKS_RETENTION_KEEP_LAST", file.retention_keep_last)?;
-        config.retention = crate::prune::Policy::new(
+        config.retention = crate::retention::Policy::new(
             older_than.map(Duration::from_millis),
             keep_last.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
             parsed(
                 "TASKS_RETENTION_MAX_SIZE",
                 file.retention_max_size,
-                crate::prune::parse_size,
+                crate::retention::parse_size,
             )?,
         );
         config.retention_interval = ms(
@@ -345,7 +345,7 @@ impl Config {
             .or(file.group)
             .filter(|group| !group.is_empty());
         if let Some(group) = &config.group {
-            crate::queue::validate_group(group)
+            crate::placement::validate_group(group)
                 .map_err(|e| Error::Invalid(format!("TASKS_GROUP={group:?}: {e}")))?;
         }
         config.on_end = env
@@ -454,7 +454,7 @@ mod tests {
             ..ConfigFile::default()
         };
         let config = Config::from_sources(file, env("TASKS_RETENTION_KEEP_LAST", "20")).unwrap();
-        let expected = crate::prune::Policy::new(
+        let expected = crate::retention::Policy::new(
             Some(Duration::from_secs(7 * 86_400)),
             Some(20),
             Some(1 << 30),

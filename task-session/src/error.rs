@@ -93,7 +93,7 @@ pub enum Error {
     #[error("{message}")]
     Input {
         /// Why.
-        reason: crate::protocol::InputRefusal,
+        reason: crate::refusal::InputRefusal,
         /// What the supervisor said, with what to do about it.
         message: String,
     },
@@ -103,7 +103,7 @@ pub enum Error {
         /// The task.
         id: String,
         /// Why.
-        reason: crate::prune::KeepReason,
+        reason: crate::refusal::KeepReason,
     },
 }
 

@@ -123,16 +123,21 @@ pub mod lease;
 pub mod lock;
 pub mod notice;
 pub mod paths;
+mod placement;
 pub mod protocol;
 pub mod prune;
 pub mod queue;
 pub mod ready;
 pub mod record;
+mod refusal;
 pub mod restart;
+mod retention;
+mod schedule;
 pub mod session;
 pub mod strays;
 pub mod supervisor;
 pub mod untrusted;
+mod wire;
 
 pub use error::{Error, Result};
 

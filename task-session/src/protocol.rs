@@ -9,7 +9,9 @@
 use serde::{Deserialize, Serialize};
 use task_core::{Address, Caller, MessageReply, TaskId};
 
-use crate::queue::Schedule;
+use crate::schedule::Schedule;
+
+pub use crate::refusal::InputRefusal;
 
 /// What a client asks the supervisor, and until when the answer is of use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -200,46 +202,6 @@ impl KillResult {
             KillResult::AlreadyEnded => "already ended",
             KillResult::Unknown => "unknown",
             KillResult::Failed => "failed",
-        }
-    }
-}
-
-/// Why input for a task's stdin was refused (task-core's [`task_core::InputError`], by class).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum InputRefusal {
-    /// No task of the session has that id.
-    UnknownTask,
-    /// The task has ended.
-    Finished,
-    /// Tasks of its type take no input.
-    NotAccepted,
-    /// It was started with stdin `/dev/null`.
-    NotPiped,
-    /// Its stdin was closed on request.
-    Closed,
-    /// Its process closed its stdin (`EPIPE`).
-    ReaderGone,
-    /// It did not read the bytes in time; part of them may have gone through.
-    Stalled,
-    /// Writing failed otherwise.
-    Failed,
-}
-
-impl InputRefusal {
-    /// The class of `error`.
-    pub fn of(error: &task_core::InputError) -> Self {
-        use task_core::InputError as E;
-        match error {
-            E::NotFound(_) => Self::UnknownTask,
-            E::Finished { .. } => Self::Finished,
-            E::NotAccepted { .. } | E::NoExecutor(_) => Self::NotAccepted,
-            E::NotPiped(_) => Self::NotPiped,
-            E::Closed(_) => Self::Closed,
-            E::ReaderGone(_) => Self::ReaderGone,
-            E::Stalled { .. } => Self::Stalled,
-            _ => Self::Failed,
         }
     }
 }

@@ -39,118 +39,8 @@ use crate::protocol::Start;
 use crate::ready::Readiness;
 use crate::record;
 
-/// The group of a task whose start names none.
-pub const DEFAULT_GROUP: &str = "default";
-
-/// The longest group name accepted.
-pub const MAX_GROUP_BYTES: usize = 64;
-
-/// When and where a task may start, as its start asks ([`Start::schedule`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Schedule {
-    /// Its group ([`DEFAULT_GROUP`] if none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group: Option<String>,
-    /// Higher starts first within its group; equal priorities in order of arrival.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub priority: i32,
-    /// Tasks that must have completed first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub after: Vec<TaskId>,
-    /// Not before this time (ms since the epoch, by the supervisor's clock).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub at_ms: Option<u64>,
-    /// Not before this long after the supervisor receives the start (ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delay_ms: Option<u64>,
-    /// What makes it ready once it runs ([`crate::ready`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ready: Option<crate::ready::ReadyCheck>,
-}
-
-fn is_zero(n: &i32) -> bool {
-    *n == 0
-}
-
-impl Schedule {
-    /// Whether the start asks for anything but an immediate start in the default group.
-    pub fn is_default(&self) -> bool {
-        *self == Self::default()
-    }
-
-    /// Checks what a client sent: a group name of 1 to [`MAX_GROUP_BYTES`] printable
-    /// characters, a readiness check that can be made.
-    ///
-    /// # Errors
-    /// [`Error::Invalid`] naming what is wrong.
-    pub fn validate(&self) -> Result<()> {
-        if let Some(group) = &self.group {
-            validate_group(group)?;
-        }
-        match &self.ready {
-            Some(check) => check.validate(),
-            None => Ok(()),
-        }
-    }
-}
-
-/// Checks a group name: 1 to [`MAX_GROUP_BYTES`] bytes, no whitespace or control character.
-///
-/// # Errors
-/// [`Error::Invalid`] naming what is wrong.
-pub fn validate_group(group: &str) -> Result<()> {
-    if group.is_empty() || group.len() > MAX_GROUP_BYTES {
-        return Err(Error::Invalid(format!(
-            "a group name has 1 to {MAX_GROUP_BYTES} bytes"
-        )));
-    }
-    if group.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(Error::Invalid(format!(
-            "{group:?}: a group name has no spaces or control characters"
-        )));
-    }
-    Ok(())
-}
-
-/// A task's place in the queue, written into its record ([`record::TaskRecord::queue`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Placement {
-    /// Its group.
-    pub group: String,
-    /// Its priority (higher first).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub priority: i32,
-    /// Its order of arrival in the session (smaller first among equal priorities).
-    pub seq: u64,
-    /// The tasks it starts after.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub after: Vec<TaskId>,
-    /// It starts no sooner than this (ms epoch, supervisor's clock).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub not_before_ms: Option<u64>,
-    /// It waits (for its turn, its dependencies or its time): `pending` and queued.
-    #[serde(default)]
-    pub waiting: bool,
-}
-
-impl Placement {
-    /// Whether this is the place of a task started at once in the default group with no
-    /// priority, dependency or time: nothing worth a record's bytes.
-    fn is_plain(&self) -> bool {
-        self.group == DEFAULT_GROUP
-            && self.priority == 0
-            && self.after.is_empty()
-            && self.not_before_ms.is_none()
-            && !self.waiting
-    }
-
-    /// The order of the queue: higher priority first, then arrival.
-    fn key(&self) -> (Reverse<i32>, u64) {
-        (Reverse(self.priority), self.seq)
-    }
-}
+pub use crate::placement::{DEFAULT_GROUP, MAX_GROUP_BYTES, Placement, validate_group};
+pub use crate::schedule::Schedule;
 
 /// The order in which `records`' waiting tasks will start, per group: each waiting task's
 /// 1-based position among the waiting tasks of its group (what `ps` shows).
@@ -864,8 +754,7 @@ fn forget_start(paths: &SessionPaths, id: &TaskId) {
 /// The kept start of `id`, if a predecessor left one.
 pub(crate) fn kept_start(paths: &SessionPaths, id: &TaskId) -> Option<Kept> {
     let path = paths.queued_start(id);
-    let bytes =
-        crate::untrusted::read_file(&path, crate::supervisor::MAX_REQUEST_BYTES as u64).ok()?;
+    let bytes = crate::untrusted::read_file(&path, crate::wire::MAX_REQUEST_BYTES as u64).ok()?;
     match serde_json::from_slice(&bytes) {
         Ok(kept) => Some(kept),
         Err(error) => {
@@ -924,13 +813,5 @@ mod tests {
         assert!(at > now && at <= now + 24 * 3_600_000, "{at}");
         assert!(parse_at("25:00", now).is_err());
         assert!(parse_at("soon", now).is_err());
-    }
-
-    #[test]
-    fn group_names_are_short_and_plain() {
-        assert!(validate_group("builds").is_ok());
-        assert!(validate_group("").is_err());
-        assert!(validate_group("a b").is_err());
-        assert!(validate_group(&"x".repeat(65)).is_err());
     }
 }

@@ -66,7 +66,7 @@ pub struct TaskRecord {
     /// Its group and place in the queue ([`crate::queue`]), for a task started with a
     /// schedule or one that waited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub queue: Option<crate::queue::Placement>,
+    pub queue: Option<crate::placement::Placement>,
     /// The command run once when the task ends (its own end hook, or the session's at the
     /// time it was written): kept with the task so that an end recorded after a supervisor's
     /// death still runs it ([`crate::hooks`]).

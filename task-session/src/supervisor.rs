@@ -34,17 +34,11 @@ use crate::lock::SupervisorLock;
 use crate::paths::SessionPaths;
 use crate::protocol::{ErrorKind, Op, Request, Response};
 
+pub use crate::wire::{MAX_REQUEST_BYTES, READY_FD_ENV};
+
 /// How long a starting supervisor keeps trying to take the lock (a reader probing it holds it
 /// for an instant; a supervisor that is exiting holds it until its socket is gone).
 const LOCK_PATIENCE: Duration = Duration::from_millis(500);
-
-/// The longest request line accepted (a start carries the caller's whole environment).
-pub const MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
-
-/// The environment variable naming the file descriptor on which a starting supervisor reports
-/// to the client that started it: one line, `ready`, `busy` (another supervisor owns the
-/// session) or `error: …`.
-pub const READY_FD_ENV: &str = "TASKS_READY_FD";
 
 /// Runs the supervisor of the session at `paths`, with the task types `wiring` registers,
 /// until it is idle; returns at once if another supervisor owns the session.

@@ -11,13 +11,14 @@ use task_core::{
     ShellProcess, ShellState, Task, TaskId, TaskKind, TaskState, TaskType,
 };
 use task_output::open::{child_stdio, create_output_file, open_output_append};
-use tokio::process::{Child, ChildStdin};
+use tokio::process::Child;
 use tokio::sync::watch;
 
 use crate::book::{Book, mark_killed};
 use crate::config::ShellConfig;
-use crate::control::{Control, Controls, Outcome};
+use crate::control::{Control, Controls};
 use crate::error::ShellError;
+use crate::handle::TaskHandle;
 use crate::monitor::run::{LiveSource, MonitorRun};
 use crate::monitor::{MonitorRequest, MonitorSource};
 use crate::process::CommandSpec;
@@ -486,50 +487,6 @@ impl Drop for PendingGuard {
 /// `{dir}/{id}.output`; the id is a validated [`TaskId`], so no traversal is possible.
 fn output_path(dir: &Path, id: &TaskId) -> PathBuf {
     dir.join(format!("{id}.output"))
-}
-
-/// A started shell or monitor task.
-#[derive(Debug)]
-pub struct TaskHandle {
-    id: TaskId,
-    output: PathBuf,
-    pid: Option<u32>,
-    stdin: Option<ChildStdin>,
-    outcome: watch::Receiver<Option<Outcome>>,
-}
-
-impl TaskHandle {
-    /// The task's id.
-    pub fn id(&self) -> TaskId {
-        self.id
-    }
-
-    /// The absolute path of its output file.
-    pub fn output_file(&self) -> &Path {
-        &self.output
-    }
-
-    /// The pid of its shell (also its process group id); `None` for a WebSocket monitor.
-    pub fn pid(&self) -> Option<u32> {
-        self.pid
-    }
-
-    /// The write end of its stdin, when [`StdinMode::Piped`](crate::process::StdinMode) was
-    /// asked for (once).
-    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
-        self.stdin.take()
-    }
-
-    /// Waits until the task has ended and its end is recorded.
-    ///
-    /// # Errors
-    /// [`ShellError::RunGone`] if the runtime shut down before the task ended.
-    pub async fn wait(&mut self) -> Result<Outcome, ShellError> {
-        match self.outcome.wait_for(Option::is_some).await {
-            Ok(outcome) => outcome.clone().ok_or(ShellError::RunGone(self.id)),
-            Err(_) => Err(ShellError::RunGone(self.id)),
-        }
-    }
 }
 
 /// The [`Task`] implementation the registry calls to kill shells and monitors, and to write

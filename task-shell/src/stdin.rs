@@ -15,7 +15,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-use crate::executor::TaskHandle;
+use crate::handle::TaskHandle;
 
 /// A task's stdin as its writers see it.
 #[derive(Debug)]

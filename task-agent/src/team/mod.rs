@@ -28,7 +28,6 @@
 pub mod context;
 mod executor;
 mod launch;
-mod member;
 mod message;
 
 use std::path::Path;

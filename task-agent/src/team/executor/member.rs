@@ -10,11 +10,11 @@ use task_core::{AgentProgress, EndReason, TaskId, TaskKind, TaskStatus, Teammate
 use task_output::mailbox::MailboxReader;
 use tokio::sync::{mpsc, oneshot};
 
-use super::executor::{Inner, Member, TeammateEnd, end_silently, request_id};
-use super::{Protocol, TEAM_LEAD, TeamMessage, post, render_turn};
+use super::{Inner, Member, TeammateEnd, end_silently, request_id};
 use crate::budget::RunBudget;
 use crate::event::AgentEvent;
 use crate::runner::{AgentSession, SessionEvent};
+use crate::team::{Protocol, TEAM_LEAD, TeamMessage, post, render_turn};
 
 /// The tool a teammate sends messages with.
 const SEND_TOOL: &str = "SendMessage";

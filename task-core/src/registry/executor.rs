@@ -1,4 +1,5 @@
-//! The seam between the core and the crates that run tasks.
+//! The seam between the core and the crates that run tasks: the [`Task`] trait the registry
+//! dispatches to, and the outcomes of a kill.
 
 use std::time::Duration;
 

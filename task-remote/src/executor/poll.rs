@@ -7,11 +7,11 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use task_core::{RemoteState, RemoteSubtype, TaskId, TaskKind};
 
+use super::{RemoteExecutor, Run};
 use crate::api::{SessionStatus, event_id};
 use crate::backoff::Backoff;
 use crate::error::ApiError;
 use crate::eventlog::EventLog;
-use crate::executor::{RemoteExecutor, Run};
 use crate::notify::RemoteEnd;
 
 /// The poll loop of one task.

@@ -1,4 +1,8 @@
-//! The registry: every live task, its lifecycle rules, the notified latch and eviction.
+//! The registry: every live task, its lifecycle rules, the notified latch and eviction, and
+//! ([`executor`]) the trait of the executors it dispatches kills and input to, which acts on
+//! the registry in turn.
+
+pub(crate) mod executor;
 
 use std::fmt;
 use std::sync::{Arc, OnceLock, Weak};
@@ -11,12 +15,12 @@ use tokio::sync::broadcast;
 
 use crate::config::millis;
 use crate::event::{TaskEvent, TaskPatch};
-use crate::executor::{KillError, KillOutcome, Task};
 use crate::input::{Input, InputError};
 use crate::notification::{Notification, NotificationQueue, Priority};
 use crate::slot::{Slot, SlotUpdate};
 use crate::state::now_ms;
 use crate::{RegistryConfig, StateError, TaskId, TaskState, TaskStatus, TaskType};
+use executor::{KillError, KillOutcome, Task};
 
 /// Why the registry refused a change. Nothing was written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,4 +1,7 @@
-//! The executor of `remote_agent` tasks: start a session, follow it, end it exactly once.
+//! The executor of `remote_agent` tasks: start a session, follow it ([`poll`], the poll loop
+//! of each live task, which ends it through the executor), end it exactly once.
+
+mod poll;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,8 +24,8 @@ use crate::config::RemoteConfig;
 use crate::error::{ApiError, RemoteError};
 use crate::eventlog::EventLog;
 use crate::notify::{self, RemoteEnd};
-use crate::poll::Follow;
 use crate::sidecar::{Sidecar, Sidecars};
+use poll::Follow;
 
 /// A remote agent to start.
 #[derive(Debug, Clone, PartialEq)]

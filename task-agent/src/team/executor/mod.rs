@@ -1,4 +1,7 @@
-//! The executor of teammates: spawn, address, message, shut down, kill.
+//! The executor of teammates: spawn, address, message, shut down, kill; each teammate runs
+//! its loop ([`member`]) over the executor's shared state.
+
+mod member;
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -17,14 +20,16 @@ use task_output::mailbox::MailboxReader;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use super::context::{self, TeammateContext};
-use super::member::{MemberRun, Start};
 use super::message::delivered_ids;
 use super::{Protocol, TEAM_LEAD, TeamConfig, TeamMessage, mailbox, post, render_turn};
 use crate::budget::SessionTokens;
 use crate::error::AgentError;
-use crate::executor::{AGENT_ID_ENV, remove_unchanged, settle_worktree};
+use crate::executor::AGENT_ID_ENV;
 use crate::runner::{AgentRunner, AgentSpec};
-use crate::worktree::{WorktreeRequest, Worktrees, blocking, cwd_in};
+use crate::worktree::{
+    WorktreeRequest, Worktrees, blocking, cwd_in, remove_unchanged, settle_worktree,
+};
+use member::{MemberRun, Start};
 
 /// The environment variable naming a teammate (`name@team`) to its agent's processes.
 pub const TEAMMATE_ENV: &str = "TASKS_TEAMMATE";
