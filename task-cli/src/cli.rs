@@ -916,7 +916,7 @@ pub struct TeamSpawnArgs {
     /// What the task brings for its end.
     #[command(flatten)]
     pub ends: EndArgs,
-    /// The agent CLI (Claude Code's stream-printer): program, then arguments.
+    /// The agent CLI (Claude Code's stream-json): program, then arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
