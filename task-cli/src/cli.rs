@@ -1122,7 +1122,7 @@ pub struct McpArgs {
     pub watch_ms: u64,
 }
 
-/// `--deliver`: who delivers a notification ([`Deliverer`]).
+/// `--deliver`: who delivers a notification ([`task_mcp::Deliverer`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum DeliverArg {
     /// The next tool result carries the envelope; pushes only announce it.
