@@ -384,7 +384,7 @@ fn watch(list: &TaskList, printer: Printer) -> Result<u8> {
 }
 
 /// Prints a list operation's result through `printer` (its text ends in a newline) and
-/// returns the exit status: 0 when it `success`fully did what it was asked, 1 when not.
+/// returns the exit status: [`exit::OK`] on `success`, [`exit::OTHER`] when the list refused.
 fn print(printer: Printer, value: &impl Serialize, text: &str, success: bool) -> Result<u8> {
     printer.emit_line(value, text)?;
     Ok(if success { exit::OK } else { exit::OTHER })
