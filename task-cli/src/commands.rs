@@ -32,7 +32,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
     let session = || paths().and_then(crate::daemon::session);
     let printer = Printer::new(globals.json);
     match cli.command {
-        Command::Short(command) => execute_short(globals, command, crate::list_cmd::open_in),
+        Command::Short(command) => execute_short(globals, command, crate::list_open::open_in),
         Command::Monitor(args) => monitor(&session()?, args, printer),
         Command::Agent(args) => agent(&session()?, args, printer),
         Command::Workflow(args) => crate::workflow_cmd::execute(&paths()?, args, printer),
@@ -69,7 +69,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
 pub fn execute_short(
     globals: &Globals,
     command: ShortCommand,
-    open_list: crate::list_cmd::Opener,
+    open_list: crate::list_open::Opener,
 ) -> Result<u8> {
     let paths = || SessionPaths::resolve(globals.root.clone(), globals.session.clone());
     let session = || paths().and_then(crate::daemon::session);

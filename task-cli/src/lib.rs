@@ -43,6 +43,8 @@ mod input_cmd;
 #[cfg(feature = "cli")]
 pub mod list_cmd;
 #[cfg(feature = "cli")]
+pub mod list_open;
+#[cfg(feature = "cli")]
 mod list_text;
 #[cfg(feature = "cli")]
 pub mod logging;

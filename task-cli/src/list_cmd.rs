@@ -7,11 +7,12 @@ use std::path::Path;
 use serde::Serialize;
 use task_list::{
     Actor, ClaimOptions, ClaimResult, CreateRequest, EnvValues, Layout, ListExport, ListFilter,
-    ListIdHints, Metadata, NotReadyReason, Placement, StoreConfig, TaskId, TaskList, UpdateRequest,
+    ListIdHints, Metadata, NotReadyReason, Placement, TaskId, TaskList, UpdateRequest,
 };
 
 use crate::cli::{ListArgs, ListLsArgs, ListOp, ListUpdateArgs, UnassignReason};
 use crate::error::{CliError, Result, exit};
+use crate::list_open::{Opener, session_list};
 use crate::list_text;
 use crate::printer::Printer;
 use crate::render;
@@ -229,17 +230,6 @@ fn open(paths: &SessionPaths, args: &ListArgs, opener: Opener) -> Result<TaskLis
     })
 }
 
-/// The list a session uses when none is named: `--list`/`$TASKS_LIST_ID`, else the list named
-/// after the session (`default` for the default session), so `tasks list` and `tasks mcp` of one
-/// session share a list. With `--claude`, an unnamed list follows the reference's chain instead.
-pub(crate) fn session_list<'a>(
-    named: Option<&'a str>,
-    claude: bool,
-    paths: &'a SessionPaths,
-) -> Option<&'a str> {
-    named.or((!claude).then(|| paths.name()))
-}
-
 /// `tasks list get`: the reference's fields, the owner, and the task's place in the tree (its
 /// parent and children, when it has them), as text and JSON.
 fn get(list: &TaskList, id: &str, printer: Printer) -> Result<u8> {
@@ -261,49 +251,6 @@ fn get(list: &TaskList, id: &str, printer: Printer) -> Result<u8> {
         tree.tree_text()
     );
     print(printer, &value, &text, true)
-}
-
-/// How `tasks list` opens a list: [`open_in`] (files or a database), or [`open_files`] (files
-/// alone: the `tasks` executable, which links no database client).
-pub type Opener = fn(Option<&str>, &EnvValues, Layout, &str) -> task_list::Result<TaskList>;
-
-/// Opens list `id` in the lists root `env` and `layout` resolve to; a store named by URL is
-/// refused (the `tasks` executable hands such commands to `tasksd` before it gets here).
-pub fn open_files(
-    store: Option<&str>,
-    env: &EnvValues,
-    layout: Layout,
-    id: &str,
-) -> task_list::Result<TaskList> {
-    match store {
-        Some(_) => Err(task_list::Error::Internal(
-            "a database store reached the file-only opener".into(),
-        )),
-        None => open_files_in(env, layout, id),
-    }
-}
-
-fn open_files_in(env: &EnvValues, layout: Layout, id: &str) -> task_list::Result<TaskList> {
-    let root = task_list::resolve_lists_root(env, layout)?;
-    let mut config = StoreConfig::default();
-    config.lock.reference_locks = task_list::reference_locks(env, &root);
-    TaskList::open(root, id, config)
-}
-
-/// Opens list `id` in the store `store` names (a `postgres://` URL), or in the lists root
-/// `env` and `layout` resolve to when there is none, taking the reference harness's lock
-/// directories only where it may be writing too ([`task_list::reference_locks`]). Shared by
-/// `tasks list` and `tasks mcp`.
-pub fn open_in(
-    store: Option<&str>,
-    env: &EnvValues,
-    layout: Layout,
-    id: &str,
-) -> task_list::Result<TaskList> {
-    match store {
-        Some(url) => TaskList::connect(url, id, StoreConfig::default()),
-        None => open_files_in(env, layout, id),
-    }
 }
 
 fn list_filter(args: ListLsArgs) -> Result<ListFilter> {

@@ -83,12 +83,16 @@ fn open_list(session: &Session, args: &McpArgs) -> Result<TaskList> {
         Layout::Auto
     };
     let hints = ListIdHints {
-        explicit: crate::list_cmd::session_list(args.list.as_deref(), args.claude, session.paths()),
+        explicit: crate::list_open::session_list(
+            args.list.as_deref(),
+            args.claude,
+            session.paths(),
+        ),
         ..ListIdHints::default()
     };
     let id = task_list::resolve_list_id(&env, layout, hints).map_err(list_error)?;
     Ok(
-        crate::list_cmd::open_in(args.store.as_deref(), &env, layout, &id)
+        crate::list_open::open_in(args.store.as_deref(), &env, layout, &id)
             .map_err(list_error)?
             .with_actor(Actor::new(args.actor.clone())),
     )
