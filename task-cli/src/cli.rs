@@ -1,8 +1,13 @@
 //! The command line surface of `tasks` (clap derive).
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use task_agent::RunnerFormat;
+use task_core::{Address, RemoteSubtype, TaskType};
+use task_serve::{DEFAULT_LISTEN, DEFAULT_MAX_BODY, PageLimits};
 
 const AFTER_HELP: &str = "\
 Environment:
@@ -112,29 +117,29 @@ pub enum Command {
     /// Start a background agent: an agent CLI speaking a JSON event stream, followed as it works.
     Agent(AgentArgs),
     /// Run, resume or show JavaScript workflow scripts whose agent() calls are background agents.
-    Workflow(crate::workflow_cmd::WorkflowArgs),
+    Workflow(WorkflowArgs),
     /// Send a message to an agent or teammate (by id or name).
     ///
     /// Queued while an agent works, or it resumes; a teammate gets it as soon as it is idle.
     Send(SendArgs),
     /// Teammates NAME@TEAM with mailboxes: spawn, list, shut down (message them with `send`).
-    Team(crate::team_cmd::TeamArgs),
+    Team(TeamArgs),
     /// The git worktrees of agents started with --worktree: list them, remove a kept one.
-    Worktree(crate::worktree_cmd::WorktreeArgs),
+    Worktree(WorktreeArgs),
     /// Start a dream: a memory-consolidation agent under the consolidation lock.
-    Dream(crate::team_cmd::DreamArgs),
+    Dream(DreamArgs),
     /// A live dashboard of the session's tasks, their output and the task list.
-    Top(crate::top::TopArgs),
+    Top(TopArgs),
     /// Start a task again (same command, directory and options) under a new id.
     Restart(RestartArgs),
     /// Set or list the parallelism limits of groups (`tasks group set G --parallel N`).
     Group(GroupArgs),
     /// List the processes tasks left running when they ended: pid, task, age, CPU, RSS, command.
-    Strays(crate::strays_cmd::StraysArgs),
+    Strays(StraysArgs),
     /// Remove finished tasks (record and output) whose completion was delivered.
-    Rm(crate::tidy_cmd::RmArgs),
+    Rm(RmArgs),
     /// Remove finished, delivered tasks by age, count or total output size.
-    Prune(crate::tidy_cmd::PruneArgs),
+    Prune(PruneArgs),
     /// Write a line, or this command's stdin, to the stdin of a task run with --stdin pipe.
     ///
     /// `tasks input ID TEXT` writes TEXT and a newline; `tasks input ID -` copies this
@@ -144,11 +149,11 @@ pub enum Command {
     /// Print a shell completion script.
     Completions(CompletionsArgs),
     /// Serve the task tools over the Model Context Protocol on stdio (for agents).
-    Mcp(crate::mcp_cmd::McpArgs),
+    Mcp(McpArgs),
     /// Start a remote agent: a session on a sessions server (`tasks serve` on another machine).
-    Remote(crate::remote_cmd::RemoteArgs),
+    Remote(RemoteArgs),
     /// Serve this machine's agents over the sessions API (for `tasks remote` elsewhere).
-    Serve(crate::serve_cmd::ServeArgs),
+    Serve(ServeArgs),
     /// Run the session supervisor (started on demand by `run`; not for direct use).
     #[command(name = "__supervise", hide = true)]
     Supervise,
@@ -156,7 +161,7 @@ pub enum Command {
     #[command(name = "__complete", hide = true)]
     Complete {
         /// What to list.
-        what: crate::completions_cmd::Candidates,
+        what: Candidates,
     },
 }
 
@@ -450,14 +455,14 @@ pub struct PsArgs {
     pub watch: bool,
     /// Only tasks with these statuses (comma-separated; `live` and `ended` name groups).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "STATUS")]
-    pub status: Vec<crate::ps_cmd::StatusFilter>,
+    pub status: Vec<StatusFilter>,
     /// Only tasks of these types (comma-separated: bash, monitor, agent, remote, teammate,
     /// workflow, dream).
-    #[arg(long, value_delimiter = ',', value_name = "TYPE", value_parser = crate::ps_cmd::parse_type)]
+    #[arg(long, value_delimiter = ',', value_name = "TYPE", value_parser = parse_type)]
     pub r#type: Vec<task_core::TaskType>,
     /// Colour the status column: auto (a terminal without NO_COLOR), always or never.
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
-    pub color: crate::ps_cmd::ColorChoice,
+    pub color: ColorChoice,
 }
 
 /// Read a task's output: a delta from an offset, a tail, or follow it until the task ends.
@@ -580,7 +585,7 @@ pub struct NotificationsArgs {
     /// xml (the envelope a model reads), json, or text (a line each). Default: text on a
     /// terminal, xml elsewhere and with --for-model.
     #[arg(long, value_enum, value_name = "FORMAT")]
-    pub format: Option<crate::stream_cmd::NoticeFormat>,
+    pub format: Option<NoticeFormat>,
     /// Print what a model reads (the XML envelope).
     #[arg(long, conflicts_with = "format")]
     pub for_model: bool,
@@ -830,6 +835,412 @@ pub struct ListLsArgs {
     /// Only the children of this task.
     #[arg(long, value_name = "ID")]
     pub parent: Option<String>,
+}
+
+/// The git worktrees of agents started with --worktree: list them, remove a kept one.
+#[derive(Debug, Args)]
+pub struct WorktreeArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: WorktreeCommand,
+}
+
+/// `tasks worktree` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum WorktreeCommand {
+    /// List the worktrees that exist: the agent, its status, branch, changes and path.
+    Ls,
+    /// Remove a stopped agent's worktree and its branch (refused when it has changes, unless
+    /// `--force`).
+    Rm {
+        /// The agent's task id.
+        id: String,
+        /// Remove it even with commits or uncommitted files (they are lost).
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// The prompt of a dream when none is given.
+pub const DEFAULT_DREAM_PROMPT: &str =
+    "Review the recent sessions and consolidate what is worth remembering into the memory files.";
+
+/// Teammates NAME@TEAM with mailboxes: spawn, list, shut down (message them with `send`).
+#[derive(Debug, Args)]
+pub struct TeamArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: TeamCommand,
+}
+
+/// The `tasks team` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum TeamCommand {
+    /// Spawn a teammate NAME@TEAM: one long-lived agent CLI fed through its stream-json input;
+    /// messages sent to it (`tasks send NAME …`) reach it as soon as it is idle.
+    Spawn(Box<TeamSpawnArgs>),
+    /// List the session's teammates: NAME@TEAM, status, idle or working.
+    Ls,
+    /// Ask a teammate to shut down (a `shutdown_request`; it ends once it approves).
+    Shutdown(TeamShutdownArgs),
+}
+
+/// Spawn a teammate NAME@TEAM: one long-lived agent CLI fed through its stream-json input.
+#[derive(Debug, Args)]
+pub struct TeamSpawnArgs {
+    /// The teammate, `NAME@TEAM`.
+    pub member: String,
+    /// Plan mode: its first turn is a plan that the lead must approve before it acts.
+    #[arg(long)]
+    pub plan: bool,
+    /// Its first turn.
+    #[arg(
+        long,
+        short,
+        default_value = "You have joined the team. Wait for instructions."
+    )]
+    pub prompt: String,
+    /// Its display colour.
+    #[arg(long)]
+    pub color: Option<String>,
+    /// Group, priority, dependencies and start time.
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
+    /// `--worktree`, `--worktree-branch`: the teammate works in a git worktree of its own
+    /// (its branch `tasks/{name}-{team}-{id}`), removed when it ends unchanged.
+    #[command(flatten)]
+    pub isolation: WorktreeFlags,
+    /// `--timeout`, `--max-turns`, `--max-tokens`: it ends failed once it used one up.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    /// What the task brings for its end.
+    #[command(flatten)]
+    pub ends: EndArgs,
+    /// The agent CLI (Claude Code's stream-json): program, then arguments.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Ask a teammate to shut down (a `shutdown_request`; it ends once it approves, or is ended
+/// `killed` when it has not approved within `team_shutdown_timeout_ms`, 60 s by default).
+#[derive(Debug, Args)]
+pub struct TeamShutdownArgs {
+    /// The teammate: NAME, NAME@TEAM or its task id.
+    pub name: Address,
+    /// Why (shown to the teammate).
+    #[arg(long, conflicts_with = "force")]
+    pub reason: Option<String>,
+    /// End it at once (`killed`), without asking.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Start a dream: a memory-consolidation agent under the consolidation lock.
+#[derive(Debug, Args)]
+pub struct DreamArgs {
+    /// The consolidation prompt.
+    #[arg(long, short, default_value = DEFAULT_DREAM_PROMPT)]
+    pub prompt: String,
+    /// The consolidation lock file (default `{session}/dream/.consolidate-lock`).
+    #[arg(long, value_name = "FILE")]
+    pub lock: Option<PathBuf>,
+    /// The agent CLI: program, then arguments.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Run, resume or show JavaScript workflow scripts whose agent() calls are background agents.
+#[derive(Debug, Args)]
+pub struct WorkflowArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: WorkflowCommand,
+}
+
+/// The `tasks workflow` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum WorkflowCommand {
+    /// Start a workflow script; prints its task id and run id.
+    Run(RunWorkflowArgs),
+    /// Run a script again, answering unchanged agent() calls from an earlier run's journal.
+    Resume(ResumeWorkflowArgs),
+    /// Show a run's phases and agents as a tree.
+    Show(ShowWorkflowArgs),
+}
+
+/// How a workflow's agents run, and whether to wait.
+#[derive(Debug, Args)]
+pub struct AgentCli {
+    /// The agent CLI's event format (claude, codex, gemini, auto); default: the configured one.
+    #[arg(long, value_parser = parse_runner)]
+    pub runner: Option<RunnerFormat>,
+    /// Wait for the run to end, print its notification and exit with its status.
+    #[arg(long)]
+    pub wait: bool,
+    /// The run's group, priority, dependencies and start time.
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
+    /// The agent CLI (program, then arguments); default: TASKS_AGENT_COMMAND / agent_command.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Start a workflow script; prints its task id and run id.
+#[derive(Debug, Args)]
+pub struct RunWorkflowArgs {
+    /// The script (`export const meta = {…}` then the body).
+    pub file: PathBuf,
+    /// The script's `args`, as JSON.
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// The agents' CLI.
+    #[command(flatten)]
+    pub agents: AgentCli,
+}
+
+/// Run a script again, answering unchanged agent() calls from an earlier run's journal.
+#[derive(Debug, Args)]
+pub struct ResumeWorkflowArgs {
+    /// The run to resume (`wf_…`).
+    pub run_id: String,
+    /// The (edited) script; default: the run's own.
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// The script's `args`, as JSON.
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// The agents' CLI.
+    #[command(flatten)]
+    pub agents: AgentCli,
+}
+
+/// Show a run's phases and agents as a tree.
+#[derive(Debug, Args)]
+pub struct ShowWorkflowArgs {
+    /// The run (`wf_…`).
+    pub run_id: String,
+}
+
+/// When to colour the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless `NO_COLOR` is set.
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// A `--status` filter: one status, or all live or all ended ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusFilter {
+    /// Pending or running.
+    Live,
+    /// Completed, failed or killed.
+    Ended,
+    /// Registered, not started yet.
+    Pending,
+    /// Running.
+    Running,
+    /// Ended well.
+    Completed,
+    /// Ended badly.
+    Failed,
+    /// Killed.
+    Killed,
+}
+
+/// Parses a `--type`: the type's name (`local_bash`) or a short one (`bash`, `shell`,
+/// `monitor`, `agent`, `remote`, `teammate`, `workflow`, `dream`).
+pub fn parse_type(text: &str) -> Result<TaskType, String> {
+    let wanted = match text {
+        "bash" | "shell" => TaskType::LocalBash,
+        "monitor" => TaskType::MonitorMcp,
+        "agent" => TaskType::LocalAgent,
+        "remote" => TaskType::RemoteAgent,
+        "teammate" => TaskType::InProcessTeammate,
+        "workflow" => TaskType::LocalWorkflow,
+        other => match TaskType::ALL.into_iter().find(|t| t.as_str() == other) {
+            Some(found) => found,
+            None => {
+                return Err(format!(
+                    "{other:?}: expected bash, monitor, agent, remote, teammate, workflow, dream (or a type such as local_bash)"
+                ));
+            }
+        },
+    };
+    Ok(wanted)
+}
+
+/// How notifications are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NoticeFormat {
+    /// The `<task-notification>` envelope a model reads.
+    Xml,
+    /// One JSON document per line.
+    Json,
+    /// One readable line per notification.
+    Text,
+}
+
+/// What `tasks __complete` lists.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Candidates {
+    /// The ids of the session's tasks, newest first.
+    Ids,
+    /// The names of the task lists under the lists root.
+    Lists,
+}
+
+/// Serve the task tools over the Model Context Protocol on stdio (for agents).
+#[derive(Debug, Clone, Args)]
+pub struct McpArgs {
+    /// The task list of the Task* list tools (default: $TASKS_LIST_ID, else the session name).
+    #[arg(long = "list", env = "TASKS_LIST_ID", value_name = "ID")]
+    pub list: Option<String>,
+    /// Lists root directory (default {root}/lists).
+    #[arg(long, env = "TASKS_LIST_ROOT", value_name = "DIR")]
+    pub lists_root: Option<PathBuf>,
+    /// Use the reference harness's lists ($CLAUDE_CONFIG_DIR/tasks, else ~/.claude/tasks).
+    #[arg(long, conflicts_with = "lists_root")]
+    pub claude: bool,
+    /// Keep the list in a PostgreSQL database: `postgres://user@host/db` (as `tasks list`).
+    #[arg(long, env = "TASKS_LIST_STORE", value_name = "URL",
+          conflicts_with_all = ["lists_root", "claude"])]
+    pub store: Option<String>,
+    /// Who is acting on the list (recorded in its audit log).
+    #[arg(long, env = "TASKS_ACTOR", value_name = "NAME", default_value = "mcp")]
+    pub actor: String,
+    /// Who delivers notifications: `result` (the next tool result; pushes only announce) or
+    /// `push` (the pushed `notifications/message` is the delivery).
+    #[arg(long, value_enum, default_value_t = DeliverArg::Result)]
+    pub deliver: DeliverArg,
+    /// How often to look for notifications and output changes to push, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    pub watch_ms: u64,
+}
+
+/// `--deliver`: who delivers a notification ([`task_mcp::Deliverer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum DeliverArg {
+    /// The next tool result carries the envelope; pushes only announce it.
+    #[default]
+    Result,
+    /// The push claims and carries the envelope; tool results carry what no push took yet.
+    Push,
+}
+
+/// A live dashboard of the session's tasks, their output and the task list.
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// How often to read the session again (`500ms`, `2s`).
+    #[arg(long, default_value = "1s", value_name = "DURATION",
+          value_parser = task_session::config::parse_duration)]
+    pub interval: Duration,
+}
+
+/// List the processes tasks left running when they ended: pid, task, age, CPU, RSS, command.
+#[derive(Debug, Args)]
+pub struct StraysArgs {
+    /// Only this task's.
+    pub id: Option<String>,
+}
+
+/// Remove finished tasks (record and output) whose completion was delivered.
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    /// The task ids: each must have ended and had its completion delivered.
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+}
+
+/// Remove finished, delivered tasks by age, count or total output size.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Only tasks that ended longer ago than this (`7d`, `12h`, `30m`).
+    #[arg(long, value_name = "DURATION", value_parser = task_session::config::parse_duration)]
+    pub older_than: Option<std::time::Duration>,
+    /// Keep the newest N finished tasks.
+    #[arg(long, value_name = "N")]
+    pub keep_last: Option<usize>,
+    /// Then remove the oldest finished tasks until all outputs fit in this size (`500M`, `1G`).
+    #[arg(long, value_name = "SIZE", value_parser = task_session::prune::parse_size)]
+    pub max_size: Option<u64>,
+}
+
+/// Start a remote agent: a session on a sessions server (`tasks serve` on another machine).
+#[derive(Debug, Args)]
+pub struct RemoteArgs {
+    /// The server's base URL (`http://127.0.0.1:7070`, `https://build-box:7070`).
+    #[arg(long, env = "TASKS_REMOTE_SERVER", value_name = "URL")]
+    pub server: String,
+    /// The file holding the server's bearer token.
+    #[arg(long, env = "TASKS_REMOTE_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: PathBuf,
+    /// The remote task type: remote-agent, ultraplan, ultrareview, autofix-pr, background-pr.
+    #[arg(long = "type", default_value = "remote-agent", value_parser = parse_subtype)]
+    pub subtype: RemoteSubtype,
+    /// Human description (default: the prompt's first line).
+    #[arg(short, long)]
+    pub description: Option<String>,
+    /// Wait for it to end, print its notification and exit with its status.
+    #[arg(long)]
+    pub wait: bool,
+    /// The prompt: its words joined by spaces.
+    #[arg(required = true, last = true, value_name = "PROMPT")]
+    pub prompt: Vec<String>,
+}
+
+fn parse_subtype(text: &str) -> Result<RemoteSubtype, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned())).map_err(|_| {
+        format!(
+            "{text:?}: expected remote-agent, ultraplan, ultrareview, autofix-pr or background-pr"
+        )
+    })
+}
+
+/// Serve this machine's agents over the sessions API (for `tasks remote` elsewhere).
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on (port 0: any free port; the address is printed).
+    #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// The file holding the bearer token clients must present (mode 0600).
+    #[arg(long, value_name = "FILE", required_unless_present = "init_token")]
+    pub token_file: Option<PathBuf>,
+    /// Write a new random token to FILE (mode 0600; it must not exist), print it and exit.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["token_file", "tls_cert"])]
+    pub init_token: Option<PathBuf>,
+    /// The TLS certificate chain (PEM); required for a non-loopback address.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The TLS private key (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The largest request body accepted (bytes).
+    #[arg(long, default_value_t = DEFAULT_MAX_BODY, value_name = "BYTES")]
+    pub max_body: usize,
+    /// The most transcript bytes one events page holds.
+    #[arg(long, default_value_t = PageLimits::default().max_bytes, value_name = "BYTES")]
+    pub page_bytes: usize,
+    /// The most connections served at once [default: 4096, lowered to leave 256 descriptors
+    /// free below the descriptor limit, whose soft value is first raised to the hard one].
+    /// Beyond it new connections wait in the listen queue until one closes; those already
+    /// open go on being served.
+    #[arg(long, env = "TASKS_SERVE_MAX_CONNECTIONS", value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_connections: Option<usize>,
+    /// A connection that has not sent a whole request head this long after it was accepted
+    /// (TLS handshake included), or after the first byte of a later request, is closed (a
+    /// client that connects and says nothing, or trickles its headers, holds no slot for
+    /// long).
+    #[arg(long, env = "TASKS_SERVE_HEADER_TIMEOUT", default_value = "10s", value_name = "DURATION", value_parser = task_session::config::parse_duration)]
+    pub header_timeout: std::time::Duration,
+    /// A kept-alive connection with no request in flight that sends nothing this long is
+    /// closed.
+    #[arg(long, env = "TASKS_SERVE_IDLE_TIMEOUT", default_value = "30s", value_name = "DURATION", value_parser = task_session::config::parse_duration)]
+    pub idle_timeout: std::time::Duration,
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use task_core::{TaskId, TaskStatus};
+use task_core::TaskId;
 
 use task_agent::{AgentExecutor, AgentStart};
 
@@ -15,10 +15,13 @@ use crate::error::{CliError, Result, exit};
 use task_shell::monitor::WsTarget;
 use task_shell::{MonitorStart, Monitors, ShellExecutor, ShellStart};
 
-use crate::render::{self, Spinner};
+use crate::printer::Printer;
+use crate::render;
+use crate::report::{
+    exit_code, ignore_closed_pipe, print_kills, print_started, wait_and_report, wait_with_spinner,
+};
 use task_session::notice::{Leased, Notice};
 use task_session::paths::SessionPaths;
-use task_session::record::TaskRecord;
 use task_session::session::{Session, WaitOutcome};
 
 /// Runs the parsed command line (in `tasksd`, which runs every command); returns the process
@@ -27,23 +30,23 @@ pub fn execute(cli: Cli) -> Result<u8> {
     let globals = &cli.globals;
     let paths = || SessionPaths::resolve(globals.root.clone(), globals.session.clone());
     let session = || paths().and_then(crate::daemon::session);
-    let json = globals.json;
+    let printer = Printer::new(globals.json);
     match cli.command {
-        Command::Short(command) => execute_short(globals, command, crate::list_cmd::open_in),
-        Command::Monitor(args) => monitor(&session()?, args, json),
-        Command::Agent(args) => agent(&session()?, args, json),
-        Command::Workflow(args) => crate::workflow_cmd::execute(&paths()?, args, json),
-        Command::Send(args) => send(&session()?, &args, json),
-        Command::Team(args) => crate::team_cmd::team(&session()?, args, json),
-        Command::Worktree(args) => crate::worktree_cmd::worktree(&paths()?, args, json),
-        Command::Dream(args) => crate::team_cmd::dream(&session()?, args, json),
+        Command::Short(command) => execute_short(globals, command, crate::list_open::open_in),
+        Command::Monitor(args) => monitor(&session()?, args, printer),
+        Command::Agent(args) => agent(&session()?, args, printer),
+        Command::Workflow(args) => crate::workflow_cmd::execute(&paths()?, args, printer),
+        Command::Send(args) => send(&session()?, &args, printer),
+        Command::Team(args) => crate::team_cmd::team(&session()?, args, printer),
+        Command::Worktree(args) => crate::worktree_cmd::worktree(&paths()?, args, printer),
+        Command::Dream(args) => crate::team_cmd::dream(&session()?, args, printer),
         Command::Top(args) => crate::top::top(session()?, &args),
-        Command::Restart(args) => restart(&session()?, &args, json),
-        Command::Group(args) => crate::group_cmd::group(&session()?, args, json),
-        Command::Strays(args) => crate::strays_cmd::strays(&session()?, &args, json),
-        Command::Rm(args) => crate::tidy_cmd::rm(&session()?, &args, json),
-        Command::Prune(args) => crate::tidy_cmd::prune(&session()?, &args, json),
-        Command::Input(args) => crate::input_cmd::input(&session()?, &args, json),
+        Command::Restart(args) => restart(&session()?, &args, printer),
+        Command::Group(args) => crate::group_cmd::group(&session()?, args, printer),
+        Command::Strays(args) => crate::strays_cmd::strays(&session()?, &args, printer),
+        Command::Rm(args) => crate::tidy_cmd::rm(&session()?, &args, printer),
+        Command::Prune(args) => crate::tidy_cmd::prune(&session()?, &args, printer),
+        Command::Input(args) => crate::input_cmd::input(&session()?, &args, printer),
         Command::Completions(args) => crate::completions_cmd::completions(args.shell),
         Command::Complete { what } => {
             crate::completions_cmd::candidates(paths().map_err(Into::into), what)
@@ -51,7 +54,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Command::Mcp(args) => crate::mcp_cmd::run(paths()?, args),
         Command::Remote(args) => {
             let (id, wait) = crate::remote_cmd::start(&session()?, args)?;
-            started(&session()?, id, wait, json)
+            started(&session()?, id, wait, printer)
         }
         Command::Serve(args) => crate::serve_cmd::run(paths()?, args),
         Command::Supervise => {
@@ -66,20 +69,20 @@ pub fn execute(cli: Cli) -> Result<u8> {
 pub fn execute_short(
     globals: &Globals,
     command: ShortCommand,
-    open_list: crate::list_cmd::Opener,
+    open_list: crate::list_open::Opener,
 ) -> Result<u8> {
     let paths = || SessionPaths::resolve(globals.root.clone(), globals.session.clone());
     let session = || paths().and_then(crate::daemon::session);
-    let json = globals.json;
+    let printer = Printer::new(globals.json);
     match command {
-        ShortCommand::Run(args) => run(&session()?, args, json),
-        ShortCommand::Ps(args) => crate::ps_cmd::ps(&session()?, &args, json),
-        ShortCommand::Status => crate::status_cmd::status(paths()?, json),
-        ShortCommand::Output(args) => output(&session()?, &args, json),
-        ShortCommand::Wait(args) => wait(&session()?, &args, json),
-        ShortCommand::Kill(args) => kill(&session()?, &args, json),
-        ShortCommand::Notifications(args) => notifications(&session()?, &args, json),
-        ShortCommand::List(args) => crate::list_cmd::execute(&paths()?, *args, json, open_list),
+        ShortCommand::Run(args) => run(&session()?, args, printer),
+        ShortCommand::Ps(args) => crate::ps_cmd::ps(&session()?, &args, printer),
+        ShortCommand::Status => crate::status_cmd::status(paths()?, printer),
+        ShortCommand::Output(args) => output(&session()?, &args, printer),
+        ShortCommand::Wait(args) => wait(&session()?, &args, printer),
+        ShortCommand::Kill(args) => kill(&session()?, &args, printer),
+        ShortCommand::Notifications(args) => notifications(&session()?, &args, printer),
+        ShortCommand::List(args) => crate::list_cmd::execute(&paths()?, *args, printer, open_list),
     }
 }
 
@@ -146,7 +149,7 @@ impl crate::cli::ReadyArgs {
 }
 
 /// `tasks wait --ready ID`.
-fn wait_ready(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
+fn wait_ready(session: &Session, args: &WaitArgs, printer: Printer) -> Result<u8> {
     use task_session::session::ReadyOutcome;
     let [id] = parse_ids(&args.ids)?[..] else {
         return Err(CliError::invalid("wait --ready takes one task id".into()));
@@ -160,11 +163,8 @@ fn wait_ready(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
         ),
         ReadyOutcome::TimedOut => ("not ready yet".to_owned(), exit::WAIT_TIMEOUT),
     };
-    if json {
-        render::json(&json!({ "id": id, "ready": code == exit::OK, "outcome": word }))?;
-    } else {
-        render::out(&format!("{id} {word}\n"))?;
-    }
+    let value = json!({ "id": id, "ready": code == exit::OK, "outcome": word });
+    printer.emit(&value, &format!("{id} {word}\n"))?;
     Ok(code)
 }
 
@@ -175,7 +175,7 @@ fn parse_ids(inputs: &[String]) -> Result<Vec<TaskId>> {
         .collect()
 }
 
-fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
+fn run(session: &Session, args: RunArgs, printer: Printer) -> Result<u8> {
     let command = shell_text(&args.command);
     let mut caller = Session::caller()?;
     if args.agent_id.is_some() {
@@ -193,65 +193,31 @@ fn run(session: &Session, args: RunArgs, json: bool) -> Result<u8> {
         check.validate()?;
     }
     let id = session.start_with::<ShellExecutor>(start, caller, schedule, args.ends.into())?;
-    if args.wait && crate::stream_cmd::streams(args.follow, args.for_model, json) {
+    if args.wait && crate::stream_cmd::streams(args.follow, args.for_model, printer) {
         return crate::stream_cmd::follow_then_summarize(session, &[id], true);
     }
-    started(session, id, args.wait, json)
+    started(session, id, args.wait, printer)
 }
 
 /// Prints a started task's id; with `wait`, waits for it to end, prints its notification and
 /// returns its exit status.
-fn started(session: &Session, id: TaskId, wait: bool, json: bool) -> Result<u8> {
+fn started(session: &Session, id: TaskId, wait: bool, printer: Printer) -> Result<u8> {
     if !wait {
-        return print_started(session, id, json);
+        return print_started(session, id, printer);
     }
-    if !json {
-        render::out(&format!("{id}\n"))?;
-    }
-    wait_and_report(session, id, json)
+    printer.text(&format!("{id}\n"))?;
+    wait_and_report(session, id, printer)
 }
 
-/// Waits for a started task to end, prints its notification and returns its exit status.
-pub(crate) fn wait_and_report(session: &Session, id: TaskId, json: bool) -> Result<u8> {
-    let WaitOutcome::Ended(tasks) = wait_with_spinner(session, &[id], None, json)? else {
-        return Ok(exit::WAIT_TIMEOUT);
-    };
-    let task = &tasks[0];
-    let report = |notice: Option<&Notice>| {
-        if json {
-            let value = json!({
-                "id": id, "status": task.status(), "exitCode": task.exit_code(),
-                "endReason": task.end_reason(),
-                "notification": notice.map(Notice::text),
-            });
-            render::write_out(&format!("{value}\n"))
-        } else {
-            notice.map_or(Ok(()), |n| render::write_out(&format!("{}\n", n.text())))
-        }
-    };
-    // Marked delivered only once printed.
-    let delivered = session.deliver_completion(task, |notices| report(notices.first().copied()));
-    match delivered {
-        Ok(Some(_)) => {}
-        Ok(None) => {
-            report(None).map(|()| true).or_else(ignore_closed_pipe)?;
-        }
-        Err(task_session::Error::Io { source, .. })
-            if source.kind() == std::io::ErrorKind::BrokenPipe => {}
-        Err(error) => return Err(error.into()),
-    }
-    Ok(exit_code(task))
-}
-
-fn restart(session: &Session, args: &crate::cli::RestartArgs, json: bool) -> Result<u8> {
+fn restart(session: &Session, args: &crate::cli::RestartArgs, printer: Printer) -> Result<u8> {
     let id = session.restart(&Session::parse_id(&args.id)?)?;
-    if args.wait && crate::stream_cmd::streams(false, false, json) {
+    if args.wait && crate::stream_cmd::streams(false, false, printer) {
         return crate::stream_cmd::follow_then_summarize(session, &[id], true);
     }
-    started(session, id, args.wait, json)
+    started(session, id, args.wait, printer)
 }
 
-fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
+fn agent(session: &Session, args: AgentArgs, printer: Printer) -> Result<u8> {
     let worktree = args.isolation.request();
     let budget = args.budget.budget();
     let (command, prompt) = args
@@ -272,16 +238,15 @@ fn agent(session: &Session, args: AgentArgs, json: bool) -> Result<u8> {
     let schedule = args.schedule.to_schedule()?;
     let caller = Session::caller()?;
     let id = session.start_with::<AgentExecutor>(start, caller, schedule, args.ends.into())?;
-    started(session, id, args.wait, json)
+    started(session, id, args.wait, printer)
 }
 
-fn send(session: &Session, args: &SendArgs, json: bool) -> Result<u8> {
+fn send(session: &Session, args: &SendArgs, printer: Printer) -> Result<u8> {
     let sent = session.send_message(&args.to, &args.message)?;
-    if json {
-        render::json(&sent.model_result(&args.to))?;
-    } else {
-        render::out(&format!("{}\n", sent.text(&args.to)))?;
-    }
+    printer.emit(
+        &sent.model_result(&args.to),
+        &format!("{}\n", sent.text(&args.to)),
+    )?;
     Ok(if sent.delivered() {
         exit::OK
     } else {
@@ -289,7 +254,7 @@ fn send(session: &Session, args: &SendArgs, json: bool) -> Result<u8> {
     })
 }
 
-fn monitor(session: &Session, args: MonitorArgs, json: bool) -> Result<u8> {
+fn monitor(session: &Session, args: MonitorArgs, printer: Printer) -> Result<u8> {
     // What the monitor watches, which is also its default description.
     let (command, ws, watched) = match args.ws {
         Some(url) => {
@@ -325,24 +290,14 @@ fn monitor(session: &Session, args: MonitorArgs, json: bool) -> Result<u8> {
         schedule,
         task_session::protocol::Ends::default(),
     )?;
-    print_started(session, id, json)
-}
-
-/// Prints the id of a started task (with its output file in `--json`).
-pub(crate) fn print_started(session: &Session, id: TaskId, json: bool) -> Result<u8> {
-    if json {
-        render::json(&json!({ "id": id, "outputFile": session.paths().output(&id) }))?;
-    } else {
-        render::out(&format!("{id}\n"))?;
-    }
-    Ok(exit::OK)
+    print_started(session, id, printer)
 }
 
 /// `tasks output`: without `--max-bytes` prints everything from the offset to the end (streamed
 /// in chunks, so a huge output never sits in memory whole); with it, one read, and a line on
 /// stderr saying how many bytes are left and the `--offset` that continues, so output is never
 /// cut silently.
-fn output(session: &Session, args: &OutputArgs, json: bool) -> Result<u8> {
+fn output(session: &Session, args: &OutputArgs, printer: Printer) -> Result<u8> {
     let id = Session::parse_id(&args.id)?;
     let chunk = args
         .max_bytes
@@ -352,31 +307,24 @@ fn output(session: &Session, args: &OutputArgs, json: bool) -> Result<u8> {
     // An agent-like task's output reads as its conversation (for a model too), but in JSON
     // and by byte ranges.
     let holds_conversation = session.task(&id)?.task.base.task_type.holds_conversation();
-    let conversation = holds_conversation && !json;
+    let conversation = holds_conversation && !printer.is_json();
     if args.for_model {
         let text = if holds_conversation {
             crate::transcript::for_model(session, &id)?
         } else {
             session.output_for_model(&id)?
         };
-        return if json {
-            render::json(&json!({ "id": id, "output": text }))
-        } else {
-            render::out(&text)
-        }
-        .map(|()| exit::OK);
+        let value = json!({ "id": id, "output": text });
+        return printer.emit(&value, &text).map(|()| exit::OK);
     }
     if let Some(lines) = args.tail {
         if conversation {
             return crate::transcript::print_last(session, &id, lines).map(|()| exit::OK);
         }
         let lines = session.tail(&id, lines)?;
-        return if json {
-            render::json(&json!({ "id": id, "lines": lines }))
-        } else {
-            render::out(&lines.iter().map(|l| format!("{l}\n")).collect::<String>())
-        }
-        .map(|()| exit::OK);
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let value = json!({ "id": id, "lines": lines });
+        return printer.emit(&value, &text).map(|()| exit::OK);
     }
     let offset = args.offset.unwrap_or(0);
     let conversation = conversation && args.max_bytes.is_none();
@@ -384,26 +332,27 @@ fn output(session: &Session, args: &OutputArgs, json: bool) -> Result<u8> {
         if conversation && offset == 0 {
             return crate::transcript::follow(session, &id, offset, chunk).map(|()| exit::OK);
         }
-        return follow(session, &id, offset, chunk);
+        return crate::stream_cmd::follow(session, &id, offset, chunk);
     }
     if conversation && offset == 0 {
         return crate::transcript::print_whole(session, &id).map(|()| exit::OK);
     }
-    let new_offset = if json {
+    let new_offset = if printer.is_json() {
         let delta = session.read_text_delta(&id, offset, chunk)?;
         let status = session.task(&id)?.status();
         let remaining = output_left(session, &id, delta.new_offset)?;
-        render::json(&json!({
+        let value = json!({
             "id": id, "offset": offset, "newOffset": delta.new_offset,
             "remainingBytes": remaining, "status": status, "output": delta.text,
-        }))?;
+        });
+        printer.emit(&value, "")?;
         delta.new_offset
     } else if args.max_bytes.is_some() {
         let delta = session.read_delta(&id, offset, chunk)?;
         render::out_bytes(&delta.bytes)?;
         delta.new_offset
     } else {
-        print_to_end(session, &id, offset, chunk)?
+        crate::stream_cmd::print_to_end(session, &id, offset, chunk)?
     };
     let remaining = output_left(session, &id, new_offset)?;
     if remaining > 0 {
@@ -414,18 +363,6 @@ fn output(session: &Session, args: &OutputArgs, json: bool) -> Result<u8> {
     Ok(exit::OK)
 }
 
-/// Prints the output of `id` from `offset` to its end as it is now, `chunk` bytes at a time;
-/// returns the offset reached.
-fn print_to_end(session: &Session, id: &TaskId, mut offset: u64, chunk: usize) -> Result<u64> {
-    loop {
-        let delta = session.read_delta(id, offset, chunk)?;
-        if delta.bytes.is_empty() {
-            return Ok(offset);
-        }
-        render::out_bytes(&delta.bytes)?;
-        offset = delta.new_offset;
-    }
-}
 
 /// How many bytes of the output of `id` lie past `offset` now (0 when there is no file).
 fn output_left(session: &Session, id: &TaskId, offset: u64) -> Result<u64> {
@@ -433,50 +370,20 @@ fn output_left(session: &Session, id: &TaskId, offset: u64) -> Result<u64> {
     Ok(len.saturating_sub(offset))
 }
 
-/// Prints output as it grows until the task is terminal and everything was printed.
-pub(crate) fn follow(
-    session: &Session,
-    id: &TaskId,
-    mut offset: u64,
-    max_bytes: usize,
-) -> Result<u8> {
-    loop {
-        // Look at the status before reading, so the last read sees everything written before
-        // the task ended.
-        let ended = session.task(id)?.is_terminal();
-        offset = print_to_end(session, id, offset, max_bytes)?;
-        if ended {
-            return Ok(exit::OK);
-        }
-        std::thread::sleep(session.config().poll_interval);
-    }
-}
-
-/// Waits for `ids`, with a spinner on stderr when it is a terminal (and not `--json`).
-fn wait_with_spinner(
-    session: &Session,
-    ids: &[TaskId],
-    timeout: Option<Duration>,
-    json: bool,
-) -> Result<WaitOutcome> {
-    let mut spinner = Spinner::new(!json);
-    let outcome = session.wait(ids, timeout, |tasks| {
-        let live = tasks.iter().filter(|t| !t.is_terminal()).count();
-        spinner.tick(&format!("waiting for {live} task(s)"));
-    });
-    spinner.clear();
-    Ok(outcome?)
-}
-
-fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
+fn wait(session: &Session, args: &WaitArgs, printer: Printer) -> Result<u8> {
     if args.ready {
-        return wait_ready(session, args, json);
+        return wait_ready(session, args, printer);
     }
     let ids = parse_ids(&args.ids)?;
-    if args.follow && !json {
+    if args.follow && !printer.is_json() {
         return crate::stream_cmd::follow_then_summarize(session, &ids, !args.no_deliver);
     }
-    let outcome = wait_with_spinner(session, &ids, args.timeout.map(Duration::from_millis), json)?;
+    let outcome = wait_with_spinner(
+        session,
+        &ids,
+        args.timeout.map(Duration::from_millis),
+        printer,
+    )?;
     let (tasks, code) = match &outcome {
         WaitOutcome::Ended(tasks) => (
             tasks,
@@ -492,34 +399,32 @@ fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
     }
     leased.record()?;
     let delivered = |id: TaskId| leased.notices().find(|n| n.task_id() == id);
-    let text = if json {
-        let items: Vec<_> = tasks
-            .iter()
-            .map(|t| {
-                json!({
-                    "id": t.id(), "status": t.status(), "exitCode": t.exit_code(),
-                    "endReason": t.end_reason(), "exit": exit_code(t),
-                    "notification": delivered(t.id()).map(Notice::text),
-                })
+    let items: Vec<_> = tasks
+        .iter()
+        .map(|t| {
+            json!({
+                "id": t.id(), "status": t.status(), "exitCode": t.exit_code(),
+                "endReason": t.end_reason(), "exit": exit_code(t),
+                "notification": delivered(t.id()).map(Notice::text),
             })
-            .collect();
-        let timed_out = matches!(outcome, WaitOutcome::TimedOut(_));
-        format!("{}\n", json!({ "timedOut": timed_out, "tasks": items }))
-    } else {
-        tasks
-            .iter()
-            .map(|t| {
-                // Why it ended, unless the status already says it all.
-                let why = t
-                    .end_reason()
-                    .filter(|reason| **reason != task_core::EndReason::Killed)
-                    .map(|reason| format!(" ({})", reason.short()))
-                    .unwrap_or_default();
-                format!("{} {}{why}\n", t.id(), t.status().as_str())
-            })
-            .collect()
-    };
-    if render::write_out(&text)
+        })
+        .collect();
+    let timed_out = matches!(outcome, WaitOutcome::TimedOut(_));
+    let value = json!({ "timedOut": timed_out, "tasks": items });
+    let text: String = tasks
+        .iter()
+        .map(|t| {
+            // Why it ended, unless the status already says it all.
+            let why = t
+                .end_reason()
+                .filter(|reason| **reason != task_core::EndReason::Killed)
+                .map(|reason| format!(" ({})", reason.short()))
+                .unwrap_or_default();
+            format!("{} {}{why}\n", t.id(), t.status().as_str())
+        })
+        .collect();
+    if printer
+        .deliver(&value, &text)
         .map(|()| true)
         .or_else(ignore_closed_pipe)?
     {
@@ -528,56 +433,21 @@ fn wait(session: &Session, args: &WaitArgs, json: bool) -> Result<u8> {
     Ok(code)
 }
 
-/// A reader that closed its end of the pipe is not an error (`tasks wait | head -1`); what
-/// was not written is not delivered. True when the write went through.
-fn ignore_closed_pipe(error: std::io::Error) -> Result<bool> {
-    match error.kind() {
-        std::io::ErrorKind::BrokenPipe => Ok(false),
-        _ => Err(CliError::io("write", "standard output", error)),
-    }
-}
-
-/// The exit status `wait` mirrors: the command's own code, 137 when killed, 143 when timed out,
-/// 1 for a failure without one (a dead supervisor, an agent's error), 124 for a task still live.
-pub fn exit_code(task: &TaskRecord) -> u8 {
-    match task.status() {
-        TaskStatus::Completed => exit::OK,
-        TaskStatus::Killed => exit::KILLED,
-        TaskStatus::Failed => task
-            .end_reason()
-            .and_then(task_core::EndReason::exit_code)
-            .and_then(|c| u8::try_from(c).ok())
-            .filter(|&c| c != 0)
-            .unwrap_or(1),
-        TaskStatus::Pending | TaskStatus::Running => exit::WAIT_TIMEOUT,
-    }
-}
-
-fn kill(session: &Session, args: &KillArgs, json: bool) -> Result<u8> {
+fn kill(session: &Session, args: &KillArgs, printer: Printer) -> Result<u8> {
     let ids = parse_ids(&args.ids)?;
     if args.all_strays {
-        return crate::strays_cmd::kill_strays(session, None, json);
+        return crate::strays_cmd::kill_strays(session, None, printer);
     }
     if args.strays {
-        return crate::strays_cmd::kill_strays(session, Some(&ids), json);
+        return crate::strays_cmd::kill_strays(session, Some(&ids), printer);
     }
-    let reports = session.kill(&ids)?;
-    if json {
-        render::json(&reports)?;
-    } else {
-        render::out(
-            &reports
-                .iter()
-                .map(|r| format!("{} {}\n", r.id, r.result.as_str()))
-                .collect::<String>(),
-        )?;
-    }
-    Ok(exit::OK)
+    print_kills(&session.kill(&ids)?, printer)
 }
 
-fn notifications(session: &Session, args: &NotificationsArgs, json: bool) -> Result<u8> {
-    use crate::stream_cmd::{NoticeFormat, notice_text};
-    let format = NoticeFormat::choose(args.format, json, args.for_model);
+fn notifications(session: &Session, args: &NotificationsArgs, printer: Printer) -> Result<u8> {
+    use crate::cli::NoticeFormat;
+    use crate::stream_cmd::notice_text;
+    let format = NoticeFormat::choose(args.format, printer, args.for_model);
     loop {
         // Marked delivered only once written out: a reader killed before that leaves them
         // deliverable again, with the same keys.

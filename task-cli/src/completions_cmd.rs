@@ -4,20 +4,11 @@
 
 use clap::{Command, CommandFactory};
 
-use crate::cli::{Cli, CompletionShell};
+use crate::cli::{Candidates, Cli, CompletionShell};
 use crate::error::{Result, exit};
 use crate::render;
 use task_session::paths::SessionPaths;
 use task_session::session::Session;
-
-/// What `tasks __complete` lists.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum Candidates {
-    /// The ids of the session's tasks, newest first.
-    Ids,
-    /// The names of the task lists under the lists root.
-    Lists,
-}
 
 /// Subcommands whose positional arguments are task ids.
 const ID_COMMANDS: &str = "output wait kill rm restart input send";

@@ -9,7 +9,7 @@ use task_session::session::Session;
 
 use crate::cli::{GroupArgs, GroupOp};
 use crate::error::{Result, exit};
-use crate::render;
+use crate::printer::Printer;
 
 /// One line of `tasks group ls`.
 #[derive(Debug, Default, Serialize)]
@@ -24,20 +24,20 @@ struct GroupLine {
 }
 
 /// Runs `tasks group set|ls`.
-pub fn group(session: &Session, args: GroupArgs, json: bool) -> Result<u8> {
+pub fn group(session: &Session, args: GroupArgs, printer: Printer) -> Result<u8> {
     match args.op {
         GroupOp::Set { group, parallel } => {
             session.set_group_limit(&group, parallel)?;
-            if json {
-                render::json(&serde_json::json!({ "group": group, "parallel": parallel }))?;
-            }
+            // Text says nothing.
+            let value = serde_json::json!({ "group": group, "parallel": parallel });
+            printer.emit(&value, "")?;
             Ok(exit::OK)
         }
-        GroupOp::Ls => ls(session, json),
+        GroupOp::Ls => ls(session, printer),
     }
 }
 
-fn ls(session: &Session, json: bool) -> Result<u8> {
+fn ls(session: &Session, printer: Printer) -> Result<u8> {
     let limits = GroupLimits::read(session.paths())?;
     let mut groups: BTreeMap<String, GroupLine> = BTreeMap::new();
     groups.entry(DEFAULT_GROUP.to_owned()).or_default();
@@ -56,10 +56,6 @@ fn ls(session: &Session, json: bool) -> Result<u8> {
             status if !status.is_terminal() => line.running += 1,
             _ => {}
         }
-    }
-    if json {
-        render::json(&groups)?;
-        return Ok(exit::OK);
     }
     let config = session.config();
     let mut text = format!(
@@ -82,7 +78,7 @@ fn ls(session: &Session, json: bool) -> Result<u8> {
         ));
     }
     text.push_str("(a group without a limit of its own: agents/shells from the configuration)\n");
-    render::out(&text)?;
+    printer.emit(&groups, &text)?;
     Ok(exit::OK)
 }
 

@@ -4,12 +4,12 @@ use serde_json::json;
 
 use crate::cli::InputArgs;
 use crate::error::{Result, exit};
-use crate::render;
+use crate::printer::Printer;
 use task_session::session::Session;
 
 /// Writes TEXT and a newline, or copies this process's stdin (`-`), then closes the task's
 /// stdin with `--close`. Prints nothing on success (`--json`: what was written).
-pub fn input(session: &Session, args: &InputArgs, json: bool) -> Result<u8> {
+pub fn input(session: &Session, args: &InputArgs, printer: Printer) -> Result<u8> {
     let id = Session::parse_id(&args.id)?;
     let bytes = match args.text.as_deref() {
         Some("-") => session.copy_input(&id, std::io::stdin().lock(), args.close)?,
@@ -23,8 +23,9 @@ pub fn input(session: &Session, args: &InputArgs, json: bool) -> Result<u8> {
             0
         }
     };
-    if json {
-        render::json(&json!({ "id": id, "bytes": bytes, "closed": args.close }))?;
-    }
+    printer.emit(
+        &json!({ "id": id, "bytes": bytes, "closed": args.close }),
+        "",
+    )?;
     Ok(exit::OK)
 }

@@ -43,6 +43,8 @@ mod input_cmd;
 #[cfg(feature = "cli")]
 pub mod list_cmd;
 #[cfg(feature = "cli")]
+pub mod list_open;
+#[cfg(feature = "cli")]
 mod list_text;
 #[cfg(feature = "cli")]
 pub mod logging;
@@ -50,11 +52,15 @@ pub mod logging;
 pub mod mcp_cmd;
 pub mod pill;
 #[cfg(feature = "cli")]
+pub mod printer;
+#[cfg(feature = "cli")]
 pub mod ps_cmd;
 #[cfg(feature = "cli")]
 mod remote_cmd;
 mod remote_wiring;
 pub mod render;
+#[cfg(feature = "cli")]
+pub mod report;
 #[cfg(feature = "cli")]
 pub mod serve_cmd;
 pub mod settings;

@@ -7,17 +7,24 @@ use std::path::Path;
 use serde::Serialize;
 use task_list::{
     Actor, ClaimOptions, ClaimResult, CreateRequest, EnvValues, Layout, ListExport, ListFilter,
-    ListIdHints, Metadata, NotReadyReason, Placement, StoreConfig, TaskId, TaskList, UpdateRequest,
+    ListIdHints, Metadata, NotReadyReason, Placement, TaskId, TaskList, UpdateRequest,
 };
 
 use crate::cli::{ListArgs, ListLsArgs, ListOp, ListUpdateArgs, UnassignReason};
 use crate::error::{CliError, Result, exit};
+use crate::list_open::{Opener, session_list};
 use crate::list_text;
+use crate::printer::Printer;
 use crate::render;
 use task_session::paths::{SessionPaths, private_file};
 
 /// Runs one `tasks list` operation.
-pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener) -> Result<u8> {
+pub fn execute(
+    paths: &SessionPaths,
+    args: ListArgs,
+    printer: Printer,
+    opener: Opener,
+) -> Result<u8> {
     let list = open(paths, &args, opener)?;
     match args.op {
         ListOp::Create {
@@ -42,22 +49,22 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
             } else {
                 created.model_text()
             };
-            print(json, &created, &text, true)
+            print(printer, &created, &text, true)
         }
         ListOp::Ls(filters) => {
             let listing = list
                 .list_where(&list_filter(filters)?)
                 .map_err(list_error)?;
-            print(json, &listing, &listing.model_text(), true)
+            print(printer, &listing, &listing.model_text(), true)
         }
-        ListOp::Get { id } => get(&list, &id, json),
+        ListOp::Get { id } => get(&list, &id, printer),
         ListOp::Update(update) => {
             let result = list.update(&update_request(update)?).map_err(list_error)?;
-            print(json, &result, &result.model_text(), result.success)
+            print(printer, &result, &result.model_text(), result.success)
         }
         ListOp::Delete { id } => {
             let result = list.delete(parse_id(&id)?).map_err(list_error)?;
-            print(json, &result, &result.model_text(), result.success)
+            print(printer, &result, &result.model_text(), result.success)
         }
         ListOp::Claim {
             id,
@@ -70,8 +77,8 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
             };
             // clap refuses an id with --next, and requires one without.
             match id.filter(|_| !next) {
-                Some(id) => claim(&list, &id, &owner, options, json),
-                None => claim_next(&list, &owner, options, json),
+                Some(id) => claim(&list, &id, &owner, options, printer),
+                None => claim_next(&list, &owner, options, printer),
             }
         }
         ListOp::Unassign { owner, reason } => {
@@ -84,7 +91,7 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
                 .notification_message
                 .clone()
                 .unwrap_or_else(|| format!("{owner} had no unfinished task"));
-            print(json, &result, &text, true)
+            print(printer, &result, &text, true)
         }
         ListOp::Ready => {
             let report = list.ready().map_err(list_error)?;
@@ -102,7 +109,7 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
                 )
             }));
             text.extend(report.problems.iter().map(ToString::to_string));
-            print(json, &report, &text.join("\n"), true)
+            print(printer, &report, &text.join("\n"), true)
         }
         ListOp::Graph { dot } => {
             let graph = list.graph().map_err(list_error)?;
@@ -111,27 +118,21 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
             } else {
                 graph.to_text()
             };
-            if json {
-                render::json(
-                    &serde_json::json!({ "tasks": graph.tasks(), "edges": graph.edges() }),
-                )?;
-            } else {
-                render::out(&with_newline(&text))?;
-            }
-            Ok(exit::OK)
+            let value = serde_json::json!({ "tasks": graph.tasks(), "edges": graph.edges() });
+            print(printer, &value, &text, true)
         }
         ListOp::Doctor { fix } => {
             let report = list.doctor(fix).map_err(list_error)?;
             let text = list_text::doctor_report(&report);
-            print(json, &report, &text, report.is_clean() || report.fixed)
+            print(printer, &report, &text, report.is_clean() || report.fixed)
         }
-        ListOp::Watch => watch(&list, json),
+        ListOp::Watch => watch(&list, printer),
         ListOp::Export { output } => export(&list, output.as_deref()),
         ListOp::Import { file } => {
             let imported = list.import(&read_export(&file)?).map_err(list_error)?;
             let text = format!("Imported {imported} task(s) into {}", list.list_id());
             print(
-                json,
+                printer,
                 &serde_json::json!({ "imported": imported }),
                 &text,
                 true,
@@ -141,19 +142,30 @@ pub fn execute(paths: &SessionPaths, args: ListArgs, json: bool, opener: Opener)
 }
 
 /// `tasks list claim ID`.
-fn claim(list: &TaskList, id: &str, owner: &str, options: ClaimOptions, json: bool) -> Result<u8> {
+fn claim(
+    list: &TaskList,
+    id: &str,
+    owner: &str,
+    options: ClaimOptions,
+    printer: Printer,
+) -> Result<u8> {
     let result = list
         .claim(parse_id(id)?, owner, options)
         .map_err(list_error)?;
-    print(json, &result, &result.claim_text(id, owner), result.success)
+    print(
+        printer,
+        &result,
+        &result.claim_text(id, owner),
+        result.success,
+    )
 }
 
 /// `tasks list claim --next`: nothing ready is a result (`null`), not a failure.
-fn claim_next(list: &TaskList, owner: &str, options: ClaimOptions, json: bool) -> Result<u8> {
+fn claim_next(list: &TaskList, owner: &str, options: ClaimOptions, printer: Printer) -> Result<u8> {
     let result = list.claim_next(owner, options).map_err(list_error)?;
     let success = result.as_ref().is_none_or(|claimed| claimed.success);
     print(
-        json,
+        printer,
         &result,
         &ClaimResult::next_text(owner, result.as_ref()),
         success,
@@ -165,7 +177,7 @@ fn export(list: &TaskList, output: Option<&Path>) -> Result<u8> {
     let text = serde_json::to_string_pretty(&document)
         .map_err(|e| CliError::invalid(format!("export: {e}")))?;
     match output {
-        None => render::out(&with_newline(&text))?,
+        None => render::out(&render::with_newline(&text))?,
         Some(path) => {
             let mut file = private_file()
                 .write(true)
@@ -173,7 +185,7 @@ fn export(list: &TaskList, output: Option<&Path>) -> Result<u8> {
                 .truncate(true)
                 .open(path)
                 .map_err(|e| CliError::io("create", path, e))?;
-            file.write_all(with_newline(&text).as_bytes())
+            file.write_all(render::with_newline(&text).as_bytes())
                 .and_then(|()| file.sync_all())
                 .map_err(|e| CliError::io("write", path, e))?;
         }
@@ -218,83 +230,27 @@ fn open(paths: &SessionPaths, args: &ListArgs, opener: Opener) -> Result<TaskLis
     })
 }
 
-/// The list a session uses when none is named: `--list`/`$TASKS_LIST_ID`, else the list named
-/// after the session (`default` for the default session), so `tasks list` and `tasks mcp` of one
-/// session share a list. With `--claude`, an unnamed list follows the reference's chain instead.
-pub(crate) fn session_list<'a>(
-    named: Option<&'a str>,
-    claude: bool,
-    paths: &'a SessionPaths,
-) -> Option<&'a str> {
-    named.or((!claude).then(|| paths.name()))
-}
-
 /// `tasks list get`: the reference's fields, the owner, and the task's place in the tree (its
 /// parent and children, when it has them), as text and JSON.
-fn get(list: &TaskList, id: &str, json: bool) -> Result<u8> {
+fn get(list: &TaskList, id: &str, printer: Printer) -> Result<u8> {
     let id = parse_id(id)?;
     let tree = list.get_in_tree(id).map_err(list_error)?;
     let found = tree.details();
     let Some(task) = &tree.task else {
-        return print(json, &found, "Task not found", false);
+        return print(printer, &found, "Task not found", false);
     };
-    if json {
-        let mut value = serde_json::to_value(&found)
-            .map_err(|e| CliError::invalid(format!("cannot encode output: {e}")))?;
-        value["task"]["owner"] = serde_json::json!(task.owner);
-        tree.add_tree(&mut value);
-        return print(json, &value, "", true);
-    }
+    // The JSON is the reference's, with the owner and the tree added.
+    let mut value = serde_json::to_value(&found)
+        .map_err(|e| CliError::invalid(format!("cannot encode output: {e}")))?;
+    value["task"]["owner"] = serde_json::json!(task.owner);
+    tree.add_tree(&mut value);
     let text = format!(
         "{}\nOwner: {}{}",
         found.model_text(),
         task.owner.as_deref().unwrap_or("(none)"),
         tree.tree_text()
     );
-    print(false, &found, &text, true)
-}
-
-/// How `tasks list` opens a list: [`open_in`] (files or a database), or [`open_files`] (files
-/// alone: the `tasks` executable, which links no database client).
-pub type Opener = fn(Option<&str>, &EnvValues, Layout, &str) -> task_list::Result<TaskList>;
-
-/// Opens list `id` in the lists root `env` and `layout` resolve to; a store named by URL is
-/// refused (the `tasks` executable hands such commands to `tasksd` before it gets here).
-pub fn open_files(
-    store: Option<&str>,
-    env: &EnvValues,
-    layout: Layout,
-    id: &str,
-) -> task_list::Result<TaskList> {
-    match store {
-        Some(_) => Err(task_list::Error::Internal(
-            "a database store reached the file-only opener".into(),
-        )),
-        None => open_files_in(env, layout, id),
-    }
-}
-
-fn open_files_in(env: &EnvValues, layout: Layout, id: &str) -> task_list::Result<TaskList> {
-    let root = task_list::resolve_lists_root(env, layout)?;
-    let mut config = StoreConfig::default();
-    config.lock.reference_locks = task_list::reference_locks(env, &root);
-    TaskList::open(root, id, config)
-}
-
-/// Opens list `id` in the store `store` names (a `postgres://` URL), or in the lists root
-/// `env` and `layout` resolve to when there is none, taking the reference harness's lock
-/// directories only where it may be writing too ([`task_list::reference_locks`]). Shared by
-/// `tasks list` and `tasks mcp`.
-pub fn open_in(
-    store: Option<&str>,
-    env: &EnvValues,
-    layout: Layout,
-    id: &str,
-) -> task_list::Result<TaskList> {
-    match store {
-        Some(url) => TaskList::connect(url, id, StoreConfig::default()),
-        None => open_files_in(env, layout, id),
-    }
+    print(printer, &value, &text, true)
 }
 
 fn list_filter(args: ListLsArgs) -> Result<ListFilter> {
@@ -349,11 +305,11 @@ fn update_request(args: ListUpdateArgs) -> Result<UpdateRequest> {
     })
 }
 
-fn watch(list: &TaskList, json: bool) -> Result<u8> {
+fn watch(list: &TaskList, printer: Printer) -> Result<u8> {
     let mut watcher = list.watch().map_err(list_error)?;
     // A person sees the list as it is now, then again at every change; `--json` is a stream
     // of changes only.
-    if !json {
+    if !printer.is_json() {
         let listing = list.list().map_err(list_error)?;
         render::out(&format!("{}\n\n", listing.model_text()))?;
     }
@@ -365,8 +321,8 @@ fn watch(list: &TaskList, json: bool) -> Result<u8> {
                 list.list_id()
             )));
         };
-        if json {
-            render::json(&change)?;
+        if printer.is_json() {
+            printer.emit(&change, "")?;
         } else {
             let listing = list.list().map_err(list_error)?;
             render::out(&format!("{}\n\n", listing.model_text()))?;
@@ -374,21 +330,11 @@ fn watch(list: &TaskList, json: bool) -> Result<u8> {
     }
 }
 
-fn print(json: bool, value: &impl Serialize, text: &str, success: bool) -> Result<u8> {
-    if json {
-        render::json(value)?;
-    } else {
-        render::out(&with_newline(text))?;
-    }
+/// Prints a list operation's result through `printer` (its text ends in a newline) and
+/// returns the exit status: [`exit::OK`] on `success`, [`exit::OTHER`] when the list refused.
+fn print(printer: Printer, value: &impl Serialize, text: &str, success: bool) -> Result<u8> {
+    printer.emit_line(value, text)?;
     Ok(if success { exit::OK } else { exit::OTHER })
-}
-
-fn with_newline(text: &str) -> String {
-    if text.is_empty() || text.ends_with('\n') {
-        text.to_owned()
-    } else {
-        format!("{text}\n")
-    }
 }
 
 fn not_ready(reason: &NotReadyReason) -> String {

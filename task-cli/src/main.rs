@@ -23,7 +23,7 @@ fn main() -> ExitCode {
     }
     task_cli::logging::init(false);
     let cli = ShortCli::parse_from(args);
-    let opener = task_cli::list_cmd::open_files;
+    let opener = task_cli::list_open::open_files;
     match task_cli::commands::execute_short(&cli.globals, cli.command, opener) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {

@@ -3,55 +3,16 @@
 //! the executors' settings of the session, and serves stdin/stdout (stdout carries the protocol
 //! alone; diagnostics go to stderr).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Args;
 use task_list::{Actor, EnvValues, Layout, ListIdHints, TaskList};
 use task_mcp::{Deliverer, McpError, McpOptions, McpSettings, RemoteServer, TasksServer};
 
+use crate::cli::{DeliverArg, McpArgs};
 use crate::error::{CliError, Result, exit};
 use crate::settings::Settings;
 use task_session::paths::SessionPaths;
 use task_session::session::Session;
-
-/// Serve the task tools over the Model Context Protocol on stdio (for agents).
-#[derive(Debug, Clone, Args)]
-pub struct McpArgs {
-    /// The task list of the Task* list tools (default: $TASKS_LIST_ID, else the session name).
-    #[arg(long = "list", env = "TASKS_LIST_ID", value_name = "ID")]
-    pub list: Option<String>,
-    /// Lists root directory (default {root}/lists).
-    #[arg(long, env = "TASKS_LIST_ROOT", value_name = "DIR")]
-    pub lists_root: Option<PathBuf>,
-    /// Use the reference harness's lists ($CLAUDE_CONFIG_DIR/tasks, else ~/.claude/tasks).
-    #[arg(long, conflicts_with = "lists_root")]
-    pub claude: bool,
-    /// Keep the list in a PostgreSQL database: `postgres://user@host/db` (as `tasks list`).
-    #[arg(long, env = "TASKS_LIST_STORE", value_name = "URL",
-          conflicts_with_all = ["lists_root", "claude"])]
-    pub store: Option<String>,
-    /// Who is acting on the list (recorded in its audit log).
-    #[arg(long, env = "TASKS_ACTOR", value_name = "NAME", default_value = "mcp")]
-    pub actor: String,
-    /// Who delivers notifications: `result` (the next tool result; pushes only announce) or
-    /// `push` (the pushed `notifications/message` is the delivery).
-    #[arg(long, value_enum, default_value_t = DeliverArg::Result)]
-    pub deliver: DeliverArg,
-    /// How often to look for notifications and output changes to push, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 500)]
-    pub watch_ms: u64,
-}
-
-/// `--deliver`: who delivers a notification ([`Deliverer`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum DeliverArg {
-    /// The next tool result carries the envelope; pushes only announce it.
-    #[default]
-    Result,
-    /// The push claims and carries the envelope; tool results carry what no push took yet.
-    Push,
-}
 
 impl From<DeliverArg> for Deliverer {
     fn from(arg: DeliverArg) -> Self {
@@ -122,12 +83,16 @@ fn open_list(session: &Session, args: &McpArgs) -> Result<TaskList> {
         Layout::Auto
     };
     let hints = ListIdHints {
-        explicit: crate::list_cmd::session_list(args.list.as_deref(), args.claude, session.paths()),
+        explicit: crate::list_open::session_list(
+            args.list.as_deref(),
+            args.claude,
+            session.paths(),
+        ),
         ..ListIdHints::default()
     };
     let id = task_list::resolve_list_id(&env, layout, hints).map_err(list_error)?;
     Ok(
-        crate::list_cmd::open_in(args.store.as_deref(), &env, layout, &id)
+        crate::list_open::open_in(args.store.as_deref(), &env, layout, &id)
             .map_err(list_error)?
             .with_actor(Actor::new(args.actor.clone())),
     )

@@ -4,25 +4,14 @@
 
 use std::time::Duration;
 
-use clap::ValueEnum;
 use task_core::{TaskStatus, TaskType, now_ms};
 
+use crate::cli::{ColorChoice, StatusFilter};
 use crate::error::{Result, exit};
+use crate::printer::Printer;
 use crate::render::{self, Row};
 use task_session::record::TaskRecord;
 use task_session::session::Session;
-
-/// When to colour the table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum ColorChoice {
-    /// On a terminal, unless `NO_COLOR` is set.
-    #[default]
-    Auto,
-    /// Always.
-    Always,
-    /// Never.
-    Never,
-}
 
 impl ColorChoice {
     /// Whether to colour output going to stdout.
@@ -38,25 +27,6 @@ impl ColorChoice {
     }
 }
 
-/// A `--status` filter: one status, or all live or all ended ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StatusFilter {
-    /// Pending or running.
-    Live,
-    /// Completed, failed or killed.
-    Ended,
-    /// Registered, not started yet.
-    Pending,
-    /// Running.
-    Running,
-    /// Ended well.
-    Completed,
-    /// Ended badly.
-    Failed,
-    /// Killed.
-    Killed,
-}
-
 impl StatusFilter {
     fn matches(self, status: TaskStatus) -> bool {
         match self {
@@ -69,28 +39,6 @@ impl StatusFilter {
             StatusFilter::Killed => status == TaskStatus::Killed,
         }
     }
-}
-
-/// Parses a `--type`: the type's name (`local_bash`) or a short one (`bash`, `shell`,
-/// `monitor`, `agent`, `remote`, `teammate`, `workflow`, `dream`).
-pub fn parse_type(text: &str) -> std::result::Result<TaskType, String> {
-    let wanted = match text {
-        "bash" | "shell" => TaskType::LocalBash,
-        "monitor" => TaskType::MonitorMcp,
-        "agent" => TaskType::LocalAgent,
-        "remote" => TaskType::RemoteAgent,
-        "teammate" => TaskType::InProcessTeammate,
-        "workflow" => TaskType::LocalWorkflow,
-        other => match TaskType::ALL.into_iter().find(|t| t.as_str() == other) {
-            Some(found) => found,
-            None => {
-                return Err(format!(
-                    "{other:?}: expected bash, monitor, agent, remote, teammate, workflow, dream (or a type such as local_bash)"
-                ));
-            }
-        },
-    };
-    Ok(wanted)
 }
 
 /// The short name of a type, as the table shows it.
@@ -295,7 +243,7 @@ pub fn terminal_width() -> Option<usize> {
 }
 
 /// Runs `tasks ps`: the table, or JSON, once or refreshed every second.
-pub fn ps(session: &Session, args: &crate::cli::PsArgs, json: bool) -> Result<u8> {
+pub fn ps(session: &Session, args: &crate::cli::PsArgs, printer: Printer) -> Result<u8> {
     let filter = Filter {
         all: args.all,
         statuses: args.status.clone(),
@@ -308,8 +256,9 @@ pub fn ps(session: &Session, args: &crate::cli::PsArgs, json: bool) -> Result<u8
             render::warn(&format!("warning: {problem}"));
         }
         let (rows, hidden) = rows(session, &listing.tasks, &filter);
-        if json {
-            return render::json(&rows).map(|()| exit::OK);
+        if printer.is_json() {
+            // One document: `--watch` refreshes a table only.
+            return printer.emit(&rows, "").map(|()| exit::OK);
         }
         let table = table(&rows, color, terminal_width());
         if !args.watch {
@@ -327,6 +276,7 @@ pub fn ps(session: &Session, args: &crate::cli::PsArgs, json: bool) -> Result<u8
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::parse_type;
 
     #[test]
     fn durations_read_at_a_glance() {

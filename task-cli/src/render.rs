@@ -1,4 +1,4 @@
-//! Human and JSON output: the task table, ages, sizes, colours and the spinner.
+//! Human output: the task table, ages, sizes, colours and the spinner.
 
 use std::io::{self, IsTerminal, Write};
 
@@ -50,11 +50,13 @@ pub fn warn_plain(line: &str) {
     let _ = writeln!(io::stderr(), "{line}");
 }
 
-/// Writes one JSON document (or one JSON line) to stdout.
-pub fn json(value: &impl Serialize) -> Result<()> {
-    let text = serde_json::to_string(value)
-        .map_err(|e| CliError::invalid(format!("cannot encode output: {e}")))?;
-    out(&format!("{text}\n"))
+/// `text` ending in a newline: as it is when it is empty or has one, else with one added.
+pub fn with_newline(text: &str) -> String {
+    if text.is_empty() || text.ends_with('\n') {
+        text.to_owned()
+    } else {
+        format!("{text}\n")
+    }
 }
 
 /// One row of `tasks ps`: the task's state (flat, as task-core names its fields), what the

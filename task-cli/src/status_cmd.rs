@@ -14,12 +14,12 @@ use task_core::{TaskId, TaskType};
 
 use crate::error::{CliError, Result, exit};
 use crate::pill;
-use crate::render;
+use crate::printer::Printer;
 use task_session::paths::SessionPaths;
 use task_session::record::{self, TaskRecord};
 
 /// Prints the pill of the session at `paths` (`--json`: label, attention flag and count).
-pub fn status(paths: SessionPaths, json: bool) -> Result<u8> {
+pub fn status(paths: SessionPaths, printer: Printer) -> Result<u8> {
     paths.verify()?;
     let tasks = if task_session::lock::is_held(&paths.lock())? {
         candidates(&paths)?
@@ -31,11 +31,12 @@ pub fn status(paths: SessionPaths, json: bool) -> Result<u8> {
     if !queued.is_empty() {
         pill.label.push_str(&queued_label(&queued));
     }
-    if json {
-        render::json(&Status { pill, queued })?;
-    } else if !pill.label.is_empty() {
-        render::out(&format!("{}\n", pill.label))?;
-    }
+    // An idle session prints nothing.
+    let text = match pill.label.as_str() {
+        "" => String::new(),
+        label => format!("{label}\n"),
+    };
+    printer.emit(&Status { pill, queued }, &text)?;
     Ok(exit::OK)
 }
 

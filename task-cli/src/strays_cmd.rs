@@ -2,7 +2,6 @@
 //! when they ended ([`task_session::strays`]), read from their records and `/proc`, and ended
 //! by pid, each only while it is still the process that was found.
 
-use clap::Args;
 use serde_json::json;
 use std::collections::HashSet;
 use task_core::TaskId;
@@ -10,15 +9,10 @@ use task_core::TaskId;
 use task_core::process::{Stray, strays_of_any};
 use task_session::session::Session;
 
+use crate::cli::StraysArgs;
 use crate::error::{Result, exit};
+use crate::printer::Printer;
 use crate::render;
-
-/// List the processes tasks left running when they ended: pid, task, age, CPU, RSS, command.
-#[derive(Debug, Args)]
-pub struct StraysArgs {
-    /// Only this task's.
-    pub id: Option<String>,
-}
 
 /// The ended tasks among `ids`, or among every task of the session (a live task's processes
 /// are its own, not strays).
@@ -47,7 +41,7 @@ fn live(tasks: &HashSet<String>) -> Vec<(String, Stray)> {
 }
 
 /// `tasks strays [ID]`.
-pub fn strays(session: &Session, args: &StraysArgs, json: bool) -> Result<u8> {
+pub fn strays(session: &Session, args: &StraysArgs, printer: Printer) -> Result<u8> {
     let ids = args
         .id
         .as_deref()
@@ -62,25 +56,21 @@ pub fn strays(session: &Session, args: &StraysArgs, json: bool) -> Result<u8> {
             Some((id, stray, usage))
         })
         .collect();
-    if json {
-        let rows: Vec<_> = rows
-            .iter()
-            .map(|(id, stray, usage)| {
-                json!({
-                    "task": id, "pid": stray.pid, "command": stray.command,
-                    "ageMs": usage.age.as_millis(), "cpuMs": usage.cpu.as_millis(),
-                    "rssBytes": usage.rss_bytes,
-                })
+    let values: Vec<_> = rows
+        .iter()
+        .map(|(id, stray, usage)| {
+            json!({
+                "task": id, "pid": stray.pid, "command": stray.command,
+                "ageMs": usage.age.as_millis(), "cpuMs": usage.cpu.as_millis(),
+                "rssBytes": usage.rss_bytes,
             })
-            .collect();
-        render::json(&rows)?;
-        return Ok(exit::OK);
-    }
+        })
+        .collect();
     let mut text = String::new();
     if !rows.is_empty() {
         text.push_str("PID      TASK       AGE   CPU      RSS     COMMAND\n");
     }
-    for (id, stray, usage) in rows {
+    for (id, stray, usage) in &rows {
         text.push_str(&format!(
             "{:<8} {:<10} {:<5} {:<8} {:<7} {}\n",
             stray.pid,
@@ -91,14 +81,14 @@ pub fn strays(session: &Session, args: &StraysArgs, json: bool) -> Result<u8> {
             render::one_line(&stray.command, 80),
         ));
     }
-    render::out(&text)?;
+    printer.emit(&values, &text)?;
     Ok(exit::OK)
 }
 
 /// `tasks kill --strays ID…` (`ids`) or `--all-strays` (`None`): kills what the ended tasks
 /// left running, each process checked to be the one found (same pid and start time, still
 /// carrying the task's marker).
-pub fn kill_strays(session: &Session, ids: Option<&[TaskId]>, json: bool) -> Result<u8> {
+pub fn kill_strays(session: &Session, ids: Option<&[TaskId]>, printer: Printer) -> Result<u8> {
     let tasks = ended(session, ids)?;
     let mut killed: Vec<(String, Vec<u32>)> = Vec::new();
     for id in ids.unwrap_or_default() {
@@ -138,21 +128,17 @@ pub fn kill_strays(session: &Session, ids: Option<&[TaskId]>, json: bool) -> Res
             break;
         }
     }
-    if json {
-        let rows: Vec<_> = killed
-            .iter()
-            .map(|(id, pids)| json!({"id": id, "killed": pids}))
-            .collect();
-        render::json(&rows)?;
-    } else {
-        let text: String = killed
-            .iter()
-            .map(|(id, pids)| {
-                let what = if pids.len() == 1 { "stray" } else { "strays" };
-                format!("{id} killed {} {what}\n", pids.len())
-            })
-            .collect();
-        render::out(&text)?;
-    }
+    let rows: Vec<_> = killed
+        .iter()
+        .map(|(id, pids)| json!({"id": id, "killed": pids}))
+        .collect();
+    let text: String = killed
+        .iter()
+        .map(|(id, pids)| {
+            let what = if pids.len() == 1 { "stray" } else { "strays" };
+            format!("{id} killed {} {what}\n", pids.len())
+        })
+        .collect();
+    printer.emit(&rows, &text)?;
     Ok(exit::OK)
 }

@@ -5,35 +5,25 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use clap::ValueEnum;
 use serde_json::json;
 use task_core::{TaskId, TaskStatus};
 
-use crate::commands::exit_code;
-use crate::error::Result;
+use crate::cli::NoticeFormat;
+use crate::error::{Result, exit};
+use crate::printer::Printer;
 use crate::render;
+use crate::report::exit_code;
 use task_session::notice::Notice;
 use task_session::record::TaskRecord;
 use task_session::session::Session;
 
-/// How notifications are printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum NoticeFormat {
-    /// The `<task-notification>` envelope a model reads.
-    Xml,
-    /// One JSON document per line.
-    Json,
-    /// One readable line per notification.
-    Text,
-}
-
 impl NoticeFormat {
     /// The format asked for, else JSON with `--json`, XML for a model or off a terminal, and
     /// text on a terminal.
-    pub fn choose(asked: Option<NoticeFormat>, json: bool, for_model: bool) -> NoticeFormat {
+    pub fn choose(asked: Option<NoticeFormat>, printer: Printer, for_model: bool) -> NoticeFormat {
         match asked {
             Some(format) => format,
-            None if json => NoticeFormat::Json,
+            None if printer.is_json() => NoticeFormat::Json,
             None if for_model || !std::io::stdout().is_terminal() => NoticeFormat::Xml,
             None => NoticeFormat::Text,
         }
@@ -70,8 +60,8 @@ pub fn notice_line(notice: &Notice) -> String {
 
 /// Whether `run --wait` streams the output (a terminal, or `--follow`) rather than printing the
 /// id and the notification a model reads.
-pub fn streams(follow: bool, for_model: bool, json: bool) -> bool {
-    !json && !for_model && (follow || std::io::stdout().is_terminal())
+pub fn streams(follow: bool, for_model: bool, printer: Printer) -> bool {
+    !printer.is_json() && !for_model && (follow || std::io::stdout().is_terminal())
 }
 
 /// Streams the output of each of `ids` in turn until it ended, then prints one summary line
@@ -80,7 +70,7 @@ pub fn streams(follow: bool, for_model: bool, json: bool) -> bool {
 pub fn follow_then_summarize(session: &Session, ids: &[TaskId], deliver: bool) -> Result<u8> {
     let mut code = 0;
     for id in ids {
-        crate::commands::follow(session, id, 0, task_output::read::DEFAULT_MAX_READ_BYTES)?;
+        follow(session, id, 0, task_output::read::DEFAULT_MAX_READ_BYTES)?;
         let task = session.task(id)?;
         // The person saw it end: its completion is delivered with the summary line.
         let line = summary(&task);
@@ -126,4 +116,31 @@ pub fn summary(task: &TaskRecord) -> String {
         task.status().as_str(),
         render::one_line(&base.description, 60)
     )
+}
+
+/// Prints output as it grows until the task is terminal and everything was printed.
+pub fn follow(session: &Session, id: &TaskId, mut offset: u64, max_bytes: usize) -> Result<u8> {
+    loop {
+        // Look at the status before reading, so the last read sees everything written before
+        // the task ended.
+        let ended = session.task(id)?.is_terminal();
+        offset = print_to_end(session, id, offset, max_bytes)?;
+        if ended {
+            return Ok(exit::OK);
+        }
+        std::thread::sleep(session.config().poll_interval);
+    }
+}
+
+/// Prints the output of `id` from `offset` to its end as it is now, `chunk` bytes at a time;
+/// returns the offset reached.
+pub fn print_to_end(session: &Session, id: &TaskId, mut offset: u64, chunk: usize) -> Result<u64> {
+    loop {
+        let delta = session.read_delta(id, offset, chunk)?;
+        if delta.bytes.is_empty() {
+            return Ok(offset);
+        }
+        render::out_bytes(&delta.bytes)?;
+        offset = delta.new_offset;
+    }
 }

@@ -108,7 +108,7 @@ fn unassign(who: &TeammateIdentity, how: TeammateEnd, state_root: &Path, teams: 
         _ => UnassignReason::Terminated,
     };
     let outcome = task_list::resolve_list_id(&env, Layout::Auto, hints)
-        .and_then(|id| crate::list_cmd::open_in(None, &env, Layout::Auto, &id))
+        .and_then(|id| crate::list_open::open_in(None, &env, Layout::Auto, &id))
         .and_then(|list| list.unassign(&who.agent_name, reason));
     match outcome {
         Ok(result) => {

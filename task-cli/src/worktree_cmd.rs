@@ -2,7 +2,6 @@
 //! (`tasks agent --worktree`), the running ones and those kept because they have changes.
 //! Read from the task records; whether one has changes is asked of git.
 
-use clap::{Args, Subcommand};
 use serde_json::json;
 use task_agent::worktree::Worktrees;
 use task_core::Worktree;
@@ -10,38 +9,16 @@ use task_session::paths::SessionPaths;
 use task_session::record::{self, TaskRecord};
 use task_session::session::Session;
 
+use crate::cli::{WorktreeArgs, WorktreeCommand};
 use crate::error::{CliError, Result, exit};
+use crate::printer::Printer;
 use crate::render;
 
-/// The git worktrees of agents started with --worktree: list them, remove a kept one.
-#[derive(Debug, Args)]
-pub struct WorktreeArgs {
-    /// What to do.
-    #[command(subcommand)]
-    pub command: WorktreeCommand,
-}
-
-/// `tasks worktree` subcommands.
-#[derive(Debug, Subcommand)]
-pub enum WorktreeCommand {
-    /// List the worktrees that exist: the agent, its status, branch, changes and path.
-    Ls,
-    /// Remove a stopped agent's worktree and its branch (refused when it has changes, unless
-    /// `--force`).
-    Rm {
-        /// The agent's task id.
-        id: String,
-        /// Remove it even with commits or uncommitted files (they are lost).
-        #[arg(long)]
-        force: bool,
-    },
-}
-
 /// Runs `tasks worktree …`.
-pub fn worktree(paths: &SessionPaths, args: WorktreeArgs, json: bool) -> Result<u8> {
+pub fn worktree(paths: &SessionPaths, args: WorktreeArgs, printer: Printer) -> Result<u8> {
     match args.command {
-        WorktreeCommand::Ls => ls(paths, json),
-        WorktreeCommand::Rm { id, force } => rm(paths, &id, force, json),
+        WorktreeCommand::Ls => ls(paths, printer),
+        WorktreeCommand::Rm { id, force } => rm(paths, &id, force, printer),
     }
 }
 
@@ -54,7 +31,7 @@ pub(crate) fn existing(record: &TaskRecord) -> Option<&Worktree> {
         .filter(|w| std::path::Path::new(&w.worktree_path).is_dir())
 }
 
-fn ls(paths: &SessionPaths, json: bool) -> Result<u8> {
+fn ls(paths: &SessionPaths, printer: Printer) -> Result<u8> {
     let listing = record::list(paths)?;
     let rows: Vec<_> = listing
         .tasks
@@ -65,24 +42,20 @@ fn ls(paths: &SessionPaths, json: bool) -> Result<u8> {
             (record, worktree, changes)
         })
         .collect();
-    if json {
-        let items: Vec<_> = rows
-            .iter()
-            .map(|(record, worktree, changes)| {
-                json!({
-                    "id": record.id().as_str(),
-                    "status": record.status().as_str(),
-                    "description": record.task.base.description,
-                    "path": worktree.worktree_path,
-                    "branch": worktree.worktree_branch,
-                    "base": worktree.base_commit,
-                    "changes": changes.as_ref().ok(),
-                })
+    let items: Vec<_> = rows
+        .iter()
+        .map(|(record, worktree, changes)| {
+            json!({
+                "id": record.id().as_str(),
+                "status": record.status().as_str(),
+                "description": record.task.base.description,
+                "path": worktree.worktree_path,
+                "branch": worktree.worktree_branch,
+                "base": worktree.base_commit,
+                "changes": changes.as_ref().ok(),
             })
-            .collect();
-        render::json(&items)?;
-        return Ok(exit::OK);
-    }
+        })
+        .collect();
     let mut text = String::new();
     for (record, worktree, changes) in &rows {
         text.push_str(&format!(
@@ -94,11 +67,11 @@ fn ls(paths: &SessionPaths, json: bool) -> Result<u8> {
             worktree.worktree_path,
         ));
     }
-    render::out(&text)?;
+    printer.emit(&items, &text)?;
     Ok(exit::OK)
 }
 
-fn rm(paths: &SessionPaths, id: &str, force: bool, json: bool) -> Result<u8> {
+fn rm(paths: &SessionPaths, id: &str, force: bool, printer: Printer) -> Result<u8> {
     let id = Session::parse_id(id)?;
     let listing = record::list(paths)?;
     let record = listing.tasks.iter().find(|r| r.id() == id).ok_or_else(|| {
@@ -130,17 +103,15 @@ fn rm(paths: &SessionPaths, id: &str, force: bool, json: bool) -> Result<u8> {
         }
         Err(error) => return Err(CliError::invalid(error.to_string())),
     }
-    if json {
-        render::json(&json!({
-            "id": id.as_str(),
-            "removed": worktree.worktree_path,
-            "branch": worktree.worktree_branch,
-        }))?;
-    } else {
-        render::out(&format!(
-            "removed {} and branch {}\n",
-            worktree.worktree_path, worktree.worktree_branch
-        ))?;
-    }
+    let value = json!({
+        "id": id.as_str(),
+        "removed": worktree.worktree_path,
+        "branch": worktree.worktree_branch,
+    });
+    let text = format!(
+        "removed {} and branch {}\n",
+        worktree.worktree_path, worktree.worktree_branch
+    );
+    printer.emit(&value, &text)?;
     Ok(exit::OK)
 }

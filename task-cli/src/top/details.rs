@@ -56,7 +56,7 @@ pub fn lines(record: &TaskRecord, changes: Option<Changes>) -> Vec<Line<'static>
     if let Some(reason) = &base.end_reason {
         status.push_str(&format!(" ({})", reason.short()));
     }
-    lines.push(Line::styled(status, super::view::status_style(base.status)));
+    lines.push(Line::styled(status, status_style(base.status)));
     lines.push(Line::raw(base.description.clone()));
     match &task.kind {
         TaskKind::Shell(shell) => {
@@ -137,6 +137,16 @@ pub fn lines(record: &TaskRecord, changes: Option<Changes>) -> Vec<Line<'static>
     lines
 }
 
+/// The colour of a status.
+pub fn status_style(status: TaskStatus) -> Style {
+    Style::new().fg(match status {
+        TaskStatus::Pending | TaskStatus::Running => Color::Yellow,
+        TaskStatus::Completed => Color::Green,
+        TaskStatus::Failed => Color::Red,
+        TaskStatus::Killed => Color::Magenta,
+    })
+}
+
 fn glyph(status: TaskStatus) -> &'static str {
     match status {
         TaskStatus::Pending => "○",
@@ -160,7 +170,7 @@ pub fn workflow_tree(steps: &[WorkflowStep]) -> Vec<Line<'static>> {
         };
         lines.push(Line::styled(
             format!("{branch} {} {}", glyph(step.status), step.step),
-            super::view::status_style(step.status),
+            status_style(step.status),
         ));
         let agents = step.detail.get("agents").and_then(Value::as_array);
         let agents = agents.map(Vec::as_slice).unwrap_or_default();

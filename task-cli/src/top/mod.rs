@@ -16,21 +16,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use clap::Args;
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
+use crate::cli::TopArgs;
 use crate::error::{CliError, Result, exit};
 use app::{Action, App};
 use task_session::session::Session;
-
-/// A live dashboard of the session's tasks, their output and the task list.
-#[derive(Debug, Args)]
-pub struct TopArgs {
-    /// How often to read the session again (`500ms`, `2s`).
-    #[arg(long, default_value = "1s", value_name = "DURATION",
-          value_parser = task_session::config::parse_duration)]
-    pub interval: Duration,
-}
 
 /// Runs the dashboard until `q` or a signal.
 pub fn top(session: Session, args: &TopArgs) -> Result<u8> {

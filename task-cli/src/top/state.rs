@@ -272,10 +272,10 @@ fn read_list(session: &Session) -> task_list::Result<(Vec<ListLine>, String)> {
     env.tasks_root = Some(session.paths().root().to_string_lossy().into_owned());
     let layout = task_list::Layout::Auto;
     let named = std::env::var("TASKS_LIST_ID").ok();
-    let id = crate::list_cmd::session_list(named.as_deref(), false, session.paths())
+    let id = crate::list_open::session_list(named.as_deref(), false, session.paths())
         .unwrap_or(task_list::DEFAULT_LIST_ID);
     let store = std::env::var("TASKS_LIST_STORE").ok();
-    let list = crate::list_cmd::open_in(store.as_deref(), &env, layout, id)?;
+    let list = crate::list_open::open_in(store.as_deref(), &env, layout, id)?;
     let ready = list.ready()?;
     let lines = list
         .list()?

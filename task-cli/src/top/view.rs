@@ -7,10 +7,10 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState, Wrap};
-use task_core::{TaskStatus, TaskType, now_ms};
+use task_core::{TaskType, now_ms};
 
 use super::app::{App, Mode};
-use super::details;
+use super::details::{self, status_style};
 use super::state::OutputPane;
 use crate::render;
 
@@ -63,16 +63,6 @@ fn header_line(app: &App) -> Paragraph<'static> {
         ));
     }
     Paragraph::new(Line::from(spans))
-}
-
-/// The colour of a status.
-pub fn status_style(status: TaskStatus) -> Style {
-    Style::new().fg(match status {
-        TaskStatus::Pending | TaskStatus::Running => Color::Yellow,
-        TaskStatus::Completed => Color::Green,
-        TaskStatus::Failed => Color::Red,
-        TaskStatus::Killed => Color::Magenta,
-    })
 }
 
 fn draw_tasks(frame: &mut Frame<'_>, app: &App, area: Rect) {
