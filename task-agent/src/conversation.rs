@@ -214,6 +214,7 @@ pub fn text(entries: &[Entry]) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -1,6 +1,7 @@
 //! The conversation view ([`task_agent::conversation`]) of real transcripts, golden: the
 //! recordings of the Codex and Gemini CLIs (`tests/fixtures/codex-cli`, `gemini-cli`) and a
 //! named agent's transcript written by the reference harness, resumed by a message.
+#![allow(clippy::unwrap_used)]
 
 use task_agent::conversation::{entries, text};
 use task_agent::format::user_turn_line;
