@@ -248,6 +248,11 @@ async fn the_main_session_is_tracked_over_its_growing_transcript_until_its_resul
             .is_err(),
         "the main session takes no messages"
     );
+    // Its output reads as a conversation, as every agent-like task's does.
+    let last_three =
+        task_agent::conversation::last_entries_text(&handle.output_file, 3).unwrap();
+    assert!(last_three.starts_with("  → "), "{last_three}");
+    assert!(last_three.ends_with("all done\n✓ all done\n"), "{last_three}");
 }
 
 #[tokio::test]
