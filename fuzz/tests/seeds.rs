@@ -238,7 +238,7 @@ fn caller() -> Caller {
             ("LANG".into(), "C.UTF-8".into()),
             ("RAW".into(), OsString::from_vec(vec![0xff, b'x', 0x80])),
         ],
-        agent_id: Some("a0000000000000003".into()),
+        agent_id: Some(TaskId::parse("a00000003").unwrap()),
         tool_use_id: Some("toolu_01".into()),
         background: true,
         task_id: None,
@@ -627,7 +627,7 @@ fn remote_seeds() {
         "title": "remote review", "command": "review the PR", "spawnedAt": 1764000000000u64,
         "toolUseId": "toolu_9", "isLongRunning": true, "remoteTaskMetadata": {"pr": 25},
         "description": "review", "server": "https://example.test:8443",
-        "tokenFile": "/home/me/.config/tasks/token", "agentId": "a0000000000000003"
+        "tokenFile": "/home/me/.config/tasks/token", "agentId": "a00000003"
     }))
     .unwrap();
     put("remote_api", "sidecar.json", pretty(&sidecar));

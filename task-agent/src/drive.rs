@@ -430,7 +430,7 @@ impl Drive {
             Delivery::Queue(Priority::Later)
         };
         self.registry.notify_once(&self.id, notification, delivery);
-        self.registry.kill_tasks_for_agent(self.id.as_str()).await;
+        self.registry.kill_tasks_for_agent(self.id).await;
         // After the notice, which the end's record waits for.
         if let Some(worktree) = unchanged {
             let worktrees = Arc::clone(&self.worktrees);
@@ -490,7 +490,7 @@ impl Drive {
 
     /// How many tasks this agent owns that are still running.
     fn live_tasks(&self) -> usize {
-        let me = self.id.as_str();
+        let me = self.id;
         self.registry
             .snapshot()
             .iter()

@@ -60,7 +60,7 @@ pub struct AgentRequest {
     /// supervisor's.
     pub replace_env: bool,
     /// The agent that started this one (it is killed when that agent ends).
-    pub owner_agent_id: Option<String>,
+    pub owner_agent_id: Option<TaskId>,
     /// Where its transcript goes (`{output_dir}/agents` when unset): a workflow keeps its
     /// agents' transcripts in the run's directory.
     pub transcript_dir: Option<PathBuf>,
@@ -379,7 +379,7 @@ impl AgentExecutor {
             &handle.output_file,
             TaskKind::Agent(Box::new(state)),
         )?
-        .owned_by(request.owner_agent_id.clone());
+        .owned_by(request.owner_agent_id);
         task.base.tool_use_id = request.tool_use_id.clone();
         self.inner.registry.register(task)?;
         let mut record = AgentRecord::new(Arc::clone(&request.runner), spec, true);
@@ -635,7 +635,7 @@ impl AgentExecutor {
             &previous.base.output_file,
             TaskKind::Agent(Box::new(agent)),
         )?
-        .owned_by(previous.base.agent_id.clone());
+        .owned_by(previous.base.agent_id);
         task.base.tool_use_id = tool_use_id.or_else(|| previous.base.tool_use_id.clone());
         self.inner.registry.register(task)?;
         Ok(previous.status())
@@ -833,7 +833,7 @@ impl Task for AgentTask {
                 let _ = done.await;
             }
         }
-        registry.kill_tasks_for_agent(id.as_str()).await;
+        registry.kill_tasks_for_agent(*id).await;
         Ok(())
     }
 

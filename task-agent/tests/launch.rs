@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use serde_json::json;
 use task_agent::AgentStart;
-use task_core::{Caller, EndReason, Launch, LaunchError, TaskStatus};
+use task_core::{Caller, EndReason, Launch, LaunchError, TaskId, TaskStatus};
 
 fn start_request(fx: &Fixture, steps: &[serde_json::Value]) -> AgentStart {
     let script = fx.path("launch-script.jsonl");
@@ -29,7 +29,7 @@ fn caller(fx: &Fixture) -> Caller {
             ("PATH".into(), std::env::var_os("PATH").unwrap()),
             ("MARKER".into(), "from-caller".into()),
         ],
-        agent_id: Some("aowner0001".into()),
+        agent_id: Some(TaskId::parse("aowner001").unwrap()),
         tool_use_id: Some("toolu_9".into()),
         background: true,
         task_id: None,
@@ -54,7 +54,10 @@ async fn a_launched_agent_runs_in_the_callers_directory_and_environment_owned_by
     (launched.start.unwrap())();
     let state = fx.wait_done(&id).await;
     assert_eq!(state.status(), TaskStatus::Completed);
-    assert_eq!(state.base.agent_id.as_deref(), Some("aowner0001"));
+    assert_eq!(
+        state.base.agent_id.map(|id| id.to_string()).as_deref(),
+        Some("aowner001")
+    );
     assert_eq!(state.base.tool_use_id.as_deref(), Some("toolu_9"));
     assert_eq!(fx.executor.resolve("scout").unwrap(), id);
     wait_file(&seen).await;

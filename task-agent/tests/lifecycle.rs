@@ -47,7 +47,7 @@ impl Sleeps {
         };
         let state = TaskState::new(id, "sub work", "/dev/null", TaskKind::Shell(shell))
             .unwrap()
-            .owned_by(Some(agent.as_str().to_owned()));
+            .owned_by(Some(*agent));
         registry.register(state).unwrap();
         let child = Command::new("sleep").arg("300").spawn().unwrap();
         let pid = child.id();
@@ -88,7 +88,7 @@ async fn when_an_agent_is_killed_its_own_tasks_die_and_their_queued_notification
         .unwrap();
     let (shell, pid) = sleeps.start(&fx.registry, &agent.id);
     let mut for_agent = Notification::new(shell, "/dev/null", "for the agent");
-    for_agent.agent_id = Some(agent.id.as_str().to_owned());
+    for_agent.agent_id = Some(agent.id);
     fx.registry
         .notifications()
         .enqueue(for_agent, Priority::Later);
@@ -249,10 +249,12 @@ async fn the_main_session_is_tracked_over_its_growing_transcript_until_its_resul
         "the main session takes no messages"
     );
     // Its output reads as a conversation, as every agent-like task's does.
-    let last_three =
-        task_agent::conversation::last_entries_text(&handle.output_file, 3).unwrap();
+    let last_three = task_agent::conversation::last_entries_text(&handle.output_file, 3).unwrap();
     assert!(last_three.starts_with("  → "), "{last_three}");
-    assert!(last_three.ends_with("all done\n✓ all done\n"), "{last_three}");
+    assert!(
+        last_three.ends_with("all done\n✓ all done\n"),
+        "{last_three}"
+    );
 }
 
 #[tokio::test]

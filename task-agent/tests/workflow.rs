@@ -143,7 +143,7 @@ async fn the_fixture_script_produces_the_fixture_result_summary_and_record() {
     assert_eq!(agent_ids.len(), 3);
     for id in &agent_ids {
         let agent = wf.registry.get(id).unwrap();
-        assert_eq!(agent.owner_agent_id(), Some(handle.id.as_str()));
+        assert_eq!(agent.owner_agent_id(), Some(handle.id));
         let TaskKind::Agent(agent) = &agent.kind else {
             panic!("not an agent")
         };

@@ -175,9 +175,9 @@ pub struct RunArgs {
     /// exit 143).
     #[arg(long, value_name = "DURATION", value_parser = task_session::config::parse_duration_ms)]
     pub timeout: Option<u64>,
-    /// The agent that owns the task (its tasks are killed when it ends).
-    #[arg(long, value_name = "ID")]
-    pub agent_id: Option<String>,
+    /// The agent that owns the task (its tasks are killed when it ends): its task id.
+    #[arg(long, value_name = "ID", value_parser = task_core::TaskId::parse)]
+    pub agent_id: Option<task_core::TaskId>,
     /// Wait for the task to end and exit with its exit code. On a terminal its output is
     /// streamed, then one line says how it ended; elsewhere the id and the notification print.
     #[arg(long)]

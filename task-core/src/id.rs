@@ -274,10 +274,47 @@ impl<'de> Deserialize<'de> for TaskId {
     }
 }
 
+/// Reads an optional task id where older or hand-written files may hold other text (or
+/// `null`): anything that is not a task id reads as `None`, with a warning, instead of making
+/// the whole file unreadable. For `#[serde(deserialize_with = "…")]` on an `Option<TaskId>`.
+///
+/// # Errors
+/// Only when the value is not a string or `null` at all.
+pub fn lenient_task_id<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<TaskId>, D::Error> {
+    let text = <Option<std::borrow::Cow<'de, str>>>::deserialize(deserializer)?;
+    Ok(text.and_then(|text| match TaskId::parse(&text) {
+        Ok(id) => Some(id),
+        Err(error) => {
+            tracing::warn!(%error, "not a task id: read as none");
+            None
+        }
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn a_lenient_task_id_reads_other_text_as_none() {
+        #[derive(Deserialize)]
+        struct Owned {
+            #[serde(default, deserialize_with = "lenient_task_id")]
+            owner: Option<TaskId>,
+        }
+        let read = |json: &str| serde_json::from_str::<Owned>(json).unwrap().owner;
+        assert_eq!(
+            read(r#"{"owner":"a12345678"}"#),
+            Some(TaskId::parse("a12345678").unwrap())
+        );
+        assert_eq!(read(r#"{"owner":"agent-one"}"#), None);
+        assert_eq!(read(r#"{"owner":null}"#), None);
+        assert_eq!(read("{}"), None);
+        assert!(serde_json::from_str::<Owned>(r#"{"owner":3}"#).is_err());
+    }
 
     #[test]
     fn generated_ids_have_the_type_prefix_and_parse_back() {

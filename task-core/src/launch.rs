@@ -60,7 +60,7 @@ pub struct Caller {
     pub env: Vec<(OsString, OsString)>,
     /// The agent on whose behalf the task runs (it is killed when that agent ends).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
+    pub agent_id: Option<TaskId>,
     /// The tool call that asked for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_use_id: Option<String>,
@@ -262,7 +262,7 @@ mod tests {
                 ("PATH".into(), "/bin".into()),
                 ("RAW".into(), OsString::from_vec(vec![0xff, b'x'])),
             ],
-            agent_id: Some("a1".into()),
+            agent_id: Some(TaskId::parse("aagent001").unwrap()),
             tool_use_id: None,
             background: false,
             task_id: None,

@@ -80,7 +80,7 @@ pub use end::{
     BudgetLimit, EXIT_KILLED, EXIT_SPAWN_FAILED, EXIT_TIMED_OUT, EndReason, human_duration,
 };
 pub use event::{SdkStatus, TaskEvent, TaskPatch};
-pub use id::{IdError, TASK_ID_LEN, TaskId, TaskType};
+pub use id::{IdError, TASK_ID_LEN, TaskId, TaskType, lenient_task_id};
 pub use input::{Input, InputError};
 pub use launch::{
     AGENT_ID_ENV, Caller, Launch, LaunchError, Launched, ProgramError, TASK_MARKER_ENV,

@@ -49,9 +49,13 @@ pub struct Sidecar {
     pub server: String,
     /// The file holding the bearer token (the token itself is never copied here).
     pub token_file: PathBuf,
-    /// The agent that owns the task.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
+    /// The agent that owns the task (other text than a task id reads as none).
+    #[serde(
+        default,
+        deserialize_with = "task_core::lenient_task_id",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub agent_id: Option<TaskId>,
 }
 
 /// The sidecars of one session directory.

@@ -25,9 +25,13 @@ pub struct StartRecord {
     pub kind: String,
     /// The working directory it ran in.
     pub cwd: std::path::PathBuf,
-    /// The agent that owned it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
+    /// The agent that owned it (other text than a task id reads as none).
+    #[serde(
+        default,
+        deserialize_with = "task_core::lenient_task_id",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub agent_id: Option<task_core::TaskId>,
     /// The launcher's request, as sent.
     pub request: serde_json::Value,
     /// The task's own end hook.
@@ -45,7 +49,7 @@ impl StartRecord {
             format: FORMAT,
             kind: start.kind.clone(),
             cwd: start.caller.cwd.clone(),
-            agent_id: start.caller.agent_id.clone(),
+            agent_id: start.caller.agent_id,
             request: start.request.clone(),
             on_end: start.on_end.clone(),
             strays: start.strays,
@@ -57,7 +61,7 @@ impl StartRecord {
     pub fn again(&self) -> Result<Start> {
         let mut caller = Caller::current().map_err(Error::MissingCwd)?;
         caller.cwd.clone_from(&self.cwd);
-        caller.agent_id.clone_from(&self.agent_id);
+        caller.agent_id = self.agent_id;
         Ok(Start {
             kind: self.kind.clone(),
             caller,

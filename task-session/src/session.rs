@@ -113,14 +113,22 @@ impl Session {
 
     /// The calling process as the caller of a task: its working directory (which must exist:
     /// [`Error::MissingCwd`] otherwise) and its whole environment, in the background, owned
-    /// by the agent named in `TASKS_AGENT_ID` if any (an agent's CLI, and every `tasks` process
-    /// or MCP server it launches, carry it: their tasks die with the agent). Front ends may
-    /// name another owner and add the tool use.
+    /// by the agent whose task id is in `TASKS_AGENT_ID` if any (an agent's CLI, and every
+    /// `tasks` process or MCP server it launches, carry it: their tasks die with the agent; a
+    /// value that is no task id owns nothing, with a warning). Front ends may name another
+    /// owner and add the tool use.
     pub fn caller() -> Result<Caller> {
         let mut caller = Caller::current().map_err(Error::MissingCwd)?;
         caller.agent_id = std::env::var(task_core::AGENT_ID_ENV)
             .ok()
-            .filter(|id| !id.is_empty());
+            .filter(|id| !id.is_empty())
+            .and_then(|id| match TaskId::parse(&id) {
+                Ok(id) => Some(id),
+                Err(error) => {
+                    tracing::warn!(%error, "{} names no task: the task has no owner", task_core::AGENT_ID_ENV);
+                    None
+                }
+            });
         Ok(caller)
     }
 

@@ -302,7 +302,7 @@ impl ShellExecutor {
         task_type: TaskType,
         description: String,
         tool_use_id: Option<String>,
-        agent_id: Option<String>,
+        agent_id: Option<TaskId>,
         shell: ShellState,
     ) -> Result<Prepared, ShellError> {
         let id = match id {

@@ -392,23 +392,25 @@ async fn foreground_completion_is_not_notified() {
 #[tokio::test]
 async fn orphan_cleanup_kills_exactly_the_shells_of_the_ended_agent() {
     let fx = Fixture::new(ShellConfig::default());
-    let owned = |agent: &str| bg("sleep 300", "owned").agent_id(agent);
-    let mut a1 = fx.executor.spawn(owned("agent-a")).unwrap();
-    let mut a2 = fx.executor.spawn(owned("agent-a")).unwrap();
-    let mut b = fx.executor.spawn(owned("agent-b")).unwrap();
+    let agent = |id: &str| TaskId::parse(id).unwrap();
+    let (agent_a, agent_b) = (agent("aagent00a"), agent("aagent00b"));
+    let owned = |agent: TaskId| bg("sleep 300", "owned").agent_id(agent);
+    let mut a1 = fx.executor.spawn(owned(agent_a)).unwrap();
+    let mut a2 = fx.executor.spawn(owned(agent_a)).unwrap();
+    let mut b = fx.executor.spawn(owned(agent_b)).unwrap();
     let mut a_done = fx
         .executor
-        .spawn(bg("true", "quick").agent_id("agent-a"))
+        .spawn(bg("true", "quick").agent_id(agent_a))
         .unwrap();
     let mut b_done = fx
         .executor
-        .spawn(bg("true", "quick").agent_id("agent-b"))
+        .spawn(bg("true", "quick").agent_id(agent_b))
         .unwrap();
     a_done.wait().await.unwrap();
     b_done.wait().await.unwrap();
     assert_eq!(fx.registry.notifications().len(), 2);
 
-    let results = fx.registry.kill_tasks_for_agent("agent-a").await;
+    let results = fx.registry.kill_tasks_for_agent(agent_a).await;
     let mut killed: Vec<_> = results.iter().map(|(id, r)| (*id, r.is_ok())).collect();
     killed.sort();
     let mut expected = vec![(a1.id(), true), (a2.id(), true)];

@@ -86,7 +86,7 @@ pub struct WorkflowRequest {
     /// The tool call that started it.
     pub tool_use_id: Option<String>,
     /// The agent that started it (it is stopped when that agent ends).
-    pub owner_agent_id: Option<String>,
+    pub owner_agent_id: Option<TaskId>,
     /// A token target: `agent()` throws once the run's agents spent it.
     pub budget_total: Option<u64>,
     /// The id it must get instead of a new one: a queued task registered again, under the id
@@ -294,7 +294,7 @@ impl WorkflowExecutor {
             &output_file,
             TaskKind::Workflow(Box::new(state)),
         )?
-        .owned_by(request.owner_agent_id.clone());
+        .owned_by(request.owner_agent_id);
         task.base.tool_use_id = request.tool_use_id.clone();
         self.registry().register(task)?;
         let (to_script, from_host) = std::sync::mpsc::channel();
@@ -454,7 +454,7 @@ impl Task for WorkflowTask {
         match run {
             Some(run) => run.stop().await,
             None => {
-                registry.kill_tasks_for_agent(id.as_str()).await;
+                registry.kill_tasks_for_agent(*id).await;
             }
         }
         Ok(())

@@ -132,7 +132,7 @@ impl Run {
     async fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         drop(self.gate.lock().await);
-        self.registry.kill_tasks_for_agent(self.id.as_str()).await;
+        self.registry.kill_tasks_for_agent(self.id).await;
     }
 
     fn book(&self) -> MutexGuard<'_, Book> {
@@ -260,7 +260,7 @@ impl Run {
         request.cwd.clone_from(&self.inherited.cwd);
         request.env.clone_from(&self.inherited.env);
         request.replace_env = self.inherited.replace_env;
-        request.owner_agent_id = Some(self.id.as_str().to_owned());
+        request.owner_agent_id = Some(self.id);
         request.transcript_dir = Some(self.paths.dir.clone());
         request.spawn_depth = Some(1);
         request.silent = true;

@@ -75,7 +75,7 @@ pub struct Notification {
     pub trailer: Option<String>,
     /// The agent this notification is for (`None`: the main session). Not rendered; used to
     /// drop an agent's queued notifications when it ends.
-    pub agent_id: Option<String>,
+    pub agent_id: Option<TaskId>,
 }
 
 impl Notification {
@@ -111,7 +111,7 @@ impl Notification {
             tool_use_id: base.tool_use_id.clone(),
             task_type: (base.task_type == TaskType::RemoteAgent).then_some(base.task_type),
             status,
-            agent_id: task.owner_agent_id().map(str::to_owned),
+            agent_id: task.owner_agent_id(),
             ..Notification::new(base.id, base.output_file.clone(), summary)
         }
     }

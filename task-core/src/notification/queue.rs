@@ -178,12 +178,16 @@ mod tests {
     #[test]
     fn drop_matching_removes_only_matches_and_keeps_order() {
         let queue = NotificationQueue::new();
-        for (i, agent) in ["a1", "a2", "a1", "a2"].into_iter().enumerate() {
-            let mut n = note(&format!("{agent}-{i}"));
-            n.agent_id = Some(agent.into());
+        let agent = |id: &str| crate::TaskId::parse(id).unwrap();
+        for (i, id) in ["aagent001", "aagent002", "aagent001", "aagent002"]
+            .into_iter()
+            .enumerate()
+        {
+            let mut n = note(&format!("a{}-{i}", &id[8..]));
+            n.agent_id = Some(agent(id));
             queue.enqueue(n, Priority::Later);
         }
-        let dropped = queue.drop_matching(|n| n.agent_id.as_deref() == Some("a1"));
+        let dropped = queue.drop_matching(|n| n.agent_id == Some(agent("aagent001")));
         assert_eq!(dropped, 2);
         assert_eq!(summaries(queue.drain()), ["a2-1", "a2-3"]);
     }

@@ -422,7 +422,7 @@ impl Registry {
     /// drops that agent's queued notifications. Returns each kill's result.
     pub async fn kill_tasks_for_agent(
         &self,
-        agent_id: &str,
+        agent_id: TaskId,
     ) -> Vec<(TaskId, Result<KillOutcome, KillError>)> {
         let owned: Vec<TaskId> = self
             .snapshot()
@@ -438,8 +438,8 @@ impl Registry {
         .await;
         let dropped = self
             .notifications
-            .drop_matching(|n| n.agent_id.as_deref() == Some(agent_id));
-        tracing::debug!(agent_id, killed = results.len(), dropped, "orphan cleanup");
+            .drop_matching(|n| n.agent_id == Some(agent_id));
+        tracing::debug!(%agent_id, killed = results.len(), dropped, "orphan cleanup");
         results
     }
 

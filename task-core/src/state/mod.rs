@@ -56,9 +56,15 @@ pub struct TaskStateBase {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_reason: Option<EndReason>,
     /// The agent that started it: when that agent ends, this task is killed and its queued
-    /// notifications are dropped (SPEC §5's orphan cleanup, for every type).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
+    /// notifications are dropped (SPEC §5's orphan cleanup, for every type). A record whose
+    /// owner is not a task id (written by hand, or by a version that kept any text) reads as
+    /// owned by nobody.
+    #[serde(
+        default,
+        deserialize_with = "crate::id::lenient_task_id",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub agent_id: Option<TaskId>,
     /// Time spent paused, if it was ever paused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_paused_ms: Option<u64>,
@@ -312,13 +318,13 @@ impl TaskState {
     }
 
     /// The agent that owns this task ([`TaskStateBase::agent_id`]).
-    pub fn owner_agent_id(&self) -> Option<&str> {
-        self.base.agent_id.as_deref()
+    pub fn owner_agent_id(&self) -> Option<TaskId> {
+        self.base.agent_id
     }
 
     /// This state with its owner set.
     #[must_use]
-    pub fn owned_by(mut self, agent_id: Option<String>) -> TaskState {
+    pub fn owned_by(mut self, agent_id: Option<TaskId>) -> TaskState {
         self.base.agent_id = agent_id;
         self
     }

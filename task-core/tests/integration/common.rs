@@ -27,7 +27,7 @@ pub fn shell_task_owned_by(description: &str, agent_id: Option<&str>) -> TaskSta
         TaskKind::Shell(shell),
     )
     .unwrap()
-    .owned_by(agent_id.map(str::to_owned))
+    .owned_by(agent_id.map(|id| TaskId::parse(id).unwrap()))
 }
 
 /// A new `pending` agent task.

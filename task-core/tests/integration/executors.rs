@@ -97,27 +97,31 @@ async fn kill_reports_unknown_ids_missing_executors_and_executor_errors() {
     assert_eq!(registry.get(&id).unwrap().status(), TaskStatus::Running);
 }
 
+/// Two agents' ids.
+const AGENT_1: &str = "aagent001";
+const AGENT_2: &str = "aagent002";
+
 #[tokio::test]
 async fn orphan_cleanup_kills_exactly_the_agents_unfinished_tasks_and_drops_its_queue() {
     let (registry, executor) = registry_with_shell_executor();
     let mine_running = registered_at(
         &registry,
-        shell_task_owned_by("a", Some("agent-1")),
+        shell_task_owned_by("a", Some(AGENT_1)),
         TaskStatus::Running,
     );
     let mine_pending = registered_at(
         &registry,
-        shell_task_owned_by("b", Some("agent-1")),
+        shell_task_owned_by("b", Some(AGENT_1)),
         TaskStatus::Pending,
     );
     let mine_done = registered_at(
         &registry,
-        shell_task_owned_by("c", Some("agent-1")),
+        shell_task_owned_by("c", Some(AGENT_1)),
         TaskStatus::Completed,
     );
     let other = registered_at(
         &registry,
-        shell_task_owned_by("d", Some("agent-2")),
+        shell_task_owned_by("d", Some(AGENT_2)),
         TaskStatus::Running,
     );
     let main = registered_at(&registry, shell_task("e"), TaskStatus::Running);
@@ -130,7 +134,9 @@ async fn orphan_cleanup_kills_exactly_the_agents_unfinished_tasks_and_drops_its_
         );
     }
 
-    let mut results = registry.kill_tasks_for_agent("agent-1").await;
+    let mut results = registry
+        .kill_tasks_for_agent(TaskId::parse(AGENT_1).unwrap())
+        .await;
     results.sort_by_key(|(id, _)| *id);
     let mut expected = vec![mine_running, mine_pending];
     expected.sort();

@@ -46,7 +46,7 @@ pub struct RemoteRequest {
     /// The tool call that started it.
     pub tool_use_id: Option<String>,
     /// The agent that owns it.
-    pub owner_agent_id: Option<String>,
+    pub owner_agent_id: Option<TaskId>,
     /// The id it must get instead of a new one: a queued task registered again, under the id
     /// its caller holds, by the supervisor that succeeded the one it queued under
     /// (task-core's `Caller::task_id`); the files its first registration left are made again.
@@ -158,7 +158,7 @@ impl PendingRemote {
             description: self.request.description.clone(),
             server: self.request.server.clone(),
             token_file: self.request.token_file.clone(),
-            agent_id: self.request.owner_agent_id.clone(),
+            agent_id: self.request.owner_agent_id,
         };
         if let Err(error) = inner.sidecars.write(&spawned) {
             let _ = self.client.archive(&session.id).await;
@@ -313,7 +313,7 @@ impl RemoteExecutor {
             &output,
             TaskKind::Remote(Box::new(state)),
         )?
-        .owned_by(request.owner_agent_id.clone());
+        .owned_by(request.owner_agent_id);
         task.base.tool_use_id = request.tool_use_id.clone();
         self.inner.registry.register(task)?;
         Ok(PendingRemote {
@@ -393,7 +393,7 @@ impl RemoteExecutor {
             output,
             TaskKind::Remote(Box::new(state)),
         )?
-        .owned_by(sidecar.agent_id.clone());
+        .owned_by(sidecar.agent_id);
         task.base.tool_use_id.clone_from(&sidecar.tool_use_id);
         task.base.start_time = sidecar.spawned_at;
         Ok(task)

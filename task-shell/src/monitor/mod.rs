@@ -6,6 +6,8 @@ pub mod ws;
 use std::fmt;
 use std::time::Duration;
 
+use task_core::TaskId;
+
 use crate::process::CommandSpec;
 pub use ws::WsTarget;
 
@@ -47,7 +49,7 @@ pub struct MonitorRequest {
     /// The tool call that started the monitor, if any.
     pub tool_use_id: Option<String>,
     /// The agent that started the monitor; its end stops the monitor.
-    pub agent_id: Option<String>,
+    pub agent_id: Option<TaskId>,
     /// The monitor's lifetime (default 300 000 ms, at most 3 600 000 ms); ignored when
     /// persistent.
     pub timeout: Option<Duration>,
@@ -91,8 +93,8 @@ impl MonitorRequest {
 
     /// Records the agent that started the monitor.
     #[must_use]
-    pub fn agent_id(mut self, agent_id: impl Into<String>) -> Self {
-        self.agent_id = Some(agent_id.into());
+    pub fn agent_id(mut self, agent_id: TaskId) -> Self {
+        self.agent_id = Some(agent_id);
         self
     }
 }

@@ -4,6 +4,8 @@ pub(crate) mod run;
 
 use std::time::Duration;
 
+use task_core::TaskId;
+
 use crate::process::CommandSpec;
 
 /// What to run as a `local_bash` task, and how.
@@ -11,13 +13,15 @@ use crate::process::CommandSpec;
 /// ```
 /// use std::time::Duration;
 /// use task_shell::process::CommandSpec;
+/// use task_core::TaskId;
 /// use task_shell::shell::ShellRequest;
 ///
+/// let agent = TaskId::parse("a1b2c3d4e")?;
 /// let request = ShellRequest::new(CommandSpec::new("cargo build")?, "build")
 ///     .background(true)
 ///     .timeout(Duration::from_secs(600))
-///     .agent_id("agent-1");
-/// # Ok::<(), task_shell::ShellError>(())
+///     .agent_id(agent);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -29,14 +33,14 @@ pub struct ShellRequest {
     /// The tool call that started the task, if any.
     pub tool_use_id: Option<String>,
     /// The agent that spawned the task; its end kills the task (orphan cleanup).
-    pub agent_id: Option<String>,
+    pub agent_id: Option<TaskId>,
     /// Whether the task starts in the background (its completion is then notified).
     pub background: bool,
     /// Kill the command after this long (exit code 143).
     pub timeout: Option<Duration>,
     /// The id to register it under instead of a new one ([`task_core::Caller::task_id`]: a
     /// queued task registered again by its next supervisor); ignored unless it is a shell's.
-    pub id: Option<task_core::TaskId>,
+    pub id: Option<TaskId>,
 }
 
 impl ShellRequest {
@@ -76,8 +80,8 @@ impl ShellRequest {
 
     /// Records the agent that spawned the task.
     #[must_use]
-    pub fn agent_id(mut self, agent_id: impl Into<String>) -> Self {
-        self.agent_id = Some(agent_id.into());
+    pub fn agent_id(mut self, agent_id: TaskId) -> Self {
+        self.agent_id = Some(agent_id);
         self
     }
 }
