@@ -31,6 +31,11 @@ struct ToyStart {
     release: PathBuf,
     #[serde(default)]
     survivor: bool,
+    /// Started at once by its launcher, as a monitor is (`running` before the launcher
+    /// returns). The first launch of it then creates `{hold}.held` and returns only once
+    /// `hold` exists: the moment between the task made `running` and the start noting its key.
+    #[serde(default)]
+    hold: Option<PathBuf>,
 }
 
 /// The agent type of a toy that survives its supervisor; its prompt is its release file.
@@ -64,12 +69,35 @@ impl Launch for Toy {
         let state = TaskState::new(id, "toy task", &output, TaskKind::Agent(Box::new(agent)))
             .map_err(|e| failed(e.to_string()))?
             .owned_by(caller.agent_id);
-        self.registry
-            .register(state)
-            .map_err(|e| failed(e.to_string()))?;
+        if start.hold.is_some() {
+            // Registered and made `running` by a thread of its own, as a monitor's process is
+            // watched: its events wake the supervisor's event loop on the worker this launch
+            // does not hold (a wake from this worker would wait in its queue for this launch
+            // to return).
+            let registry = Arc::clone(&self.registry);
+            std::thread::spawn(move || {
+                registry.register(state).unwrap();
+                registry.transition(&id, TaskStatus::Running).unwrap();
+            })
+            .join()
+            .unwrap();
+        } else {
+            self.registry
+                .register(state)
+                .map_err(|e| failed(e.to_string()))?;
+        }
         let (cancel, cancelled) = oneshot::channel();
         self.cancels.lock().unwrap().insert(id, cancel);
         let registry = Arc::clone(&self.registry);
+        if let Some(hold) = &start.hold {
+            let held = hold.with_extension("held");
+            if !held.exists() {
+                std::fs::write(&held, id.to_string()).unwrap();
+                wait_for_file(hold);
+            }
+            tokio::spawn(finish(registry, id, start.release, cancelled));
+            return Ok(Launched { id, start: None });
+        }
         Ok(Launched {
             id,
             start: Some(Box::new(move || {
@@ -90,6 +118,15 @@ async fn play(
     std::fs::write(&output, text).unwrap();
     registry.transition(&id, TaskStatus::Running).unwrap();
     finish(registry, id, start.release, cancelled).await;
+}
+
+/// Returns once `path` exists (a file the test creates), or panics after a minute.
+fn wait_for_file(path: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !path.exists() {
+        assert!(Instant::now() < deadline, "{} never came", path.display());
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// Completes `id` once `release` exists.
@@ -214,6 +251,7 @@ impl Harness {
             lines: lines.iter().map(|l| (*l).to_owned()).collect(),
             release: self.root.path().join(release),
             survivor,
+            hold: None,
         };
         self.session
             .start::<Toy>(start, Session::caller().unwrap())
@@ -403,6 +441,7 @@ fn a_start_sent_again_with_its_key_after_its_supervisor_died_makes_no_second_tas
         lines: vec!["keyed".into()],
         release: harness.root.path().join("never"),
         survivor: false,
+        hold: None,
     };
     let start = |key: &str, retry: bool| {
         Op::Start(Start {
@@ -443,4 +482,91 @@ fn a_start_sent_again_with_its_key_after_its_supervisor_died_makes_no_second_tas
             .len(),
         2
     );
+}
+
+/// Window 1 of issue #24, held open: a launcher that starts its task at once (a monitor) makes
+/// it `running` before the start notes its key. While it is held there, the writer thread
+/// hears of the task (its `running` event) and puts its first record off (`Mirror::starting`),
+/// so no record without the key reaches disk; the supervisor SIGKILLed at that moment leaves
+/// nothing of the task on disk, and the start sent again (its key, `retry`) makes exactly one
+/// task. Without the deferral the writer writes the keyless record during the hold, and the
+/// retry makes a second task.
+#[test]
+fn a_start_killed_between_its_launch_and_its_key_leaves_no_keyless_record_and_makes_one_task() {
+    let harness = Harness::new();
+    let session = &harness.session;
+    let root = harness.root.path();
+    // A task the writer will write while the start is held: the barrier below.
+    let other = harness.start(&["other"], "release-other");
+    eventually("the other task running on disk", || {
+        (session.task(&other).unwrap().status() == TaskStatus::Running).then_some(())
+    });
+    let hold = root.join("hold");
+    let toy = ToyStart {
+        lines: vec!["held".into()],
+        release: root.join("never"),
+        survivor: false,
+        hold: Some(hold.clone()),
+    };
+    let op = Op::Start(Start {
+        kind: "toy".into(),
+        caller: Session::caller().unwrap(),
+        request: serde_json::to_value(&toy).unwrap(),
+        key: Some("held-start".into()),
+        retry: false,
+        schedule: None,
+        on_end: None,
+        strays: None,
+    });
+    let (paths, config) = (session.paths().clone(), session.config().clone());
+    let supervisor = SupervisorCommand {
+        program: std::env::current_exe().unwrap(),
+        args: ["supervisor_entry", "--exact", "--ignored", "--nocapture"]
+            .map(Into::into)
+            .to_vec(),
+    };
+    let client =
+        std::thread::spawn(move || task_session::client::send(&paths, &config, &supervisor, op));
+
+    // Held: the task is registered and `running`, its key not noted yet.
+    let held = hold.with_extension("held");
+    wait_for_file(&held);
+    let first: TaskId = std::fs::read_to_string(&held).unwrap().parse().unwrap();
+    // The writer hears of the other task's end after the held task's `running` (one event
+    // stream, read in order, one writer handling its requests in order): once that end is
+    // on disk, the writer has handled the held task too, and a sweep or more has run.
+    std::fs::write(root.join("release-other"), "").unwrap();
+    eventually("the other task's end on disk", || {
+        session
+            .task(&other)
+            .unwrap()
+            .status()
+            .is_terminal()
+            .then_some(())
+    });
+    let records = task_session::record::list(session.paths()).unwrap().tasks;
+    assert!(
+        records.iter().all(|record| record.id() != first),
+        "a record of the held task reached disk before its start noted its key: {records:?}"
+    );
+
+    // The supervisor dies at that moment; the client sends the start again to the next one.
+    let pid = harness.supervisor_pid().unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let made = match client.join().unwrap() {
+        Ok(Response::Started { id }) => id,
+        other => panic!("not started: {other:?}"),
+    };
+    assert_ne!(
+        made, first,
+        "the first attempt's task died with its supervisor"
+    );
+    let records = task_session::record::list(session.paths()).unwrap().tasks;
+    let keyed: Vec<_> = records
+        .iter()
+        .filter(|record| record.id() != other)
+        .collect();
+    assert_eq!(keyed.len(), 1, "one start made one task: {records:?}");
+    assert_eq!(keyed[0].id(), made);
+    assert_eq!(keyed[0].start_key.as_deref(), Some("held-start"));
 }
