@@ -205,6 +205,9 @@ fn wiring(host: &Host) -> task_session::Result<Launchers> {
     Ok(Launchers::new().with(toy))
 }
 
+/// A file in the root that makes every supervisor started after it exists die as it starts.
+const POISON: &str = "poison";
+
 /// Not a test: the supervisor process of the other tests, started by their session's client
 /// (its session comes in `TASKS_ROOT` and `TASKS_SESSION`).
 #[test]
@@ -212,7 +215,10 @@ fn wiring(host: &Host) -> task_session::Result<Launchers> {
 fn supervisor_entry() {
     let root = std::env::var_os("TASKS_ROOT").expect("started as a supervisor");
     let session = std::env::var("TASKS_SESSION").unwrap_or_else(|_| "default".into());
-    let paths = SessionPaths::new(PathBuf::from(root), &session).unwrap();
+    let paths = SessionPaths::new(PathBuf::from(&root), &session).unwrap();
+    if PathBuf::from(root).join(POISON).exists() {
+        std::process::exit(3); // dies as it starts, before it says a word
+    }
     task_session::supervisor::run(paths, wiring).unwrap();
 }
 
@@ -231,14 +237,8 @@ impl Harness {
             r#"{"idle_exit_ms": 2000, "sweep_interval_ms": 50, "poll_interval_ms": 5}"#,
         )
         .unwrap();
-        let supervisor = SupervisorCommand {
-            program: std::env::current_exe().unwrap(),
-            args: ["supervisor_entry", "--exact", "--ignored", "--nocapture"]
-                .map(Into::into)
-                .to_vec(),
-        };
         let config = Config::load(&paths.config()).unwrap();
-        let session = Session::with_config(paths, config).with_supervisor(supervisor);
+        let session = Session::with_config(paths, config).with_supervisor(toy_supervisor());
         Self { root, session }
     }
 
@@ -431,12 +431,7 @@ fn a_task_that_does_not_survive_its_supervisor_reads_as_failed_once_it_is_gone()
 fn a_start_sent_again_with_its_key_after_its_supervisor_died_makes_no_second_task() {
     let harness = Harness::new();
     let session = &harness.session;
-    let supervisor = SupervisorCommand {
-        program: std::env::current_exe().unwrap(),
-        args: ["supervisor_entry", "--exact", "--ignored", "--nocapture"]
-            .map(Into::into)
-            .to_vec(),
-    };
+    let supervisor = toy_supervisor();
     let toy = ToyStart {
         lines: vec!["keyed".into()],
         release: harness.root.path().join("never"),
@@ -444,16 +439,11 @@ fn a_start_sent_again_with_its_key_after_its_supervisor_died_makes_no_second_tas
         hold: None,
     };
     let start = |key: &str, retry: bool| {
-        Op::Start(Start {
-            kind: "toy".into(),
-            caller: Session::caller().unwrap(),
-            request: serde_json::to_value(&toy).unwrap(),
-            key: Some(key.into()),
-            retry,
-            schedule: None,
-            on_end: None,
-            strays: None,
-        })
+        let mut op = keyed_start(&toy, key);
+        if let Op::Start(start) = &mut op {
+            start.retry = retry;
+        }
+        op
     };
     let send =
         |op| match task_session::client::send(session.paths(), session.config(), &supervisor, op) {
@@ -470,18 +460,12 @@ fn a_start_sent_again_with_its_key_after_its_supervisor_died_makes_no_second_tas
     });
     // Sent again, to the next supervisor: the same task, no second one.
     assert_eq!(send(start("attempt-1", true)), made);
-    let listed = task_session::record::list(session.paths()).unwrap().tasks;
+    let listed = records(session);
     assert_eq!(listed.len(), 1, "{listed:?}");
     // Another start's retry, whose first attempt made nothing, makes its task.
     let other = send(start("attempt-2", true));
     assert_ne!(other, made);
-    assert_eq!(
-        task_session::record::list(session.paths())
-            .unwrap()
-            .tasks
-            .len(),
-        2
-    );
+    assert_eq!(records(session).len(), 2);
 }
 
 /// Window 1 of issue #24, held open: a launcher that starts its task at once (a monitor) makes
@@ -508,25 +492,11 @@ fn a_start_killed_between_its_launch_and_its_key_leaves_no_keyless_record_and_ma
         survivor: false,
         hold: Some(hold.clone()),
     };
-    let op = Op::Start(Start {
-        kind: "toy".into(),
-        caller: Session::caller().unwrap(),
-        request: serde_json::to_value(&toy).unwrap(),
-        key: Some("held-start".into()),
-        retry: false,
-        schedule: None,
-        on_end: None,
-        strays: None,
-    });
+    let op = keyed_start(&toy, "held-start");
     let (paths, config) = (session.paths().clone(), session.config().clone());
-    let supervisor = SupervisorCommand {
-        program: std::env::current_exe().unwrap(),
-        args: ["supervisor_entry", "--exact", "--ignored", "--nocapture"]
-            .map(Into::into)
-            .to_vec(),
-    };
-    let client =
-        std::thread::spawn(move || task_session::client::send(&paths, &config, &supervisor, op));
+    let client = std::thread::spawn(move || {
+        task_session::client::send(&paths, &config, &toy_supervisor(), op)
+    });
 
     // Held: the task is registered and `running`, its key not noted yet.
     let held = hold.with_extension("held");
@@ -544,10 +514,10 @@ fn a_start_killed_between_its_launch_and_its_key_leaves_no_keyless_record_and_ma
             .is_terminal()
             .then_some(())
     });
-    let records = task_session::record::list(session.paths()).unwrap().tasks;
+    let on_disk = records(session);
     assert!(
-        records.iter().all(|record| record.id() != first),
-        "a record of the held task reached disk before its start noted its key: {records:?}"
+        on_disk.iter().all(|record| record.id() != first),
+        "a record of the held task reached disk before its start noted its key: {on_disk:?}"
     );
 
     // The supervisor dies at that moment; the client sends the start again to the next one.
@@ -561,12 +531,157 @@ fn a_start_killed_between_its_launch_and_its_key_leaves_no_keyless_record_and_ma
         made, first,
         "the first attempt's task died with its supervisor"
     );
-    let records = task_session::record::list(session.paths()).unwrap().tasks;
-    let keyed: Vec<_> = records
+    let on_disk = records(session);
+    let keyed: Vec<_> = on_disk
         .iter()
         .filter(|record| record.id() != other)
         .collect();
-    assert_eq!(keyed.len(), 1, "one start made one task: {records:?}");
+    assert_eq!(keyed.len(), 1, "one start made one task: {on_disk:?}");
     assert_eq!(keyed[0].id(), made);
     assert_eq!(keyed[0].start_key.as_deref(), Some("held-start"));
+}
+
+/// The supervisor process of the tests, started by their client.
+fn toy_supervisor() -> SupervisorCommand {
+    SupervisorCommand {
+        program: std::env::current_exe().unwrap(),
+        args: ["supervisor_entry", "--exact", "--ignored", "--nocapture"]
+            .map(Into::into)
+            .to_vec(),
+    }
+}
+
+/// A start of a toy with `key`.
+fn keyed_start(toy: &ToyStart, key: &str) -> Op {
+    Op::Start(Start {
+        kind: "toy".into(),
+        caller: Session::caller().unwrap(),
+        request: serde_json::to_value(toy).unwrap(),
+        key: Some(key.into()),
+        retry: false,
+        schedule: None,
+        on_end: None,
+        strays: None,
+    })
+}
+
+/// Window 2 of issue #24: a start no supervisor answers until its deadline (here every
+/// supervisor dies as it starts) is decided from disk. The attempt that made the task was
+/// answered to nobody (played here by an earlier send with the same key, whose supervisor was
+/// then killed): the start answers with that task's id, and no second task is made. A start
+/// whose key no record carries fails, saying the task was not made.
+#[test]
+fn a_start_no_supervisor_answers_until_its_deadline_answers_with_the_task_its_key_made() {
+    let harness = Harness::new();
+    let session = &harness.session;
+    let root = harness.root.path();
+    let toy = ToyStart {
+        lines: vec!["made".into()],
+        release: root.join("never"),
+        survivor: false,
+        hold: None,
+    };
+    let supervisor = toy_supervisor();
+    let made = match task_session::client::send(
+        session.paths(),
+        session.config(),
+        &supervisor,
+        keyed_start(&toy, "made-unanswered"),
+    ) {
+        Ok(Response::Started { id }) => id,
+        other => panic!("not started: {other:?}"),
+    };
+    let pid = harness.supervisor_pid().unwrap();
+    std::fs::write(root.join(POISON), "").unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let lock = session.paths().lock();
+    eventually("the supervisor gone", || {
+        (!task_session::lock::is_held(&lock).unwrap()).then_some(())
+    });
+
+    let mut config = session.config().clone();
+    config.request_timeout = Duration::from_millis(1500);
+    config.start_timeout = Duration::from_millis(500);
+    let send = |key: &str| {
+        task_session::client::send(
+            session.paths(),
+            &config,
+            &supervisor,
+            keyed_start(&toy, key),
+        )
+    };
+    match send("made-unanswered") {
+        Ok(Response::Started { id }) => assert_eq!(id, made),
+        other => panic!("not answered with the task its key made: {other:?}"),
+    }
+    let on_disk = records(session);
+    assert_eq!(on_disk.len(), 1, "one task: {on_disk:?}");
+    match send("never-made") {
+        Err(error) => assert!(
+            error.to_string().contains("the task was not made"),
+            "{error}"
+        ),
+        other => panic!("a start nothing made did not fail: {other:?}"),
+    }
+    assert_eq!(records(session).len(), 1);
+}
+
+/// The race of window 2 closed: a start its supervisor read before the deadline, whose
+/// launcher returns only after its client gave up and looked on disk (finding nothing, so
+/// telling its caller the task was not made), is refused by that supervisor: the task its
+/// launcher had started already is killed and recorded without the start's key, so no record
+/// ever says that start made a task.
+#[test]
+fn a_start_whose_launcher_returns_after_its_client_gave_up_makes_no_task_of_its_key() {
+    let harness = Harness::new();
+    let session = &harness.session;
+    let root = harness.root.path();
+    let hold = root.join("hold");
+    let toy = ToyStart {
+        lines: vec!["late".into()],
+        release: root.join("never"),
+        survivor: false,
+        hold: Some(hold.clone()),
+    };
+    let (paths, mut config) = (session.paths().clone(), session.config().clone());
+    config.request_timeout = Duration::from_millis(1000);
+    let op = keyed_start(&toy, "launched-late");
+    let client = std::thread::spawn(move || {
+        task_session::client::send(&paths, &config, &toy_supervisor(), op)
+    });
+    let held = hold.with_extension("held");
+    wait_for_file(&held);
+    let late: TaskId = std::fs::read_to_string(&held).unwrap().parse().unwrap();
+    match client.join().unwrap() {
+        Err(error) => assert!(
+            error.to_string().contains("the task was not made"),
+            "{error}"
+        ),
+        other => panic!("an unanswered start did not fail: {other:?}"),
+    }
+    // Only now does the launcher return, past the deadline.
+    std::fs::write(&hold, "").unwrap();
+    let record = eventually("the late task's end on disk", || {
+        records(session)
+            .into_iter()
+            .find(|record| record.id() == late)
+            .inspect(|record| {
+                assert_eq!(
+                    record.start_key, None,
+                    "made after its client gave up: {record:?}"
+                );
+            })
+            .filter(|record| record.is_terminal())
+    });
+    assert_eq!(record.task.status(), TaskStatus::Killed, "{record:?}");
+    assert_eq!(record.start_key, None, "{record:?}");
+    assert_eq!(
+        task_session::record::find_started(session.paths(), "launched-late").unwrap(),
+        None
+    );
+}
+
+/// The records on disk of the session.
+fn records(session: &Session) -> Vec<task_session::record::TaskRecord> {
+    task_session::record::list(session.paths()).unwrap().tasks
 }
