@@ -57,7 +57,7 @@ impl SupervisorCommand {
 /// the task was not made. No supervisor can make it after that look: one refuses a request it
 /// reads after the deadline, and one that read it before refuses to make the task (and makes
 /// nothing of it visible) if its launcher returns after the deadline
-/// ([`crate::engine::Engine::start_task`]); the look comes [`ANSWER_GRACE`] after the
+/// ([`crate::engine::Engine::start_task`]); the look comes the answer grace (1 s) after the
 /// deadline, which leaves a start that passed that check the time to write its first record.
 pub fn send(
     paths: &SessionPaths,
@@ -141,7 +141,7 @@ fn deliver(
 }
 
 /// Whether the start with `key`, unanswered (`error`), made its task: read from disk, once no
-/// supervisor can still make it (past its deadline and [`ANSWER_GRACE`], if it ever reached
+/// supervisor can still make it (past its deadline and `ANSWER_GRACE`, if it ever reached
 /// one: a start that reached none made nothing in this call, and is looked up at once).
 fn decide_start(
     paths: &SessionPaths,

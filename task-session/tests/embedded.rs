@@ -644,7 +644,8 @@ fn a_start_whose_launcher_returns_after_its_client_gave_up_makes_no_task_of_its_
         hold: Some(hold.clone()),
     };
     let (paths, mut config) = (session.paths().clone(), session.config().clone());
-    config.request_timeout = Duration::from_millis(1000);
+    // Long enough for a supervisor to start and read the start under load.
+    config.request_timeout = Duration::from_millis(3000);
     let op = keyed_start(&toy, "launched-late");
     let client = std::thread::spawn(move || {
         task_session::client::send(&paths, &config, &toy_supervisor(), op)
