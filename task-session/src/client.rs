@@ -21,7 +21,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::lock;
 use crate::paths::{SessionPaths, private_file};
-use crate::protocol::{Op, Request, Response};
+use crate::protocol::{ErrorKind as Refusal, Op, Request, Response};
 use crate::wire::READY_FD_ENV;
 
 /// How a client starts the supervisor of a session: a program and its arguments. The session's
@@ -50,6 +50,15 @@ impl SupervisorCommand {
 /// [`Config::request_timeout`]; the client waits a little longer than that for the answer, and
 /// the supervisor refuses a request it reads after the deadline, so a request this call gave
 /// up on is never carried out later.
+///
+/// A start that gets no answer by its deadline (its supervisors all died, or stalled) is
+/// decided from disk before it fails: if a record carries its key, the task was made and the
+/// start answers with its id (its record says what became of it); otherwise the error says
+/// the task was not made. No supervisor can make it after that look: one refuses a request it
+/// reads after the deadline, and one that read it before refuses to make the task (and makes
+/// nothing of it visible) if its launcher returns after the deadline
+/// ([`crate::engine::Engine::start_task`]); the look comes the answer grace (1 s) after the
+/// deadline, which leaves a start that passed that check the time to write its first record.
 pub fn send(
     paths: &SessionPaths,
     config: &Config,
@@ -65,6 +74,42 @@ pub fn send(
     if let Op::Start(start) = &mut request.op {
         start.key.get_or_insert_with(start_key);
     }
+    let key = match &request.op {
+        Op::Start(start) => start.key.clone(),
+        _ => None,
+    };
+    let mut delivered = false;
+    let outcome = deliver(
+        paths,
+        config,
+        supervisor,
+        &mut request,
+        deadline,
+        &mut delivered,
+    );
+    let Some(key) = key else {
+        return outcome;
+    };
+    match outcome {
+        Ok(Response::Error {
+            kind: Refusal::Expired,
+            message,
+        }) => decide_start(paths, &key, delivered, deadline, Error::Supervisor(message)),
+        Ok(response) => Ok(response),
+        Err(error) => decide_start(paths, &key, delivered, deadline, error),
+    }
+}
+
+/// Sends `request` until it is answered, setting `delivered` once it was written to a
+/// supervisor.
+fn deliver(
+    paths: &SessionPaths,
+    config: &Config,
+    supervisor: &SupervisorCommand,
+    request: &mut Request,
+    deadline: Instant,
+    delivered: &mut bool,
+) -> Result<Response> {
     // A start carries its key and a message its id, so a repeat is recognised (the start's
     // retry gets the task its first attempt made; a message's receiver drops a repeat): they
     // are sent again until answered or their deadline passes, since a supervisor may have died
@@ -83,6 +128,7 @@ pub fn send(
         // attempt may have been carried out): one after another, until the start timeout.
         let starts = if repeatable { usize::MAX } else { STARTS };
         let stream = connect_or_start_with(paths, config, supervisor, starts)?;
+        *delivered = true;
         if let Some(response) = exchange(stream, &line, paths, config, deadline)? {
             return Ok(response);
         }
@@ -92,6 +138,33 @@ pub fn send(
     Err(Error::Supervisor(
         "the supervisor closed the connection without answering".into(),
     ))
+}
+
+/// Whether the start with `key`, unanswered (`error`), made its task: read from disk, once no
+/// supervisor can still make it (past its deadline and `ANSWER_GRACE`, if it ever reached
+/// one: a start that reached none made nothing in this call, and is looked up at once).
+fn decide_start(
+    paths: &SessionPaths,
+    key: &str,
+    delivered: bool,
+    deadline: Instant,
+    error: Error,
+) -> Result<Response> {
+    if delivered {
+        std::thread::sleep((deadline + ANSWER_GRACE).saturating_duration_since(Instant::now()));
+    }
+    match crate::record::find_started(paths, key) {
+        Ok(Some(id)) => {
+            tracing::info!(task = %id, "no answer to a start ({error}), but its record is on disk");
+            Ok(Response::Started { id })
+        }
+        Ok(None) => Err(Error::Supervisor(format!(
+            "{error}; the task was not made (no record carries its start key)"
+        ))),
+        Err(read) => Err(Error::Supervisor(format!(
+            "{error}; whether the task was made is unknown: {read}"
+        ))),
+    }
 }
 
 /// A key unique to one start of this process: its pid, the time and a count.

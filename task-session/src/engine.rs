@@ -433,7 +433,17 @@ impl Engine {
     /// monitor, is kept and its record retried). A task whose caller waits for it in the
     /// foreground has its completion latch set before its id is returned, so no reader ever
     /// delivers it (not even as an orphan).
-    pub fn start_task(&self, mut start: Start) -> Result<TaskId, StartRefused> {
+    ///
+    /// A start whose launcher returns after `deadline_ms` (the request's deadline: its client
+    /// has stopped waiting, and decides from disk whether the task was made, see
+    /// [`crate::client::send`]) is refused and makes nothing a reader can see as its: work not
+    /// begun is dropped with the task, unrecorded; a task its launcher started already (a
+    /// monitor) is killed, and recorded without the start's key.
+    pub fn start_task(
+        &self,
+        mut start: Start,
+        deadline_ms: Option<u64>,
+    ) -> Result<TaskId, StartRefused> {
         let launcher = self
             .launchers
             .get(&start.kind)
@@ -475,6 +485,11 @@ impl Engine {
                 message: error.to_string(),
             })?;
         let Launched { id, start: work } = launched;
+        if let Some(late_by) = deadline_ms.and_then(|d| task_core::now_ms().checked_sub(d))
+            && late_by > 0
+        {
+            return Err(self.made_too_late(id, work, late_by));
+        }
         if let Some(key) = key {
             self.mirror.keyed(id, key);
         }
@@ -535,6 +550,40 @@ impl Engine {
             Admitted::Queued => self.queue.pump(),
         }
         Ok(id)
+    }
+
+    /// Undoes a task launched after its start's deadline: unbegun, it is forgotten unrecorded;
+    /// started by its launcher, it is killed (its record, written by the sweep, carries no
+    /// start key).
+    fn made_too_late(
+        &self,
+        id: TaskId,
+        work: Option<crate::queue::Work>,
+        late_by: u64,
+    ) -> StartRefused {
+        let what = if let Some(work) = work {
+            self.abandon(id);
+            drop(work);
+            "not made"
+        } else if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let (registry, mirror) = (Arc::clone(&self.registry), self.mirror.clone());
+            runtime.spawn(async move {
+                match registry.kill(&id).await {
+                    Ok(KillOutcome::Killed) => mirror.write_killed(id),
+                    _ => mirror.write(id),
+                }
+            });
+            "killed at once"
+        } else {
+            "left running (no runtime to kill it from)"
+        };
+        tracing::warn!(task = %id, late_by_ms = late_by, "a start launched after its deadline: {what}");
+        StartRefused {
+            kind: ErrorKind::Expired,
+            message: format!(
+                "the task was launched {late_by} ms after its client stopped waiting: {what}"
+            ),
+        }
     }
 
     /// The task an earlier attempt of `start` made, if it is a retry and one did; a key too long

@@ -371,7 +371,7 @@ async fn dispatch(request: Request, engine: &Engine) -> Response {
         );
     }
     match request.op {
-        Op::Start(start) => match engine.start_task(start) {
+        Op::Start(start) => match engine.start_task(start, Some(request.deadline_ms)) {
             Ok(id) => Response::Started { id },
             Err(refused) => refuse(refused.kind, refused.message),
         },

@@ -31,6 +31,11 @@ struct ToyStart {
     release: PathBuf,
     #[serde(default)]
     survivor: bool,
+    /// Started at once by its launcher, as a monitor is (`running` before the launcher
+    /// returns). The first launch of it then creates `{hold}.held` and returns only once
+    /// `hold` exists: the moment between the task made `running` and the start noting its key.
+    #[serde(default)]
+    hold: Option<PathBuf>,
 }
 
 /// The agent type of a toy that survives its supervisor; its prompt is its release file.
@@ -64,12 +69,35 @@ impl Launch for Toy {
         let state = TaskState::new(id, "toy task", &output, TaskKind::Agent(Box::new(agent)))
             .map_err(|e| failed(e.to_string()))?
             .owned_by(caller.agent_id);
-        self.registry
-            .register(state)
-            .map_err(|e| failed(e.to_string()))?;
+        if start.hold.is_some() {
+            // Registered and made `running` by a thread of its own, as a monitor's process is
+            // watched: its events wake the supervisor's event loop on the worker this launch
+            // does not hold (a wake from this worker would wait in its queue for this launch
+            // to return).
+            let registry = Arc::clone(&self.registry);
+            std::thread::spawn(move || {
+                registry.register(state).unwrap();
+                registry.transition(&id, TaskStatus::Running).unwrap();
+            })
+            .join()
+            .unwrap();
+        } else {
+            self.registry
+                .register(state)
+                .map_err(|e| failed(e.to_string()))?;
+        }
         let (cancel, cancelled) = oneshot::channel();
         self.cancels.lock().unwrap().insert(id, cancel);
         let registry = Arc::clone(&self.registry);
+        if let Some(hold) = &start.hold {
+            let held = hold.with_extension("held");
+            if !held.exists() {
+                std::fs::write(&held, id.to_string()).unwrap();
+                wait_for_file(hold);
+            }
+            tokio::spawn(finish(registry, id, start.release, cancelled));
+            return Ok(Launched { id, start: None });
+        }
         Ok(Launched {
             id,
             start: Some(Box::new(move || {
@@ -90,6 +118,15 @@ async fn play(
     std::fs::write(&output, text).unwrap();
     registry.transition(&id, TaskStatus::Running).unwrap();
     finish(registry, id, start.release, cancelled).await;
+}
+
+/// Returns once `path` exists (a file the test creates), or panics after a minute.
+fn wait_for_file(path: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !path.exists() {
+        assert!(Instant::now() < deadline, "{} never came", path.display());
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// Completes `id` once `release` exists.
@@ -168,6 +205,9 @@ fn wiring(host: &Host) -> task_session::Result<Launchers> {
     Ok(Launchers::new().with(toy))
 }
 
+/// A file in the root that makes every supervisor started after it exists die as it starts.
+const POISON: &str = "poison";
+
 /// Not a test: the supervisor process of the other tests, started by their session's client
 /// (its session comes in `TASKS_ROOT` and `TASKS_SESSION`).
 #[test]
@@ -175,7 +215,10 @@ fn wiring(host: &Host) -> task_session::Result<Launchers> {
 fn supervisor_entry() {
     let root = std::env::var_os("TASKS_ROOT").expect("started as a supervisor");
     let session = std::env::var("TASKS_SESSION").unwrap_or_else(|_| "default".into());
-    let paths = SessionPaths::new(PathBuf::from(root), &session).unwrap();
+    let paths = SessionPaths::new(PathBuf::from(&root), &session).unwrap();
+    if PathBuf::from(root).join(POISON).exists() {
+        std::process::exit(3); // dies as it starts, before it says a word
+    }
     task_session::supervisor::run(paths, wiring).unwrap();
 }
 
@@ -194,14 +237,8 @@ impl Harness {
             r#"{"idle_exit_ms": 2000, "sweep_interval_ms": 50, "poll_interval_ms": 5}"#,
         )
         .unwrap();
-        let supervisor = SupervisorCommand {
-            program: std::env::current_exe().unwrap(),
-            args: ["supervisor_entry", "--exact", "--ignored", "--nocapture"]
-                .map(Into::into)
-                .to_vec(),
-        };
         let config = Config::load(&paths.config()).unwrap();
-        let session = Session::with_config(paths, config).with_supervisor(supervisor);
+        let session = Session::with_config(paths, config).with_supervisor(toy_supervisor());
         Self { root, session }
     }
 
@@ -214,6 +251,7 @@ impl Harness {
             lines: lines.iter().map(|l| (*l).to_owned()).collect(),
             release: self.root.path().join(release),
             survivor,
+            hold: None,
         };
         self.session
             .start::<Toy>(start, Session::caller().unwrap())
@@ -393,28 +431,19 @@ fn a_task_that_does_not_survive_its_supervisor_reads_as_failed_once_it_is_gone()
 fn a_start_sent_again_with_its_key_after_its_supervisor_died_makes_no_second_task() {
     let harness = Harness::new();
     let session = &harness.session;
-    let supervisor = SupervisorCommand {
-        program: std::env::current_exe().unwrap(),
-        args: ["supervisor_entry", "--exact", "--ignored", "--nocapture"]
-            .map(Into::into)
-            .to_vec(),
-    };
+    let supervisor = toy_supervisor();
     let toy = ToyStart {
         lines: vec!["keyed".into()],
         release: harness.root.path().join("never"),
         survivor: false,
+        hold: None,
     };
     let start = |key: &str, retry: bool| {
-        Op::Start(Start {
-            kind: "toy".into(),
-            caller: Session::caller().unwrap(),
-            request: serde_json::to_value(&toy).unwrap(),
-            key: Some(key.into()),
-            retry,
-            schedule: None,
-            on_end: None,
-            strays: None,
-        })
+        let mut op = keyed_start(&toy, key);
+        if let Op::Start(start) = &mut op {
+            start.retry = retry;
+        }
+        op
     };
     let send =
         |op| match task_session::client::send(session.paths(), session.config(), &supervisor, op) {
@@ -431,16 +460,229 @@ fn a_start_sent_again_with_its_key_after_its_supervisor_died_makes_no_second_tas
     });
     // Sent again, to the next supervisor: the same task, no second one.
     assert_eq!(send(start("attempt-1", true)), made);
-    let listed = task_session::record::list(session.paths()).unwrap().tasks;
+    let listed = records(session);
     assert_eq!(listed.len(), 1, "{listed:?}");
     // Another start's retry, whose first attempt made nothing, makes its task.
     let other = send(start("attempt-2", true));
     assert_ne!(other, made);
-    assert_eq!(
-        task_session::record::list(session.paths())
+    assert_eq!(records(session).len(), 2);
+}
+
+/// Window 1 of issue #24, held open: a launcher that starts its task at once (a monitor) makes
+/// it `running` before the start notes its key. While it is held there, the writer thread
+/// hears of the task (its `running` event) and puts its first record off (`Mirror::starting`),
+/// so no record without the key reaches disk; the supervisor SIGKILLed at that moment leaves
+/// nothing of the task on disk, and the start sent again (its key, `retry`) makes exactly one
+/// task. Without the deferral the writer writes the keyless record during the hold, and the
+/// retry makes a second task.
+#[test]
+fn a_start_killed_between_its_launch_and_its_key_leaves_no_keyless_record_and_makes_one_task() {
+    let harness = Harness::new();
+    let session = &harness.session;
+    let root = harness.root.path();
+    // A task the writer will write while the start is held: the barrier below.
+    let other = harness.start(&["other"], "release-other");
+    eventually("the other task running on disk", || {
+        (session.task(&other).unwrap().status() == TaskStatus::Running).then_some(())
+    });
+    let hold = root.join("hold");
+    let toy = ToyStart {
+        lines: vec!["held".into()],
+        release: root.join("never"),
+        survivor: false,
+        hold: Some(hold.clone()),
+    };
+    let op = keyed_start(&toy, "held-start");
+    let (paths, config) = (session.paths().clone(), session.config().clone());
+    let client = std::thread::spawn(move || {
+        task_session::client::send(&paths, &config, &toy_supervisor(), op)
+    });
+
+    // Held: the task is registered and `running`, its key not noted yet.
+    let held = hold.with_extension("held");
+    wait_for_file(&held);
+    let first: TaskId = std::fs::read_to_string(&held).unwrap().parse().unwrap();
+    // The writer hears of the other task's end after the held task's `running` (one event
+    // stream, read in order, one writer handling its requests in order): once that end is
+    // on disk, the writer has handled the held task too, and a sweep or more has run.
+    std::fs::write(root.join("release-other"), "").unwrap();
+    eventually("the other task's end on disk", || {
+        session
+            .task(&other)
             .unwrap()
-            .tasks
-            .len(),
-        2
+            .status()
+            .is_terminal()
+            .then_some(())
+    });
+    let on_disk = records(session);
+    assert!(
+        on_disk.iter().all(|record| record.id() != first),
+        "a record of the held task reached disk before its start noted its key: {on_disk:?}"
     );
+
+    // The supervisor dies at that moment; the client sends the start again to the next one.
+    let pid = harness.supervisor_pid().unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let made = match client.join().unwrap() {
+        Ok(Response::Started { id }) => id,
+        other => panic!("not started: {other:?}"),
+    };
+    assert_ne!(
+        made, first,
+        "the first attempt's task died with its supervisor"
+    );
+    let on_disk = records(session);
+    let keyed: Vec<_> = on_disk
+        .iter()
+        .filter(|record| record.id() != other)
+        .collect();
+    assert_eq!(keyed.len(), 1, "one start made one task: {on_disk:?}");
+    assert_eq!(keyed[0].id(), made);
+    assert_eq!(keyed[0].start_key.as_deref(), Some("held-start"));
+}
+
+/// The supervisor process of the tests, started by their client.
+fn toy_supervisor() -> SupervisorCommand {
+    SupervisorCommand {
+        program: std::env::current_exe().unwrap(),
+        args: ["supervisor_entry", "--exact", "--ignored", "--nocapture"]
+            .map(Into::into)
+            .to_vec(),
+    }
+}
+
+/// A start of a toy with `key`.
+fn keyed_start(toy: &ToyStart, key: &str) -> Op {
+    Op::Start(Start {
+        kind: "toy".into(),
+        caller: Session::caller().unwrap(),
+        request: serde_json::to_value(toy).unwrap(),
+        key: Some(key.into()),
+        retry: false,
+        schedule: None,
+        on_end: None,
+        strays: None,
+    })
+}
+
+/// Window 2 of issue #24: a start no supervisor answers until its deadline (here every
+/// supervisor dies as it starts) is decided from disk. The attempt that made the task was
+/// answered to nobody (played here by an earlier send with the same key, whose supervisor was
+/// then killed): the start answers with that task's id, and no second task is made. A start
+/// whose key no record carries fails, saying the task was not made.
+#[test]
+fn a_start_no_supervisor_answers_until_its_deadline_answers_with_the_task_its_key_made() {
+    let harness = Harness::new();
+    let session = &harness.session;
+    let root = harness.root.path();
+    let toy = ToyStart {
+        lines: vec!["made".into()],
+        release: root.join("never"),
+        survivor: false,
+        hold: None,
+    };
+    let supervisor = toy_supervisor();
+    let made = match task_session::client::send(
+        session.paths(),
+        session.config(),
+        &supervisor,
+        keyed_start(&toy, "made-unanswered"),
+    ) {
+        Ok(Response::Started { id }) => id,
+        other => panic!("not started: {other:?}"),
+    };
+    let pid = harness.supervisor_pid().unwrap();
+    std::fs::write(root.join(POISON), "").unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let lock = session.paths().lock();
+    eventually("the supervisor gone", || {
+        (!task_session::lock::is_held(&lock).unwrap()).then_some(())
+    });
+
+    let mut config = session.config().clone();
+    config.request_timeout = Duration::from_millis(1500);
+    config.start_timeout = Duration::from_millis(500);
+    let send = |key: &str| {
+        task_session::client::send(
+            session.paths(),
+            &config,
+            &supervisor,
+            keyed_start(&toy, key),
+        )
+    };
+    match send("made-unanswered") {
+        Ok(Response::Started { id }) => assert_eq!(id, made),
+        other => panic!("not answered with the task its key made: {other:?}"),
+    }
+    let on_disk = records(session);
+    assert_eq!(on_disk.len(), 1, "one task: {on_disk:?}");
+    match send("never-made") {
+        Err(error) => assert!(
+            error.to_string().contains("the task was not made"),
+            "{error}"
+        ),
+        other => panic!("a start nothing made did not fail: {other:?}"),
+    }
+    assert_eq!(records(session).len(), 1);
+}
+
+/// The race of window 2 closed: a start its supervisor read before the deadline, whose
+/// launcher returns only after its client gave up and looked on disk (finding nothing, so
+/// telling its caller the task was not made), is refused by that supervisor: the task its
+/// launcher had started already is killed and recorded without the start's key, so no record
+/// ever says that start made a task.
+#[test]
+fn a_start_whose_launcher_returns_after_its_client_gave_up_makes_no_task_of_its_key() {
+    let harness = Harness::new();
+    let session = &harness.session;
+    let root = harness.root.path();
+    let hold = root.join("hold");
+    let toy = ToyStart {
+        lines: vec!["late".into()],
+        release: root.join("never"),
+        survivor: false,
+        hold: Some(hold.clone()),
+    };
+    let (paths, mut config) = (session.paths().clone(), session.config().clone());
+    // Long enough for a supervisor to start and read the start under load.
+    config.request_timeout = Duration::from_millis(3000);
+    let op = keyed_start(&toy, "launched-late");
+    let client = std::thread::spawn(move || {
+        task_session::client::send(&paths, &config, &toy_supervisor(), op)
+    });
+    let held = hold.with_extension("held");
+    wait_for_file(&held);
+    let late: TaskId = std::fs::read_to_string(&held).unwrap().parse().unwrap();
+    match client.join().unwrap() {
+        Err(error) => assert!(
+            error.to_string().contains("the task was not made"),
+            "{error}"
+        ),
+        other => panic!("an unanswered start did not fail: {other:?}"),
+    }
+    // Only now does the launcher return, past the deadline.
+    std::fs::write(&hold, "").unwrap();
+    let record = eventually("the late task's end on disk", || {
+        records(session)
+            .into_iter()
+            .find(|record| record.id() == late)
+            .inspect(|record| {
+                assert_eq!(
+                    record.start_key, None,
+                    "made after its client gave up: {record:?}"
+                );
+            })
+            .filter(|record| record.is_terminal())
+    });
+    assert_eq!(record.task.status(), TaskStatus::Killed, "{record:?}");
+    assert_eq!(record.start_key, None, "{record:?}");
+    assert_eq!(
+        task_session::record::find_started(session.paths(), "launched-late").unwrap(),
+        None
+    );
+}
+
+/// The records on disk of the session.
+fn records(session: &Session) -> Vec<task_session::record::TaskRecord> {
+    task_session::record::list(session.paths()).unwrap().tasks
 }

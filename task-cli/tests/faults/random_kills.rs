@@ -43,7 +43,8 @@ fn supervisors_killed_at_random_while_300_mixed_tasks_end_notify_each_task_exact
     };
     let fake = fake_agent();
     let (fake, script) = (fake.to_str().unwrap(), script.to_str().unwrap());
-    // A start whose supervisors all died before answering fails (exit 69) and says so.
+    // A start whose supervisors all died before answering, and whose key no record carries,
+    // fails (exit 69) and says the task was not made; one whose record is on disk is answered.
     let (mut ids, mut refused) = (Vec::new(), Vec::new());
     for i in 0..TASKS {
         let pause = format!("sleep 0.{}", i % 7);
@@ -94,16 +95,20 @@ fn supervisors_killed_at_random_while_300_mixed_tasks_end_notify_each_task_exact
         .iter()
         .filter(|t| !started.contains(t["id"].as_str().unwrap()))
         .collect();
-    // Reported, not asserted yet: once in a run beside the rest of this suite, a task appeared
-    // that no answered start named while no start was refused (under investigation).
+    // A start refused said whether it made its task, from disk (issue #24, window 2): one
+    // that says "not made" made none; only one that could not tell ("unknown") may have. So
+    // every other task is named by an answered start.
     let unannounced = strangers.len();
-    if unannounced > refused.len() {
-        eprintln!(
-            "UNEXPLAINED: {unannounced} tasks nobody was told of ({strangers:?}), {} starts \
-             refused: {refused:?}",
-            refused.len()
-        );
-    }
+    let untold = refused
+        .iter()
+        .filter(|why| !why.contains("the task was not made"))
+        .count();
+    assert!(
+        unannounced <= untold,
+        "UNEXPLAINED: {unannounced} tasks nobody was told of ({strangers:?}), {} starts \
+         refused, {untold} of them not saying the task was not made: {refused:?}",
+        refused.len()
+    );
     eprintln!(
         "{TASKS} starts, {kills} supervisor kills: {} started, {} refused ({unannounced} of \
          them made a task), each task notified once",
