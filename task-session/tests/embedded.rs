@@ -92,7 +92,10 @@ impl Launch for Toy {
         if let Some(hold) = &start.hold {
             let held = hold.with_extension("held");
             if !held.exists() {
-                std::fs::write(&held, id.to_string()).unwrap();
+                // Whole when it appears: the test reads it as soon as it exists.
+                let part = hold.with_extension("held.part");
+                std::fs::write(&part, id.to_string()).unwrap();
+                std::fs::rename(&part, &held).unwrap();
                 wait_for_file(hold);
             }
             tokio::spawn(finish(registry, id, start.release, cancelled));
