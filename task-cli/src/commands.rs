@@ -363,7 +363,6 @@ fn output(session: &Session, args: &OutputArgs, printer: Printer) -> Result<u8> 
     Ok(exit::OK)
 }
 
-
 /// How many bytes of the output of `id` lie past `offset` now (0 when there is no file).
 fn output_left(session: &Session, id: &TaskId, offset: u64) -> Result<u64> {
     let len = std::fs::metadata(session.output_path(id)).map_or(0, |meta| meta.len());
