@@ -423,7 +423,7 @@ impl Drive {
             duration_ms: self.elapsed_ms(),
             agent_count: None,
         };
-        let notification = agent_notification(state, end, usage);
+        let notification = agent_notification(state, end, usage, self.record.runner.resumes());
         let delivery = if self.record.silent {
             Delivery::Silent
         } else {

@@ -415,6 +415,9 @@ impl AgentExecutor {
         if !previous.status().is_terminal() {
             return Err(AgentError::NotAnAgent(id));
         }
+        if !request.runner.resumes() {
+            return Err(AgentError::ResumeUnsupported(request.runner.name()));
+        }
         let session_id = agent.session_id.clone().ok_or(AgentError::NoSession(id))?;
         if let Some(name) = &request.name
             && self.live_name(name)
@@ -473,6 +476,9 @@ impl AgentExecutor {
                 let _ = control.try_send(Control::Deliver);
             }
             return Ok(SendOutcome::Queued(id));
+        }
+        if !record.runner.resumes() {
+            return Err(AgentError::ResumeUnsupported(record.runner.name()));
         }
         let session_id = record.session_id().ok_or(AgentError::NoSession(id))?;
         let previous = self.register_resumed(id, current.as_deref(), tool_use_id)?;

@@ -2,7 +2,8 @@
 
 use task_core::summary::{self, AgentEnd};
 use task_core::{
-    AGENT_RESUME_NOTE, AgentExtras, AgentUsage, EndReason, Notification, TaskState, TerminalStatus,
+    AGENT_FINAL_NOTE, AGENT_RESUME_NOTE, AgentExtras, AgentUsage, EndReason, Notification,
+    TaskState, TerminalStatus,
 };
 
 /// How an agent run ended, with what its notification reports.
@@ -38,8 +39,14 @@ impl RunEnd {
 }
 
 /// The notification of an agent that stopped: `Agent "{desc}" finished` with the `<note>`,
-/// `<result>` and `<usage>`, or `Agent "{desc}" failed: {error}` with the note and usage.
-pub fn agent_notification(task: &TaskState, end: &RunEnd, usage: AgentUsage) -> Notification {
+/// `<result>` and `<usage>`, or `Agent "{desc}" failed: {error}` with the note and usage. The
+/// note promises a resume only when its runner `resumes`.
+pub fn agent_notification(
+    task: &TaskState,
+    end: &RunEnd,
+    usage: AgentUsage,
+    resumes: bool,
+) -> Notification {
     let description = &task.base.description;
     let (summary, result) = match end {
         RunEnd::Finished(result) => (
@@ -57,7 +64,14 @@ pub fn agent_notification(task: &TaskState, end: &RunEnd, usage: AgentUsage) -> 
     };
     Notification {
         agent: Some(AgentExtras {
-            note: Some(AGENT_RESUME_NOTE.to_owned()),
+            note: Some(
+                if resumes {
+                    AGENT_RESUME_NOTE
+                } else {
+                    AGENT_FINAL_NOTE
+                }
+                .to_owned(),
+            ),
             result,
             usage: Some(usage),
             worktree,

@@ -77,6 +77,12 @@ pub trait AgentRunner: Send + Sync + std::fmt::Debug {
         true
     }
 
+    /// Whether [`resume`](Self::resume) can continue its finished sessions (a stopped agent
+    /// can then be sent another message, and its notification says so).
+    fn resumes(&self) -> bool {
+        true
+    }
+
     /// Starts a new session with `spec.prompt` as its first turn.
     async fn start(&self, spec: &AgentSpec) -> Result<Box<dyn AgentSession>, AgentError>;
 

@@ -159,8 +159,13 @@ fn background_agent_notification_matches_the_reference_envelope() {
         duration_ms,
         agent_count: None,
     };
-    let rendered =
-        agent_notification(&state, &RunEnd::Finished(tracker.result_text()), usage).render();
+    let rendered = agent_notification(
+        &state,
+        &RunEnd::Finished(tracker.result_text()),
+        usage,
+        true,
+    )
+    .render();
     let rendered = rendered.replace(state.id().as_str(), "ac26648f68d64e8ec");
     assert_eq!(&rendered, expected);
 }

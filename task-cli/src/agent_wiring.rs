@@ -6,8 +6,10 @@ use task_agent::{AgentError, AgentExecutor, AgentStart, send_reply};
 use task_core::{Address, MessageReply, TaskType};
 use task_session::engine::Messenger;
 use task_session::paths::SessionPaths;
-use task_session::record::{self, TaskRecord};
-use task_session::restart::{self, StartRecord};
+use task_session::record::TaskRecord;
+use task_session::restart::StartRecord;
+
+use crate::recorded;
 
 /// Messages go to agents (queued while they run, resuming them once stopped).
 pub(crate) struct AgentMessages {
@@ -20,26 +22,35 @@ impl Messenger for AgentMessages {
     async fn send(&self, to: &Address, message: &str, _id: Option<&str>) -> MessageReply {
         let target = to.to_string();
         let mut sent = self.agents.send(&target, message, None).await;
-        if matches!(sent, Err(AgentError::NoSuchAgent(_))) && self.take_back(to).await {
-            sent = self.agents.send(&target, message, None).await;
+        if matches!(sent, Err(AgentError::NoSuchAgent(_))) {
+            match self.take_back(to).await {
+                Ok(true) => sent = self.agents.send(&target, message, None).await,
+                Ok(false) => {}
+                Err(reason) => return MessageReply::refused(reason),
+            }
         }
         send_reply(&sent)
     }
 }
 
 impl AgentMessages {
-    /// Takes back the stopped agent `to` names from its records; whether one was.
-    async fn take_back(&self, to: &Address) -> bool {
+    /// Takes back the stopped agent `to` names from its records: whether one is on record, or
+    /// why the one on record cannot be resumed.
+    async fn take_back(&self, to: &Address) -> Result<bool, String> {
         let (paths, address) = (self.paths.clone(), to.clone());
         let found = tokio::task::spawn_blocking(move || recorded_agent(&paths, &address)).await;
         let Ok(Some((found, start))) = found else {
-            return false;
+            return Ok(false);
         };
         let id = found.id();
-        let adopted = serde_json::from_value::<AgentStart>(start.request.clone())
-            .map_err(|e| e.to_string())
-            .and_then(|request| {
+        let adopted = start
+            .and_then(|start| {
+                let request = serde_json::from_value::<AgentStart>(start.request.clone())
+                    .map_err(|e| e.to_string())?;
                 let again = start.again().map_err(|e| e.to_string())?;
+                Ok((request, again))
+            })
+            .and_then(|(request, again)| {
                 self.agents
                     .adopt_started(&found.task, request, again.caller)
                     .map_err(|e| e.to_string())
@@ -47,11 +58,11 @@ impl AgentMessages {
         match adopted {
             Ok(()) => {
                 tracing::info!(task = %id, "a stopped agent taken back from its record");
-                true
+                Ok(true)
             }
             Err(error) => {
                 tracing::warn!(task = %id, %error, "cannot take the agent back");
-                false
+                Err(format!("cannot resume agent {id}: {error}"))
             }
         }
     }
@@ -59,27 +70,16 @@ impl AgentMessages {
 
 /// The stopped agent `to` names as the session's records have it, with how it was started: by
 /// id, or the newest agent started with that name.
-fn recorded_agent(paths: &SessionPaths, to: &Address) -> Option<(TaskRecord, StartRecord)> {
-    let stopped_agent = |found: &TaskRecord| {
-        found.task.base.task_type == TaskType::LocalAgent && found.is_terminal()
-    };
-    match to {
-        Address::Task(id) => {
-            let found = record::read(paths, id).ok().filter(stopped_agent)?;
-            let start = restart::recall(paths, id).ok()?;
-            Some((found, start))
-        }
-        Address::Name(name) => record::list(paths)
-            .ok()?
-            .tasks
-            .into_iter()
-            .filter(stopped_agent)
-            .filter_map(|found| {
-                let start = restart::recall(paths, &found.id()).ok()?;
-                let request = serde_json::from_value::<AgentStart>(start.request.clone()).ok()?;
-                (request.name.as_deref() == Some(name.as_str())).then_some((found, start))
-            })
-            .max_by_key(|(found, _)| found.task.base.start_time),
-        Address::Teammate { .. } => None,
-    }
+fn recorded_agent(
+    paths: &SessionPaths,
+    to: &Address,
+) -> Option<(TaskRecord, Result<StartRecord, String>)> {
+    recorded::stopped(paths, to, TaskType::LocalAgent, |_, start| {
+        let Address::Name(name) = to else {
+            return false;
+        };
+        start
+            .and_then(|start| serde_json::from_value::<AgentStart>(start.request.clone()).ok())
+            .is_some_and(|request| request.name.as_deref() == Some(name.as_str()))
+    })
 }

@@ -55,6 +55,7 @@ pub mod pill;
 pub mod printer;
 #[cfg(feature = "cli")]
 pub mod ps_cmd;
+mod recorded;
 #[cfg(feature = "cli")]
 mod remote_cmd;
 mod remote_wiring;

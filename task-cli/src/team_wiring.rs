@@ -8,14 +8,19 @@ use task_agent::dream::DreamExecutor;
 #[cfg(feature = "cli")]
 use task_agent::team::TeammateEnd;
 use task_agent::team::{TEAM_LEAD, TeamConfig, TeamExecutor, TeamMessage, TeammateStart};
-use task_core::TaskType;
 #[cfg(feature = "cli")]
 use task_core::TeammateIdentity;
+use task_core::{Launched, TaskKind, TaskType};
 #[cfg(feature = "cli")]
 use task_list::{EnvValues, Layout, ListIdHints, UnassignReason};
 
 use task_core::{Address, MessageOutcome, MessageReply};
 use task_session::engine::{Host, Messenger};
+use task_session::paths::SessionPaths;
+use task_session::record::TaskRecord;
+use task_session::restart::StartRecord;
+
+use crate::recorded;
 
 /// The teammate and dream executors of a supervisor, registered with its registry. Teams live
 /// in `{session}/teams/`; a teammate that ends gets its open tasks in the list named after its
@@ -59,16 +64,8 @@ fn resume_teammates(team: &TeamExecutor, host: &Host) {
     for found in live {
         let id = found.id();
         let resumed = task_session::restart::recall(&host.paths, &id)
-            .and_then(|start| {
-                let request = serde_json::from_value::<TeammateStart>(start.request.clone())
-                    .map_err(|e| task_session::Error::Invalid(e.to_string()))?;
-                Ok((start.again()?, request))
-            })
             .map_err(|e| e.to_string())
-            .and_then(|(again, request)| {
-                team.relaunch(&found.task, request, again.caller)
-                    .map_err(|e| e.to_string())
-            });
+            .and_then(|start| relaunch(team, &found, &start));
         match resumed {
             Ok(launched) => {
                 tracing::info!(task = %id, "teammate resumed");
@@ -125,31 +122,122 @@ fn unassign(who: &TeammateIdentity, how: TeammateEnd, state_root: &Path, teams: 
     }
 }
 
-/// Messages reach a live teammate by name (or `name@team`, or id), else go to `agents`.
+/// Messages reach a live teammate by name (or `name@team`, or id), or resume a stopped one on
+/// record, else go to `agents`.
 #[derive(Debug)]
 pub struct Messages<M> {
     /// The teammates.
     pub team: TeamExecutor,
     /// Everything else that takes messages.
     pub agents: M,
+    /// The session, whose records hold the stopped teammates.
+    pub paths: SessionPaths,
 }
 
 #[async_trait::async_trait]
 impl<M: Messenger> Messenger for Messages<M> {
-    async fn send(&self, to: &Address, message: &str, id: Option<&str>) -> MessageReply {
-        let Some(teammate) = self.team.find(to) else {
-            return self.agents.send(to, message, id).await;
-        };
-        let mut message = TeamMessage::new(TEAM_LEAD, message);
+    async fn send(&self, to: &Address, text: &str, id: Option<&str>) -> MessageReply {
+        let mut message = TeamMessage::new(TEAM_LEAD, text);
         if let Some(id) = id {
             message = message.with_id(id);
         }
-        let outcome = match self.team.post_to(teammate, &message) {
-            Ok(()) => MessageOutcome::Posted,
-            Err(error) => MessageOutcome::Refused {
-                reason: error.to_string(),
-            },
-        };
-        MessageReply::reached(teammate, outcome)
+        if let Some(teammate) = self.team.find(to) {
+            let outcome = match self.team.post_to(teammate, &message) {
+                Ok(()) => MessageOutcome::Posted,
+                Err(error) => MessageOutcome::Refused {
+                    reason: error.to_string(),
+                },
+            };
+            return MessageReply::reached(teammate, outcome);
+        }
+        match self.take_back(to, message).await {
+            Some(reply) => reply,
+            None => self.agents.send(to, text, id).await,
+        }
     }
+}
+
+impl<M> Messages<M> {
+    /// Resumes the stopped teammate `to` names from its records with `message` as its next
+    /// turn: `None` when none is on record.
+    async fn take_back(&self, to: &Address, message: TeamMessage) -> Option<MessageReply> {
+        let (team, paths, address) = (self.team.clone(), self.paths.clone(), to.clone());
+        let taken = tokio::task::spawn_blocking(move || {
+            let (found, start) =
+                recorded::stopped(&paths, &address, TaskType::InProcessTeammate, |found, _| {
+                    names_teammate(found, &address)
+                })?;
+            let resumed = resume_recorded(&team, &found, start, &message);
+            Some((found, resumed))
+        })
+        .await
+        .ok()??;
+        let (found, resumed) = taken;
+        let id = found.id();
+        Some(match resumed {
+            Ok(launched) => {
+                tracing::info!(task = %id, "a stopped teammate resumed from its record");
+                if let Some(start) = launched.start {
+                    start();
+                }
+                let outcome = MessageOutcome::Resumed {
+                    previous: found.status(),
+                    output_file: found.task.base.output_file.clone(),
+                };
+                MessageReply::reached(id, outcome)
+            }
+            Err(error) => {
+                tracing::warn!(task = %id, %error, "cannot resume the teammate");
+                MessageReply::refused(format!("cannot resume teammate {id}: {error}"))
+            }
+        })
+    }
+}
+
+/// Whether `to` names the teammate of `found`: `name@team`, or its bare name.
+fn names_teammate(found: &TaskRecord, to: &Address) -> bool {
+    let TaskKind::Teammate(mate) = &found.task.kind else {
+        return false;
+    };
+    let who = &mate.identity;
+    match to {
+        Address::Teammate { name, team } => who.agent_name == *name && who.team_name == *team,
+        Address::Name(name) => who.agent_name == *name,
+        Address::Task(id) => *id == found.id(),
+    }
+}
+
+/// Registers again under its id the stopped teammate `found` (`start`, how it was spawned), its
+/// CLI session resumed with `message` posted to its mailbox as its first turn; to be started.
+fn resume_recorded(
+    team: &TeamExecutor,
+    found: &TaskRecord,
+    start: Result<StartRecord, String>,
+    message: &TeamMessage,
+) -> Result<Launched, String> {
+    let TaskKind::Teammate(mate) = &found.task.kind else {
+        return Err("it is not a teammate".into());
+    };
+    if mate.session_id.is_none() {
+        return Err("its agent CLI never said its session, so there is none to resume".into());
+    }
+    let start = start?;
+    let who = &mate.identity;
+    task_agent::team::post(team.teams_root(), &who.team_name, &who.agent_name, message)
+        .map_err(|e| e.to_string())?;
+    relaunch(team, found, &start)
+}
+
+/// Registers again under its id the teammate `found` from how it was spawned (`start`): see
+/// [`TeamExecutor::relaunch`].
+fn relaunch(
+    team: &TeamExecutor,
+    found: &TaskRecord,
+    start: &StartRecord,
+) -> Result<Launched, String> {
+    let request = serde_json::from_value::<TeammateStart>(start.request.clone())
+        .map_err(|e| e.to_string())?;
+    let again = start.again().map_err(|e| e.to_string())?;
+    team.relaunch(&found.task, request, again.caller)
+        .map_err(|e| e.to_string())
 }

@@ -799,3 +799,69 @@ fn a_stopped_agent_resumes_under_its_id_after_eviction_after_a_sigkilled_supervi
         "one task all along: {all}"
     );
 }
+
+#[test]
+fn a_stopped_gemini_agent_is_refused_a_message_and_its_notification_promises_no_resume() {
+    let sandbox = Sandbox::for_agents().env("TASKS_PANEL_GRACE_MS", "100");
+    let raw = |line: Value| json!({"raw": line.to_string()});
+    let at = "2025-10-10T12:00:00.000Z";
+    let script = sandbox.script(
+        "gemini.jsonl",
+        &[
+            raw(json!({"type": "init", "timestamp": at, "session_id": "g1", "model": "gemini"})),
+            raw(
+                json!({"type": "message", "role": "assistant", "content": "done", "timestamp": at}),
+            ),
+            raw(
+                json!({"type": "result", "status": "success", "timestamp": at,
+                "stats": {"total_tokens": 3, "input_tokens": 2, "output_tokens": 1}}),
+            ),
+        ],
+    );
+    let fake = fake_agent();
+    let out = sandbox.ok(&[
+        "agent",
+        "--runner",
+        "gemini",
+        "--name",
+        "gem",
+        "--prompt",
+        "begin",
+        "--wait",
+        "--",
+        fake.to_str().unwrap(),
+        "--script",
+        &script,
+    ]);
+    let id = out.lines().next().unwrap().to_owned();
+    assert!(out.contains("<status>completed</status>"), "{out}");
+    let note = out
+        .split("<note>")
+        .nth(1)
+        .and_then(|rest| rest.split("</note>").next())
+        .unwrap_or_else(|| panic!("a note: {out}"));
+    assert!(
+        !note.contains("send it another message and resume it"),
+        "no promise of a resume: {note}"
+    );
+    assert!(note.contains("cannot resume"), "{note}");
+    let refused = |to: &str| {
+        let sent = sandbox.run(&["send", to, "more"]);
+        assert!(!sent.status.success(), "{sent:?}");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&sent.stdout),
+            String::from_utf8_lossy(&sent.stderr)
+        );
+        assert!(said.contains("the gemini runner cannot resume"), "{said}");
+    };
+    // Held by its supervisor, then taken from its record once evicted.
+    refused("gem");
+    let (pid, _) = supervisor_memory(&sandbox);
+    eventually("the stopped agent evicted", || {
+        (supervisor_memory(&sandbox) == (pid, 0)).then_some(())
+    });
+    refused(&id);
+    refused("gem");
+    assert_eq!(sandbox.listed(&id)["status"], "completed");
+}

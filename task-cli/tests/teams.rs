@@ -308,6 +308,126 @@ fn a_teammate_resumed_after_a_sigkilled_supervisor_approves_a_shutdown_request()
     );
 }
 
+/// Spawns `member`, a teammate that answers `ready` and approves shutdown requests, and waits
+/// until it is idle. Returns its id.
+fn idle_teammate(sandbox: &Sandbox, member: &str) -> String {
+    let script = sandbox.ready_teammate_script();
+    let fake = fake_agent();
+    let args = ["team", "spawn", member, "--", fake.to_str().unwrap()];
+    let id = sandbox.ok(&[&args[..], &["--script", &script]].concat());
+    let id = id.trim().to_owned();
+    eventually("the teammate idle", || {
+        (sandbox.listed(&id)["kind"]["teammate"]["isIdle"] == true).then_some(())
+    });
+    id
+}
+
+/// The ended teammate `id` (its last end at `ended`, ms) is sent `message` at `to`: it runs
+/// again under its id and its transcript gets the answer to the message.
+fn resumed_with(sandbox: &Sandbox, id: &str, to: &str, message: &str, ended: u64) {
+    let sent = sandbox.ok(&["send", to, message]);
+    assert!(sent.contains("resumed it in the background"), "{sent}");
+    let answered = |text: &str| {
+        text.lines()
+            .any(|line| line.contains("echo: ") && line.contains(message))
+    };
+    eventually("the resumed teammate answers the message", || {
+        let said = std::fs::read_to_string(sandbox.output_file(id)).ok()?;
+        answered(&said).then_some(())
+    });
+    let row = eventually("the teammate running again, idle after its answer", || {
+        let row = sandbox.listed(id);
+        (row["status"] == "running" && row["kind"]["teammate"]["isIdle"] == true).then_some(row)
+    });
+    assert_eq!(row["id"], id, "{row}");
+    // Teammates never notify the model (`notified` is latched from the start): their end is
+    // the record's, written again when this run ends (see `ended_again`).
+    assert!(
+        row["endTime"].as_u64().is_none_or(|end| end != ended),
+        "a new run: {row}"
+    );
+    let mates: Vec<Value> = sandbox.teammates();
+    assert_eq!(mates.len(), 1, "one teammate all along: {mates:?}");
+}
+
+/// The teammate `id` ended (`status`) after `after` (ms): its end, notified, recorded.
+fn ended_again(sandbox: &Sandbox, id: &str, status: &str, after: u64) -> u64 {
+    let row = eventually("the teammate ended", || {
+        Some(sandbox.listed(id)).filter(|row| row["status"] != "running")
+    });
+    assert_eq!(row["status"], status, "{row}");
+    assert_eq!(row["notified"], true, "{row}");
+    let end = row["endTime"].as_u64().unwrap();
+    assert!(end > after, "a new end: {row}");
+    end
+}
+
+#[test]
+fn a_teammate_shut_down_resumes_under_its_id_when_sent_a_message_and_shuts_down_again() {
+    // A bound far beyond the test's deadlines: an end is the teammate's own approval.
+    let sandbox = Sandbox::for_agents().env("TASKS_TEAM_SHUTDOWN_MS", "600000");
+    let id = idle_teammate(&sandbox, "mate@crew");
+    sandbox.ok(&["team", "shutdown", "mate"]);
+    let first = ended_again(&sandbox, &id, "completed", 0);
+
+    resumed_with(&sandbox, &id, "mate@crew", "more work", first);
+    let asked = sandbox.ok(&["team", "shutdown", "mate@crew"]);
+    assert!(
+        asked.contains("Message sent to mate@crew's inbox"),
+        "{asked}"
+    );
+    ended_again(&sandbox, &id, "completed", first);
+    let lead = std::fs::read_to_string(sandbox.path("default/teams/crew/inboxes/team-lead.jsonl"))
+        .unwrap();
+    assert_eq!(
+        lead.matches(r#"\"type\":\"shutdown_response\""#).count(),
+        2,
+        "it approved each shutdown: {lead}"
+    );
+}
+
+#[test]
+fn a_killed_teammate_resumes_under_its_id_by_name_and_by_id() {
+    let sandbox = Sandbox::for_agents();
+    let id = idle_teammate(&sandbox, "mate@crew");
+    assert_eq!(sandbox.ok(&["kill", &id]).trim(), format!("{id} killed"));
+    let first = ended_again(&sandbox, &id, "killed", 0);
+
+    resumed_with(&sandbox, &id, "mate", "by name", first);
+    sandbox.ok(&["kill", &id]);
+    let second = ended_again(&sandbox, &id, "killed", first);
+
+    resumed_with(&sandbox, &id, &id, "by id", second);
+    sandbox.ok(&["kill", &id]);
+    ended_again(&sandbox, &id, "killed", second);
+    let unknown = sandbox.run(&["send", "nobody@crew", "hi"]);
+    assert!(!unknown.status.success(), "{unknown:?}");
+}
+
+#[test]
+fn an_ended_teammate_resumes_when_sent_a_message_after_a_sigkilled_supervisor() {
+    let sandbox = Sandbox::for_agents();
+    let id = idle_teammate(&sandbox, "mate@crew");
+    sandbox.ok(&["kill", &id]);
+    let first = ended_again(&sandbox, &id, "killed", 0);
+    let supervisor = sandbox.listed(&id)["supervisorPid"].as_i64().unwrap() as i32;
+    support::sigkill(supervisor);
+    eventually("the supervisor gone", || {
+        (!support::is_alive(supervisor)).then_some(())
+    });
+
+    // This send starts the next supervisor, which takes the teammate back from its record.
+    resumed_with(&sandbox, &id, "mate@crew", "after a restart", first);
+    let row = sandbox.listed(&id);
+    assert_ne!(
+        row["supervisorPid"].as_i64(),
+        Some(i64::from(supervisor)),
+        "{row}"
+    );
+    sandbox.ok(&["kill", &id]);
+    ended_again(&sandbox, &id, "killed", first);
+}
+
 /// Task `task` of the team's list, read from the list's own file (the reference's format).
 fn list_record(sandbox: &Sandbox, task: &str) -> Value {
     let path = sandbox.path(&format!("lists/crew/{task}.json"));

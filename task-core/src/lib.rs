@@ -87,8 +87,8 @@ pub use launch::{
 };
 pub use message::{Address, AddressError, MessageOutcome, MessageReply};
 pub use notification::{
-    AGENT_RESUME_NOTE, AgentExtras, AgentUsage, MODEL_FRAMING, Notification, NotificationQueue,
-    Priority, sanitize, summary,
+    AGENT_FINAL_NOTE, AGENT_RESUME_NOTE, AgentExtras, AgentUsage, MODEL_FRAMING, Notification,
+    NotificationQueue, Priority, sanitize, summary,
 };
 pub use poll::{FileReader, OutputReader, PollLoop, PollReport, spawn_poll_loop};
 pub use registry::executor::{KillError, KillOutcome, Task};

@@ -128,6 +128,12 @@ impl AgentRunner for CommandRunner {
         self.format == Some(CliFormat::Claude)
     }
 
+    /// Gemini's CLI has no resume; nor has a CLI whose format is detected from its output.
+    fn resumes(&self) -> bool {
+        self.format
+            .is_some_and(|format| format != CliFormat::Gemini)
+    }
+
     async fn start(&self, spec: &AgentSpec) -> Result<Box<dyn AgentSession>, AgentError> {
         self.launch(spec, None).await
     }

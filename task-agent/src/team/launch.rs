@@ -51,7 +51,8 @@ impl Launch for TeamExecutor {
 }
 
 impl TeamExecutor {
-    /// Resumes under its id the teammate a dead supervisor left live (`previous`, its last
+    /// Resumes under its id the teammate a dead supervisor left live, or one that ended and
+    /// is sent a message (`previous`, its last
     /// recorded state; `start`, how it was spawned) for `caller` (its original directory, the
     /// environment of the process that resumes it): see [`TeamExecutor::resume`].
     ///

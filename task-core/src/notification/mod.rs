@@ -21,10 +21,14 @@ Do NOT interpret this as user acknowledgement, confirmation, or response to any 
 /// The `<note>` of an agent's completion (version 2.1.197 wording).
 pub const AGENT_RESUME_NOTE: &str = "A task-notification fires each time this agent stops with no live background children of its own. The user can send it another message and resume it, so the same task-id may notify more than once.";
 
+/// The `<note>` of an agent whose runner cannot resume it (Gemini's CLI): no promise that a
+/// message resumes it.
+pub const AGENT_FINAL_NOTE: &str = "A task-notification fires when this agent stops. Its runner cannot resume it: a message will not continue it; start a new agent to go on.";
+
 /// What an agent's notification adds after `<summary>`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct AgentExtras {
-    /// `<note>`: usually [`AGENT_RESUME_NOTE`].
+    /// `<note>`: usually [`AGENT_RESUME_NOTE`]; [`AGENT_FINAL_NOTE`] when it cannot resume.
     pub note: Option<String>,
     /// `<result>`: the agent's final text.
     pub result: Option<String>,

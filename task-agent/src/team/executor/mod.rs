@@ -234,9 +234,11 @@ impl TeamExecutor {
         self.admit(request, None)
     }
 
-    /// Registers again, under its id, the teammate whose supervisor died while it was live
-    /// (`previous`, its last recorded state; `request` as it was spawned), to be started with
-    /// [`PendingTeammate::start`]. Its transcript is appended to and its agent CLI's session
+    /// Registers again, under its id, the teammate whose supervisor died while it was live,
+    /// or one that ended (shut down, killed, failed) and is sent a message (`previous`, its
+    /// last recorded state; `request` as it was spawned), to be started with
+    /// [`PendingTeammate::start`]. A shutdown asked of a live one still bounds it; one asked
+    /// of an ended one is over. Its transcript is appended to and its agent CLI's session
     /// resumed (`--resume`), its first turn being the messages of its mailbox that its
     /// transcript does not hold (each message's id is in the turn the CLI printed), or
     /// [`RESUMED_TURN`] when there are none; a teammate whose CLI never said its session
@@ -363,7 +365,10 @@ impl TeamExecutor {
                 if let TaskKind::Teammate(before) = &previous.kind {
                     state.messages.clone_from(&before.messages);
                     state.session_id.clone_from(&before.session_id);
-                    state.shutdown_requested_at = before.shutdown_requested_at;
+                    // A shutdown asked of a run that ended (approved, or not) is not this run's.
+                    if !previous.status().is_terminal() {
+                        state.shutdown_requested_at = before.shutdown_requested_at;
+                    }
                 }
                 let opening = resumed_opening(&reader, &output, state.session_id.clone())?;
                 if state.session_id.is_some() {
