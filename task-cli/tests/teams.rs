@@ -352,8 +352,18 @@ fn resumed_with(sandbox: &Sandbox, id: &str, to: &str, message: &str, ended: u64
 
 /// The teammate `id` ended (`status`) after `after` (ms): its end, notified, recorded.
 fn ended_again(sandbox: &Sandbox, id: &str, status: &str, after: u64) -> u64 {
-    let row = eventually("the teammate ended", || {
+    let row = support::poll_until(support::DEADLINE, || {
         Some(sandbox.listed(id)).filter(|row| row["status"] != "running")
+    })
+    .unwrap_or_else(|| {
+        let read = |name: &str| std::fs::read_to_string(sandbox.path(name)).unwrap_or_default();
+        panic!(
+            "timed out waiting for the teammate to end: {}\ntranscript:\n{}\nlead's inbox:\n{}\nlog:\n{}",
+            sandbox.listed(id),
+            read(&format!("default/tasks/{id}.output")),
+            read("default/teams/crew/inboxes/team-lead.jsonl"),
+            read("default/supervisor.log"),
+        )
     });
     assert_eq!(row["status"], status, "{row}");
     assert_eq!(row["notified"], true, "{row}");
