@@ -96,7 +96,7 @@ impl Launch for Toy {
                 let part = hold.with_extension("held.part");
                 std::fs::write(&part, id.to_string()).unwrap();
                 std::fs::rename(&part, &held).unwrap();
-                wait_for_file(hold);
+                eventually("the test's hold file", || hold.exists().then_some(()));
             }
             tokio::spawn(finish(registry, id, start.release, cancelled));
             return Ok(Launched { id, start: None });
@@ -121,15 +121,6 @@ async fn play(
     std::fs::write(&output, text).unwrap();
     registry.transition(&id, TaskStatus::Running).unwrap();
     finish(registry, id, start.release, cancelled).await;
-}
-
-/// Returns once `path` exists (a file the test creates), or panics after a minute.
-fn wait_for_file(path: &std::path::Path) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !path.exists() {
-        assert!(Instant::now() < deadline, "{} never came", path.display());
-        std::thread::sleep(Duration::from_millis(2));
-    }
 }
 
 /// Completes `id` once `release` exists.
@@ -503,7 +494,7 @@ fn a_start_killed_between_its_launch_and_its_key_leaves_no_keyless_record_and_ma
 
     // Held: the task is registered and `running`, its key not noted yet.
     let held = hold.with_extension("held");
-    wait_for_file(&held);
+    eventually("the held launch", || held.exists().then_some(()));
     let first: TaskId = std::fs::read_to_string(&held).unwrap().parse().unwrap();
     // The writer hears of the other task's end after the held task's `running` (one event
     // stream, read in order, one writer handling its requests in order): once that end is
@@ -654,7 +645,7 @@ fn a_start_whose_launcher_returns_after_its_client_gave_up_makes_no_task_of_its_
         task_session::client::send(&paths, &config, &toy_supervisor(), op)
     });
     let held = hold.with_extension("held");
-    wait_for_file(&held);
+    eventually("the held launch", || held.exists().then_some(()));
     let late: TaskId = std::fs::read_to_string(&held).unwrap().parse().unwrap();
     match client.join().unwrap() {
         Err(error) => assert!(
