@@ -1342,15 +1342,36 @@ impl Mirrored {
         }
     }
 
-    /// Evicts `id` if its record is final and the registry lets it go; tries again later if
-    /// its grace has not passed.
+    /// Evicts `id` if the record on disk holds the end the registry has and the registry lets
+    /// it go; tries again later if its grace has not passed. A task resumed under its id since
+    /// the end that queued this (a teammate sent a message) is not evicted here, even once it
+    /// has ended again: that end may still wait for its notice, and evicting it first would
+    /// leave its record `running` for good. The write of that end queues it again.
     fn settle(&self, id: TaskId) {
         let _ = self.write(id, Occasion::Change); // a no-op unless something changed since
         let mut books = lock(&self.books);
         if books.unwritten.contains(&id) {
             return; // retried by the sweep; settles once written
         }
-        if self.registry.evict(&id) || self.registry.get(&id).is_none() {
+        let final_on_disk = |current: &TaskState| {
+            books
+                .written
+                .get(&id)
+                .map(|written| Arc::clone(&written.state))
+                .filter(|written| written.status().is_terminal() && **written == *current)
+        };
+        let gone = match self.registry.get(&id) {
+            None => true,
+            Some(current) => match final_on_disk(&current) {
+                // Live again, or an end not written yet: the write of that end settles it.
+                None => return,
+                Some(written) => {
+                    self.registry.evict_if(&id, |state| *state == *written)
+                        || self.registry.get(&id).is_none()
+                }
+            },
+        };
+        if gone {
             books.forget(&id);
             self.placements.forget(&id);
         } else {

@@ -4,10 +4,12 @@
 //! process: two processes, no `tasks` binary, no executor crate of ours.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -21,6 +23,8 @@ use task_session::engine::{Host, Launchers};
 use task_session::paths::SessionPaths;
 use task_session::protocol::{KillResult, Op, Response, Start};
 use task_session::session::{Session, WaitOutcome};
+
+use support::eventually;
 use tokio::sync::oneshot;
 
 /// What a toy task does: write `lines`, then finish once `release` exists. A survivor
@@ -265,17 +269,6 @@ impl Drop for Harness {
         if let Some(pid) = self.supervisor_pid() {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         }
-    }
-}
-
-fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(found) = probe() {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
     }
 }
 

@@ -333,7 +333,14 @@ impl Registry {
     /// Evicts a task now if it may leave (terminal, notified, not retained, past
     /// `evict_after`); returns whether it did. Its output file is left alone.
     pub fn evict(&self, id: &TaskId) -> bool {
-        self.evict_at(id, now_ms())
+        self.evict_at(id, now_ms(), |_| true)
+    }
+
+    /// Evicts a task as [`evict`](Registry::evict) does, but only if its state also passes
+    /// `still` (is still the end a record on disk holds, say): a task resumed under its id
+    /// since, or ended again, stays. One atomic step, so no resume can slip in between.
+    pub fn evict_if(&self, id: &TaskId, still: impl FnOnce(&TaskState) -> bool) -> bool {
+        self.evict_at(id, now_ms(), still)
     }
 
     /// Evicts every task that may leave; returns their ids.
@@ -347,7 +354,7 @@ impl Registry {
             .collect();
         candidates
             .into_iter()
-            .filter(|id| self.evict_at(id, now))
+            .filter(|id| self.evict_at(id, now, |_| true))
             .collect()
     }
 
@@ -462,10 +469,12 @@ impl Registry {
         self.tasks.get(id).map(|entry| Arc::clone(entry.value()))
     }
 
-    fn evict_at(&self, id: &TaskId, now: u64) -> bool {
+    fn evict_at(&self, id: &TaskId, now: u64, also: impl FnOnce(&TaskState) -> bool) -> bool {
         let removed = self
             .tasks
-            .remove_if(id, |_, slot| slot.retire_if(|state| state.may_evict(now)))
+            .remove_if(id, |_, slot| {
+                slot.retire_if(|state| state.may_evict(now) && also(state))
+            })
             .is_some();
         if removed {
             self.emit(TaskEvent::TaskEvicted { task_id: *id });

@@ -231,6 +231,38 @@ fn finished_agents_get_their_executors_grace_unless_retained() {
 }
 
 #[test]
+fn a_conditional_eviction_leaves_a_task_resumed_since_the_end_it_was_asked_about() {
+    let registry = Registry::default();
+    let first = agent_task("resumed");
+    let id = registered_at(&registry, first.clone(), TaskStatus::Completed);
+    assert!(registry.mark_notified(&id));
+    let ended = registry.get(&id).unwrap();
+    let end = ended.base.end_time.unwrap();
+    while task_core::now_ms() <= end {
+        std::thread::yield_now(); // the next end falls in another millisecond
+    }
+
+    // Resumed under its id and ended again: the first end is no longer the task's.
+    registry.register(first).unwrap();
+    registry.transition(&id, TaskStatus::Running).unwrap();
+    assert!(!registry.evict_if(&id, |state| *state == *ended), "running");
+    registry.transition(&id, TaskStatus::Completed).unwrap();
+    assert!(registry.mark_notified(&id));
+    assert!(
+        !registry.evict_if(&id, |state| *state == *ended),
+        "another end"
+    );
+    assert!(registry.get(&id).is_some());
+
+    let again = registry.get(&id).unwrap();
+    assert!(
+        registry.evict_if(&id, |state| *state == *again),
+        "the end asked about"
+    );
+    assert!(registry.get(&id).is_none());
+}
+
+#[test]
 fn a_type_without_an_executor_gets_no_grace_and_keeps_only_base_fields_on_resume() {
     let registry = Registry::default();
     let first = agent_task("plain");

@@ -788,7 +788,7 @@ pub(super) fn end_silently(
     id: TaskId,
     status: TaskStatus,
     reason: EndReason,
-) -> bool {
+) -> Option<Arc<TaskState>> {
     registry
         .transition_with(&id, status, |state| {
             state.base.notified = true;
@@ -797,7 +797,7 @@ pub(super) fn end_silently(
                 teammate.is_idle = false;
             }
         })
-        .is_ok()
+        .ok()
 }
 
 /// `name@team`, both parts checked as mailbox names without `@`.
@@ -811,11 +811,12 @@ fn full_name(name: &str, team: &str) -> Result<String, AgentError> {
 }
 
 /// Ends teammate `id` `killed` for `reason` (notified at once, no model notification), stops
-/// its agent, and evicts it `stopped_display` later. Nothing happens to one that ended already.
+/// its agent, and evicts it `stopped_display` later unless it was resumed since. Nothing
+/// happens to one that ended already.
 async fn stop(inner: &Arc<Inner>, id: TaskId, reason: EndReason) {
-    if !end_silently(&inner.registry, id, TaskStatus::Killed, reason) {
+    let Some(ended) = end_silently(&inner.registry, id, TaskStatus::Killed, reason) else {
         return;
-    }
+    };
     let cancel = inner.members.get(&id).map(|m| m.cancel.clone());
     if let Some(cancel) = cancel {
         let (ack, done) = oneshot::channel();
@@ -826,7 +827,10 @@ async fn stop(inner: &Arc<Inner>, id: TaskId, reason: EndReason) {
     let inner = Arc::clone(inner);
     tokio::spawn(async move {
         tokio::time::sleep(inner.config.stopped_display).await;
-        inner.registry.evict(&id);
+        let end = ended.base.end_time;
+        inner
+            .registry
+            .evict_if(&id, |state| state.base.end_time == end);
     });
 }
 

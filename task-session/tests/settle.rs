@@ -1,0 +1,130 @@
+//! The engine's record writer and eviction, in this process: a task ended, resumed under its id
+//! before it was evicted, and ended again has that second end on disk before the engine lets it
+//! go. (A teammate sent a message as its first end settles: under load, the settling of that
+//! first end once evicted the second end before its record was written, and the next supervisor
+//! took the teammate for live and started it again.)
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::cell::RefCell;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Map;
+use task_core::{
+    Delivery, EndReason, Notification, Priority, Registry, TaskId, TaskKind, TaskState, TaskStatus,
+    TaskType,
+};
+use task_session::config::Config;
+use task_session::engine::{Engine, Host, Launchers};
+use task_session::paths::SessionPaths;
+use task_session::record::TaskRecord;
+
+use support::eventually;
+
+/// The sweep interval of the engine under test: the settling of an end, and the wait of an
+/// end for its notice, are each one interval long.
+const SWEEP: Duration = Duration::from_millis(1000);
+
+thread_local! {
+    /// The registry of the engine the wiring on this thread built.
+    static REGISTRY: RefCell<Option<Arc<Registry>>> = const { RefCell::new(None) };
+}
+
+/// Executors are the test's own: it drives the registry directly.
+fn wiring(host: &Host) -> task_session::Result<Launchers> {
+    REGISTRY.with(|slot| *slot.borrow_mut() = Some(Arc::clone(&host.registry)));
+    Ok(Launchers::new())
+}
+
+/// Waits until `at` (a moment of the scenario, not an event: the test's steps must fall on
+/// either side of the engine's sweep deadlines).
+fn until(at: Instant) {
+    while let Some(left) = at.checked_duration_since(Instant::now()) {
+        std::thread::sleep(left);
+    }
+}
+
+fn agent_state(id: TaskId, dir: &Path) -> TaskState {
+    let output = dir.join(format!("{id}.output"));
+    std::fs::write(&output, "").unwrap();
+    let kind = TaskKind::Agent(Box::default());
+    TaskState::new(id, "resumed in place", &output, kind).unwrap()
+}
+
+fn record(paths: &SessionPaths, id: &TaskId) -> Option<TaskRecord> {
+    task_session::record::read(paths, id).ok()
+}
+
+#[test]
+fn a_task_resumed_before_its_end_settled_has_its_next_end_written_before_it_is_evicted() {
+    let root = tempfile::tempdir().unwrap();
+    let paths = SessionPaths::new(root.path(), "default").unwrap();
+    paths.create_dirs().unwrap();
+    let settings = format!(r#"{{"sweep_interval_ms": {}}}"#, SWEEP.as_millis());
+    std::fs::write(paths.config(), settings).unwrap();
+    let config = Config::load(&paths.config()).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let _inside = runtime.enter();
+    let _engine = Engine::start(paths.clone(), config, wiring).unwrap();
+    let registry = REGISTRY.with(|slot| slot.borrow().clone()).unwrap();
+
+    // A run that ends with its completion notice: written at once, settled a sweep later.
+    let id = TaskId::generate(TaskType::LocalAgent).unwrap();
+    let state = agent_state(id, &paths.tasks_dir());
+    registry.register(state.clone()).unwrap();
+    registry.transition(&id, TaskStatus::Running).unwrap();
+    let first = registry
+        .transition_with(&id, TaskStatus::Completed, |s| {
+            s.base.end_reason = Some(EndReason::Succeeded);
+        })
+        .unwrap();
+    let note = Notification::for_task(&first, TaskStatus::Completed.terminal(), "first run");
+    assert!(registry.notify_once(&id, note, Delivery::Queue(Priority::Later)));
+    let first_end = first.base.end_time.unwrap();
+    eventually("the first end on disk", || {
+        record(&paths, &id).filter(|r| r.task.base.end_time == Some(first_end))
+    });
+    let written = Instant::now();
+
+    // Resumed under its id before that end settles, with its latch set (as a teammate's is:
+    // its next end has no notice, so it is written once its notice wait is over).
+    let mut again = state;
+    again.base.notified = true;
+    registry.register(again).unwrap();
+    registry.transition(&id, TaskStatus::Running).unwrap();
+    eventually("the resumed run on disk", || {
+        record(&paths, &id).filter(|r| r.task.base.status == TaskStatus::Running)
+    });
+    eventually("a new millisecond", || {
+        (task_core::now_ms() > first_end).then_some(())
+    });
+    until(written + SWEEP * 2 / 5);
+    let second = registry
+        .transition_with(&id, TaskStatus::Completed, |s| {
+            s.base.end_reason = Some(EndReason::Succeeded);
+        })
+        .unwrap();
+    let second_end = second.base.end_time.unwrap();
+
+    // After the first end's settling is due and before the second end's notice wait is over,
+    // the writer sweeps (woken by an event): the first end's settling must not evict the task.
+    until(written + SWEEP * 23 / 20);
+    registry.emit_progress(&id, Map::new());
+
+    eventually("the second end on disk", || {
+        record(&paths, &id).filter(|r| r.task.base.end_time == Some(second_end))
+    });
+    let on_disk = record(&paths, &id).unwrap();
+    assert_eq!(
+        on_disk.task.base.status,
+        TaskStatus::Completed,
+        "{on_disk:?}"
+    );
+    assert!(!on_disk.survives_supervisor, "{on_disk:?}");
+    eventually("the task evicted once its end is on disk", || {
+        registry.get(&id).is_none().then_some(())
+    });
+}
