@@ -1,8 +1,9 @@
-//! task-agent: the event streams agent CLIs print (Claude stream-json, Codex, Gemini), and the
-//! transcript reader that frames them into lines.
+//! task-agent: the event streams agent CLIs print (Claude stream-json, Codex, Gemini), the
+//! transcript reader that frames them into lines, and the conversation view rendered from them.
 
 use std::fmt::Debug;
 
+use task_agent::conversation::{self, Entry};
 use task_agent::format::{
     ClaudeParser, CliFormat, CodexParser, DetectingParser, GeminiParser, LineParser,
 };
@@ -19,8 +20,10 @@ const STATE_SLACK: usize = 4096;
 /// Every line of `data` fed to each parser (and to a Claude parser following the sub-agent
 /// the data names, if any): no panic, a bad line adds no event, the state a parser keeps is
 /// bounded by what it was given, and every event is applied to a progress tracker and rendered
-/// as the executor and `tasks output` render it.
+/// as the executor and `tasks output` render it; the data is also read as a transcript shown as
+/// a conversation ([`conversation`]).
 pub fn stream(data: &[u8]) {
+    conversation(data);
     let lines: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
     run(ClaudeParser::default(), &lines, data.len());
     if let Some(parent) = parent_tool_use_id(data) {
@@ -95,6 +98,34 @@ fn agent_state(progress: task_core::AgentProgress) -> task_core::TaskState {
         task_core::TaskKind::Agent(Box::new(agent)),
     )
     .unwrap()
+}
+
+/// `data` as a transcript file shown as a conversation (`tasks output`, `top`, `--for-model`):
+/// the tail of a file smaller than the read window is every entry of it; the last `n` entries
+/// as text are the text of the last `n` entries; every entry renders as whole lines, and a
+/// tool's failure or an error as exactly one.
+fn conversation(data: &[u8]) {
+    let all = conversation::entries(data);
+    let path = scratch::dir().join("conversation.output");
+    scratch::write(&path, data);
+    let (tail, cut) = conversation::tail_entries(&path).expect("the transcript reads");
+    assert!(!cut, "a fuzz input is smaller than the read window");
+    assert_eq!(tail, all, "the tail of a small transcript is all of it");
+    for n in [0, 1, 3] {
+        let last = conversation::last_entries_text(&path, n).expect("the transcript reads");
+        assert_eq!(
+            last,
+            conversation::text(&all[all.len().saturating_sub(n)..])
+        );
+    }
+    for entry in &all {
+        let shown = entry.to_string();
+        assert!(shown.is_empty() || shown.ends_with('\n'), "{shown:?}");
+        if matches!(entry, Entry::ToolFailed(_) | Entry::Error(_)) {
+            assert_eq!(shown.lines().count(), 1, "{shown:?}");
+        }
+    }
+    let _ = conversation::for_model(&path).expect("the transcript reads");
 }
 
 /// The first `parent_tool_use_id` string in `data`, for a parser that follows that sub-agent.
