@@ -133,13 +133,15 @@ fn a_workflow_agents_output_is_its_conversation() {
         sandbox.run(&["wait", "--no-deliver", &run]).status.code(),
         Some(0)
     );
-    let all = sandbox.json(&["ps", "--all"]);
-    let agent = all
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["type"] == "local_agent")
-        .unwrap_or_else(|| panic!("the workflow's agent in {all}"));
+    // Its agent's end, settled silently, is written on its own (not in the run's end): look
+    // until it is listed.
+    let agent = eventually("the workflow's agent listed", || {
+        let all = sandbox.json(&["ps", "--all"]);
+        all.as_array()?
+            .iter()
+            .find(|t| t["type"] == "local_agent")
+            .cloned()
+    });
     let id = agent["id"].as_str().unwrap();
     sandbox.assert_reads_as_a_conversation(id, "sweep the floor");
 }

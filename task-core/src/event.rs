@@ -94,6 +94,10 @@ pub enum TaskEvent {
         output_file: String,
         /// The notification's summary.
         summary: String,
+        /// Whether the notification was queued for delivery; `false` when it was settled
+        /// silently, so no completion notice follows. Not part of the reference's event.
+        #[serde(skip)]
+        queued: bool,
     },
     /// A task left the registry.
     TaskEvicted {
@@ -155,6 +159,7 @@ mod tests {
             status: Some(TerminalStatus::Killed.into()),
             output_file: String::new(),
             summary: "long sleeper".into(),
+            queued: true,
         };
         assert_eq!(
             serde_json::to_string(&notified).unwrap(),

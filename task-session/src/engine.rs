@@ -780,6 +780,16 @@ async fn watch_events(
             }
             // A teammate going idle or back to work, an agent's tool use: `ps` shows them.
             Ok(TaskEvent::TaskProgress { task_id, .. }) => mirror.write(task_id),
+            // Settled silently (a workflow's agent, a stopped one): no notice follows, so its
+            // end is written now instead of a sweep later.
+            Ok(TaskEvent::TaskNotification {
+                task_id,
+                queued: false,
+                ..
+            }) => {
+                let end = registry.get(&task_id).and_then(|state| state.base.end_time);
+                mirror.write_silent(task_id, end);
+            }
             Ok(TaskEvent::TaskStarted { task_id, .. }) => {
                 // Only while live: an id left in the set would keep the supervisor from idling.
                 if registry
@@ -838,7 +848,7 @@ async fn pump_notifications(paths: SessionPaths, registry: Arc<Registry>, mirror
 }
 
 enum WriteRequest {
-    Write(TaskId),
+    Write(TaskId, Occasion),
     Flush(oneshot::Sender<()>),
 }
 
@@ -889,7 +899,15 @@ impl Mirror {
     }
 
     fn write(&self, id: TaskId) {
-        let _ = self.sender.send(WriteRequest::Write(id));
+        let _ = self.sender.send(WriteRequest::Write(id, Occasion::Change));
+    }
+
+    /// Writes the end of `id` that ended at `end` and was settled silently: no notice is
+    /// waited for.
+    fn write_silent(&self, id: TaskId, end: Option<u64>) {
+        let _ = self
+            .sender
+            .send(WriteRequest::Write(id, Occasion::Silent { end }));
     }
 
     /// Attaches the completion notice of an ended task to its record.
@@ -996,6 +1014,9 @@ enum Occasion {
     Start,
     /// A kill on request ended it: no completion notice is due, so nothing waits for one.
     Killed,
+    /// Its notification was settled silently after the end at `end`: no notice is due for
+    /// that end.
+    Silent { end: Option<u64> },
 }
 
 /// What the writer thread works from.
@@ -1137,22 +1158,26 @@ impl Mirrored {
                 Err(mpsc::RecvTimeoutError::Timeout) => None,
                 Err(mpsc::RecvTimeoutError::Disconnected) => return,
             };
-            let mut ids = Vec::new();
-            let mut seen = HashSet::new();
+            // Each task once, in the order first asked; a silent settlement outweighs a change.
+            let mut writes: Vec<(TaskId, Occasion)> = Vec::new();
+            let mut index: HashMap<TaskId, usize> = HashMap::new();
             let mut flushed = Vec::new();
             for request in first.into_iter().chain(requests.try_iter()) {
                 match request {
-                    WriteRequest::Write(id) => {
-                        if seen.insert(id) {
-                            ids.push(id);
+                    WriteRequest::Write(id, occasion) => match index.get(&id) {
+                        Some(&at) if occasion != Occasion::Change => writes[at].1 = occasion,
+                        Some(_) => {}
+                        None => {
+                            index.insert(id, writes.len());
+                            writes.push((id, occasion));
                         }
-                    }
+                    },
                     WriteRequest::Flush(done) => flushed.push(done),
                 }
             }
-            for id in ids {
+            for (id, occasion) in writes {
                 // A failure is logged, kept and retried by the sweep.
-                let _ = self.write(id, Occasion::Change);
+                let _ = self.write(id, occasion);
             }
             for done in flushed {
                 let _ = done.send(());
@@ -1188,7 +1213,8 @@ impl Mirrored {
         if !known && occasion != Occasion::Start && state.status() == TaskStatus::Pending {
             return Ok(());
         }
-        if !known && occasion == Occasion::Change && self.starting.load(Ordering::SeqCst) > 0 {
+        let changed = matches!(occasion, Occasion::Change | Occasion::Silent { .. });
+        if !known && changed && self.starting.load(Ordering::SeqCst) > 0 {
             books.deferred.insert(id);
             return Ok(());
         }
@@ -1217,7 +1243,11 @@ impl Mirrored {
                 .get(&id)
                 .filter(|notice| state.base.end_time.is_none_or(|end| notice.at_ms >= end))
                 .cloned();
-            let no_notice_due = occasion == Occasion::Killed || books.silent.contains(&id);
+            let no_notice_due = match occasion {
+                Occasion::Killed => true,
+                Occasion::Silent { end } => end == state.base.end_time,
+                Occasion::Change | Occasion::Start => false,
+            } || books.silent.contains(&id);
             if notice.is_none() && !no_notice_due {
                 let now = Instant::now();
                 let due = *books

@@ -58,24 +58,56 @@ fn record(paths: &SessionPaths, id: &TaskId) -> Option<TaskRecord> {
     task_session::record::read(paths, id).ok()
 }
 
+/// An engine running in this process on a session of its own, and its registry.
+struct InProcess {
+    paths: SessionPaths,
+    registry: Arc<Registry>,
+    _engine: Engine,
+    _runtime: tokio::runtime::Runtime,
+    _root: tempfile::TempDir,
+}
+
+impl InProcess {
+    /// An engine whose writer sweeps every `sweep`.
+    fn start(sweep: Duration) -> Self {
+        let root = tempfile::tempdir().unwrap();
+        let paths = SessionPaths::new(root.path(), "default").unwrap();
+        paths.create_dirs().unwrap();
+        let settings = format!(r#"{{"sweep_interval_ms": {}}}"#, sweep.as_millis());
+        std::fs::write(paths.config(), settings).unwrap();
+        let config = Config::load(&paths.config()).unwrap();
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let engine = {
+            let _inside = runtime.enter();
+            Engine::start(paths.clone(), config, wiring).unwrap()
+        };
+        let registry = REGISTRY.with(|slot| slot.borrow().clone()).unwrap();
+        InProcess {
+            paths,
+            registry,
+            _engine: engine,
+            _runtime: runtime,
+            _root: root,
+        }
+    }
+
+    /// A running task of this session, registered the way an executor registers one.
+    fn running_task(&self) -> (TaskId, TaskState) {
+        let id = TaskId::generate(TaskType::LocalAgent).unwrap();
+        let state = agent_state(id, &self.paths.tasks_dir());
+        self.registry.register(state.clone()).unwrap();
+        self.registry.transition(&id, TaskStatus::Running).unwrap();
+        (id, state)
+    }
+}
+
 #[test]
 fn a_task_resumed_before_its_end_settled_has_its_next_end_written_before_it_is_evicted() {
-    let root = tempfile::tempdir().unwrap();
-    let paths = SessionPaths::new(root.path(), "default").unwrap();
-    paths.create_dirs().unwrap();
-    let settings = format!(r#"{{"sweep_interval_ms": {}}}"#, SWEEP.as_millis());
-    std::fs::write(paths.config(), settings).unwrap();
-    let config = Config::load(&paths.config()).unwrap();
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let _inside = runtime.enter();
-    let _engine = Engine::start(paths.clone(), config, wiring).unwrap();
-    let registry = REGISTRY.with(|slot| slot.borrow().clone()).unwrap();
+    let engine = InProcess::start(SWEEP);
+    let (paths, registry) = (&engine.paths, &engine.registry);
 
     // A run that ends with its completion notice: written at once, settled a sweep later.
-    let id = TaskId::generate(TaskType::LocalAgent).unwrap();
-    let state = agent_state(id, &paths.tasks_dir());
-    registry.register(state.clone()).unwrap();
-    registry.transition(&id, TaskStatus::Running).unwrap();
+    let (id, state) = engine.running_task();
     let first = registry
         .transition_with(&id, TaskStatus::Completed, |s| {
             s.base.end_reason = Some(EndReason::Succeeded);
@@ -85,7 +117,7 @@ fn a_task_resumed_before_its_end_settled_has_its_next_end_written_before_it_is_e
     assert!(registry.notify_once(&id, note, Delivery::Queue(Priority::Later)));
     let first_end = first.base.end_time.unwrap();
     eventually("the first end on disk", || {
-        record(&paths, &id).filter(|r| r.task.base.end_time == Some(first_end))
+        record(paths, &id).filter(|r| r.task.base.end_time == Some(first_end))
     });
     let written = Instant::now();
 
@@ -96,7 +128,7 @@ fn a_task_resumed_before_its_end_settled_has_its_next_end_written_before_it_is_e
     registry.register(again).unwrap();
     registry.transition(&id, TaskStatus::Running).unwrap();
     eventually("the resumed run on disk", || {
-        record(&paths, &id).filter(|r| r.task.base.status == TaskStatus::Running)
+        record(paths, &id).filter(|r| r.task.base.status == TaskStatus::Running)
     });
     eventually("a new millisecond", || {
         (task_core::now_ms() > first_end).then_some(())
@@ -115,9 +147,9 @@ fn a_task_resumed_before_its_end_settled_has_its_next_end_written_before_it_is_e
     registry.emit_progress(&id, Map::new());
 
     eventually("the second end on disk", || {
-        record(&paths, &id).filter(|r| r.task.base.end_time == Some(second_end))
+        record(paths, &id).filter(|r| r.task.base.end_time == Some(second_end))
     });
-    let on_disk = record(&paths, &id).unwrap();
+    let on_disk = record(paths, &id).unwrap();
     assert_eq!(
         on_disk.task.base.status,
         TaskStatus::Completed,
@@ -127,4 +159,28 @@ fn a_task_resumed_before_its_end_settled_has_its_next_end_written_before_it_is_e
     eventually("the task evicted once its end is on disk", || {
         registry.get(&id).is_none().then_some(())
     });
+}
+
+#[test]
+fn a_task_settled_silently_has_its_end_written_without_waiting_for_a_notice() {
+    // A sweep far beyond the test's deadline: the end is written by the settlement alone.
+    let engine = InProcess::start(Duration::from_secs(3600));
+    let (id, _) = engine.running_task();
+    let registry = &engine.registry;
+    eventually("its running record", || {
+        record(&engine.paths, &id).filter(|r| r.task.base.status == TaskStatus::Running)
+    });
+    let ended = registry
+        .transition_with(&id, TaskStatus::Completed, |s| {
+            s.base.end_reason = Some(EndReason::Succeeded);
+        })
+        .unwrap();
+    // A workflow's agent ends this way: its notification is settled, not queued for the model.
+    let note = Notification::for_task(&ended, TaskStatus::Completed.terminal(), "silent");
+    assert!(registry.notify_once(&id, note, Delivery::Silent));
+    let on_disk = eventually("its end on disk", || {
+        record(&engine.paths, &id).filter(|r| r.is_terminal())
+    });
+    assert_eq!(on_disk.task.base.end_time, ended.base.end_time);
+    assert!(on_disk.notification.is_none(), "no notice: {on_disk:?}");
 }

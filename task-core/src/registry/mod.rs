@@ -299,6 +299,7 @@ impl Registry {
             status: notification.status.map(Into::into),
             output_file: notification.output_file.to_string_lossy().into_owned(),
             summary: notification.summary.clone(),
+            queued: matches!(delivery, Delivery::Queue(_)),
         });
         if let Delivery::Queue(priority) = delivery {
             self.notifications.enqueue(notification, priority);
