@@ -306,7 +306,8 @@ fn output(session: &Session, args: &OutputArgs, printer: Printer) -> Result<u8> 
         });
     // An agent-like task's output reads as its conversation (for a model too), but in JSON
     // and by byte ranges.
-    let holds_conversation = session.task(&id)?.task.base.task_type.holds_conversation();
+    let task = session.task(&id)?;
+    let holds_conversation = task.task.base.task_type.holds_conversation();
     let conversation = holds_conversation && !printer.is_json();
     if args.for_model {
         let text = if holds_conversation {
@@ -321,7 +322,7 @@ fn output(session: &Session, args: &OutputArgs, printer: Printer) -> Result<u8> 
         if conversation {
             return crate::transcript::print_last(session, &id, lines).map(|()| exit::OK);
         }
-        let lines = session.tail(&id, lines)?;
+        let lines = session.tail_of(&task, lines)?;
         let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
         let value = json!({ "id": id, "lines": lines });
         return printer.emit(&value, &text).map(|()| exit::OK);

@@ -337,7 +337,12 @@ impl Session {
 
     /// The last `lines` lines of output.
     pub fn tail(&self, id: &TaskId, lines: usize) -> Result<Vec<String>> {
-        missing_is_empty(read::last_lines(&self.existing_output(id)?, lines))
+        self.tail_of(&record::read(&self.paths, id)?, lines)
+    }
+
+    /// [`Session::tail`] of `task`, whose record the caller has just read (so it exists).
+    pub fn tail_of(&self, task: &TaskRecord, lines: usize) -> Result<Vec<String>> {
+        missing_is_empty(read::last_lines(&self.output_path(&task.id()), lines))
     }
 
     /// The last 8 MiB of output (with the omission marker when cut), as text.

@@ -22,8 +22,8 @@ pub fn read_file(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
 
 /// [`read_file`], with the file's modification time (ms since the epoch).
 pub fn read_file_with_mtime(path: &Path, max_bytes: u64) -> io::Result<(Vec<u8>, u64)> {
-    let mut file = open_regular(path, std::fs::OpenOptions::new().read(true))?;
-    let meta = file.metadata()?;
+    let (mut file, meta) =
+        open_regular_with_metadata(path, std::fs::OpenOptions::new().read(true))?;
     let len = meta.len();
     if len > max_bytes {
         return Err(io::Error::new(
@@ -50,16 +50,25 @@ pub fn read_file_with_mtime(path: &Path, max_bytes: u64) -> io::Result<(Vec<u8>,
 /// Opens `path` with `options` plus `O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC` and checks that it is a
 /// regular file (a symlink is `ELOOP`; a FIFO, socket or device an [`ErrorKind::InvalidData`]).
 pub fn open_regular(path: &Path, options: &mut std::fs::OpenOptions) -> io::Result<File> {
+    open_regular_with_metadata(path, options).map(|(file, _)| file)
+}
+
+/// [`open_regular`], with the metadata its check read (one `fstat` for both).
+fn open_regular_with_metadata(
+    path: &Path,
+    options: &mut std::fs::OpenOptions,
+) -> io::Result<(File, std::fs::Metadata)> {
     let flags = OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let file = options.custom_flags(flags.bits() as i32).open(path)?;
-    let kind = file.metadata()?.file_type();
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
     if !kind.is_file() {
         return Err(io::Error::new(
             ErrorKind::InvalidData,
             format!("not a regular file ({})", describe(kind)),
         ));
     }
-    Ok(file)
+    Ok((file, meta))
 }
 
 fn describe(kind: std::fs::FileType) -> &'static str {
