@@ -2,7 +2,7 @@
 //!
 //! `tasks` runs the short commands itself ([`crate::cli::ShortCommand`]: `run`, `ps`, `output`,
 //! `wait`, `kill`, `status`, `notifications`, `list` on files) and links nothing else, so it
-//! starts as fast as `tail`; every other command, and the supervisor, is `tasksd`, installed
+//! starts nearly as fast as `tail`; every other command, and the supervisor, is `tasksd`, installed
 //! beside it (`cargo install` installs both), which `tasks` execs with the same arguments.
 
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! `tasks`: runs the short commands itself (`run`, `ps`, `output`, `wait`, `kill`, `status`,
 //! `notifications`, and `list` on files) and hands every other command line to `tasksd`,
 //! installed beside it, by exec (see `task_cli::daemon`). It links only what the short
-//! commands need, so it starts as fast as `tail`.
+//! commands need, so it starts nearly as fast as `tail` (BENCHMARKS.md).
 
 use std::ffi::OsString;
 use std::io::Write;
