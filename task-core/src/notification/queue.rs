@@ -61,6 +61,28 @@ impl NotificationQueue {
         self.enqueued.notify_waiters();
     }
 
+    /// Adds `notification` at the back of its priority's lane if `claim` returns true, and
+    /// returns what `claim` returned. The queue stays locked across both, so whoever sees the
+    /// effect of the claim (a task's `notified` latch) and then drains finds the notification.
+    pub fn enqueue_if_claimed(
+        &self,
+        notification: Notification,
+        priority: Priority,
+        claim: impl FnOnce() -> bool,
+    ) -> bool {
+        let claimed = self.with_lanes(|lanes| {
+            let claimed = claim();
+            if claimed {
+                lanes[priority.index()].push_back(notification);
+            }
+            claimed
+        });
+        if claimed {
+            self.enqueued.notify_waiters();
+        }
+        claimed
+    }
+
     /// Removes and returns everything queued, in delivery order, each with its priority.
     pub fn drain_with_priority(&self) -> Vec<(Priority, Notification)> {
         self.with_lanes(|lanes| {
@@ -131,7 +153,8 @@ impl NotificationQueue {
     }
 
     fn with_lanes<R>(&self, f: impl FnOnce(&mut [VecDeque<Notification>; 3]) -> R) -> R {
-        // No code that can panic runs under this lock, so a poisoned lock holds whole lanes.
+        // No code of ours that can panic runs under this lock (a claim is a latch), so a
+        // poisoned lock holds whole lanes.
         f(&mut self.lanes.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }

@@ -289,22 +289,29 @@ impl Registry {
     /// Sends a task's one notification: if this caller wins the latch, queues `notification`
     /// (unless `delivery` is silent), emits `task_notification` and returns true; otherwise
     /// does nothing and returns false.
+    ///
+    /// A queued notification is in the queue before anyone can see the latch set: whoever
+    /// reads the task as notified and then drains the queue finds it (or it was drained).
     pub fn notify_once(&self, id: &TaskId, notification: Notification, delivery: Delivery) -> bool {
-        if !self.mark_notified(id) {
-            return false;
-        }
-        self.emit(TaskEvent::TaskNotification {
+        let event = TaskEvent::TaskNotification {
             task_id: *id,
             tool_use_id: notification.tool_use_id.clone(),
             status: notification.status.map(Into::into),
             output_file: notification.output_file.to_string_lossy().into_owned(),
             summary: notification.summary.clone(),
             queued: matches!(delivery, Delivery::Queue(_)),
-        });
-        if let Delivery::Queue(priority) = delivery {
-            self.notifications.enqueue(notification, priority);
+        };
+        let won = match delivery {
+            Delivery::Queue(priority) => {
+                self.notifications
+                    .enqueue_if_claimed(notification, priority, || self.mark_notified(id))
+            }
+            Delivery::Silent => self.mark_notified(id),
+        };
+        if won {
+            self.emit(event);
         }
-        true
+        won
     }
 
     /// Keeps a task (someone is looking at it) or lets it go: letting a finished task go gives

@@ -140,3 +140,56 @@ fn completion_kill_and_poll_race_yields_exactly_one_notification_per_task() {
         }
     }
 }
+
+/// Whoever sees a task's latch set and then drains the queue finds its notification: the
+/// notification is queued before the latch can be seen (a test waiting for `notified` and then
+/// draining once failed on a loaded machine when the latch came first).
+#[test]
+fn a_task_seen_notified_has_its_notification_in_the_queue_already() {
+    const TASKS: usize = 20_000;
+    let registry = Arc::new(Registry::default());
+    let ids: Arc<Vec<TaskId>> = Arc::new(
+        (0..TASKS)
+            .map(|_| {
+                let task = shell_task("seen");
+                let id = task.id();
+                registry.register(task).unwrap();
+                registry.transition(&id, TaskStatus::Running).unwrap();
+                id
+            })
+            .collect(),
+    );
+    let start = Arc::new(Barrier::new(2));
+    let notifier = {
+        let (registry, ids, start) = (Arc::clone(&registry), Arc::clone(&ids), Arc::clone(&start));
+        thread::spawn(move || {
+            start.wait();
+            for id in ids.iter() {
+                let state = registry.transition(id, TaskStatus::Completed).unwrap();
+                let notification =
+                    Notification::for_task(&state, state.status().terminal(), "done");
+                assert!(registry.notify_once(id, notification, Delivery::Queue(Priority::Next)));
+            }
+        })
+    };
+    start.wait();
+    let mut drained = std::collections::HashSet::new();
+    for (index, id) in ids.iter().enumerate() {
+        let notified = || registry.get(id).unwrap().base.notified;
+        while !notified() {
+            // Read again after seeing the notifier finished: it may have just set this latch.
+            assert!(
+                !notifier.is_finished() || notified(),
+                "task {index} was never notified"
+            );
+            std::hint::spin_loop();
+        }
+        drained.extend(registry.notifications().drain().iter().map(|n| n.task_id));
+        assert!(
+            drained.contains(id),
+            "task {index} was seen notified before it was queued"
+        );
+    }
+    notifier.join().unwrap();
+    assert_eq!(drained.len(), TASKS);
+}
