@@ -84,11 +84,7 @@ pub fn rows(session: &Session, tasks: &[TaskRecord], filter: &Filter) -> (Vec<Ro
         .iter()
         .filter_map(|task| {
             let id = task.id();
-            let notified = task
-                .notification
-                .as_ref()
-                .is_none_or(|due| task_session::notice::is_notified(session.paths(), &id, due));
-            let settled = task.is_terminal() && notified;
+            let settled = task_session::notice::is_settled(session.paths(), task);
             if !filter.shows(task, settled) {
                 // Hidden for being finished alone (not by a filter the caller gave).
                 let only_settled = Filter {
@@ -100,7 +96,7 @@ pub fn rows(session: &Session, tasks: &[TaskRecord], filter: &Filter) -> (Vec<Ro
                 return None;
             }
             let size = std::fs::metadata(session.output_path(&id)).map_or(0, |m| m.len());
-            let mut row = Row::new(task, size, notified);
+            let mut row = Row::new(task, size, settled);
             row.queue_position = positions.get(&id).copied();
             row.worktree_changes = crate::worktree_cmd::existing(task)
                 .and_then(|worktree| task_agent::worktree::changes(worktree).ok());

@@ -35,7 +35,9 @@ pub fn standard(host: &Host) -> Result<Launchers> {
         .register_with_registry();
     let workflows = WorkflowExecutor::new(agents.clone(), &tasks_dir, WorkflowConfig::default())
         .register_with_registry();
-    let (team, dreams) = crate::team_wiring::executors(host, settings.team, &agents);
+    let mut team_config = settings.team;
+    team_config.default_budget = settings.agent_budget;
+    let (team, dreams) = crate::team_wiring::executors(host, team_config, &agents);
     let remotes = crate::remote_wiring::executor(host, settings.remote);
     Ok(Launchers::new()
         .with(shells.clone())

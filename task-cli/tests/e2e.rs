@@ -203,7 +203,12 @@ fn a_prompt_waiting_command_shows_up_as_a_stall_warning() {
     );
     assert!(text.contains("Last output:"), "{text}");
     assert_eq!(warning["priority"], "next");
-    assert_eq!(sandbox.task(&id)["status"], "running");
+    let task = sandbox.task(&id);
+    assert_eq!(task["status"], "running");
+    assert_eq!(
+        task["notified"], false,
+        "a running task is not notified: {task}"
+    );
     sandbox.ok(&["kill", &id]);
 }
 

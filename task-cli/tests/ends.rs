@@ -29,6 +29,15 @@ impl Sandbox {
         self.started(&args)
     }
 
+    /// Spawns teammate `member` (`name@team`) running `script` with `extra` flags; its id.
+    fn teammate(&self, member: &str, extra: &[&str], script: &str) -> String {
+        let fake = fake_agent();
+        let mut args = vec!["team", "spawn", member];
+        args.extend_from_slice(extra);
+        args.extend(["--", fake.to_str().unwrap(), "--script", script]);
+        self.started(&args)
+    }
+
     fn status(&self, id: &str) -> Value {
         let all = self.json(&["ps", "--all"]);
         all.as_array()
@@ -621,14 +630,7 @@ fn each_budget_ends_a_teammate_that_would_work_for_ever_once_with_its_reason() {
     let hook_file = sandbox.path("ends.txt");
     let sandbox = sandbox.env("TASKS_ON_END", appending_hook(&hook_file));
     let script = working_for_ever(&sandbox, "forever.jsonl", 1000);
-    let fake = fake_agent();
-    let ids = [0, 1, 2].map(|n| {
-        let member = format!("mate{n}@crew");
-        let mut args = vec!["team", "spawn", &member];
-        args.extend(BUDGETS[n]);
-        args.extend(["--", fake.to_str().unwrap(), "--script", &script]);
-        sandbox.started(&args)
-    });
+    let ids = [0, 1, 2].map(|n| sandbox.teammate(&format!("mate{n}@crew"), &BUDGETS[n], &script));
     ended_by_their_budgets(&sandbox, &hook_file, &ids, "in_process_teammate");
     let listed = sandbox.ok(&["ps", "--all"]);
     assert!(listed.contains("5/5 turns"), "{listed}");
@@ -702,19 +704,7 @@ fn a_session_token_budget_counts_agents_and_teammates_and_stops_the_one_that_cro
         let record = sandbox.ended(id);
         assert_eq!(record["task"]["status"], "completed", "{record}");
     }
-    let fake = fake_agent();
-    let spawn = |member: &str, script: &str| {
-        let args = [
-            "team",
-            "spawn",
-            member,
-            "--",
-            fake.to_str().unwrap(),
-            "--script",
-            script,
-        ];
-        sandbox.started(&args)
-    };
+    let spawn = |member: &str, script: &str| sandbox.teammate(member, &[], script);
     let mate = spawn(
         "thrifty@crew",
         &spending("mate.jsonl", 990, std::slice::from_ref(&done)),
@@ -752,7 +742,7 @@ fn a_session_token_budget_counts_agents_and_teammates_and_stops_the_one_that_cro
 }
 
 #[test]
-fn the_configured_budget_ends_an_agent_started_without_one() {
+fn the_configured_budget_ends_an_agent_and_a_teammate_started_without_one() {
     let sandbox = Sandbox::for_agents().env("TASKS_AGENT_MAX_TURNS", "3");
     let script = working_for_ever(&sandbox, "forever.jsonl", 100);
     let id = sandbox.agent(&[], &script);
@@ -760,4 +750,14 @@ fn the_configured_budget_ends_an_agent_started_without_one() {
     assert_eq!(record["task"]["status"], "failed", "{record}");
     let summary = record["notification"]["notification"]["summary"].to_string();
     assert!(summary.contains("budget: turns 3 of 3"), "{summary}");
+    let mate = sandbox.teammate("bounded@crew", &[], &script);
+    // A teammate's end has no notification (the lead hears of it through its mailbox).
+    let record = eventually("the teammate ended", || {
+        let record = sandbox.record(&mate);
+        (record["task"]["status"] == "failed").then_some(record)
+    });
+    let reason = &record["task"]["endReason"];
+    assert_eq!(reason["reason"], "budget_exceeded", "{record}");
+    assert_eq!(reason["limit"], "turns", "{record}");
+    assert_eq!(reason["max"], 3, "{record}");
 }

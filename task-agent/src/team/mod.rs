@@ -60,6 +60,10 @@ pub struct TeamConfig {
     /// How long a teammate asked to shut down has to approve before it is ended `killed`
     /// ([`EndReason::ShutdownUnanswered`](task_core::EndReason::ShutdownUnanswered)).
     pub shutdown_timeout: Duration,
+    /// The budgets of every teammate spawned without budgets of its own (as
+    /// [`AgentConfig::default_budget`](crate::AgentConfig::default_budget) for agents); `None`:
+    /// none.
+    pub default_budget: Option<task_core::AgentBudget>,
 }
 
 impl Default for TeamConfig {
@@ -68,6 +72,7 @@ impl Default for TeamConfig {
             mailbox_poll: DEFAULT_MAILBOX_POLL,
             stopped_display: task_core::STOPPED_DISPLAY,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            default_budget: None,
         }
     }
 }

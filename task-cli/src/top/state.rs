@@ -85,11 +85,7 @@ impl Tasks {
         let mut shown: Vec<Listed> = Vec::new();
         for record in listing.tasks {
             let id = record.id();
-            let delivered = record
-                .notification
-                .as_ref()
-                .is_none_or(|due| task_session::notice::is_notified(session.paths(), &id, due));
-            if !all && record.is_terminal() && delivered {
+            if !all && task_session::notice::is_settled(session.paths(), &record) {
                 hidden += 1;
                 continue;
             }

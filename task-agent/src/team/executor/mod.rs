@@ -353,7 +353,10 @@ impl TeamExecutor {
             identity: identity.clone(),
             agent_id: full.clone(),
             worktree: worktree.map(Box::new),
-            budget: request.budget.filter(|budget| !budget.is_unlimited()),
+            budget: request
+                .budget
+                .or(self.inner.config.default_budget)
+                .filter(|budget| !budget.is_unlimited()),
             ..TeammateState::default()
         };
         let opening = match previous {
