@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::*;
 use serde_json::json;
 use task_agent::{AgentError, SendOutcome};
@@ -143,6 +145,31 @@ async fn a_crash_without_result_fails_with_the_exit_status_and_last_stderr_lines
             .summary
             .starts_with("Agent \"crasher\" failed: agent exited with code 3")
     );
+}
+
+/// A tool's daemon that inherited the CLI's stderr keeps the pipe open: the end reads what
+/// the CLI wrote and goes on at once (the kill grace is an hour here, and the wait a deadline).
+#[tokio::test]
+async fn a_cli_whose_daemon_holds_its_stderr_ends_at_once_with_its_last_stderr_lines() {
+    let mut config = config();
+    config.kill_grace = Duration::from_secs(3600);
+    let fx = Fixture::with_config(config);
+    let pid_file = fx.path("daemon.pid");
+    let steps = [
+        json!({"read_user": true}),
+        json!({"spawn": "exec sleep 300", "pid_file": pid_file}),
+        json!({"stderr": "fatal: the last words"}),
+        json!({"exit": 3}),
+    ];
+    let (handle, state, _) = fx.run(&steps, "leaves a daemon").await;
+    let daemon: i32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
+    let alive = !process_gone(daemon.unsigned_abs());
+    let daemon = rustix::process::Pid::from_raw(daemon).unwrap();
+    let _ = rustix::process::kill_process(daemon, rustix::process::Signal::KILL);
+    assert!(alive, "the daemon held stderr when the task ended");
+    assert_eq!(state.base.end_reason, Some(EndReason::Exited { code: 3 }));
+    let error = fx.agent(&handle.id).error.unwrap();
+    assert!(error.contains("fatal: the last words"), "{error}");
 }
 
 #[tokio::test]

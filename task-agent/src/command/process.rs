@@ -1,10 +1,13 @@
 //! The agent CLI's process: its group, signals, and the tail of its stderr.
 
 use std::collections::VecDeque;
+use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::oneshot;
 
 /// The longest stderr line kept: longer ones are cut while they are read.
 const MAX_STDERR_LINE: usize = 4096;
@@ -145,27 +148,73 @@ impl StderrTail {
         }
     }
 
-    /// Reads `stderr` to its end, in chunks of a fixed size.
-    pub(crate) fn follow(
-        &self,
-        mut stderr: impl AsyncRead + Unpin + Send + 'static,
-    ) -> tokio::task::JoinHandle<()> {
+    /// Reads `stderr`, in chunks of a fixed size, to its end or until the returned reader is
+    /// drained (or dropped).
+    pub(crate) fn follow<R>(&self, mut stderr: R) -> StderrReader
+    where
+        R: AsyncRead + AsFd + Unpin + Send + 'static,
+    {
         let lines = Arc::clone(&self.lines);
-        tokio::spawn(async move {
+        let (drain, mut drain_asked) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
             let mut buf = vec![0; READ_CHUNK];
-            loop {
-                match stderr.read(&mut buf).await {
+            // Once drained: how many bytes the pipe held then, still to read.
+            let mut left: Option<usize> = None;
+            while left != Some(0) {
+                let want = left.map_or(READ_CHUNK, |left| left.min(READ_CHUNK));
+                let read = match left {
+                    Some(_) => stderr.read(&mut buf[..want]).await,
+                    None => tokio::select! {
+                        read = stderr.read(&mut buf) => read,
+                        _ = &mut drain_asked => {
+                            // This task is the pipe's one reader, between two reads: the pipe
+                            // holds everything written and not read yet.
+                            let pending = rustix::io::ioctl_fionread(&stderr).unwrap_or(0);
+                            left = Some(usize::try_from(pending).unwrap_or(usize::MAX));
+                            continue;
+                        }
+                    },
+                };
+                match read {
                     Ok(0) | Err(_) => break,
-                    Ok(n) => lock(&lines).push(&buf[..n]),
+                    Ok(n) => {
+                        lock(&lines).push(&buf[..n]);
+                        left = left.map(|left| left.saturating_sub(n));
+                    }
                 }
             }
             lock(&lines).finish();
-        })
+        });
+        StderrReader {
+            drain: Some(drain),
+            task,
+        }
     }
 
     /// The lines kept, oldest first.
     pub(crate) fn lines(&self) -> Vec<String> {
         lock(&self.lines).lines()
+    }
+}
+
+/// The task reading a process's stderr into its [`StderrTail`].
+#[derive(Debug)]
+pub(crate) struct StderrReader {
+    drain: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl StderrReader {
+    /// The process has exited: reads what the pipe holds now (everything the process wrote)
+    /// and stops, without waiting for the end of the stream, which a descendant that
+    /// inherited stderr (a tool's daemon) may hold open for ever. Gives up after `limit`.
+    pub(crate) async fn drain(mut self, limit: Duration) {
+        if let Some(drain) = self.drain.take() {
+            let _ = drain.send(());
+        }
+        if tokio::time::timeout(limit, &mut self.task).await.is_err() {
+            self.task.abort();
+        }
     }
 }
 

@@ -14,10 +14,9 @@ use task_core::process::{
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, Command};
 use tokio::sync::{oneshot, watch};
-use tokio::task::JoinHandle;
 
 use super::args::{LaunchPlan, user_turn};
-use super::process::{StderrTail, signal_group};
+use super::process::{StderrReader, StderrTail, signal_group};
 use crate::config::AgentConfig;
 use crate::error::AgentError;
 use crate::format::LineParser;
@@ -39,7 +38,7 @@ pub struct CommandSession {
     pgid: u32,
     exit: watch::Receiver<Option<i32>>,
     stderr: StderrTail,
-    stderr_task: Option<JoinHandle<()>>,
+    stderr_reader: Option<StderrReader>,
     poll: PollBackoff,
     kill_grace: Duration,
     ended: Option<SessionEnd>,
@@ -130,7 +129,7 @@ impl CommandSession {
             },
         };
         let stderr = StderrTail::new(config.stderr_lines, config.stderr_bytes);
-        let stderr_task = child.stderr.take().map(|err| stderr.follow(err));
+        let stderr_reader = child.stderr.take().map(|err| stderr.follow(err));
         let stdin = child.stdin.take();
         let (exit_tx, exit) = watch::channel(None);
         let (kill, kill_asked) = oneshot::channel::<oneshot::Sender<()>>();
@@ -158,7 +157,7 @@ impl CommandSession {
             pgid,
             exit,
             stderr,
-            stderr_task,
+            stderr_reader,
             poll: PollBackoff::new(config.transcript_poll),
             kill_grace: config.kill_grace,
             ended: None,
@@ -205,9 +204,9 @@ impl CommandSession {
     }
 
     async fn end(&mut self, code: i32) -> SessionEnd {
-        if let Some(task) = self.stderr_task.take() {
-            // The group may hold a descendant that inherited stderr: do not wait for it forever.
-            let _ = tokio::time::timeout(self.kill_grace, task).await;
+        if let Some(reader) = self.stderr_reader.take() {
+            // Not to its end: a descendant may have inherited stderr and hold it open.
+            reader.drain(self.kill_grace).await;
         }
         SessionEnd {
             exit_code: Some(code),
