@@ -70,8 +70,13 @@ pub fn reap_adopted_orphans() -> usize {
     let Some(mine) = procfs::read_stat(me) else {
         return 0;
     };
-    procfs::all_pids()
+    // This process's children only (not a scan of every process: this runs every sweep).
+    let Some(me_pid) = i32::try_from(me).ok().and_then(Pid::from_raw) else {
+        return 0;
+    };
+    super::tree::children_of(me_pid)
         .into_iter()
+        .map(|child| child.as_raw_nonzero().get().unsigned_abs())
         .filter(|&pid| {
             procfs::read_stat(pid).is_some_and(|stat| {
                 stat.is_dead() && parent_is(&stat, me) && !started_here(pid, &stat, &mine)
