@@ -84,7 +84,7 @@ pub fn rows(session: &Session, tasks: &[TaskRecord], filter: &Filter) -> (Vec<Ro
         .iter()
         .filter_map(|task| {
             let id = task.id();
-            let settled = task_session::notice::is_settled(session.paths(), task);
+            let settled = task.is_settled(session.paths());
             if !filter.shows(task, settled) {
                 // Hidden for being finished alone (not by a filter the caller gave).
                 let only_settled = Filter {

@@ -35,7 +35,6 @@ use task_core::{Notification, Priority, TaskId};
 use crate::error::{Error, Result};
 use crate::lease::Holder;
 use crate::paths::{SessionPaths, private_file};
-use crate::record::TaskRecord;
 use crate::untrusted;
 
 /// One notification (SPEC §3) and when and how urgently to deliver it.
@@ -509,16 +508,6 @@ fn create_latch(latch: &Path) -> Result<bool> {
 /// being delivered under a lease is not: its reader may still die.)
 pub fn is_notified(paths: &SessionPaths, id: &TaskId, notice: &Notice) -> bool {
     exists(&paths.never_notified(id)) || exists(&paths.notified(id, notice.at_ms))
-}
-
-/// Whether `record`'s task is settled: ended, and its completion notice delivered or never
-/// due. A running task is not settled (its notice comes with its end).
-pub fn is_settled(paths: &SessionPaths, record: &TaskRecord) -> bool {
-    record.is_terminal()
-        && record
-            .notification
-            .as_ref()
-            .is_none_or(|notice| is_notified(paths, &record.id(), notice))
 }
 
 fn exists(path: &Path) -> bool {

@@ -120,6 +120,16 @@ impl TaskRecord {
         self.status().is_terminal()
     }
 
+    /// Whether the task is settled in the session at `paths`: ended, and its completion notice
+    /// delivered or never due. A running task is not settled (its notice comes with its end).
+    pub fn is_settled(&self, paths: &SessionPaths) -> bool {
+        self.is_terminal()
+            && self
+                .notification
+                .as_ref()
+                .is_none_or(|notice| crate::notice::is_notified(paths, &self.id(), notice))
+    }
+
     /// Why it ended, once it did.
     pub fn end_reason(&self) -> Option<&EndReason> {
         self.task.base.end_reason.as_ref()

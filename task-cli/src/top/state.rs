@@ -85,7 +85,7 @@ impl Tasks {
         let mut shown: Vec<Listed> = Vec::new();
         for record in listing.tasks {
             let id = record.id();
-            if !all && task_session::notice::is_settled(session.paths(), &record) {
+            if !all && record.is_settled(session.paths()) {
                 hidden += 1;
                 continue;
             }

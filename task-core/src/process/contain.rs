@@ -74,7 +74,7 @@ pub fn reap_adopted_orphans() -> usize {
     let Some(me_pid) = i32::try_from(me).ok().and_then(Pid::from_raw) else {
         return 0;
     };
-    super::tree::children_of(me_pid)
+    procfs::children_of(me_pid)
         .into_iter()
         .map(|child| child.as_raw_nonzero().get().unsigned_abs())
         .filter(|&pid| {

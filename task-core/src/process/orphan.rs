@@ -14,8 +14,9 @@ use std::io;
 use rustix::process::{PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
 
 use super::contain::{marked_processes, marker_entry};
+use super::procfs::to_pid;
 use super::procfs::{self, ProcStat};
-use super::tree::{ignore_gone, to_pid};
+use super::tree::ignore_gone;
 use crate::{ProcessOwner, ShellProcess};
 
 /// The most rounds of "find, check, kill" before giving up on a group that keeps forking.

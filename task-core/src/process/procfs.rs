@@ -1,8 +1,11 @@
 //! Reading what this module needs about other processes from `/proc`.
 
 use std::fs;
-use std::io::Read;
+use std::io::{self, Read};
 use std::os::unix::fs::MetadataExt;
+use std::sync::LazyLock;
+
+use rustix::process::Pid;
 
 /// The most bytes of `/proc/<pid>/environ` read when looking for a marker.
 const MAX_ENVIRON_BYTES: u64 = 4 << 20;
@@ -128,6 +131,58 @@ pub(crate) fn all_pids() -> Vec<u32> {
         .collect()
 }
 
+/// Whether this kernel exposes `/proc/<pid>/task/<tid>/children` (CONFIG_PROC_CHILDREN).
+static HAS_CHILDREN_FILES: LazyLock<bool> = LazyLock::new(|| {
+    let me = std::process::id();
+    fs::metadata(format!("/proc/{me}/task/{me}/children")).is_ok()
+});
+
+/// The direct children of `pid` (empty when it is gone).
+pub(crate) fn children_of(pid: Pid) -> Vec<Pid> {
+    if *HAS_CHILDREN_FILES {
+        children_from_task_files(pid)
+    } else {
+        children_from_stat_scan(pid)
+    }
+}
+
+/// Reads `/proc/<pid>/task/*/children`: cheap, proportional to the tree.
+fn children_from_task_files(pid: Pid) -> Vec<Pid> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{}/task", pid.as_raw_nonzero())) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|text| parse_pids(&text))
+        .collect()
+}
+
+/// Scans every `/proc/<n>/stat` for a matching parent pid: the fallback for kernels without
+/// children files.
+fn children_from_stat_scan(parent: Pid) -> Vec<Pid> {
+    all_pids()
+        .into_iter()
+        .filter(|&n| read_stat(n).is_some_and(|stat| stat.ppid == parent.as_raw_nonzero().get()))
+        .filter_map(|n| to_pid(n).ok())
+        .collect()
+}
+
+fn parse_pids(text: &str) -> Vec<Pid> {
+    text.split_ascii_whitespace()
+        .filter_map(|word| word.parse::<u32>().ok())
+        .filter_map(|n| to_pid(n).ok())
+        .collect()
+}
+
+/// `raw` as a pid: refused (`InvalidInput`) when it is 0 or out of range.
+pub(crate) fn to_pid(raw: u32) -> io::Result<Pid> {
+    i32::try_from(raw)
+        .ok()
+        .and_then(Pid::from_raw)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("invalid pid {raw}")))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::expect_used)]
@@ -179,5 +234,15 @@ mod tests {
         }
         assert!(!environ_has(me, b"TASKS_NO_SUCH_VARIABLE=1"));
         assert!(all_pids().contains(&me));
+    }
+
+    #[test]
+    fn pid_lists_parse() {
+        let pids: Vec<i32> = parse_pids("12 34 \n")
+            .iter()
+            .map(|p| p.as_raw_nonzero().get())
+            .collect();
+        assert_eq!(pids, [12, 34]);
+        assert!(parse_pids("").is_empty());
     }
 }

@@ -15,7 +15,8 @@ use std::collections::HashSet;
 
 use super::contain::{marker_entry, started_here};
 use super::procfs;
-use super::tree::{children_of, ignore_gone, to_pid};
+use super::procfs::{children_of, to_pid};
+use super::tree::ignore_gone;
 
 /// The longest command line kept for a stray, in bytes.
 pub const STRAY_COMMAND_BYTES: usize = 200;

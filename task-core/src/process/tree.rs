@@ -9,24 +9,16 @@
 //! (at worst zombies) until the final `SIGKILL`. `ESRCH` (already gone) counts as success.
 
 use std::collections::HashSet;
-use std::fs;
 use std::io;
-use std::sync::LazyLock;
 
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 
 use super::contain::{Victims, marked_processes, marker_entry};
-use super::procfs::{all_pids, environ_has, read_stat};
+use super::procfs::{children_of, environ_has, read_stat, to_pid};
 
 /// The most walks made while waiting for the tree to hold still before killing anyway.
 const MAX_FREEZE_ROUNDS: usize = 200;
-
-/// Whether this kernel exposes `/proc/<pid>/task/<tid>/children` (CONFIG_PROC_CHILDREN).
-static HAS_CHILDREN_FILES: LazyLock<bool> = LazyLock::new(|| {
-    let me = std::process::id();
-    fs::metadata(format!("/proc/{me}/task/{me}/children")).is_ok()
-});
 
 /// What the root of a task's tree is, which tells [`kill_tree`] where the task's orphans went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -187,54 +179,9 @@ fn freeze(roots: &[Pid]) -> io::Result<Vec<Pid>> {
     Ok(found)
 }
 
-/// The direct children of `pid` (empty when it is gone).
-pub(crate) fn children_of(pid: Pid) -> Vec<Pid> {
-    if *HAS_CHILDREN_FILES {
-        children_from_task_files(pid)
-    } else {
-        children_from_stat_scan(pid)
-    }
-}
-
-/// Reads `/proc/<pid>/task/*/children`: cheap, proportional to the tree.
-fn children_from_task_files(pid: Pid) -> Vec<Pid> {
-    let Ok(tasks) = fs::read_dir(format!("/proc/{}/task", pid.as_raw_nonzero())) else {
-        return Vec::new();
-    };
-    tasks
-        .flatten()
-        .filter_map(|task| fs::read_to_string(task.path().join("children")).ok())
-        .flat_map(|text| parse_pids(&text))
-        .collect()
-}
-
-/// Scans every `/proc/<n>/stat` for a matching parent pid: the fallback for kernels without
-/// children files.
-fn children_from_stat_scan(parent: Pid) -> Vec<Pid> {
-    all_pids()
-        .into_iter()
-        .filter(|&n| read_stat(n).is_some_and(|stat| stat.ppid == parent.as_raw_nonzero().get()))
-        .filter_map(|n| to_pid(n).ok())
-        .collect()
-}
-
-fn parse_pids(text: &str) -> Vec<Pid> {
-    text.split_ascii_whitespace()
-        .filter_map(|word| word.parse::<u32>().ok())
-        .filter_map(|n| to_pid(n).ok())
-        .collect()
-}
-
 fn is_stopped_or_gone(pid: Pid) -> bool {
     let raw = pid.as_raw_nonzero().get().unsigned_abs();
     read_stat(raw).is_none_or(|stat| matches!(stat.state, 'T' | 't' | 'Z' | 'X'))
-}
-
-pub(crate) fn to_pid(raw: u32) -> io::Result<Pid> {
-    i32::try_from(raw)
-        .ok()
-        .and_then(Pid::from_raw)
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("invalid pid {raw}")))
 }
 
 /// `ESRCH` means the target is already gone: that is what a kill wants.
@@ -255,15 +202,5 @@ mod tests {
             kill_tree(0, None, Root::Plain).map_err(|e| e.kind()).err(),
             Some(io::ErrorKind::InvalidInput)
         );
-    }
-
-    #[test]
-    fn pid_lists_parse() {
-        let pids: Vec<i32> = parse_pids("12 34 \n")
-            .iter()
-            .map(|p| p.as_raw_nonzero().get())
-            .collect();
-        assert_eq!(pids, [12, 34]);
-        assert!(parse_pids("").is_empty());
     }
 }
