@@ -517,17 +517,19 @@ impl RemoteExecutor {
             (Some(TaskStatus::Pending), _) => TaskStatus::Failed,
             (_, status) => status,
         };
-        if let Ok(ended) = inner.registry.transition_with(id, status, |state| {
+        let ended = inner.registry.transition_with(id, status, |state| {
             state.base.end_reason = Some(reason.clone());
-        }) {
+        });
+        // Before the notification: whoever sees it finds nothing left of the run to resume.
+        if let Err(error) = inner.sidecars.delete(id) {
+            tracing::warn!(task = %id, %error, "cannot delete the sidecar");
+        }
+        if let Ok(ended) = ended {
             inner.registry.notify_once(
                 id,
                 notify::ended(&ended, &end),
                 Delivery::Queue(Priority::Later),
             );
-        }
-        if let Err(error) = inner.sidecars.delete(id) {
-            tracing::warn!(task = %id, %error, "cannot delete the sidecar");
         }
         inner.runs.remove(id);
     }
