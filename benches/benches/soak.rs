@@ -41,7 +41,7 @@ fn main() {
     std::fs::write(paths.config(), r#"{"idle_exit_ms": 600000}"#).unwrap();
     let session = Session::with_config(paths.clone(), Config::load(&paths.config()).unwrap())
         .with_supervisor(SupervisorCommand {
-            program: tasks,
+            program: tasks.into(),
             args: vec!["__supervise".into()],
         });
     let caller = Session::caller().unwrap();

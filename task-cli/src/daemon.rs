@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use task_session::client::SupervisorCommand;
+use task_session::client::{Program, SupervisorCommand};
 use task_session::paths::SessionPaths;
 use task_session::session::Session;
 
@@ -24,7 +24,7 @@ pub fn daemon_path() -> task_session::Result<PathBuf> {
 /// The session at `paths`, whose supervisor is `tasksd __supervise`.
 pub fn session(paths: SessionPaths) -> task_session::Result<Session> {
     let supervisor = SupervisorCommand {
-        program: daemon_path()?,
+        program: Program::BesideThisExecutable(DAEMON.into()),
         args: vec!["__supervise".into()],
     };
     Ok(Session::open(paths)?.with_supervisor(supervisor))

@@ -182,7 +182,7 @@ impl Sandbox {
         )
         .unwrap();
         let supervisor = SupervisorCommand {
-            program: std::env::current_exe().unwrap(),
+            program: std::env::current_exe().unwrap().into(),
             args: ["supervisor_entry", "--exact", "--ignored", "--nocapture"]
                 .map(Into::into)
                 .to_vec(),

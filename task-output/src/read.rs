@@ -12,7 +12,6 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use bytes::Bytes;
-use memchr::memrchr_iter;
 
 use crate::OutputError;
 use crate::lines::{last_lines_of, split_lines, without_cut_line};
@@ -201,7 +200,7 @@ pub fn progress_tail(path: &Path) -> Result<ProgressTail, OutputError> {
 
 /// Extrapolates the newline density of `window` (the end of a file of `len` bytes) to the file.
 fn estimate_total_lines(window: &[u8], len: u64) -> u64 {
-    let newlines = memchr::memchr_iter(b'\n', window).count() as u64;
+    let newlines = crate::lines::count_newlines(window) as u64;
     let window_len = window.len().max(1) as u64;
     let estimate = (u128::from(newlines) * u128::from(len) + u128::from(window_len / 2))
         / u128::from(window_len);
@@ -226,7 +225,7 @@ fn scan_back_for_lines(file: &File, len: u64, n: usize, max_scan: usize) -> io::
         } else {
             &block[..]
         };
-        newlines += memrchr_iter(b'\n', counted).take(n - newlines).count();
+        newlines += crate::lines::count_last_newlines(counted, n - newlines);
         blocks.push(block);
         if newlines == n {
             return Ok(join_reversed(blocks));

@@ -29,20 +29,59 @@ use crate::wire::READY_FD_ENV;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SupervisorCommand {
     /// The program.
-    pub program: PathBuf,
+    pub program: Program,
     /// Its first arguments.
     pub args: Vec<OsString>,
 }
 
+/// The program of a [`SupervisorCommand`]. One named relative to the running executable is
+/// found only when a supervisor is started, so a command that finds its supervisor running
+/// never looks (`/proc/self/exe`, a lookup that is a measurable part of a short command).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Program {
+    /// This path.
+    Path(PathBuf),
+    /// The running executable itself.
+    ThisExecutable,
+    /// The file of this name in the running executable's directory (`tasksd` beside `tasks`).
+    BesideThisExecutable(OsString),
+}
+
+impl Program {
+    /// Its path, finding the running executable where it is named after it.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the running executable cannot be found.
+    pub fn path(&self) -> Result<PathBuf> {
+        let this =
+            || std::env::current_exe().map_err(|e| Error::io("locate", "this executable", e));
+        match self {
+            Program::Path(path) => Ok(path.clone()),
+            Program::ThisExecutable => this(),
+            Program::BesideThisExecutable(name) => Ok(this()?.with_file_name(name)),
+        }
+    }
+}
+
+impl From<PathBuf> for Program {
+    fn from(path: PathBuf) -> Self {
+        Program::Path(path)
+    }
+}
+
+impl From<&str> for Program {
+    fn from(path: &str) -> Self {
+        Program::Path(path.into())
+    }
+}
+
 impl SupervisorCommand {
     /// This executable's hidden `__supervise` command (what the `tasks` binary runs).
-    pub fn this_executable() -> Result<Self> {
-        let program =
-            std::env::current_exe().map_err(|e| Error::io("locate", "the tasks binary", e))?;
-        Ok(Self {
-            program,
+    pub fn this_executable() -> Self {
+        Self {
+            program: Program::ThisExecutable,
             args: vec!["__supervise".into()],
-        })
+        }
     }
 }
 
@@ -361,7 +400,7 @@ fn spawn(paths: &SessionPaths, supervisor: &SupervisorCommand, ready: OwnedFd) -
         }
     };
     let ready_fd = ready.as_raw_fd();
-    let mut command = Command::new(&supervisor.program);
+    let mut command = Command::new(supervisor.program.path()?);
     command
         .args(&supervisor.args)
         .env("TASKS_ROOT", paths.root())

@@ -29,7 +29,7 @@
 //!     AgentState, Caller, Delivery, EndReason, KillError, Launch, LaunchError, Launched,
 //!     Notification, Priority, Registry, Task, TaskId, TaskKind, TaskState, TaskStatus, TaskType,
 //! };
-//! use task_session::client::SupervisorCommand;
+//! use task_session::client::{Program, SupervisorCommand};
 //! use task_session::engine::{Host, Launchers};
 //! use task_session::paths::SessionPaths;
 //! use task_session::session::Session;
@@ -98,7 +98,7 @@
 //!         return Ok(task_session::supervisor::run(paths, wiring)?);
 //!     }
 //!     let supervisor = SupervisorCommand {
-//!         program: std::env::current_exe()?,
+//!         program: Program::ThisExecutable,
 //!         args: vec!["supervise".into()],
 //!     };
 //!     let session = Session::open(paths)?.with_supervisor(supervisor);

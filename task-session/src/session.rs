@@ -212,7 +212,7 @@ impl Session {
         let supervisor = match &self.supervisor {
             Some(command) => command,
             None => {
-                default = SupervisorCommand::this_executable()?;
+                default = SupervisorCommand::this_executable();
                 &default
             }
         };

@@ -531,7 +531,7 @@ fn a_start_killed_between_its_launch_and_its_key_leaves_no_keyless_record_and_ma
 /// The supervisor process of the tests, started by their client.
 fn toy_supervisor() -> SupervisorCommand {
     SupervisorCommand {
-        program: std::env::current_exe().unwrap(),
+        program: std::env::current_exe().unwrap().into(),
         args: ["supervisor_entry", "--exact", "--ignored", "--nocapture"]
             .map(Into::into)
             .to_vec(),
