@@ -347,7 +347,12 @@ fn a_killed_agents_unchanged_worktree_is_removed_by_the_time_the_kill_returns() 
     support::eventually("the agent running", || started.exists().then_some(()));
     let killed = sandbox.run_in(&repo, &["kill", &id]);
     assert!(killed.status.success(), "{killed:?}");
-    assert!(!sandbox.worktrees().join(&id).exists());
+    // Failed once in seven CI rehearsals beside two fuzzers, not reproduced since: say why.
+    assert!(
+        !sandbox.worktrees().join(&id).exists(),
+        "the worktree outlived the kill; supervisor log:\n{}",
+        std::fs::read_to_string(sandbox.path("default/supervisor.log")).unwrap_or_default()
+    );
     assert_eq!(listed_worktrees(&repo).len(), 1);
     assert_eq!(git(&repo, &["branch", "--list", "tasks/*"]), "");
     assert_nothing_stale(&repo);
