@@ -4,9 +4,9 @@
 //!    `sh -c true`; plus the cold start (first `run` of a fresh session, which starts the
 //!    supervisor).
 //! 2. `run_200_then_wait`: a shell loop of 200 `tasks run -- true`, then one `tasks wait` on all
-//!    of them, against a shell loop of 200 `sh -c true` (target ≤ 3×).
+//!    of them, against a shell loop of 200 `sh -c true` (target ≤ 2×).
 //! 3. `tail_1gib`: `tasks output ID --tail 5` on a 1 GiB output against `tail -n 5` on the same
-//!    file, both as whole processes (target ≤ 1.5×).
+//!    file, both as whole processes (target ≤ 1.15×).
 //! 4. `rss_sleeps`: the total RSS of every process supervising tasks (the session's one
 //!    supervisor) while `TASKS_BENCH_SLEEPS` (default 1000) `sleep` tasks started by `tasks run`
 //!    are alive (target ≤ 64 MiB at 10 000).
@@ -267,7 +267,7 @@ fn run_200_then_wait(bench: &Bench, samples: usize) {
         median(ours),
         "200 × sh -c true",
         median(baseline),
-        "(target ≤ 3×)",
+        "(target ≤ 2×)",
     );
     println!("  per-sample ratios: {}", ratios.join(" "));
 }
@@ -427,7 +427,7 @@ fn tail_1gib(bench: &Bench, n: usize) {
         median(ours),
         "tail -n 5",
         median(baseline),
-        "(target ≤ 1.5×)",
+        "(target ≤ 1.15×)",
     );
     std::fs::remove_file(output).unwrap();
 }

@@ -16,15 +16,17 @@ pub const DAEMON: &str = "tasksd";
 
 /// `tasksd`, beside the running executable (`tasks` or `tasksd` itself).
 pub fn daemon_path() -> task_session::Result<PathBuf> {
-    let me = std::env::current_exe()
-        .map_err(|e| task_session::Error::io("locate", "the tasks executable", e))?;
-    Ok(me.with_file_name(DAEMON))
+    daemon().path()
+}
+
+fn daemon() -> Program {
+    Program::BesideThisExecutable(DAEMON.into())
 }
 
 /// The session at `paths`, whose supervisor is `tasksd __supervise`.
 pub fn session(paths: SessionPaths) -> task_session::Result<Session> {
     let supervisor = SupervisorCommand {
-        program: Program::BesideThisExecutable(DAEMON.into()),
+        program: daemon(),
         args: vec!["__supervise".into()],
     };
     Ok(Session::open(paths)?.with_supervisor(supervisor))

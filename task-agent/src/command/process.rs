@@ -185,10 +185,7 @@ impl StderrTail {
             }
             lock(&lines).finish();
         });
-        StderrReader {
-            drain: Some(drain),
-            task,
-        }
+        StderrReader { drain, task }
     }
 
     /// The lines kept, oldest first.
@@ -200,7 +197,7 @@ impl StderrTail {
 /// The task reading a process's stderr into its [`StderrTail`].
 #[derive(Debug)]
 pub(crate) struct StderrReader {
-    drain: Option<oneshot::Sender<()>>,
+    drain: oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -208,12 +205,11 @@ impl StderrReader {
     /// The process has exited: reads what the pipe holds now (everything the process wrote)
     /// and stops, without waiting for the end of the stream, which a descendant that
     /// inherited stderr (a tool's daemon) may hold open for ever. Gives up after `limit`.
-    pub(crate) async fn drain(mut self, limit: Duration) {
-        if let Some(drain) = self.drain.take() {
-            let _ = drain.send(());
-        }
-        if tokio::time::timeout(limit, &mut self.task).await.is_err() {
-            self.task.abort();
+    pub(crate) async fn drain(self, limit: Duration) {
+        let StderrReader { drain, mut task } = self;
+        let _ = drain.send(());
+        if tokio::time::timeout(limit, &mut task).await.is_err() {
+            task.abort();
         }
     }
 }

@@ -71,7 +71,7 @@ pub fn reap_adopted_orphans() -> usize {
         return 0;
     };
     // This process's children only (not a scan of every process: this runs every sweep).
-    let Some(me_pid) = i32::try_from(me).ok().and_then(Pid::from_raw) else {
+    let Ok(me_pid) = procfs::to_pid(me) else {
         return 0;
     };
     procfs::children_of(me_pid)
