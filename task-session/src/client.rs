@@ -281,7 +281,9 @@ fn connect_or_start_with(
     supervisor: &SupervisorCommand,
     max_starts: usize,
 ) -> Result<UnixStream> {
-    paths.create_dirs()?;
+    // The directories are checked before a socket in them is trusted; they are created only
+    // when no supervisor answers (a running one made them).
+    paths.verify()?;
     let socket = paths.socket();
     let deadline = Instant::now() + config.start_timeout;
     let mut starts = 0;
@@ -301,6 +303,7 @@ fn connect_or_start_with(
             )));
         }
         if starts < max_starts && !lock::is_held(&paths.lock())? {
+            paths.create_dirs()?;
             starts += 1;
             match start_supervisor(paths, supervisor, deadline)? {
                 Started::Ready => {}
