@@ -179,6 +179,28 @@ fn killing_a_tree_leaves_no_survivor() {
 }
 
 #[test]
+fn live_background_shells_share_one_inotify_instance_of_the_supervisor() {
+    // A user may hold 128 inotify instances: one per task starved every other program of the
+    // user (editors, file watchers) once 128 tasks ran.
+    let sandbox = root_with(&[]);
+    let ids: Vec<String> = (0..5).map(|_| sandbox.start("sleep 1000")).collect();
+    eventually("five shells running", || {
+        let live = sandbox.json(&["ps"]);
+        let running = live.as_array()?.iter().filter(|t| t["status"] == "running");
+        (running.count() == 5).then_some(())
+    });
+    let instances = std::fs::read_dir(format!("/proc/{}/fd", sandbox.supervisor_pid()))
+        .unwrap()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter(|target| target.to_string_lossy() == "anon_inode:inotify")
+        .count();
+    assert_eq!(instances, 1, "inotify instances of the supervisor");
+    let mut kill = vec!["kill"];
+    kill.extend(ids.iter().map(String::as_str));
+    sandbox.ok(&kill);
+}
+
+#[test]
 fn a_prompt_waiting_command_shows_up_as_a_stall_warning() {
     let sandbox = root_with(&[
         ("TASKS_STALL_CHECK_MS", "20"),

@@ -18,6 +18,7 @@ use crate::book::{Book, mark_killed};
 use crate::config::ShellConfig;
 use crate::control::{Control, Controls};
 use crate::error::ShellError;
+use crate::growth::Watches;
 use crate::handle::TaskHandle;
 use crate::monitor::run::{LiveSource, MonitorRun};
 use crate::monitor::{MonitorRequest, MonitorSource};
@@ -41,6 +42,8 @@ pub struct ShellExecutor {
     controls: Arc<Controls>,
     inputs: Arc<Inputs>,
     task: Arc<Killer>,
+    /// The inotify instance its shells' size watchdogs share.
+    watches: Arc<Watches>,
 }
 
 impl ShellExecutor {
@@ -63,6 +66,7 @@ impl ShellExecutor {
             controls,
             inputs,
             task,
+            watches: Arc::default(),
         }
     }
 
@@ -397,6 +401,7 @@ impl PendingShell {
             executor.book.clone(),
             Arc::clone(&executor.config),
             Arc::clone(&executor.controls),
+            Arc::clone(&executor.watches),
         ));
         Ok(TaskHandle {
             id,

@@ -5,81 +5,266 @@
 //! second to tmpfs); a check on every wake-up after a write bounds the overshoot by what the
 //! command writes between its first write past the cap and the `SIGSTOP` of its group, a
 //! scheduling delay rather than a poll period.
+//!
+//! Every task of an executor shares one inotify instance ([`Watches`]), each with a watch of
+//! its own. An instance per task ran out: Linux allows a user 128 instances
+//! (`fs.inotify.max_user_instances`), so the 129th live task fell back to the poll alone and,
+//! worse, every other program of the user (editors, file watchers, `tail -f`) could no longer
+//! create one while the tasks ran. Closing an instance also waits for the kernel's notification
+//! teardown (`synchronize_srcu`, about 10 ms), which a watch's removal does not.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
+use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+use rustix::io::Errno;
 use tokio::io::unix::AsyncFd;
+use tokio::sync::Notify;
+use tokio::task::AbortHandle;
 use tokio::time::Interval;
 
-/// Size of the buffer inotify events are drained into (their content is not needed).
-const DRAIN_BYTES: usize = 4096;
+/// Size of the buffer inotify events are read into (only their watch descriptors are used).
+const EVENT_BUFFER_BYTES: usize = 4096;
+
+/// The inotify instance an executor's tasks share, opened when the first task needs it (from
+/// the runtime that supervises the tasks) and closed with the executor.
+#[derive(Debug, Default)]
+pub(crate) struct Watches {
+    instance: Mutex<Option<Arc<Instance>>>,
+}
+
+impl Watches {
+    /// The shared instance, opened now if it is not open yet (again after a failed try, or
+    /// once its reader has ended: its runtime shut down, or reading failed).
+    fn instance(&self) -> std::io::Result<Arc<Instance>> {
+        let mut instance = self.instance.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*instance {
+            Some(open) if !open.reader.is_finished() => Ok(Arc::clone(open)),
+            _ => {
+                let open = Arc::new(Instance::open()?);
+                *instance = Some(Arc::clone(&open));
+                Ok(open)
+            }
+        }
+    }
+}
+
+/// One inotify instance: its descriptor, who is woken for each watch, and the task that reads
+/// its events.
+#[derive(Debug)]
+struct Instance {
+    fd: Arc<OwnedFd>,
+    woken: Arc<Woken>,
+    reader: AbortHandle,
+}
+
+/// Who is woken for each watch descriptor: the tasks whose output it watches (one, unless two
+/// watches name one file, which inotify reports under one descriptor).
+type Woken = Mutex<HashMap<i32, Vec<Arc<Notify>>>>;
+
+impl Instance {
+    fn open() -> std::io::Result<Self> {
+        let fd = Arc::new(inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)?);
+        let woken = Arc::new(Woken::default());
+        // SAFETY: `fd` is an open descriptor, shared only through `Arc<OwnedFd>` (which cannot
+        // be closed or replaced while a clone lives), so it stays the same open file
+        // description for the whole life of the `AsyncFd`.
+        let events = unsafe {
+            AsyncFd::register_with_interest(Arc::clone(&fd), tokio::io::Interest::READABLE)
+        }?;
+        let reader = tokio::spawn(read_events(events, Arc::clone(&woken))).abort_handle();
+        Ok(Self { fd, woken, reader })
+    }
+
+    /// Watches `path` for writes, waking `notify` on each.
+    fn watch(self: &Arc<Self>, path: &Path, notify: &Arc<Notify>) -> std::io::Result<Watch> {
+        let wd = inotify::add_watch(&*self.fd, path, WatchFlags::MODIFY)?;
+        lock(&self.woken)
+            .entry(wd)
+            .or_default()
+            .push(Arc::clone(notify));
+        Ok(Watch {
+            instance: Arc::clone(self),
+            wd,
+            notify: Arc::clone(notify),
+        })
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+/// One task's watch on its output file; removed when dropped.
+#[derive(Debug)]
+struct Watch {
+    instance: Arc<Instance>,
+    wd: i32,
+    notify: Arc<Notify>,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let mut woken = lock(&self.instance.woken);
+        let Entry::Occupied(mut entry) = woken.entry(self.wd) else {
+            return;
+        };
+        entry.get_mut().retain(|n| !Arc::ptr_eq(n, &self.notify));
+        if entry.get().is_empty() {
+            entry.remove();
+            // Fails harmlessly if the kernel removed it already (its file was deleted).
+            let _ = inotify::remove_watch(&*self.instance.fd, self.wd);
+        }
+    }
+}
+
+/// Reads the instance's events for as long as it is open, waking the task of each watch that
+/// saw a write (every task when the kernel's event queue overflowed). Ends if the descriptor
+/// fails; every task then has its poll alone.
+async fn read_events(events: AsyncFd<Arc<OwnedFd>>, woken: Arc<Woken>) {
+    let mut buf = [MaybeUninit::<u8>::uninit(); EVENT_BUFFER_BYTES];
+    loop {
+        let Ok(mut ready) = events.readable().await else {
+            return;
+        };
+        let mut reader = inotify::Reader::new(ready.get_inner().as_fd(), &mut buf);
+        loop {
+            match reader.next() {
+                Ok(event) if event.events().contains(ReadFlags::QUEUE_OVERFLOW) => {
+                    lock(&woken).values().flatten().for_each(|n| n.notify_one());
+                }
+                Ok(event) => {
+                    if let Some(tasks) = lock(&woken).get(&event.wd()) {
+                        tasks.iter().for_each(|n| n.notify_one());
+                    }
+                }
+                Err(Errno::AGAIN) => {
+                    ready.clear_ready();
+                    break;
+                }
+                Err(Errno::INTR) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read inotify events: output growth is polled");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn lock(woken: &Woken) -> std::sync::MutexGuard<'_, HashMap<i32, Vec<Arc<Notify>>>> {
+    woken.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// A future source that resolves when the output may have grown.
 #[derive(Debug)]
 pub(crate) struct Growth {
-    inotify: Option<AsyncFd<OwnedFd>>,
+    watch: Option<Watch>,
     poll: Interval,
 }
 
 impl Growth {
-    /// Watches `path` for writes; `poll` fires regardless.
-    pub(crate) fn new(path: &Path, poll: Interval) -> Self {
-        let inotify = watch(path)
+    /// Watches `path` for writes through `watches`' shared instance; `poll` fires regardless.
+    pub(crate) fn new(watches: &Watches, path: &Path, poll: Interval) -> Self {
+        let notify = Arc::new(Notify::new());
+        let watch = watches
+            .instance()
+            .and_then(|instance| instance.watch(path, &notify))
             .inspect_err(|error| {
                 tracing::debug!(path = %path.display(), %error, "no inotify: polling only");
             })
             .ok();
-        Self { inotify, poll }
+        Self { watch, poll }
     }
 
     /// Waits until the file was written to or the poll period elapsed.
     pub(crate) async fn next(&mut self) {
-        let Some(inotify) = &self.inotify else {
+        let Some(watch) = &self.watch else {
             self.poll.tick().await;
             return;
         };
         tokio::select! {
-            ready = inotify.readable() => {
-                if let Ok(mut guard) = ready {
-                    drain(guard.get_inner().as_fd());
-                    guard.clear_ready();
-                }
-            }
+            () = watch.notify.notified() => {}
             _ = self.poll.tick() => {}
         }
     }
 }
 
-impl Drop for Growth {
-    /// Closes the inotify instance on the blocking pool: closing one waits for the kernel's
-    /// notification teardown (`synchronize_srcu`, about 10 ms here), which on a runtime worker
-    /// stalled every other task and request of the supervisor each time a task ended.
-    fn drop(&mut self) {
-        let Some(registered) = self.inotify.take() else {
-            return;
-        };
-        let fd = registered.into_inner();
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn_blocking(move || drop(fd))),
-            Err(_) => drop(fd),
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::io::Write;
+    use std::time::Duration;
+
+    fn hour() -> Interval {
+        let hour = Duration::from_secs(3600);
+        tokio::time::interval_at(tokio::time::Instant::now() + hour, hour)
+    }
+
+    #[tokio::test]
+    async fn growths_share_one_instance_and_each_wakes_on_a_write_to_its_own_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let watches = Watches::default();
+        let paths: Vec<_> = (0..200)
+            .map(|i| dir.path().join(format!("{i}.output")))
+            .collect();
+        let mut growths: Vec<_> = paths
+            .iter()
+            .map(|path| {
+                std::fs::File::create(path).unwrap();
+                Growth::new(&watches, path, hour())
+            })
+            .collect();
+        let shared = watches.instance().unwrap();
+        assert!(
+            growths.iter().all(|g| g
+                .watch
+                .as_ref()
+                .is_some_and(|w| Arc::ptr_eq(&w.instance, &shared))),
+            "every task is watched, all through one instance"
+        );
+        assert_eq!(
+            lock(&shared.woken).len(),
+            200,
+            "a watch of its own for each file"
+        );
+        for i in [0, 137, 199] {
+            let mut file = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&paths[i])
+                .unwrap();
+            file.write_all(b"grown\n").unwrap();
+            tokio::time::timeout(Duration::from_secs(30), growths[i].next())
+                .await
+                .unwrap_or_else(|_| panic!("the write to {i}.output woke nobody"));
+        }
+        drop(growths);
+        assert!(
+            lock(&shared.woken).is_empty(),
+            "every watch is removed with its task"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_growth_whose_watch_is_gone_still_wakes_on_its_poll() {
+        let dir = tempfile::tempdir().unwrap();
+        let watches = Watches::default();
+        let path = dir.path().join("gone.output");
+        std::fs::File::create(&path).unwrap();
+        let poll = tokio::time::interval(Duration::from_millis(10));
+        let mut growth = Growth::new(&watches, &path, poll);
+        std::fs::remove_file(&path).unwrap();
+        for _ in 0..3 {
+            tokio::time::timeout(Duration::from_secs(30), growth.next())
+                .await
+                .unwrap();
         }
     }
-}
-
-fn watch(path: &Path) -> std::io::Result<AsyncFd<OwnedFd>> {
-    let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)?;
-    inotify::add_watch(&fd, path, WatchFlags::MODIFY)?;
-    // SAFETY: `fd` is an open descriptor owned by the `AsyncFd` from here on (an `OwnedFd`
-    // cannot be closed or replaced behind its back), so it stays the same open file description
-    // for the whole life of the `AsyncFd`.
-    let registered = unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) };
-    Ok(registered?)
-}
-
-/// Reads every queued event so the descriptor is not readable again until the next write.
-fn drain(fd: std::os::fd::BorrowedFd<'_>) {
-    let mut buf = [0u8; DRAIN_BYTES];
-    while matches!(rustix::io::read(fd, &mut buf), Ok(n) if n > 0) {}
 }

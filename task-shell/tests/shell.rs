@@ -256,6 +256,63 @@ async fn the_size_cap_is_checked_on_every_write_not_only_on_the_poll() {
     assert!(output_of(&task).len() > 1024 * 1024);
 }
 
+/// The most inotify instances one user may hold (`fs.inotify.max_user_instances`, 128 by
+/// default).
+fn inotify_instance_limit() -> usize {
+    std::fs::read_to_string("/proc/sys/fs/inotify/max_user_instances")
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(128)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::print_stderr)]
+async fn the_size_cap_is_checked_on_every_write_beyond_the_users_inotify_instance_limit() {
+    // With an inotify instance per task, the tasks past the user's limit had the poll alone
+    // (here an hour away), and no other program of the user could watch a file meanwhile.
+    let limit = inotify_instance_limit();
+    let sleepers = limit.min(1024);
+    if sleepers < limit {
+        eprintln!("the inotify instance limit is {limit}: starting {sleepers} tasks, not past it");
+    }
+    let mut config = fast_config();
+    config.size_cap_bytes = 1024 * 1024;
+    config.size_check_interval = Duration::from_secs(3_600);
+    let fx = Fixture::new(config);
+    let mut live = GroupsKilledOnDrop(Vec::new());
+    for i in 0..sleepers {
+        let task = fx
+            .executor
+            .spawn(bg("sleep 1000", &format!("s{i}")))
+            .unwrap();
+        live.0.extend(task.pid());
+    }
+    let mut flood = fx.executor.spawn(bg("yes", "flood")).unwrap();
+    let outcome = tokio::time::timeout(DEADLINE, flood.wait())
+        .await
+        .expect("the write-driven size check never fired for the last task")
+        .unwrap();
+    assert_eq!(
+        outcome.reason,
+        EndReason::OutputCapExceeded {
+            cap_bytes: 1024 * 1024
+        }
+    );
+}
+
+/// The process groups of the tasks with these pids, killed when dropped (pass or fail).
+struct GroupsKilledOnDrop(Vec<u32>);
+
+impl Drop for GroupsKilledOnDrop {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            if let Some(group) = rustix::process::Pid::from_raw(*pid as i32) {
+                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn commands_longer_than_an_argument_may_be_still_run() {
     let fx = Fixture::new(ShellConfig::default());

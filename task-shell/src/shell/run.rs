@@ -13,7 +13,7 @@ use tokio::time::{Instant, Interval, MissedTickBehavior, interval_at};
 use crate::book::Book;
 use crate::config::ShellConfig;
 use crate::control::{Control, Controls, Outcome, deadline, freeze_group, kill_and_reap};
-use crate::growth::Growth;
+use crate::growth::{Growth, Watches};
 use crate::output::{append_line, output_size, output_tail};
 use crate::process::{EXIT_KILLED, exit_code};
 use crate::watchdog::{SizeCap, StallStep, StallWatchdog};
@@ -51,7 +51,7 @@ struct Watchdogs {
 }
 
 impl Watchdogs {
-    fn new(config: &ShellConfig, output: &Path) -> Self {
+    fn new(config: &ShellConfig, watches: &Watches, output: &Path) -> Self {
         let now = Instant::now();
         let every = |period: Duration| {
             let mut tick = interval_at(now + period, period);
@@ -63,7 +63,7 @@ impl Watchdogs {
             stall_tick: every(config.stall_check_interval),
             stall_done: false,
             size_cap: SizeCap::new(config.size_cap_bytes),
-            growth: Growth::new(output, every(config.size_check_interval)),
+            growth: Growth::new(watches, output, every(config.size_check_interval)),
         }
     }
 }
@@ -75,15 +75,16 @@ impl ShellRun {
         book: Book,
         config: Arc<ShellConfig>,
         controls: Arc<Controls>,
+        watches: Arc<Watches>,
     ) {
-        let end = self.run(&book, &config).await;
+        let end = self.run(&book, &config, &watches).await;
         controls.close(&self.id);
         let outcome = self.settle(&book, end);
         self.outcome.send_replace(Some(outcome));
     }
 
-    async fn run(&mut self, book: &Book, config: &ShellConfig) -> End {
-        let mut dogs = Watchdogs::new(config, &self.output);
+    async fn run(&mut self, book: &Book, config: &ShellConfig, watches: &Watches) -> End {
+        let mut dogs = Watchdogs::new(config, watches, &self.output);
         let timeout = deadline(self.timeout);
         tokio::pin!(timeout);
         loop {
