@@ -279,13 +279,11 @@ async fn the_size_cap_is_checked_on_every_write_beyond_the_users_inotify_instanc
     config.size_cap_bytes = 1024 * 1024;
     config.size_check_interval = Duration::from_secs(3_600);
     let fx = Fixture::new(config);
-    let mut live = GroupsKilledOnDrop(Vec::new());
+    // The fixture kills every task's group when dropped, pass or fail.
     for i in 0..sleepers {
-        let task = fx
-            .executor
+        fx.executor
             .spawn(bg("sleep 1000", &format!("s{i}")))
             .unwrap();
-        live.0.extend(task.pid());
     }
     let mut flood = fx.executor.spawn(bg("yes", "flood")).unwrap();
     let outcome = tokio::time::timeout(DEADLINE, flood.wait())
@@ -298,19 +296,6 @@ async fn the_size_cap_is_checked_on_every_write_beyond_the_users_inotify_instanc
             cap_bytes: 1024 * 1024
         }
     );
-}
-
-/// The process groups of the tasks with these pids, killed when dropped (pass or fail).
-struct GroupsKilledOnDrop(Vec<u32>);
-
-impl Drop for GroupsKilledOnDrop {
-    fn drop(&mut self) {
-        for pid in &self.0 {
-            if let Some(group) = rustix::process::Pid::from_raw(*pid as i32) {
-                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-            }
-        }
-    }
 }
 
 #[tokio::test]

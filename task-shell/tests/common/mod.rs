@@ -117,6 +117,22 @@ impl Fixture {
     }
 }
 
+impl Drop for Fixture {
+    /// Kills the process group of every task still recorded as possibly alive, by the group id
+    /// it got, so a test that fails part-way leaves no process behind (a shell's children, such
+    /// as a `sleep` it forked, are in its group but get no parent-death signal).
+    fn drop(&mut self) {
+        for state in self.registry.snapshot() {
+            if let TaskKind::Shell(shell) = &state.kind
+                && let Some(process) = shell.process
+                && let Some(group) = rustix::process::Pid::from_raw(process.pgid as i32)
+            {
+                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            }
+        }
+    }
+}
+
 /// A config with millisecond watchdogs for tests.
 pub fn fast_config() -> ShellConfig {
     let mut config = ShellConfig::default();
