@@ -235,13 +235,17 @@ async fn size_cap_kills_a_command_writing_past_it() {
     );
 }
 
-#[tokio::test]
-async fn the_size_cap_is_checked_on_every_write_not_only_on_the_poll() {
-    // The poll would not come for an hour: only the write-driven check can stop the flood.
+/// A fixture whose size cap (1 MiB) has its poll an hour away: only the write-driven check can
+/// stop a flood.
+fn fixture_with_a_write_driven_cap() -> Fixture {
     let mut config = fast_config();
     config.size_cap_bytes = 1024 * 1024;
     config.size_check_interval = Duration::from_secs(3_600);
-    let fx = Fixture::new(config);
+    Fixture::new(config)
+}
+
+/// Starts `yes` and asserts that the write-driven size check ends it; returns the task.
+async fn a_flood_stopped_at_the_cap(fx: &Fixture) -> TaskHandle {
     let mut task = fx.executor.spawn(bg("yes", "flood")).unwrap();
     let outcome = tokio::time::timeout(DEADLINE, task.wait())
         .await
@@ -253,6 +257,13 @@ async fn the_size_cap_is_checked_on_every_write_not_only_on_the_poll() {
             cap_bytes: 1024 * 1024
         }
     );
+    task
+}
+
+#[tokio::test]
+async fn the_size_cap_is_checked_on_every_write_not_only_on_the_poll() {
+    let fx = fixture_with_a_write_driven_cap();
+    let task = a_flood_stopped_at_the_cap(&fx).await;
     assert!(output_of(&task).len() > 1024 * 1024);
 }
 
@@ -275,27 +286,15 @@ async fn the_size_cap_is_checked_on_every_write_beyond_the_users_inotify_instanc
     if sleepers < limit {
         eprintln!("the inotify instance limit is {limit}: starting {sleepers} tasks, not past it");
     }
-    let mut config = fast_config();
-    config.size_cap_bytes = 1024 * 1024;
-    config.size_check_interval = Duration::from_secs(3_600);
-    let fx = Fixture::new(config);
+    let fx = fixture_with_a_write_driven_cap();
     // The fixture kills every task's group when dropped, pass or fail.
     for i in 0..sleepers {
         fx.executor
             .spawn(bg("sleep 1000", &format!("s{i}")))
             .unwrap();
     }
-    let mut flood = fx.executor.spawn(bg("yes", "flood")).unwrap();
-    let outcome = tokio::time::timeout(DEADLINE, flood.wait())
-        .await
-        .expect("the write-driven size check never fired for the last task")
-        .unwrap();
-    assert_eq!(
-        outcome.reason,
-        EndReason::OutputCapExceeded {
-            cap_bytes: 1024 * 1024
-        }
-    );
+    // The last task started: past the limit, had each task an instance of its own.
+    a_flood_stopped_at_the_cap(&fx).await;
 }
 
 #[tokio::test]
