@@ -45,7 +45,7 @@ pub(crate) async fn agent(context: &Arc<Context>, input: AgentInput) -> Result<R
     if background {
         let output = context.session.paths().output(&id);
         let shape = serde_json::json!({"agentId": id.as_str(), "status": "async_launched"});
-        return Reply::new(launch_text(&id, &output), &shape);
+        return Reply::announcing(launch_text(&id, &output), &shape);
     }
     // In the foreground the result is the answer, and no notification follows.
     let guard = context.foreground(id);

@@ -17,6 +17,7 @@ use task_session::record::TaskRecord;
 use task_session::session::Session;
 
 use crate::Deliverer;
+use crate::client::MESSAGE_KEY;
 use crate::outbox::Outbox;
 use crate::text;
 
@@ -191,6 +192,17 @@ impl Reply {
         let structured = serde_json::to_value(shape)
             .map_err(|e| Failure::Tool(format!("internal error: cannot encode a result: {e}")))?;
         Ok(Self { text, structured })
+    }
+
+    /// A reply whose text says what `shape` alone does not (the reference's "Command running
+    /// in background with ID: …" of a start): the structure carries the text too, under
+    /// [`MESSAGE_KEY`], for clients that show their model only `structuredContent`.
+    pub fn announcing(text: String, shape: &impl Serialize) -> Result<Self, Failure> {
+        let mut reply = Self::new(text, shape)?;
+        if let serde_json::Value::Object(map) = &mut reply.structured {
+            map.insert(MESSAGE_KEY.to_owned(), reply.text.clone().into());
+        }
+        Ok(reply)
     }
 }
 

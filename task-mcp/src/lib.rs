@@ -42,6 +42,7 @@
 //! ```
 
 mod agent;
+pub mod client;
 mod context;
 mod error;
 mod list;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig,
     SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
@@ -16,6 +16,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_router};
 
+use crate::client::{self, Forwarding};
 use crate::context::{Context, into_response};
 use crate::notify::{self, Interest, WatchSettings};
 use crate::schema::{
@@ -209,22 +210,24 @@ impl TasksServer {
         Arc::clone(&self.context.outbox)
     }
 
-    /// Appends every pending notification to a finished call's result; they are marked
-    /// delivered once the answer to `request` is written out.
+    /// Adds every pending notification to a finished call's result, in the part of it that
+    /// `forwarding` shows the model; they are marked delivered once the answer to `request`
+    /// is written out. A result whose forwarded part cannot carry them claims none.
     async fn with_notifications(
         &self,
         response: CallToolResponse,
         request: RequestId,
+        forwarding: Forwarding,
     ) -> CallToolResponse {
         let CallToolResponse::Complete(mut result) = response else {
             return response;
         };
-        if let Some(leased) = notify::lease_for_result(&self.context).await {
-            for notice in leased.notices() {
-                result
-                    .content
-                    .push(ContentBlock::text(notify::for_model(notice)));
-            }
+        let placement = forwarding.placement(&result);
+        if placement.reaches_model()
+            && let Some(leased) = notify::lease_for_result(&self.context).await
+        {
+            let texts: Vec<String> = leased.notices().map(notify::for_model).collect();
+            client::attach(&mut result, placement, &texts);
             self.context.outbox.hold(request, leased);
         }
         CallToolResponse::Complete(result)
@@ -270,11 +273,12 @@ impl ServerHandler for TasksServer {
             return Err(self.unknown_tool(&request.name));
         }
         let id = context.id.clone();
+        let forwarding = Forwarding::of(context.client_info().as_ref());
         let response = self
             .tool_router
             .call(ToolCallContext::new(self, request, context))
             .await?;
-        Ok(self.with_notifications(response, id).await)
+        Ok(self.with_notifications(response, id, forwarding).await)
     }
 
     async fn list_tools(

@@ -55,7 +55,7 @@ pub(crate) async fn bash(context: &Arc<Context>, input: BashInput) -> Result<Rep
             background_task_id: Some(id.to_string()),
             exit_code: None,
         };
-        return Reply::new(text::background_started(&id, &output), &shape);
+        return Reply::announcing(text::background_started(&id, &output), &shape);
     }
     foreground(context, id, Duration::from_millis(timeout_ms)).await
 }
@@ -248,7 +248,7 @@ pub(crate) async fn monitor(context: &Context, input: MonitorInput) -> Result<Re
     };
     let output = context.session.paths().output(&id);
     let text = text::monitor_started(&id, &output, source, shape.timeout_ms, shape.persistent);
-    Reply::new(text, &shape)
+    Reply::announcing(text, &shape)
 }
 
 fn duration_ms(duration: Duration) -> u64 {

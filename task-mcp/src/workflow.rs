@@ -76,5 +76,5 @@ pub(crate) async fn workflow(
         "taskId": id.as_str(), "runId": run_id, "status": "async_launched",
         "scriptPath": script_path, "outputFile": context.session.paths().output(&id),
     });
-    Reply::new(launch, &shape)
+    Reply::announcing(launch, &shape)
 }
