@@ -35,7 +35,7 @@ pub(crate) async fn create(
         metadata: input.metadata,
     };
     let created = on_list(list, move |list| list.create(&request)).await?;
-    Reply::announcing(created.model_text(), &created)
+    Reply::new(created.model_text(), &created)
 }
 
 /// `TaskGet`: the reference's answer, then the task's parent and children when it has them
@@ -50,7 +50,7 @@ pub(crate) async fn get(
     let mut shape = serde_json::to_value(&found)
         .map_err(|e| Failure::Tool(format!("internal error: cannot encode a result: {e}")))?;
     tree.add_tree(&mut shape);
-    Reply::announcing(
+    Reply::new(
         format!("{}{}", found.model_text(), tree.tree_text()),
         &shape,
     )
@@ -79,7 +79,7 @@ pub(crate) async fn update(
         place: None,
     };
     let updated = on_list(list, move |list| list.update(&request)).await?;
-    Reply::announcing(updated.model_text(), &updated)
+    Reply::new(updated.model_text(), &updated)
 }
 
 /// `TaskClaim`: with an owner, `taskId` or `next: true` (exactly one); nothing ready answers
@@ -110,13 +110,13 @@ pub(crate) async fn claim(
             let id = TaskId::parse(raw.strip_prefix('#').unwrap_or(&raw))?;
             let who = owner.clone();
             let result = on_list(list, move |list| list.claim(id, &who, options)).await?;
-            Reply::announcing(result.claim_text(&raw, &owner), &result)
+            Reply::new(result.claim_text(&raw, &owner), &result)
         }
         (None, true) => {
             let who = owner.clone();
             let result = on_list(list, move |list| list.claim_next(&who, options)).await?;
             let text = ClaimResult::next_text(&owner, result.as_ref());
-            Reply::announcing(text, &result.unwrap_or_else(nothing_ready))
+            Reply::new(text, &result.unwrap_or_else(nothing_ready))
         }
         _ => Err(Failure::Tool(
             "TaskClaim takes either taskId or next: true".into(),
@@ -151,7 +151,7 @@ async fn edit(list: &TaskList, input: TaskClaimInput) -> std::result::Result<Rep
         ..UpdateRequest::new(task_id)
     };
     let updated = on_list(list, move |list| list.update(&request)).await?;
-    Reply::announcing(updated.model_text(), &updated)
+    Reply::new(updated.model_text(), &updated)
 }
 
 /// The answer of a `claim_next` that found nothing ready.
@@ -168,7 +168,7 @@ fn nothing_ready() -> ClaimResult {
 /// `TaskList`.
 pub(crate) async fn list(list: &TaskList) -> std::result::Result<Reply, Failure> {
     let listed = on_list(list, TaskList::list).await?;
-    Reply::announcing(listed.model_text(), &listed)
+    Reply::new(listed.model_text(), &listed)
 }
 
 fn status(input: UpdateStatusInput) -> UpdateStatus {

@@ -4,7 +4,11 @@
 #![allow(dead_code)]
 
 pub mod agent_sandbox;
+pub mod claude_code;
+pub mod codex_cli;
+pub mod gemini_cli;
 pub mod hooks;
+pub mod model_server;
 pub mod root;
 pub mod tmux;
 
@@ -20,6 +24,24 @@ pub fn skip(why: &str) {
         "CI must not skip: {why}"
     );
     eprintln!("skipped: {why}");
+}
+
+/// An agent CLI: `$variable` if set, else `name` on the `PATH`; `None` when it does not run
+/// (the test skips; under `CI=true` it fails: `.ci/agent-clis.sh` installs the pinned versions
+/// and prints the variables).
+pub fn agent_cli(variable: &str, name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os(variable).map_or_else(|| name.into(), std::path::PathBuf::from);
+    let runs = std::process::Command::new(&path)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !runs {
+        skip(&format!(
+            "{name} is not installed (.ci/agent-clis.sh installs it and sets {variable})"
+        ));
+    }
+    runs.then_some(path)
 }
 
 /// Whether `tool` runs here (`tool --version` succeeds); when it does not, the test says so

@@ -1,0 +1,315 @@
+//! The real agent CLIs as MCP clients of `tasks mcp`: Claude Code, Codex and the Gemini CLI,
+//! each headless against the scripted model server (`support/model_server.rs`: no network, no
+//! model). What counts is what the client put in front of its model: every assertion reads the
+//! requests the model server received, never what `tasks mcp` sent.
+//!
+//! The CLIs are `$TASKS_TEST_CLAUDE`, `$TASKS_TEST_CODEX` and `$TASKS_TEST_GEMINI` (or on the
+//! `PATH`); `.ci/agent-clis.sh` installs the pinned versions. A test without its CLI skips
+//! locally and fails under `CI=true`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+mod support;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use support::model_server::{Dialect, ModelServer, Recorded, Seen, Turn, notifications_in};
+use support::root::TasksRoot;
+use support::{claude_code, codex_cli, gemini_cli, poll_until};
+
+/// How long one run of a CLI may take before the test kills it and fails.
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+/// The reference's text of a background start, up to the id.
+const STARTED: &str = "Command running in background with ID: ";
+
+/// One of the three clients.
+#[derive(Debug, Clone, Copy)]
+enum Client {
+    Claude,
+    Codex,
+    Gemini,
+}
+
+impl Client {
+    fn executable(self) -> Option<PathBuf> {
+        match self {
+            Client::Claude => claude_code::executable(),
+            Client::Codex => codex_cli::executable(),
+            Client::Gemini => gemini_cli::executable(),
+        }
+    }
+
+    fn dialect(self) -> Box<dyn FnOnce(Vec<Turn>) -> ModelServer> {
+        fn start(dialect: impl Dialect) -> Box<dyn FnOnce(Vec<Turn>) -> ModelServer> {
+            Box::new(move |script| ModelServer::start(dialect, "tasks", script))
+        }
+        match self {
+            Client::Claude => start(claude_code::Anthropic),
+            Client::Codex => start(codex_cli::Responses),
+            Client::Gemini => start(gemini_cli::GenerateContent),
+        }
+    }
+
+    /// The headless command that runs one prompt with `tasks mcp` as the MCP server `tasks`.
+    fn command(self, exe: &Path, dir: &Path, model: &ModelServer, root: &Path) -> Command {
+        let tasks = Path::new(env!("CARGO_BIN_EXE_tasks"));
+        let env = [("TASKS_ROOT", root)];
+        let work = dir.join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let mut command = Command::new(exe);
+        command.current_dir(&work).stdin(Stdio::null());
+        match self {
+            Client::Claude => {
+                let key = "sk-scripted-model-key";
+                let home = claude_code::home(dir, &work, key);
+                let config = claude_code::mcp_config(dir, tasks, &[], &env);
+                command
+                    .envs(claude_code::environment(&home, &model.url(), key))
+                    .args(["-p", "Run the checks."])
+                    .arg("--mcp-config")
+                    .arg(config)
+                    .args(["--strict-mcp-config", "--output-format", "stream-json"])
+                    .args(["--verbose", "--dangerously-skip-permissions"]);
+            }
+            Client::Codex => {
+                let home = codex_cli::home(dir, &model.url(), tasks, &[], &env);
+                command.env("CODEX_HOME", home).args([
+                    "exec",
+                    "--json",
+                    "--skip-git-repo-check",
+                    "Run the checks.",
+                ]);
+            }
+            Client::Gemini => {
+                let home = gemini_cli::home(dir, tasks, &[], &env);
+                command
+                    .env("HOME", home)
+                    .env("GEMINI_API_KEY", "scripted-model-key")
+                    .env("GOOGLE_GEMINI_BASE_URL", model.url())
+                    .args(["-p", "Run the checks.", "--output-format", "stream-json"])
+                    .arg("--yolo");
+            }
+        }
+        command
+    }
+}
+
+/// Runs `client` through `script` with `tasks mcp` in a fresh root; the model server, with
+/// every request recorded, once the CLI has exited 0.
+fn run(
+    client: Client,
+    script: impl FnOnce(&TasksRoot) -> Vec<Turn>,
+) -> Option<(ModelServer, TasksRoot)> {
+    let exe = client.executable()?;
+    let root = TasksRoot::new();
+    let dir = tempfile::tempdir().unwrap();
+    let model = client.dialect()(script(&root));
+    let mut child = client
+        .command(&exe, dir.path(), &model, root.root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let status = poll_until(RUN_LIMIT, || child.try_wait().unwrap());
+    if status.is_none() {
+        support::sigkill(pid);
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{client:?} failed ({:?}):\nstdout: {}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Some((model, root))
+}
+
+/// Whether every task of the session has ended (and at least `count` exist), as `tasks ps`
+/// sees it.
+fn all_ended(root: &TasksRoot, count: usize) -> impl Fn() -> bool + Send + Sync + 'static {
+    let root = root.root().to_owned();
+    move || {
+        let ps = Command::new(env!("CARGO_BIN_EXE_tasks"))
+            .args(["ps", "--all", "--json"])
+            .env("TASKS_ROOT", &root)
+            .env_remove("TASKS_SESSION")
+            .stdin(Stdio::null())
+            .output();
+        let Ok(ps) = ps else { return false };
+        let tasks: Value = serde_json::from_slice(&ps.stdout).unwrap_or(Value::Null);
+        let tasks = tasks.as_array().cloned().unwrap_or_default();
+        tasks.len() >= count
+            && tasks.iter().all(|t| {
+                matches!(
+                    t["status"].as_str(),
+                    Some("completed" | "failed" | "killed")
+                )
+            })
+    }
+}
+
+/// The statuses the session recorded, by task id.
+fn statuses(root: &TasksRoot) -> HashMap<String, String> {
+    let tasks = root.json(&["ps", "--all"]);
+    tasks
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap().to_owned(),
+                t["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The ids the model was told in text when it started background commands.
+fn started_ids(texts: &[String]) -> Vec<String> {
+    texts
+        .iter()
+        .filter_map(|text| {
+            let at = text.find(STARTED)? + STARTED.len();
+            let id: String = text[at..]
+                .chars()
+                .take_while(char::is_ascii_alphanumeric)
+                .collect();
+            Some(id)
+        })
+        .collect()
+}
+
+/// The last scripted turn: its conversation holds everything the model was given.
+fn last_turn(model: &ModelServer) -> (Recorded, Vec<String>) {
+    let turns = model.turns();
+    let last = turns
+        .last()
+        .expect("the client asked the model at least once")
+        .clone();
+    let texts = model.conversation_texts(&last);
+    (last, texts)
+}
+
+fn one_failing_background_bash(root: &TasksRoot) -> Vec<Turn> {
+    vec![
+        Turn::call(
+            "Bash",
+            json!({"command": "sleep 1; echo out; exit 3", "run_in_background": true,
+                   "description": "fails with 3"}),
+        ),
+        // The model goes on working; its next call is answered once the command has ended.
+        Turn::call("Bash", json!({"command": "echo second"})).after(all_ended(root, 1)),
+        Turn::call("Bash", json!({"command": "echo third"})),
+    ]
+}
+
+fn a_failed_background_bash_is_seen_once(client: Client) {
+    let Some((model, root)) = run(client, one_failing_background_bash) else {
+        return;
+    };
+    let (_, texts) = last_turn(&model);
+    let started = started_ids(&texts);
+    assert_eq!(
+        started.len(),
+        1,
+        "the model was told the id in text once: {texts:#?}"
+    );
+    let id = &started[0];
+    let seen: Vec<Seen> = notifications_in(&texts);
+    assert_eq!(
+        seen,
+        vec![Seen {
+            task_id: id.clone(),
+            status: Some("failed".into())
+        }],
+        "the model saw the end exactly once, with its id and status: {texts:#?}"
+    );
+    assert_eq!(statuses(&root)[id], "failed");
+}
+
+fn ten_ending_together(root: &TasksRoot) -> Vec<Turn> {
+    let go = root.path("go");
+    let starts = (0..10)
+        .map(|n| {
+            let command = format!(
+                "while [ ! -e '{}' ]; do sleep 0.02; done; exit {}",
+                go.display(),
+                n % 2
+            );
+            support::model_server::Call::new(
+                "Bash",
+                json!({"command": command, "run_in_background": true,
+                       "description": format!("task {n}")}),
+            )
+        })
+        .collect();
+    vec![
+        Turn::calls(starts),
+        Turn::call(
+            "Bash",
+            json!({"command": format!("touch '{}'", go.display())}),
+        ),
+        Turn::call("Bash", json!({"command": "echo after"})).after(all_ended(root, 10)),
+        Turn::call("Bash", json!({"command": "echo again"})),
+    ]
+}
+
+fn ten_background_ends_are_each_seen_once(client: Client) {
+    let Some((model, root)) = run(client, ten_ending_together) else {
+        return;
+    };
+    let (_, texts) = last_turn(&model);
+    let mut started = started_ids(&texts);
+    started.sort();
+    started.dedup();
+    assert_eq!(
+        started.len(),
+        10,
+        "each start's id told in text: {texts:#?}"
+    );
+    let recorded = statuses(&root);
+    let seen = notifications_in(&texts);
+    for id in &started {
+        let of_id: Vec<&Seen> = seen.iter().filter(|s| &s.task_id == id).collect();
+        assert_eq!(of_id.len(), 1, "{id} seen exactly once: {seen:#?}");
+        assert_eq!(of_id[0].status.as_deref(), Some(recorded[id].as_str()));
+    }
+    assert_eq!(seen.len(), 10, "nothing else seen: {seen:#?}");
+}
+
+#[test]
+fn claude_code_sees_a_failed_background_bash_once_with_its_id_and_status() {
+    a_failed_background_bash_is_seen_once(Client::Claude);
+}
+
+#[test]
+fn claude_code_sees_ten_background_ends_each_once() {
+    ten_background_ends_are_each_seen_once(Client::Claude);
+}
+
+#[test]
+fn codex_sees_a_failed_background_bash_once_with_its_id_and_status() {
+    a_failed_background_bash_is_seen_once(Client::Codex);
+}
+
+#[test]
+fn codex_sees_ten_background_ends_each_once() {
+    ten_background_ends_are_each_seen_once(Client::Codex);
+}
+
+#[test]
+fn gemini_sees_a_failed_background_bash_once_with_its_id_and_status() {
+    a_failed_background_bash_is_seen_once(Client::Gemini);
+}
+
+#[test]
+fn gemini_sees_ten_background_ends_each_once() {
+    ten_background_ends_are_each_seen_once(Client::Gemini);
+}
