@@ -1113,8 +1113,9 @@ pub struct McpArgs {
     /// Who is acting on the list (recorded in its audit log).
     #[arg(long, env = "TASKS_ACTOR", value_name = "NAME", default_value = "mcp")]
     pub actor: String,
-    /// Who delivers notifications: `result` (the next tool result; pushes only announce) or
-    /// `push` (the pushed `notifications/message` is the delivery).
+    /// Who delivers notifications: `result` (the next tool result; pushes only announce),
+    /// `push` (the pushed `notifications/message` is the delivery) or `channel` (a Claude Code
+    /// channel event, `notifications/claude/channel`, is the delivery).
     #[arg(long, value_enum, default_value_t = DeliverArg::Result)]
     pub deliver: DeliverArg,
     /// How often to look for notifications and output changes to push, in milliseconds.
@@ -1130,6 +1131,9 @@ pub enum DeliverArg {
     Result,
     /// The push claims and carries the envelope; tool results carry what no push took yet.
     Push,
+    /// A Claude Code channel event claims and carries the envelope (the client must be started
+    /// with `--dangerously-load-development-channels server:NAME`).
+    Channel,
 }
 
 /// A live dashboard of the session's tasks, their output and the task list.

@@ -19,6 +19,7 @@ impl From<DeliverArg> for Deliverer {
         match arg {
             DeliverArg::Result => Deliverer::Result,
             DeliverArg::Push => Deliverer::Push,
+            DeliverArg::Channel => Deliverer::Channel,
         }
     }
 }

@@ -69,7 +69,7 @@ impl Client {
                 let home = claude_code::home(dir, &work, key);
                 let config = claude_code::mcp_config(dir, tasks, &[], &env);
                 command
-                    .envs(claude_code::environment(&home, &model.url(), key))
+                    .envs(claude_code::environment(&home, &model.url(), key, false))
                     .args(["-p", "Run the checks."])
                     .arg("--mcp-config")
                     .arg(config)
@@ -312,4 +312,172 @@ fn gemini_sees_a_failed_background_bash_once_with_its_id_and_status() {
 #[test]
 fn gemini_sees_ten_background_ends_each_once() {
     ten_background_ends_are_each_seen_once(Client::Gemini);
+}
+
+/// Claude Code, interactive in a real terminal (channels reach only an interactive session),
+/// with `tasks mcp --deliver channel` as its development channel; the model server's record
+/// once every id of `ids_from` has been seen and one more prompt has been answered.
+fn claude_with_channel(
+    script: impl FnOnce(&TasksRoot) -> Vec<Turn>,
+    expected: usize,
+) -> Option<(ModelServer, TasksRoot)> {
+    let exe = claude_code::executable()?;
+    let root = TasksRoot::new();
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let model = ModelServer::start(claude_code::Anthropic, "tasks", script(&root));
+    let key = "sk-scripted-model-key";
+    let home = claude_code::home(dir.path(), &work, key);
+    let tasks = Path::new(env!("CARGO_BIN_EXE_tasks"));
+    let config = claude_code::mcp_config(
+        dir.path(),
+        tasks,
+        &["--deliver", "channel"],
+        &[("TASKS_ROOT", root.root())],
+    );
+    let env: Vec<String> = claude_code::environment(&home, &model.url(), key, true)
+        .into_iter()
+        .map(|(k, v)| format!("{k}='{v}'"))
+        .collect();
+    // Claude Code logs there when it has registered the channel, which is when its MCP tools
+    // are offered too: a prompt sent before would reach a model with no tools.
+    let debug = dir.path().join("claude-debug.log");
+    let shell = format!(
+        "cd '{}' && exec env {} '{}' --mcp-config '{}' --strict-mcp-config \
+         --dangerously-skip-permissions --dangerously-load-development-channels server:tasks \
+         --debug-file '{}'",
+        work.display(),
+        env.join(" "),
+        exe.display(),
+        config.display(),
+        debug.display()
+    );
+    let tmux = support::tmux::Tmux::start_sized(&root, &shell, (200, 50))?;
+    // Confirms the development channel's warning: the key is read only once the dialog takes
+    // input, so it is sent again until the dialog goes.
+    const WARNING: &str = "I am using this for local development";
+    tmux.wait_for("the development channel's warning", |screen| {
+        screen.contains(WARNING)
+    });
+    let confirmed = (0..20).any(|_| {
+        tmux.keys(&["Enter"]);
+        poll_until(Duration::from_secs(1), || {
+            (!tmux.screen().join("\n").contains(WARNING)).then_some(())
+        })
+        .is_some()
+    });
+    assert!(
+        confirmed,
+        "the warning stayed:\n{}",
+        tmux.screen().join("\n")
+    );
+    const REGISTERED: &str = "MCP server \"tasks\": Channel notifications registered";
+    let registered = poll_until(RUN_LIMIT, || {
+        let log = std::fs::read_to_string(&debug).unwrap_or_default();
+        log.contains(REGISTERED).then_some(())
+    });
+    assert!(
+        registered.is_some(),
+        "the channel was not registered:\n{}",
+        std::fs::read_to_string(&debug).unwrap_or_default()
+    );
+    prompt(&tmux, "Run the checks.");
+    let seen_all = poll_until(RUN_LIMIT, || {
+        let turns = model.turns();
+        let texts = model.conversation_texts(turns.last()?);
+        (notifications_in(&texts).len() >= expected).then_some(())
+    });
+    assert!(
+        seen_all.is_some(),
+        "the model never saw {expected} ends: {:#?}\nscreen:\n{}",
+        model.turns().last().map(|t| model.conversation_texts(t)),
+        tmux.screen().join("\n")
+    );
+    // One more prompt: its request holds the whole conversation, pushes included.
+    let before = model.turns().len();
+    prompt(&tmux, "Anything else?");
+    let answered = poll_until(RUN_LIMIT, || (model.turns().len() > before).then_some(()));
+    assert!(
+        answered.is_some(),
+        "the second prompt was not sent:\n{}",
+        tmux.screen().join("\n")
+    );
+    drop(tmux);
+    Some((model, root))
+}
+
+/// Types `text` at Claude Code's prompt and sends it (the key after the text has shown: keys
+/// arriving with the text would be taken as pasted).
+fn prompt(tmux: &support::tmux::Tmux, text: &str) {
+    tmux.wait_for("Claude Code's prompt", |screen| {
+        screen.contains("bypass permissions")
+    });
+    tmux.keys(&[text]);
+    tmux.wait_for("the typed prompt", |screen| screen.contains(text));
+    tmux.keys(&["Enter"]);
+}
+
+/// The texts of a conversation that arrived as channel events from `tasks`.
+fn channel_events(texts: &[String]) -> Vec<&String> {
+    texts
+        .iter()
+        .filter(|t| t.contains("<channel source=\"tasks\""))
+        .collect()
+}
+
+#[test]
+fn claude_code_gets_a_failed_background_bash_as_one_channel_event() {
+    let script = |_: &TasksRoot| {
+        vec![Turn::call(
+            "Bash",
+            json!({"command": "sleep 1; echo out; exit 3", "run_in_background": true}),
+        )]
+    };
+    let Some((model, root)) = claude_with_channel(script, 1) else {
+        return;
+    };
+    let (_, texts) = last_turn(&model);
+    let id = started_ids(&texts)
+        .pop()
+        .expect("the start's id told in text");
+    assert_eq!(
+        notifications_in(&texts),
+        vec![Seen {
+            task_id: id.clone(),
+            status: Some("failed".into())
+        }],
+        "seen exactly once: {texts:#?}"
+    );
+    let events = channel_events(&texts);
+    assert_eq!(events.len(), 1, "pushed as one channel event: {texts:#?}");
+    let meta = format!("task_id=\"{id}\" type=\"local_bash\" status=\"failed\"");
+    assert!(events[0].contains(&meta), "the event's meta: {}", events[0]);
+    assert_eq!(statuses(&root)[&id], "failed");
+}
+
+#[test]
+fn claude_code_gets_ten_background_ends_each_once_with_channel_delivery() {
+    let script = |root: &TasksRoot| {
+        let mut turns = ten_ending_together(root);
+        turns.truncate(2); // the starts and the release: the ends are pushed
+        turns
+    };
+    let Some((model, root)) = claude_with_channel(script, 10) else {
+        return;
+    };
+    let (_, texts) = last_turn(&model);
+    let recorded = statuses(&root);
+    let seen = notifications_in(&texts);
+    let mut ids: Vec<&String> = seen.iter().map(|s| &s.task_id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(
+        (ids.len(), seen.len()),
+        (10, 10),
+        "ten ends, each once: {seen:#?}"
+    );
+    for s in &seen {
+        assert_eq!(s.status.as_deref(), Some(recorded[&s.task_id].as_str()));
+    }
 }

@@ -83,6 +83,19 @@ pub enum Deliverer {
     Result,
     /// The push claims and carries the envelope; tool results carry what no push took yet.
     Push,
+    /// A Claude Code channel event (`notifications/claude/channel`) claims and carries the
+    /// envelope: the client puts it in front of its model mid-session, without a tool call.
+    /// Tool results carry what no push took yet. The client must listen
+    /// (`claude --dangerously-load-development-channels server:NAME`), and it listens only on
+    /// the session protocols, so this server then offers none newer than 2025-11-25.
+    Channel,
+}
+
+impl Deliverer {
+    /// Whether a push claims the notifications it carries.
+    pub fn pushes(self) -> bool {
+        matches!(self, Deliverer::Push | Deliverer::Channel)
+    }
 }
 
 /// The sessions server the `Agent` tool's `isolation: "remote"` starts agents on.

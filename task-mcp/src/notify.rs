@@ -14,6 +14,13 @@
 //!   tool result. With [`Deliverer::Push`](crate::Deliverer::Push) (`tasks mcp --deliver push`)
 //!   the push claims the notification and is its delivery.
 //!
+//! * **As Claude Code channel events** ([`Deliverer::Channel`](crate::Deliverer::Channel),
+//!   `tasks mcp --deliver channel`): each notification is pushed once as
+//!   `notifications/claude/channel` with `{content, meta}` (`content` the model-facing text,
+//!   `meta` the task id, its type and, for an end, its status), which Claude Code puts in front
+//!   of its model as a `<channel source="tasks" task_id=… type=… status=…>` event; the push is
+//!   the delivery.
+//!
 //! The watcher also sends `notifications/resources/updated` for every subscribed
 //! `tasks://{id}/output` whose output grew or whose task ended, and
 //! `notifications/resources/list_changed` when tasks appear.
@@ -30,7 +37,8 @@ use std::time::Duration;
 use task_session::guard as lock;
 
 use rmcp::model::{
-    LoggingLevel, LoggingMessageNotificationParam, ResourceUpdatedNotificationParam,
+    CustomNotification, LoggingLevel, LoggingMessageNotificationParam,
+    ResourceUpdatedNotificationParam, ServerNotification,
 };
 use rmcp::service::{Peer, RoleServer};
 use serde_json::json;
@@ -159,6 +167,7 @@ pub(crate) async fn watch(
 /// One message for the client.
 enum Message {
     Log(LoggingMessageNotificationParam),
+    Channel(serde_json::Value),
     Updated(String),
     ListChanged,
 }
@@ -167,6 +176,11 @@ async fn send(peer: &Peer<RoleServer>, messages: Vec<Message>) -> Result<(), rmc
     for message in messages {
         match message {
             Message::Log(param) => peer.notify_logging_message(param).await?,
+            Message::Channel(params) => {
+                let channel = CustomNotification::new(CHANNEL_METHOD, Some(params));
+                peer.send_notification(ServerNotification::CustomNotification(channel))
+                    .await?;
+            }
             Message::Updated(uri) => {
                 peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
                     .await?;
@@ -188,11 +202,16 @@ async fn look(
     let mut seen = blocking(move || Seen::collect(&job_context, &job_interest)).await?;
     let mut messages = Vec::new();
     for (key, notice) in seen.notices {
-        if pushed.insert(key) {
-            let level = level(&notice);
-            if interest.wants(level) {
-                messages.push(Message::Log(log_param(&notice, level, context.delivery)));
-            }
+        if !pushed.insert(key) {
+            continue;
+        }
+        if context.delivery == Deliverer::Channel {
+            messages.push(Message::Channel(channel_params(&notice)));
+            continue;
+        }
+        let level = level(&notice);
+        if interest.wants(level) {
+            messages.push(Message::Log(log_param(&notice, level, context.delivery)));
         }
     }
     let mut subscribed = lock(&interest.subscribed);
@@ -228,7 +247,7 @@ impl Seen {
         let session = &context.session;
         let listing = session.tasks()?;
         let (notices, leased) = match context.delivery {
-            Deliverer::Push => {
+            Deliverer::Push | Deliverer::Channel => {
                 let mut leased = session.lease_notifications()?;
                 leased.record()?;
                 let notices = leased.notices().map(|n| (key_of(n), n.clone())).collect();
@@ -318,8 +337,28 @@ fn log_param(
         "summary": n.summary,
         "event": n.event,
         "outputFile": n.output_file,
-        "delivered": delivery == Deliverer::Push,
+        "delivered": delivery.pushes(),
         "text": for_model(notice),
     });
     LoggingMessageNotificationParam::new(level, data).with_logger("tasks")
+}
+
+/// The method of a Claude Code channel event.
+pub const CHANNEL_METHOD: &str = "notifications/claude/channel";
+
+/// The experimental capability that says this server can push channel events.
+pub const CHANNEL_CAPABILITY: &str = "claude/channel";
+
+/// The params of a channel event: the model-facing text, and as `meta` (string to string, as
+/// the client requires) the task id, its type and, for an end, its status (a stall warning or
+/// a monitor event has none, as SPEC §3).
+fn channel_params(notice: &Notice) -> serde_json::Value {
+    let n = &notice.notification;
+    let mut meta = serde_json::Map::new();
+    meta.insert("task_id".into(), n.task_id.as_str().into());
+    meta.insert("type".into(), n.task_id.task_type().as_str().into());
+    if let Some(status) = n.status {
+        meta.insert("status".into(), status.as_str().into());
+    }
+    json!({"content": for_model(notice), "meta": meta})
 }

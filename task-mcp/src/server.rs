@@ -2,14 +2,15 @@
 //! serves task outputs as resources and starts the push watcher.
 #![allow(deprecated)] // logging and resources/subscribe: see the `notify` module
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
-    ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
+    ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig,
     SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
 };
@@ -24,7 +25,7 @@ use crate::schema::{
     TaskClaimInput, TaskCreateInput, TaskGetInput, TaskListInput, TaskOutputInput,
     TaskOutputResult, TaskStopInput, TaskStopOutput, TaskUpdateInput,
 };
-use crate::{McpOptions, agent, list, resources, shell};
+use crate::{Deliverer, McpOptions, agent, list, resources, shell};
 use task_list::TaskList;
 use task_session::session::Session;
 
@@ -252,16 +253,35 @@ impl TasksServer {
 
 impl ServerHandler for TasksServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_logging()
             .enable_resources()
             .enable_resources_subscribe()
             .enable_resources_list_changed()
             .enable_tools()
             .build();
+        // Claude Code listens for channel events only from a server that says it sends them.
+        capabilities.experimental = Some(
+            [(notify::CHANNEL_CAPABILITY.to_owned(), JsonObject::new())]
+                .into_iter()
+                .collect(),
+        );
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("tasks", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
+    }
+
+    /// Every protocol version rmcp speaks; with channel delivery, only the session ones: Claude
+    /// Code takes channel events only on a connection of those (on 2026-07-28 no server
+    /// message reaches it outside a `subscriptions/listen` stream).
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        if self.context.delivery == Deliverer::Channel {
+            Cow::Borrowed(ProtocolVersion::known_up_to(
+                &ProtocolVersion::LATEST_WITH_INITIALIZE,
+            ))
+        } else {
+            Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+        }
     }
 
     async fn call_tool(

@@ -186,19 +186,30 @@ pub fn mcp_config(dir: &Path, tasks: &Path, args: &[&str], env: &[(&str, &Path)]
     path
 }
 
-/// The environment Claude Code runs in: its home, the scripted model, no tool search.
-pub fn environment(home: &Path, model_url: &str, api_key: &str) -> Vec<(String, String)> {
-    [
+/// The environment Claude Code runs in: its home, the scripted model, no tool search, no
+/// updates. With `channels`, its feature flags stay on (`DISABLE_TELEMETRY` or
+/// `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC` turn them off, and channels with them); without,
+/// telemetry is off too.
+pub fn environment(
+    home: &Path,
+    model_url: &str,
+    api_key: &str,
+    channels: bool,
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = [
         ("HOME", home.to_string_lossy().into_owned()),
         ("ANTHROPIC_BASE_URL", model_url.to_owned()),
         ("ANTHROPIC_API_KEY", api_key.to_owned()),
         ("IS_SANDBOX", "1".to_owned()),
         ("ENABLE_TOOL_SEARCH", "false".to_owned()),
         ("DISABLE_AUTOUPDATER", "1".to_owned()),
-        ("DISABLE_TELEMETRY", "1".to_owned()),
         ("DISABLE_ERROR_REPORTING", "1".to_owned()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
-    .collect()
+    .collect();
+    if !channels {
+        env.push(("DISABLE_TELEMETRY".to_owned(), "1".to_owned()));
+    }
+    env
 }

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use super::eventually;
 use super::root::TasksRoot as Sandbox;
+use super::{DEADLINE, poll_until};
 
 /// One tmux window; the server is killed on drop.
 pub struct Tmux {
@@ -94,12 +94,14 @@ impl Tmux {
         assert!(sent.success());
     }
 
-    /// Waits until the screen satisfies `test`; returns it.
+    /// Waits until the screen satisfies `test`; returns it (fails showing the last screen).
     pub fn wait_for(&self, what: &str, test: impl Fn(&str) -> bool) -> String {
-        eventually(what, || {
-            let screen = self.screen().join("\n");
-            test(&screen).then_some(screen)
+        let mut last = String::new();
+        poll_until(DEADLINE, || {
+            last = self.screen().join("\n");
+            test(&last).then(|| last.clone())
         })
+        .unwrap_or_else(|| panic!("timed out waiting for {what}; the screen:\n{last}"))
     }
 }
 
