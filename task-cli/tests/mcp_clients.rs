@@ -232,6 +232,30 @@ fn a_failed_background_bash_is_seen_once(client: Client) {
         "the model saw the end exactly once, with its id and status: {texts:#?}"
     );
     assert_eq!(statuses(&root)[id], "failed");
+    record_exchange(client, &model);
+}
+
+/// With `TASKS_RECORD_MCP_EXCHANGE=DIR`, writes what the model was given in each turn of the
+/// run (the conversation of every scripted request, without the system prompt and tools) to
+/// `DIR/{client}.json`: the fixtures in `tests/fixtures/mcp-clients/` were made so.
+fn record_exchange(client: Client, model: &ModelServer) {
+    let Some(dir) = std::env::var_os("TASKS_RECORD_MCP_EXCHANGE") else {
+        return;
+    };
+    let version = Command::new(client.executable().unwrap())
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let turns: Vec<Value> = model
+        .turns()
+        .iter()
+        .map(|turn| json!({"path": turn.path, "conversation": model.conversation(turn)}))
+        .collect();
+    let exchange = json!({"client": format!("{client:?}"), "version": version, "turns": turns});
+    let path = Path::new(&dir).join(format!("{client:?}.json").to_lowercase());
+    std::fs::write(path, serde_json::to_string_pretty(&exchange).unwrap()).unwrap();
 }
 
 fn ten_ending_together(root: &TasksRoot) -> Vec<Turn> {

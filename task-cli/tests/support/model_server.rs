@@ -192,6 +192,16 @@ impl ModelServer {
         self.recorded().into_iter().filter(|r| r.turn).collect()
     }
 
+    /// The conversation of `turn` as the model read it (its messages, not the system prompt or
+    /// tools).
+    pub fn conversation(&self, turn: &Recorded) -> Value {
+        self.shared
+            .dialect
+            .conversation(&turn.body)
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
     /// What the model was given in each turn: the texts of its conversation (tool results,
     /// user and system messages), JSON inside a text decoded.
     pub fn conversation_texts(&self, turn: &Recorded) -> Vec<String> {
