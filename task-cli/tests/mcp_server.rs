@@ -919,8 +919,8 @@ impl Drop for Raw {
     }
 }
 
-/// A raw-protocol server, initialized.
-async fn raw_server(root: &Path) -> Raw {
+/// A raw-protocol server, not yet spoken to.
+fn raw_spawn(root: &Path) -> Raw {
     let mut child = tasks_command(root, &["mcp"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -928,12 +928,17 @@ async fn raw_server(root: &Path) -> Raw {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let mut raw = Raw {
+    Raw {
         stdin: child.stdin.take().unwrap(),
         lines: BufReader::new(child.stdout.take().unwrap()).lines(),
         child,
         root: root.to_owned(),
-    };
+    }
+}
+
+/// A raw-protocol server, initialized.
+async fn raw_server(root: &Path) -> Raw {
+    let mut raw = raw_spawn(root);
     raw.send(
         &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
@@ -1486,4 +1491,96 @@ async fn send_message_reaches_a_teammate_once_it_is_idle() {
         .await
         .unwrap();
     assert!(killed.status.success(), "{killed:?}");
+}
+
+/// The `_meta` every 2026-07-28 request carries: its version and who the client is.
+fn modern_meta(client: &str) -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+           "io.modelcontextprotocol/clientInfo": {"name": client, "version": "1"},
+           "io.modelcontextprotocol/clientCapabilities": {}})
+}
+
+impl Raw {
+    /// The next message with `method`, skipping others.
+    async fn next_with_method(&mut self, method: &str) -> Value {
+        loop {
+            let message = self.next_message().await;
+            if message["method"] == method {
+                return message;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_2026_07_28_client_gets_resource_changes_on_its_subscription_and_ends_in_results() {
+    let root = tempfile::tempdir().unwrap();
+    let mut raw = raw_spawn(root.path());
+    let meta = modern_meta("claude-code");
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                "params": {"_meta": meta}})
+        .to_string(),
+    )
+    .await;
+    let discovered = raw.answer(1).await;
+    let versions = &discovered["result"]["supportedVersions"];
+    for version in ["2026-07-28", "2025-11-25", "2025-06-18", "2024-11-05"] {
+        assert!(
+            versions.as_array().unwrap().contains(&json!(version)),
+            "{version} offered: {discovered}"
+        );
+    }
+
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "subscriptions/listen",
+                "params": {"_meta": meta, "notifications": {"resourcesListChanged": true}}})
+        .to_string(),
+    )
+    .await;
+    let acknowledged = raw
+        .next_with_method("notifications/subscriptions/acknowledged")
+        .await;
+    assert_eq!(
+        acknowledged["params"]["notifications"]["resourcesListChanged"], true,
+        "{acknowledged}"
+    );
+
+    let start = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "_meta": meta, "name": "Bash",
+        "arguments": {"command": "sleep 0.3; exit 3", "run_in_background": true}}});
+    raw.send(&start.to_string()).await;
+    let started = raw.answer(3).await;
+    let id = started["result"]["structuredContent"]["backgroundTaskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a background start: {started}"))
+        .to_owned();
+    // The new task is announced on the subscription, tagged with its id.
+    let changed = raw
+        .next_with_method("notifications/resources/list_changed")
+        .await;
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 2,
+        "{changed}"
+    );
+
+    // Its end rides in the next result, in the part Claude Code shows its model.
+    let mut request = 4;
+    let envelope = loop {
+        let wait = json!({"jsonrpc": "2.0", "id": request, "method": "tools/call", "params": {
+            "_meta": meta, "name": "Bash", "arguments": {"command": "sleep 0.1"}}});
+        raw.send(&wait.to_string()).await;
+        let answer = raw.answer(request).await;
+        let carried = answer["result"]["structuredContent"]["notifications"].clone();
+        if let Some(texts) = carried.as_array().filter(|t| !t.is_empty()) {
+            break texts[0].as_str().unwrap().to_owned();
+        }
+        assert!(request < 200, "the end never reached a result");
+        request += 1;
+    };
+    assert!(
+        envelope.contains(&format!("<task-id>{id}</task-id>")),
+        "{envelope}"
+    );
+    assert!(envelope.contains("<status>failed</status>"), "{envelope}");
 }

@@ -37,10 +37,10 @@ use std::time::Duration;
 use task_session::guard as lock;
 
 use rmcp::model::{
-    CustomNotification, LoggingLevel, LoggingMessageNotificationParam,
+    CustomNotification, LoggingLevel, LoggingMessageNotificationParam, ResourceUpdatedNotification,
     ResourceUpdatedNotificationParam, ServerNotification,
 };
-use rmcp::service::{Peer, RoleServer};
+use rmcp::service::{Peer, RoleServer, SubscriptionSink};
 use serde_json::json;
 use task_core::{TaskId, TaskStatus, TerminalStatus};
 
@@ -134,20 +134,71 @@ pub(crate) fn for_model(notice: &Notice) -> String {
     notice.notification.render_for_model()
 }
 
-/// Pushes notifications and resource changes to `peer` until the connection closes.
+/// Where the watcher's messages go.
+#[derive(Debug, Clone)]
+pub(crate) enum Outlet {
+    /// A session-protocol connection (2025-11-25 and older): any server message, any time.
+    Session(Peer<RoleServer>),
+    /// A 2026-07-28 `subscriptions/listen` stream: resource changes only (that protocol has no
+    /// unsolicited logging message, so notifications come in tool results there).
+    Subscription(SubscriptionSink),
+}
+
+impl Outlet {
+    /// Whether notifications (logging messages, channel events) can be pushed here.
+    fn takes_notifications(&self) -> bool {
+        matches!(self, Outlet::Session(_))
+    }
+
+    async fn send(&self, messages: Vec<Message>) -> Result<(), String> {
+        for message in messages {
+            let sent = match (self, message) {
+                (Outlet::Session(peer), message) => send_in_session(peer, message)
+                    .await
+                    .map_err(|e| e.to_string()),
+                (Outlet::Subscription(sink), Message::Updated(uri)) => {
+                    let updated = ResourceUpdatedNotification::new(
+                        ResourceUpdatedNotificationParam::new(uri),
+                    );
+                    sink.send(ServerNotification::ResourceUpdatedNotification(updated))
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+                (Outlet::Subscription(sink), Message::ListChanged) => sink
+                    .notify_resource_list_changed()
+                    .await
+                    .map_err(|e| e.to_string()),
+                // Never made for a subscription (`takes_notifications`).
+                (Outlet::Subscription(_), Message::Log(_) | Message::Channel(_)) => Ok(()),
+            };
+            sent?;
+        }
+        Ok(())
+    }
+}
+
+/// Pushes notifications and resource changes to `outlet` until it closes.
 pub(crate) async fn watch(
     context: Arc<Context>,
     interest: Arc<Interest>,
-    peer: Peer<RoleServer>,
+    outlet: Outlet,
     settings: WatchSettings,
 ) {
     let mut pushed = HashSet::new();
     let mut known_tasks = HashSet::new();
+    let notifications = outlet.takes_notifications();
     loop {
-        match look(&context, &interest, &mut pushed, &mut known_tasks).await {
+        let looked = look(
+            &context,
+            &interest,
+            notifications,
+            &mut pushed,
+            &mut known_tasks,
+        );
+        match looked.await {
             Ok((messages, leased)) => {
-                if send(&peer, messages).await.is_err() {
-                    tracing::info!("client gone: the notification watcher stops");
+                if let Err(error) = outlet.send(messages).await {
+                    tracing::info!(%error, "client gone: the notification watcher stops");
                     return; // what it held is given back (the lease is dropped)
                 }
                 // Sent: now delivered (if this server dies first, they are delivered again).
@@ -172,34 +223,36 @@ enum Message {
     ListChanged,
 }
 
-async fn send(peer: &Peer<RoleServer>, messages: Vec<Message>) -> Result<(), rmcp::ServiceError> {
-    for message in messages {
-        match message {
-            Message::Log(param) => peer.notify_logging_message(param).await?,
-            Message::Channel(params) => {
-                let channel = CustomNotification::new(CHANNEL_METHOD, Some(params));
-                peer.send_notification(ServerNotification::CustomNotification(channel))
-                    .await?;
-            }
-            Message::Updated(uri) => {
-                peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
-                    .await?;
-            }
-            Message::ListChanged => peer.notify_resource_list_changed().await?,
+async fn send_in_session(
+    peer: &Peer<RoleServer>,
+    message: Message,
+) -> Result<(), rmcp::ServiceError> {
+    match message {
+        Message::Log(param) => peer.notify_logging_message(param).await,
+        Message::Channel(params) => {
+            let channel = CustomNotification::new(CHANNEL_METHOD, Some(params));
+            peer.send_notification(ServerNotification::CustomNotification(channel))
+                .await
         }
+        Message::Updated(uri) => {
+            peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                .await
+        }
+        Message::ListChanged => peer.notify_resource_list_changed().await,
     }
-    Ok(())
 }
 
 /// One look at the session: what to push now.
 async fn look(
     context: &Arc<Context>,
     interest: &Arc<Interest>,
+    notifications: bool,
     pushed: &mut HashSet<String>,
     known_tasks: &mut HashSet<TaskId>,
 ) -> Result<(Vec<Message>, Option<Leased>), McpError> {
     let (job_context, job_interest) = (Arc::clone(context), Arc::clone(interest));
-    let mut seen = blocking(move || Seen::collect(&job_context, &job_interest)).await?;
+    let collect = move || Seen::collect(&job_context, &job_interest, notifications);
+    let mut seen = blocking(collect).await?;
     let mut messages = Vec::new();
     for (key, notice) in seen.notices {
         if !pushed.insert(key) {
@@ -243,10 +296,16 @@ struct Seen {
 }
 
 impl Seen {
-    fn collect(context: &Context, interest: &Interest) -> Result<Self, McpError> {
+    /// What to push now; `notifications`: whether any are (else only resource changes).
+    fn collect(
+        context: &Context,
+        interest: &Interest,
+        notifications: bool,
+    ) -> Result<Self, McpError> {
         let session = &context.session;
         let listing = session.tasks()?;
         let (notices, leased) = match context.delivery {
+            _ if !notifications => (Vec::new(), None),
             Deliverer::Push | Deliverer::Channel => {
                 let mut leased = session.lease_notifications()?;
                 leased.record()?;

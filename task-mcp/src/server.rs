@@ -12,20 +12,20 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
     ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_router};
 
 use crate::client::{self, Forwarding};
 use crate::context::{Context, into_response};
-use crate::notify::{self, Interest, WatchSettings};
+use crate::notify::{self, Interest, Outlet, WatchSettings};
 use crate::schema::{
     AgentInput, BashInput, BashOutput, MonitorInput, MonitorOutput, SendMessageInput,
     TaskClaimInput, TaskCreateInput, TaskGetInput, TaskListInput, TaskOutputInput,
     TaskOutputResult, TaskStopInput, TaskStopOutput, TaskUpdateInput,
 };
-use crate::{Deliverer, McpOptions, agent, list, resources, shell};
+use crate::{McpOptions, agent, list, resources, shell};
 use task_list::TaskList;
 use task_session::session::Session;
 
@@ -271,11 +271,11 @@ impl ServerHandler for TasksServer {
             .with_instructions(INSTRUCTIONS)
     }
 
-    /// Every protocol version rmcp speaks; with channel delivery, only the session ones: Claude
-    /// Code takes channel events only on a connection of those (on 2026-07-28 no server
-    /// message reaches it outside a `subscriptions/listen` stream).
+    /// Every protocol version rmcp speaks; when pushes deliver (`--deliver push|channel`), only
+    /// the session ones: 2026-07-28 has no unsolicited logging message, and Claude Code takes
+    /// channel events on no connection of it.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        if self.context.delivery == Deliverer::Channel {
+        if self.context.delivery.pushes() {
             Cow::Borrowed(ProtocolVersion::known_up_to(
                 &ProtocolVersion::LATEST_WITH_INITIALIZE,
             ))
@@ -320,10 +320,39 @@ impl ServerHandler for TasksServer {
             tokio::spawn(notify::watch(
                 Arc::clone(&self.context),
                 Arc::clone(&self.interest),
-                context.peer,
+                Outlet::Session(context.peer),
                 self.watch,
             ));
         }
+    }
+
+    /// A 2026-07-28 subscription: resource list changes, and the updates of the subscribed
+    /// `tasks://{id}/output` resources (others are not accepted).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = requested.supported_by(&self.get_info().capabilities);
+        if let Some(uris) = accepted.resource_subscriptions.as_mut() {
+            uris.retain(|uri| resources::parse_uri(uri).is_ok());
+        }
+        Some(accepted)
+    }
+
+    /// Pushes what the subscription accepted until the client cancels it or goes.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let interest = Arc::new(Interest::default());
+        let uris = context.accepted().resource_subscriptions.iter().flatten();
+        for id in uris.filter_map(|uri| resources::parse_uri(uri).ok()) {
+            interest.subscribe(id);
+        }
+        let outlet = Outlet::Subscription(context.sink().clone());
+        let watching = notify::watch(Arc::clone(&self.context), interest, outlet, self.watch);
+        tokio::select! {
+            () = watching => {}
+            () = context.cancelled() => {}
+        }
+        Ok(())
     }
 
     async fn set_level(
