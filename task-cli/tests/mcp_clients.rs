@@ -505,3 +505,29 @@ fn claude_code_gets_ten_background_ends_each_once_with_channel_delivery() {
         assert_eq!(s.status.as_deref(), Some(recorded[&s.task_id].as_str()));
     }
 }
+
+#[test]
+fn claude_code_gets_a_monitor_event_as_a_channel_event_without_status() {
+    let script = |_: &TasksRoot| {
+        vec![Turn::call(
+            "Monitor",
+            // The line comes after the start's result, which would otherwise carry it.
+            json!({"description": "watch the build", "command": "sleep 1; echo build ready"}),
+        )]
+    };
+    // The event, then the monitor's end.
+    let Some((model, _root)) = claude_with_channel(script, 2) else {
+        return;
+    };
+    let (_, texts) = last_turn(&model);
+    let events = channel_events(&texts);
+    let event = events
+        .iter()
+        .find(|t| t.contains("build ready"))
+        .unwrap_or_else(|| panic!("the monitor's line as a channel event: {texts:#?}"));
+    assert!(event.contains("type=\"monitor_mcp\""), "{event}");
+    assert!(
+        !event.contains("status="),
+        "an event has no status: {event}"
+    );
+}
