@@ -28,3 +28,10 @@ if cargo tree -p task-session -e normal --prefix none | grep -E "$forbidden"; th
     echo "task-session depends on a front end (above)" >&2
     exit 1
 fi
+
+# The stream reader is for any harness: no runtime, no task types in its dependency tree.
+forbidden='^(tokio|task-core|task-output|rquickjs|async-trait) '
+if cargo tree -p agent-stream -e normal --prefix none | grep -E "$forbidden"; then
+    echo "agent-stream depends on a runtime or on task types (above)" >&2
+    exit 1
+fi

@@ -76,7 +76,7 @@ pub const TARGETS: &[Target] = &[
     },
     Target {
         name: "agent_stream",
-        parser: "task_agent::format::{Claude,Codex,Gemini,Detecting}Parser lines, ProgressTracker, activity texts",
+        parser: "agent_stream::format::{Claude,Codex,Gemini,Detecting}Parser lines, ProgressTracker, activity texts",
         run: targets::agent::stream,
     },
     Target {

@@ -8,8 +8,8 @@
 //!   stream-json, `codex exec --json`, Gemini CLI's stream-json) in its own process group, with
 //!   the flags each needs headless, its stdout going straight into the transcript file and
 //!   events read back from that file by byte-offset delta reads.
-//! - [`format`](mod@format): the line parsers of those formats; unknown and malformed lines are skipped,
-//!   never fatal.
+//! - [`format`](mod@format): the line parsers of those formats (the `agent-stream` crate's);
+//!   unknown and malformed lines are skipped, never fatal.
 //! - [`ProgressTracker`]: token accounting (latest input with cache + cumulative output), tool
 //!   uses, the last five activities, `task_progress` events shaped like the reference's.
 //! - [`AgentExecutor`]: starts agents, queues messages (`pendingMessages`) for their next turn,
@@ -54,9 +54,7 @@ pub mod conversation;
 pub mod dream;
 mod drive;
 mod error;
-mod event;
 mod executor;
-pub mod format;
 mod launch;
 mod notify;
 mod progress;
@@ -70,13 +68,16 @@ mod transcript_session;
 pub mod workflow;
 pub mod worktree;
 
+use agent_stream::event;
+pub use agent_stream::event::{AgentEvent, ToolUse, TurnOutcome, Usage};
+/// The stream parsers: agent-stream's, re-exported.
+pub use agent_stream::format;
 pub use command::{CommandRunner, CommandSession};
 pub use config::{
     AgentConfig, DEFAULT_DISPLAY_MESSAGES, DEFAULT_ERROR_LOOP_LIMIT, DEFAULT_KILL_GRACE,
     DEFAULT_STDERR_BYTES, DEFAULT_STDERR_LINES, DEFAULT_TRANSCRIPT_POLL,
 };
 pub use error::AgentError;
-pub use event::{AgentEvent, ToolUse, TurnOutcome};
 pub use executor::{
     AGENT_ID_ENV, AgentExecutor, AgentHandle, AgentRequest, DEFAULT_AGENT_TYPE, MAIN_SESSION_TYPE,
     PendingAgent, SendOutcome,

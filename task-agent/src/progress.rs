@@ -38,7 +38,7 @@ impl ProgressTracker {
     pub fn apply(&mut self, event: &AgentEvent) -> Change {
         match event {
             AgentEvent::Usage(usage) => {
-                self.progress.record_usage(*usage);
+                self.progress.record_usage(message_usage(*usage));
                 Change::Counters
             }
             AgentEvent::ToolStarted(tool) => {
@@ -54,11 +54,9 @@ impl ProgressTracker {
                 self.outcome = Some(outcome.clone());
                 Change::TurnEnded
             }
-            // Errors are the executor's business (it surfaces them and bounds a loop of them).
-            AgentEvent::Init { .. }
-            | AgentEvent::UserMessage(_)
-            | AgentEvent::ToolFinished { .. }
-            | AgentEvent::Error { .. } => Change::None,
+            // Errors are the executor's business (it surfaces them and bounds a loop of them);
+            // init, user turns, a tool's end, and kinds added later change no counter.
+            _ => Change::None,
         }
     }
 
@@ -131,5 +129,15 @@ impl ProgressTracker {
             detail.insert("last_tool_name".into(), json!(name));
         }
         detail
+    }
+}
+
+/// A message's usage as task-core records it.
+pub(crate) fn message_usage(usage: agent_stream::Usage) -> task_core::MessageUsage {
+    task_core::MessageUsage {
+        input_tokens: usage.input_tokens,
+        cache_creation_input_tokens: usage.cache_creation_input_tokens,
+        cache_read_input_tokens: usage.cache_read_input_tokens,
+        output_tokens: usage.output_tokens,
     }
 }

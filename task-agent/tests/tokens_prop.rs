@@ -2,8 +2,8 @@
 
 use proptest::prelude::*;
 use serde_json::json;
-use task_agent::{AgentEvent, ProgressTracker, ToolUse};
-use task_core::{MessageUsage, RECENT_ACTIVITIES_CAP};
+use task_agent::{AgentEvent, ProgressTracker, ToolUse, Usage as MessageUsage};
+use task_core::RECENT_ACTIVITIES_CAP;
 
 fn usage() -> impl Strategy<Value = MessageUsage> {
     (0u64..1 << 40, 0u64..1 << 30, 0u64..1 << 30, 0u64..1 << 30).prop_map(|(i, cc, cr, o)| {

@@ -1,6 +1,6 @@
 //! The output of a task that holds a conversation ([`TaskType::holds_conversation`]: an agent,
 //! the main session, a workflow's agents, a teammate, a dream, a remote agent) as a person
-//! reads it ([`task_agent::conversation`]): what the user and the agent said, each tool it used
+//! reads it ([`agent_stream::conversation`]): what the user and the agent said, each tool it used
 //! and why one failed, and how each turn ended. `tasks output` prints it so in every mode
 //! (`--json` and byte ranges excepted), and `tasks top` shows it so.
 //!
@@ -9,7 +9,8 @@
 use std::io::BufRead;
 use std::path::Path;
 
-use task_agent::conversation::{self, Conversation, Entry};
+use agent_stream::conversation::{self, Conversation, Entry};
+use task_agent::conversation::{self as transcript_file, last_entries_text};
 use task_core::TaskId;
 use task_output::OutputError;
 use task_session::session::Session;
@@ -38,14 +39,14 @@ pub fn print_whole(session: &Session, id: &TaskId) -> Result<()> {
 /// Prints the last `n` entries of the conversation of `id`.
 pub fn print_last(session: &Session, id: &TaskId, n: usize) -> Result<()> {
     let path = session.output_path(id);
-    let text = missing_is_empty(&path, conversation::last_entries_text(&path, n))?;
+    let text = missing_is_empty(&path, last_entries_text(&path, n))?;
     render::out(&text)
 }
 
-/// The conversation of `id` as its model reads it ([`conversation::for_model`]).
+/// The conversation of `id` as its model reads it ([`transcript_file::for_model`]).
 pub fn for_model(session: &Session, id: &TaskId) -> Result<String> {
     let path = session.output_path(id);
-    conversation::for_model(&path).map_err(|error| output_error(&path, error))
+    transcript_file::for_model(&path).map_err(|error| output_error(&path, error))
 }
 
 /// Follows the conversation of `id` from byte `offset` (the start of a line) until the task is

@@ -3,11 +3,13 @@
 
 use std::fmt::Debug;
 
-use task_agent::conversation::{self, Entry};
-use task_agent::format::{
+use agent_stream::AgentEvent;
+use agent_stream::conversation::{self, Entry};
+use agent_stream::format::{
     ClaudeParser, CliFormat, CodexParser, DetectingParser, GeminiParser, LineParser,
 };
-use task_agent::{AgentEvent, ProgressTracker, TranscriptTail};
+use task_agent::conversation as transcript_file;
+use task_agent::{ProgressTracker, TranscriptTail};
 
 use crate::scratch;
 
@@ -64,7 +66,7 @@ fn track(events: &[AgentEvent]) {
         let _ = tracker.apply(event);
         match event {
             AgentEvent::ToolStarted(tool) => {
-                let _ = task_agent::activity::description(&tool.name, &tool.input);
+                let _ = agent_stream::activity::description(&tool.name, &tool.input);
                 let _ = task_agent::activity::activity(tool);
             }
             AgentEvent::TurnEnded(outcome) => {
@@ -108,11 +110,11 @@ fn conversation(data: &[u8]) {
     let all = conversation::entries(data);
     let path = scratch::dir().join("conversation.output");
     scratch::write(&path, data);
-    let (tail, cut) = conversation::tail_entries(&path).expect("the transcript reads");
+    let (tail, cut) = transcript_file::tail_entries(&path).expect("the transcript reads");
     assert!(!cut, "a fuzz input is smaller than the read window");
     assert_eq!(tail, all, "the tail of a small transcript is all of it");
     for n in [0, 1, 3] {
-        let last = conversation::last_entries_text(&path, n).expect("the transcript reads");
+        let last = transcript_file::last_entries_text(&path, n).expect("the transcript reads");
         assert_eq!(
             last,
             conversation::text(&all[all.len().saturating_sub(n)..])
@@ -125,7 +127,7 @@ fn conversation(data: &[u8]) {
             assert_eq!(shown.lines().count(), 1, "{shown:?}");
         }
     }
-    let _ = conversation::for_model(&path).expect("the transcript reads");
+    let _ = transcript_file::for_model(&path).expect("the transcript reads");
 }
 
 /// The first `parent_tool_use_id` string in `data`, for a parser that follows that sub-agent.

@@ -9,7 +9,7 @@ use task_core::{TaskId, TaskType};
 
 use crate::error::Result;
 use crate::pill::{self, Pill};
-use task_agent::conversation::Conversation;
+use agent_stream::conversation::Conversation;
 use task_session::record::TaskRecord;
 use task_session::session::Session;
 

@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_stream::format::{ClaudeParser, LineParser};
+use agent_stream::{AgentEvent, TurnOutcome};
 use serde_json::{Map, Value};
 use task_core::{RemoteState, RemoteSubtype, TaskId, TaskKind};
 
@@ -21,8 +23,8 @@ pub(crate) struct Follow {
     run: Arc<Run>,
     log: EventLog,
     cursor: Option<String>,
-    /// The last event logged, if it was a `result`.
-    last_result: Option<Map<String, Value>>,
+    /// How the turn ended, if the last event logged was a `result`.
+    last_result: Option<TurnOutcome>,
     idle_polls: u32,
     backoff: Backoff,
 }
@@ -48,7 +50,7 @@ impl Follow {
             cursor: last_event
                 .as_ref()
                 .and_then(|event| event_id(event).map(str::to_owned)),
-            last_result: last_event.filter(is_result),
+            last_result: last_event.as_ref().and_then(turn_end),
             idle_polls: 0,
             backoff,
         }
@@ -124,9 +126,9 @@ impl Follow {
         }
         if subtype == RemoteSubtype::RemoteAgent
             && session.session_status == SessionStatus::Idle
-            && let Some(result) = &self.last_result
+            && let Some(outcome) = &self.last_result
         {
-            return Ok(Some(result_end(result)));
+            return Ok(Some(result_end(outcome)));
         }
         if let Some(state) = &state {
             let checker = self
@@ -165,7 +167,7 @@ impl Follow {
             let fresh = self.skip_seen(page.data);
             if let Some(last) = fresh.last() {
                 let cursor = event_id(last).map(str::to_owned).or(page.last_id.clone());
-                self.last_result = Some(last.clone()).filter(is_result);
+                self.last_result = turn_end(last);
                 if let Err(error) = self.log.append(&fresh) {
                     return Err(ApiError::Transient(format!("cannot log events: {error}")));
                 }
@@ -230,24 +232,24 @@ impl Follow {
     }
 }
 
-fn is_result(event: &Map<String, Value>) -> bool {
-    event.get("type").and_then(Value::as_str) == Some("result")
+/// How the turn ended, if `event` is a `result` (a remote session's events are Claude's
+/// stream-json: agent-stream's Claude parser reads them).
+fn turn_end(event: &Map<String, Value>) -> Option<TurnOutcome> {
+    let line = serde_json::to_vec(event).ok()?;
+    let mut events = Vec::new();
+    ClaudeParser::default()
+        .parse_line(&line, &mut events)
+        .ok()?;
+    events.into_iter().find_map(|event| match event {
+        AgentEvent::TurnEnded(outcome) => Some(outcome),
+        _ => None,
+    })
 }
 
 /// The end a `result` event gives: completed with its text, or failed with it.
-fn result_end(result: &Map<String, Value>) -> RemoteEnd {
-    let text = result
-        .get("result")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let is_error = result.get("is_error").and_then(Value::as_bool) == Some(true);
-    if is_error {
-        let subtype = result
-            .get("subtype")
-            .and_then(Value::as_str)
-            .unwrap_or("error");
-        RemoteEnd::Failed(text.unwrap_or_else(|| subtype.to_owned()))
-    } else {
-        RemoteEnd::Completed(text)
+fn result_end(outcome: &TurnOutcome) -> RemoteEnd {
+    match outcome {
+        TurnOutcome::Success { result } => RemoteEnd::Completed(result.clone()),
+        failed => RemoteEnd::Failed(failed.error_text().unwrap_or_default()),
     }
 }

@@ -170,7 +170,7 @@ impl MemberRun {
             AgentEvent::Text(text) => self.turn_text.push_str(&text),
             AgentEvent::ToolStarted(tool) if tool.name == SEND_TOOL => self.outgoing(&tool.input),
             AgentEvent::TurnEnded(_) => self.turn_ended(),
-            AgentEvent::Usage(usage) => return self.used(usage),
+            AgentEvent::Usage(usage) => return self.used(crate::progress::message_usage(usage)),
             _ => {}
         }
         None

@@ -1,7 +1,6 @@
 //! The normalised events every agent CLI format is parsed into.
 
 use serde_json::Value;
-use task_core::MessageUsage;
 
 /// One thing an agent did, whatever CLI it runs in.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,7 +18,7 @@ pub enum AgentEvent {
     Text(String),
     /// A user turn's text, as the conversation holds it: Claude's user messages (replayed by
     /// `--replay-user-messages`, or in its transcripts), Gemini's `user` message, the line the
-    /// runner writes before a Codex turn ([`format::USER_TURN_TYPE`](crate::format::USER_TURN_TYPE)).
+    /// runner writes before a Codex turn ([`USER_TURN_TYPE`](crate::format::USER_TURN_TYPE)).
     /// Tool results are not user turns.
     UserMessage(String),
     /// A tool use began.
@@ -36,18 +35,35 @@ pub enum AgentEvent {
     },
     /// Token usage of one model message (for CLIs that report only running totals, the usage
     /// since their previous report: see the `format` module).
-    Usage(MessageUsage),
+    Usage(Usage),
     /// The CLI reported an error outside any tool and outside a turn's end: Codex's top-level
     /// `error` lines (among them its `Reconnecting…` while the model endpoint is unreachable),
     /// Gemini's `error` events. The turn goes on unless a [`TurnEnded`](Self::TurnEnded)
-    /// follows; the executor fails a run that reports nothing but errors for too long
-    /// ([`AgentConfig::error_loop_limit`](crate::AgentConfig::error_loop_limit)).
+    /// follows (task-agent's executor fails a run that reports nothing but errors for too
+    /// long).
     Error {
         /// The CLI's own words.
         message: String,
     },
     /// The turn ended: the CLI's final result of this turn.
     TurnEnded(TurnOutcome),
+}
+
+/// The tokens one model message used (SPEC §7: input is cumulative per turn, output is this
+/// message's alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    /// Input tokens, without the cache.
+    pub input_tokens: u64,
+    /// Tokens written to the prompt cache.
+    #[serde(default)]
+    pub cache_creation_input_tokens: u64,
+    /// Tokens read from the prompt cache.
+    #[serde(default)]
+    pub cache_read_input_tokens: u64,
+    /// Output tokens of this message alone.
+    #[serde(default)]
+    pub output_tokens: u64,
 }
 
 /// A tool use as the CLI reported it.

@@ -73,12 +73,12 @@ fn user_turn(line: &[u8]) -> Option<String> {
         .map(|turn| turn.text)
 }
 
-/// The event-stream formats the command runner understands.
+/// The event-stream formats the command runner understands. A closed set: a format added
+/// here needs its runner's flags too, so a runner matches on every one.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
-#[non_exhaustive]
 pub enum CliFormat {
     /// Claude Code: `claude -p … --output-format stream-json --verbose`.
     #[default]

@@ -3,11 +3,11 @@
 //! Codex's `turn.completed.usage` and Gemini's `result.stats` are not one model request's
 //! usage: they are sums over every request so far (Codex: the whole thread, across `codex exec
 //! resume`; Gemini: the whole run, its model router included). Feeding them to
-//! [`AgentProgress::record_usage`](task_core::AgentProgress::record_usage) as if they were one
+//! task-core's `AgentProgress::record_usage` as if they were one
 //! message's would count every earlier request's input again. The difference between two
 //! reports is the usage of the requests made between them: that is what is recorded.
 
-use task_core::MessageUsage;
+use crate::event::Usage;
 
 /// The totals of the previous report.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -24,7 +24,7 @@ impl Totals {
 
     /// The usage since the previous report, given the new totals; `None` when nothing was used
     /// (a repeated report). Totals that went back (a counter the CLI restarted) count whole.
-    pub(crate) fn since(&mut self, input: u64, output: u64) -> Option<MessageUsage> {
+    pub(crate) fn since(&mut self, input: u64, output: u64) -> Option<Usage> {
         let (input_delta, output_delta) = if input < self.input || output < self.output {
             tracing::debug!(
                 previous_input = self.input,
@@ -39,10 +39,10 @@ impl Totals {
         };
         self.input = input;
         self.output = output;
-        (input_delta > 0 || output_delta > 0).then(|| MessageUsage {
+        (input_delta > 0 || output_delta > 0).then(|| Usage {
             input_tokens: input_delta,
             output_tokens: output_delta,
-            ..MessageUsage::default()
+            ..Usage::default()
         })
     }
 }
@@ -51,11 +51,11 @@ impl Totals {
 mod tests {
     use super::*;
 
-    fn usage(input: u64, output: u64) -> Option<MessageUsage> {
-        Some(MessageUsage {
+    fn usage(input: u64, output: u64) -> Option<Usage> {
+        Some(Usage {
             input_tokens: input,
             output_tokens: output,
-            ..MessageUsage::default()
+            ..Usage::default()
         })
     }
 

@@ -4,10 +4,9 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::Value;
-use task_core::MessageUsage;
 
 use super::{LineError, LineParser};
-use crate::event::{AgentEvent, ToolUse, TurnOutcome};
+use crate::event::{AgentEvent, ToolUse, TurnOutcome, Usage};
 
 /// Parses Claude Code's stream-json lines.
 ///
@@ -55,7 +54,7 @@ struct Message {
     #[serde(default)]
     content: Content,
     #[serde(default)]
-    usage: Option<Usage>,
+    usage: Option<WireUsage>,
 }
 
 #[derive(Deserialize)]
@@ -96,7 +95,7 @@ enum Block {
 
 /// The API's usage block; every field may be missing.
 #[derive(Deserialize, Default)]
-pub(crate) struct Usage {
+pub(crate) struct WireUsage {
     #[serde(default)]
     input_tokens: u64,
     #[serde(default)]
@@ -107,9 +106,9 @@ pub(crate) struct Usage {
     output_tokens: u64,
 }
 
-impl From<Usage> for MessageUsage {
-    fn from(u: Usage) -> Self {
-        MessageUsage {
+impl From<WireUsage> for Usage {
+    fn from(u: WireUsage) -> Self {
+        Usage {
             input_tokens: u.input_tokens,
             cache_creation_input_tokens: u.cache_creation_input_tokens,
             cache_read_input_tokens: u.cache_read_input_tokens,
@@ -265,11 +264,11 @@ mod tests {
         assert_eq!(events.len(), 3);
         assert_eq!(
             events[0],
-            AgentEvent::Usage(MessageUsage {
+            AgentEvent::Usage(Usage {
                 input_tokens: 10,
                 cache_read_input_tokens: 5,
                 output_tokens: 2,
-                ..MessageUsage::default()
+                ..Usage::default()
             })
         );
         assert_eq!(events[1], AgentEvent::Text("hi".into()));
