@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use criterion::{Criterion, criterion_group, criterion_main};
-use task_agent::workflow::{ScriptSource, WorkflowConfig, WorkflowExecutor, WorkflowRequest};
 use task_agent::{
     AgentConfig, AgentError, AgentEvent, AgentExecutor, AgentRunner, AgentSession, AgentSpec,
     SessionEnd, SessionEvent, TurnOutcome,
 };
 use task_core::{Registry, RegistryConfig, TaskId};
+use task_workflow::{ScriptSource, WorkflowConfig, WorkflowExecutor, WorkflowRequest};
 
 /// An agent that answers its prompt's length at once, with no process.
 #[derive(Debug)]

@@ -86,12 +86,12 @@ pub const TARGETS: &[Target] = &[
     },
     Target {
         name: "workflow_meta",
-        parser: "task_agent::workflow meta::parse (the `export const meta` literal, JSON5)",
+        parser: "task_workflow meta::parse (the `export const meta` literal, JSON5)",
         run: targets::workflow::meta,
     },
     Target {
         name: "workflow_files",
-        parser: "task_agent::workflow JournalRecord lines, call_key, show::render_tree over a run record",
+        parser: "task_workflow JournalRecord lines, call_key, show::render_tree over a run record",
         run: targets::workflow::files,
     },
     Target {

@@ -771,7 +771,7 @@ impl AgentExecutor {
 
 /// Removes the files a task registered before it ever ran left (`id` names it in the log);
 /// one that is not there is no failure.
-pub(crate) fn remove_left<'a>(id: TaskId, paths: impl IntoIterator<Item = &'a Path>) {
+pub fn remove_left<'a>(id: TaskId, paths: impl IntoIterator<Item = &'a Path>) {
     for path in paths {
         if let Err(error) = std::fs::remove_file(path)
             && error.kind() != std::io::ErrorKind::NotFound

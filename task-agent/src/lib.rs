@@ -64,8 +64,6 @@ mod tail;
 pub mod team;
 mod texts;
 mod transcript_session;
-#[cfg(feature = "workflow")]
-pub mod workflow;
 pub mod worktree;
 
 use agent_stream::event;
@@ -78,6 +76,7 @@ pub use config::{
     DEFAULT_STDERR_BYTES, DEFAULT_STDERR_LINES, DEFAULT_TRANSCRIPT_POLL,
 };
 pub use error::AgentError;
+pub use executor::remove_left;
 pub use executor::{
     AGENT_ID_ENV, AgentExecutor, AgentHandle, AgentRequest, DEFAULT_AGENT_TYPE, MAIN_SESSION_TYPE,
     PendingAgent, SendOutcome,

@@ -14,7 +14,7 @@ fn start_request(fx: &Fixture, steps: &[serde_json::Value]) -> AgentStart {
     let text: Vec<String> = steps.iter().map(ToString::to_string).collect();
     std::fs::write(&script, text.join("\n")).unwrap();
     serde_json::from_value(json!({
-        "command": [FAKE_AGENT, "--script", script],
+        "command": [fake_agent(), "--script", script],
         "description": "launched",
         "prompt": "go",
         "name": "scout",

@@ -10,7 +10,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{DEADLINE, FAKE_AGENT, Fixture, process_gone};
+use common::{DEADLINE, Fixture, fake_agent, process_gone};
 use serde_json::{Value, json};
 use task_agent::format::user_turn_line;
 use task_agent::{AgentRequest, CliFormat, CommandRunner, SendOutcome};
@@ -32,7 +32,7 @@ fn runner(fx: &Fixture, format: CliFormat, steps: &[Value]) -> Arc<CommandRunner
     let script = fx.path(&format!("{format}-{}.jsonl", steps.len()));
     let text: Vec<String> = steps.iter().map(Value::to_string).collect();
     std::fs::write(&script, text.join("\n")).unwrap();
-    let mut command = vec![FAKE_AGENT.to_owned()];
+    let mut command = vec![fake_agent()];
     if format == CliFormat::Codex {
         command.push("exec".into());
     }

@@ -3,9 +3,9 @@
 //! Everything else in the session layer is generic; adding a task type means an executor crate
 //! (implementing task-core's `Task` and `Launch`) and a line here.
 
-use task_agent::workflow::{WorkflowConfig, WorkflowExecutor};
 use task_agent::{AgentConfig, AgentExecutor};
 use task_shell::{Monitors, ShellExecutor};
+use task_workflow::{WorkflowConfig, WorkflowExecutor};
 
 use crate::agent_wiring::AgentMessages;
 use crate::settings::Settings;

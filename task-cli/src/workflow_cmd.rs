@@ -6,9 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use task_agent::RunnerFormat;
-use task_agent::workflow::{
-    WorkflowExecutor, WorkflowStart, check_run_id, load_record, render_tree,
-};
+use task_workflow::{WorkflowExecutor, WorkflowStart, check_run_id, load_record, render_tree};
 
 use crate::cli::{AgentCli, WorkflowArgs, WorkflowCommand};
 use crate::error::{CliError, Result};

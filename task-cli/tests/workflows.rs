@@ -10,7 +10,7 @@ use support::root::TasksRoot;
 use serde_json::{Value, json};
 
 /// The reference's workflow script (task-agent keeps the fixtures).
-const SCRIPT: &str = include_str!("../../task-agent/tests/fixtures/workflow/script.js");
+const SCRIPT: &str = include_str!("../../task-workflow/tests/fixtures/workflow/script.js");
 
 /// A session root whose agent CLI is a fake agent answering by prompt (the shared
 /// [`TasksRoot`], whose `root`, `path`, `run` and `ok` it offers).

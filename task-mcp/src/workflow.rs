@@ -6,7 +6,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use task_agent::workflow::{WorkflowExecutor, WorkflowStart, load_record, workflow_launch_text};
+use task_workflow::{WorkflowExecutor, WorkflowStart, load_record, workflow_launch_text};
 
 use task_session::session::Session;
 

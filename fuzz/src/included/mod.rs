@@ -3,12 +3,12 @@
 //! file below starts to use more of its crate than the shims here provide, this module stops
 //! compiling: add the shim (or make the parser public) rather than copying code.
 
-/// What `task-agent/src/workflow/meta.rs` uses from its parent module.
+/// What `task-workflow/src/meta.rs` uses from its parent module.
 mod error {
-    pub(crate) use task_agent::workflow::WorkflowError;
+    pub(crate) use task_workflow::WorkflowError;
 }
 
-/// task-agent's workflow `meta` parser (`pub(crate)` there).
-#[path = "../../../task-agent/src/workflow/meta.rs"]
+/// task-workflow's `meta` parser (`pub(crate)` there).
+#[path = "../../../task-workflow/src/meta.rs"]
 #[allow(dead_code)] // only `parse` and the types it returns are used
 pub(crate) mod meta;

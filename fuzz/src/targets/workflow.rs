@@ -1,7 +1,7 @@
 //! task-agent's workflows: the script's `meta` literal, the run's journal lines and record.
 
 use serde_json::Value;
-use task_agent::workflow::{JournalRecord, call_key, check_run_id, load_record, render_tree};
+use task_workflow::{JournalRecord, call_key, check_run_id, load_record, render_tree};
 
 use crate::included::meta::{self, Meta};
 use crate::scratch;

@@ -10,8 +10,29 @@ use serde_json::Value;
 use task_agent::{AgentConfig, AgentExecutor, AgentRequest, CliFormat, CommandRunner};
 use task_core::{AgentState, Registry, RegistryConfig, TaskId, TaskKind, TaskState};
 
-/// The scripted CLI built with this crate.
-pub const FAKE_AGENT: &str = env!("CARGO_BIN_EXE_fake-agent");
+/// task-agent's scripted CLI (`src/bin/fake-agent.rs`): where Cargo built it for task-agent's
+/// own tests; for another crate's tests that share these helpers (task-workflow's), beside
+/// their executable in the target directory, built there first if it is missing.
+pub fn fake_agent() -> String {
+    if let Some(path) = option_env!("CARGO_BIN_EXE_fake-agent") {
+        return path.to_owned();
+    }
+    let exe = std::env::current_exe().expect("the test's executable");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/{profile}/deps");
+    let path = profile_dir.join("fake-agent");
+    if !path.exists() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let built = std::process::Command::new(cargo)
+            .args(["build", "-p", "task-agent", "--bin", "fake-agent"])
+            .status()
+            .is_ok_and(|status| status.success());
+        assert!(built, "could not build fake-agent");
+    }
+    path.display().to_string()
+}
 
 /// How long a test waits for anything before failing.
 pub const DEADLINE: Duration = Duration::from_secs(30);
@@ -62,7 +83,7 @@ impl Fixture {
         let text: Vec<String> = steps.iter().map(Value::to_string).collect();
         std::fs::write(&script, text.join("\n")).unwrap();
         let command = [
-            FAKE_AGENT.to_owned(),
+            fake_agent(),
             "--script".into(),
             script.display().to_string(),
         ];

@@ -23,8 +23,8 @@ use super::files::{RunPaths, write_file};
 use super::journal::{Journal, JournalRecord, call_key};
 use super::meta::Meta;
 use super::progress::{AgentEntry, AgentStage, Book, preview};
-use crate::executor::{AgentExecutor, AgentRequest};
-use crate::runner::AgentRunner;
+use task_agent::AgentRunner;
+use task_agent::{AgentExecutor, AgentRequest};
 
 /// What a run's agents inherit from its starter.
 #[derive(Debug, Clone, Default)]
@@ -267,7 +267,7 @@ impl Run {
         request.json_schema = schema.as_ref().map(Value::to_string);
         request.budget = budget_of(&call.opts);
         if call.opts.get("isolation").and_then(Value::as_str) == Some("worktree") {
-            request.worktree = Some(crate::worktree::WorktreeRequest::default());
+            request.worktree = Some(task_agent::worktree::WorktreeRequest::default());
         }
         let mut events = self.registry.subscribe();
         let pending = match self.agents.register(request) {

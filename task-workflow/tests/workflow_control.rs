@@ -6,8 +6,8 @@
 mod workflow_common;
 
 use serde_json::{Value, json};
-use task_agent::workflow::{ScriptSource, WorkflowConfig, WorkflowRequest};
 use task_core::{TaskKind, TaskStatus, TaskType};
+use task_workflow::{ScriptSource, WorkflowConfig, WorkflowRequest};
 use workflow_common::*;
 
 /// The most agents whose [startedAt, startedAt + durationMs) intervals overlap.

@@ -7,16 +7,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use task_agent::workflow::{
-    ScriptSource, WorkflowConfig, WorkflowExecutor, WorkflowHandle, WorkflowRequest,
-};
 use task_agent::{AgentConfig, AgentExecutor, CliFormat, CommandRunner};
 use task_core::{Registry, RegistryConfig, TaskEvent, TaskId, TaskState, TaskType};
+use task_workflow::{
+    ScriptSource, WorkflowConfig, WorkflowExecutor, WorkflowHandle, WorkflowRequest,
+};
 
-#[path = "../common/mod.rs"]
+#[path = "../../../task-agent/tests/common/mod.rs"]
 mod common;
 #[allow(unused_imports)]
-pub use common::{DEADLINE, FAKE_AGENT, process_gone, wait_file, wait_for};
+pub use common::{DEADLINE, fake_agent, process_gone, wait_file, wait_for};
 
 /// The fixture's script, unchanged.
 pub const FIXTURE_SCRIPT: &str = include_str!("../fixtures/workflow/script.js");
@@ -78,7 +78,7 @@ impl Wf {
             .join("\n");
         std::fs::write(&script, text).unwrap();
         let command = [
-            FAKE_AGENT.to_owned(),
+            fake_agent(),
             "--script".into(),
             script.display().to_string(),
         ];

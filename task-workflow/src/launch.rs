@@ -9,7 +9,7 @@ use serde_json::Value;
 use task_core::{Caller, Launch, LaunchError, Launched};
 
 use super::{ScriptSource, WorkflowError, WorkflowExecutor, WorkflowRequest};
-use crate::launch::RunnerFormat;
+use task_agent::RunnerFormat;
 
 /// A workflow to start: the agent CLI its agents run, and the `Workflow` tool's inputs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -123,10 +123,9 @@ mod tests {
 
     #[test]
     fn renders_the_fixture_record_as_a_tree() {
-        let record: Value = serde_json::from_str(include_str!(
-            "../../tests/fixtures/workflow/run-record.json"
-        ))
-        .unwrap();
+        let record: Value =
+            serde_json::from_str(include_str!("../tests/fixtures/workflow/run-record.json"))
+                .unwrap();
         let tree = render_tree(&record);
         assert_eq!(
             tree,

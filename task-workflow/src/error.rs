@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use task_core::{IdError, RegistryError, StateError};
 use task_output::OutputError;
 
-use crate::error::AgentError;
+use task_agent::AgentError;
 
 /// What went wrong starting or resuming a workflow.
 #[derive(Debug, thiserror::Error)]

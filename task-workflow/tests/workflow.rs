@@ -5,8 +5,8 @@
 mod workflow_common;
 
 use serde_json::{Value, json};
-use task_agent::workflow::WorkflowConfig;
 use task_core::{TaskKind, TaskStatus};
+use task_workflow::WorkflowConfig;
 use workflow_common::*;
 
 const FIXTURE: &str = "tests/fixtures/workflow";

@@ -3,6 +3,37 @@
 //! `pipeline`, `phase`, `log`, `args`, `budget`, `workflow`), every `agent()` a real
 //! `local_agent` child task, a journal that lets a later run resume, and the reference's
 //! progress entries, run record, summary and notification.
+//!
+//! **Why a crate of its own:** it brings QuickJS (a C build) and JSON5/JSON Schema with it; a
+//! harness, a server (task-serve) or a build that runs no workflows links task-agent without
+//! them, and this crate sits on top of task-agent's executor, whose `local_agent` tasks a
+//! run's `agent()` calls start.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use task_agent::{AgentConfig, AgentExecutor, CliFormat, CommandRunner};
+//! use task_core::Registry;
+//! use task_workflow::{ScriptSource, WorkflowConfig, WorkflowExecutor, WorkflowRequest};
+//!
+//! # fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let registry = Arc::new(Registry::default());
+//! let agents = AgentExecutor::new(Arc::clone(&registry), "/tmp/tasks", AgentConfig::default())
+//!     .register_with_registry();
+//! let workflows = WorkflowExecutor::new(agents, "/tmp/tasks", WorkflowConfig::default())
+//!     .register_with_registry();
+//! let claude = CommandRunner::new(["claude"], CliFormat::Claude, AgentConfig::default())?;
+//! let script = r#"export const meta = {name: "review", description: "two reviews"};
+//! const [a, b] = await parallel([() => agent("review a.rs"), () => agent("review b.rs")]);"#;
+//! let run = workflows.start(WorkflowRequest::new(
+//!     Arc::new(claude),
+//!     ScriptSource::Inline(script.to_owned()),
+//! ))?;
+//! println!("workflow {} (run {})", run.id, run.run_id);
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
 
 mod config;
 mod engine;
@@ -44,12 +75,12 @@ pub use progress::{AgentEntry, AgentStage};
 pub use show::{load_record, render_tree};
 pub use texts::workflow_launch_text;
 
-use crate::executor::AgentExecutor;
-use crate::runner::AgentRunner;
 use engine::ScriptJob;
 use journal::Journal;
 use progress::Book;
 use run::{Inherited, Run, RunOrigin};
+use task_agent::AgentExecutor;
+use task_agent::AgentRunner;
 
 /// Where a run's script comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -418,7 +449,7 @@ fn clear_unstarted(id: TaskId, paths: &RunPaths, script: &Path) {
     if std::fs::metadata(&paths.journal).is_ok_and(|meta| meta.len() != 0) {
         return;
     }
-    crate::executor::remove_left(id, [paths.journal.as_path(), script]);
+    task_agent::remove_left(id, [paths.journal.as_path(), script]);
 }
 
 fn create_dir(dir: &Path) -> Result<(), WorkflowError> {
