@@ -13,9 +13,21 @@ use crate::event::{AgentEvent, ToolUse, TurnOutcome, Usage};
 /// A stream carries the lines of sub-agents too, tagged with the `parent_tool_use_id` of the
 /// `Agent` call that started them. A parser follows one agent: by default the top-level one
 /// (lines without a parent); [`ClaudeParser::following`] follows a sub-agent instead.
+///
+/// **Output tokens come from the turn's `result`.** Claude Code writes each assistant message
+/// with the usage the API reported when the message *started* (`output_tokens: 1`, seen with
+/// 2.1.332), and the turn's real output, summed over its requests, only in the `result` that
+/// ends the turn (its `usage`, per turn). So the parser counts the messages' output as they
+/// come and, at the `result`, emits one more [`AgentEvent::Usage`] for the output the messages
+/// did not report, with the latest message's input (which stays the latest): the output the
+/// turn was charged is then counted exactly once.
 #[derive(Debug, Clone, Default)]
 pub struct ClaudeParser {
     parent: Option<String>,
+    /// The usage of the turn's latest message.
+    latest: Option<Usage>,
+    /// Output tokens the turn's messages reported.
+    turn_output: u64,
 }
 
 impl ClaudeParser {
@@ -23,6 +35,7 @@ impl ClaudeParser {
     pub fn following(parent_tool_use_id: impl Into<String>) -> Self {
         ClaudeParser {
             parent: Some(parent_tool_use_id.into()),
+            ..ClaudeParser::default()
         }
     }
 }
@@ -47,6 +60,8 @@ struct Line<'a> {
     is_error: bool,
     #[serde(default)]
     errors: Vec<String>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
 }
 
 #[derive(Deserialize)]
@@ -106,8 +121,8 @@ pub(crate) struct WireUsage {
     output_tokens: u64,
 }
 
-impl From<WireUsage> for Usage {
-    fn from(u: WireUsage) -> Self {
+impl From<&WireUsage> for Usage {
+    fn from(u: &WireUsage) -> Self {
         Usage {
             input_tokens: u.input_tokens,
             cache_creation_input_tokens: u.cache_creation_input_tokens,
@@ -134,6 +149,10 @@ impl LineParser for ClaudeParser {
             }
             ("assistant", _) => {
                 if let Some(message) = line.message {
+                    if let Some(usage) = message.usage.as_ref().map(Usage::from) {
+                        self.latest = Some(usage);
+                        self.turn_output += usage.output_tokens;
+                    }
                     assistant(message, out);
                 }
             }
@@ -142,22 +161,40 @@ impl LineParser for ClaudeParser {
                 Some(Content::Blocks(blocks)) => user_blocks(blocks, out),
                 None => {}
             },
-            ("result", subtype) => out.push(AgentEvent::TurnEnded(outcome(
-                subtype.unwrap_or("success"),
-                line.is_error,
-                line.result,
-                line.errors,
-            ))),
+            ("result", subtype) => {
+                if let Some(unreported) = self.unreported_output(line.usage.as_ref()) {
+                    out.push(AgentEvent::Usage(unreported));
+                }
+                out.push(AgentEvent::TurnEnded(outcome(
+                    subtype.unwrap_or("success"),
+                    line.is_error,
+                    line.result,
+                    line.errors,
+                )));
+            }
             _ => {}
         }
         Ok(())
     }
 }
 
+impl ClaudeParser {
+    /// The output a turn's `result` says it used beyond what its messages reported, as a usage
+    /// with the latest message's input; the turn's count starts again.
+    fn unreported_output(&mut self, result: Option<&WireUsage>) -> Option<Usage> {
+        let reported = std::mem::take(&mut self.turn_output);
+        let charged = result.map(|usage| usage.output_tokens)?;
+        (charged > reported).then(|| Usage {
+            output_tokens: charged - reported,
+            ..self.latest.unwrap_or_default()
+        })
+    }
+}
+
 /// Usage first, then the blocks in order: a tool use's progress already counts its message.
 fn assistant(message: Message, out: &mut Vec<AgentEvent>) {
     if let Some(usage) = message.usage {
-        out.push(AgentEvent::Usage(usage.into()));
+        out.push(AgentEvent::Usage(Usage::from(&usage)));
     }
     let blocks = match message.content {
         Content::Text(text) => vec![Block::Text { text }],
