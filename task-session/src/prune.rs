@@ -8,6 +8,7 @@
 //! deliverable, is never touched; a completion racing with a prune is kept for its reader.
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde::Serialize;
 use task_core::{TaskId, now_ms};
@@ -46,18 +47,34 @@ pub fn keep_reason(
     {
         return Some(KeepReason::Undelivered);
     }
-    let grace = u64::try_from(session.config().sweep_interval.as_millis() * 2).unwrap_or(u64::MAX);
-    if task.written_ms == 0 || now_ms().saturating_sub(task.written_ms) < grace {
+    if settles_in(session, task).is_some() {
         return Some(KeepReason::Settling);
     }
     (task.task.kind.resumes_on_message() && supervisor_running).then_some(KeepReason::Resumable)
 }
 
+/// How long until `task`'s final record has been on disk for two sweep intervals (by then its
+/// supervisor has evicted it and never writes it again); `None` once it has.
+fn settles_in(session: &Session, task: &TaskRecord) -> Option<Duration> {
+    let grace = session.config().sweep_interval * 2;
+    let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+    let age = now_ms().saturating_sub(task.written_ms);
+    (task.written_ms == 0 || age < grace_ms).then(|| {
+        if task.written_ms == 0 {
+            grace
+        } else {
+            Duration::from_millis(grace_ms - age)
+        }
+    })
+}
+
 /// Removes the tasks `ids`, each only if [`keep_reason`] allows it; fails on the first that
-/// is kept or unknown, before removing anything.
+/// is kept or unknown, before removing anything. A task that ended moments ago is waited for
+/// until it has settled (at most two sweep intervals) rather than refused: `tasks wait ID &&
+/// tasks rm ID` removes it.
 pub fn remove_ids(session: &Session, ids: &[TaskId]) -> Result<Vec<Removed>> {
-    let tasks = session.tasks_by_id(ids)?;
     let running = lock::is_held(&session.paths().lock())?;
+    let tasks = settled(session, ids)?;
     for task in &tasks {
         if let Some(reason) = keep_reason(session, task, running) {
             return Err(Error::Kept {
@@ -70,6 +87,25 @@ pub fn remove_ids(session: &Session, ids: &[TaskId]) -> Result<Vec<Removed>> {
         .iter()
         .map(|task| remove(session.paths(), task))
         .collect()
+}
+
+/// The records of `ids` once none of them is still settling: it waits (once per rewrite of a
+/// record, each wait at most two sweep intervals) and reads them again.
+fn settled(session: &Session, ids: &[TaskId]) -> Result<Vec<TaskRecord>> {
+    // A record rewritten while waiting restarts its grace; a few rounds are plenty.
+    const ROUNDS: usize = 4;
+    let mut tasks = session.tasks_by_id(ids)?;
+    for _ in 0..ROUNDS {
+        let wait = tasks
+            .iter()
+            .filter(|task| task.is_terminal())
+            .filter_map(|task| settles_in(session, task))
+            .max();
+        let Some(wait) = wait else { break };
+        std::thread::sleep(wait);
+        tasks = session.tasks_by_id(ids)?;
+    }
+    Ok(tasks)
 }
 
 /// Removes the finished tasks `policy` selects (everything removable for an empty policy).

@@ -66,6 +66,22 @@ fn rm_refuses_live_and_undelivered_tasks_and_removes_delivered_ones() {
 }
 
 #[test]
+fn rm_right_after_the_wait_that_delivered_removes_the_task() {
+    // Sweeps 2 s apart: the record settles 4 s after the end, long after `wait` returns.
+    let sandbox = Sandbox::new().env("TASKS_SWEEP_MS", "2000");
+    let id = sandbox.start("echo done");
+    let waited = sandbox.ok(&["wait", &id]);
+    assert!(waited.contains(&id), "{waited}");
+    let removed = sandbox.run(&["rm", &id]);
+    assert!(
+        removed.status.success(),
+        "rm after wait: {}",
+        String::from_utf8_lossy(&removed.stderr)
+    );
+    assert!(!listed(&sandbox).contains(&id));
+}
+
+#[test]
 fn prune_never_removes_a_task_whose_completion_races_it() {
     let sandbox = Sandbox::new();
     let gate = sandbox.root().join("gate");
