@@ -938,11 +938,16 @@ fn raw_spawn(root: &Path) -> Raw {
 
 /// A raw-protocol server, initialized.
 async fn raw_server(root: &Path) -> Raw {
+    raw_server_for(root, "raw").await
+}
+
+/// A raw-protocol server, initialized by a client that calls itself `client`.
+async fn raw_server_for(root: &Path, client: &str) -> Raw {
     let mut raw = raw_spawn(root);
     raw.send(
         &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"}}})
+        "clientInfo": {"name": client, "version": "1"}}})
         .to_string(),
     )
     .await;
@@ -1583,4 +1588,104 @@ async fn a_2026_07_28_client_gets_resource_changes_on_its_subscription_and_ends_
         "{envelope}"
     );
     assert!(envelope.contains("<status>failed</status>"), "{envelope}");
+}
+
+/// Where a result carried the envelope of `id`: in how many text blocks, and whether in
+/// `structuredContent.notifications`.
+fn carried(answer: &Value, id: &str) -> (usize, bool) {
+    let envelope = format!("<task-id>{id}</task-id>");
+    let result = &answer["result"];
+    let texts = result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|block| {
+            block["text"]
+                .as_str()
+                .is_some_and(|t| t.contains(&envelope))
+        })
+        .count();
+    let structured = result["structuredContent"]["notifications"]
+        .as_array()
+        .is_some_and(|n| {
+            n.iter()
+                .any(|t| t.as_str().is_some_and(|t| t.contains(&envelope)))
+        });
+    (texts, structured)
+}
+
+/// Starts a background command that fails with 3 once the start's result is in, and waits,
+/// outside the protocol, for it to end: its notification is then pending.
+async fn a_pending_end(raw: &mut Raw, request: u64) -> String {
+    let go = raw.root.join("go");
+    let command = format!(
+        "while [ ! -e '{}' ]; do sleep 0.01; done; exit 3",
+        go.display()
+    );
+    let started = raw
+        .call(
+            request,
+            "Bash",
+            json!({"command": command, "run_in_background": true}),
+        )
+        .await;
+    let id = started["result"]["structuredContent"]["backgroundTaskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(&go, "").unwrap();
+    let root = raw.root.clone();
+    let ended = || async {
+        let ps = tasks_command(&root, &["ps", "--all", "--json"])
+            .output()
+            .await
+            .unwrap();
+        let tasks: Value = serde_json::from_slice(&ps.stdout).unwrap_or(Value::Null);
+        tasks
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| t["id"] == id.as_str() && t["status"] == "failed")
+            .then_some(())
+    };
+    support::eventually_async("the background end", ended).await;
+    id
+}
+
+#[tokio::test]
+async fn each_client_gets_a_pending_end_once_in_the_part_it_shows_its_model() {
+    // (client, in text blocks, in structuredContent) for a successful result with a structure.
+    let clients = [
+        ("claude-code", 0, true),
+        ("codex-mcp-client", 0, true),
+        ("gemini-cli-mcp-client", 1, false),
+        ("a-client-not-known", 1, true),
+    ];
+    for (client, texts, structured) in clients {
+        let root = tempfile::tempdir().unwrap();
+        let mut raw = raw_server_for(root.path(), client).await;
+        let id = a_pending_end(&mut raw, 2).await;
+        let next = raw.call(3, "Bash", json!({"command": "true"})).await;
+        assert_eq!(carried(&next, &id), (texts, structured), "{client}: {next}");
+        let after = raw.call(4, "Bash", json!({"command": "true"})).await;
+        assert_eq!(
+            carried(&after, &id),
+            (0, false),
+            "{client}: delivered once: {after}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_failed_result_shown_whole_carries_the_end_once() {
+    // The Gemini CLI shows a failed result whole (text blocks and structure as JSON); Claude
+    // Code shows a failure's text blocks: both get the envelope in text, once.
+    for client in ["gemini-cli-mcp-client", "claude-code"] {
+        let root = tempfile::tempdir().unwrap();
+        let mut raw = raw_server_for(root.path(), client).await;
+        let id = a_pending_end(&mut raw, 2).await;
+        let failed = raw.call(3, "TaskStop", json!({"task_id": id})).await;
+        assert_eq!(failed["result"]["isError"], true, "{failed}");
+        assert_eq!(carried(&failed, &id), (1, false), "{client}: {failed}");
+    }
 }
