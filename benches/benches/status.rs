@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use benches::{build_tasks_binary, median};
+use benches::{build_tasks_binary, median, processes_of};
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {
@@ -52,7 +52,7 @@ fn main() {
     println!("status: idle session         median {:>8.2?}", idle);
     println!("status: 3 live tasks         median {:>8.2?}", live);
     println!("status: 3 live + 1000 ended  median {:>8.2?}", crowded);
-    let pids = benches_processes(root.path());
+    let pids = processes_of(root.path());
     for pid in pids {
         let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
     }
@@ -85,19 +85,4 @@ fn time<T>(samples: usize, mut run: impl FnMut() -> T) -> Duration {
         })
         .collect();
     median(&mut times)
-}
-
-/// Every process whose environment names `root` (the supervisor and its tasks).
-fn benches_processes(root: &Path) -> Vec<i32> {
-    let marker = format!("TASKS_ROOT={}", root.display());
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == marker.as_bytes()))
-        })
-        .collect()
 }

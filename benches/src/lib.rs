@@ -1,6 +1,6 @@
 //! Shared helpers for the benchmarks of the task system.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -50,4 +50,20 @@ pub fn rss_kib(pid: i32) -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// Every process whose environment names `root` as its `TASKS_ROOT` (a supervisor and the
+/// tasks it ran), so a bench can kill what it caused by pid.
+pub fn processes_of(root: &Path) -> Vec<i32> {
+    let marker = format!("TASKS_ROOT={}", root.display());
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == marker.as_bytes()))
+        })
+        .collect()
 }
