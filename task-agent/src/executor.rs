@@ -230,6 +230,7 @@ impl AgentExecutor {
         config: AgentConfig,
     ) -> Self {
         let panel_grace = registry.config().panel_grace;
+        let notice_delay = config.kill_grace * 2;
         let output_dir = output_dir.into();
         let worktrees_dir = config
             .worktrees_dir
@@ -249,6 +250,7 @@ impl AgentExecutor {
             task: Arc::new(AgentTask {
                 inner: weak.clone(),
                 panel_grace,
+                notice_delay,
             }),
         });
         AgentExecutor { inner }
@@ -812,6 +814,9 @@ fn write_meta(
 struct AgentTask {
     inner: std::sync::Weak<Inner>,
     panel_grace: Duration,
+    /// Its notice follows its CLI's exit: up to the kill grace for the CLI to exit, then the
+    /// kill, which waits the grace again at most.
+    notice_delay: Duration,
 }
 
 #[async_trait]
@@ -846,6 +851,10 @@ impl Task for AgentTask {
     /// A stopped agent stays in the panel for `PANEL_GRACE` (SPEC §2).
     fn eviction_grace(&self, _ended: &TaskState) -> Option<Duration> {
         Some(self.panel_grace)
+    }
+
+    fn notice_delay(&self, _ended: &TaskState) -> Duration {
+        self.notice_delay
     }
 
     /// A resumed agent keeps its displayed messages and its queued ones.

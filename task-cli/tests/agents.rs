@@ -801,6 +801,45 @@ fn a_stopped_agent_resumes_under_its_id_after_eviction_after_a_sigkilled_supervi
 }
 
 #[test]
+fn agent_wait_returns_with_the_notification_even_when_the_cli_lingers_after_its_result() {
+    // The real Gemini CLI goes on for a while after its result; its notice follows its exit
+    // (here the agent's kill grace, 2 s, then the kill), long after a sweep interval.
+    let sandbox = Sandbox::for_agents();
+    let raw = |line: Value| json!({"raw": line.to_string()});
+    let at = "2025-10-10T12:00:00.000Z";
+    let never = sandbox.path("never");
+    let script = sandbox.script(
+        "lingering-gemini.jsonl",
+        &[
+            raw(json!({"type": "init", "timestamp": at, "session_id": "g1", "model": "gemini"})),
+            raw(
+                json!({"type": "message", "role": "assistant", "content": "done", "timestamp": at}),
+            ),
+            raw(json!({"type": "result", "status": "success", "timestamp": at})),
+            json!({"wait_file": never.display().to_string()}),
+        ],
+    );
+    let fake = fake_agent();
+    let out = sandbox.ok(&[
+        "agent",
+        "--runner",
+        "gemini",
+        "--prompt",
+        "begin",
+        "--wait",
+        "--",
+        fake.to_str().unwrap(),
+        "--script",
+        &script,
+    ]);
+    assert!(
+        out.contains("<task-notification>"),
+        "the envelope printed: {out}"
+    );
+    assert!(out.contains("<status>completed</status>"), "{out}");
+}
+
+#[test]
 fn a_stopped_gemini_agent_is_refused_a_message_and_its_notification_promises_no_resume() {
     let sandbox = Sandbox::for_agents().env("TASKS_PANEL_GRACE_MS", "100");
     let raw = |line: Value| json!({"raw": line.to_string()});

@@ -1250,10 +1250,15 @@ impl Mirrored {
             } || books.silent.contains(&id);
             if notice.is_none() && !no_notice_due {
                 let now = Instant::now();
+                // As long as its executor may take to send it (an agent: once its CLI exited).
+                let delay = self
+                    .registry
+                    .executor(state.base.task_type)
+                    .map_or(Duration::ZERO, |executor| executor.notice_delay(&state));
                 let due = *books
                     .awaiting_notice
                     .entry(id)
-                    .or_insert(now + self.sweep_interval);
+                    .or_insert(now + self.sweep_interval.max(delay));
                 if now < due {
                     return Ok(()); // written by `complete`, or by the sweep once due
                 }

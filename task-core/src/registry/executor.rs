@@ -31,6 +31,16 @@ pub trait Task: Send + Sync {
         None
     }
 
+    /// How long after its end (`ended`, already terminal) a task of this type may still send
+    /// its completion notice: a reader of its record waits that long for the notice before
+    /// the end is shown without one. An agent sends it once its CLI has exited, which takes
+    /// up to its kill grace and the kill after it. Default: none (the notice comes with the
+    /// end).
+    fn notice_delay(&self, ended: &TaskState) -> Duration {
+        let _ = ended;
+        Duration::ZERO
+    }
+
     /// Completes the state of a task registered again under its id (a resume): the registry
     /// has already kept `retain` and `startTime` from `previous`; an executor whose type keeps
     /// more across a resume (an agent's messages and pending messages) copies it here.
