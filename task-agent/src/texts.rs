@@ -34,6 +34,7 @@ pub fn send_reply(result: &Result<SendOutcome, AgentError>) -> MessageReply {
             },
         ),
         Ok(SendOutcome::Queued(id)) => MessageReply::reached(*id, MessageOutcome::Queued),
+        Err(error @ AgentError::NoSuchAgent(_)) => MessageReply::unknown(error.to_string()),
         Err(error) => MessageReply::refused(error.to_string()),
     }
 }

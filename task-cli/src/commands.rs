@@ -241,17 +241,22 @@ fn agent(session: &Session, args: AgentArgs, printer: Printer) -> Result<u8> {
     started(session, id, args.wait, printer)
 }
 
+/// A message to a task; one it did not take is an error (a person reads it on stderr; `--json`
+/// has the reference's result on stdout), unknown-task when the address names none.
 fn send(session: &Session, args: &SendArgs, printer: Printer) -> Result<u8> {
     let sent = session.send_message(&args.to, &args.message)?;
-    printer.emit(
-        &sent.model_result(&args.to),
-        &format!("{}\n", sent.text(&args.to)),
-    )?;
-    Ok(if sent.delivered() {
-        exit::OK
-    } else {
-        exit::UNKNOWN_TASK
-    })
+    let refused = (!sent.delivered()).then(|| CliError::MessageRefused {
+        reason: sent.text(&args.to),
+        unknown: sent.addressed_nobody(),
+    });
+    match refused {
+        Some(error) if !printer.is_json() => Err(error),
+        refused => {
+            let text = format!("{}\n", sent.text(&args.to));
+            printer.emit(&sent.model_result(&args.to), &text)?;
+            Ok(refused.map_or(exit::OK, |error| error.exit_code()))
+        }
+    }
 }
 
 fn monitor(session: &Session, args: MonitorArgs, printer: Printer) -> Result<u8> {

@@ -43,6 +43,15 @@ pub enum CliError {
     /// The task list store refused the operation.
     #[error("{0}")]
     List(String),
+    /// A message was not delivered: its task refused it, or (`unknown`) the address names no
+    /// task that takes messages.
+    #[error("{reason}")]
+    MessageRefused {
+        /// Why, in words for the sender.
+        reason: String,
+        /// The address named no task.
+        unknown: bool,
+    },
 }
 
 impl CliError {
@@ -53,6 +62,8 @@ impl CliError {
             CliError::Session(error) => error,
             CliError::MalformedListId { .. } => return exit::MALFORMED_ID,
             CliError::List(_) => return exit::OTHER,
+            CliError::MessageRefused { unknown: true, .. } => return exit::UNKNOWN_TASK,
+            CliError::MessageRefused { .. } => return exit::OTHER,
         };
         match session {
             Error::MalformedId { .. } => exit::MALFORMED_ID,

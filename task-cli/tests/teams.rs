@@ -165,9 +165,11 @@ fn teammates_get_every_message_from_concurrent_tasks_send_processes_once_in_orde
     // Teammates never notify the model.
     let notes = sandbox.ok(&["notifications"]);
     assert!(!notes.contains(&ids[0]), "{notes}");
+    // An address that names no task: unknown task (66), said on stderr as every error is.
     let unknown = sandbox.run(&["send", "nobody", "hi"]);
-    assert!(!unknown.status.success());
-    assert!(String::from_utf8_lossy(&unknown.stdout).contains("No agent named 'nobody'"));
+    assert_eq!(unknown.status.code(), Some(66), "{unknown:?}");
+    let said = String::from_utf8_lossy(&unknown.stderr);
+    assert!(said.starts_with("tasks: No agent named 'nobody'"), "{said}");
     let malformed = sandbox.run(&["send", "mate1@", "hi"]);
     assert_eq!(malformed.status.code(), Some(2), "{malformed:?}");
     let said = String::from_utf8_lossy(&malformed.stderr);

@@ -139,8 +139,13 @@ pub enum MessageOutcome {
     Posted,
     /// Sent on to a remote agent's session.
     Relayed,
-    /// Not delivered.
+    /// Not delivered: its task refused it.
     Refused {
+        /// Why, in words for the sender.
+        reason: String,
+    },
+    /// Not delivered: the address names no task that takes messages.
+    Unknown {
         /// Why, in words for the sender.
         reason: String,
     },
@@ -165,9 +170,27 @@ impl MessageReply {
         }
     }
 
+    /// A message whose address names no task that takes messages.
+    pub fn unknown(reason: impl Into<String>) -> Self {
+        MessageReply {
+            task: None,
+            outcome: MessageOutcome::Unknown {
+                reason: reason.into(),
+            },
+        }
+    }
+
     /// Whether it reached its task.
     pub fn delivered(&self) -> bool {
-        !matches!(self.outcome, MessageOutcome::Refused { .. })
+        !matches!(
+            self.outcome,
+            MessageOutcome::Refused { .. } | MessageOutcome::Unknown { .. }
+        )
+    }
+
+    /// Whether its address named no task that takes messages.
+    pub fn addressed_nobody(&self) -> bool {
+        matches!(self.outcome, MessageOutcome::Unknown { .. })
     }
 
     /// What became of the message sent to `to`, in the reference's words where it has them
@@ -188,7 +211,9 @@ impl MessageReply {
             ),
             MessageOutcome::Posted => format!("Message sent to {to}'s inbox"),
             MessageOutcome::Relayed => format!("Message sent to remote agent {to}."),
-            MessageOutcome::Refused { reason } => reason.clone(),
+            MessageOutcome::Refused { reason } | MessageOutcome::Unknown { reason } => {
+                reason.clone()
+            }
         }
     }
 

@@ -634,7 +634,7 @@ impl Engine {
     /// `id` as [`Messenger::send`] takes it.
     pub async fn send(&self, to: &Address, message: &str, id: Option<&str>) -> MessageReply {
         let Some(messenger) = &self.launchers.messenger else {
-            return MessageReply::refused("no task of this session takes messages");
+            return MessageReply::unknown("no task of this session takes messages");
         };
         let sent = messenger.send(to, message, id).await;
         if let Some(id) = sent.task.filter(|_| sent.delivered())
