@@ -709,6 +709,10 @@ pub enum ListOp {
         /// Refuse if the owner already has an unfinished task.
         #[arg(long)]
         check_busy: bool,
+        /// Also mark the claimed task in progress, in the same write (a worker's claim and
+        /// start in one step).
+        #[arg(long)]
+        start: bool,
     },
     /// Return every unfinished task of an owner to pending, without owner.
     Unassign {

@@ -71,9 +71,11 @@ pub fn execute(
             next,
             owner,
             check_busy,
+            start,
         } => {
             let options = ClaimOptions {
                 check_agent_busy: check_busy,
+                start,
             };
             // clap refuses an id with --next, and requires one without.
             match id.filter(|_| !next) {

@@ -538,3 +538,32 @@ fn reference_lock_directories_are_honoured_only_where_the_reference_writes() {
     let waited = tasks(&root, &forced, &["list", "create", "again", "-q"]);
     assert!(!waited.status.success(), "{waited:?}");
 }
+
+/// `claim --start` (after [`SESSION`]): claimed and in progress in one step, by id and with
+/// `--next`; a task already in progress keeps its status.
+const CLAIM_START: Steps<'static> = &[
+    &["create", "--subject", "Build"],
+    &["create", "--subject", "Ship"],
+    &["claim", "5", "--owner", "ann", "--start"],
+    &["get", "5"],
+    &["claim", "--next", "--owner", "bob", "--start"],
+    &["get", "6"],
+    &["claim", "5", "--owner", "ann", "--start"],
+];
+
+#[test]
+fn claim_start_claims_and_starts_in_one_step_on_postgres_as_on_files() {
+    let Some(on_files) = after_session_on_both_stores(CLAIM_START) else {
+        return;
+    };
+    let shown = |step: usize| on_files[step].split_once('\n').unwrap().1.to_owned();
+    assert!(shown(3).contains("Status: in_progress"), "{}", shown(3));
+    assert!(shown(3).contains("Owner: ann"), "{}", shown(3));
+    assert!(shown(5).contains("Status: in_progress"), "{}", shown(5));
+    assert!(shown(5).contains("Owner: bob"), "{}", shown(5));
+    assert!(
+        on_files[6].contains("→ Some(0)"),
+        "claimed again by its owner: {}",
+        on_files[6]
+    );
+}

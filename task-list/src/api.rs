@@ -313,6 +313,9 @@ pub enum ClaimFailure {
 pub struct ClaimOptions {
     /// Refuse when the claimant already owns another open task.
     pub check_agent_busy: bool,
+    /// Mark the claimed task `in_progress` in the same write: a worker's claim and start are
+    /// one step (without it the status is left to `TaskUpdate`, as the reference does).
+    pub start: bool,
 }
 
 /// The result of a claim: `{success, reason?, task?, busyWithTasks?, blockedByTasks?}`.

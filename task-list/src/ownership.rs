@@ -15,7 +15,8 @@ use crate::store::TaskList;
 use crate::tree::open_children;
 
 impl TaskList {
-    /// Claims `id` for `claimant` (sets the owner; the status is left to `TaskUpdate`). Every
+    /// Claims `id` for `claimant` (sets the owner; the status is left to `TaskUpdate`, unless
+    /// [`ClaimOptions::start`] marks it `in_progress` in the same write). Every
     /// check is made after the locks are taken, so two claimants can never both win. A task
     /// with open blockers, or a parent with open children, is refused as
     /// [`ClaimFailure::Blocked`], with those tasks in `blocked_by_tasks`.
@@ -56,8 +57,9 @@ impl TaskList {
                     });
                 }
             }
-            if locked.owner.is_none() {
-                self.take(txn, &mut locked, claimant)?;
+            let starts = options.start && locked.status == TaskStatus::Pending;
+            if locked.owner.is_none() || starts {
+                self.take(txn, &mut locked, claimant, options)?;
             }
             Ok(won(locked))
         })
@@ -94,7 +96,7 @@ impl TaskList {
                     && open_blockers(txn, &locked)?.is_empty()
                     && still_open(txn, children.get(&id).map_or(&[], Vec::as_slice))?.is_empty()
                 {
-                    self.take(txn, &mut locked, claimant)?;
+                    self.take(txn, &mut locked, claimant, options)?;
                     return Ok(Some(won(locked)));
                 }
             }
@@ -102,15 +104,30 @@ impl TaskList {
         })
     }
 
-    /// Makes `claimant` the owner of `task` (locked) and records the claim.
-    fn take(&self, txn: &mut dyn StoreTxn, task: &mut Task, claimant: &str) -> Result<()> {
-        task.owner = Some(claimant.to_string());
+    /// Makes `claimant` the owner of `task` (locked), starts it if `options` say so (a pending
+    /// task becomes `in_progress`), and records the claim with the fields it changed.
+    fn take(
+        &self,
+        txn: &mut dyn StoreTxn,
+        task: &mut Task,
+        claimant: &str,
+        options: ClaimOptions,
+    ) -> Result<()> {
+        let mut fields = Vec::new();
+        if task.owner.as_deref() != Some(claimant) {
+            task.owner = Some(claimant.to_string());
+            fields.push("owner".to_owned());
+        }
+        if options.start && task.status == TaskStatus::Pending {
+            task.status = TaskStatus::InProgress;
+            fields.push("status".to_owned());
+        }
         txn.save(task)?;
         txn.record(AuditRecord::now(
             &self.actor.name,
             AuditOp::Claim,
             Some(task.id),
-            vec!["owner".into()],
+            fields,
         ));
         Ok(())
     }

@@ -308,7 +308,7 @@ store_tests! {
         let list = fx.open();
         create(&list, "a");
         create(&list, "b");
-        let busy = ClaimOptions { check_agent_busy: true };
+        let busy = ClaimOptions { check_agent_busy: true, ..ClaimOptions::default() };
         assert_eq!(next(&list, "ann"), Some(id(1)));
         let refused = list.claim_next("ann", busy).unwrap().unwrap();
         assert_eq!(refused.reason, Some(ClaimFailure::AgentBusy));

@@ -258,6 +258,7 @@ fn claim_reports_every_reason(fx) {
     let no = ClaimOptions::default();
     let busy = ClaimOptions {
         check_agent_busy: true,
+        ..ClaimOptions::default()
     };
     let reason = |r: task_list::ClaimResult| r.reason;
     assert_eq!(

@@ -98,6 +98,7 @@ pub(crate) async fn claim(
     }
     let options = ClaimOptions {
         check_agent_busy: input.check_busy,
+        ..ClaimOptions::default()
     };
     let Some(owner) = input.owner else {
         return Err(Failure::Tool(
