@@ -800,65 +800,23 @@ fn a_stopped_agent_resumes_under_its_id_after_eviction_after_a_sigkilled_supervi
     );
 }
 
-#[test]
-fn agent_wait_returns_with_the_notification_even_when_the_cli_lingers_after_its_result() {
-    // The real Gemini CLI goes on for a while after its result; its notice follows its exit
-    // (here the agent's kill grace, 2 s, then the kill), long after a sweep interval.
-    let sandbox = Sandbox::for_agents();
+/// A Gemini-format agent named `gem` that says `done`, ends its turn, then runs `after` (more
+/// fake-agent steps), run with `tasks agent --wait`; what that printed.
+fn gemini_agent_waited(sandbox: &Sandbox, after: &[Value]) -> String {
     let raw = |line: Value| json!({"raw": line.to_string()});
     let at = "2025-10-10T12:00:00.000Z";
-    let never = sandbox.path("never");
-    let script = sandbox.script(
-        "lingering-gemini.jsonl",
-        &[
-            raw(json!({"type": "init", "timestamp": at, "session_id": "g1", "model": "gemini"})),
-            raw(
-                json!({"type": "message", "role": "assistant", "content": "done", "timestamp": at}),
-            ),
-            raw(json!({"type": "result", "status": "success", "timestamp": at})),
-            json!({"wait_file": never.display().to_string()}),
-        ],
-    );
+    let mut steps = vec![
+        raw(json!({"type": "init", "timestamp": at, "session_id": "g1", "model": "gemini"})),
+        raw(json!({"type": "message", "role": "assistant", "content": "done", "timestamp": at})),
+        raw(
+            json!({"type": "result", "status": "success", "timestamp": at,
+                   "stats": {"total_tokens": 3, "input_tokens": 2, "output_tokens": 1}}),
+        ),
+    ];
+    steps.extend_from_slice(after);
+    let script = sandbox.script("gemini.jsonl", &steps);
     let fake = fake_agent();
-    let out = sandbox.ok(&[
-        "agent",
-        "--runner",
-        "gemini",
-        "--prompt",
-        "begin",
-        "--wait",
-        "--",
-        fake.to_str().unwrap(),
-        "--script",
-        &script,
-    ]);
-    assert!(
-        out.contains("<task-notification>"),
-        "the envelope printed: {out}"
-    );
-    assert!(out.contains("<status>completed</status>"), "{out}");
-}
-
-#[test]
-fn a_stopped_gemini_agent_is_refused_a_message_and_its_notification_promises_no_resume() {
-    let sandbox = Sandbox::for_agents().env("TASKS_PANEL_GRACE_MS", "100");
-    let raw = |line: Value| json!({"raw": line.to_string()});
-    let at = "2025-10-10T12:00:00.000Z";
-    let script = sandbox.script(
-        "gemini.jsonl",
-        &[
-            raw(json!({"type": "init", "timestamp": at, "session_id": "g1", "model": "gemini"})),
-            raw(
-                json!({"type": "message", "role": "assistant", "content": "done", "timestamp": at}),
-            ),
-            raw(
-                json!({"type": "result", "status": "success", "timestamp": at,
-                "stats": {"total_tokens": 3, "input_tokens": 2, "output_tokens": 1}}),
-            ),
-        ],
-    );
-    let fake = fake_agent();
-    let out = sandbox.ok(&[
+    sandbox.ok(&[
         "agent",
         "--runner",
         "gemini",
@@ -871,7 +829,30 @@ fn a_stopped_gemini_agent_is_refused_a_message_and_its_notification_promises_no_
         fake.to_str().unwrap(),
         "--script",
         &script,
-    ]);
+    ])
+}
+
+#[test]
+fn agent_wait_returns_with_the_notification_even_when_the_cli_lingers_after_its_result() {
+    // The real Gemini CLI goes on for a while after its result; its notice follows its exit
+    // (here the agent's kill grace, 2 s, then the kill), long after a sweep interval.
+    let sandbox = Sandbox::for_agents();
+    let never = sandbox.path("never");
+    let out = gemini_agent_waited(
+        &sandbox,
+        &[json!({"wait_file": never.display().to_string()})],
+    );
+    assert!(
+        out.contains("<task-notification>"),
+        "the envelope printed: {out}"
+    );
+    assert!(out.contains("<status>completed</status>"), "{out}");
+}
+
+#[test]
+fn a_stopped_gemini_agent_is_refused_a_message_and_its_notification_promises_no_resume() {
+    let sandbox = Sandbox::for_agents().env("TASKS_PANEL_GRACE_MS", "100");
+    let out = gemini_agent_waited(&sandbox, &[]);
     let id = out.lines().next().unwrap().to_owned();
     assert!(out.contains("<status>completed</status>"), "{out}");
     let note = out

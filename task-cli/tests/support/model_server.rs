@@ -321,10 +321,8 @@ fn serve(shared: &Shared, mut stream: TcpStream) -> std::io::Result<()> {
         let calls = match step.and_then(|i| shared.script.get(i)) {
             Some(turn) => {
                 if let Some(gate) = &turn.gate {
-                    let deadline = Instant::now() + Duration::from_secs(60);
-                    while !gate() && Instant::now() < deadline {
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
+                    // Answered once the test's condition holds (at most a minute).
+                    let _ = super::poll_until(Duration::from_secs(60), || gate().then_some(()));
                 }
                 turn.calls
                     .iter()
