@@ -257,10 +257,7 @@ fn requests() -> Vec<(&'static str, Request)> {
         on_end: None,
         strays: None,
     };
-    let request = |op| Request {
-        deadline_ms: 1_764_000_010_000,
-        op,
-    };
+    let request = |op| Request::new(1_764_000_010_000, op);
     vec![
         ("start-shell", request(Op::Start(start))),
         (

@@ -190,7 +190,7 @@ fn run(session: &Session, args: RunArgs, printer: Printer) -> Result<u8> {
     let mut schedule = args.schedule.to_schedule()?;
     schedule.ready = args.ready.check();
     if let Some(check) = &schedule.ready {
-        check.validate()?;
+        task_session::ready::validate(check)?;
     }
     let id = session.start_with::<ShellExecutor>(start, caller, schedule, args.ends.into())?;
     if args.wait && crate::stream_cmd::streams(args.follow, args.for_model, printer) {

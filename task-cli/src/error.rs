@@ -69,7 +69,9 @@ impl CliError {
             Error::MalformedId { .. } => exit::MALFORMED_ID,
             Error::UnknownTask { .. } => exit::UNKNOWN_TASK,
             Error::Io { .. } | Error::MissingCwd(_) => exit::IO,
-            Error::Supervisor(_) | Error::NoAnswer { .. } => exit::SUPERVISOR,
+            Error::Supervisor(_) | Error::NoAnswer { .. } | Error::Protocol { .. } => {
+                exit::SUPERVISOR
+            }
             Error::Input { reason, .. } => match reason {
                 InputRefusal::UnknownTask => exit::UNKNOWN_TASK,
                 InputRefusal::ReaderGone | InputRefusal::Failed => exit::IO,

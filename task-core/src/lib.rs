@@ -61,31 +61,20 @@
 #![deny(missing_docs)]
 
 mod config;
-mod end;
 mod event;
-mod id;
 mod input;
 mod launch;
-mod message;
 mod notification;
 mod poll;
 pub mod process;
 mod registry;
 mod slot;
 mod state;
-mod status;
 
 pub use config::{EVENT_CAPACITY, PANEL_GRACE, POLL_INTERVAL, RegistryConfig, STOPPED_DISPLAY};
-pub use end::{
-    BudgetLimit, EXIT_KILLED, EXIT_SPAWN_FAILED, EXIT_TIMED_OUT, EndReason, human_duration,
-};
 pub use event::{SdkStatus, TaskEvent, TaskPatch};
-pub use id::{IdError, TASK_ID_LEN, TaskId, TaskType, lenient_task_id};
 pub use input::{Input, InputError};
-pub use launch::{
-    AGENT_ID_ENV, Caller, Launch, LaunchError, Launched, ProgramError, TASK_MARKER_ENV,
-};
-pub use message::{Address, AddressError, MessageOutcome, MessageReply};
+pub use launch::{Launch, LaunchError, Launched};
 pub use notification::{
     AGENT_FINAL_NOTE, AGENT_RESUME_NOTE, AgentExtras, AgentUsage, MODEL_FRAMING, Notification,
     NotificationQueue, Priority, sanitize, summary,
@@ -100,7 +89,11 @@ pub use state::{
     TaskStateBase, TeammateIdentity, TeammateState, ToolActivity, WorkflowState, WorkflowStep,
     Worktree, now_ms,
 };
-pub use status::{TaskStatus, TerminalStatus};
+pub use task_protocol::{
+    AGENT_ID_ENV, Address, AddressError, BudgetLimit, Caller, EXIT_KILLED, EXIT_SPAWN_FAILED,
+    EXIT_TIMED_OUT, EndReason, IdError, MessageOutcome, MessageReply, ProgramError, TASK_ID_LEN,
+    TASK_MARKER_ENV, TaskId, TaskStatus, TaskType, TerminalStatus, human_duration, lenient_task_id,
+};
 
 /// Compile-time proof that the types shared across threads and async tasks are `Send + Sync`.
 const _: fn() = || {

@@ -40,18 +40,7 @@ pub fn cap_notice(cap_bytes: u64) -> String {
     )
 }
 
-/// `bytes` in the largest binary unit that divides it exactly, as the reference names sizes
-/// (`5GB`, `64KB`, `1000B`).
-pub fn human_size(bytes: u64) -> String {
-    const UNITS: [(u64, &str); 3] = [(1 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "KB")];
-    UNITS
-        .iter()
-        .find(|(unit, _)| bytes >= *unit && bytes.is_multiple_of(*unit))
-        .map_or_else(
-            || format!("{bytes}B"),
-            |(unit, name)| format!("{}{name}", bytes / unit),
-        )
-}
+pub use task_protocol::human_size;
 
 /// Settings of a [`DiskWriter`].
 #[derive(Debug, Clone, PartialEq, Eq)]

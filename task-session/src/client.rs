@@ -105,11 +105,10 @@ pub fn send(
     op: Op,
 ) -> Result<Response> {
     let deadline = Instant::now() + config.request_timeout;
-    let mut request = Request {
-        deadline_ms: task_core::now_ms()
-            + u64::try_from(config.request_timeout.as_millis()).unwrap_or(u64::MAX),
+    let mut request = Request::new(
+        task_core::now_ms() + u64::try_from(config.request_timeout.as_millis()).unwrap_or(u64::MAX),
         op,
-    };
+    );
     if let Op::Start(start) = &mut request.op {
         start.key.get_or_insert_with(start_key);
     }
@@ -125,17 +124,35 @@ pub fn send(
         &mut request,
         deadline,
         &mut delivered,
-    );
+    )
+    .and_then(served);
     let Some(key) = key else {
         return outcome;
     };
     match outcome {
+        Err(refused @ Error::Protocol { .. }) => Err(refused),
         Ok(Response::Error {
             kind: Refusal::Expired,
             message,
         }) => decide_start(paths, &key, delivered, deadline, Error::Supervisor(message)),
         Ok(response) => Ok(response),
         Err(error) => decide_start(paths, &key, delivered, deadline, error),
+    }
+}
+
+/// `response`, unless it says the supervisor does not serve this client's protocol version.
+fn served(response: Response) -> Result<Response> {
+    match response {
+        Response::Unsupported {
+            client,
+            supervisor,
+            oldest,
+        } => Err(Error::Protocol {
+            client,
+            supervisor,
+            oldest,
+        }),
+        response => Ok(response),
     }
 }
 

@@ -460,7 +460,7 @@ impl Engine {
             kind: ErrorKind::BadRequest,
             message,
         };
-        schedule.validate().map_err(|e| bad(e.to_string()))?;
+        crate::schedule::validate(&schedule).map_err(|e| bad(e.to_string()))?;
         self.queue
             .check_after(&schedule.after)
             .map_err(|e| bad(format!("--after: {e}")))?;

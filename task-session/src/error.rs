@@ -86,6 +86,18 @@ pub enum Error {
         /// The session directory's path.
         dir: PathBuf,
     },
+    /// The running supervisor does not serve this client's protocol version; nothing was done.
+    #[error(
+        "this client speaks protocol version {client}, the session's running supervisor version {supervisor} (it serves versions {oldest} to {supervisor}); nothing was done. Use the build that started the supervisor, or let its tasks end (it exits once idle) and try again"
+    )]
+    Protocol {
+        /// The version this client speaks.
+        client: u32,
+        /// The version the supervisor speaks.
+        supervisor: u32,
+        /// The oldest client version it serves.
+        oldest: u32,
+    },
     /// Invalid input that is not an id (a JSON argument, an option value).
     #[error("{0}")]
     Invalid(String),

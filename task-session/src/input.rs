@@ -55,7 +55,7 @@ pub(crate) async fn serve(
             closed: close,
         },
         Err(error) => Response::InputRefused {
-            reason: InputRefusal::of(&error),
+            reason: crate::refusal::input_refusal(&error),
             message: error.to_string(),
         },
     }

@@ -127,6 +127,7 @@ mod placement;
 pub mod protocol;
 pub mod prune;
 pub mod queue;
+mod reads;
 pub mod ready;
 pub mod record;
 mod refusal;

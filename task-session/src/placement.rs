@@ -9,11 +9,7 @@ use task_core::TaskId;
 
 use crate::error::{Error, Result};
 
-/// The group of a task whose start names none.
-pub const DEFAULT_GROUP: &str = "default";
-
-/// The longest group name accepted.
-pub const MAX_GROUP_BYTES: usize = 64;
+pub use task_protocol::schedule::{DEFAULT_GROUP, MAX_GROUP_BYTES};
 
 /// Checks a group name: 1 to [`MAX_GROUP_BYTES`] bytes, no whitespace or control character.
 ///

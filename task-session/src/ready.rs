@@ -13,7 +13,6 @@ use std::io::{Read, Seek, SeekFrom};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use task_core::{Notification, Priority, Registry, TaskId};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -28,51 +27,31 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// How long one connection attempt may take.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// What makes a task ready.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "check", rename_all = "snake_case")]
-pub enum ReadyCheck {
-    /// A line of its output matches this regular expression.
-    Line {
-        /// The pattern.
-        pattern: String,
-    },
-    /// A TCP connection to this port of 127.0.0.1 succeeds.
-    Port {
-        /// The port.
-        port: u16,
-    },
-    /// A `GET` of this `http://` URL answers 2xx.
-    Http {
-        /// The URL.
-        url: String,
-    },
+pub use task_protocol::ReadyCheck;
+
+/// Checks what a client sent: a pattern that compiles, an `http://host[:port]/path` URL.
+///
+/// # Errors
+/// [`Error::Invalid`] saying what is wrong.
+pub fn validate(check: &ReadyCheck) -> Result<()> {
+    match check {
+        ReadyCheck::Line { pattern } => regex::Regex::new(pattern)
+            .map(drop)
+            .map_err(|e| Error::Invalid(format!("--ready: {e}"))),
+        ReadyCheck::Port { port } if *port == 0 => {
+            Err(Error::Invalid("--ready-port: 0 is no port".into()))
+        }
+        ReadyCheck::Port { .. } => Ok(()),
+        ReadyCheck::Http { url } => HttpTarget::parse(url).map(drop),
+    }
 }
 
-impl ReadyCheck {
-    /// Checks what a client sent: a pattern that compiles, an `http://host[:port]/path` URL.
-    ///
-    /// # Errors
-    /// [`Error::Invalid`] saying what is wrong.
-    pub fn validate(&self) -> Result<()> {
-        match self {
-            ReadyCheck::Line { pattern } => regex::Regex::new(pattern)
-                .map(drop)
-                .map_err(|e| Error::Invalid(format!("--ready: {e}"))),
-            ReadyCheck::Port { port } if *port == 0 => {
-                Err(Error::Invalid("--ready-port: 0 is no port".into()))
-            }
-            ReadyCheck::Port { .. } => Ok(()),
-            ReadyCheck::Http { url } => HttpTarget::parse(url).map(drop),
-        }
-    }
-
-    fn describe(&self) -> String {
-        match self {
-            ReadyCheck::Line { pattern } => format!("its output matched /{pattern}/"),
-            ReadyCheck::Port { port } => format!("port {port} accepts connections"),
-            ReadyCheck::Http { url } => format!("{url} answers"),
-        }
+/// What made a task ready, in words.
+fn describe(check: &ReadyCheck) -> String {
+    match check {
+        ReadyCheck::Line { pattern } => format!("its output matched /{pattern}/"),
+        ReadyCheck::Port { port } => format!("port {port} accepts connections"),
+        ReadyCheck::Http { url } => format!("{url} answers"),
     }
 }
 
@@ -178,7 +157,7 @@ impl Readiness {
             let summary = format!(
                 "\"{}\" is ready: {}",
                 state.base.description,
-                check.describe()
+                describe(check)
             );
             let notice = Notice {
                 priority: Priority::Next,
@@ -330,25 +309,22 @@ mod tests {
     #[test]
     fn checks_are_validated() {
         assert!(
-            ReadyCheck::Line {
+            validate(&ReadyCheck::Line {
                 pattern: "lis(ten".into()
-            }
-            .validate()
+            })
             .is_err()
         );
         assert!(
-            ReadyCheck::Line {
+            validate(&ReadyCheck::Line {
                 pattern: "listening on \\d+".into()
-            }
-            .validate()
+            })
             .is_ok()
         );
-        assert!(ReadyCheck::Port { port: 0 }.validate().is_err());
+        assert!(validate(&ReadyCheck::Port { port: 0 }).is_err());
         assert!(
-            ReadyCheck::Http {
+            validate(&ReadyCheck::Http {
                 url: "https://x".into()
-            }
-            .validate()
+            })
             .is_err()
         );
         let target = HttpTarget::parse("http://127.0.0.1:8080/health?x=1").unwrap();

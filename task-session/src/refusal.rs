@@ -3,7 +3,7 @@
 //! re-exported by [`crate::protocol`]) and a task kept from removal ([`KeepReason`],
 //! re-exported by [`crate::prune`]).
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// Why a task is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, thiserror::Error)]
@@ -24,42 +24,19 @@ pub enum KeepReason {
     Resumable,
 }
 
-/// Why input for a task's stdin was refused (task-core's [`task_core::InputError`], by class).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum InputRefusal {
-    /// No task of the session has that id.
-    UnknownTask,
-    /// The task has ended.
-    Finished,
-    /// Tasks of its type take no input.
-    NotAccepted,
-    /// It was started with stdin `/dev/null`.
-    NotPiped,
-    /// Its stdin was closed on request.
-    Closed,
-    /// Its process closed its stdin (`EPIPE`).
-    ReaderGone,
-    /// It did not read the bytes in time; part of them may have gone through.
-    Stalled,
-    /// Writing failed otherwise.
-    Failed,
-}
+pub use task_protocol::InputRefusal;
 
-impl InputRefusal {
-    /// The class of `error`.
-    pub fn of(error: &task_core::InputError) -> Self {
-        use task_core::InputError as E;
-        match error {
-            E::NotFound(_) => Self::UnknownTask,
-            E::Finished { .. } => Self::Finished,
-            E::NotAccepted { .. } | E::NoExecutor(_) => Self::NotAccepted,
-            E::NotPiped(_) => Self::NotPiped,
-            E::Closed(_) => Self::Closed,
-            E::ReaderGone(_) => Self::ReaderGone,
-            E::Stalled { .. } => Self::Stalled,
-            _ => Self::Failed,
-        }
+/// The class of `error`, as the supervisor's answer carries it.
+pub fn input_refusal(error: &task_core::InputError) -> InputRefusal {
+    use task_core::InputError as E;
+    match error {
+        E::NotFound(_) => InputRefusal::UnknownTask,
+        E::Finished { .. } => InputRefusal::Finished,
+        E::NotAccepted { .. } | E::NoExecutor(_) => InputRefusal::NotAccepted,
+        E::NotPiped(_) => InputRefusal::NotPiped,
+        E::Closed(_) => InputRefusal::Closed,
+        E::ReaderGone(_) => InputRefusal::ReaderGone,
+        E::Stalled { .. } => InputRefusal::Stalled,
+        _ => InputRefusal::Failed,
     }
 }

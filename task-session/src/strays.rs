@@ -12,35 +12,10 @@
 //! `tasks strays` lists the live ones, `tasks kill --strays` ends them: each is signalled only
 //! while it is still the process that was found (same pid and start time, and the marker).
 
-use serde::{Deserialize, Serialize};
 use task_core::TaskId;
 use task_core::process::{Stray, kill_strays_of, strays_of};
 
-/// What the supervisor does with the processes a task leaves running.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StrayPolicy {
-    /// Records them and says so in the task's completion (the default).
-    #[default]
-    Report,
-    /// Kills them when the task ends.
-    Kill,
-    /// Does not look for them (no `/proc` scan at the task's end).
-    Ignore,
-}
-
-impl std::str::FromStr for StrayPolicy {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text.trim() {
-            "report" => Ok(Self::Report),
-            "kill" => Ok(Self::Kill),
-            "ignore" => Ok(Self::Ignore),
-            other => Err(format!("{other:?}: expected report, kill or ignore")),
-        }
-    }
-}
+pub use task_protocol::StrayPolicy;
 
 /// What became of the strays of one end.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

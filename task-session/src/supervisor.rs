@@ -31,8 +31,10 @@ use crate::config::Config;
 use crate::engine::{Engine, Wiring};
 use crate::error::{Error, Result};
 use crate::lock::SupervisorLock;
+use crate::notice::Leased;
 use crate::paths::SessionPaths;
 use crate::protocol::{ErrorKind, Op, Request, Response};
+use crate::session::Session;
 
 pub use crate::wire::{MAX_REQUEST_BYTES, READY_FD_ENV};
 
@@ -80,7 +82,12 @@ fn supervise(paths: &SessionPaths, wiring: Wiring, ready: &mut ReadyPipe) -> Res
             .then(|| tokio::spawn(crate::prune::apply_retention(paths.clone(), config.clone())));
         let listener = bind(paths)?;
         ready.say("ready");
-        let exit = serve(paths, listener, &engine, &config, home).await;
+        let served = Served {
+            engine,
+            reads: Arc::new(Session::with_config(paths.clone(), config.clone())),
+        };
+        let exit = serve(paths, listener, &served, &config, home).await;
+        let engine = served.engine;
         if let Exit::Evicted(why) = &exit {
             if let Some(retention) = retention {
                 retention.abort(); // it would remove files of the directory's successor
@@ -255,14 +262,23 @@ fn rotate_log(paths: &SessionPaths) -> std::io::Result<()> {
     Ok(())
 }
 
+/// What a supervisor serves requests from: its engine, and the session's files for the reads
+/// it answers ([`Op::Output`], [`Op::TakeNotifications`]).
+#[derive(Clone)]
+struct Served {
+    engine: Arc<Engine>,
+    reads: Arc<Session>,
+}
+
 async fn serve(
     paths: &SessionPaths,
     listener: UnixListener,
-    engine: &Arc<Engine>,
+    served: &Served,
     config: &Config,
     home: crate::paths::DirIdentity,
 ) -> Exit {
     let idle_exit = config.idle_exit;
+    let engine = &served.engine;
     let clients = Arc::new(AtomicUsize::new(0));
     let me = rustix::process::geteuid().as_raw();
     tracing::info!(
@@ -285,9 +301,10 @@ async fn serve(
                         continue; // dropped: only this user's processes are served
                     }
                     clients.fetch_add(1, Ordering::SeqCst);
-                    let (engine, clients) = (Arc::clone(engine), Arc::clone(&clients));
+                    let (served, clients) = (served.clone(), Arc::clone(&clients));
                     tokio::spawn(async move {
-                        if let Err(e) = handle(stream, &engine).await {
+                        let engine = Arc::clone(&served.engine);
+                        if let Err(e) = handle(stream, &served).await {
                             tracing::warn!("client: {e}");
                         }
                         clients.fetch_sub(1, Ordering::SeqCst);
@@ -330,47 +347,87 @@ fn same_user(stream: &UnixStream, me: u32) -> bool {
     }
 }
 
-async fn handle(stream: UnixStream, engine: &Engine) -> std::io::Result<()> {
+async fn handle(stream: UnixStream, served: &Served) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut line = Vec::new();
     BufReader::new(read.take(MAX_REQUEST_BYTES as u64 + 1))
         .read_until(b'\n', &mut line)
         .await?;
-    let response = if line.len() > MAX_REQUEST_BYTES {
-        refuse(
+    let answer = if line.len() > MAX_REQUEST_BYTES {
+        Answer::Plain(refuse(
             ErrorKind::BadRequest,
             format!("request larger than {MAX_REQUEST_BYTES} bytes"),
-        )
+        ))
     } else {
         match serde_json::from_slice::<Request>(&line) {
-            Ok(request) => dispatch(request, engine).await,
-            Err(e) => refuse(ErrorKind::BadRequest, format!("bad request: {e}")),
+            Ok(request) => dispatch(request, served).await,
+            Err(e) => Answer::Plain(unreadable(&line, &e)),
         }
     };
-    let mut answer = serde_json::to_vec(&response).map_err(std::io::Error::other)?;
-    answer.push(b'\n');
-    write.write_all(&answer).await
+    let (response, mut leased) = match answer {
+        Answer::Plain(response) => (response, None),
+        Answer::Leased(response, leased) => (response, Some(leased)),
+    };
+    let mut bytes = serde_json::to_vec(&response).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    write.write_all(&bytes).await?;
+    write.flush().await?;
+    if let Some(leased) = leased.take() {
+        // Written to the client: delivered. Had the write failed, the drop gives them back.
+        leased.mark_delivered();
+    }
+    Ok(())
+}
+
+/// A supervisor's answer, and the notifications it carries that become delivered once it is
+/// written ([`Op::TakeNotifications`]).
+enum Answer {
+    Plain(Response),
+    Leased(Response, Leased),
+}
+
+/// The answer to a line that is not a request this supervisor reads: [`Response::Unsupported`]
+/// when it claims a version not served (a newer client's new operation), else a bad request.
+fn unreadable(line: &[u8], error: &serde_json::Error) -> Response {
+    let client = task_protocol::wire::claimed_version(line);
+    if task_protocol::wire::serves(client) {
+        refuse(ErrorKind::BadRequest, format!("bad request: {error}"))
+    } else {
+        unsupported(client)
+    }
+}
+
+fn unsupported(client: u32) -> Response {
+    Response::Unsupported {
+        client,
+        supervisor: task_protocol::wire::PROTOCOL_VERSION,
+        oldest: task_protocol::wire::OLDEST_SERVED_VERSION,
+    }
 }
 
 fn refuse(kind: ErrorKind, message: String) -> Response {
     Response::Error { kind, message }
 }
 
-async fn dispatch(request: Request, engine: &Engine) -> Response {
+async fn dispatch(request: Request, served: &Served) -> Answer {
+    if !task_protocol::wire::serves(request.version) {
+        return Answer::Plain(unsupported(request.version));
+    }
     let late_by = task_core::now_ms().saturating_sub(request.deadline_ms);
     if late_by > 0 {
         tracing::warn!(
             late_by_ms = late_by,
             "dropped a request read after its deadline"
         );
-        return refuse(
+        return Answer::Plain(refuse(
             ErrorKind::Expired,
             format!(
                 "the request arrived {late_by} ms after its client stopped waiting: not carried out"
             ),
-        );
+        ));
     }
-    match request.op {
+    let engine = &served.engine;
+    let response = match request.op {
         Op::Start(start) => match engine.start_task(start, Some(request.deadline_ms)) {
             Ok(id) => Response::Started { id },
             Err(refused) => refuse(refused.kind, refused.message),
@@ -396,5 +453,26 @@ async fn dispatch(request: Request, engine: &Engine) -> Response {
             pid: std::process::id(),
             registered: engine.registered_tasks(),
         },
-    }
+        Op::Hello => Response::Hello {
+            version: task_protocol::wire::PROTOCOL_VERSION,
+            oldest: task_protocol::wire::OLDEST_SERVED_VERSION,
+            pid: std::process::id(),
+        },
+        Op::Output {
+            id,
+            offset,
+            max_bytes,
+        } => crate::reads::output(&served.reads, id, offset, max_bytes).await,
+        Op::TakeNotifications => {
+            return match crate::reads::take_notifications(&served.reads).await {
+                Ok((response, leased)) => Answer::Leased(response, leased),
+                Err(error) => Answer::Plain(refuse(ErrorKind::Internal, error.to_string())),
+            };
+        }
+        _ => refuse(
+            ErrorKind::BadRequest,
+            "an operation this supervisor does not serve".into(),
+        ),
+    };
+    Answer::Plain(response)
 }

@@ -13,22 +13,7 @@ use crate::monitor::{MonitorRequest, MonitorSource, WsTarget};
 use crate::process::{CommandSpec, StdinMode};
 use crate::shell::ShellRequest;
 
-/// A shell command to start (`local_bash`), as `tasks run` or the MCP `Bash` tool asks for it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ShellStart {
-    /// Shell text, run with `sh -c`.
-    pub command: String,
-    /// The one-line description shown in notifications.
-    pub description: String,
-    /// Kill the command after this many milliseconds (exit code 143).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_ms: Option<u64>,
-    /// `/dev/null` (the default), or a pipe the host holds for the task's life and writes to
-    /// through [`Registry::write_input`](task_core::Registry::write_input).
-    #[serde(default, skip_serializing_if = "StdinMode::is_null")]
-    pub stdin: StdinMode,
-}
+pub use task_protocol::start::ShellStart;
 
 /// A monitor to start (`monitor_mcp`): a command xor a WebSocket.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,7 +75,7 @@ fn launch_error(error: ShellError) -> LaunchError {
 
 impl Launch for ShellExecutor {
     type Request = ShellStart;
-    const KIND: &'static str = "shell";
+    const KIND: &'static str = task_protocol::start::SHELL_KIND;
 
     /// Registers the command (its id can be handed out before the fork); the returned start
     /// spawns it (see [`ShellExecutor::register`]).

@@ -14,7 +14,7 @@ mod setup;
 mod strays;
 mod tree;
 
-pub use crate::launch::TASK_MARKER_ENV;
+pub use crate::TASK_MARKER_ENV;
 pub use contain::{become_subreaper, reap_adopted_orphans};
 pub use orphan::{TaskFingerprint, kill_orphaned_group, kill_orphaned_task};
 pub use setup::ChildSetup;

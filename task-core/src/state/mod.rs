@@ -61,7 +61,7 @@ pub struct TaskStateBase {
     /// owned by nobody.
     #[serde(
         default,
-        deserialize_with = "crate::id::lenient_task_id",
+        deserialize_with = "crate::lenient_task_id",
         skip_serializing_if = "Option::is_none"
     )]
     pub agent_id: Option<TaskId>,

@@ -18,25 +18,7 @@ pub const DEFAULT_SHELL: &str = "/bin/sh";
 
 pub use task_core::{EXIT_KILLED, EXIT_SPAWN_FAILED, EXIT_TIMED_OUT};
 
-/// What the child's stdin is (on the wire `"null"` or `"pipe"`, as `tasks run --stdin` says).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[non_exhaustive]
-pub enum StdinMode {
-    /// `/dev/null`: a `read` gets end-of-file at once (the default, as in the reference).
-    #[default]
-    #[serde(rename = "null")]
-    Null,
-    /// A pipe the caller can write to.
-    #[serde(rename = "pipe")]
-    Piped,
-}
-
-impl StdinMode {
-    /// Whether this is the default, `/dev/null`.
-    pub fn is_null(&self) -> bool {
-        *self == StdinMode::Null
-    }
-}
+pub use task_protocol::start::StdinMode;
 
 /// A validated shell command line and how to run it.
 #[derive(Debug, Clone)]

@@ -16,6 +16,7 @@ const MAIN_SESSION_PREFIX: u8 = b's';
 
 /// The kind of work a background task does (SPEC §1). Serialized in snake_case (`local_bash`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TaskType {
     /// A shell command (`b`), run by task-shell.
@@ -264,6 +265,21 @@ impl AsRef<str> for TaskId {
 impl Serialize for TaskId {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.as_str())
+    }
+}
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for TaskId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TaskId".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^[a-z][0-9a-z]{8}$",
+            "description": "A task id: its type's letter, then 8 characters of [0-9a-z]."
+        })
     }
 }
 

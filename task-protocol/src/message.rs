@@ -15,7 +15,7 @@ const MAX_ADDRESS_LEN: usize = 256;
 /// Who a message is for.
 ///
 /// ```
-/// use task_core::Address;
+/// use task_protocol::Address;
 ///
 /// assert!(matches!("a1b2c3d4e".parse(), Ok(Address::Task(_))));
 /// assert_eq!(
@@ -26,6 +26,7 @@ const MAX_ADDRESS_LEN: usize = 256;
 /// assert!("@crew".parse::<Address>().is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(try_from = "String", into = "String")]
 pub enum Address {
     /// A task, by id.
@@ -114,6 +115,7 @@ impl fmt::Display for Address {
 
 /// What became of a message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct MessageReply {
     /// The task it reached, when one did.
@@ -124,6 +126,7 @@ pub struct MessageReply {
 
 /// How a message reached its task, or why it did not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum MessageOutcome {
     /// Queued for a running agent's next turn.

@@ -17,6 +17,7 @@ pub const EXIT_SPAWN_FAILED: i32 = 1;
 ///
 /// Serialized as `{"reason": "exited", "code": 0}`, `{"reason": "timed_out", "limitMs": 120000}`, ….
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(
     tag = "reason",
     rename_all = "snake_case",
@@ -82,6 +83,7 @@ pub enum EndReason {
 
 /// The budgets an agent runs under ([`EndReason::BudgetExceeded`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum BudgetLimit {
     /// Its tokens, counted as its progress counts them (the latest input plus every output).
@@ -156,7 +158,7 @@ impl EndReason {
             )),
             EndReason::OutputCapExceeded { cap_bytes } => Some(format!(
                 "Background command killed: output file exceeded {}",
-                task_output::writer::human_size(*cap_bytes)
+                human_size(*cap_bytes)
             )),
             EndReason::SpawnFailed { error } => Some(format!("could not start: {error}")),
             EndReason::SupervisorDied { pid } => Some(format!("its supervisor (pid {pid}) exited")),
@@ -185,7 +187,7 @@ impl EndReason {
             ),
             EndReason::Killed => "killed".into(),
             EndReason::OutputCapExceeded { cap_bytes } => {
-                format!("output cap {}", task_output::writer::human_size(*cap_bytes))
+                format!("output cap {}", human_size(*cap_bytes))
             }
             EndReason::SpawnFailed { .. } => "spawn failed".into(),
             EndReason::SupervisorDied { .. } => "supervisor died".into(),
@@ -208,6 +210,19 @@ impl EndReason {
             }
         }
     }
+}
+
+/// `bytes` in the largest binary unit that divides it exactly, as the reference names sizes
+/// (`5GB`, `64KB`, `1000B`).
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "KB")];
+    UNITS
+        .iter()
+        .find(|(unit, _)| bytes >= *unit && bytes.is_multiple_of(*unit))
+        .map_or_else(
+            || format!("{bytes}B"),
+            |(unit, name)| format!("{}{name}", bytes / unit),
+        )
 }
 
 /// A duration as timeouts are printed: `250ms`, `30s`, `2m 0s`, `1h 5m 0s`.

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// Where a task is in its life. Serialized in lowercase (`running`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum TaskStatus {
     /// Registered, not started yet.
@@ -85,6 +86,7 @@ impl fmt::Display for TaskStatus {
 
 /// A terminal status: what a notification's `<status>` can say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum TerminalStatus {
     /// The task completed.
