@@ -35,3 +35,10 @@ if cargo tree -p agent-stream -e normal --prefix none | grep -E "$forbidden"; th
     echo "agent-stream depends on a runtime or on task types (above)" >&2
     exit 1
 fi
+
+# The contract is for any client: serde, no runtime, no process control, nothing else of ours.
+forbidden='^(tokio|rustix|task-[a-z-]+|agent-stream) '
+if cargo tree -p task-protocol -e normal --prefix none | tail -n +2 | grep -E "$forbidden"; then
+    echo "task-protocol depends on a runtime or on another crate of ours (above)" >&2
+    exit 1
+fi
