@@ -20,7 +20,7 @@ use task_session::client::SupervisorCommand;
 use task_session::config::Config;
 use task_session::paths::SessionPaths;
 use task_session::session::Session;
-use task_shell::{ShellExecutor, ShellStart};
+use task_shell::ShellStart;
 
 const WINDOW: usize = 10_000;
 const EARLY: usize = 1_000;
@@ -52,9 +52,7 @@ fn main() {
             timeout_ms: None,
             stdin: task_shell::process::StdinMode::Null,
         };
-        session
-            .start::<ShellExecutor>(request, caller.clone())
-            .unwrap()
+        session.start(request, caller.clone()).unwrap()
     };
     let supervisor = || -> i32 {
         std::fs::read_to_string(paths.lock())

@@ -4,68 +4,49 @@
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use task_core::{Caller, Launch, LaunchError, Launched, TaskState};
 
 use crate::command::CommandRunner;
 use crate::error::AgentError;
 use crate::executor::{AgentExecutor, AgentRequest};
 use crate::format::CliFormat;
-use crate::worktree::WorktreeRequest;
 
-/// An agent to start (`local_agent`): the CLI to run and what to ask it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentStart {
-    /// The agent CLI, program then arguments (`["claude"]`, `["codex", "exec"]`); the runner
-    /// adds the flags its format needs.
-    pub command: Vec<String>,
-    /// Its event format (`claude` when absent), or `auto`.
-    #[serde(default)]
-    pub runner: RunnerFormat,
-    /// The one-line description shown in notifications.
-    pub description: String,
-    /// The first user turn.
-    pub prompt: String,
-    /// A name it can be addressed by.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// A model override.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// The agent type (`general-purpose` when absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subagent_type: Option<String>,
-    /// Run it in a git worktree of its own, made from the caller's `HEAD`
-    /// ([`worktree`](crate::worktree)).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worktree: Option<WorktreeRequest>,
-    /// Its budgets: tokens, turns, time ([`crate::budget`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub budget: Option<task_core::AgentBudget>,
-}
+pub use task_protocol::start::{AgentStart, RunnerFormat};
 
-/// The event format of an agent CLI as a front end names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunnerFormat {
-    /// Claude Code's stream-json.
-    #[default]
-    Claude,
-    /// OpenAI Codex's `exec --json` events.
-    Codex,
-    /// Gemini CLI's stream-json.
-    Gemini,
-    /// Detected from the first line of the transcript; the command runs exactly as given.
-    Auto,
-}
-
-impl RunnerFormat {
+/// What task-agent does with the event format a front end names ([`RunnerFormat`], a word
+/// of the protocol): the runner that speaks it, the first turn of a command line.
+pub trait RunnerFormatExt {
     /// A command runner of `command` in this format.
     ///
     /// # Errors
     /// [`AgentError::EmptyCommand`].
-    pub fn command_runner(
+    fn command_runner(
+        self,
+        command: Vec<String>,
+        config: crate::AgentConfig,
+    ) -> Result<CommandRunner, AgentError>;
+
+    /// The command and first user turn of an agent started from a command line, where the
+    /// prompt may be in the command as its CLI takes it (`claude -p "do X"`, `codex exec "do
+    /// X"`, `gemini -p "do X"` or `gemini "do X"`) or given apart (`option`). A prompt in the
+    /// command is taken out of it (the runner passes the prompt the format's way). `Auto` runs
+    /// the command as given: the prompt is `option`, only recorded, or empty.
+    ///
+    /// # Errors
+    /// [`AgentError::PromptTwice`] when both give one, [`AgentError::NoPrompt`] when neither
+    /// does, [`AgentError::PromptInCommandTwice`] when the command gives two.
+    fn first_turn(
+        self,
+        command: Vec<String>,
+        option: Option<String>,
+    ) -> Result<(Vec<String>, String), AgentError>;
+
+    /// The format, or `None` for one detected from the transcript.
+    fn format(self) -> Option<CliFormat>;
+}
+
+impl RunnerFormatExt for RunnerFormat {
+    fn command_runner(
         self,
         command: Vec<String>,
         config: crate::AgentConfig,
@@ -76,17 +57,7 @@ impl RunnerFormat {
         }
     }
 
-    /// The command and first user turn of an agent started from a command line, where the
-    /// prompt may be in the command as its CLI takes it (`claude -p "do X"`, `codex exec "do
-    /// X"`, `gemini -p "do X"` or `gemini "do X"`) or given apart (`option`, `tasks agent
-    /// --prompt`). A prompt in the command is taken out of it (the runner passes the prompt the
-    /// format's way). `Auto` runs the command as given: the prompt is `option`, only recorded,
-    /// or empty.
-    ///
-    /// # Errors
-    /// [`AgentError::PromptTwice`] when both give one, [`AgentError::NoPrompt`] when neither
-    /// does, [`AgentError::PromptInCommandTwice`] when the command gives two.
-    pub fn first_turn(
+    fn first_turn(
         self,
         command: Vec<String>,
         option: Option<String>,
@@ -102,8 +73,7 @@ impl RunnerFormat {
         }
     }
 
-    /// The format, or `None` for one detected from the transcript.
-    pub fn format(self) -> Option<CliFormat> {
+    fn format(self) -> Option<CliFormat> {
         match self {
             RunnerFormat::Claude => Some(CliFormat::Claude),
             RunnerFormat::Codex => Some(CliFormat::Codex),
@@ -115,7 +85,6 @@ impl RunnerFormat {
 
 impl Launch for AgentExecutor {
     type Request = AgentStart;
-    const KIND: &'static str = "agent";
 
     /// Registers the agent `pending` (its id and output file can be handed out at once); the
     /// returned start spawns its CLI on the current tokio runtime, in the caller's directory

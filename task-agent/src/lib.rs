@@ -82,7 +82,7 @@ pub use executor::{
     PendingAgent, SendOutcome,
 };
 pub use format::{CliFormat, LineParser};
-pub use launch::{AgentStart, RunnerFormat};
+pub use launch::{AgentStart, RunnerFormat, RunnerFormatExt};
 pub use notify::{RunEnd, agent_notification, stopped_notification};
 pub use progress::{Change, ProgressTracker};
 pub use runner::{AgentRunner, AgentSession, AgentSpec, SessionEnd, SessionEvent};

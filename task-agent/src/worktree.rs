@@ -31,14 +31,7 @@ use task_core::{Registry, TaskId, Worktree};
 /// The longest description slug in a branch name.
 const SLUG_CHARS: usize = 40;
 
-/// A request to run an agent in a worktree of its own.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorktreeRequest {
-    /// The new branch's name (`tasks/{description-slug}-{id}` when absent). It must not exist.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub branch: Option<String>,
-}
+pub use task_protocol::start::WorktreeRequest;
 
 /// Why a worktree could not be made, inspected or removed.
 #[derive(Debug, thiserror::Error)]

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::json;
 use task_core::TaskId;
 
-use task_agent::{AgentExecutor, AgentStart};
+use task_agent::{AgentStart, RunnerFormatExt};
 
 use crate::cli::{
     AgentArgs, Cli, Command, Globals, KillArgs, MonitorArgs, NotificationsArgs, OutputArgs,
@@ -13,7 +13,7 @@ use crate::cli::{
 };
 use crate::error::{CliError, Result, exit};
 use task_shell::monitor::WsTarget;
-use task_shell::{MonitorStart, Monitors, ShellExecutor, ShellStart};
+use task_shell::{MonitorStart, ShellStart};
 
 use crate::printer::Printer;
 use crate::render;
@@ -192,7 +192,7 @@ fn run(session: &Session, args: RunArgs, printer: Printer) -> Result<u8> {
     if let Some(check) = &schedule.ready {
         task_session::ready::validate(check)?;
     }
-    let id = session.start_with::<ShellExecutor>(start, caller, schedule, args.ends.into())?;
+    let id = session.start_with(start, caller, schedule, args.ends.into())?;
     if args.wait && crate::stream_cmd::streams(args.follow, args.for_model, printer) {
         return crate::stream_cmd::follow_then_summarize(session, &[id], true);
     }
@@ -237,7 +237,7 @@ fn agent(session: &Session, args: AgentArgs, printer: Printer) -> Result<u8> {
     };
     let schedule = args.schedule.to_schedule()?;
     let caller = Session::caller()?;
-    let id = session.start_with::<AgentExecutor>(start, caller, schedule, args.ends.into())?;
+    let id = session.start_with(start, caller, schedule, args.ends.into())?;
     started(session, id, args.wait, printer)
 }
 
@@ -268,7 +268,7 @@ fn monitor(session: &Session, args: MonitorArgs, printer: Printer) -> Result<u8>
                 url: url.clone(),
                 protocols,
             };
-            ws.validate()
+            task_shell::monitor::ws::validate(&ws)
                 .map_err(|e| crate::CliError::invalid(e.to_string()))?;
             (None, Some(ws), url)
         }
@@ -289,7 +289,7 @@ fn monitor(session: &Session, args: MonitorArgs, printer: Printer) -> Result<u8>
         ..Default::default()
     };
     let caller = Session::caller()?;
-    let id = session.start_with::<Monitors>(
+    let id = session.start_with(
         start,
         caller,
         schedule,

@@ -2,7 +2,7 @@
 //! supervisor (task-remote's `RemoteExecutor`).
 
 use task_core::{Caller, TaskId};
-use task_remote::{RemoteConfig, RemoteExecutor, RemoteStart};
+use task_remote::{RemoteConfig, RemoteStart};
 
 use crate::cli::RemoteArgs;
 use crate::error::{CliError, Result};
@@ -31,7 +31,7 @@ pub(crate) fn start(session: &Session, args: RemoteArgs) -> Result<(TaskId, bool
         .build()
         .map_err(|e| CliError::invalid(format!("cannot start remote agent: {e}")))?
         .block_on(check_access(&start, &caller))?;
-    let id = session.start::<RemoteExecutor>(start, caller)?;
+    let id = session.start(start, caller)?;
     Ok((id, args.wait))
 }
 
@@ -39,8 +39,7 @@ pub(crate) fn start(session: &Session, args: RemoteArgs) -> Result<(TaskId, bool
 /// token file, an unusable address, a token the server does not accept.
 pub(crate) async fn check_access(start: &RemoteStart, caller: &Caller) -> Result<()> {
     let timeout = RemoteConfig::default().request_timeout;
-    start
-        .check_access(&caller.cwd, timeout)
+    task_remote::check_access(start, &caller.cwd, timeout)
         .await
         .map_err(|e| CliError::invalid(format!("cannot start remote agent: {e}")))
 }

@@ -2,8 +2,8 @@
 //! (task-agent's `team` and `dream` modules, run by the supervisor).
 
 use serde_json::json;
-use task_agent::dream::{DreamExecutor, DreamStart};
-use task_agent::team::{Protocol, TeamExecutor, TeammateStart};
+use task_agent::dream::DreamStart;
+use task_agent::team::{Protocol, TeammateStart};
 use task_core::{Address, TaskId, TaskKind, TaskType};
 
 use crate::cli::{DreamArgs, TeamArgs, TeamCommand, TeamShutdownArgs, TeamSpawnArgs};
@@ -40,7 +40,7 @@ fn spawn(session: &Session, args: TeamSpawnArgs, printer: Printer) -> Result<u8>
     };
     let schedule = args.schedule.to_schedule()?;
     let caller = Session::caller()?;
-    let id = session.start_with::<TeamExecutor>(start, caller, schedule, args.ends.into())?;
+    let id = session.start_with(start, caller, schedule, args.ends.into())?;
     print_started(session, id, printer)
 }
 
@@ -152,6 +152,6 @@ pub fn dream(session: &Session, args: DreamArgs, printer: Printer) -> Result<u8>
         prompt: args.prompt,
         lock,
     };
-    let id = session.start::<DreamExecutor>(start, Session::caller()?)?;
+    let id = session.start(start, Session::caller()?)?;
     print_started(session, id, printer)
 }

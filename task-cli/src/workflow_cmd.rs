@@ -75,7 +75,7 @@ fn start(
     let schedule = agents.schedule.to_schedule()?;
     let caller = Session::caller()?;
     let ends = task_session::protocol::Ends::default();
-    let id = session.start_with::<WorkflowExecutor>(request, caller, schedule, ends)?;
+    let id = session.start_with(request, caller, schedule, ends)?;
     let run_id = WorkflowExecutor::run_id_of(&id);
     let text = format!("{id}\n{run_id}\n");
     if !agents.wait {

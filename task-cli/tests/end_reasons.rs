@@ -17,7 +17,7 @@ use task_session::client::SupervisorCommand;
 use task_session::config::Config;
 use task_session::paths::SessionPaths;
 use task_session::session::Session;
-use task_shell::{ShellExecutor, ShellStart};
+use task_shell::ShellStart;
 use tokio::process::Command;
 
 /// Settings every process of the test shares (the supervisor inherits them from whichever
@@ -247,14 +247,10 @@ async fn every_end_reason_reads_the_same_in_every_front_end() {
         timeout_ms: None,
         stdin: task_shell::process::StdinMode::Null,
     };
-    let unstartable = tokio::task::spawn_blocking(move || {
-        session
-            .start::<ShellExecutor>(start, caller)
-            .unwrap()
-            .to_string()
-    })
-    .await
-    .unwrap();
+    let unstartable =
+        tokio::task::spawn_blocking(move || session.start(start, caller).unwrap().to_string())
+            .await
+            .unwrap();
     let views = fx.views(&unstartable).await;
     assert_eq!(views.wait_code, Some(1));
     assert_eq!(views.reason["reason"], "spawn_failed", "{views:#?}");

@@ -49,9 +49,12 @@ struct Scripted {
     cancels: Arc<Mutex<HashMap<TaskId, oneshot::Sender<()>>>>,
 }
 
+impl task_protocol::start::StartRequest for ScriptedStart {
+    const KIND: &'static str = "scripted";
+}
+
 impl Launch for Scripted {
     type Request = ScriptedStart;
-    const KIND: &'static str = "scripted";
 
     fn launch(&self, start: ScriptedStart, caller: Caller) -> Result<Launched, LaunchError> {
         let failed = |e: String| LaunchError::Failed(e.into());
@@ -227,7 +230,7 @@ impl Sandbox {
             reply: "all done".into(),
         };
         self.session
-            .start::<Scripted>(start, Session::caller().unwrap())
+            .start(start, Session::caller().unwrap())
             .unwrap()
     }
 }

@@ -4,22 +4,20 @@
 
 use std::fmt;
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use task_protocol::start::StartRequest;
 
 use crate::{Caller, TaskId};
 
 /// Starts tasks of one kind (a shell command, a monitor, an agent…) from a typed request.
 ///
 /// A host registers one `Launch` per kind of request; the request travels as JSON tagged with
-/// [`Launch::KIND`] and is decoded back into [`Launch::Request`] by the launcher itself, so the
+/// [`StartRequest::KIND`] and is decoded back into [`Launch::Request`] by the launcher itself, so the
 /// host never looks inside it.
 pub trait Launch: Send + Sync + 'static {
-    /// Everything specific to this kind that a front end gives to start one task.
-    type Request: Serialize + DeserializeOwned + Send + 'static;
-
-    /// The request's name on the wire (`"shell"`, `"monitor"`, `"agent"`), unique in a host.
-    const KIND: &'static str;
+    /// Everything specific to this kind that a front end gives to start one task; its
+    /// [`StartRequest::KIND`] names the kind on the wire (`"shell"`, `"monitor"`, `"agent"`),
+    /// unique in a host.
+    type Request: StartRequest;
 
     /// Registers the task (`pending`, its output file created) and returns its id, with the
     /// work that starts it. The host records the pending task, answers its caller, then runs

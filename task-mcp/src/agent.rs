@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use task_agent::worktree::WorktreeRequest;
-use task_agent::{AgentExecutor, AgentStart, launch_text};
+use task_agent::{AgentStart, launch_text};
 use task_core::{Address, TaskKind};
 
 use task_session::session::Session;
@@ -41,7 +41,7 @@ pub(crate) async fn agent(context: &Arc<Context>, input: AgentInput) -> Result<R
     let mut caller = Session::caller()?;
     caller.background = background;
     let session = context.session.clone();
-    let id = blocking(move || session.start::<AgentExecutor>(start, caller)).await?;
+    let id = blocking(move || session.start(start, caller)).await?;
     if background {
         let output = context.session.paths().output(&id);
         let shape = serde_json::json!({"agentId": id.as_str(), "status": "async_launched"});
@@ -107,12 +107,11 @@ async fn remote_agent(context: &Arc<Context>, input: AgentInput) -> Result<Reply
     };
     let caller = Session::caller()?;
     let timeout = task_remote::RemoteConfig::default().request_timeout;
-    start
-        .check_access(&caller.cwd, timeout)
+    task_remote::check_access(&start, &caller.cwd, timeout)
         .await
         .map_err(|e| McpError::RemoteAccess(e.to_string()))?;
     let session = context.session.clone();
-    let id = blocking(move || session.start::<task_remote::RemoteExecutor>(start, caller)).await?;
+    let id = blocking(move || session.start(start, caller)).await?;
     let output = context.session.paths().output(&id);
     let shape = serde_json::json!({"taskId": id.as_str(), "status": "remote_launched"});
     Reply::new(

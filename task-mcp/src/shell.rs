@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use task_core::{EndReason, TaskId};
 use task_output::format::format_for_model;
-use task_shell::{MonitorStart, Monitors, ShellExecutor, ShellStart};
+use task_shell::{MonitorStart, ShellStart};
 
 use task_session::protocol::KillResult;
 use task_session::session::Session;
@@ -45,7 +45,7 @@ pub(crate) async fn bash(context: &Arc<Context>, input: BashInput) -> Result<Rep
     let mut caller = Session::caller()?;
     caller.background = background;
     let session = context.session.clone();
-    let id = blocking(move || session.start::<ShellExecutor>(start, caller)).await?;
+    let id = blocking(move || session.start(start, caller)).await?;
     if background {
         let output = context.session.paths().output(&id);
         let shape = BashOutput {
@@ -216,7 +216,7 @@ pub(crate) async fn monitor(context: &Context, input: MonitorInput) -> Result<Re
         (Some(command), None) if !command.trim().is_empty() => (Some(command), None),
         (None, Some(ws)) => {
             let ws = task_shell::monitor::WsTarget::from(ws);
-            ws.validate().map_err(|e| Failure::invalid(e.to_string()))?;
+            task_shell::monitor::ws::validate(&ws).map_err(|e| Failure::invalid(e.to_string()))?;
             (None, Some(ws))
         }
         (Some(_), Some(_)) => return Err(Failure::invalid("give either command or ws, not both")),
@@ -240,7 +240,7 @@ pub(crate) async fn monitor(context: &Context, input: MonitorInput) -> Result<Re
     };
     let caller = Session::caller()?;
     let session = context.session.clone();
-    let id = blocking(move || session.start::<Monitors>(start, caller)).await?;
+    let id = blocking(move || session.start(start, caller)).await?;
     let shape = MonitorOutput {
         task_id: id.to_string(),
         timeout_ms: lifetime.map_or(0, duration_ms),

@@ -52,7 +52,7 @@ pub(crate) async fn workflow(
     };
     let caller = Session::caller()?;
     let session = context.session.clone();
-    let id = blocking(move || session.start::<WorkflowExecutor>(start, caller)).await?;
+    let id = blocking(move || session.start(start, caller)).await?;
     let run_id = WorkflowExecutor::run_id_of(&id);
     let tasks_dir = context.session.paths().tasks_dir();
     let record = load_record(&tasks_dir, &run_id).map_err(|e| Failure::Tool(e.to_string()))?;

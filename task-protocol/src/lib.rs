@@ -4,6 +4,8 @@
 //!   messages (an id, `name`, `name@team`);
 //! - the lifecycle's words: [`TaskStatus`], [`TerminalStatus`], the typed [`EndReason`];
 //! - who asks for a task ([`Caller`]: directory, whole environment, owning agent);
+//! - the typed start request of every kind ([`start`]: shell, monitor, agent, teammate,
+//!   dream, workflow, remote), each naming its kind on the wire ([`start::StartRequest`]);
 //! - what a start asks of the queue ([`Schedule`], [`ReadyCheck`]) and of its end
 //!   ([`StrayPolicy`]);
 //! - the supervisor's [`wire`]: one request line, one answer line, versioned

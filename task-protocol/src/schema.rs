@@ -5,7 +5,10 @@
 use schemars::generate::SchemaSettings;
 use serde_json::{Value, json};
 
-use crate::start::ShellStart;
+use crate::start::{
+    AgentStart, DreamStart, MonitorStart, RemoteStart, ShellStart, StartRequest, TeammateStart,
+    WorkflowStart,
+};
 use crate::wire::{OLDEST_SERVED_VERSION, PROTOCOL_VERSION, Request, Response};
 
 /// The wire's schema: a document whose `$defs` hold [`Request`], [`Response`] and the typed
@@ -16,7 +19,25 @@ pub fn wire() -> Value {
         ("Request", generator.subschema_for::<Request>()),
         ("Response", generator.subschema_for::<Response>()),
         ("ShellStart", generator.subschema_for::<ShellStart>()),
+        ("MonitorStart", generator.subschema_for::<MonitorStart>()),
+        ("AgentStart", generator.subschema_for::<AgentStart>()),
+        ("TeammateStart", generator.subschema_for::<TeammateStart>()),
+        ("DreamStart", generator.subschema_for::<DreamStart>()),
+        ("WorkflowStart", generator.subschema_for::<WorkflowStart>()),
+        ("RemoteStart", generator.subschema_for::<RemoteStart>()),
     ];
+    let kinds: serde_json::Map<String, Value> = [
+        (ShellStart::KIND, "ShellStart"),
+        (MonitorStart::KIND, "MonitorStart"),
+        (AgentStart::KIND, "AgentStart"),
+        (TeammateStart::KIND, "TeammateStart"),
+        (DreamStart::KIND, "DreamStart"),
+        (WorkflowStart::KIND, "WorkflowStart"),
+        (RemoteStart::KIND, "RemoteStart"),
+    ]
+    .into_iter()
+    .map(|(kind, name)| (kind.to_owned(), json!(format!("#/$defs/{name}"))))
+    .collect();
     let mut definitions = generator.take_definitions(true);
     for (name, schema) in roots {
         definitions.entry(name).or_insert_with(|| schema.to_value());
@@ -31,9 +52,10 @@ pub fn wire() -> Value {
              protocol version its client speaks (this document: {PROTOCOL_VERSION}); a supervisor \
              serves versions {OLDEST_SERVED_VERSION} to {PROTOCOL_VERSION} and answers others \
              with Response `unsupported`. A Start's `request` is the typed request of its \
-             `kind`: ShellStart for \"shell\"."
+             `kind`, as x-start-kinds maps them."
         ),
         "x-protocol-version": PROTOCOL_VERSION,
+        "x-start-kinds": kinds,
         "$defs": definitions,
     })
 }

@@ -1,10 +1,37 @@
 //! The typed start requests of the task kinds, as [`Start::request`](crate::wire::Start::request)
 //! carries them, tagged by [`Start::kind`](crate::wire::Start::kind).
 
-use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
-/// The [`Start::kind`](crate::wire::Start::kind) of a [`ShellStart`].
-pub const SHELL_KIND: &str = "shell";
+use serde::Serialize;
+use serde::{Deserialize, de::DeserializeOwned};
+use serde_json::Value;
+
+/// A typed start request: what a client sends in [`Start::request`](crate::wire::Start::request)
+/// under [`Start::kind`](crate::wire::Start::kind) = [`StartRequest::KIND`], and what the
+/// launcher of that kind decodes.
+pub trait StartRequest: Serialize + DeserializeOwned + Send + 'static {
+    /// The kind's name on the wire.
+    const KIND: &'static str;
+}
+
+macro_rules! kinds {
+    ($($request:ty => $kind:literal),* $(,)?) => {
+        $(impl StartRequest for $request {
+            const KIND: &'static str = $kind;
+        })*
+    };
+}
+
+kinds! {
+    ShellStart => "shell",
+    MonitorStart => "monitor",
+    AgentStart => "agent",
+    TeammateStart => "teammate",
+    DreamStart => "dream",
+    WorkflowStart => "workflow",
+    RemoteStart => "remote",
+}
 
 /// A shell command to start (`local_bash`), as `tasks run` or the MCP `Bash` tool asks for it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,4 +69,243 @@ impl StdinMode {
     pub fn is_null(&self) -> bool {
         *self == StdinMode::Null
     }
+}
+
+/// A monitor to start (`monitor_mcp`): a command xor a WebSocket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct MonitorStart {
+    /// Shell text whose stdout lines are events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// A WebSocket whose frames are events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ws: Option<WsTarget>,
+    /// The one-line description shown in notifications.
+    pub description: String,
+    /// Lifetime in milliseconds (default and cap from the config); ignored when persistent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Live until killed or the source ends.
+    #[serde(default)]
+    pub persistent: bool,
+}
+
+/// A WebSocket to watch: its `ws://` URL and the subprotocols to offer, if any.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct WsTarget {
+    /// The URL, `ws://host:port/path`.
+    pub url: String,
+    /// Subprotocols offered in `Sec-WebSocket-Protocol`, in order of preference.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protocols: Vec<String>,
+}
+
+impl WsTarget {
+    /// A target without subprotocols.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            protocols: Vec::new(),
+        }
+    }
+}
+
+/// An agent to start (`local_agent`): the CLI to run and what to ask it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct AgentStart {
+    /// The agent CLI, program then arguments (`["claude"]`, `["codex", "exec"]`); the runner
+    /// adds the flags its format needs.
+    pub command: Vec<String>,
+    /// Its event format (`claude` when absent), or `auto`.
+    #[serde(default)]
+    pub runner: RunnerFormat,
+    /// The one-line description shown in notifications.
+    pub description: String,
+    /// The first user turn.
+    pub prompt: String,
+    /// A name it can be addressed by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A model override.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The agent type (`general-purpose` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_type: Option<String>,
+    /// Run it in a git worktree of its own, made from the caller's `HEAD`
+    /// (task-agent's `worktree`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeRequest>,
+    /// Its budgets: tokens, turns, time (task-agent's `budget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<AgentBudget>,
+}
+
+/// The event format of an agent CLI as a front end names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum RunnerFormat {
+    /// Claude Code's stream-json.
+    #[default]
+    Claude,
+    /// OpenAI Codex's `exec --json` events.
+    Codex,
+    /// Gemini CLI's stream-json.
+    Gemini,
+    /// Detected from the first line of the transcript; the command runs exactly as given.
+    Auto,
+}
+
+/// A teammate to start (`in_process_teammate`): `name@team` and the agent CLI that runs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct TeammateStart {
+    /// Its name in the team.
+    pub name: String,
+    /// The team.
+    pub team: String,
+    /// The agent CLI, program then arguments (it must take stream-json input: `claude`).
+    pub command: Vec<String>,
+    /// Its first turn.
+    pub prompt: String,
+    /// Whether its plan needs the lead's approval first.
+    #[serde(default)]
+    pub plan: bool,
+    /// Its display colour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+    /// Run it in a git worktree of its own, made from the caller's `HEAD`
+    /// (task-agent's `worktree`); a resumed teammate goes on in the one it had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeRequest>,
+    /// Its budgets (task-agent's `budget`); a resumed teammate has them again from its resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<AgentBudget>,
+}
+
+/// A dream to start: the agent CLI, its prompt and the consolidation lock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct DreamStart {
+    /// The agent CLI, program then arguments.
+    pub command: Vec<String>,
+    /// Its event format (`claude` when absent).
+    #[serde(default)]
+    pub runner: RunnerFormat,
+    /// The consolidation prompt.
+    pub prompt: String,
+    /// The consolidation lock file.
+    pub lock: PathBuf,
+}
+
+/// A workflow to start: the agent CLI its agents run, and the `Workflow` tool's inputs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowStart {
+    /// The agent CLI, program then arguments.
+    pub command: Vec<String>,
+    /// Its event format.
+    #[serde(default)]
+    pub runner: RunnerFormat,
+    /// The script's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
+    /// A script file (takes precedence over `script` and `name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script_path: Option<PathBuf>,
+    /// A saved workflow's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The script's `args`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Value>,
+    /// The run whose journal answers unchanged calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_from_run_id: Option<String>,
+}
+
+/// A remote agent to start: where the server is and what to ask it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteStart {
+    /// The server's base URL (`http://127.0.0.1:7070`).
+    pub server: String,
+    /// The file holding its bearer token (relative to the caller's directory).
+    pub token_file: PathBuf,
+    /// The subtype (`remote-agent` when absent).
+    #[serde(default)]
+    pub remote_task_type: RemoteSubtype,
+    /// The one-line description.
+    pub description: String,
+    /// The first user turn.
+    pub prompt: String,
+    /// Subtype data for its completion checker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
+}
+
+/// A request to run an agent in a worktree of its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct WorktreeRequest {
+    /// The new branch's name (`tasks/{description-slug}-{id}` when absent). It must not exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+}
+
+/// The budgets of one agent run (`tasks agent --max-tokens N --max-turns N --timeout DUR`):
+/// past one, it is stopped with [`EndReason::BudgetExceeded`](crate::EndReason::BudgetExceeded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct AgentBudget {
+    /// The most tokens (as its progress counts them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// The most turns (model responses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u64>,
+    /// The longest it may run, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// The turns used so far in this run.
+    #[serde(default)]
+    pub turns_used: u64,
+}
+
+impl AgentBudget {
+    /// Whether no budget is set.
+    pub fn is_unlimited(&self) -> bool {
+        self.max_tokens.is_none() && self.max_turns.is_none() && self.timeout_ms.is_none()
+    }
+}
+
+/// The kind of remote session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum RemoteSubtype {
+    /// `remote-agent`
+    #[default]
+    RemoteAgent,
+    /// `ultraplan`
+    Ultraplan,
+    /// `ultrareview`
+    Ultrareview,
+    /// `autofix-pr`
+    AutofixPr,
+    /// `background-pr`
+    BackgroundPr,
 }

@@ -171,7 +171,11 @@ pub const MAX_START_KEY_BYTES: usize = 64;
 /// The supervisor's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(tag = "result", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "result",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 #[non_exhaustive]
 pub enum Response {
     /// A task was started.

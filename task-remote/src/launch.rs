@@ -2,59 +2,41 @@
 //! [`RemoteExecutor`] (`"remote"` requests, from `tasks remote` or the MCP `Agent` tool with
 //! `isolation: "remote"`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-use task_core::{Caller, Launch, LaunchError, Launched, RemoteSubtype};
+use task_core::{Caller, Launch, LaunchError, Launched};
 
 use crate::client::HttpSessions;
 use crate::error::RemoteError;
 use crate::executor::{RemoteExecutor, RemoteRequest};
 
-/// A remote agent to start: where the server is and what to ask it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RemoteStart {
-    /// The server's base URL (`http://127.0.0.1:7070`).
-    pub server: String,
-    /// The file holding its bearer token (relative to the caller's directory).
-    pub token_file: PathBuf,
-    /// The subtype (`remote-agent` when absent).
-    #[serde(default)]
-    pub remote_task_type: RemoteSubtype,
-    /// The one-line description.
-    pub description: String,
-    /// The first user turn.
-    pub prompt: String,
-    /// Subtype data for its completion checker.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<serde_json::Value>,
-}
+pub use task_protocol::start::RemoteStart;
 
-impl RemoteStart {
-    /// Checks, before a task is made, what would make its start fail for certain: the token
-    /// file (read relative to `cwd`), the server's address, and the server's verdict on the
-    /// token (each request limited to `timeout`). A front end calls it first, so a bad token
-    /// is its command's failure rather than a task that fails later.
-    ///
-    /// # Errors
-    /// [`RemoteError::TokenFile`], or [`RemoteError::Api`] with
-    /// [`ApiError::BadServer`](crate::ApiError::BadServer) or
-    /// [`ApiError::Unauthorized`](crate::ApiError::Unauthorized). A server that cannot be
-    /// reached is not an error here: the start retries it within its outage limit.
-    pub async fn check_access(&self, cwd: &Path, timeout: Duration) -> Result<(), RemoteError> {
-        let token = crate::token::read_token_file(&cwd.join(&self.token_file))?;
-        HttpSessions::new(&self.server, token, timeout)?
-            .check_token()
-            .await?;
-        Ok(())
-    }
+/// Checks, before a task is made, what would make its start fail for certain: the token
+/// file (read relative to `cwd`), the server's address, and the server's verdict on the
+/// token (each request limited to `timeout`). A front end calls it first, so a bad token
+/// is its command's failure rather than a task that fails later.
+///
+/// # Errors
+/// [`RemoteError::TokenFile`], or [`RemoteError::Api`] with
+/// [`ApiError::BadServer`](crate::ApiError::BadServer) or
+/// [`ApiError::Unauthorized`](crate::ApiError::Unauthorized). A server that cannot be
+/// reached is not an error here: the start retries it within its outage limit.
+pub async fn check_access(
+    start: &RemoteStart,
+    cwd: &Path,
+    timeout: Duration,
+) -> Result<(), RemoteError> {
+    let token = crate::token::read_token_file(&cwd.join(&start.token_file))?;
+    HttpSessions::new(&start.server, token, timeout)?
+        .check_token()
+        .await?;
+    Ok(())
 }
 
 impl Launch for RemoteExecutor {
     type Request = RemoteStart;
-    const KIND: &'static str = "remote";
 
     /// Reads the token and registers the task `pending`; the returned start creates the session
     /// on the current tokio runtime.

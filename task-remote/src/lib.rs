@@ -51,6 +51,6 @@ pub use config::{
 pub use error::{ApiError, RemoteError};
 pub use eventlog::EventLog;
 pub use executor::{PendingRemote, RemoteExecutor, RemoteRequest};
-pub use launch::RemoteStart;
+pub use launch::{RemoteStart, check_access};
 pub use sidecar::{Sidecar, Sidecars};
 pub use token::{MAX_TOKEN_FILE_BYTES, TokenFileError, read_token_file};

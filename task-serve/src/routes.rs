@@ -13,7 +13,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
-use task_agent::{AgentExecutor, AgentStart, RunnerFormat};
+use task_agent::{AgentStart, RunnerFormat};
 use task_core::{Address, TaskId, TaskStatus, TaskType};
 use task_remote::api::{
     CreateSession, ErrorBody, ErrorDetail, IDEMPOTENCY_KEY_HEADER, IdempotencyKey,
@@ -233,11 +233,8 @@ async fn create(
     // On the blocking pool, which runs it to the end even if the client has gone: the session
     // made is recorded for its key whatever becomes of this request.
     blocking(move || {
-        let make = || -> Result<TaskId, ApiFailure> {
-            Ok(worker
-                .tasks
-                .start::<AgentExecutor>(start, Tasks::caller()?)?)
-        };
+        let make =
+            || -> Result<TaskId, ApiFailure> { Ok(worker.tasks.start(start, Tasks::caller()?)?) };
         let id = match made.as_deref_mut() {
             Some(Some(id)) => *id,
             Some(recorded) => *recorded.insert(make()?),

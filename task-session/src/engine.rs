@@ -19,6 +19,8 @@ use task_core::{
 };
 use tokio::sync::{Notify, broadcast, oneshot};
 
+use task_protocol::start::StartRequest;
+
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::guard as lock;
@@ -43,7 +45,7 @@ pub struct Host {
     pub config: Config,
 }
 
-/// The launchers of a supervisor, by [`Launch::KIND`], and who takes messages.
+/// The launchers of a supervisor, by [`StartRequest::KIND`], and who takes messages.
 #[derive(Default)]
 pub struct Launchers {
     by_kind: HashMap<&'static str, Box<dyn LaunchAny>>,
@@ -75,7 +77,8 @@ impl Launchers {
     /// Adds `launcher` for requests of its kind (a second one of the same kind replaces it).
     #[must_use]
     pub fn with<L: Launch>(mut self, launcher: L) -> Self {
-        self.by_kind.insert(L::KIND, Box::new(launcher));
+        self.by_kind
+            .insert(<L::Request as StartRequest>::KIND, Box::new(launcher));
         self
     }
 
@@ -106,8 +109,12 @@ impl<L: Launch> LaunchAny for L {
         request: serde_json::Value,
         caller: Caller,
     ) -> Result<Launched, LaunchError> {
-        let request = serde_json::from_value::<L::Request>(request)
-            .map_err(|e| LaunchError::Invalid(format!("bad {} request: {e}", L::KIND)))?;
+        let request = serde_json::from_value::<L::Request>(request).map_err(|e| {
+            LaunchError::Invalid(format!(
+                "bad {} request: {e}",
+                <L::Request as StartRequest>::KIND
+            ))
+        })?;
         self.launch(request, caller)
     }
 }

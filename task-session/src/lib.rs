@@ -102,7 +102,7 @@
 //!         args: vec!["supervise".into()],
 //!     };
 //!     let session = Session::open(paths)?.with_supervisor(supervisor);
-//!     let id = session.start::<Echo>("hello".into(), Session::caller()?)?;
+//!     let id = session.start("hello".into(), Session::caller()?)?;
 //!     session.wait(&[id], None, |_| {})?;
 //!     print!("{}", session.tail(&id, 1)?.join("\n"));
 //!     for delivered in session.drain_notifications()? {

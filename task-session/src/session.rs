@@ -23,9 +23,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use task_core::{Address, Caller, Launch, MessageReply, TaskId};
+use task_core::{Address, Caller, MessageReply, TaskId};
 use task_output::OutputError;
 use task_output::read::{self, Delta, TextDelta};
+use task_protocol::start::StartRequest;
 
 use crate::client::{self, SupervisorCommand};
 use crate::config::Config;
@@ -134,8 +135,8 @@ impl Session {
 
     /// Starts a task of `L`'s kind through the supervisor, in the session's configured group
     /// ([`Config::group`]) if any; returns its id once its record exists.
-    pub fn start<L: Launch>(&self, request: L::Request, caller: Caller) -> Result<TaskId> {
-        self.start_with::<L>(
+    pub fn start<R: StartRequest>(&self, request: R, caller: Caller) -> Result<TaskId> {
+        self.start_with(
             request,
             caller,
             crate::queue::Schedule::default(),
@@ -148,20 +149,20 @@ impl Session {
     /// task brings for its end: its own end hook (a command run by `sh -c` once the task ends,
     /// instead of the session's [`Config::on_end`]) and what to do with the processes it leaves
     /// running (instead of [`Config::strays`]).
-    pub fn start_with<L: Launch>(
+    pub fn start_with<R: StartRequest>(
         &self,
-        request: L::Request,
+        request: R,
         caller: Caller,
         mut schedule: crate::queue::Schedule,
         ends: crate::protocol::Ends,
     ) -> Result<TaskId> {
         let request = serde_json::to_value(request)
-            .map_err(|e| Error::Invalid(format!("cannot encode a {} request: {e}", L::KIND)))?;
+            .map_err(|e| Error::Invalid(format!("cannot encode a {} request: {e}", R::KIND)))?;
         if schedule.group.is_none() {
             schedule.group.clone_from(&self.config.group);
         }
         let start = Start {
-            kind: L::KIND.to_owned(),
+            kind: R::KIND.to_owned(),
             caller,
             request,
             key: None,

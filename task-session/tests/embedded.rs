@@ -52,9 +52,12 @@ struct Toy {
     cancels: Arc<Mutex<HashMap<TaskId, oneshot::Sender<()>>>>,
 }
 
+impl task_protocol::start::StartRequest for ToyStart {
+    const KIND: &'static str = "toy";
+}
+
 impl Launch for Toy {
     type Request = ToyStart;
-    const KIND: &'static str = "toy";
 
     fn launch(&self, start: ToyStart, caller: Caller) -> Result<Launched, LaunchError> {
         let failed = |e: String| LaunchError::Failed(e.into());
@@ -252,7 +255,7 @@ impl Harness {
             hold: None,
         };
         self.session
-            .start::<Toy>(start, Session::caller().unwrap())
+            .start(start, Session::caller().unwrap())
             .unwrap()
     }
 

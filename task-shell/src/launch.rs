@@ -4,52 +4,31 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use task_core::{Caller, Launch, LaunchError, Launched};
 
 use crate::ShellExecutor;
 use crate::error::ShellError;
-use crate::monitor::{MonitorRequest, MonitorSource, WsTarget};
+use crate::monitor::{MonitorRequest, MonitorSource};
 use crate::process::{CommandSpec, StdinMode};
 use crate::shell::ShellRequest;
 
 pub use task_protocol::start::ShellStart;
 
-/// A monitor to start (`monitor_mcp`): a command xor a WebSocket.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MonitorStart {
-    /// Shell text whose stdout lines are events.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
-    /// A WebSocket whose frames are events.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ws: Option<WsTarget>,
-    /// The one-line description shown in notifications.
-    pub description: String,
-    /// Lifetime in milliseconds (default and cap from the config); ignored when persistent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_ms: Option<u64>,
-    /// Live until killed or the source ends.
-    #[serde(default)]
-    pub persistent: bool,
-}
+pub use task_protocol::start::MonitorStart;
 
-impl MonitorStart {
-    /// The event source this asks for, in the caller's directory and environment.
-    ///
-    /// # Errors
-    /// [`ShellError::MonitorSource`] unless exactly one of `command` and `ws` is given;
-    /// [`ShellError::NotWebSocket`], [`ShellError::EmptyCommand`].
-    pub fn source(&self, caller: &Caller) -> Result<MonitorSource, ShellError> {
-        match (&self.command, &self.ws) {
-            (Some(command), None) => Ok(MonitorSource::Command(command_in(command, caller)?)),
-            (None, Some(ws)) => {
-                ws.validate()?;
-                Ok(MonitorSource::WebSocket(ws.clone()))
-            }
-            _ => Err(ShellError::MonitorSource),
+/// The event source this asks for, in the caller's directory and environment.
+///
+/// # Errors
+/// [`ShellError::MonitorSource`] unless exactly one of `command` and `ws` is given;
+/// [`ShellError::NotWebSocket`], [`ShellError::EmptyCommand`].
+pub fn monitor_source(start: &MonitorStart, caller: &Caller) -> Result<MonitorSource, ShellError> {
+    match (&start.command, &start.ws) {
+        (Some(command), None) => Ok(MonitorSource::Command(command_in(command, caller)?)),
+        (None, Some(ws)) => {
+            crate::monitor::ws::validate(ws)?;
+            Ok(MonitorSource::WebSocket(ws.clone()))
         }
+        _ => Err(ShellError::MonitorSource),
     }
 }
 
@@ -75,7 +54,6 @@ fn launch_error(error: ShellError) -> LaunchError {
 
 impl Launch for ShellExecutor {
     type Request = ShellStart;
-    const KIND: &'static str = task_protocol::start::SHELL_KIND;
 
     /// Registers the command (its id can be handed out before the fork); the returned start
     /// spawns it (see [`ShellExecutor::register`]).
@@ -112,10 +90,9 @@ pub struct Monitors(pub ShellExecutor);
 
 impl Launch for Monitors {
     type Request = MonitorStart;
-    const KIND: &'static str = "monitor";
 
     fn launch(&self, start: MonitorStart, caller: Caller) -> Result<Launched, LaunchError> {
-        let source = start.source(&caller).map_err(launch_error)?;
+        let source = monitor_source(&start, &caller).map_err(launch_error)?;
         let mut request =
             MonitorRequest::new(source, start.description).persistent(start.persistent);
         request.timeout = start.timeout_ms.map(Duration::from_millis);

@@ -1,66 +1,36 @@
 //! Workflows started from requests that crossed a process boundary (`tasks workflow`, the
 //! MCP `Workflow` tool): the [`Launch`] side of [`WorkflowExecutor`], kind `"workflow"`.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use task_core::{Caller, Launch, LaunchError, Launched};
 
 use super::{ScriptSource, WorkflowError, WorkflowExecutor, WorkflowRequest};
-use task_agent::RunnerFormat;
+use task_agent::RunnerFormatExt;
 
-/// A workflow to start: the agent CLI its agents run, and the `Workflow` tool's inputs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkflowStart {
-    /// The agent CLI, program then arguments.
-    pub command: Vec<String>,
-    /// Its event format.
-    #[serde(default)]
-    pub runner: RunnerFormat,
-    /// The script's text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub script: Option<String>,
-    /// A script file (takes precedence over `script` and `name`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub script_path: Option<PathBuf>,
-    /// A saved workflow's name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// The script's `args`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub args: Option<Value>,
-    /// The run whose journal answers unchanged calls.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resume_from_run_id: Option<String>,
-}
+pub use task_protocol::start::WorkflowStart;
 
-impl WorkflowStart {
-    fn source(&self) -> Result<ScriptSource, WorkflowError> {
-        match (&self.script_path, &self.script, &self.name) {
-            (Some(path), _, _) => Ok(ScriptSource::Path(path.clone())),
-            (None, Some(text), _) => Ok(ScriptSource::Inline(text.clone())),
-            (None, None, Some(name)) => Ok(ScriptSource::Name(name.clone())),
-            (None, None, None) if self.resume_from_run_id.is_some() => Ok(ScriptSource::Resumed),
-            (None, None, None) => Err(WorkflowError::Script(
-                "give a script, a scriptPath, a name or a resumeFromRunId".into(),
-            )),
-        }
+fn source(start: &WorkflowStart) -> Result<ScriptSource, WorkflowError> {
+    match (&start.script_path, &start.script, &start.name) {
+        (Some(path), _, _) => Ok(ScriptSource::Path(path.clone())),
+        (None, Some(text), _) => Ok(ScriptSource::Inline(text.clone())),
+        (None, None, Some(name)) => Ok(ScriptSource::Name(name.clone())),
+        (None, None, None) if start.resume_from_run_id.is_some() => Ok(ScriptSource::Resumed),
+        (None, None, None) => Err(WorkflowError::Script(
+            "give a script, a scriptPath, a name or a resumeFromRunId".into(),
+        )),
     }
 }
 
 impl Launch for WorkflowExecutor {
     type Request = WorkflowStart;
-    const KIND: &'static str = "workflow";
 
     /// Registers the run `pending` (its id, run id and files exist at once); the returned
     /// start runs it on the current tokio runtime, its agents in the caller's directory and
     /// environment; the caller's agent owns it.
     fn launch(&self, start: WorkflowStart, caller: Caller) -> Result<Launched, LaunchError> {
         let invalid = |error: WorkflowError| LaunchError::Invalid(error.to_string());
-        let source = start.source().map_err(invalid)?;
+        let source = source(&start).map_err(invalid)?;
         let runner = start
             .runner
             .command_runner(start.command, self.inner.agents.config().clone())

@@ -1,33 +1,17 @@
 //! Dreams started from requests that crossed a process boundary (`tasks dream`).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use task_core::{Caller, Launch, LaunchError, Launched};
 
 use super::{ConsolidationLock, DreamExecutor, DreamRequest};
 use crate::config::AgentConfig;
-use crate::launch::{RunnerFormat, command_runner, start_on_runtime};
+use crate::launch::{command_runner, start_on_runtime};
 
-/// A dream to start: the agent CLI, its prompt and the consolidation lock.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DreamStart {
-    /// The agent CLI, program then arguments.
-    pub command: Vec<String>,
-    /// Its event format (`claude` when absent).
-    #[serde(default)]
-    pub runner: RunnerFormat,
-    /// The consolidation prompt.
-    pub prompt: String,
-    /// The consolidation lock file.
-    pub lock: PathBuf,
-}
+pub use task_protocol::start::DreamStart;
 
 impl Launch for DreamExecutor {
     type Request = DreamStart;
-    const KIND: &'static str = "dream";
 
     /// Takes the lock and registers the dream `pending`; the start spawns its CLI. Another dream
     /// holding the lock is an invalid request (nothing is registered).

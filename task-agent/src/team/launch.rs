@@ -2,45 +2,17 @@
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use task_core::{Caller, Launch, LaunchError, Launched, TaskState};
 
 use super::{PendingTeammate, TeamExecutor, TeammateRequest};
 use crate::config::AgentConfig;
 use crate::error::AgentError;
 use crate::launch::{RunnerFormat, command_runner, start_on_runtime};
-use crate::worktree::WorktreeRequest;
 
-/// A teammate to start (`in_process_teammate`): `name@team` and the agent CLI that runs it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TeammateStart {
-    /// Its name in the team.
-    pub name: String,
-    /// The team.
-    pub team: String,
-    /// The agent CLI, program then arguments (it must take stream-json input: `claude`).
-    pub command: Vec<String>,
-    /// Its first turn.
-    pub prompt: String,
-    /// Whether its plan needs the lead's approval first.
-    #[serde(default)]
-    pub plan: bool,
-    /// Its display colour.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub color: Option<String>,
-    /// Run it in a git worktree of its own, made from the caller's `HEAD`
-    /// ([`worktree`](crate::worktree)); a resumed teammate goes on in the one it had.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worktree: Option<WorktreeRequest>,
-    /// Its budgets ([`crate::budget`]); a resumed teammate has them again from its resume.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub budget: Option<task_core::AgentBudget>,
-}
+pub use task_protocol::start::TeammateStart;
 
 impl Launch for TeamExecutor {
     type Request = TeammateStart;
-    const KIND: &'static str = "teammate";
 
     /// Registers the teammate `pending`; the start spawns its CLI in the caller's directory and
     /// environment.

@@ -161,31 +161,7 @@ pub struct AgentState {
     pub budget: Option<AgentBudget>,
 }
 
-/// The budgets of one agent run (`tasks agent --max-tokens N --max-turns N --timeout DUR`):
-/// past one, it is stopped with [`EndReason::BudgetExceeded`](crate::EndReason).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentBudget {
-    /// The most tokens (as its progress counts them).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_tokens: Option<u64>,
-    /// The most turns (model responses).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_turns: Option<u64>,
-    /// The longest it may run, in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_ms: Option<u64>,
-    /// The turns used so far in this run.
-    #[serde(default)]
-    pub turns_used: u64,
-}
-
-impl AgentBudget {
-    /// Whether no budget is set.
-    pub fn is_unlimited(&self) -> bool {
-        self.max_tokens.is_none() && self.max_turns.is_none() && self.timeout_ms.is_none()
-    }
-}
+pub use task_protocol::start::AgentBudget;
 
 /// A teammate's identity: `agentName@teamName`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

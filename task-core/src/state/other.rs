@@ -99,22 +99,7 @@ impl DreamState {
     }
 }
 
-/// The kind of remote session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RemoteSubtype {
-    /// `remote-agent`
-    #[default]
-    RemoteAgent,
-    /// `ultraplan`
-    Ultraplan,
-    /// `ultrareview`
-    Ultrareview,
-    /// `autofix-pr`
-    AutofixPr,
-    /// `background-pr`
-    BackgroundPr,
-}
+pub use task_protocol::start::RemoteSubtype;
 
 /// The data of a `remote_agent` task (mirrors the resume sidecar of SPEC §11).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

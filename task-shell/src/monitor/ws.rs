@@ -8,43 +8,24 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use crate::error::ShellError;
 
-/// A WebSocket to watch: its `ws://` URL and the subprotocols to offer, if any.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WsTarget {
-    /// The URL, `ws://host:port/path`.
-    pub url: String,
-    /// Subprotocols offered in `Sec-WebSocket-Protocol`, in order of preference.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub protocols: Vec<String>,
-}
+pub use task_protocol::start::WsTarget;
 
-impl WsTarget {
-    /// A target without subprotocols.
-    pub fn new(url: impl Into<String>) -> Self {
-        Self {
-            url: url.into(),
-            protocols: Vec::new(),
-        }
-    }
-
-    /// Checks the URL's scheme, so a typo is refused before a monitor starts.
-    ///
-    /// # Errors
-    /// [`ShellError::NotWebSocket`] unless the URL starts with `ws://` or `wss://`.
-    pub fn validate(&self) -> Result<(), ShellError> {
-        let scheme_ok = ["ws://", "wss://"].iter().any(|scheme| {
-            self.url.len() > scheme.len()
-                && self
-                    .url
-                    .get(..scheme.len())
-                    .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
-        });
-        if scheme_ok {
-            Ok(())
-        } else {
-            Err(ShellError::NotWebSocket(self.url.clone()))
-        }
+/// Checks the URL's scheme, so a typo is refused before a monitor starts.
+///
+/// # Errors
+/// [`ShellError::NotWebSocket`] unless the URL starts with `ws://` or `wss://`.
+pub fn validate(target: &WsTarget) -> Result<(), ShellError> {
+    let scheme_ok = ["ws://", "wss://"].iter().any(|scheme| {
+        target.url.len() > scheme.len()
+            && target
+                .url
+                .get(..scheme.len())
+                .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+    });
+    if scheme_ok {
+        Ok(())
+    } else {
+        Err(ShellError::NotWebSocket(target.url.clone()))
     }
 }
 
