@@ -34,13 +34,18 @@ from the module's namespace (a child module, an item, a `use` binding, then the 
 Every path in the module's code counts: each leaf of each `use` tree (`use crate::{a::X, b::*}`,
 `use super::x as y`, `{self, …}`), and every path of two or more segments in an expression, a
 type, a pattern, a trait bound, an `impl` header, a macro's name and the tokens of a macro
-invocation, a `macro_rules!` body or an attribute. Resolution walks the path segment by segment:
-a child module is entered; a `use` binding or glob import found on the way is followed to what it
-names (a re-export chain is followed to its end); an item stops the walk (the rest of the path is
-a variant or an associated item). A single identifier is resolved only through glob imports of
-crate modules (the `use` that imported it otherwise already counts). A path whose first segment is
-not in the crate (std, an external crate, a local variable, a generic) is not an edge. A path that
-starts with `crate`, `super`, `self` or `$crate` and cannot be resolved is printed as a warning.
+invocation, a `macro_rules!` body or an attribute, and the function paths serde's derive calls
+from the strings of `#[serde(with|serialize_with|deserialize_with|default|skip_serializing_if|
+getter = "…")]`. Resolution walks the path segment by segment: a child module is entered; a `use`
+binding or glob import found on the way is followed to what it names (a re-export chain is
+followed to its end); an item stops the walk (the rest of the path is a variant or an associated
+item). A name a module does not define, in a module with a macro invocation among its items
+(`thread_local! { static X … }`), is taken as an item that macro defines there. A single
+identifier is resolved only through glob imports of crate modules (the `use` that imported it
+otherwise already counts). A path whose first segment is not in the crate (std, an external
+crate, a local variable, a generic) is not an edge. A path that enters the crate and cannot be
+resolved further is printed as a warning: rustc accepted it, so the checker has a gap there (an
+edge it may miss); a warning alone does not fail the check.
 
 What counts as an edge
 ----------------------
@@ -135,6 +140,7 @@ class Module:
         self.bindings = {}          # name -> [Binding]
         self.globs = []             # [Binding] of `use path::*`
         self.nodes = []             # (syntax node, attributes) of its code, test items left out
+        self.item_macros = False    # a macro invocation among its items (`thread_local! { }`)
         self.path = (parent.path + (name,)) if parent else ()
 
     def file_module(self):
@@ -148,10 +154,11 @@ class Module:
 
 
 class Binding:
-    def __init__(self, module, segments, line):
+    """A `use` leaf (or glob) written in module: the path it names, as written."""
+
+    def __init__(self, module, segments):
         self.module = module
         self.segments = segments
-        self.line = line
 
 
 class Unresolved(Exception):
@@ -305,6 +312,8 @@ class Target:
                 name = child.child_by_field_name('name')
                 if name is not None:
                     module.items.setdefault(text(name), line_of(child))
+            elif t == 'macro_invocation':
+                module.item_macros = True
             elif t == 'foreign_mod_item':
                 body = child.child_by_field_name('body')
                 for item, _ in with_attributes(body) if body is not None else ():
@@ -314,8 +323,8 @@ class Target:
         # Every `use` of the module's code binds in its namespace (a function's own too).
         for node, _ in module.nodes:
             for decl in descendants(node, 'use_declaration'):
-                for kind, segs, alias, leaf in use_tree(decl):
-                    binding = Binding(module, segs, line_of(leaf))
+                for kind, segs, alias, _ in use_tree(decl):
+                    binding = Binding(module, segs)
                     if kind == 'glob':
                         module.globs.append(binding)
                     elif alias != '_':
@@ -379,6 +388,8 @@ class Target:
                 if found is None:
                     if i == 0:
                         return None               # a local, a generic, std, another crate
+                    if module.item_macros:        # an item one of its macros defines
+                        return 'def', module, hops
                     raise Unresolved(f'no `{name}` in {module!r}')
                 kind, module, more = found
                 hops += more
@@ -506,6 +517,8 @@ def paths_in(node, glob_names):
         elif t == 'token_tree':
             yield from token_paths(n, glob_names)
             continue
+        elif t == 'attribute' and n.named_children and text(n.named_children[0]) == 'serde':
+            yield from serde_paths(n)
         elif glob_names and t in ('identifier', 'type_identifier'):
             parent = n.parent
             if parent is None or parent.type not in SCOPED:
@@ -519,6 +532,28 @@ def paths_in(node, glob_names):
 def token_tree_nodes(node):
     return [c for c in node.named_children if c.type == 'attribute'] if node.type == \
         'attribute_item' else [node]
+
+
+# serde's derive calls the function (or the module's `serialize`) these keys name in a string.
+SERDE_KEYS = {'with': ['serialize'], 'serialize_with': [], 'deserialize_with': [], 'default': [],
+              'skip_serializing_if': [], 'getter': []}
+
+
+def serde_paths(attribute):
+    """The paths in the strings of `#[serde(default = "…", with = "…", …)]`."""
+    for tree in attribute.named_children:
+        if tree.type != 'token_tree':
+            continue
+        kids = tree.children
+        for i in range(len(kids) - 2):
+            key = text(kids[i])
+            if key in SERDE_KEYS and kids[i + 1].type == '=' and \
+                    kids[i + 2].type == 'string_literal':
+                value = ''.join(text(c) for c in kids[i + 2].named_children)
+                segs = value.split('::')
+                if len(segs) > 1 or key == 'with':
+                    if all(seg.isidentifier() or seg == '$crate' for seg in segs):
+                        yield segs + SERDE_KEYS[key], kids[i + 2]
 
 
 def token_paths(node, glob_names):

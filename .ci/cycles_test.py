@@ -254,6 +254,28 @@ class Cycles(unittest.TestCase):
             'src/b.rs -> src/a.rs    src/b.rs:2: pub fn g() -> Vec<crate::a::T> { Vec::new() }',
         ])
 
+    def test_cycle_through_a_macro_defined_item_and_a_serde_string(self):
+        # a names CELL, which b's thread_local! defines; b reaches a only through the function a
+        # serde attribute's string names (serde's derive calls it).
+        d = crate(self, {
+            'src/lib.rs': 'pub mod a;\npub mod b;\n',
+            'src/a.rs': '''
+                pub fn zero() -> u32 { crate::b::CELL.with(|c| *c) }
+                ''',
+            'src/b.rs': '''
+                thread_local! { pub static CELL: u32 = 0; }
+                #[derive(serde::Deserialize)]
+                pub struct S {
+                    #[serde(default = "crate::a::zero")]
+                    pub n: u32,
+                }
+                ''',
+        })
+        self.assertCycle(d, [
+            'src/a.rs -> src/b.rs    src/a.rs:2: pub fn zero() -> u32 { crate::b::CELL.with(|c| *c) }',
+            'src/b.rs -> src/a.rs    src/b.rs:5: #[serde(default = "crate::a::zero")]',
+        ])
+
     def test_cycle_in_a_binary(self):
         # A binary is a crate of its own: main.rs's modules are checked apart from the library's.
         d = crate(self, {
