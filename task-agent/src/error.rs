@@ -62,7 +62,7 @@ pub enum AgentError {
     NoInput,
     /// The dream's consolidation lock could not be taken.
     #[error(transparent)]
-    Lock(#[from] crate::dream::LockError),
+    Lock(#[from] crate::consolidation_lock::LockError),
     /// A teammate's mailbox could not be used.
     #[error(transparent)]
     Mailbox(#[from] task_output::mailbox::MailboxError),
@@ -116,7 +116,7 @@ impl From<AgentError> for task_core::LaunchError {
             | AgentError::InvalidTeammate(_)
             | AgentError::Mailbox(_)
             | AgentError::Worktree(_)
-            | AgentError::Lock(crate::dream::LockError::Busy { .. }) => {
+            | AgentError::Lock(crate::consolidation_lock::LockError::Busy { .. }) => {
                 task_core::LaunchError::Invalid(error.to_string())
             }
             other => task_core::LaunchError::Failed(Box::new(other)),

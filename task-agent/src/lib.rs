@@ -50,6 +50,7 @@ pub mod activity;
 pub mod budget;
 mod command;
 mod config;
+mod consolidation_lock;
 pub mod conversation;
 pub mod dream;
 mod drive;

@@ -20,8 +20,6 @@ use super::heap::BoundedHeap;
 use super::meta;
 
 const PRELUDE: &str = include_str!("prelude.js");
-/// The most bytes a nested workflow's script may have (the tool's own `script` limit).
-pub(crate) const MAX_SCRIPT_BYTES: u64 = 524_288;
 
 /// An `agent()` call, for the host to run.
 #[derive(Debug)]

@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::engine::MAX_SCRIPT_BYTES;
 use super::error::WorkflowError;
+
+/// The most bytes a nested workflow's script may have (the tool's own `script` limit).
+const MAX_SCRIPT_BYTES: u64 = 524_288;
 
 /// The paths of one run under `{output_dir}/workflows/`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,7 +12,6 @@
 
 mod follow;
 mod launch;
-mod lock;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -26,8 +25,8 @@ use task_core::{
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
+pub use crate::consolidation_lock::{ConsolidationLock, LockError, LockHeld};
 pub use launch::DreamStart;
-pub use lock::{ConsolidationLock, LockError, LockHeld};
 
 use crate::error::AgentError;
 use crate::runner::{AgentRunner, AgentSpec};

@@ -11,6 +11,9 @@
 //!
 //! "Never consolidated" is an mtime of 0 (the lock file is never deleted: a process may hold a
 //! lock on it).
+//!
+//! A module of its own below `dream` (which re-exports its types) and `error`: `AgentError::Lock`
+//! carries a [`LockError`], and `dream` returns `AgentError`s.
 
 use std::fs::{File, FileTimes};
 use std::io::Write;
