@@ -34,7 +34,9 @@ pub enum Error {
     },
 
     /// One of Slurm's commands is neither in the configured directory nor on `PATH`.
-    #[error("Slurm command {command} not found (install Slurm's client or set TASKS_SLURM_BIN_DIR)")]
+    #[error(
+        "Slurm command {command} not found (install Slurm's client or set TASKS_SLURM_BIN_DIR)"
+    )]
     CommandNotFound {
         /// The command's name (`sbatch`, `squeue`, …).
         command: &'static str,

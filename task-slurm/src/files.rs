@@ -64,7 +64,11 @@ impl JobFiles {
     /// # Errors
     ///
     /// As [`JobFiles::start_marker`].
-    pub async fn check_started(&self, running_for: Duration, grace: Duration) -> Result<StartCheck> {
+    pub async fn check_started(
+        &self,
+        running_for: Duration,
+        grace: Duration,
+    ) -> Result<StartCheck> {
         Ok(match self.start_marker().await? {
             Some(marker) => StartCheck::Started(marker),
             None if running_for < grace => StartCheck::NotYet,
@@ -165,7 +169,10 @@ mod tests {
         let files = JobFiles::in_dir(dir.path(), &JobName::new("t1").unwrap());
         let grace = Duration::from_secs(10);
         assert_eq!(
-            files.check_started(Duration::from_secs(1), grace).await.unwrap(),
+            files
+                .check_started(Duration::from_secs(1), grace)
+                .await
+                .unwrap(),
             StartCheck::NotYet
         );
         assert!(matches!(

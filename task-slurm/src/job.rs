@@ -158,7 +158,11 @@ impl JobState {
     /// Parses Slurm's spelling (any case; `CANCELLED by 0` as `scontrol` prints it is
     /// `CANCELLED`). Never fails: an unknown word is [`JobState::Other`].
     pub fn parse(s: &str) -> Self {
-        let word = s.split_whitespace().next().unwrap_or("").to_ascii_uppercase();
+        let word = s
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_ascii_uppercase();
         match word.as_str() {
             "PENDING" | "PD" => JobState::Pending,
             "RUNNING" | "R" => JobState::Running,
@@ -346,7 +350,10 @@ pub enum Phase {
 impl Phase {
     /// Whether the phase is one of the three ends (completed, failed, killed).
     pub fn is_terminal(&self) -> bool {
-        matches!(self, Phase::Completed | Phase::Failed { .. } | Phase::Killed)
+        matches!(
+            self,
+            Phase::Completed | Phase::Failed { .. } | Phase::Killed
+        )
     }
 }
 

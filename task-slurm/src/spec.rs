@@ -94,9 +94,10 @@ impl JobSpec {
     /// values that are not UTF-8).
     #[must_use]
     pub fn with_current_env(mut self) -> Self {
-        self.env.extend(std::env::vars_os().filter_map(|(name, value)| {
-            Some((name.into_string().ok()?, value.into_string().ok()?))
-        }));
+        self.env
+            .extend(std::env::vars_os().filter_map(|(name, value)| {
+                Some((name.into_string().ok()?, value.into_string().ok()?))
+            }));
         self
     }
 
@@ -413,6 +414,11 @@ mod tests {
         assert!(spec().with_env("A-B", "x").validate().is_err());
         assert!(spec().with_env("A", "x\0").validate().is_err());
         assert!(spec().with_cpus_per_task(0).validate().is_err());
-        assert!(spec().with_env("A", "multi\nline 'value'").validate().is_ok());
+        assert!(
+            spec()
+                .with_env("A", "multi\nline 'value'")
+                .validate()
+                .is_ok()
+        );
     }
 }
