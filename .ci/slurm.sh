@@ -93,9 +93,10 @@ start() {
     memory="$(($(awk '/^MemTotal:/ {print $2}' /proc/meminfo) / 1024))"
 
     mkdir -p "$dir"/{munge,state,spool,run,log}
-    chmod 700 "$dir"
-    # munged checks that no one else can write to its directories or read its key.
-    chmod 700 "$dir/munge"
+    chmod 755 "$dir"
+    # munged checks that no one else can write to its directory or read its key; clients need
+    # to reach its socket.
+    chmod 755 "$dir/munge"
     dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
     chmod 400 "$dir/munge/munge.key"
     # --force: as root, munged refuses to run without it.
@@ -120,12 +121,22 @@ start() {
     wait_for "slurmctld answer" scontrol ping
     slurmd >&2 || fail "slurmd did not start"
     wait_for "idle node $host" node_idle
+    # The node could be idle thanks to a daemon of an earlier cluster still holding the port.
+    local daemon
+    for daemon in slurmctld slurmd munged; do
+        daemon_alive "$dir/run/$daemon.pid" || fail "$daemon is not running (port taken?)"
+    done
 
     echo "export SLURM_CONF='$dir/slurm.conf'"
     echo "export TASKS_TEST_SLURM=1"
     echo "export TASKS_TEST_SLURM_DIR='$dir'"
     echo "export TASKS_TEST_SLURM_MIN_JOB_AGE='$min_job_age'"
     echo "export TASKS_TEST_SLURM_CPUS='$cpus'"
+}
+
+daemon_alive() {
+    local pid
+    pid="$(cat "$1" 2>/dev/null)" && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
 }
 
 # Ends the process whose pid is in $1 (if it is still there) and waits for it, up to 10 s.
@@ -152,8 +163,19 @@ stop_quietly() {
         SLURM_CONF="$dir/slurm.conf" timeout 10 scancel --full --quiet --user=root \
             >/dev/null 2>&1 || true
     fi
+    # slurmd's step daemons kill the jobs' processes: wait for the jobs to be gone (10 s at
+    # most) before stopping the daemons.
+    if [ -f "$dir/slurm.conf" ] && command -v squeue >/dev/null; then
+        local until=$((SECONDS + 10)) left
+        while [ "$SECONDS" -lt "$until" ]; do
+            left="$(SLURM_CONF="$dir/slurm.conf" timeout 5 squeue --noheader \
+                --states=PENDING,RUNNING,COMPLETING,CONFIGURING,SUSPENDED 2>/dev/null)" || break
+            [ -z "$left" ] && break
+            sleep 0.2
+        done
+    fi
     local file
-    for file in "$dir"/run/slurmd-*.pid "$dir/run/slurmctld.pid" "$dir/run/munged.pid"; do
+    for file in "$dir/run/slurmd.pid" "$dir/run/slurmctld.pid" "$dir/run/munged.pid"; do
         stop_pid_file "$file"
     done
     rm -rf "$dir"
