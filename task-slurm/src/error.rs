@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::job::JobId;
+use crate::id::JobId;
 
 /// Everything that can go wrong talking to Slurm or reading what a job left behind.
 #[derive(Debug, thiserror::Error)]

@@ -1,36 +1,11 @@
 //! Jobs as Slurm reports them, and their mapping to a task's lifecycle.
 
 use std::fmt;
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-
-/// A Slurm job id (what `sbatch --parsable` prints).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct JobId(pub u64);
-
-impl fmt::Display for JobId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl FromStr for JobId {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        s.trim()
-            .parse::<u64>()
-            .map(JobId)
-            .map_err(|_| Error::Parse {
-                command: "job id",
-                detail: format!("{s:?} is not a job id"),
-            })
-    }
-}
+use crate::id::JobId;
 
 /// The longest job name accepted (Slurm itself takes more; file names take 255 bytes).
 pub const MAX_NAME_LEN: usize = 200;

@@ -56,6 +56,7 @@
 mod config;
 mod error;
 mod files;
+mod id;
 mod job;
 pub mod parse;
 mod slurm;
@@ -64,7 +65,8 @@ mod spec;
 pub use config::SlurmConfig;
 pub use error::{Error, Result};
 pub use files::{JobFiles, RecordedExit, StartCheck, read_exit_status};
-pub use job::{JobId, JobInfo, JobName, JobState, MAX_NAME_LEN, PendingReason, Phase};
+pub use id::JobId;
+pub use job::{JobInfo, JobName, JobState, MAX_NAME_LEN, PendingReason, Phase};
 pub use parse::StartMarker;
 pub use slurm::Slurm;
 pub use spec::{EXIT_NO_START_MARKER, JobSpec, sh_quote};

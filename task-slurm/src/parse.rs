@@ -2,7 +2,8 @@
 //! captured from a real Slurm 22.05 cluster, under `tests/fixtures/`).
 
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobInfo, JobState};
+use crate::id::JobId;
+use crate::job::{JobInfo, JobState};
 
 /// The separator ending every `squeue --Format` field: the ASCII unit separator, which no job
 /// name, reason or node list carries.

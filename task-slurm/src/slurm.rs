@@ -11,7 +11,8 @@ use tokio::time::Instant;
 
 use crate::config::SlurmConfig;
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobInfo, JobName};
+use crate::id::JobId;
+use crate::job::{JobInfo, JobName};
 use crate::parse::{is_unknown_job, parse_sbatch_parsable, parse_squeue, squeue_format};
 use crate::spec::JobSpec;
 

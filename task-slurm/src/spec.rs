@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::files::JobFiles;
-use crate::job::{JobId, JobName};
+use crate::id::JobId;
+use crate::job::JobName;
 
 /// The exit code of a job whose wrapper could not write its start marker (the state directory
 /// is not writable, or not there, on the job's node); the command was not run.
