@@ -138,6 +138,8 @@ impl Slurm {
     /// Cancels job `id` with `scancel`: Slurm signals every process of every step, the batch
     /// script's included (`SIGTERM`, then `SIGKILL` after the cluster's `KillWait`).
     /// Cancelling a job that already ended, or that Slurm no longer knows, is not an error.
+    /// (`--full` is not needed: it widens `scancel --signal` to the batch script, and a plain
+    /// cancel ends the batch step already.)
     ///
     /// Slurm finds a job's processes through its process tracking plugin; with
     /// `proctrack/linuxproc` a process that leaves the job's process tree (a daemon) escapes.

@@ -389,6 +389,60 @@ mod tests {
         assert!(script.contains("exit_file='/state/t-1.exit'\n"));
     }
 
+    /// The script run by `sh` here, as a node would: the files appear, the status is passed on.
+    #[test]
+    fn the_script_runs_under_sh_and_records_start_and_exit() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = JobSpec::shell(
+            JobName::new("local").unwrap(),
+            "echo \"$1\"; exit 4",
+            dir.path(),
+            dir.path().join("local.out"),
+        );
+        let script = dir.path().join("script.sh");
+        std::fs::write(&script, spec.batch_script()).unwrap();
+        let out = std::process::Command::new("/bin/sh")
+            .arg(&script)
+            .env("SLURM_JOB_ID", "12")
+            .env("SLURMD_NODENAME", "node1")
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(4), "{out:?}");
+        let files = spec.files();
+        assert_eq!(std::fs::read_to_string(&files.exit).unwrap(), "4\n");
+        let marker = std::fs::read_to_string(&files.started).unwrap();
+        assert!(marker.starts_with("12 node1 "), "{marker:?}");
+        // Nothing else left: the temporary files were renamed into place.
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["local.exit", "local.started", "script.sh"]);
+    }
+
+    /// A directory the wrapper cannot write to: it says so and does not run the command.
+    #[test]
+    fn without_its_start_marker_the_command_does_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("not-there");
+        let spec = JobSpec::shell(
+            JobName::new("local").unwrap(),
+            &format!("touch '{}/ran'", dir.path().display()),
+            dir.path(),
+            missing.join("local.out"),
+        );
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(spec.batch_script())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(EXIT_NO_START_MARKER), "{out:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write the start marker"));
+        assert!(!dir.path().join("ran").exists());
+    }
+
     #[test]
     fn the_environment_leaves_out_slurm_s_own_variables() {
         let s = spec()
