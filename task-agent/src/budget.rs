@@ -49,7 +49,7 @@ impl SessionTokens {
 
 /// The budgets of one run.
 #[derive(Debug)]
-pub(crate) struct RunBudget {
+pub struct RunBudget {
     limits: AgentBudget,
     session: Arc<SessionTokens>,
     started: Instant,
@@ -57,11 +57,7 @@ pub(crate) struct RunBudget {
 
 impl RunBudget {
     /// The budgets `limits` (none: only the session's) of a run started at `started`.
-    pub(crate) fn new(
-        limits: Option<AgentBudget>,
-        session: Arc<SessionTokens>,
-        started: Instant,
-    ) -> Self {
+    pub fn new(limits: Option<AgentBudget>, session: Arc<SessionTokens>, started: Instant) -> Self {
         Self {
             limits: limits.unwrap_or_default(),
             session,
@@ -70,13 +66,13 @@ impl RunBudget {
     }
 
     /// When the run's time is up, if it has a time budget.
-    pub(crate) fn deadline(&self) -> Option<Instant> {
+    pub fn deadline(&self) -> Option<Instant> {
         let limit = Duration::from_millis(self.limits.timeout_ms?);
         self.started.checked_add(limit)
     }
 
     /// The end of a run whose time is up.
-    pub(crate) fn timed_out(&self) -> EndReason {
+    pub fn timed_out(&self) -> EndReason {
         let max = self.limits.timeout_ms.unwrap_or_default();
         let used = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         EndReason::BudgetExceeded {
@@ -88,7 +84,7 @@ impl RunBudget {
 
     /// The end of a run that has used `tokens` and `turns`, if that reaches one of its budgets
     /// (its own first, then the session's).
-    pub(crate) fn check(&self, id: TaskId, run: u64, tokens: u64, turns: u64) -> Option<EndReason> {
+    pub fn check(&self, id: TaskId, run: u64, tokens: u64, turns: u64) -> Option<EndReason> {
         let own = [
             (BudgetLimit::Tokens, tokens, self.limits.max_tokens),
             (BudgetLimit::Turns, turns, self.limits.max_turns),

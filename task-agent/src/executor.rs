@@ -287,7 +287,7 @@ impl AgentExecutor {
     }
 
     /// The session's token budget its agents count towards (share it with the teammates'
-    /// executor, [`TeamExecutor::with_session_tokens`](crate::team::TeamExecutor::with_session_tokens)).
+    /// executor, task-team's `TeamExecutor::with_session_tokens`).
     pub fn session_tokens(&self) -> &Arc<crate::budget::SessionTokens> {
         &self.inner.session_tokens
     }

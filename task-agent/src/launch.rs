@@ -143,7 +143,7 @@ impl AgentExecutor {
 /// The command runner of a request: `command` speaking `format`, run by `caller`. A program
 /// the caller could not run refuses the start ("cannot start agent: codex: No such file or
 /// directory"): nothing is registered.
-pub(crate) fn command_runner(
+pub fn command_runner(
     command: Vec<String>,
     format: RunnerFormat,
     config: crate::config::AgentConfig,
@@ -161,7 +161,7 @@ pub(crate) fn command_runner(
 
 /// A [`Launched`] whose start runs `start` on the current tokio runtime (dropping it unstarted
 /// when there is none ends the task `failed`).
-pub(crate) fn start_on_runtime(
+pub fn start_on_runtime(
     id: task_core::TaskId,
     start: impl std::future::Future<Output = Result<(), AgentError>> + Send + 'static,
 ) -> Launched {

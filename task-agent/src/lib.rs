@@ -17,8 +17,8 @@
 //!   notifies once per stop in the reference's 2.1.197 form, and kills the tasks an agent owns
 //!   when it ends. It also backgrounds the main session over an existing transcript.
 //!
-//! - [`team`]: `in_process_teammate` tasks: `name@team` teammates with exactly-once mailboxes
-//!   (task-output's), idle within running, plan approval, the shutdown handshake.
+//! - teammates (`in_process_teammate`) are the crate `task-team`, built on this one's runner
+//!   seam, budgets and worktrees.
 //! - [`dream`]: `dream` tasks under the consolidation lock (one winner across processes,
 //!   rollback of its mtime on kill, failure, or a dead holder).
 //!
@@ -62,7 +62,6 @@ mod progress;
 mod record;
 mod runner;
 mod tail;
-pub mod team;
 mod texts;
 mod transcript_session;
 pub mod worktree;
@@ -83,9 +82,9 @@ pub use executor::{
     PendingAgent, SendOutcome,
 };
 pub use format::{CliFormat, LineParser};
-pub use launch::{AgentStart, RunnerFormat, RunnerFormatExt};
+pub use launch::{AgentStart, RunnerFormat, RunnerFormatExt, command_runner, start_on_runtime};
 pub use notify::{RunEnd, agent_notification, stopped_notification};
-pub use progress::{Change, ProgressTracker};
+pub use progress::{Change, ProgressTracker, message_usage};
 pub use runner::{AgentRunner, AgentSession, AgentSpec, SessionEnd, SessionEvent};
 pub use tail::TranscriptTail;
 pub use texts::{launch_text, send_reply};

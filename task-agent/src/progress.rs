@@ -133,7 +133,7 @@ impl ProgressTracker {
 }
 
 /// A message's usage as task-core records it.
-pub(crate) fn message_usage(usage: agent_stream::Usage) -> task_core::MessageUsage {
+pub fn message_usage(usage: agent_stream::Usage) -> task_core::MessageUsage {
     task_core::MessageUsage {
         input_tokens: usage.input_tokens,
         cache_creation_input_tokens: usage.cache_creation_input_tokens,

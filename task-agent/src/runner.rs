@@ -48,7 +48,6 @@ impl AgentSpec {
 
 /// What a session yields.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum SessionEvent {
     /// Something the agent did.
     Agent(AgentEvent),

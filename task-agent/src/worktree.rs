@@ -456,7 +456,7 @@ where
 
 /// Removes `worktree` and its branch if it has no changes; a failure is logged (the worktree
 /// then stays, listed by `tasks worktree ls`). Returns whether it is gone. Blocking.
-pub(crate) fn remove_unchanged(worktrees: &Worktrees, worktree: &Worktree) -> bool {
+pub fn remove_unchanged(worktrees: &Worktrees, worktree: &Worktree) -> bool {
     match worktrees.remove_unless_changed(worktree, false) {
         Ok(None) => true,
         Ok(Some(_)) => false,
@@ -470,7 +470,7 @@ pub(crate) fn remove_unchanged(worktrees: &Worktrees, worktree: &Worktree) -> bo
 /// The agent or teammate `id` stopped with no notification for the model (killed, never
 /// started, or a teammate however it ended): its worktree, if it has one and it holds no
 /// changes, is removed with its branch and forgotten by its state. Blocking.
-pub(crate) fn settle_worktree(registry: &Registry, worktrees: &Worktrees, id: &TaskId) {
+pub fn settle_worktree(registry: &Registry, worktrees: &Worktrees, id: &TaskId) {
     let Some(state) = registry.get(id) else {
         return;
     };
@@ -488,7 +488,7 @@ pub(crate) fn settle_worktree(registry: &Registry, worktrees: &Worktrees, id: &T
 
 /// Runs blocking git work from async code: in place on a multi-threaded runtime (the other
 /// workers go on), directly elsewhere.
-pub(crate) fn blocking<T>(work: impl FnOnce() -> T) -> T {
+pub fn blocking<T>(work: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
             tokio::task::block_in_place(work)

@@ -25,10 +25,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use task_agent::team::TeamConfig;
 use task_remote::RemoteConfig;
 use task_session::config::ExecutorSettings;
 use task_shell::ShellConfig;
+use task_team::TeamConfig;
 
 use task_agent::RunnerFormat;
 use task_session::{Error, Result};

@@ -3,8 +3,8 @@
 
 use serde_json::json;
 use task_agent::dream::DreamStart;
-use task_agent::team::{Protocol, TeammateStart};
 use task_core::{Address, TaskId, TaskKind, TaskType};
+use task_team::{Protocol, TeammateStart};
 
 use crate::cli::{DreamArgs, TeamArgs, TeamCommand, TeamShutdownArgs, TeamSpawnArgs};
 use crate::error::{CliError, Result, exit};

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 
 use task_agent::dream::DreamExecutor;
 #[cfg(feature = "cli")]
-use task_agent::team::TeammateEnd;
-use task_agent::team::{TEAM_LEAD, TeamConfig, TeamExecutor, TeamMessage, TeammateStart};
-#[cfg(feature = "cli")]
 use task_core::TeammateIdentity;
 use task_core::{Launched, TaskKind, TaskType};
 #[cfg(feature = "cli")]
 use task_list::{EnvValues, Layout, ListIdHints, UnassignReason};
+#[cfg(feature = "cli")]
+use task_team::TeammateEnd;
+use task_team::{TEAM_LEAD, TeamConfig, TeamExecutor, TeamMessage, TeammateStart};
 
 use task_core::{Address, MessageOutcome, MessageReply};
 use task_session::engine::{Host, Messenger};
@@ -111,9 +111,7 @@ fn unassign(who: &TeammateIdentity, how: TeammateEnd, state_root: &Path, teams: 
         Ok(result) => {
             if let Some(text) = result.notification_message {
                 let message = TeamMessage::new("system", text);
-                if let Err(error) =
-                    task_agent::team::post(teams, &who.team_name, TEAM_LEAD, &message)
-                {
+                if let Err(error) = task_team::post(teams, &who.team_name, TEAM_LEAD, &message) {
                     tracing::warn!(%error, "the unassign message did not reach the lead");
                 }
             }
@@ -223,7 +221,7 @@ fn resume_recorded(
     }
     let start = start?;
     let who = &mate.identity;
-    task_agent::team::post(team.teams_root(), &who.team_name, &who.agent_name, message)
+    task_team::post(team.teams_root(), &who.team_name, &who.agent_name, message)
         .map_err(|e| e.to_string())?;
     relaunch(team, found, &start)
 }

@@ -1,7 +1,7 @@
 //! `in_process_teammate` tasks (SPEC §8): named agents of a team, `name@team`, coordinated
 //! through per-agent mailboxes.
 //!
-//! - Each teammate is one long-lived agent session (with the [`CommandRunner`](crate::CommandRunner),
+//! - Each teammate is one long-lived agent session (with the [`CommandRunner`](task_agent::CommandRunner),
 //!   one agent CLI process fed through its streaming input). Its code runs inside a
 //!   [`context`] task-local that names the teammate.
 //! - **Idle within running**: when a turn ends the teammate is `running` and idle; it posts an
@@ -24,6 +24,24 @@
 //!   (a host unassigns its task-list tasks there); no model notification is sent (`notified`
 //!   is set with the terminal status); a killed teammate is evicted
 //!   [`TeamConfig::stopped_display`] after the kill.
+//!
+//! # Example
+//!
+//! Anyone, in any process, posts to a teammate's mailbox:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use task_core::Registry;
+//! use task_team::{TeamConfig, TeamExecutor, TeamMessage};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let registry = Arc::new(Registry::default());
+//! let team = TeamExecutor::new(registry, "/tmp/teams", "/tmp/tasks", TeamConfig::default());
+//! task_team::post(team.teams_root(), "alpha", "writer", &TeamMessage::new("team-lead", "go"))?;
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
 
 pub mod context;
 mod executor;

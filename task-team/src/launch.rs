@@ -5,9 +5,9 @@ use std::sync::Arc;
 use task_core::{Caller, Launch, LaunchError, Launched, TaskState};
 
 use super::{PendingTeammate, TeamExecutor, TeammateRequest};
-use crate::config::AgentConfig;
-use crate::error::AgentError;
-use crate::launch::{RunnerFormat, command_runner, start_on_runtime};
+use task_agent::AgentConfig;
+use task_agent::AgentError;
+use task_agent::{RunnerFormat, command_runner, start_on_runtime};
 
 pub use task_protocol::start::TeammateStart;
 

@@ -11,10 +11,10 @@ use task_output::mailbox::MailboxReader;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Inner, Member, TeammateEnd, end_silently, request_id};
-use crate::budget::RunBudget;
-use crate::event::AgentEvent;
-use crate::runner::{AgentSession, SessionEvent};
-use crate::team::{Protocol, TEAM_LEAD, TeamMessage, post, render_turn};
+use crate::{Protocol, TEAM_LEAD, TeamMessage, post, render_turn};
+use task_agent::AgentEvent;
+use task_agent::budget::RunBudget;
+use task_agent::{AgentSession, SessionEvent};
 
 /// The tool a teammate sends messages with.
 const SEND_TOOL: &str = "SendMessage";
@@ -170,7 +170,7 @@ impl MemberRun {
             AgentEvent::Text(text) => self.turn_text.push_str(&text),
             AgentEvent::ToolStarted(tool) if tool.name == SEND_TOOL => self.outgoing(&tool.input),
             AgentEvent::TurnEnded(_) => self.turn_ended(),
-            AgentEvent::Usage(usage) => return self.used(crate::progress::message_usage(usage)),
+            AgentEvent::Usage(usage) => return self.used(task_agent::message_usage(usage)),
             _ => {}
         }
         None

@@ -22,14 +22,14 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 use super::context::{self, TeammateContext};
 use super::message::delivered_ids;
 use super::{Protocol, TEAM_LEAD, TeamConfig, TeamMessage, mailbox, post, render_turn};
-use crate::budget::SessionTokens;
-use crate::error::AgentError;
-use crate::executor::AGENT_ID_ENV;
-use crate::runner::{AgentRunner, AgentSpec};
-use crate::worktree::{
+use member::{MemberRun, Start};
+use task_agent::AgentError;
+use task_agent::budget::SessionTokens;
+use task_agent::worktree::{
     WorktreeRequest, Worktrees, blocking, cwd_in, remove_unchanged, settle_worktree,
 };
-use member::{MemberRun, Start};
+use task_agent::{AgentRunner, AgentSpec};
+use task_core::AGENT_ID_ENV;
 
 /// The environment variable naming a teammate (`name@team`) to its agent's processes.
 pub const TEAMMATE_ENV: &str = "TASKS_TEAMMATE";

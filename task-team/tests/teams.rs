@@ -4,6 +4,7 @@
 //! `sender_process`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../task-agent/tests/common/mod.rs"]
 mod common;
 
 use std::collections::HashMap;
@@ -15,14 +16,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use common::{Fixture, wait_for};
 use serde_json::{Value, json};
-use task_agent::team::{
-    self, Protocol, TEAM_LEAD, TeamConfig, TeamExecutor, TeamMessage, TeammateEnd, TeammateRequest,
-    context,
-};
 use task_agent::{
     AgentError, AgentEvent, AgentRunner, AgentSession, AgentSpec, SessionEvent, TurnOutcome,
 };
 use task_core::{TaskId, TaskKind, TaskStatus, TeammateState};
+use task_team::{
+    self as team, Protocol, TEAM_LEAD, TeamConfig, TeamExecutor, TeamMessage, TeammateEnd,
+    TeammateRequest, context,
+};
 
 const ROOT_ENV: &str = "TEAMS_TEST_ROOT";
 const SENDER_ENV: &str = "TEAMS_TEST_SENDER";
