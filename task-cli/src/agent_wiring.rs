@@ -47,7 +47,7 @@ impl AgentMessages {
             .and_then(|start| {
                 let request = serde_json::from_value::<AgentStart>(start.request.clone())
                     .map_err(|e| e.to_string())?;
-                let again = start.again().map_err(|e| e.to_string())?;
+                let again = start.resumed().map_err(|e| e.to_string())?;
                 Ok((request, again))
             })
             .and_then(|(request, again)| {

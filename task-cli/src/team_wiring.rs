@@ -235,7 +235,7 @@ fn relaunch(
 ) -> Result<Launched, String> {
     let request = serde_json::from_value::<TeammateStart>(start.request.clone())
         .map_err(|e| e.to_string())?;
-    let again = start.again().map_err(|e| e.to_string())?;
+    let again = start.resumed().map_err(|e| e.to_string())?;
     team.relaunch(&found.task, request, again.caller)
         .map_err(|e| e.to_string())
 }

@@ -883,3 +883,76 @@ fn a_stopped_gemini_agent_is_refused_a_message_and_its_notification_promises_no_
     refused("gem");
     assert_eq!(sandbox.listed(&id)["status"], "completed");
 }
+
+/// `tasks ARGS…` with `TASKS_TEST_COLOR=color` in its environment (and so in the environment
+/// of a supervisor it starts); its stdout.
+fn in_color(sandbox: &Sandbox, color: &str, args: &[&str]) -> String {
+    let mut command = sandbox.command(args);
+    command.env("TASKS_TEST_COLOR", color);
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "tasks {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_resumed_agent_runs_in_the_environment_it_was_started_with_whoever_sends_and_whichever_supervisor()
+ {
+    let sandbox = Sandbox::for_agents()
+        .env("TASKS_PANEL_GRACE_MS", "100")
+        .env("TASKS_IDLE_EXIT_MS", "60000")
+        .env("FAKE_AGENT_ECHO_ENV", "TASKS_TEST_COLOR");
+    let script = sandbox.script(
+        "once.jsonl",
+        &[json!({"read_user": true}), json!({"result": "first"})],
+    );
+    // The supervisor starts green; the agent is started red.
+    in_color(&sandbox, "green", &["run", "--", "true"]);
+    let fake = fake_agent();
+    let started = in_color(
+        &sandbox,
+        "red",
+        &[
+            "agent",
+            "--name",
+            "painter",
+            "--prompt",
+            "begin",
+            "--wait",
+            "--",
+            fake.to_str().unwrap(),
+            "--script",
+            &script,
+        ],
+    );
+    let id = started.lines().next().unwrap().to_owned();
+    sandbox.ok(&["notifications"]);
+    let resumed_by_blue = |to: &str, message: &str| {
+        let sent = in_color(&sandbox, "blue", &["send", to, message]);
+        assert!(sent.contains("resumed it in the background"), "{sent}");
+        let waited = sandbox.run(&["wait", "--no-deliver", &id]);
+        assert_eq!(waited.status.code(), Some(0), "{waited:?}");
+        let notices = sandbox.ok(&["notifications"]);
+        assert!(
+            notices.contains(&format!(
+                "<result>echo: {message} [TASKS_TEST_COLOR=red]</result>"
+            )),
+            "the resumed CLI ran in another environment than its start's: {notices}"
+        );
+    };
+
+    // 1. Evicted from the green supervisor's memory; a blue sender resumes it.
+    let (pid, _) = supervisor_memory(&sandbox);
+    eventually("the stopped agent evicted", || {
+        (supervisor_memory(&sandbox) == (pid, 0)).then_some(())
+    });
+    resumed_by_blue("painter", "after eviction");
+
+    // 2. The supervisor SIGKILLed: the blue sender starts the next one, which resumes it.
+    eventually("the resumed run evicted", || {
+        (supervisor_memory(&sandbox).1 == 0).then_some(())
+    });
+    let supervisor = i32::try_from(supervisor_memory(&sandbox).0).unwrap();
+    // SAFETY: kill(2) on the pid of the supervisor this test's session started.
+    assert_eq!(unsafe { libc::kill(supervisor, libc::SIGKILL) }, 0);
+    resumed_by_blue(&id, "after a restart");
+}

@@ -13,24 +13,30 @@ use serde_json::Value;
 pub trait StartRequest: Serialize + DeserializeOwned + Send + 'static {
     /// The kind's name on the wire.
     const KIND: &'static str;
+
+    /// Whether a task of this kind can be resumed after it stopped (a message to an agent or a
+    /// teammate): its start is then remembered with its caller's whole environment, so that a
+    /// resume runs where the task started, whoever asks for it.
+    const RESUMABLE: bool = false;
 }
 
 macro_rules! kinds {
-    ($($request:ty => $kind:literal),* $(,)?) => {
+    ($($request:ty => $kind:literal $(, resumable = $resumable:literal)?);* $(;)?) => {
         $(impl StartRequest for $request {
             const KIND: &'static str = $kind;
+            $(const RESUMABLE: bool = $resumable;)?
         })*
     };
 }
 
 kinds! {
-    ShellStart => "shell",
-    MonitorStart => "monitor",
-    AgentStart => "agent",
-    TeammateStart => "teammate",
-    DreamStart => "dream",
-    WorkflowStart => "workflow",
-    RemoteStart => "remote",
+    ShellStart => "shell";
+    MonitorStart => "monitor";
+    AgentStart => "agent", resumable = true;
+    TeammateStart => "teammate", resumable = true;
+    DreamStart => "dream";
+    WorkflowStart => "workflow";
+    RemoteStart => "remote";
 }
 
 /// A shell command to start (`local_bash`), as `tasks run` or the MCP `Bash` tool asks for it.

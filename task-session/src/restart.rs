@@ -2,8 +2,12 @@
 //! (`{id}.start.json`: its kind, working directory, owner and request, as sent to the
 //! supervisor), so `tasks restart ID` starts the same thing again under a new id.
 //!
-//! The caller's environment is not written down (it holds whatever secrets the shell had): a
-//! restart runs in the environment of the `tasks restart` that asks for it.
+//! A restart runs in the environment of the `tasks restart` that asks for it. The caller's
+//! environment is written down only for a kind that resumes (an agent, a teammate:
+//! [`StartRequest::RESUMABLE`](task_protocol::start::StartRequest::RESUMABLE)), in the record's
+//! `caller` (the file is the user's own, `0600` in the private session directory, like the
+//! agent's transcript beside it), so that a resume runs in the environment the task started
+//! with ([`StartRecord::resumed`]), whoever sends the message and whichever supervisor runs it.
 
 use serde::{Deserialize, Serialize};
 use task_core::{Caller, TaskId};
@@ -40,6 +44,10 @@ pub struct StartRecord {
     /// What is done with the processes it leaves running.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strays: Option<crate::strays::StrayPolicy>,
+    /// Who started it, whole environment included: kept for a kind that resumes
+    /// ([`StartRecord::keeping_caller`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<Caller>,
 }
 
 impl StartRecord {
@@ -53,7 +61,30 @@ impl StartRecord {
             request: start.request.clone(),
             on_end: start.on_end.clone(),
             strays: start.strays,
+            caller: None,
         }
+    }
+
+    /// The record of `start`, its caller (environment included) kept for resuming it.
+    pub fn keeping_caller(start: &Start) -> Self {
+        Self {
+            caller: Some(start.caller.clone()),
+            ..Self::of(start)
+        }
+    }
+
+    /// The same task resumed: in the environment it was started with when its record keeps
+    /// it, else (a record from before callers were kept) as [`StartRecord::again`] would.
+    ///
+    /// # Errors
+    /// As [`StartRecord::again`], when the record keeps no caller.
+    pub fn resumed(&self) -> Result<Start> {
+        let Some(caller) = &self.caller else {
+            return self.again();
+        };
+        let mut start = self.again_as(caller.clone());
+        start.caller.cwd.clone_from(&self.cwd);
+        Ok(start)
     }
 
     /// The same start again, from the process asking for it (its environment), in the
@@ -61,8 +92,13 @@ impl StartRecord {
     pub fn again(&self) -> Result<Start> {
         let mut caller = Caller::current().map_err(Error::MissingCwd)?;
         caller.cwd.clone_from(&self.cwd);
+        Ok(self.again_as(caller))
+    }
+
+    /// This start again for `caller`, owned by the original owner.
+    fn again_as(&self, mut caller: Caller) -> Start {
         caller.agent_id = self.agent_id;
-        Ok(Start {
+        Start {
             kind: self.kind.clone(),
             caller,
             request: self.request.clone(),
@@ -71,7 +107,7 @@ impl StartRecord {
             schedule: None,
             on_end: self.on_end.clone(),
             strays: self.strays,
-        })
+        }
     }
 }
 

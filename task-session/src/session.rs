@@ -171,7 +171,7 @@ impl Session {
             on_end: ends.on_end,
             strays: ends.strays,
         };
-        self.start_raw(start)
+        self.start_raw(start, R::RESUMABLE)
     }
 
     /// Sets the parallelism limit of `group` (0: unlimited), kept across supervisors; the
@@ -189,9 +189,14 @@ impl Session {
     }
 
     /// Sends `start` as it is; returns the new task's id once its record exists, and records
-    /// how it was started (for [`Session::restart`]).
-    fn start_raw(&self, start: Start) -> Result<TaskId> {
-        let remembered = crate::restart::StartRecord::of(&start);
+    /// how it was started (for [`Session::restart`]; with its caller's environment when the
+    /// task is `resumable`, for a resume).
+    fn start_raw(&self, start: Start, resumable: bool) -> Result<TaskId> {
+        let remembered = if resumable {
+            crate::restart::StartRecord::keeping_caller(&start)
+        } else {
+            crate::restart::StartRecord::of(&start)
+        };
         match self.send(Op::Start(start))? {
             Response::Started { id } => {
                 crate::restart::remember(&self.paths, &id, &remembered);
@@ -204,8 +209,8 @@ impl Session {
     /// Starts the task `id` again (same kind, request, working directory and owner; this
     /// process's environment) under a new id.
     pub fn restart(&self, id: &TaskId) -> Result<TaskId> {
-        let start = crate::restart::recall(&self.paths, id)?.again()?;
-        self.start_raw(start)
+        let record = crate::restart::recall(&self.paths, id)?;
+        self.start_raw(record.again()?, record.caller.is_some())
     }
 
     pub(crate) fn send(&self, op: Op) -> Result<Response> {

@@ -50,7 +50,9 @@
 //! | `{"reconnect_loop": {"every_ms": N}}` | prints Codex's top-level `{"type":"error","message":"Reconnecting... n/5 (…)"}` every N ms, for ever (its model endpoint is gone) |
 //!
 //! When the script is done it keeps reading user lines until stdin closes, answering each with
-//! `echo: {message}` (a text and a `success` result). After a `teammate` step, a turn that
+//! `echo: {message}` (a text and a `success` result; with `FAKE_AGENT_ECHO_ENV=NAME` in its
+//! environment, `echo: {message} [NAME=value]`, the value of its own `NAME`: a CLI that says
+//! which environment it runs in). After a `teammate` step, a turn that
 //! holds a team `shutdown_request` is answered first with a `SendMessage` tool use whose
 //! message is the approving `shutdown_response` (as a teammate model would). With `--resume` it
 //! runs none of the script's steps, only takes its `teammate` mode (a resumed session keeps
@@ -163,7 +165,7 @@ fn run() -> Result<u8, String> {
                 None,
             )?;
         }
-        let answer = format!("echo: {message}");
+        let answer = format!("echo: {message}{}", echoed_variable());
         agent.assistant(json!([{"type": "text", "text": answer}]), None)?;
         agent.emit(
             &json!({"type": "result", "subtype": "success", "is_error": false,
@@ -433,4 +435,16 @@ fn shutdown_request_id(message: &str) -> Option<String> {
         .next()?
         .ok()?;
     value["request_id"].as_str().map(str::to_owned)
+}
+
+/// ` [NAME=value]` when `FAKE_AGENT_ECHO_ENV` names a variable (`value` empty when it is unset),
+/// else nothing.
+fn echoed_variable() -> String {
+    match std::env::var("FAKE_AGENT_ECHO_ENV") {
+        Ok(name) if !name.is_empty() => {
+            let value = std::env::var(&name).unwrap_or_default();
+            format!(" [{name}={value}]")
+        }
+        _ => String::new(),
+    }
 }

@@ -148,14 +148,15 @@ pub async fn eventually_async<T>(what: &str, mut probe: impl AsyncFnMut() -> Opt
 /// task-agent's scripted `fake-agent` CLI, built next to the `tasks` binary (`cargo test
 /// --workspace` builds it; a lone `cargo test -p task-cli` builds it here).
 pub fn fake_agent() -> std::path::PathBuf {
-    let path = Path::new(env!("CARGO_BIN_EXE_tasks")).with_file_name("fake-agent");
-    if !path.exists() {
+    static BUILT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    // Built once per test binary, even when one exists: a stale one would run old code.
+    let built = BUILT.get_or_init(|| {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let built = std::process::Command::new(cargo)
-            .args(["build", "-p", "task-agent", "--bin", "fake-agent"])
+        std::process::Command::new(cargo)
+            .args(["build", "--quiet", "-p", "task-agent", "--bin", "fake-agent"])
             .status()
-            .is_ok_and(|status| status.success());
-        assert!(built, "could not build fake-agent");
-    }
-    path
+            .is_ok_and(|status| status.success())
+    });
+    assert!(built, "could not build fake-agent");
+    Path::new(env!("CARGO_BIN_EXE_tasks")).with_file_name("fake-agent")
 }
