@@ -75,7 +75,7 @@ pub enum AgentError {
     PromptInCommandTwice(Vec<String>),
     /// A prompt is given both in the agent command and as an option.
     #[error(
-        "the prompt is given twice: in the agent command ({in_command:?}) and with --prompt \
+        "the prompt is given twice: in the agent command ({in_command:?}) and apart \
          ({option:?}); give it in one place"
     )]
     PromptTwice {
@@ -87,7 +87,7 @@ pub enum AgentError {
     /// No prompt in the agent command and none as an option.
     #[error(
         "no prompt: give it in the agent command (`claude -p \"…\"`, `codex exec \"…\"`, \
-         `gemini -p \"…\"`) or with --prompt"
+         `gemini -p \"…\"`) or apart"
     )]
     NoPrompt,
     /// The agent's worktree could not be added (it was not started).

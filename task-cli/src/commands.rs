@@ -223,7 +223,7 @@ fn agent(session: &Session, args: AgentArgs, printer: Printer) -> Result<u8> {
     let (command, prompt) = args
         .runner
         .first_turn(args.command, args.prompt)
-        .map_err(|error| crate::CliError::invalid(error.to_string()))?;
+        .map_err(|error| crate::error::agent_command_error(&error))?;
     let start = AgentStart {
         command,
         runner: args.runner,

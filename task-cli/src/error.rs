@@ -29,8 +29,9 @@ pub mod exit {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CliError {
-    /// The session layer failed (a bad id, an unknown task, the supervisor, a state file).
-    #[error(transparent)]
+    /// The session layer failed (a bad id, an unknown task, the supervisor, a state file),
+    /// said with what to do about it in this CLI's words.
+    #[error("{}", in_cli_words(.0))]
     Session(#[from] task_session::Error),
     /// A task-list task id that is not a positive number.
     #[error(
@@ -52,6 +53,43 @@ pub enum CliError {
         /// The address named no task.
         unknown: bool,
     },
+}
+
+/// The session layer's error, with what to do about it as a user of this CLI does it (the
+/// library names no command or flag).
+fn in_cli_words(error: &task_session::Error) -> String {
+    use task_session::Error;
+    use task_session::prune::KeepReason;
+    match error {
+        Error::Input { reason, message } => match reason {
+            InputRefusal::NotPiped => format!(
+                "{message}; start the command with `tasks run --stdin pipe -- …` to write to it"
+            ),
+            InputRefusal::Closed => format!("{message} (by `tasks input --close`)"),
+            InputRefusal::NotAccepted => format!(
+                "{message}: only a command run with `--stdin pipe` does (agents and teammates take messages: `tasks send`)"
+            ),
+            _ => message.clone(),
+        },
+        Error::NoRoot => format!("{error}: set --root or $TASKS_ROOT"),
+        Error::Kept {
+            reason: KeepReason::Undelivered,
+            ..
+        } => format!("{error} (run `tasks notifications`)"),
+        _ => error.to_string(),
+    }
+}
+
+/// An agent command line's error in this CLI's words: a prompt given apart is `--prompt`.
+pub fn agent_command_error(error: &task_agent::AgentError) -> CliError {
+    use task_agent::AgentError;
+    CliError::invalid(match error {
+        AgentError::PromptTwice { in_command, option } => format!(
+            "the prompt is given twice: in the agent command ({in_command:?}) and with --prompt ({option:?}); give it in one place"
+        ),
+        AgentError::NoPrompt => "no prompt: give it in the agent command (`claude -p \"…\"`, `codex exec \"…\"`, `gemini -p \"…\"`) or with --prompt".to_owned(),
+        other => other.to_string(),
+    })
 }
 
 impl CliError {

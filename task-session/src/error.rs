@@ -68,7 +68,9 @@ pub enum Error {
     #[error("invalid session name {0:?}: use letters, digits, '-', '_' and '.' (not leading)")]
     InvalidSession(String),
     /// No state directory could be derived (no `--root`, `$TASKS_ROOT`, `$XDG_STATE_HOME` or `$HOME`).
-    #[error("cannot find a state directory: set --root or $TASKS_ROOT")]
+    #[error(
+        "cannot find a state directory: no root was given, and none of $TASKS_ROOT, $XDG_STATE_HOME and $HOME is set"
+    )]
     NoRoot,
     /// The supervisor could not be started or reached, or answered with an error.
     #[error("supervisor: {0}")]

@@ -118,28 +118,9 @@ impl Session {
         };
         match self.send(op)? {
             Response::Written { .. } => Ok(()),
-            Response::InputRefused { reason, message } => Err(Error::Input {
-                reason,
-                message: with_hint(reason, message),
-            }),
+            Response::InputRefused { reason, message } => Err(Error::Input { reason, message }),
             other => Err(crate::session::unexpected(other)),
         }
-    }
-}
-
-/// The supervisor's reason, with what to do about it.
-fn with_hint(reason: InputRefusal, message: String) -> String {
-    match reason {
-        InputRefusal::NotPiped => format!(
-            "{message}; start the command with `tasks run --stdin pipe -- …` to write to it"
-        ),
-        InputRefusal::Closed => format!("{message} (by `tasks input --close`)"),
-        InputRefusal::NotAccepted => {
-            format!(
-                "{message}: only a command run with `--stdin pipe` does (agents and teammates take messages: `tasks send`)"
-            )
-        }
-        _ => message,
     }
 }
 

@@ -37,9 +37,9 @@ pub fn validate(check: &ReadyCheck) -> Result<()> {
     match check {
         ReadyCheck::Line { pattern } => regex::Regex::new(pattern)
             .map(drop)
-            .map_err(|e| Error::Invalid(format!("--ready: {e}"))),
+            .map_err(|e| Error::Invalid(format!("the ready pattern: {e}"))),
         ReadyCheck::Port { port } if *port == 0 => {
-            Err(Error::Invalid("--ready-port: 0 is no port".into()))
+            Err(Error::Invalid("the ready port: 0 is no port".into()))
         }
         ReadyCheck::Port { .. } => Ok(()),
         ReadyCheck::Http { url } => HttpTarget::parse(url).map(drop),
@@ -246,7 +246,7 @@ struct HttpTarget {
 
 impl HttpTarget {
     fn parse(url: &str) -> Result<Self> {
-        let bad = |why: &str| Error::Invalid(format!("--ready-http {url:?}: {why}"));
+        let bad = |why: &str| Error::Invalid(format!("the ready URL {url:?}: {why}"));
         let rest = url
             .strip_prefix("http://")
             .ok_or_else(|| bad("only http:// URLs are checked"))?;

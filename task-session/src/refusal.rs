@@ -14,7 +14,7 @@ pub enum KeepReason {
     #[error("it is still live")]
     Live,
     /// Its completion notification has not been delivered.
-    #[error("its completion notification has not been delivered (run `tasks notifications`)")]
+    #[error("its completion notification has not been delivered")]
     Undelivered,
     /// It ended moments ago: its supervisor may still hold it.
     #[error("it ended moments ago; try again in a few seconds")]

@@ -153,7 +153,14 @@ pub fn fake_agent() -> std::path::PathBuf {
     let built = BUILT.get_or_init(|| {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         std::process::Command::new(cargo)
-            .args(["build", "--quiet", "-p", "task-agent", "--bin", "fake-agent"])
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "task-agent",
+                "--bin",
+                "fake-agent",
+            ])
             .status()
             .is_ok_and(|status| status.success())
     });
