@@ -43,7 +43,9 @@ item). A name a module does not define, in a module with a macro invocation amon
 (`thread_local! { static X … }`), is taken as an item that macro defines there. A single
 identifier is resolved only through glob imports of crate modules (the `use` that imported it
 otherwise already counts). A path whose first segment is not in the crate (std, an external
-crate, a local variable, a generic) is not an edge. A path that enters the crate and cannot be
+crate, a local variable, a generic) is not an edge, nor is a name that a module takes from
+another crate's module through a glob import (`pub use other_crate::wire::*`: any name may come
+from it, so one the module finds nowhere else is that crate's). A path that enters the crate and cannot be
 resolved further is printed as a warning: rustc accepted it, so the checker has a gap there (an
 edge it may miss); a warning alone does not fail the check.
 
@@ -420,14 +422,18 @@ class Target:
             if r[0] != 'ext':
                 return found
             outside = outside or found
+        external_glob = None
         for g in m.globs:
             if id(g) in seen:
                 continue
             try:
                 r = self.resolve(g.module, g.segments, seen | {id(g)})
             except Unresolved:
-                r = None
-            if r is None or r[0] != 'mod':
+                r = 'unresolved'
+            if r is None:
+                external_glob = external_glob or g  # another crate's module: any name may be its
+                continue
+            if r == 'unresolved' or r[0] != 'mod':
                 continue                          # a glob of an enum's variants, or of std
             inner = self.step(r[1], name, more, seen | {id(g)})
             if inner is None:
@@ -436,6 +442,8 @@ class Target:
             if inner[0] != 'ext':
                 return found
             outside = outside or found
+        if outside is None and external_glob is not None:
+            return 'ext', None, [external_glob.module]
         return outside
 
     # --- references -------------------------------------------------------------------------
