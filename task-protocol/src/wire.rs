@@ -127,6 +127,13 @@ pub enum Op {
         /// At most this many bytes.
         max_bytes: u32,
     },
+    /// Lets go of ended tasks now rather than after their settle grace (a client about to
+    /// remove their files): each whose final record is on disk is forgotten by the
+    /// supervisor, which never writes it again ([`Response::Released`]).
+    Release {
+        /// The tasks.
+        ids: Vec<TaskId>,
+    },
     /// Takes every deliverable notification ([`Response::Notifications`]): each is marked
     /// delivered once the answer carrying it has been written to the client, so each reaches
     /// one taker once.
@@ -238,6 +245,12 @@ pub enum Response {
         next: u64,
         /// Whether the task has ended (its output is then complete).
         ended: bool,
+    },
+    /// The tasks of an [`Op::Release`] the supervisor no longer holds (it will not write
+    /// their records again); the others are live, or their end is not on disk yet.
+    Released {
+        /// The tasks let go of.
+        ids: Vec<TaskId>,
     },
     /// The notifications taken ([`Op::TakeNotifications`]), in delivery order.
     Notifications {

@@ -706,6 +706,20 @@ impl Engine {
         reports
     }
 
+    /// Lets go of the ended tasks `ids` now instead of after their settle grace: each whose
+    /// final record is on disk is evicted, and its record never written again. Returns the
+    /// ones this supervisor no longer holds (a live task, or an end not written yet, stays).
+    pub async fn release(&self, ids: &[TaskId]) -> Vec<TaskId> {
+        self.mirror.flush().await;
+        ids.iter()
+            .filter(|id| {
+                self.mirror.state.settle(**id);
+                self.registry.get(id).is_none()
+            })
+            .copied()
+            .collect()
+    }
+
     /// Waits until every queued record write is done.
     pub async fn flush(&self) {
         self.mirror.flush().await;

@@ -34,6 +34,14 @@
 //! use task_session::paths::SessionPaths;
 //! use task_session::session::Session;
 //!
+//! /// The request of the `echo` kind: the line to write.
+//! #[derive(serde::Serialize, serde::Deserialize)]
+//! struct EchoStart(String);
+//!
+//! impl task_protocol::start::StartRequest for EchoStart {
+//!     const KIND: &'static str = "echo";
+//! }
+//!
 //! /// Writes `line` to its output and completes.
 //! struct Echo {
 //!     registry: Arc<Registry>,
@@ -41,10 +49,9 @@
 //! }
 //!
 //! impl Launch for Echo {
-//!     type Request = String;
-//!     const KIND: &'static str = "echo";
+//!     type Request = EchoStart;
 //!
-//!     fn launch(&self, line: String, caller: Caller) -> Result<Launched, LaunchError> {
+//!     fn launch(&self, EchoStart(line): EchoStart, caller: Caller) -> Result<Launched, LaunchError> {
 //!         let failed = |e: String| LaunchError::Failed(e.into());
 //!         let id = TaskId::generate(TaskType::LocalAgent).map_err(|e| failed(e.to_string()))?;
 //!         let output = self.dir.join(format!("{id}.output"));
@@ -102,7 +109,7 @@
 //!         args: vec!["supervise".into()],
 //!     };
 //!     let session = Session::open(paths)?.with_supervisor(supervisor);
-//!     let id = session.start("hello".into(), Session::caller()?)?;
+//!     let id = session.start(EchoStart("hello".into()), Session::caller()?)?;
 //!     session.wait(&[id], None, |_| {})?;
 //!     print!("{}", session.tail(&id, 1)?.join("\n"));
 //!     for delivered in session.drain_notifications()? {

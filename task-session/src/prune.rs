@@ -8,7 +8,6 @@
 //! deliverable, is never touched; a completion racing with a prune is kept for its reader.
 
 use std::path::Path;
-use std::time::Duration;
 
 use serde::Serialize;
 use task_core::{TaskId, now_ms};
@@ -33,12 +32,19 @@ pub struct Removed {
     pub bytes: u64,
 }
 
+/// Who may still write a task's record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writer {
+    /// No supervisor runs: nothing writes it.
+    Nobody,
+    /// A supervisor runs and may still hold the task (for its settle grace after its end).
+    Supervisor,
+    /// A supervisor runs and has let go of it ([`Session::release`]): it never writes it again.
+    Released,
+}
+
 /// Why `task` must be kept now, or `None` when it may be removed.
-pub fn keep_reason(
-    session: &Session,
-    task: &TaskRecord,
-    supervisor_running: bool,
-) -> Option<KeepReason> {
+pub fn keep_reason(session: &Session, task: &TaskRecord, writer: Writer) -> Option<KeepReason> {
     if !task.is_terminal() {
         return Some(KeepReason::Live);
     }
@@ -47,36 +53,45 @@ pub fn keep_reason(
     {
         return Some(KeepReason::Undelivered);
     }
-    if settles_in(session, task).is_some() {
+    if writer == Writer::Supervisor && settles_in(session, task) {
         return Some(KeepReason::Settling);
     }
-    (task.task.kind.resumes_on_message() && supervisor_running).then_some(KeepReason::Resumable)
+    (task.task.kind.resumes_on_message() && writer != Writer::Nobody)
+        .then_some(KeepReason::Resumable)
 }
 
-/// How long until `task`'s final record has been on disk for two sweep intervals (by then its
-/// supervisor has evicted it and never writes it again); `None` once it has.
-fn settles_in(session: &Session, task: &TaskRecord) -> Option<Duration> {
+/// Whether `task`'s final record has been on disk for less than two sweep intervals (its
+/// supervisor may still hold it and write it again).
+fn settles_in(session: &Session, task: &TaskRecord) -> bool {
     let grace = session.config().sweep_interval * 2;
     let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
-    let age = now_ms().saturating_sub(task.written_ms);
-    (task.written_ms == 0 || age < grace_ms).then(|| {
-        if task.written_ms == 0 {
-            grace
-        } else {
-            Duration::from_millis(grace_ms - age)
-        }
-    })
+    task.written_ms == 0 || now_ms().saturating_sub(task.written_ms) < grace_ms
 }
 
 /// Removes the tasks `ids`, each only if [`keep_reason`] allows it; fails on the first that
-/// is kept or unknown, before removing anything. A task that ended moments ago is waited for
-/// until it has settled (at most two sweep intervals) rather than refused: `tasks wait ID &&
-/// tasks rm ID` removes it.
+/// is kept or unknown, before removing anything. A running supervisor is asked to let go of
+/// the ended ones first ([`Session::release`]), so a task that ended moments ago is removed at
+/// once: `tasks wait ID && tasks rm ID` removes it.
 pub fn remove_ids(session: &Session, ids: &[TaskId]) -> Result<Vec<Removed>> {
     let running = lock::is_held(&session.paths().lock())?;
-    let tasks = settled(session, ids)?;
+    let tasks = session.tasks_by_id(ids)?;
+    let ended: Vec<TaskId> = tasks
+        .iter()
+        .filter(|t| t.is_terminal())
+        .map(TaskRecord::id)
+        .collect();
+    let released = if running && !ended.is_empty() {
+        session.release(&ended)?
+    } else {
+        Vec::new()
+    };
     for task in &tasks {
-        if let Some(reason) = keep_reason(session, task, running) {
+        let writer = match (running, released.contains(&task.id())) {
+            (false, _) => Writer::Nobody,
+            (true, true) => Writer::Released,
+            (true, false) => Writer::Supervisor,
+        };
+        if let Some(reason) = keep_reason(session, task, writer) {
             return Err(Error::Kept {
                 id: task.id().to_string(),
                 reason,
@@ -89,36 +104,21 @@ pub fn remove_ids(session: &Session, ids: &[TaskId]) -> Result<Vec<Removed>> {
         .collect()
 }
 
-/// The records of `ids` once none of them is still settling: it waits (once per rewrite of a
-/// record, each wait at most two sweep intervals) and reads them again.
-fn settled(session: &Session, ids: &[TaskId]) -> Result<Vec<TaskRecord>> {
-    // A record rewritten while waiting restarts its grace; a few rounds are plenty.
-    const ROUNDS: usize = 4;
-    let mut tasks = session.tasks_by_id(ids)?;
-    for _ in 0..ROUNDS {
-        let wait = tasks
-            .iter()
-            .filter(|task| task.is_terminal())
-            .filter_map(|task| settles_in(session, task))
-            .max();
-        let Some(wait) = wait else { break };
-        std::thread::sleep(wait);
-        tasks = session.tasks_by_id(ids)?;
-    }
-    Ok(tasks)
-}
-
 /// Removes the finished tasks `policy` selects (everything removable for an empty policy).
 pub fn prune(session: &Session, policy: &Policy) -> Result<Vec<Removed>> {
     let listing = session.tasks()?;
-    let running = lock::is_held(&session.paths().lock())?;
+    let writer = if lock::is_held(&session.paths().lock())? {
+        Writer::Supervisor
+    } else {
+        Writer::Nobody
+    };
     let size = |task: &TaskRecord| output_size(&session.output_path(&task.id()));
     let mut total: u64 = listing.tasks.iter().map(size).sum();
     // Removable tasks, the newest end first.
     let mut finished: Vec<&TaskRecord> = listing
         .tasks
         .iter()
-        .filter(|t| keep_reason(session, t, running).is_none())
+        .filter(|t| keep_reason(session, t, writer).is_none())
         .collect();
     finished.sort_by_key(|t| std::cmp::Reverse(t.task.base.end_time.unwrap_or(0)));
     let now = now_ms();

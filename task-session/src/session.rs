@@ -248,6 +248,16 @@ impl Session {
         }
     }
 
+    /// Asks the running supervisor to let go of the ended tasks `ids` now (see
+    /// [`Op::Release`]); returns the ones it no longer holds. Call it only while a supervisor
+    /// runs: with none, nothing holds them (and this would start one).
+    pub fn release(&self, ids: &[TaskId]) -> Result<Vec<TaskId>> {
+        match self.send(Op::Release { ids: ids.to_vec() })? {
+            Response::Released { ids } => Ok(ids),
+            other => Err(unexpected(other)),
+        }
+    }
+
     /// Kills tasks (whole process trees). Unknown ids fail before anything is killed; a task that
     /// already ended is reported as such.
     pub fn kill(&self, ids: &[TaskId]) -> Result<Vec<KillReport>> {

@@ -453,6 +453,9 @@ async fn dispatch(request: Request, served: &Served) -> Answer {
             pid: std::process::id(),
             registered: engine.registered_tasks(),
         },
+        Op::Release { ids } => Response::Released {
+            ids: engine.release(&ids).await,
+        },
         Op::Hello => Response::Hello {
             version: task_protocol::wire::PROTOCOL_VERSION,
             oldest: task_protocol::wire::OLDEST_SERVED_VERSION,
