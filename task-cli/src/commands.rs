@@ -461,6 +461,10 @@ fn kill(session: &Session, args: &KillArgs, printer: Printer) -> Result<u8> {
         Some(group) => group_members(session, group, false)?,
         None => session.resolve_all(&args.ids)?,
     };
+    if ids.is_empty() && !args.all_strays {
+        // A group with nothing live: nothing to kill.
+        return print_kills(&[], printer);
+    }
     if args.all_strays {
         return crate::strays_cmd::kill_strays(session, None, printer);
     }
