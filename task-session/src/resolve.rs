@@ -2,10 +2,12 @@
 //! itself, a name (an agent's `--name`, a teammate's `name` or `name@team`), or a unique
 //! prefix of an id of at least [`MIN_PREFIX`] characters, as git and docker take them.
 //!
-//! The input is checked before anything is looked up ([`task_core::Address`]'s rules: not
-//! empty, not too long, no space or control character, at most one `@` between two names), and
-//! whatever it resolves to is an id read from a record, validated when it was read: no path is
-//! ever built from the text itself.
+//! The input is checked before anything is looked up: [`task_core::Address`]'s rules (not
+//! empty, no space or control character, at most one `@` between two names) and a plain name's
+//! characters (`[A-Za-z0-9_.@-]`, not starting with a dot, as a teammate's mailbox requires:
+//! `../etc` is refused, not looked up). Whatever it resolves to is an id read from a record,
+//! validated when it was read: no path is ever built from the text itself. An agent whose
+//! `--name` is not such a name is still reached by its id or a prefix of it.
 
 use task_core::{Address, TaskId};
 
@@ -23,12 +25,22 @@ const MAX_CANDIDATES: usize = 10;
 /// # Errors
 /// [`Error::MalformedReference`] for text that is none of an id, a name or a prefix.
 pub fn parse(input: &str) -> Result<Address> {
-    input
+    let refuse = |why: String| Error::MalformedReference {
+        input: input.chars().take(64).collect(),
+        why,
+    };
+    let address = input
         .parse::<Address>()
-        .map_err(|error| Error::MalformedReference {
-            input: input.chars().take(64).collect(),
-            why: error.to_string(),
-        })
+        .map_err(|error| refuse(error.to_string()))?;
+    if !matches!(address, Address::Task(_)) {
+        task_output::mailbox::validate_name(input).map_err(|_| {
+            refuse(
+                "a name is letters, digits, '_', '-', '.' and one '@', not starting with '.'"
+                    .into(),
+            )
+        })?;
+    }
+    Ok(address)
 }
 
 /// The task `input` names among `records` (the session's, in any order): by id, else by name
@@ -248,10 +260,15 @@ mod tests {
                 "{input:?}"
             );
         }
-        // Path-like text is a name no task has: unknown, and nothing was built from it.
-        assert!(matches!(
-            resolve("../../etc/passwd", &[shell("b12345678")], "s"),
-            Err(Error::UnknownTask { .. })
-        ));
+        // Path-like text is no name: refused before anything is looked up.
+        for input in ["../../etc/passwd", "a/b", ".hidden", "..", "a\0b"] {
+            assert!(
+                matches!(
+                    resolve(input, &[shell("b12345678")], "s"),
+                    Err(Error::MalformedReference { .. })
+                ),
+                "{input:?}"
+            );
+        }
     }
 }
