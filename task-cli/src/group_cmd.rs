@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use task_core::TaskStatus;
 use task_session::queue::{DEFAULT_GROUP, GroupLimits};
 use task_session::session::Session;
 
@@ -70,13 +69,8 @@ fn queued_in(session: &Session, group: &str) -> Result<usize> {
     Ok(session
         .group_tasks(group)?
         .iter()
-        .filter(|record| waiting(record))
+        .filter(|record| record.waits_in_queue())
         .count())
-}
-
-/// Whether `record`'s task waits in its group's queue.
-fn waiting(record: &task_session::record::TaskRecord) -> bool {
-    record.status() == TaskStatus::Pending && record.queue.as_ref().is_some_and(|p| p.waiting)
 }
 
 fn ls(session: &Session, printer: Printer) -> Result<u8> {
@@ -91,7 +85,7 @@ fn ls(session: &Session, printer: Printer) -> Result<u8> {
     }
     for record in session.tasks()?.tasks {
         let line = groups.entry(record.group().to_owned()).or_default();
-        if waiting(&record) {
+        if record.waits_in_queue() {
             line.queued += 1;
         } else if !record.is_terminal() {
             line.running += 1;

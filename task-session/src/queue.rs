@@ -51,8 +51,8 @@ pub fn positions<'a>(
 ) -> HashMap<TaskId, usize> {
     let mut by_group: HashMap<&str, Vec<(&Placement, TaskId)>> = HashMap::new();
     for record in records {
-        if let Some(placement) = record.queue.as_ref().filter(|p| p.waiting)
-            && record.status() == TaskStatus::Pending
+        if let Some(placement) = record.queue.as_ref()
+            && record.waits_in_queue()
         {
             by_group
                 .entry(placement.group.as_str())

@@ -128,6 +128,12 @@ impl TaskRecord {
         }
     }
 
+    /// Whether the task waits in its group's queue (`pending`, its placement waiting): for its
+    /// turn, its dependencies or its time.
+    pub fn waits_in_queue(&self) -> bool {
+        self.status() == TaskStatus::Pending && self.queue.as_ref().is_some_and(|p| p.waiting)
+    }
+
     /// The group the task counts in: its placement's, else the default group (a task started
     /// at once with no schedule).
     pub fn group(&self) -> &str {
