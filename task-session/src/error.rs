@@ -28,8 +28,7 @@ pub enum Error {
     /// Text given for a task that is none of an id, a name or a prefix ([`crate::resolve`]);
     /// nothing was looked up or built from it.
     #[error(
-        "malformed task id {input:?} ({why}): give a task id, a unique prefix of one (at least {min} characters), an agent's NAME or a teammate's NAME@TEAM",
-        min = crate::resolve::MIN_PREFIX
+        "malformed task id {input:?} ({why}): give a task id, a unique prefix of one (3 characters or more), an agent's NAME or a teammate's NAME@TEAM"
     )]
     MalformedReference {
         /// The text given (its first 64 characters).

@@ -260,6 +260,11 @@ mod tests {
                 "{input:?}"
             );
         }
+        let said = resolve("a b", &[], "s").unwrap_err().to_string();
+        assert!(
+            said.contains(&format!("({MIN_PREFIX} characters or more)")),
+            "the message gives the shortest prefix: {said}"
+        );
         // Path-like text is no name: refused before anything is looked up.
         for input in ["../../etc/passwd", "a/b", ".hidden", "..", "a\0b"] {
             assert!(
