@@ -364,6 +364,7 @@ impl AgentExecutor {
         let spec = spec_of(id, &request, &agent_type, cwd, handle.transcript.clone());
         let state = AgentState {
             agent_id: id.as_str().to_owned(),
+            name: request.name.clone(),
             prompt: request.prompt.clone(),
             agent_type,
             model: request.model.clone(),

@@ -19,7 +19,7 @@ Environment:
 
 Exit codes:
   0 success · 1..=255 from `wait`/`run --wait`: the task's own exit code
-  65 malformed task id · 66 unknown task · 69 supervisor unavailable · 70 other error
+  65 malformed or ambiguous task id · 66 unknown task · 69 supervisor unavailable · 70 other error
   74 I/O failure · 124 `wait --timeout` expired · 137 task was killed · 2 usage error";
 
 /// Background tasks that outlive the command that started them, and task lists.
@@ -132,7 +132,7 @@ pub enum Command {
     Top(TopArgs),
     /// Start a task again (same command, directory and options) under a new id.
     Restart(RestartArgs),
-    /// Set or list the parallelism limits of groups (`tasks group set G --parallel N`).
+    /// Set the parallelism limits of groups, pause and resume them, list them.
     Group(GroupArgs),
     /// List the processes tasks left running when they ended: pid, task, age, CPU, RSS, command.
     Strays(StraysArgs),
@@ -222,7 +222,8 @@ pub struct ScheduleArgs {
     )]
     pub priority: i32,
     /// Start only once each of these tasks completed; if one fails or is killed, this one ends
-    /// `failed` (dependency failed) without running.
+    /// `failed` (dependency failed) without running. Each an id, a unique prefix of one or a
+    /// name.
     #[arg(long, value_name = "ID", num_args = 1..)]
     pub after: Vec<String>,
     /// Wait this long before queuing (`90s`, `10m`; a bare number is milliseconds).
@@ -248,7 +249,7 @@ pub struct ReadyArgs {
     pub ready_http: Option<String>,
 }
 
-/// Set or list the parallelism limits of groups.
+/// Set the parallelism limits of groups, pause and resume them, list them.
 #[derive(Debug, Args)]
 pub struct GroupArgs {
     /// The operation.
@@ -267,7 +268,18 @@ pub enum GroupOp {
         #[arg(long, value_name = "N")]
         parallel: u32,
     },
-    /// List the groups: limit, running and queued tasks.
+    /// Start no queued task of a group until it is resumed; its running tasks keep running.
+    /// Kept across supervisors, like its limit.
+    Pause {
+        /// The group.
+        group: String,
+    },
+    /// Let a paused group start its queued tasks again (as many as its limit allows).
+    Resume {
+        /// The group.
+        group: String,
+    },
+    /// List the groups: limit, whether paused, running and queued tasks.
     Ls,
 }
 
@@ -296,7 +308,8 @@ impl From<StdinChoice> for task_shell::process::StdinMode {
 /// that read to the end (`sort`, `wc`, `cat`) finish.
 #[derive(Debug, Args)]
 pub struct InputArgs {
-    /// The task id.
+    /// The task: a task id, a unique prefix of one (3+ characters), an agent's NAME or a teammate's
+    /// NAME@TEAM.
     pub id: String,
     /// One line to write (a newline is added), or `-` to copy this command's stdin until end
     /// of file.
@@ -460,6 +473,9 @@ pub struct PsArgs {
     /// workflow, dream).
     #[arg(long, value_delimiter = ',', value_name = "TYPE", value_parser = parse_type)]
     pub r#type: Vec<task_core::TaskType>,
+    /// Only tasks of this group (`default` for tasks started without one).
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
     /// Colour the status column: auto (a terminal without NO_COLOR), always or never.
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
     pub color: ColorChoice,
@@ -468,7 +484,8 @@ pub struct PsArgs {
 /// Read a task's output: a delta from an offset, a tail, or follow it until the task ends.
 #[derive(Debug, Args)]
 pub struct OutputArgs {
-    /// The task id.
+    /// The task: a task id, a unique prefix of one (3+ characters), an agent's NAME or a teammate's
+    /// NAME@TEAM.
     pub id: String,
     /// Read from this byte offset (a delta read; `--json` reports the new offset).
     #[arg(long, value_name = "BYTES", conflicts_with = "tail")]
@@ -490,9 +507,14 @@ pub struct OutputArgs {
 /// Wait until every named task has ended; the exit status mirrors the task's.
 #[derive(Debug, Args)]
 pub struct WaitArgs {
-    /// The task ids.
-    #[arg(required = true)]
+    /// The tasks: each a task id, a unique prefix of one (3+ characters), an agent's NAME or a teammate's
+    /// NAME@TEAM.
+    #[arg(required_unless_present = "group", conflicts_with = "group")]
     pub ids: Vec<String>,
+    /// Every task of this group that is live or whose completion was not delivered yet, as
+    /// they are when the wait begins (as `tasks ps --group` lists them).
+    #[arg(long, value_name = "GROUP", conflicts_with = "ready")]
+    pub group: Option<String>,
     /// Stream each task's output as it is written, then one line saying how it ended.
     #[arg(short, long, conflicts_with = "timeout")]
     pub follow: bool,
@@ -512,7 +534,8 @@ pub struct WaitArgs {
 /// Start a task again (same command, directory and options) under a new id.
 #[derive(Debug, Args)]
 pub struct RestartArgs {
-    /// The task to run again (it may be live: the new one runs beside it).
+    /// The task to run again (it may be live: the new one runs beside it): its id, a unique
+    /// prefix of one or its name.
     pub id: String,
     /// Wait for the new task as `tasks run --wait` does.
     #[arg(long)]
@@ -522,9 +545,13 @@ pub struct RestartArgs {
 /// Kill tasks and their whole process trees.
 #[derive(Debug, Args)]
 pub struct KillArgs {
-    /// The task ids.
-    #[arg(required_unless_present = "all_strays")]
+    /// The tasks: each a task id, a unique prefix of one (3+ characters), an agent's NAME or a teammate's
+    /// NAME@TEAM.
+    #[arg(required_unless_present_any = ["all_strays", "group"])]
     pub ids: Vec<String>,
+    /// Kill every live task of this group, queued or running.
+    #[arg(long, value_name = "GROUP", conflicts_with_all = ["ids", "strays", "all_strays"])]
+    pub group: Option<String>,
     /// Kill the processes these (ended) tasks left running instead (`tasks strays` lists them).
     #[arg(long)]
     pub strays: bool,
@@ -857,7 +884,7 @@ pub enum WorktreeCommand {
     /// Remove a stopped agent's worktree and its branch (refused when it has changes, unless
     /// `--force`).
     Rm {
-        /// The agent's task id.
+        /// The agent: its task id, a unique prefix of one or its name.
         id: String,
         /// Remove it even with commits or uncommitted files (they are lost).
         #[arg(long)]
@@ -1152,14 +1179,15 @@ pub struct TopArgs {
 /// List the processes tasks left running when they ended: pid, task, age, CPU, RSS, command.
 #[derive(Debug, Args)]
 pub struct StraysArgs {
-    /// Only this task's.
+    /// Only this task's (its id, a unique prefix of one or its name).
     pub id: Option<String>,
 }
 
 /// Remove finished tasks (record and output) whose completion was delivered.
 #[derive(Debug, Args)]
 pub struct RmArgs {
-    /// The task ids: each must have ended and had its completion delivered.
+    /// The tasks (ids, unique prefixes of ids or names): each must have ended and had its
+    /// completion delivered.
     #[arg(required = true)]
     pub ids: Vec<String>,
 }

@@ -110,8 +110,9 @@ fn shell_quote(word: &str) -> String {
 }
 
 impl crate::cli::ScheduleArgs {
-    /// The schedule these options ask for (`--at` read by this machine's clock).
-    pub fn to_schedule(&self) -> Result<task_session::queue::Schedule> {
+    /// The schedule these options ask for (`--at` read by this machine's clock; each `--after`
+    /// task resolved in `session` as every id a person gives: [`Session::resolve`]).
+    pub fn to_schedule(&self, session: &Session) -> Result<task_session::queue::Schedule> {
         let at_ms = self
             .at
             .as_deref()
@@ -124,7 +125,7 @@ impl crate::cli::ScheduleArgs {
         Ok(task_session::queue::Schedule {
             group: self.group.clone(),
             priority: self.priority,
-            after: parse_ids(&self.after)?,
+            after: session.resolve_all(&self.after)?,
             at_ms,
             delay_ms: self.delay,
             ready: None,
@@ -151,7 +152,7 @@ impl crate::cli::ReadyArgs {
 /// `tasks wait --ready ID`.
 fn wait_ready(session: &Session, args: &WaitArgs, printer: Printer) -> Result<u8> {
     use task_session::session::ReadyOutcome;
-    let [id] = parse_ids(&args.ids)?[..] else {
+    let [id] = session.resolve_all(&args.ids)?[..] else {
         return Err(CliError::invalid("wait --ready takes one task id".into()));
     };
     let outcome = session.wait_ready(&id, args.timeout.map(Duration::from_millis))?;
@@ -168,13 +169,6 @@ fn wait_ready(session: &Session, args: &WaitArgs, printer: Printer) -> Result<u8
     Ok(code)
 }
 
-fn parse_ids(inputs: &[String]) -> Result<Vec<TaskId>> {
-    inputs
-        .iter()
-        .map(|input| Ok(Session::parse_id(input)?))
-        .collect()
-}
-
 fn run(session: &Session, args: RunArgs, printer: Printer) -> Result<u8> {
     let command = shell_text(&args.command);
     let mut caller = Session::caller()?;
@@ -187,7 +181,7 @@ fn run(session: &Session, args: RunArgs, printer: Printer) -> Result<u8> {
         timeout_ms: args.timeout,
         stdin: args.stdin.into(),
     };
-    let mut schedule = args.schedule.to_schedule()?;
+    let mut schedule = args.schedule.to_schedule(session)?;
     schedule.ready = args.ready.check();
     if let Some(check) = &schedule.ready {
         task_session::ready::validate(check)?;
@@ -210,7 +204,7 @@ fn started(session: &Session, id: TaskId, wait: bool, printer: Printer) -> Resul
 }
 
 fn restart(session: &Session, args: &crate::cli::RestartArgs, printer: Printer) -> Result<u8> {
-    let id = session.restart(&Session::parse_id(&args.id)?)?;
+    let id = session.restart(&session.resolve(&args.id)?)?;
     if args.wait && crate::stream_cmd::streams(false, false, printer) {
         return crate::stream_cmd::follow_then_summarize(session, &[id], true);
     }
@@ -235,7 +229,7 @@ fn agent(session: &Session, args: AgentArgs, printer: Printer) -> Result<u8> {
         worktree,
         budget,
     };
-    let schedule = args.schedule.to_schedule()?;
+    let schedule = args.schedule.to_schedule(session)?;
     let caller = Session::caller()?;
     let id = session.start_with(start, caller, schedule, args.ends.into())?;
     started(session, id, args.wait, printer)
@@ -303,7 +297,7 @@ fn monitor(session: &Session, args: MonitorArgs, printer: Printer) -> Result<u8>
 /// stderr saying how many bytes are left and the `--offset` that continues, so output is never
 /// cut silently.
 fn output(session: &Session, args: &OutputArgs, printer: Printer) -> Result<u8> {
-    let id = Session::parse_id(&args.id)?;
+    let id = session.resolve(&args.id)?;
     let chunk = args
         .max_bytes
         .map_or(task_output::read::DEFAULT_MAX_READ_BYTES, |m| {
@@ -379,7 +373,10 @@ fn wait(session: &Session, args: &WaitArgs, printer: Printer) -> Result<u8> {
     if args.ready {
         return wait_ready(session, args, printer);
     }
-    let ids = parse_ids(&args.ids)?;
+    let ids = match &args.group {
+        Some(group) => group_members(session, group, true)?,
+        None => session.resolve_all(&args.ids)?,
+    };
     if args.follow && !printer.is_json() {
         return crate::stream_cmd::follow_then_summarize(session, &ids, !args.no_deliver);
     }
@@ -438,8 +435,36 @@ fn wait(session: &Session, args: &WaitArgs, printer: Printer) -> Result<u8> {
     Ok(code)
 }
 
+/// The tasks of `group` a command acts on, oldest first: the live ones, and with
+/// `undelivered` also those that ended and whose completion was not delivered yet (what
+/// `tasks ps --group` lists). None is not an error: a line on stderr says so.
+fn group_members(session: &Session, group: &str, undelivered: bool) -> Result<Vec<TaskId>> {
+    let ids: Vec<TaskId> = session
+        .group_tasks(group)?
+        .iter()
+        .filter(|task| !task.is_terminal() || (undelivered && !task.is_settled(session.paths())))
+        .map(task_session::record::TaskRecord::id)
+        .collect();
+    if ids.is_empty() {
+        let what = if undelivered {
+            "live or undelivered"
+        } else {
+            "live"
+        };
+        render::warn(&format!("no {what} task in group {group:?}"));
+    }
+    Ok(ids)
+}
+
 fn kill(session: &Session, args: &KillArgs, printer: Printer) -> Result<u8> {
-    let ids = parse_ids(&args.ids)?;
+    let ids = match &args.group {
+        Some(group) => group_members(session, group, false)?,
+        None => session.resolve_all(&args.ids)?,
+    };
+    if ids.is_empty() && !args.all_strays {
+        // A group with nothing live: nothing to kill.
+        return print_kills(&[], printer);
+    }
     if args.all_strays {
         return crate::strays_cmd::kill_strays(session, None, printer);
     }

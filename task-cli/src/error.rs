@@ -8,9 +8,11 @@ use task_session::protocol::InputRefusal;
 pub mod exit {
     /// Success.
     pub const OK: u8 = 0;
-    /// A task id that is not a letter followed by 8 characters of `[0-9a-z]`.
+    /// A task id that is not a letter followed by 8 characters of `[0-9a-z]`, text that is
+    /// none of an id, a prefix of one or a name, or a prefix (or name) that could be several
+    /// tasks: nothing is looked up or built from it.
     pub const MALFORMED_ID: u8 = 65;
-    /// A well-formed id that names no task of the session.
+    /// A well-formed id, a name or a prefix that names no task of the session.
     pub const UNKNOWN_TASK: u8 = 66;
     /// The supervisor could not be reached or refused a request.
     pub const SUPERVISOR: u8 = 69;
@@ -104,7 +106,9 @@ impl CliError {
             CliError::MessageRefused { .. } => return exit::OTHER,
         };
         match session {
-            Error::MalformedId { .. } => exit::MALFORMED_ID,
+            Error::MalformedId { .. }
+            | Error::MalformedReference { .. }
+            | Error::AmbiguousReference { .. } => exit::MALFORMED_ID,
             Error::UnknownTask { .. } => exit::UNKNOWN_TASK,
             Error::Io { .. } | Error::MissingCwd(_) => exit::IO,
             Error::Supervisor(_) | Error::NoAnswer { .. } | Error::Protocol { .. } => {

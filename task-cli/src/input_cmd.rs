@@ -10,7 +10,7 @@ use task_session::session::Session;
 /// Writes TEXT and a newline, or copies this process's stdin (`-`), then closes the task's
 /// stdin with `--close`. Prints nothing on success (`--json`: what was written).
 pub fn input(session: &Session, args: &InputArgs, printer: Printer) -> Result<u8> {
-    let id = Session::parse_id(&args.id)?;
+    let id = session.resolve(&args.id)?;
     let bytes = match args.text.as_deref() {
         Some("-") => session.copy_input(&id, std::io::stdin().lock(), args.close)?,
         Some(text) => {

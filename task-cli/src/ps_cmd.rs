@@ -1,5 +1,6 @@
 //! `tasks ps`: the session's tasks as a table a person reads: newest first, how each ended,
-//! how long it took and how long ago it ended, filtered by status and type, in colour only
+//! how long it ran (from when it began running, not from when it was queued) and how long ago
+//! it ended, filtered by status and type, in colour only
 //! where colour is wanted, and as wide as the terminal.
 
 use std::time::Duration;
@@ -63,6 +64,8 @@ pub struct Filter {
     pub statuses: Vec<StatusFilter>,
     /// Only these types (any of them).
     pub types: Vec<TaskType>,
+    /// Only the tasks of this group.
+    pub group: Option<String>,
 }
 
 impl Filter {
@@ -73,6 +76,10 @@ impl Filter {
         (self.all || status_named || !settled)
             && (!status_named || self.statuses.iter().any(|s| s.matches(status)))
             && (self.types.is_empty() || self.types.contains(&task.task.base.task_type))
+            && self
+                .group
+                .as_ref()
+                .is_none_or(|group| task.group() == group)
     }
 }
 
@@ -180,7 +187,12 @@ fn cells(row: &Row, now: u64) -> [String; 8] {
         None if row.supervisor_down => SUPERVISOR_DOWN.to_owned(),
         None => String::new(),
     };
-    let took = base.end_time.unwrap_or(now).saturating_sub(base.start_time);
+    // Its run alone: a task that waited in a queue did not take that time, and one that never
+    // ran took none.
+    let took = base
+        .run_ms(now)
+        .map(|ms| took_text(Duration::from_millis(ms)))
+        .unwrap_or_default();
     let ended = base
         .end_time
         .map(|at| format!("{} ago", render::age(now.saturating_sub(at))))
@@ -194,7 +206,7 @@ fn cells(row: &Row, now: u64) -> [String; 8] {
         },
         end,
         render::age(now.saturating_sub(base.start_time)),
-        took_text(Duration::from_millis(took)),
+        took,
         ended,
         render::size(row.output_bytes),
     ]
@@ -244,7 +256,11 @@ pub fn ps(session: &Session, args: &crate::cli::PsArgs, printer: Printer) -> Res
         all: args.all,
         statuses: args.status.clone(),
         types: args.r#type.clone(),
+        group: args.group.clone(),
     };
+    if let Some(group) = &filter.group {
+        task_session::queue::validate_group(group)?;
+    }
     let color = args.color.enabled();
     loop {
         let listing = session.tasks()?;

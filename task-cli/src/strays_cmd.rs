@@ -45,7 +45,7 @@ pub fn strays(session: &Session, args: &StraysArgs, printer: Printer) -> Result<
     let ids = args
         .id
         .as_deref()
-        .map(Session::parse_id)
+        .map(|id| session.resolve(id))
         .transpose()?
         .map(|id| vec![id]);
     let tasks = ended(session, ids.as_deref())?;

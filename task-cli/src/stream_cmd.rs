@@ -95,15 +95,10 @@ pub fn follow_then_summarize(session: &Session, ids: &[TaskId], deliver: bool) -
 /// `✗ b1234abcd failed (exit 2) after 3m 4s: make test`.
 pub fn summary(task: &TaskRecord) -> String {
     let base = &task.task.base;
-    let took = base
-        .end_time
-        .unwrap_or_else(task_core::now_ms)
-        .saturating_sub(base.start_time);
-    let took = crate::ps_cmd::took_text(Duration::from_millis(took));
-    let (mark, link) = match task.status() {
-        TaskStatus::Completed => ("✓", "in"),
-        TaskStatus::Pending | TaskStatus::Running => ("…", "for"),
-        _ => ("✗", "after"),
+    let mark = match task.status() {
+        TaskStatus::Completed => "✓",
+        TaskStatus::Pending | TaskStatus::Running => "…",
+        _ => "✗",
     };
     let why = task
         .end_reason()
@@ -111,11 +106,29 @@ pub fn summary(task: &TaskRecord) -> String {
         .map(|reason| format!(" ({})", reason.short()))
         .unwrap_or_default();
     format!(
-        "{mark} {} {}{why} {link} {took}: {}",
+        "{mark} {} {}{why} {}: {}",
         base.id,
         task.status().as_str(),
+        how_long(base, task_core::now_ms()),
         render::one_line(&base.description, 60)
     )
+}
+
+/// How long a task ran, as the summary line and `tasks top` word it: `in 1.2s` (completed),
+/// `after 3m 4s` (failed, killed), `for 2.0s` (running); a task still waiting says how long
+/// it has waited (`for 4.1s`, its status reading `pending`) and one that ended without ever
+/// running says so (`before it ran`). Never the time it spent queued as run time.
+pub fn how_long(base: &task_core::TaskStateBase, now: u64) -> String {
+    let took = |ms: u64| crate::ps_cmd::took_text(Duration::from_millis(ms));
+    match (base.status, base.run_ms(now)) {
+        (TaskStatus::Completed, Some(ms)) => format!("in {}", took(ms)),
+        (TaskStatus::Running, Some(ms)) => format!("for {}", took(ms)),
+        (TaskStatus::Pending | TaskStatus::Running, _) => {
+            format!("for {}", took(now.saturating_sub(base.start_time)))
+        }
+        (_, Some(ms)) => format!("after {}", took(ms)),
+        (_, None) => "before it ran".to_owned(),
+    }
 }
 
 /// Prints output as it grows until the task is terminal and everything was printed.

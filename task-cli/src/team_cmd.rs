@@ -38,7 +38,7 @@ fn spawn(session: &Session, args: TeamSpawnArgs, printer: Printer) -> Result<u8>
         worktree: args.isolation.request(),
         budget: args.budget.budget(),
     };
-    let schedule = args.schedule.to_schedule()?;
+    let schedule = args.schedule.to_schedule(session)?;
     let caller = Session::caller()?;
     let id = session.start_with(start, caller, schedule, args.ends.into())?;
     print_started(session, id, printer)

@@ -194,14 +194,12 @@ impl<M> Messages<M> {
 
 /// Whether `to` names the teammate of `found`: `name@team`, or its bare name.
 fn names_teammate(found: &TaskRecord, to: &Address) -> bool {
-    let TaskKind::Teammate(mate) = &found.task.kind else {
+    if !matches!(found.task.kind, TaskKind::Teammate(_)) {
         return false;
-    };
-    let who = &mate.identity;
+    }
     match to {
-        Address::Teammate { name, team } => who.agent_name == *name && who.team_name == *team,
-        Address::Name(name) => who.agent_name == *name,
         Address::Task(id) => *id == found.id(),
+        name => found.task.kind.answers_to(name),
     }
 }
 

@@ -9,11 +9,7 @@ use task_session::session::Session;
 
 /// `tasks rm ID…`: removes the tasks, or none of them if one must be kept.
 pub fn rm(session: &Session, args: &RmArgs, printer: Printer) -> Result<u8> {
-    let ids = args
-        .ids
-        .iter()
-        .map(|id| Session::parse_id(id))
-        .collect::<task_session::Result<Vec<_>>>()?;
+    let ids = session.resolve_all(&args.ids)?;
     let removed = prune::remove_ids(session, &ids)?;
     report(&removed, printer)
 }

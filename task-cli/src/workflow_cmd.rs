@@ -72,7 +72,7 @@ fn start(
         args,
         resume_from_run_id,
     };
-    let schedule = agents.schedule.to_schedule()?;
+    let schedule = agents.schedule.to_schedule(&session)?;
     let caller = Session::caller()?;
     let ends = task_session::protocol::Ends::default();
     let id = session.start_with(request, caller, schedule, ends)?;

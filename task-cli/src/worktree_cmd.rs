@@ -7,7 +7,6 @@ use task_agent::worktree::Worktrees;
 use task_core::Worktree;
 use task_session::paths::SessionPaths;
 use task_session::record::{self, TaskRecord};
-use task_session::session::Session;
 
 use crate::cli::{WorktreeArgs, WorktreeCommand};
 use crate::error::{CliError, Result, exit};
@@ -72,8 +71,8 @@ fn ls(paths: &SessionPaths, printer: Printer) -> Result<u8> {
 }
 
 fn rm(paths: &SessionPaths, id: &str, force: bool, printer: Printer) -> Result<u8> {
-    let id = Session::parse_id(id)?;
     let listing = record::list(paths)?;
+    let id = task_session::resolve::resolve(id, &listing.tasks, paths.name())?;
     let record = listing.tasks.iter().find(|r| r.id() == id).ok_or_else(|| {
         task_session::Error::UnknownTask {
             id: id.to_string(),

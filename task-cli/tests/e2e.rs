@@ -401,21 +401,25 @@ fn bad_ids_get_clear_errors_with_distinct_exit_codes() {
     let sandbox = root_with(&[]);
     for args in [
         &["output", "../etc/passwd"][..],
-        &["wait", "B12345678"],
-        &["kill", "b1234"],
+        &["wait", "b1234 x"],
+        &["kill", "@team"],
     ] {
         let out = sandbox.run(args);
         assert_eq!(code(&out), 65, "{args:?}");
         assert!(stderr_line(&out).contains("malformed task id"));
     }
-    for args in [
-        &["output", "b12345678"][..],
-        &["wait", "b12345678"],
-        &["kill", "b12345678"],
+    // A well-formed id, a name (`B12345678` could be an agent's) or a prefix of an id
+    // (`b1234`) that names no task is unknown.
+    for (args, what) in [
+        (&["output", "b12345678"][..], "b12345678"),
+        (&["wait", "b12345678"], "b12345678"),
+        (&["kill", "b12345678"], "b12345678"),
+        (&["wait", "B12345678"], "B12345678"),
+        (&["kill", "b1234"], "b1234"),
     ] {
         let out = sandbox.run(args);
         assert_eq!(code(&out), 66, "{args:?}");
-        assert!(stderr_line(&out).contains("no task b12345678"));
+        assert!(stderr_line(&out).contains(&format!("no task {what}")));
     }
     let file_root = sandbox.root().join("not-a-dir");
     std::fs::write(&file_root, "").unwrap();

@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use crate::{Address, Caller, InputRefusal, MessageReply, Schedule, StrayPolicy, TaskId};
 
 /// The version of the wire this build speaks. It changes whenever a request or an answer
-/// changes in a way the other side cannot read.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// changes in a way the other side cannot read: 2 added [`Op::GroupPause`].
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The oldest client version a supervisor of this build serves.
 pub const OLDEST_SERVED_VERSION: u32 = 1;
@@ -111,6 +111,14 @@ pub enum Op {
         group: String,
         /// At most this many of its tasks run at once (0: unlimited).
         parallel: u32,
+    },
+    /// Pauses a group (it starts none of its queued tasks; those running go on) or resumes it
+    /// (`tasks group pause`, `tasks group resume`); kept across supervisors. Since version 2.
+    GroupPause {
+        /// The group.
+        group: String,
+        /// Paused (true) or resumed (false).
+        paused: bool,
     },
     /// Liveness check.
     Ping,
@@ -220,6 +228,13 @@ pub enum Response {
         group: String,
         /// Its limit (0: unlimited).
         parallel: u32,
+    },
+    /// A group was paused or resumed ([`Op::GroupPause`]).
+    GroupPaused {
+        /// The group.
+        group: String,
+        /// Whether it is paused now.
+        paused: bool,
     },
     /// Answer to [`Op::Ping`].
     Pong {

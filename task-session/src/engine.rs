@@ -341,6 +341,15 @@ impl Engine {
         self.queue.set_limit(group, parallel)
     }
 
+    /// Pauses `group` (it starts none of its waiting tasks; its running tasks go on) or
+    /// resumes it and starts what now fits; kept across supervisors.
+    ///
+    /// # Errors
+    /// A bad group name; the change cannot be written.
+    pub fn pause_group(&self, group: &str, paused: bool) -> Result<()> {
+        self.queue.set_paused(group, paused)
+    }
+
     /// Ends every task a dead supervisor left live on disk: its executor reaps what it left
     /// (the process group of a shell, verified to be the one it started) and its record is
     /// written `failed` with [`task_core::EndReason::SupervisorDied`] and its completion due.

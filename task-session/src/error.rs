@@ -3,6 +3,8 @@
 use std::io;
 use std::path::PathBuf;
 
+use task_core::TaskId;
+
 /// Everything that can make a session operation fail.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -15,13 +17,38 @@ pub enum Error {
         /// The text given.
         input: String,
     },
-    /// No task of this session has that id.
+    /// No task of this session has that id (or name, or id prefix: [`crate::resolve`]).
     #[error("no task {id} in session {session:?}")]
     UnknownTask {
-        /// The id.
+        /// The id, name or prefix given.
         id: String,
         /// The session searched.
         session: String,
+    },
+    /// Text given for a task that is none of an id, a name or a prefix ([`crate::resolve`]);
+    /// nothing was looked up or built from it.
+    #[error(
+        "malformed task id {input:?} ({why}): give a task id, a unique prefix of one (3 characters or more), an agent's NAME or a teammate's NAME@TEAM"
+    )]
+    MalformedReference {
+        /// The text given (its first 64 characters).
+        input: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A prefix that starts several ids, or a name several live tasks have.
+    #[error(
+        "{input:?} is ambiguous: it could be {}{}; give more of the id",
+        candidates.iter().map(TaskId::as_str).collect::<Vec<_>>().join(", "),
+        if *more > 0 { format!(" and {more} more") } else { String::new() }
+    )]
+    AmbiguousReference {
+        /// The text given.
+        input: String,
+        /// The tasks it could be (the first few, by id).
+        candidates: Vec<TaskId>,
+        /// How many more it could be.
+        more: usize,
     },
     /// A file or socket operation failed.
     #[error("cannot {action} {}: {source}", path.display())]

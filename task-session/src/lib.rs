@@ -138,6 +138,7 @@ mod reads;
 pub mod ready;
 pub mod record;
 mod refusal;
+pub mod resolve;
 pub mod restart;
 mod retention;
 mod schedule;

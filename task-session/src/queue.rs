@@ -5,7 +5,9 @@
 //! (kept in `{session}/groups.json`, 0 for unlimited), else the default of the task's class
 //! from the session's configuration (agents 20, shells and everything else unlimited), counted
 //! per class. A task over its group's limit stays `pending` and waits its turn: highest
-//! priority first, then first come first served. A task may also wait for other tasks
+//! priority first, then first come first served. A paused group (`tasks group pause G`, kept
+//! in `groups.json` too) starts none of its waiting tasks until it is resumed; the tasks it
+//! runs go on. A task may also wait for other tasks
 //! (`--after`: it starts once each of them completed, and ends `failed` without running,
 //! [`EndReason::DependencyFailed`], as soon as one of them failed or was killed) and for a time
 //! (`--delay`, `--at`), after which it queues like any other.
@@ -22,7 +24,7 @@
 //! scheduled start; nothing polls.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -49,8 +51,8 @@ pub fn positions<'a>(
 ) -> HashMap<TaskId, usize> {
     let mut by_group: HashMap<&str, Vec<(&Placement, TaskId)>> = HashMap::new();
     for record in records {
-        if let Some(placement) = record.queue.as_ref().filter(|p| p.waiting)
-            && record.status() == TaskStatus::Pending
+        if let Some(placement) = record.queue.as_ref()
+            && record.waits_in_queue()
         {
             by_group
                 .entry(placement.group.as_str())
@@ -119,11 +121,15 @@ impl ClassLimits {
     }
 }
 
-/// The explicit group limits of `{session}/groups.json`.
+/// The explicit group limits of `{session}/groups.json`, and which groups are paused.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupLimits {
     /// Each group's limit (0: unlimited).
     pub groups: BTreeMap<String, u32>,
+    /// The paused groups: none of their waiting tasks starts until they are resumed. Absent
+    /// from files written before groups could be paused.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub paused: BTreeSet<String>,
 }
 
 impl GroupLimits {
@@ -294,6 +300,9 @@ impl Queue {
         }
         let group = schedule.group.as_deref().unwrap_or(DEFAULT_GROUP);
         let state = lock(&self.state);
+        if state.limits.paused.contains(group) {
+            return true;
+        }
         match state.limits.groups.get(group) {
             Some(&limit) => limit != 0,
             None => self.defaults.agents != 0 || self.defaults.shells != 0,
@@ -354,6 +363,7 @@ impl Queue {
         let class = Class::of(task_type);
         let mut state = lock(&self.state);
         let free = !state.paused
+            && !state.limits.paused.contains(&placement.group)
             && placement.after.is_empty()
             && placement.not_before_ms.is_none_or(|t| t <= self.now_ms())
             && self.has_room(&state, &placement.group, class);
@@ -464,11 +474,34 @@ impl Queue {
     /// # Errors
     /// A bad group name; `groups.json` cannot be written (the limit is not changed).
     pub(crate) fn set_limit(&self, group: &str, parallel: u32) -> Result<()> {
+        self.change_limits(group, |limits| {
+            limits.groups.insert(group.to_owned(), parallel);
+        })
+    }
+
+    /// Pauses `group` (none of its waiting tasks starts; its running tasks go on) or resumes
+    /// it, keeps that in `groups.json` and starts what now fits.
+    ///
+    /// # Errors
+    /// A bad group name; `groups.json` cannot be written (nothing is changed).
+    pub(crate) fn set_paused(&self, group: &str, paused: bool) -> Result<()> {
+        self.change_limits(group, |limits| {
+            if paused {
+                limits.paused.insert(group.to_owned());
+            } else {
+                limits.paused.remove(group);
+            }
+        })
+    }
+
+    /// Applies `change` to the limits of `group`'s session, written to `groups.json` before
+    /// they take effect, then starts what now fits.
+    fn change_limits(&self, group: &str, change: impl FnOnce(&mut GroupLimits)) -> Result<()> {
         validate_group(group)?;
         {
             let mut state = lock(&self.state);
             let mut limits = state.limits.clone();
-            limits.groups.insert(group.to_owned(), parallel);
+            change(&mut limits);
             limits.write(&self.paths)?;
             state.limits = limits;
         }
@@ -592,6 +625,9 @@ impl Queue {
 
     /// Starts the tasks of `group`'s queue that fit, in order.
     fn release_ready(&self, state: &mut State, group: &str, released: &mut Vec<Release>) {
+        if state.limits.paused.contains(group) {
+            return;
+        }
         let explicit = state.limits.groups.contains_key(group);
         loop {
             // With an explicit limit every class shares it: a full group starts nothing.

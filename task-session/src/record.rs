@@ -34,8 +34,13 @@ use crate::notice::Notice;
 use crate::paths::{SessionPaths, private_file};
 use crate::untrusted;
 
-/// The format written today.
-pub const FORMAT: u32 = 2;
+/// The format written today: 3 records when a task began running (`startedAt`), which a
+/// record of format 2 does not say (it reads as before: a task past `pending` ran from its
+/// `startTime`).
+pub const FORMAT: u32 = 3;
+
+/// The first format whose records say when a task began running.
+const FORMAT_WITH_STARTED_AT: u32 = 3;
 
 /// What every `tasks` process knows about a task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,6 +113,35 @@ impl TaskRecord {
     /// The task's id.
     pub fn id(&self) -> TaskId {
         self.task.id()
+    }
+
+    /// Reads a record of a format from before `startedAt` as it was read then: a task past
+    /// `pending` ran from its `startTime` (records of format 3 on say when a task began
+    /// running, and a task that never ran has none).
+    fn upgrade_started_at(&mut self) {
+        let base = &mut self.task.base;
+        if self.format < FORMAT_WITH_STARTED_AT
+            && base.started_at.is_none()
+            && base.status != TaskStatus::Pending
+        {
+            base.started_at = Some(base.start_time);
+        }
+    }
+
+    /// Whether the task waits in its group's queue (`pending`, its placement waiting): for its
+    /// turn, its dependencies or its time.
+    pub fn waits_in_queue(&self) -> bool {
+        self.status() == TaskStatus::Pending && self.queue.as_ref().is_some_and(|p| p.waiting)
+    }
+
+    /// The group the task counts in: its placement's, else the default group (a task started
+    /// at once with no schedule).
+    pub fn group(&self) -> &str {
+        self.queue
+            .as_ref()
+            .map_or(crate::placement::DEFAULT_GROUP, |placement| {
+                placement.group.as_str()
+            })
     }
 
     /// The task's status.
@@ -353,7 +387,7 @@ fn parse(path: &Path, id: &TaskId, bytes: &[u8]) -> Result<TaskRecord> {
         path: path.to_owned(),
         reason,
     };
-    let record = match serde_json::from_slice::<TaskRecord>(bytes) {
+    let mut record = match serde_json::from_slice::<TaskRecord>(bytes) {
         Ok(record) => record,
         Err(current) => match serde_json::from_slice::<LegacyRecord>(bytes) {
             Ok(legacy) => legacy.upgrade(),
@@ -364,6 +398,7 @@ fn parse(path: &Path, id: &TaskId, bytes: &[u8]) -> Result<TaskRecord> {
         return Err(corrupt(format!("it describes task {}", record.id())));
     }
     record.task.validate().map_err(|e| corrupt(e.to_string()))?;
+    record.upgrade_started_at();
     Ok(record)
 }
 
@@ -476,6 +511,7 @@ impl LegacyRecord {
         };
         task.base.status = self.status;
         task.base.start_time = self.start_time;
+        task.base.started_at = (self.status != TaskStatus::Pending).then_some(self.start_time);
         task.base.end_time = self.end_time;
         task.base.end_reason = end_reason;
         task.base.notified = self.notification.is_none() && self.status.is_terminal();
@@ -517,6 +553,38 @@ mod tests {
         assert_eq!(record.end_reason(), Some(&EndReason::Exited { code: 2 }));
         assert_eq!(record.supervisor_pid, 77);
         assert_eq!(record.task.base.start_time, 10);
+        assert_eq!(
+            record.task.base.started_at,
+            Some(10),
+            "it ran from its start, as before"
+        );
+    }
+
+    #[test]
+    fn a_record_from_before_started_at_reads_as_before_and_a_new_one_as_written() {
+        let id = TaskId::parse("b12345678").unwrap();
+        let state = TaskState::new(
+            id,
+            "build",
+            "/s/tasks/b12345678.output",
+            TaskKind::Shell(ShellState::default()),
+        )
+        .unwrap();
+        let mut record = TaskRecord::new(state);
+        record.task.base.status = TaskStatus::Killed;
+        record.task.base.start_time = 10;
+        record.task.base.end_time = Some(20);
+        let read = |record: &TaskRecord| {
+            let bytes = serde_json::to_vec(record).unwrap();
+            parse(Path::new("x.json"), &id, &bytes).unwrap()
+        };
+        // Written today without `startedAt`: it never ran (killed while it waited).
+        assert_eq!(read(&record).task.base.started_at, None);
+        // Written before `startedAt` existed: it ran from its start, as it was read then.
+        record.format = 2;
+        assert_eq!(read(&record).task.base.started_at, Some(10));
+        record.task.base.status = TaskStatus::Pending;
+        assert_eq!(read(&record).task.base.started_at, None, "still waiting");
     }
 
     #[test]

@@ -112,6 +112,46 @@ impl Session {
         })
     }
 
+    /// The task `input` names in this session: its id, its name (an agent's `--name`, a
+    /// teammate's `name` or `name@team`), or a unique prefix of its id of at least
+    /// [`crate::resolve::MIN_PREFIX`] characters ([`crate::resolve`]). An id is taken as it is
+    /// (a command then says whether the task exists); anything else is looked up among the
+    /// session's records, and only an id read from one is returned.
+    ///
+    /// # Errors
+    /// [`Error::MalformedReference`], [`Error::AmbiguousReference`] (naming the candidates),
+    /// [`Error::UnknownTask`]; reading the records.
+    pub fn resolve(&self, input: &str) -> Result<TaskId> {
+        if let Ok(id) = TaskId::parse(input) {
+            return Ok(id);
+        }
+        crate::resolve::parse(input)?;
+        let records = crate::record::list(&self.paths)?.tasks;
+        crate::resolve::resolve(input, &records, self.paths.name())
+    }
+
+    /// The tasks of `input`s, each resolved as [`Session::resolve`] does, in order.
+    ///
+    /// # Errors
+    /// The first input that does not resolve.
+    pub fn resolve_all<S: AsRef<str>>(&self, inputs: &[S]) -> Result<Vec<TaskId>> {
+        inputs
+            .iter()
+            .map(|input| self.resolve(input.as_ref()))
+            .collect()
+    }
+
+    /// Every task of `group` on the session's records, oldest first.
+    ///
+    /// # Errors
+    /// A bad group name; reading the records.
+    pub fn group_tasks(&self, group: &str) -> Result<Vec<TaskRecord>> {
+        crate::queue::validate_group(group)?;
+        let mut tasks = self.tasks()?.tasks;
+        tasks.retain(|record| record.group() == group);
+        Ok(tasks)
+    }
+
     /// The calling process as the caller of a task: its working directory (which must exist:
     /// [`Error::MissingCwd`] otherwise) and its whole environment, in the background, owned
     /// by the agent whose task id is in `TASKS_AGENT_ID` if any (an agent's CLI, and every
@@ -184,6 +224,23 @@ impl Session {
         };
         match self.send(op)? {
             Response::GroupSet { .. } => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Pauses `group` (`paused`: it starts none of its queued tasks, its running tasks go on)
+    /// or resumes it (the supervisor then starts what fits at once); kept across supervisors.
+    ///
+    /// # Errors
+    /// A bad group name; the supervisor could not be reached or could not keep the change.
+    pub fn pause_group(&self, group: &str, paused: bool) -> Result<()> {
+        crate::queue::validate_group(group)?;
+        let op = Op::GroupPause {
+            group: group.to_owned(),
+            paused,
+        };
+        match self.send(op)? {
+            Response::GroupPaused { .. } => Ok(()),
             other => Err(unexpected(other)),
         }
     }

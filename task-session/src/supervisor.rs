@@ -449,6 +449,10 @@ async fn dispatch(request: Request, served: &Served) -> Answer {
             Ok(()) => Response::GroupSet { group, parallel },
             Err(error) => refuse(ErrorKind::BadRequest, error.to_string()),
         },
+        Op::GroupPause { group, paused } => match engine.pause_group(&group, paused) {
+            Ok(()) => Response::GroupPaused { group, paused },
+            Err(error) => refuse(ErrorKind::BadRequest, error.to_string()),
+        },
         Op::Ping => Response::Pong {
             pid: std::process::id(),
             registered: engine.registered_tasks(),

@@ -44,14 +44,10 @@ pub fn lines(record: &TaskRecord, changes: Option<Changes>) -> Vec<Line<'static>
         format!("{} {}", base.id, base.task_type.as_str()),
         bold,
     )];
-    let took = base
-        .end_time
-        .unwrap_or_else(now_ms)
-        .saturating_sub(base.start_time);
     let mut status = format!(
-        "{} for {}",
+        "{} {}",
         base.status.as_str(),
-        crate::ps_cmd::took_text(std::time::Duration::from_millis(took))
+        crate::stream_cmd::how_long(base, now_ms())
     );
     if let Some(reason) = &base.end_reason {
         status.push_str(&format!(" ({})", reason.short()));

@@ -217,6 +217,7 @@ impl Registry {
     /// got in first, runs again on the fresh state, so it must be a pure function of its
     /// argument. The lifecycle is enforced on the result: a status change must be allowed
     /// (SPEC §2), id and type cannot change, the notified latch cannot be cleared. On entering
+    /// `running` `started_at` is set if the updater left it empty; on entering
     /// a terminal status `end_time` is set if the updater left it empty, and the eviction grace
     /// of the type's executor applies ([`Task::eviction_grace`]). A change of status or end time
     /// emits `task_updated`.
@@ -508,6 +509,11 @@ impl Registry {
         if from != to {
             if !from.can_transition_to(to) {
                 return Err(RegistryError::IllegalTransition { id, from, to });
+            }
+            if to == TaskStatus::Running {
+                // Its run begins now (a state that says when it began, such as a remote
+                // session followed again, keeps that).
+                next.base.started_at.get_or_insert_with(now_ms);
             }
             if to.is_terminal() {
                 self.settle_terminal(&mut next);

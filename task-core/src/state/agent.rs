@@ -116,6 +116,10 @@ pub struct Worktree {
 pub struct AgentState {
     /// The agent's id (for messages and orphan cleanup of its shells).
     pub agent_id: String,
+    /// The name it can be addressed by (`tasks agent --name`), if it was given one. Absent
+    /// from records written before it was kept here (its start record still has it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// The prompt it was started with.
     pub prompt: String,
     /// `general-purpose`, `main-session`, …

@@ -22,7 +22,7 @@ pub use other::{
 };
 pub use shell::{ProcessOwner, ShellKind, ShellProcess, ShellState};
 
-use crate::{EndReason, TaskId, TaskStatus, TaskType};
+use crate::{Address, EndReason, TaskId, TaskStatus, TaskType};
 
 /// Milliseconds since the Unix epoch, the unit of every time in a task's state.
 pub fn now_ms() -> u64 {
@@ -47,8 +47,15 @@ pub struct TaskStateBase {
     /// The tool call that started it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_use_id: Option<String>,
-    /// When it was registered (ms epoch).
+    /// When it was registered (ms epoch): its creation, queue time included.
     pub start_time: u64,
+    /// When it began running (ms epoch): set on its transition to `running` (by the registry,
+    /// [`Registry::update`](crate::Registry::update)); none while it waits and for a task that
+    /// ended without ever running (killed in the queue, a dependency failed). Every run time
+    /// shown to people is measured from it ([`TaskStateBase::run_ms`]). Absent from records
+    /// written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<u64>,
     /// When it reached a terminal status (ms epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time: Option<u64>,
@@ -98,6 +105,7 @@ impl TaskStateBase {
             description: description.into(),
             tool_use_id: None,
             start_time: now_ms(),
+            started_at: None,
             end_time: None,
             end_reason: None,
             agent_id: None,
@@ -108,6 +116,14 @@ impl TaskStateBase {
             retain: false,
             evict_after: None,
         }
+    }
+
+    /// How long it ran, in ms, as of `now` (ms epoch): from [`started_at`](Self::started_at)
+    /// to its end, or to `now` while it runs; none for a task that never ran. Time spent
+    /// waiting in a queue is not run time.
+    pub fn run_ms(&self, now: u64) -> Option<u64> {
+        let started = self.started_at?;
+        Some(self.end_time.unwrap_or(now).saturating_sub(started))
     }
 }
 
@@ -181,6 +197,20 @@ impl TaskKind {
             TaskKind::Agent(agent) => &agent.prompt,
             TaskKind::Remote(remote) => &remote.command,
             _ => "",
+        }
+    }
+
+    /// Whether `address`, a name, names this task: an agent given that name (`--name`), a
+    /// teammate of that name (`name`, in any team, or `name@team`). An id names no task here
+    /// (the caller compares ids).
+    pub fn answers_to(&self, address: &Address) -> bool {
+        match (self, address) {
+            (TaskKind::Agent(agent), Address::Name(name)) => agent.name.as_ref() == Some(name),
+            (TaskKind::Teammate(mate), Address::Name(name)) => mate.identity.agent_name == *name,
+            (TaskKind::Teammate(mate), Address::Teammate { name, team }) => {
+                mate.identity.agent_name == *name && mate.identity.team_name == *team
+            }
+            _ => false,
         }
     }
 

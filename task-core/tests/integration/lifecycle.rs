@@ -68,3 +68,36 @@ fn update_enforces_the_table_for_every_pair() {
         }
     }
 }
+
+#[test]
+fn a_task_is_started_when_it_enters_running_and_never_if_it_ends_waiting() {
+    let registry = Registry::default();
+    let id = registered_at(&registry, shell_task("ran"), TaskStatus::Pending);
+    assert_eq!(registry.get(&id).unwrap().base.started_at, None, "waiting");
+    let running = registry.transition(&id, TaskStatus::Running).unwrap();
+    let started = running.base.started_at.expect("set on entering running");
+    assert!(started >= running.base.start_time);
+    let ended = registry.transition(&id, TaskStatus::Completed).unwrap();
+    assert_eq!(ended.base.started_at, Some(started), "kept to the end");
+    let end = ended.base.end_time.unwrap();
+    assert_eq!(ended.base.run_ms(u64::MAX), Some(end - started));
+
+    let never = registered_at(&registry, shell_task("queued"), TaskStatus::Pending);
+    let killed = registry.transition(&never, TaskStatus::Killed).unwrap();
+    assert_eq!(killed.base.started_at, None);
+    assert_eq!(
+        killed.base.run_ms(u64::MAX),
+        None,
+        "no run time for a task that never ran"
+    );
+}
+
+#[test]
+fn a_state_that_says_when_its_run_began_keeps_it_on_entering_running() {
+    let registry = Registry::default();
+    let mut state = shell_task("followed again");
+    state.base.started_at = Some(7);
+    let id = registered_at(&registry, state, TaskStatus::Pending);
+    let running = registry.transition(&id, TaskStatus::Running).unwrap();
+    assert_eq!(running.base.started_at, Some(7));
+}

@@ -396,6 +396,8 @@ impl RemoteExecutor {
         .owned_by(sidecar.agent_id);
         task.base.tool_use_id.clone_from(&sidecar.tool_use_id);
         task.base.start_time = sidecar.spawned_at;
+        // Its session has run since then: a supervisor that follows it again keeps its run time.
+        task.base.started_at = Some(sidecar.spawned_at);
         Ok(task)
     }
 
