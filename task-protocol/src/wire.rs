@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::{Address, Caller, InputRefusal, MessageReply, Schedule, StrayPolicy, TaskId};
 
 /// The version of the wire this build speaks. It changes whenever a request or an answer
-/// changes in a way the other side cannot read: 2 added [`Op::GroupPause`].
+/// changes in a way the other side cannot read: 2 added [`Op::GroupPause`] and [`Op::Release`].
 pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The oldest client version a supervisor of this build serves.
