@@ -109,7 +109,7 @@ impl CliError {
             Error::MalformedId { .. }
             | Error::MalformedReference { .. }
             | Error::AmbiguousReference { .. } => exit::MALFORMED_ID,
-            Error::UnknownTask { .. } => exit::UNKNOWN_TASK,
+            Error::UnknownTask { .. } | Error::NotFound(_) => exit::UNKNOWN_TASK,
             Error::Io { .. } | Error::MissingCwd(_) => exit::IO,
             Error::Supervisor(_) | Error::NoAnswer { .. } | Error::Protocol { .. } => {
                 exit::SUPERVISOR

@@ -479,7 +479,13 @@ impl Engine {
         crate::schedule::validate(&schedule).map_err(|e| bad(e.to_string()))?;
         self.queue
             .check_after(&schedule.after)
-            .map_err(|e| bad(format!("a dependency: {e}")))?;
+            .map_err(|e| StartRefused {
+                kind: match e {
+                    Error::UnknownTask { .. } => ErrorKind::UnknownTask,
+                    _ => ErrorKind::BadRequest,
+                },
+                message: format!("a dependency: {e}"),
+            })?;
         // Kept for a successor if the task waits (its schedule put back for the record).
         let kept = self.queue.may_wait(&schedule).then(|| Start {
             schedule: Some(Box::new(schedule.clone())),

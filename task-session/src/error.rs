@@ -127,6 +127,9 @@ pub enum Error {
         /// The oldest client version it serves.
         oldest: u32,
     },
+    /// The supervisor found no task that a request names (a dependency, a task to read).
+    #[error("{0}")]
+    NotFound(String),
     /// Invalid input that is not an id (a JSON argument, an option value).
     #[error("{0}")]
     Invalid(String),

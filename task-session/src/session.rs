@@ -674,6 +674,10 @@ pub(crate) fn unexpected(response: Response) -> Error {
             kind: ErrorKind::BadRequest,
             message,
         } => Error::Invalid(message),
+        Response::Error {
+            kind: ErrorKind::UnknownTask,
+            message,
+        } => Error::NotFound(message),
         Response::Error { message, .. } => Error::Supervisor(message),
         other => Error::Supervisor(format!("unexpected answer {other:?}")),
     }
