@@ -35,7 +35,7 @@ impl AgentRunner for InstantRunner {
             })),
             SessionEvent::Ended(SessionEnd {
                 exit_code: Some(0),
-                stderr_tail: Vec::new(),
+                ..SessionEnd::default()
             }),
         ];
         Ok(Box::new(InstantSession { events }))

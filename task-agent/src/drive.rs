@@ -585,8 +585,17 @@ fn crashed(end: &SessionEnd, last_error: Option<&str>) -> RunEnd {
         error.push_str(": ");
         error.push_str(last_error);
     }
-    if !end.stderr_tail.is_empty() {
+    if let Some(first) = &end.stderr_first {
         error.push_str(": ");
+        error.push_str(first);
+        error.push_str(" …");
+    }
+    if !end.stderr_tail.is_empty() {
+        error.push_str(if end.stderr_first.is_some() {
+            " "
+        } else {
+            ": "
+        });
         error.push_str(&end.stderr_tail.join(" / "));
     }
     RunEnd::Failed {

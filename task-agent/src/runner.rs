@@ -62,6 +62,9 @@ pub struct SessionEnd {
     pub exit_code: Option<i32>,
     /// The last lines it wrote to stderr.
     pub stderr_tail: Vec<String>,
+    /// The first stderr line that said something (not blank, not a backtrace frame), when it
+    /// is not among `stderr_tail`: where a failing CLI usually says why.
+    pub stderr_first: Option<String>,
 }
 
 /// Starts agent sessions. Implement it to plug an agent loop into the task system; the

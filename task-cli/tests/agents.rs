@@ -956,3 +956,33 @@ fn a_resumed_agent_runs_in_the_environment_it_was_started_with_whoever_sends_and
     assert_eq!(unsafe { libc::kill(supervisor, libc::SIGKILL) }, 0);
     resumed_by_blue(&id, "after a restart");
 }
+
+#[test]
+fn a_failed_agents_notification_says_the_first_line_that_said_why_before_its_backtrace() {
+    let sandbox = Sandbox::for_agents();
+    let mut steps = vec![
+        json!({"read_user": true}),
+        json!({"stderr": "Error: thread/resume failed: no rollout found"}),
+        json!({"stderr": "stack backtrace:"}),
+    ];
+    steps.extend((0..30).map(|n| json!({"stderr": format!("  {n}: <unknown>")})));
+    steps.push(json!({"exit": 1}));
+    let script = sandbox.script("crash.jsonl", &steps);
+    let waited = sandbox.run(&[
+        "agent",
+        "--prompt",
+        "go",
+        "--wait",
+        "--",
+        fake_agent().to_str().unwrap(),
+        "--script",
+        &script,
+    ]);
+    let said = String::from_utf8_lossy(&waited.stdout);
+    let notices = format!("{said}{}", sandbox.ok(&["notifications"]));
+    assert!(
+        notices.contains("Error: thread/resume failed: no rollout found"),
+        "the line that said why is kept: {notices}"
+    );
+    assert!(notices.contains("29: &lt;unknown&gt;"), "and the tail: {notices}");
+}

@@ -28,6 +28,18 @@ pub(crate) fn signal_group(pgid: u32, signal: Signal) {
     }
 }
 
+/// Whether a stderr line says something: not blank, and not a frame of a backtrace (`  2:
+/// <unknown>`, `at f (file.js:1:2)`, `stack backtrace:`).
+fn says_something(line: &str) -> bool {
+    let text = line.trim();
+    let frame = text.starts_with("at ")
+        || text.eq_ignore_ascii_case("stack backtrace:")
+        || text
+            .split_once(':')
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    !text.is_empty() && !frame
+}
+
 /// The last lines of a byte stream, bounded in lines and in bytes whatever the stream holds: a
 /// line is cut while it is read (a line of any length costs at most its first
 /// `MAX_STDERR_LINE` bytes, never more), and a `\r` not followed by `\n` starts the line over,
@@ -43,6 +55,9 @@ pub(crate) struct StderrLines {
     cut: bool,
     /// The last byte read was a `\r`: what follows redraws the line, unless it is `\n`.
     carriage_return: bool,
+    /// The first line that says something ([`says_something`]): where a CLI that fails
+    /// usually says why, before a backtrace that fills the tail.
+    first: Option<String>,
     max_lines: usize,
     max_bytes: usize,
 }
@@ -57,6 +72,7 @@ impl StderrLines {
             current: Vec::new(),
             cut: false,
             carriage_return: false,
+            first: None,
             max_lines,
             max_bytes,
         }
@@ -118,10 +134,19 @@ impl StderrLines {
         line
     }
 
+    /// The first line that said something, if it is no longer among the kept ones.
+    pub(crate) fn first_cut(&self) -> Option<String> {
+        let first = self.first.as_ref()?;
+        (!self.lines.contains(first)).then(|| first.clone())
+    }
+
     fn end_line(&mut self) {
         let line = self.decoded();
         self.current.clear();
         self.cut = false;
+        if self.first.is_none() && says_something(&line) {
+            self.first = Some(line.clone());
+        }
         self.kept_bytes += line.len();
         self.lines.push_back(line);
         while self.lines.len() > self.max_lines || self.kept_bytes > self.max_bytes {
@@ -192,6 +217,11 @@ impl StderrTail {
     pub(crate) fn lines(&self) -> Vec<String> {
         lock(&self.lines).lines()
     }
+
+    /// The first line that said something, when the kept lines no longer hold it.
+    pub(crate) fn first_cut(&self) -> Option<String> {
+        lock(&self.lines).first_cut()
+    }
 }
 
 /// The task reading a process's stderr into its [`StderrTail`].
@@ -229,6 +259,27 @@ mod tests {
         }
         tail.finish();
         tail.lines()
+    }
+
+    #[test]
+    fn the_first_line_that_says_something_is_kept_when_a_backtrace_fills_the_tail() {
+        let mut tail = StderrLines::new(3, 1024);
+        tail.push(b"\nError: model 'gpt-x' not found\nstack backtrace:\n");
+        for n in 0..20 {
+            tail.push(format!("  {n}: <unknown>\n").as_bytes());
+        }
+        tail.finish();
+        assert_eq!(
+            tail.lines(),
+            ["  17: <unknown>", "  18: <unknown>", "  19: <unknown>"]
+        );
+        assert_eq!(
+            tail.first_cut().as_deref(),
+            Some("Error: model 'gpt-x' not found")
+        );
+        let mut short = StderrLines::new(3, 1024);
+        short.push(b"Error: once\n");
+        assert_eq!(short.first_cut(), None, "still among the kept lines");
     }
 
     #[test]

@@ -211,6 +211,7 @@ impl CommandSession {
         SessionEnd {
             exit_code: Some(code),
             stderr_tail: self.stderr.lines(),
+            stderr_first: self.stderr.first_cut(),
         }
     }
 }
