@@ -502,6 +502,10 @@ pub struct OutputArgs {
     /// Format as the model sees it: UTF-8 safe, truncated to TASK_MAX_OUTPUT_LENGTH (SPEC §4).
     #[arg(long)]
     pub for_model: bool,
+    /// An agent's or teammate's stderr instead, kept whole beside its transcript (up to 8MB,
+    /// every run of it).
+    #[arg(long, conflicts_with_all = ["offset", "tail", "follow", "for_model"])]
+    pub stderr: bool,
 }
 
 /// Wait until every named task has ended; the exit status mirrors the task's.

@@ -296,6 +296,37 @@ fn monitor(session: &Session, args: MonitorArgs, printer: Printer) -> Result<u8>
 /// in chunks, so a huge output never sits in memory whole); with it, one read, and a line on
 /// stderr saying how many bytes are left and the `--offset` that continues, so output is never
 /// cut silently.
+/// Prints the stderr kept beside the transcript of agent `id` (its output file is a symlink
+/// to the transcript).
+fn print_stderr(session: &Session, id: &TaskId, printer: Printer) -> Result<u8> {
+    let output = session.output_path(id);
+    let none = || {
+        crate::CliError::invalid(format!(
+            "task {id} keeps no stderr: only agents and teammates do"
+        ))
+    };
+    let transcript = std::fs::read_link(&output).map_err(|_| none())?;
+    let transcript = output
+        .parent()
+        .map_or(transcript.clone(), |dir| dir.join(&transcript));
+    let path = task_output::transcript::stderr_path(&transcript);
+    let limit = task_output::transcript::MAX_KEPT_STDERR_BYTES + 4096;
+    let text = match task_output::open::read_untrusted(&path, limit) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(task_output::OutputError::NotFound { .. }) => String::new(),
+        Err(error) => {
+            return Err(crate::CliError::io(
+                "read",
+                &path,
+                std::io::Error::other(error),
+            ));
+        }
+    };
+    printer
+        .emit(&json!({ "id": id, "stderr": text }), &text)
+        .map(|()| exit::OK)
+}
+
 fn output(session: &Session, args: &OutputArgs, printer: Printer) -> Result<u8> {
     let id = session.resolve(&args.id)?;
     let chunk = args
@@ -306,6 +337,9 @@ fn output(session: &Session, args: &OutputArgs, printer: Printer) -> Result<u8> 
     // An agent-like task's output reads as its conversation (for a model too), but in JSON
     // and by byte ranges.
     let task = session.task(&id)?;
+    if args.stderr {
+        return print_stderr(session, &id, printer);
+    }
     let holds_conversation = task.task.base.task_type.holds_conversation();
     let conversation = holds_conversation && !printer.is_json();
     if args.for_model {

@@ -656,6 +656,17 @@ fn the_supervisor_stays_under_64_mib_while_an_agent_writes_200_mb_of_stderr_in_o
         "the last lines are kept, the progress bar's last drawing only: {error}"
     );
     assert!(error.len() < 20 * 1024, "{} bytes of error", error.len());
+    // Its stderr is kept beside its transcript up to 8MB, then cut once, said so.
+    let kept = sandbox.ok(&["output", &id, "--stderr"]);
+    assert_eq!(
+        kept.len(),
+        8 * 1024 * 1024 + "\n[stderr truncated: exceeded 8MB]\n".len()
+    );
+    assert!(
+        kept.ends_with("x\n[stderr truncated: exceeded 8MB]\n"),
+        "{}",
+        &kept[kept.len() - 80..]
+    );
     sandbox.ok(&["kill", &keeper]);
 }
 
@@ -958,7 +969,7 @@ fn a_resumed_agent_runs_in_the_environment_it_was_started_with_whoever_sends_and
 }
 
 #[test]
-fn a_failed_agents_notification_says_the_first_line_that_said_why_before_its_backtrace() {
+fn a_failed_agents_notification_says_the_first_line_that_said_why_and_its_whole_stderr_is_kept() {
     let sandbox = Sandbox::for_agents();
     let mut steps = vec![
         json!({"read_user": true}),
@@ -984,5 +995,19 @@ fn a_failed_agents_notification_says_the_first_line_that_said_why_before_its_bac
         notices.contains("Error: thread/resume failed: no rollout found"),
         "the line that said why is kept: {notices}"
     );
-    assert!(notices.contains("29: &lt;unknown&gt;"), "and the tail: {notices}");
+    assert!(
+        notices.contains("29: &lt;unknown&gt;"),
+        "and the tail: {notices}"
+    );
+    // The whole stderr is kept beside the transcript.
+    let id = said.lines().next().unwrap();
+    let stderr = sandbox.ok(&["output", id, "--stderr"]);
+    let mut expected =
+        String::from("Error: thread/resume failed: no rollout found\nstack backtrace:\n");
+    expected.extend((0..30).map(|n| format!("  {n}: <unknown>\n")));
+    assert_eq!(stderr, expected);
+    let shell = sandbox.ok(&["run", "--", "true"]);
+    let refused = sandbox.run(&["output", shell.trim(), "--stderr"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("keeps no stderr"));
 }

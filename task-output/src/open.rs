@@ -47,6 +47,12 @@ pub fn open_output_append(path: &Path) -> Result<File, OutputError> {
     open_nofollow(path, OFlags::WRONLY | OFlags::APPEND)
 }
 
+/// Opens a file to append to, creating it if needed: `O_WRONLY|O_CREAT|O_APPEND|O_NOFOLLOW`,
+/// mode `0600` (a log that every run of a task adds to).
+pub fn open_append_creating(path: &Path) -> Result<File, OutputError> {
+    open_nofollow(path, OFlags::WRONLY | OFlags::CREATE | OFlags::APPEND)
+}
+
 /// Opens (creating if needed) the output file a child process writes to directly, and returns
 /// it twice, as the child's stdout and its stderr: `O_WRONLY|O_CREAT|O_APPEND|O_NOFOLLOW`, mode
 /// `0600`.

@@ -174,8 +174,8 @@ impl StderrTail {
     }
 
     /// Reads `stderr`, in chunks of a fixed size, to its end or until the returned reader is
-    /// drained (or dropped).
-    pub(crate) fn follow<R>(&self, mut stderr: R) -> StderrReader
+    /// drained (or dropped); every byte also goes to `kept`, if any, up to its cap.
+    pub(crate) fn follow<R>(&self, mut stderr: R, mut kept: Option<KeptStderr>) -> StderrReader
     where
         R: AsyncRead + AsFd + Unpin + Send + 'static,
     {
@@ -204,6 +204,9 @@ impl StderrTail {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
                         lock(&lines).push(&buf[..n]);
+                        if let Some(file) = &mut kept {
+                            file.write(&buf[..n]);
+                        }
                         left = left.map(|left| left.saturating_sub(n));
                     }
                 }
@@ -221,6 +224,53 @@ impl StderrTail {
     /// The first line that said something, when the kept lines no longer hold it.
     pub(crate) fn first_cut(&self) -> Option<String> {
         lock(&self.lines).first_cut()
+    }
+}
+
+/// The whole stderr of a CLI, kept in a file beside its transcript up to
+/// [`MAX_KEPT_STDERR_BYTES`](task_output::transcript::MAX_KEPT_STDERR_BYTES), then the cut
+/// notice once (a resumed run appends to what its earlier runs kept).
+#[derive(Debug)]
+pub(crate) struct KeptStderr {
+    file: std::fs::File,
+    path: std::path::PathBuf,
+    written: u64,
+    cut: bool,
+}
+
+impl KeptStderr {
+    /// The file beside `transcript`, opened to append (a failure is logged: the tail is still
+    /// kept in memory).
+    pub(crate) fn beside(transcript: &std::path::Path) -> Option<Self> {
+        let path = task_output::transcript::stderr_path(transcript);
+        let file = task_output::open::open_append_creating(&path)
+            .inspect_err(|error| tracing::warn!(%error, "the agent's stderr is not kept in a file"))
+            .ok()?;
+        let written = file.metadata().map_or(0, |meta| meta.len());
+        Some(KeptStderr {
+            file,
+            path,
+            written,
+            cut: false,
+        })
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        let cap = task_output::transcript::MAX_KEPT_STDERR_BYTES;
+        let room = usize::try_from(cap.saturating_sub(self.written)).unwrap_or(usize::MAX);
+        let take = room.min(bytes.len());
+        let mut result = self.file.write_all(&bytes[..take]);
+        self.written += take as u64;
+        if take < bytes.len() && !std::mem::replace(&mut self.cut, true) {
+            result = result.and_then(|()| {
+                self.file
+                    .write_all(task_output::transcript::stderr_cut_notice().as_bytes())
+            });
+        }
+        if let Err(error) = result {
+            tracing::warn!(path = %self.path.display(), %error, "cannot keep the agent's stderr");
+        }
     }
 }
 

@@ -16,7 +16,7 @@ use tokio::process::{ChildStdin, Command};
 use tokio::sync::{oneshot, watch};
 
 use super::args::{LaunchPlan, user_turn};
-use super::process::{StderrReader, StderrTail, signal_group};
+use super::process::{KeptStderr, StderrReader, StderrTail, signal_group};
 use crate::config::AgentConfig;
 use crate::error::AgentError;
 use crate::format::LineParser;
@@ -129,7 +129,8 @@ impl CommandSession {
             },
         };
         let stderr = StderrTail::new(config.stderr_lines, config.stderr_bytes);
-        let stderr_reader = child.stderr.take().map(|err| stderr.follow(err));
+        let kept = KeptStderr::beside(&spec.transcript);
+        let stderr_reader = child.stderr.take().map(|err| stderr.follow(err, kept));
         let stdin = child.stdin.take();
         let (exit_tx, exit) = watch::channel(None);
         let (kill, kill_asked) = oneshot::channel::<oneshot::Sender<()>>();
