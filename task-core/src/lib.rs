@@ -85,7 +85,7 @@ pub use registry::{Delivery, Holder, Registration, Registry, RegistryError, Upda
 pub use state::{
     AgentBudget, AgentProgress, AgentState, CappedVec, DREAM_TURNS_CAP, DreamPhase, DreamState,
     DreamTurn, MessageUsage, ProcessOwner, RECENT_ACTIVITIES_CAP, RemoteState, RemoteSubtype,
-    ShellKind, ShellProcess, ShellState, StateError, TEAMMATE_MESSAGES_CAP, TaskKind, TaskState,
+    BatchJob, ShellKind, ShellProcess, ShellState, StateError, TEAMMATE_MESSAGES_CAP, TaskKind, TaskState,
     TaskStateBase, TeammateIdentity, TeammateState, ToolActivity, WorkflowState, WorkflowStep,
     Worktree, now_ms,
 };

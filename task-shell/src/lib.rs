@@ -47,6 +47,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod batch;
 mod book;
 pub mod config;
 mod control;
@@ -68,6 +69,6 @@ pub use book::monitor_event_summary;
 pub use config::ShellConfig;
 pub use control::Outcome;
 pub use error::ShellError;
-pub use executor::{PendingShell, ShellExecutor};
+pub use executor::{PendingBatch, PendingShell, ShellExecutor};
 pub use handle::TaskHandle;
 pub use launch::{MonitorStart, Monitors, ShellStart};
