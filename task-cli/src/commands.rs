@@ -181,11 +181,13 @@ fn run(session: &Session, args: RunArgs, printer: Printer) -> Result<u8> {
     if args.agent_id.is_some() {
         caller.agent_id = args.agent_id;
     }
+    let placement = args.placement();
     let start = ShellStart {
         description: args.description.unwrap_or_else(|| command.clone()),
         command,
         timeout_ms: args.timeout,
         stdin: args.stdin.into(),
+        placement,
     };
     let mut schedule = args.schedule.to_schedule()?;
     schedule.ready = args.ready.check();

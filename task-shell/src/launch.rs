@@ -12,7 +12,7 @@ use crate::monitor::{MonitorRequest, MonitorSource};
 use crate::process::{CommandSpec, StdinMode};
 use crate::shell::ShellRequest;
 
-pub use task_protocol::start::ShellStart;
+pub use task_protocol::start::{Placement, ShellStart};
 
 pub use task_protocol::start::MonitorStart;
 
