@@ -215,7 +215,7 @@ impl EndReason {
                 state,
                 code,
             } => match code {
-                Some(code) => format!("{engine} {state} {code}"),
+                Some(code) => format!("{state} exit {code}"),
                 None => format!("{engine} {state}"),
             },
             EndReason::BudgetExceeded { limit, used, max } => {
@@ -310,7 +310,7 @@ mod tests {
             code: Some(3),
         };
         assert_eq!(failed.exit_code(), Some(3));
-        assert_eq!(failed.short(), "slurm FAILED 3");
+        assert_eq!(failed.short(), "FAILED exit 3");
         assert_eq!(failed.stderr_note().unwrap(), "slurm job FAILED");
         let json = serde_json::to_string(&failed).unwrap();
         assert_eq!(
