@@ -207,7 +207,12 @@ pub struct RunArgs {
     #[arg(long = "on", value_name = "WHERE", value_parser = task_shell::launch::Placement::parse)]
     pub placement: Option<task_shell::launch::Placement>,
     /// With --on slurm: one more `sbatch` option (`--slurm-arg=--mem=1G`); repeat for more.
-    #[arg(long = "slurm-arg", value_name = "ARG", requires = "placement", allow_hyphen_values = true)]
+    #[arg(
+        long = "slurm-arg",
+        value_name = "ARG",
+        requires = "placement",
+        allow_hyphen_values = true
+    )]
     pub slurm_args: Vec<String>,
     /// The command: one argument is shell text (`'a | b'`); several are quoted words.
     #[arg(required = true, last = true, value_name = "CMD")]
@@ -219,7 +224,10 @@ impl RunArgs {
     pub fn placement(&self) -> Option<task_shell::launch::Placement> {
         use task_shell::launch::Placement;
         match self.placement.clone()? {
-            Placement::Slurm { partition, mut args } => {
+            Placement::Slurm {
+                partition,
+                mut args,
+            } => {
                 args.extend(self.slurm_args.iter().cloned());
                 Some(Placement::Slurm { partition, args })
             }

@@ -135,9 +135,7 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         let ids = self.ids.lock().map(|ids| ids.clone()).unwrap_or_default();
         for id in &ids {
-            let status = Command::new("scancel")
-                .arg(format!("--name={id}"))
-                .status();
+            let status = Command::new("scancel").arg(format!("--name={id}")).status();
             if !matches!(status, Ok(s) if s.success()) {
                 eprintln!("scancel --name={id}: {status:?}");
             }
@@ -164,7 +162,8 @@ impl Drop for Cluster {
 
 /// The test's turn on the node (a test that panicked before does not poison it).
 fn node() -> std::sync::MutexGuard<'static, ()> {
-    NODE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    NODE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn read_pid(path: &Path) -> Option<i32> {
@@ -240,13 +239,18 @@ fn a_killed_job_is_killed_and_its_processes_are_gone() {
     })
     .expect("the job to write its pids");
     assert!(pids.iter().all(|&pid| in_proc(pid)));
-    assert_eq!(cluster.until(&id, "running", |t| t["status"] == "running")["status"], "running");
+    assert_eq!(
+        cluster.until(&id, "running", |t| t["status"] == "running")["status"],
+        "running"
+    );
     cluster.root.ok(&["kill", &id]);
     let task = cluster.task(&id);
     assert_eq!(task["status"], "killed", "{task}");
     assert_eq!(task["endReason"]["reason"], "killed", "{task}");
-    poll_until(DEADLINE, || pids.iter().all(|&pid| !in_proc(pid)).then_some(()))
-        .unwrap_or_else(|| panic!("processes {pids:?} of the cancelled job still there"));
+    poll_until(DEADLINE, || {
+        pids.iter().all(|&pid| !in_proc(pid)).then_some(())
+    })
+    .unwrap_or_else(|| panic!("processes {pids:?} of the cancelled job still there"));
     let state = poll_until(DEADLINE, || {
         let out = Command::new("squeue")
             .args(["--noheader", "--states=all", "--format=%T"])
@@ -296,7 +300,9 @@ fn a_job_asking_for_more_cpus_than_the_node_has_is_pending_with_slurms_reason_th
     let cpus: u32 = std::env::var("TASKS_TEST_SLURM_CPUS")
         .ok()
         .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| u32::try_from(std::thread::available_parallelism().unwrap().get()).unwrap());
+        .unwrap_or_else(|| {
+            u32::try_from(std::thread::available_parallelism().unwrap().get()).unwrap()
+        });
     let too_many = format!("--slurm-arg=--cpus-per-task={}", cpus + 1);
     let id = cluster.run(&["--on", "slurm:debug", &too_many], "echo never");
     let task = cluster.until(&id, "waiting with a reason", |t| {
@@ -306,11 +312,18 @@ fn a_job_asking_for_more_cpus_than_the_node_has_is_pending_with_slurms_reason_th
     assert_eq!(task["kind"]["shell"]["batch"]["waiting"], "PartitionConfig");
     let table = cluster.root.ok(&["ps"]);
     let row = table.lines().find(|l| l.starts_with(&id)).unwrap();
-    assert!(row.contains("pending") && row.contains("slurm: PartitionConfig"), "{table}");
+    assert!(
+        row.contains("pending") && row.contains("slurm: PartitionConfig"),
+        "{table}"
+    );
     cluster.root.ok(&["kill", &id]);
     let task = cluster.task(&id);
     assert_eq!(task["status"], "killed", "{task}");
-    assert_eq!(task["kind"]["shell"]["batch"].get("waiting"), None, "{task}");
+    assert_eq!(
+        task["kind"]["shell"]["batch"].get("waiting"),
+        None,
+        "{task}"
+    );
     assert_eq!(cluster.root.ok(&["output", &id]), "", "it never ran");
     assert_eq!(Cluster::jobs_named(&id).len(), 1);
     assert_eq!(cluster.delivered(&id), 0);
@@ -328,8 +341,10 @@ fn a_supervisor_killed_after_the_submission_leaves_one_job_whose_end_is_delivere
         "while [ ! -e '{}' ]; do sleep 0.1; done; echo after",
         gate.display()
     ));
-    poll_until(DEADLINE, || (!Cluster::jobs_named(&id).is_empty()).then_some(()))
-        .expect("the job to be submitted");
+    poll_until(DEADLINE, || {
+        (!Cluster::jobs_named(&id).is_empty()).then_some(())
+    })
+    .expect("the job to be submitted");
     let first = cluster.supervisor();
     sigkill(first);
     poll_until(DEADLINE, || (!in_proc(first)).then_some(())).expect("the supervisor gone");
@@ -373,8 +388,10 @@ fn a_supervisor_started_after_slurm_forgot_the_job_ends_it_from_its_exit_file_on
     let exit_file = cluster.root.path(&format!("default/tasks/{id}.exit"));
     poll_until(DEADLINE, || exit_file.exists().then_some(())).expect("the job's exit file");
     // And Slurm forgets it (MinJobAge): only its exit file says how it ended.
-    poll_until(DEADLINE, || Cluster::jobs_named(&id).is_empty().then_some(()))
-        .expect("Slurm to forget the ended job");
+    poll_until(DEADLINE, || {
+        Cluster::jobs_named(&id).is_empty().then_some(())
+    })
+    .expect("Slurm to forget the ended job");
     let task = cluster.ended(&id);
     assert_eq!(task["status"], "failed", "{task}");
     assert_eq!(task["exitCode"], 4, "{task}");

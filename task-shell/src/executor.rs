@@ -10,8 +10,8 @@ use task_core::{
     BatchJob, Delivery, Input, InputError, KillError, KillOutcome, Priority, Registry, ShellKind,
     ShellProcess, ShellState, Task, TaskId, TaskKind, TaskState, TaskType,
 };
-use task_protocol::start::Placement;
 use task_output::open::{child_stdio, create_output_file, open_output_append};
+use task_protocol::start::Placement;
 use tokio::process::Child;
 use tokio::sync::watch;
 
@@ -157,12 +157,12 @@ impl ShellExecutor {
         request: ShellRequest,
         placement: Placement,
     ) -> Result<PendingBatch, ShellError> {
-        let engine = self
-            .engines
-            .get(placement.engine())
-            .ok_or_else(|| ShellError::NoBatchEngine {
-                engine: placement.engine().to_owned(),
-            })?;
+        let engine =
+            self.engines
+                .get(placement.engine())
+                .ok_or_else(|| ShellError::NoBatchEngine {
+                    engine: placement.engine().to_owned(),
+                })?;
         let ShellRequest {
             spec,
             description,
@@ -786,9 +786,6 @@ impl Task for Killer {
 pub(crate) fn is_batch(task: &TaskState) -> bool {
     matches!(
         &task.kind,
-        TaskKind::Shell(ShellState {
-            batch: Some(_),
-            ..
-        })
+        TaskKind::Shell(ShellState { batch: Some(_), .. })
     )
 }

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use task_protocol::start::Placement;
-use task_slurm::{JobFiles, JobId, JobInfo, JobName, JobSpec, Phase, RecordedExit, Slurm, SlurmConfig};
+use task_slurm::{
+    JobFiles, JobId, JobInfo, JobName, JobSpec, Phase, RecordedExit, Slurm, SlurmConfig,
+};
 
 use super::{BatchEngine, BatchError, BatchPhase, BatchSpec, FoundJob};
 
