@@ -71,7 +71,7 @@ pub struct Globals {
 #[command(defer = true)]
 pub enum ShortCommand {
     /// Start a shell command in the background and print its task id.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List the session's tasks.
     Ps(PsArgs),
     /// Print a one-line summary of the background work, for a shell prompt or a status bar.

@@ -75,7 +75,7 @@ pub fn execute_short(
     let session = || paths().and_then(crate::daemon::session);
     let printer = Printer::new(globals.json);
     match command {
-        ShortCommand::Run(args) => run(&session()?, args, printer),
+        ShortCommand::Run(args) => run(&session()?, *args, printer),
         ShortCommand::Ps(args) => crate::ps_cmd::ps(&session()?, &args, printer),
         ShortCommand::Status => crate::status_cmd::status(paths()?, printer),
         ShortCommand::Output(args) => output(&session()?, &args, printer),

@@ -268,7 +268,7 @@ impl ShellExecutor {
             engine,
             spec: None,
             job_id: batch.job_id.clone(),
-            output: PathBuf::from(output),
+            output,
             control,
             outcome,
         };
