@@ -92,7 +92,7 @@ impl BatchRun {
                     return Err(End::Exited(code));
                 }
                 let Some(spec) = &self.spec else {
-                    return self.never_submitted(&name).await;
+                    return self.never_submitted(book, &name).await;
                 };
                 match self.engine.submit(spec).await {
                     Ok(job) => job,
@@ -107,8 +107,28 @@ impl BatchRun {
 
     /// A task taken over whose job cannot be found: its predecessor may have died while its
     /// submission was in flight, so it looks once more after the longest a submission takes.
-    async fn never_submitted(&self, name: &str) -> Result<String, End> {
-        tokio::time::sleep(self.engine.submit_timeout()).await;
+    async fn never_submitted(&mut self, book: &Book, name: &str) -> Result<String, End> {
+        let wait = tokio::time::sleep(self.engine.submit_timeout());
+        tokio::pin!(wait);
+        loop {
+            tokio::select! {
+                () = &mut wait => break,
+                Some(control) = self.control.recv() => match control {
+                    // No job is known: one that shows up by name now is cancelled.
+                    Control::Kill { done } => {
+                        book.mark_killed(&self.id);
+                        if let Ok(Some(found)) = self.engine.find_by_name(name).await
+                            && let Err(error) = self.engine.cancel(&found.job_id).await
+                        {
+                            tracing::warn!(task = %self.id, job = %found.job_id, %error, "cannot cancel its job");
+                        }
+                        let _ = done.send(());
+                        return Err(End::Killed);
+                    }
+                    Control::Background => {}
+                },
+            }
+        }
         match self.engine.find_by_name(name).await {
             Ok(Some(found)) => Ok(found.job_id),
             Ok(None) => match self.engine.recorded_exit(name, &self.output).await {
@@ -119,7 +139,7 @@ impl BatchRun {
                 ))),
             },
             Err(error) => Err(End::Failed(format!(
-                "its supervisor died around its submission, and {error}"
+                "its supervisor died around its submission and its job cannot be looked up: {error}"
             ))),
         }
     }
