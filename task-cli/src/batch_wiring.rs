@@ -7,12 +7,18 @@ use task_session::engine::Host;
 use task_shell::ShellExecutor;
 
 /// `shells` with the batch systems this build and configuration offer: Slurm with feature
-/// `slurm`, its settings from `TASKS_SLURM_*` (a bad one is logged and Slurm left out: a start
-/// placed there is then refused, saying so).
-pub(crate) fn engines(shells: ShellExecutor) -> ShellExecutor {
+/// `slurm`, its settings `slurm` (task-slurm's `TASKS_SLURM_*` variables, read from the
+/// environment or `config.json` by [`crate::settings`]; a bad one is logged and Slurm left out:
+/// a start placed there is then refused, saying so).
+pub(crate) fn engines(
+    shells: ShellExecutor,
+    slurm: &std::collections::BTreeMap<String, String>,
+) -> ShellExecutor {
+    #[cfg(not(feature = "slurm"))]
+    let _ = slurm;
     #[cfg(feature = "slurm")]
     {
-        match task_slurm::SlurmConfig::from_env() {
+        match task_slurm::SlurmConfig::from_vars(|name| slurm.get(name).cloned()) {
             Ok(config) => {
                 let engine = task_shell::batch::SlurmEngine::new(config);
                 return shells.with_batch_engine(std::sync::Arc::new(engine));

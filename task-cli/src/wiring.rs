@@ -25,11 +25,10 @@ pub fn standard(host: &Host) -> Result<Launchers> {
     tokio::spawn(reap_adopted_orphans(host.config.sweep_interval));
     let settings = Settings::read(&host.config.executors)?;
     let tasks_dir = host.paths.tasks_dir();
-    let shells = crate::batch_wiring::engines(ShellExecutor::new(
-        host.registry.clone(),
-        &tasks_dir,
-        settings.shell,
-    ))
+    let shells = crate::batch_wiring::engines(
+        ShellExecutor::new(host.registry.clone(), &tasks_dir, settings.shell),
+        &settings.slurm,
+    )
     .register_with_registry();
     crate::batch_wiring::adopt(host, &shells);
     let mut agent_config = AgentConfig::default();
