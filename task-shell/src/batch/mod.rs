@@ -6,7 +6,7 @@
 //! output file (the start marker, the exit status). The executor does the rest alike for every
 //! engine (`batch::run`): the task stays `pending` while the job waits (the engine's reason in
 //! [`task_core::BatchJob::waiting`]), is `running` while it runs, and ends as the job ended,
-//! once. [`SlurmEngine`] (feature `slurm`) adapts task-slurm; a Kubernetes `Job` engine would
+//! once. `SlurmEngine` (feature `slurm`) adapts task-slurm; a Kubernetes `Job` engine would
 //! be one more implementation (ARCHITECTURE.md).
 
 pub(crate) mod run;
