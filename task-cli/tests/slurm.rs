@@ -403,3 +403,51 @@ fn a_supervisor_started_after_slurm_forgot_the_job_ends_it_from_its_exit_file_on
     assert_ne!(cluster.supervisor(), first);
     assert_eq!(cluster.delivered(&id), 1);
 }
+
+/// The state a supervisor leaves when it dies between `sbatch` and the record of the job id:
+/// the task's record is its first one (`pending`, a Slurm job without an id). Planted here as
+/// that record (the window is microseconds wide: no kill can aim at it), the next supervisor
+/// finds the job by its name, the task's id, follows it and submits nothing.
+#[test]
+fn a_job_whose_id_was_never_recorded_is_found_by_name_and_not_submitted_again() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let id = cluster.slurm(&format!(
+        "while [ ! -e '{}' ]; do sleep 0.1; done; echo found",
+        gate.display()
+    ));
+    cluster.until(&id, "running", |t| t["status"] == "running");
+    let first = cluster.supervisor();
+    sigkill(first);
+    poll_until(DEADLINE, || (!in_proc(first)).then_some(())).expect("the supervisor gone");
+    let path = cluster.root.path(&format!("default/tasks/{id}.json"));
+    let mut record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let job = record["task"]["kind"]["shell"]["batch"]
+        .as_object_mut()
+        .unwrap()
+        .remove("jobId")
+        .expect("the job id was recorded");
+    record["task"]["status"] = "pending".into();
+    let planted = path.with_extension("planted");
+    std::fs::write(&planted, serde_json::to_vec(&record).unwrap()).unwrap();
+    std::fs::rename(&planted, &path).unwrap();
+    // The next read starts the next supervisor, which looks the job up by name.
+    let task = cluster.until(&id, "following its job again", |t| {
+        t["kind"]["shell"]["batch"]["jobId"] == job
+    });
+    assert_ne!(cluster.supervisor(), first, "{task}");
+    std::fs::write(&gate, "").unwrap();
+    let task = cluster.ended(&id);
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(cluster.root.ok(&["output", &id]), "found\n");
+    assert_eq!(
+        Cluster::jobs_named(&id),
+        [job.as_str().unwrap()],
+        "no second job"
+    );
+    assert_eq!(cluster.delivered(&id), 1);
+}
