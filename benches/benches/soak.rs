@@ -51,6 +51,7 @@ fn main() {
             description: "soak".into(),
             timeout_ms: None,
             stdin: task_shell::process::StdinMode::Null,
+            placement: None,
         };
         session.start(request, caller.clone()).unwrap()
     };

@@ -77,6 +77,7 @@ fn records() -> Vec<(&'static str, TaskRecord)> {
             leader_started: Some(987_654),
             owner: None,
         }),
+        batch: None,
     };
     let running = {
         let mut state = state("b12345678", TaskKind::Shell(shell.clone()));

@@ -71,7 +71,7 @@ pub struct Globals {
 #[command(defer = true)]
 pub enum ShortCommand {
     /// Start a shell command in the background and print its task id.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List the session's tasks.
     Ps(PsArgs),
     /// Print a one-line summary of the background work, for a shell prompt or a status bar.
@@ -201,9 +201,39 @@ pub struct RunArgs {
     /// What the task brings for its end.
     #[command(flatten)]
     pub ends: EndArgs,
+    /// Run it as a batch job instead of on this machine: `slurm` or `slurm:PARTITION`. The
+    /// job is named by the task's id, its output is the task's output file (the state
+    /// directory must be shared with the cluster's nodes); `TASKS_SLURM_*` configure it.
+    #[arg(long = "on", value_name = "WHERE", value_parser = task_shell::launch::Placement::parse)]
+    pub placement: Option<task_shell::launch::Placement>,
+    /// With --on slurm: one more `sbatch` option (`--slurm-arg=--mem=1G`); repeat for more.
+    #[arg(
+        long = "slurm-arg",
+        value_name = "ARG",
+        requires = "placement",
+        allow_hyphen_values = true
+    )]
+    pub slurm_args: Vec<String>,
     /// The command: one argument is shell text (`'a | b'`); several are quoted words.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+impl RunArgs {
+    /// Where the command runs: its placement with the `--slurm-arg`s, or `None` (here).
+    pub fn placement(&self) -> Option<task_shell::launch::Placement> {
+        use task_shell::launch::Placement;
+        match self.placement.clone()? {
+            Placement::Slurm {
+                partition,
+                mut args,
+            } => {
+                args.extend(self.slurm_args.iter().cloned());
+                Some(Placement::Slurm { partition, args })
+            }
+            other => Some(other),
+        }
+    }
 }
 
 /// When and where a task starts: its group's turn, after other tasks, at a time.

@@ -75,7 +75,7 @@ pub fn execute_short(
     let session = || paths().and_then(crate::daemon::session);
     let printer = Printer::new(globals.json);
     match command {
-        ShortCommand::Run(args) => run(&session()?, args, printer),
+        ShortCommand::Run(args) => run(&session()?, *args, printer),
         ShortCommand::Ps(args) => crate::ps_cmd::ps(&session()?, &args, printer),
         ShortCommand::Status => crate::status_cmd::status(paths()?, printer),
         ShortCommand::Output(args) => output(&session()?, &args, printer),
@@ -175,11 +175,13 @@ fn run(session: &Session, args: RunArgs, printer: Printer) -> Result<u8> {
     if args.agent_id.is_some() {
         caller.agent_id = args.agent_id;
     }
+    let placement = args.placement();
     let start = ShellStart {
         description: args.description.unwrap_or_else(|| command.clone()),
         command,
         timeout_ms: args.timeout,
         stdin: args.stdin.into(),
+        placement,
     };
     let mut schedule = args.schedule.to_schedule(session)?;
     schedule.ready = args.ready.check();

@@ -27,6 +27,7 @@
 #![deny(missing_docs)]
 
 mod agent_wiring;
+mod batch_wiring;
 #[cfg(feature = "cli")]
 pub mod cli;
 #[cfg(feature = "cli")]

@@ -185,7 +185,7 @@ fn cells(row: &Row, now: u64) -> [String; 8] {
     let end = match &base.end_reason {
         Some(reason) => render::one_line(&reason.short(), 18),
         None if row.supervisor_down => SUPERVISOR_DOWN.to_owned(),
-        None => String::new(),
+        None => batch_waiting(&row.task).unwrap_or_default(),
     };
     // Its run alone: a task that waited in a queue did not take that time, and one that never
     // ran took none.
@@ -210,6 +210,16 @@ fn cells(row: &Row, now: u64) -> [String; 8] {
         ended,
         render::size(row.output_bytes),
     ]
+}
+
+/// Why a shell placed on a batch system waits, as its batch system says (`slurm: Resources`).
+pub fn batch_waiting(task: &task_core::TaskState) -> Option<String> {
+    match &task.kind {
+        task_core::TaskKind::Shell(shell) if task.status() == TaskStatus::Pending => {
+            shell.batch.as_ref()?.waiting_note()
+        }
+        _ => None,
+    }
 }
 
 /// The END cell of a live task whose supervisor is down but that outlives it (a remote agent):

@@ -18,6 +18,11 @@
 //! | `remote_outage_limit_ms`    | `TASKS_REMOTE_OUTAGE_MS`      | 300 000  |
 //! | `remote_request_timeout_ms` | `TASKS_REMOTE_REQUEST_MS`     | 30 000   |
 //! | `team_shutdown_timeout_ms`  | `TASKS_TEAM_SHUTDOWN_MS`      | 60 000   |
+//! | `slurm_bin_dir`             | `TASKS_SLURM_BIN_DIR`         | none (`PATH`) |
+//! | `slurm_conf`                | `TASKS_SLURM_CONF`            | none (inherited `SLURM_CONF`) |
+//! | `slurm_poll_interval_ms`    | `TASKS_SLURM_POLL_MS`         | 1 000    |
+//! | `slurm_command_timeout_ms`  | `TASKS_SLURM_COMMAND_TIMEOUT_MS` | 30 000 |
+//! | `slurm_start_grace_ms`      | `TASKS_SLURM_START_GRACE_MS`  | 120 000  |
 //!
 //! The session's own keys (idle exit, sweep, retention, …) are task-session's
 //! [`Config`](task_session::config::Config).
@@ -53,6 +58,25 @@ const KEYS: &[&str] = &[
     "remote_outage_limit_ms",
     "remote_request_timeout_ms",
     "team_shutdown_timeout_ms",
+    "slurm_bin_dir",
+    "slurm_conf",
+    "slurm_poll_interval_ms",
+    "slurm_command_timeout_ms",
+    "slurm_start_grace_ms",
+];
+
+/// The Slurm settings: task-slurm's variable, this module's `config.json` key, and whether the
+/// key holds a number (else a path).
+const SLURM: &[(&str, &str, bool)] = &[
+    ("TASKS_SLURM_BIN_DIR", "slurm_bin_dir", false),
+    ("TASKS_SLURM_CONF", "slurm_conf", false),
+    ("TASKS_SLURM_POLL_MS", "slurm_poll_interval_ms", true),
+    (
+        "TASKS_SLURM_COMMAND_TIMEOUT_MS",
+        "slurm_command_timeout_ms",
+        true,
+    ),
+    ("TASKS_SLURM_START_GRACE_MS", "slurm_start_grace_ms", true),
 ];
 
 /// The settings of the executors the `tasks` binary wires.
@@ -77,6 +101,9 @@ pub struct Settings {
     pub remote: RemoteConfig,
     /// The teammates' settings (how long one asked to shut down has to approve).
     pub team: TeamConfig,
+    /// The Slurm placement's settings as task-slurm's `TASKS_SLURM_*` variables (each from the
+    /// environment, else from its `config.json` key), for `SlurmConfig::from_vars`.
+    pub slurm: std::collections::BTreeMap<String, String>,
 }
 
 impl Settings {
@@ -165,6 +192,16 @@ impl Settings {
             "team_shutdown_timeout_ms",
             settings.team.shutdown_timeout,
         )?;
+        for &(var, key, numeric) in SLURM {
+            let value = if numeric {
+                from.number(var, key)?.map(|n| n.to_string())
+            } else {
+                from.text(var, key)?
+            };
+            if let Some(value) = value {
+                settings.slurm.insert(var.to_owned(), value);
+            }
+        }
         Ok(settings)
     }
 
@@ -191,6 +228,19 @@ mod tests {
         let file: serde_json::Map<String, serde_json::Value> = serde_json::from_str(file).unwrap();
         let env = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
         Settings::read(&ExecutorSettings::new(file, env))
+    }
+
+    #[test]
+    fn slurm_settings_come_from_the_file_under_the_environment() {
+        let read = settings(
+            r#"{"slurm_poll_interval_ms": 250, "slurm_conf": "/etc/slurm/a.conf"}"#,
+            &[("TASKS_SLURM_CONF", "/etc/slurm/b.conf")],
+        )
+        .unwrap();
+        assert_eq!(read.slurm["TASKS_SLURM_POLL_MS"], "250");
+        assert_eq!(read.slurm["TASKS_SLURM_CONF"], "/etc/slurm/b.conf");
+        assert!(!read.slurm.contains_key("TASKS_SLURM_BIN_DIR"));
+        assert!(settings(r#"{"slurm_poll_interval_ms": "1s"}"#, &[]).is_err());
     }
 
     #[test]

@@ -25,8 +25,12 @@ pub fn standard(host: &Host) -> Result<Launchers> {
     tokio::spawn(reap_adopted_orphans(host.config.sweep_interval));
     let settings = Settings::read(&host.config.executors)?;
     let tasks_dir = host.paths.tasks_dir();
-    let shells = ShellExecutor::new(host.registry.clone(), &tasks_dir, settings.shell)
-        .register_with_registry();
+    let shells = crate::batch_wiring::engines(
+        ShellExecutor::new(host.registry.clone(), &tasks_dir, settings.shell),
+        &settings.slurm,
+    )
+    .register_with_registry();
+    crate::batch_wiring::adopt(host, &shells);
     let mut agent_config = AgentConfig::default();
     agent_config.worktrees_dir = Some(worktrees_dir(&host.paths));
     agent_config.session_token_budget = settings.agent_token_budget;

@@ -246,6 +246,7 @@ async fn every_end_reason_reads_the_same_in_every_front_end() {
         description: "unstartable".into(),
         timeout_ms: None,
         stdin: task_shell::process::StdinMode::Null,
+        placement: None,
     };
     let unstartable =
         tokio::task::spawn_blocking(move || session.start(start, caller).unwrap().to_string())

@@ -39,6 +39,7 @@ pub(crate) async fn bash(context: &Arc<Context>, input: BashInput) -> Result<Rep
         command: input.command,
         timeout_ms: (!background).then_some(timeout_ms),
         stdin: task_shell::process::StdinMode::Null,
+        placement: None,
     };
     // The server's own environment and directory stand for its client's. A foreground run's
     // result is its notification: the supervisor never queues one.

@@ -79,6 +79,18 @@ pub enum EndReason {
         /// The budget (milliseconds for time).
         max: u64,
     },
+    /// Its batch job (a Slurm job) ended in a state of the batch system's other than a plain
+    /// completion or a cancel: `FAILED` with the command's exit code, `TIMEOUT`,
+    /// `OUT_OF_MEMORY`, `NODE_FAIL`, …; or the job left no exit status behind.
+    BatchJob {
+        /// The batch system (`slurm`).
+        engine: String,
+        /// Its state, as it names it (`FAILED`, `TIMEOUT`, …).
+        state: String,
+        /// The exit code it reported (or the job recorded), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<i32>,
+    },
 }
 
 /// The budgets an agent runs under ([`EndReason::BudgetExceeded`]).
@@ -128,6 +140,7 @@ impl EndReason {
             EndReason::SpawnFailed { .. } | EndReason::DependencyFailed { .. } => {
                 Some(EXIT_SPAWN_FAILED)
             }
+            EndReason::BatchJob { code, .. } => Some(code.unwrap_or(EXIT_SPAWN_FAILED)),
             EndReason::Succeeded
             | EndReason::Errored { .. }
             | EndReason::SupervisorDied { .. }
@@ -169,6 +182,7 @@ impl EndReason {
                 human_duration(Duration::from_millis(*limit_ms))
             )),
             EndReason::BudgetExceeded { .. } => Some(self.short()),
+            EndReason::BatchJob { engine, state, .. } => Some(format!("{engine} job {state}")),
             EndReason::Exited { .. } | EndReason::Succeeded | EndReason::Killed => None,
         }
     }
@@ -196,6 +210,14 @@ impl EndReason {
                 human_duration(Duration::from_millis(*limit_ms))
             ),
             EndReason::DependencyFailed { .. } => "dependency failed".into(),
+            EndReason::BatchJob {
+                engine,
+                state,
+                code,
+            } => match code {
+                Some(code) => format!("{state} exit {code}"),
+                None => format!("{engine} {state}"),
+            },
             EndReason::BudgetExceeded { limit, used, max } => {
                 let amount = |n: u64| match limit {
                     BudgetLimit::Time => human_duration(Duration::from_millis(n)),
@@ -278,6 +300,24 @@ mod tests {
         };
         assert_eq!(time.short(), "budget: time 5s of 5s");
         assert!(time.is_limit());
+    }
+
+    #[test]
+    fn a_batch_job_end_carries_its_state_and_code() {
+        let failed = EndReason::BatchJob {
+            engine: "slurm".into(),
+            state: "FAILED".into(),
+            code: Some(3),
+        };
+        assert_eq!(failed.exit_code(), Some(3));
+        assert_eq!(failed.short(), "FAILED exit 3");
+        assert_eq!(failed.stderr_note().unwrap(), "slurm job FAILED");
+        let json = serde_json::to_string(&failed).unwrap();
+        assert_eq!(
+            json,
+            r#"{"reason":"batch_job","engine":"slurm","state":"FAILED","code":3}"#
+        );
+        assert_eq!(serde_json::from_str::<EndReason>(&json).unwrap(), failed);
     }
 
     #[test]

@@ -55,6 +55,61 @@ pub struct ShellStart {
     /// through the supervisor's input operation ([`Op::Input`](crate::wire::Op::Input)).
     #[serde(default, skip_serializing_if = "StdinMode::is_null")]
     pub stdin: StdinMode,
+    /// Where the command runs: absent, on this machine (as a child of the supervisor); else on
+    /// a batch system ([`Placement`]), as a job named by the task's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
+}
+
+/// Where a shell command runs when not on this machine: a batch system that takes it as a job.
+///
+/// On the wire `{"engine": "slurm", "partition": "debug", "args": ["--mem=1G"]}`; both fields
+/// may be left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "engine", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Placement {
+    /// A Slurm batch job (`sbatch`), its output the task's output file: the state directory
+    /// must be on a filesystem the cluster's nodes share.
+    Slurm {
+        /// The partition (`--partition`); absent, the cluster's default.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<String>,
+        /// More `sbatch` options, each one argument (`--mem=1G`, `--cpus-per-task=4`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        args: Vec<String>,
+    },
+}
+
+impl Placement {
+    /// The batch system's name: `slurm`.
+    pub fn engine(&self) -> &'static str {
+        match self {
+            Placement::Slurm { .. } => "slurm",
+        }
+    }
+
+    /// Parses what a command line gives: `slurm` or `slurm:PARTITION` (no extra arguments).
+    ///
+    /// # Errors
+    /// A word that names no batch system, or an empty partition.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (engine, partition) = match text.split_once(':') {
+            Some((engine, partition)) => (engine, Some(partition)),
+            None => (text, None),
+        };
+        match (engine, partition) {
+            ("slurm", Some("")) => Err("an empty Slurm partition (slurm:PARTITION)".into()),
+            ("slurm", partition) => Ok(Placement::Slurm {
+                partition: partition.map(str::to_owned),
+                args: Vec::new(),
+            }),
+            (other, _) => Err(format!(
+                "unknown placement {other:?}: the one batch system is slurm (slurm or slurm:PARTITION)"
+            )),
+        }
+    }
 }
 
 /// What the child's stdin is (on the wire `"null"` or `"pipe"`).
@@ -314,4 +369,54 @@ pub enum RemoteSubtype {
     AutofixPr,
     /// `background-pr`
     BackgroundPr,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_start_without_placement_reads_and_writes_as_before() {
+        let old = r#"{"command":"make","description":"build"}"#;
+        let start: ShellStart = serde_json::from_str(old).unwrap();
+        assert_eq!(start.placement, None);
+        assert_eq!(serde_json::to_string(&start).unwrap(), old);
+    }
+
+    #[test]
+    fn a_slurm_placement_is_tagged_by_its_engine() {
+        let start = ShellStart {
+            command: "make".into(),
+            description: "build".into(),
+            timeout_ms: None,
+            stdin: StdinMode::Null,
+            placement: Some(Placement::Slurm {
+                partition: Some("debug".into()),
+                args: vec!["--mem=1G".into()],
+            }),
+        };
+        let json = serde_json::to_value(&start).unwrap();
+        assert_eq!(
+            json["placement"],
+            serde_json::json!({"engine": "slurm", "partition": "debug", "args": ["--mem=1G"]})
+        );
+        assert_eq!(serde_json::from_value::<ShellStart>(json).unwrap(), start);
+        let bare: Placement = serde_json::from_str(r#"{"engine":"slurm"}"#).unwrap();
+        assert_eq!(bare, Placement::parse("slurm").unwrap());
+    }
+
+    #[test]
+    fn placements_parse_from_the_command_line() {
+        assert_eq!(
+            Placement::parse("slurm:gpu").unwrap(),
+            Placement::Slurm {
+                partition: Some("gpu".into()),
+                args: Vec::new()
+            }
+        );
+        assert!(Placement::parse("slurm:").is_err());
+        assert!(Placement::parse("k8s").is_err());
+        assert_eq!(Placement::parse("slurm").unwrap().engine(), "slurm");
+    }
 }

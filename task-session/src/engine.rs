@@ -212,6 +212,7 @@ impl Engine {
                 strays: config.strays,
             },
         )?;
+        mirror.keep_what_records_carried(&registry);
         let activity = Arc::new(Activity::default());
         let readiness = Readiness::new(paths.clone(), Arc::clone(&registry), config.poll_interval);
         let starter = {
@@ -981,6 +982,25 @@ impl Mirror {
     /// Notes the key of the start that made `id`, for its records.
     fn keyed(&self, id: TaskId, key: String) {
         lock(&self.state.books).start_keys.insert(id, key);
+    }
+
+    /// Keeps, for every task the wiring took over from a dead predecessor (a remote agent, a
+    /// batch job followed again), what its record carried beyond its state: the key of the
+    /// start that made it (so a retry of that start finds it instead of making another) and
+    /// its end hook. Before any of its records is rewritten by this supervisor.
+    fn keep_what_records_carried(&self, registry: &Registry) {
+        for state in registry.snapshot() {
+            let id = state.id();
+            let Ok(record) = record::read(&self.state.paths, &id) else {
+                continue;
+            };
+            if let Some(key) = record.start_key {
+                self.keyed(id, key);
+            }
+            if let Some(command) = record.on_end {
+                self.on_end(id, command);
+            }
+        }
     }
 
     /// Notes the task's own end hook, for its records.

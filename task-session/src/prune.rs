@@ -177,6 +177,14 @@ fn remove(paths: &SessionPaths, task: &TaskRecord) -> Result<Removed> {
     remove_if_present(&paths.queued_start(&id))?;
     remove_if_present(&paths.start_request(&id))?;
     remove_if_present(&paths.end_slot(&id))?;
+    if let task_core::TaskKind::Shell(shell) = &task.task.kind
+        && shell.batch.is_some()
+    {
+        // What a batch job's wrapper wrote beside its output (task-slurm's status files).
+        for status_file in ["exit", "started"] {
+            remove_if_present(&paths.tasks_dir().join(format!("{id}.{status_file}")))?;
+        }
+    }
     if let Some(ended) = task.task.base.end_time {
         remove_if_present(&paths.hook_ran(&id, ended))?;
     }

@@ -507,6 +507,7 @@ impl LegacyRecord {
                 kind,
                 exit_code: self.exit_code,
                 process,
+                batch: None,
             }),
         };
         task.base.status = self.status;

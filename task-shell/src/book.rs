@@ -55,6 +55,30 @@ impl Book {
         }
     }
 
+    /// `pending→running` for a batch job seen running (or ended) while its task was still
+    /// `pending`; the reason it waited is cleared. Nothing for a task past `pending`.
+    pub(crate) fn mark_running_batch(&self, id: &TaskId) {
+        if self
+            .registry
+            .get(id)
+            .is_none_or(|state| state.status() != TaskStatus::Pending)
+        {
+            return;
+        }
+        let started = self
+            .registry
+            .transition_with(id, TaskStatus::Running, |state| {
+                if let TaskKind::Shell(shell) = &mut state.kind
+                    && let Some(batch) = &mut shell.batch
+                {
+                    batch.waiting = None;
+                }
+            });
+        if let Err(error) = started {
+            tracing::debug!(task = %id, %error, "could not mark the batch task running");
+        }
+    }
+
     /// `pending→failed` with exit code 1: the process could not be started. `delivery` is
     /// silent when the caller gets the error directly.
     pub(crate) fn mark_spawn_failed(&self, id: &TaskId, delivery: Delivery, error: String) {
@@ -142,6 +166,71 @@ impl Book {
                 self.registry.get(id).map_or(to, |state| state.status())
             }
         }
+    }
+
+    /// Changes the batch job of shell task `id` (its job id, why it waits) and has its record
+    /// rewritten; a task already ended is left alone.
+    pub(crate) fn update_batch(&self, id: &TaskId, change: impl Fn(&mut task_core::BatchJob)) {
+        let mut changed = false;
+        let updated = self.registry.update(id, |state| {
+            changed = false;
+            if state.status().is_terminal() {
+                return None;
+            }
+            let mut next = state.clone();
+            let TaskKind::Shell(shell) = &mut next.kind else {
+                return None;
+            };
+            let batch = shell.batch.as_mut()?;
+            let before = batch.clone();
+            change(batch);
+            if *batch == before {
+                return None;
+            }
+            changed = true;
+            Some(next)
+        });
+        match updated {
+            Ok(_) if changed => {
+                if let Some(state) = self.registry.get(id)
+                    && let TaskKind::Shell(task_core::ShellState {
+                        batch: Some(batch), ..
+                    }) = &state.kind
+                {
+                    let mut detail = serde_json::Map::new();
+                    detail.insert("engine".into(), batch.engine.clone().into());
+                    if let Some(job) = &batch.job_id {
+                        detail.insert("jobId".into(), job.clone().into());
+                    }
+                    if let Some(waiting) = &batch.waiting {
+                        detail.insert("waiting".into(), waiting.clone().into());
+                    }
+                    self.registry.emit_progress(id, detail);
+                }
+            }
+            Ok(_) => {}
+            Err(error) => tracing::debug!(task = %id, %error, "cannot record its batch job"),
+        }
+    }
+
+    /// Records the end of a batch job cancelled by someone else than this task system (an
+    /// administrator, the batch system): `killed`, notified like any end it did not ask for.
+    pub(crate) fn finish_cancelled(&self, id: &TaskId) -> TaskStatus {
+        self.finish(id, TaskStatus::Killed, EndReason::Killed, |state| {
+            let background = shell_state(state).is_some_and(|s| s.is_backgrounded);
+            let delivery = if background {
+                Delivery::Queue(Priority::Later)
+            } else {
+                Delivery::Silent
+            };
+            (
+                format!(
+                    "{} (cancelled outside the task system)",
+                    summary::shell(&state.base.description, ShellEnd::Stopped)
+                ),
+                delivery,
+            )
+        })
     }
 
     /// Queues the stall warning of SPEC §3 (no `<status>`, priority `next`, with its trailer).

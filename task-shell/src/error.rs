@@ -70,6 +70,19 @@ pub enum ShellError {
     /// The registry could not kill the task.
     #[error(transparent)]
     Kill(KillError),
+    /// A shell was placed on a batch system this executor was not given
+    /// ([`ShellExecutor::with_batch_engine`](crate::ShellExecutor::with_batch_engine)).
+    #[error("no {engine} batch system is configured for this supervisor")]
+    NoBatchEngine {
+        /// The batch system asked for.
+        engine: String,
+    },
+    /// A shell placed on a batch system was asked for a stdin pipe, which a job cannot have.
+    #[error("a command placed on a batch system takes no stdin pipe")]
+    BatchStdin,
+    /// The task is not a live shell placed on a batch system.
+    #[error("task {0} is not a live batch job")]
+    NotBatch(TaskId),
     /// The task's run stopped without reporting an outcome (its runtime shut down).
     #[error("the run of task {0} stopped before the task ended")]
     RunGone(TaskId),

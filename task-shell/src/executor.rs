@@ -7,13 +7,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use task_core::{
-    Delivery, Input, InputError, KillError, KillOutcome, Priority, Registry, ShellKind,
+    BatchJob, Delivery, Input, InputError, KillError, KillOutcome, Priority, Registry, ShellKind,
     ShellProcess, ShellState, Task, TaskId, TaskKind, TaskState, TaskType,
 };
 use task_output::open::{child_stdio, create_output_file, open_output_append};
+use task_protocol::start::Placement;
 use tokio::process::Child;
 use tokio::sync::watch;
 
+use crate::batch::run::BatchRun;
+use crate::batch::{BatchEngine, BatchSpec, Engines};
 use crate::book::{Book, mark_killed};
 use crate::config::ShellConfig;
 use crate::control::{Control, Controls};
@@ -44,6 +47,8 @@ pub struct ShellExecutor {
     task: Arc<Killer>,
     /// The inotify instance its shells' size watchdogs share.
     watches: Arc<Watches>,
+    /// The batch systems shells can be placed on.
+    engines: Arc<Engines>,
 }
 
 impl ShellExecutor {
@@ -67,7 +72,15 @@ impl ShellExecutor {
             inputs,
             task,
             watches: Arc::default(),
+            engines: Arc::default(),
         }
+    }
+
+    /// Lets shells be placed on `engine` ([`Placement`]s of its name); call before cloning.
+    #[must_use]
+    pub fn with_batch_engine(mut self, engine: Arc<dyn BatchEngine>) -> Self {
+        Arc::make_mut(&mut self.engines).add(engine);
+        self
     }
 
     /// The task types this executor runs.
@@ -128,6 +141,160 @@ impl ShellExecutor {
         self.pending(request, true)
     }
 
+    /// Registers a shell command placed on a batch system `pending` (its output file created,
+    /// its [`BatchJob`] recorded without a job yet), without submitting it: start it with
+    /// [`PendingBatch::start`], which submits the job (unless one of the task's name exists
+    /// already) and follows it. The command runs in the request's working directory and
+    /// environment, its output the task's output file, so that directory must be shared with
+    /// the batch system's nodes.
+    ///
+    /// # Errors
+    /// [`ShellError::NoBatchEngine`] when no engine of the placement's name was given
+    /// ([`ShellExecutor::with_batch_engine`]); [`ShellError::BatchStdin`] for a piped stdin;
+    /// as [`register`](Self::register) otherwise.
+    pub fn register_batch(
+        &self,
+        request: ShellRequest,
+        placement: Placement,
+    ) -> Result<PendingBatch, ShellError> {
+        let engine =
+            self.engines
+                .get(placement.engine())
+                .ok_or_else(|| ShellError::NoBatchEngine {
+                    engine: placement.engine().to_owned(),
+                })?;
+        let ShellRequest {
+            spec,
+            description,
+            tool_use_id,
+            agent_id,
+            background,
+            timeout,
+            id,
+        } = request;
+        spec.validate()?;
+        if spec.stdin_mode() == crate::process::StdinMode::Piped {
+            return Err(ShellError::BatchStdin);
+        }
+        let workdir = match spec.working_dir() {
+            Some(dir) => dir.to_owned(),
+            None => std::env::current_dir().map_err(|_| ShellError::MissingWorkingDir {
+                path: PathBuf::from("."),
+            })?,
+        };
+        let shell = ShellState {
+            command: spec.command().to_owned(),
+            is_backgrounded: background,
+            kind: ShellKind::Shell,
+            exit_code: None,
+            process: None,
+            batch: Some(Box::new(BatchJob::new(engine.name()))),
+        };
+        let failure = if background {
+            Delivery::Queue(Priority::Later)
+        } else {
+            Delivery::Silent
+        };
+        let prepared = self
+            .prepare(
+                id.filter(|id| id.task_type() == TaskType::LocalBash),
+                TaskType::LocalBash,
+                description,
+                tool_use_id,
+                agent_id,
+                shell,
+            )?
+            .failing_with(failure);
+        let batch = BatchSpec {
+            name: prepared.id.to_string(),
+            command: spec.command().to_owned(),
+            workdir,
+            output: prepared.output.clone(),
+            env: spec
+                .environment_pairs()
+                .into_iter()
+                .map(|(k, v)| {
+                    (
+                        k.to_string_lossy().into_owned(),
+                        v.to_string_lossy().into_owned(),
+                    )
+                })
+                .collect(),
+            placement,
+            time_limit: timeout,
+        };
+        Ok(PendingBatch {
+            executor: self.clone(),
+            engine,
+            spec: batch,
+            prepared,
+        })
+    }
+
+    /// Follows again a shell task placed on a batch system that a dead supervisor left live
+    /// (`recorded`: its last recorded state): registered as recorded, its job found by its
+    /// recorded id, else by its name (the task's id: the predecessor may have died between
+    /// the submission and its record), and its end recorded once. It is never submitted
+    /// again (its environment is not on disk): a task whose job cannot be found ends `failed`
+    /// after the longest a submission may take, unless its exit file says how it ended.
+    ///
+    /// # Errors
+    /// [`ShellError::NotBatch`] for a task that is not a live batch shell;
+    /// [`ShellError::NoBatchEngine`] when its engine is not configured here (the caller then
+    /// ends it); a registration error.
+    pub fn adopt_batch(&self, recorded: TaskState) -> Result<TaskId, ShellError> {
+        let id = recorded.id();
+        let batch = match &recorded.kind {
+            TaskKind::Shell(ShellState {
+                batch: Some(batch), ..
+            }) if !recorded.status().is_terminal() => batch.clone(),
+            _ => return Err(ShellError::NotBatch(id)),
+        };
+        let engine = self
+            .engines
+            .get(&batch.engine)
+            .ok_or_else(|| ShellError::NoBatchEngine {
+                engine: batch.engine.clone(),
+            })?;
+        let output = recorded.base.output_file.clone();
+        let control = self.controls.open(id);
+        if let Err(error) = self.book.register(recorded) {
+            self.controls.close(&id);
+            return Err(error);
+        }
+        let (outcome, _watcher) = watch::channel(None);
+        let run = BatchRun {
+            id,
+            engine,
+            spec: None,
+            job_id: batch.job_id.clone(),
+            output,
+            control,
+            outcome,
+        };
+        tracing::info!(task = %id, job = ?batch.job_id, "batch job followed again after its supervisor died");
+        tokio::spawn(run.drive(self.book.clone(), Arc::clone(&self.controls)));
+        Ok(id)
+    }
+
+    /// Ends `recorded`, a batch shell a dead supervisor left live that cannot be followed here,
+    /// `failed` with `why` (registered first).
+    pub fn end_unfollowable(&self, recorded: TaskState, why: &str) {
+        let id = recorded.id();
+        if self.registry().get(&id).is_none()
+            && let Err(error) = self.book.register(recorded)
+        {
+            tracing::warn!(task = %id, %error, "cannot record why its batch job is not followed");
+            return;
+        }
+        self.book.finish_shell(
+            &id,
+            task_core::EndReason::SpawnFailed {
+                error: format!("its batch job cannot be followed again: {why}"),
+            },
+        );
+    }
+
     /// [`register`](Self::register); `announce_failure`: notify a background task's failure
     /// to start.
     fn pending(
@@ -151,6 +318,7 @@ impl ShellExecutor {
             kind: ShellKind::Shell,
             exit_code: None,
             process: None,
+            batch: None,
         };
         let failure = if announce_failure && background {
             Delivery::Queue(Priority::Later)
@@ -200,6 +368,7 @@ impl ShellExecutor {
             kind: ShellKind::Monitor,
             exit_code: None,
             process: None,
+            batch: None,
         };
         let mut prepared = self.prepare(
             None,
@@ -413,6 +582,55 @@ impl PendingShell {
     }
 }
 
+/// A shell task placed on a batch system, registered `pending`, whose job is not submitted
+/// yet; see [`ShellExecutor::register_batch`].
+#[derive(Debug)]
+#[must_use = "a pending task that is never started ends failed"]
+pub struct PendingBatch {
+    executor: ShellExecutor,
+    engine: Arc<dyn BatchEngine>,
+    spec: BatchSpec,
+    prepared: Prepared,
+}
+
+impl PendingBatch {
+    /// The task's id (already in the registry, `pending`).
+    pub fn id(&self) -> TaskId {
+        self.prepared.id
+    }
+
+    /// Submits the job (after looking for one of the task's name, which is followed instead)
+    /// and follows it until it ends, on the current tokio runtime. The task stays `pending`
+    /// while the job waits.
+    pub fn start(self) -> TaskHandle {
+        let Self {
+            executor,
+            engine,
+            spec,
+            prepared,
+        } = self;
+        let (id, output, control) = prepared.hand_over();
+        let (outcome, watcher) = watch::channel(None);
+        let run = BatchRun {
+            id,
+            engine,
+            spec: Some(spec),
+            job_id: None,
+            output: output.clone(),
+            control,
+            outcome,
+        };
+        tokio::spawn(run.drive(executor.book.clone(), Arc::clone(&executor.controls)));
+        TaskHandle {
+            id,
+            output,
+            pid: None,
+            stdin: None,
+            outcome: watcher,
+        }
+    }
+}
+
 /// A registered `pending` task whose process is not started yet.
 #[derive(Debug)]
 struct Prepared {
@@ -540,6 +758,12 @@ impl Task for Killer {
     /// recorded at its start (see [`kill_orphaned_task`](crate::process::kill_orphaned_task));
     /// state recorded without one falls back to the group check of
     /// [`kill_orphaned_group`](crate::process::kill_orphaned_group).
+    /// A shell placed on a batch system outlives its supervisor: its job runs on, and the
+    /// next supervisor follows it again ([`ShellExecutor::adopt_batch`]).
+    fn survives_supervisor(&self, task: &TaskState) -> bool {
+        is_batch(task)
+    }
+
     fn reap_orphan(&self, orphan: &TaskState) -> Result<(), KillError> {
         let TaskKind::Shell(ShellState {
             process: Some(process),
@@ -556,4 +780,12 @@ impl Task for Killer {
                 source: Box::new(error),
             })
     }
+}
+
+/// Whether `task` is a shell placed on a batch system.
+pub(crate) fn is_batch(task: &TaskState) -> bool {
+    matches!(
+        &task.kind,
+        TaskKind::Shell(ShellState { batch: Some(_), .. })
+    )
 }

@@ -12,7 +12,7 @@ use crate::monitor::{MonitorRequest, MonitorSource};
 use crate::process::{CommandSpec, StdinMode};
 use crate::shell::ShellRequest;
 
-pub use task_protocol::start::ShellStart;
+pub use task_protocol::start::{Placement, ShellStart};
 
 pub use task_protocol::start::MonitorStart;
 
@@ -47,7 +47,9 @@ fn launch_error(error: ShellError) -> LaunchError {
         ShellError::EmptyCommand
         | ShellError::MissingWorkingDir { .. }
         | ShellError::NotWebSocket(_)
-        | ShellError::MonitorSource => LaunchError::Invalid(error.to_string()),
+        | ShellError::MonitorSource
+        | ShellError::NoBatchEngine { .. }
+        | ShellError::BatchStdin => LaunchError::Invalid(error.to_string()),
         other => LaunchError::Failed(Box::new(other)),
     }
 }
@@ -66,6 +68,16 @@ impl Launch for ShellExecutor {
         request.agent_id = caller.agent_id;
         request.tool_use_id = caller.tool_use_id;
         request.id = caller.task_id;
+        if let Some(placement) = start.placement {
+            let pending = self
+                .register_batch(request, placement)
+                .map_err(launch_error)?;
+            let id = pending.id();
+            return Ok(Launched {
+                id,
+                start: Some(Box::new(move || drop(pending.start()))),
+            });
+        }
         let pending = self.register(request).map_err(launch_error)?;
         let id = pending.id();
         // Input sent before the process exists waits for its pipe.

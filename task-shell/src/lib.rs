@@ -11,6 +11,11 @@
 //!   interactive prompts (the stall watchdog) and for runaway output (the size watchdog).
 //! - **`monitor_mcp`** ([`ShellExecutor::spawn_monitor`]): a command whose every stdout line is
 //!   an event, or a WebSocket whose every frame is; events are queued with priority `next`.
+//! - **`local_bash` on a batch system** ([`ShellExecutor::register_batch`], a
+//!   [`Placement`](launch::Placement) in the start request): the command runs as a job of a
+//!   [`batch::BatchEngine`] (a Slurm cluster: `batch::SlurmEngine`, feature `slurm`), its
+//!   output the same file, with the same lifecycle and one end; a dead supervisor's jobs are
+//!   followed again by the next one ([`ShellExecutor::adopt_batch`]).
 //!
 //! A kill ([`ShellExecutor::kill`], [`Registry::kill`](task_core::Registry::kill),
 //! [`Registry::kill_tasks_for_agent`](task_core::Registry::kill_tasks_for_agent)) SIGKILLs the
@@ -47,6 +52,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod batch;
 mod book;
 pub mod config;
 mod control;
@@ -68,6 +74,6 @@ pub use book::monitor_event_summary;
 pub use config::ShellConfig;
 pub use control::Outcome;
 pub use error::ShellError;
-pub use executor::{PendingShell, ShellExecutor};
+pub use executor::{PendingBatch, PendingShell, ShellExecutor};
 pub use handle::TaskHandle;
 pub use launch::{MonitorStart, Monitors, ShellStart};

@@ -20,6 +20,7 @@ fn shell(command: &str, stdin: StdinMode) -> ShellStart {
         description: command.into(),
         timeout_ms: None,
         stdin,
+        placement: None,
     }
 }
 

@@ -227,6 +227,7 @@ fn start_record(data: &[u8]) {
             kind: task_core::ShellKind::Shell,
             exit_code: None,
             process: None,
+            batch: None,
         }),
     )
     .unwrap();

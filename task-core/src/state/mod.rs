@@ -20,7 +20,7 @@ pub use other::{
     DREAM_TURNS_CAP, DreamPhase, DreamState, DreamTurn, RemoteState, RemoteSubtype, WorkflowState,
     WorkflowStep,
 };
-pub use shell::{ProcessOwner, ShellKind, ShellProcess, ShellState};
+pub use shell::{BatchJob, ProcessOwner, ShellKind, ShellProcess, ShellState};
 
 use crate::{Address, EndReason, TaskId, TaskStatus, TaskType};
 
@@ -384,6 +384,9 @@ impl TaskState {
         if let TaskKind::Shell(shell) = &mut self.kind {
             shell.exit_code = reason.exit_code();
             shell.process = None;
+            if let Some(batch) = &mut shell.batch {
+                batch.waiting = None;
+            }
         }
     }
 

@@ -31,6 +31,46 @@ pub struct ShellState {
     /// The process group it runs in, while it may be alive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<ShellProcess>,
+    /// The batch job it runs as, when it runs on a batch system (a Slurm cluster) rather than
+    /// on this machine; absent for a local command (and in every record written before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<Box<BatchJob>>,
+}
+
+/// A shell command placed on a batch system: which one, its job once submitted, and why it
+/// waits while it does. Recorded from the task's registration on, so that the next supervisor
+/// of the session follows the job (found by its id, or by its name, the task's id, when its
+/// predecessor died before recording it) instead of taking the task for dead.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchJob {
+    /// The batch system (`slurm`).
+    pub engine: String,
+    /// The job's id there, once submitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// Why the job waits, as the batch system says it (Slurm's reason: `Resources`,
+    /// `Priority`, …), while the task is `pending`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<String>,
+}
+
+impl BatchJob {
+    /// A job about to be submitted to `engine`.
+    pub fn new(engine: impl Into<String>) -> Self {
+        Self {
+            engine: engine.into(),
+            job_id: None,
+            waiting: None,
+        }
+    }
+
+    /// What a listing shows of a waiting job: `slurm: Resources`; `None` when it does not wait.
+    pub fn waiting_note(&self) -> Option<String> {
+        self.waiting
+            .as_deref()
+            .map(|reason| format!("{}: {reason}", self.engine))
+    }
 }
 
 /// The process group of a running shell task, recorded so that a process that finds the task

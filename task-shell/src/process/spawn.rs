@@ -185,6 +185,19 @@ impl CommandSpec {
         child
     }
 
+    /// The environment the command gets: exactly the one given with
+    /// [`environment`](Self::environment) (and [`env`](Self::env)), or this process's with
+    /// [`env`](Self::env)'s variables added. Without the task marker (which only a local
+    /// spawn adds).
+    pub fn environment_pairs(&self) -> Vec<(OsString, OsString)> {
+        let base: Vec<(OsString, OsString)> = if self.clear_env {
+            Vec::new()
+        } else {
+            std::env::vars_os().collect()
+        };
+        base.into_iter().chain(self.env.iter().cloned()).collect()
+    }
+
     /// The working directory, if one was set.
     pub fn working_dir(&self) -> Option<&Path> {
         self.cwd.as_deref()

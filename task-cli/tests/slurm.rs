@@ -1,0 +1,453 @@
+//! `tasks run --on slurm` against a real Slurm cluster, through the built `tasks` binary: the
+//! private one `.ci/slurm.sh start` runs (it exports `SLURM_CONF` and `TASKS_TEST_SLURM=1`).
+//! Without them every test skips with a message (under `CI=true` that is a failure).
+//!
+//! Each test has its own state root (a temp dir the single-node cluster sees, since it is this
+//! machine) and cancels every job named by one of its tasks when it ends ([`Cluster`]'s drop,
+//! even on a panic), then waits until Slurm runs none of them. The tests take the node one at
+//! a time ([`NODE`]): one of them asks for more CPUs than it has, and a job waiting for a CPU
+//! another test holds would only make the waits longer. Every wait is on a condition with a
+//! deadline, never a sleep.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+use support::root::TasksRoot;
+use support::{poll_until, sigkill};
+
+mod support;
+
+/// How long a job may take to reach the state it is headed for (a loaded machine included).
+const DEADLINE: Duration = Duration::from_secs(120);
+
+/// Taken by each test for its whole run.
+static NODE: Mutex<()> = Mutex::new(());
+
+/// A state root whose supervisor places tasks on the test cluster, and the tasks it started.
+struct Cluster {
+    root: TasksRoot,
+    ids: Mutex<Vec<String>>,
+}
+
+impl Cluster {
+    /// `None` (with the skip's message) when no cluster is configured.
+    fn new() -> Option<Self> {
+        let configured = std::env::var_os("SLURM_CONF").is_some()
+            && std::env::var_os("TASKS_TEST_SLURM").is_some();
+        if !configured {
+            support::skip(
+                "no Slurm cluster (SLURM_CONF and TASKS_TEST_SLURM unset; start one with \
+                 eval \"$(.ci/slurm.sh start)\")",
+            );
+            return None;
+        }
+        let root = TasksRoot::new()
+            .env("TASKS_SLURM_POLL_MS", "100")
+            // Long enough for a node that shares the state root to write its marker on a
+            // loaded machine; this cluster shares it, so the check must never fire here.
+            .env("TASKS_SLURM_START_GRACE_MS", "60000");
+        Some(Self {
+            root,
+            ids: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// `tasks run OPTIONS -- COMMAND`; returns the id.
+    fn run(&self, options: &[&str], command: &str) -> String {
+        let mut args = vec!["run"];
+        args.extend_from_slice(options);
+        args.extend_from_slice(&["--", command]);
+        let id = self.root.ok(&args).trim().to_owned();
+        self.ids.lock().unwrap().push(id.clone());
+        id
+    }
+
+    /// `tasks run --on slurm -- COMMAND`.
+    fn slurm(&self, command: &str) -> String {
+        self.run(&["--on", "slurm"], command)
+    }
+
+    /// The task's `ps --all --json` row.
+    fn task(&self, id: &str) -> Value {
+        let row = self.root.listed(id);
+        assert!(!row.is_null(), "{id} is not listed");
+        row
+    }
+
+    /// Waits until the task's row satisfies `accept`; returns it.
+    fn until(&self, id: &str, what: &str, accept: impl Fn(&Value) -> bool) -> Value {
+        let mut last = Value::Null;
+        poll_until(DEADLINE, || {
+            last = self.task(id);
+            accept(&last).then(|| last.clone())
+        })
+        .unwrap_or_else(|| panic!("{id} not {what} within {DEADLINE:?}; last: {last}"))
+    }
+
+    /// Waits until the task has ended; returns its row.
+    fn ended(&self, id: &str) -> Value {
+        self.until(id, "ended", |t| {
+            matches!(
+                t["status"].as_str(),
+                Some("completed" | "failed" | "killed")
+            )
+        })
+    }
+
+    /// Delivers what is due (twice: the second delivers nothing new) and returns how many
+    /// notifications of `id` were ever delivered.
+    fn delivered(&self, id: &str) -> usize {
+        self.root.ok(&["notifications"]);
+        self.root.ok(&["notifications"]);
+        let log = std::fs::read_to_string(self.root.path("default/notifications.jsonl"))
+            .unwrap_or_default();
+        log.lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|line| line["notification"]["task_id"] == id)
+            .count()
+    }
+
+    /// The ids of every job Slurm knows named `id`, in any state.
+    fn jobs_named(id: &str) -> Vec<String> {
+        let out = Command::new("squeue")
+            .args(["--noheader", "--states=all", "--format=%i"])
+            .arg(format!("--name={id}"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The pid of the session's supervisor.
+    fn supervisor(&self) -> i32 {
+        let text = std::fs::read_to_string(self.root.path("default/supervisor.lock")).unwrap();
+        text.trim().parse().unwrap()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let ids = self.ids.lock().map(|ids| ids.clone()).unwrap_or_default();
+        for id in &ids {
+            let status = Command::new("scancel").arg(format!("--name={id}")).status();
+            if !matches!(status, Ok(s) if s.success()) {
+                eprintln!("scancel --name={id}: {status:?}");
+            }
+        }
+        // Until Slurm runs none of them any more (it has killed their processes).
+        let busy = || {
+            ids.iter().any(|id| {
+                Command::new("squeue")
+                    .args([
+                        "--noheader",
+                        "--states=PENDING,RUNNING,COMPLETING,CONFIGURING,SUSPENDED",
+                        "--format=%i",
+                    ])
+                    .arg(format!("--name={id}"))
+                    .output()
+                    .is_ok_and(|o| !o.stdout.trim_ascii().is_empty())
+            })
+        };
+        if poll_until(DEADLINE, || (!busy()).then_some(())).is_none() {
+            eprintln!("jobs of {ids:?} still there after {DEADLINE:?}");
+        }
+    }
+}
+
+/// The test's turn on the node (a test that panicked before does not poison it).
+fn node() -> std::sync::MutexGuard<'static, ()> {
+    NODE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn read_pid(path: &Path) -> Option<i32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+fn in_proc(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[test]
+fn a_job_that_completes_is_completed_and_its_output_read() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let id = cluster.slurm("echo hello; echo \"from $SLURM_JOB_NAME\" >&2");
+    let task = cluster.ended(&id);
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(task["exitCode"], 0, "{task}");
+    let job = &task["kind"]["shell"]["batch"];
+    assert_eq!(job["engine"], "slurm", "{task}");
+    assert_eq!(
+        Cluster::jobs_named(&id),
+        [job["jobId"].as_str().unwrap()],
+        "one job, the recorded one"
+    );
+    assert_eq!(
+        cluster.root.ok(&["output", &id]),
+        format!("hello\nfrom {id}\n")
+    );
+    assert_eq!(cluster.delivered(&id), 1);
+}
+
+#[test]
+fn a_job_that_exits_3_fails_with_exit_code_3() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let id = cluster.slurm("echo failing; exit 3");
+    let task = cluster.ended(&id);
+    assert_eq!(task["status"], "failed", "{task}");
+    assert_eq!(task["exitCode"], 3, "{task}");
+    assert_eq!(
+        task["endReason"],
+        serde_json::json!({"reason": "batch_job", "engine": "slurm", "state": "FAILED", "code": 3})
+    );
+    assert_eq!(cluster.root.ok(&["output", &id]), "failing\n");
+    assert_eq!(cluster.delivered(&id), 1);
+    let log = std::fs::read_to_string(cluster.root.path("default/notifications.jsonl")).unwrap();
+    assert!(
+        log.contains("failed with exit code 3 (slurm job FAILED)"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_killed_job_is_killed_and_its_processes_are_gone() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (shell_pid, sleep_pid) = (dir.path().join("sh.pid"), dir.path().join("sleep.pid"));
+    let id = cluster.slurm(&format!(
+        "echo $$ > '{}'; sleep 300 & echo $! > '{}'; wait",
+        shell_pid.display(),
+        sleep_pid.display()
+    ));
+    let pids = poll_until(DEADLINE, || {
+        Some([read_pid(&shell_pid)?, read_pid(&sleep_pid)?])
+    })
+    .expect("the job to write its pids");
+    assert!(pids.iter().all(|&pid| in_proc(pid)));
+    assert_eq!(
+        cluster.until(&id, "running", |t| t["status"] == "running")["status"],
+        "running"
+    );
+    cluster.root.ok(&["kill", &id]);
+    let task = cluster.task(&id);
+    assert_eq!(task["status"], "killed", "{task}");
+    assert_eq!(task["endReason"]["reason"], "killed", "{task}");
+    poll_until(DEADLINE, || {
+        pids.iter().all(|&pid| !in_proc(pid)).then_some(())
+    })
+    .unwrap_or_else(|| panic!("processes {pids:?} of the cancelled job still there"));
+    let state = poll_until(DEADLINE, || {
+        let out = Command::new("squeue")
+            .args(["--noheader", "--states=all", "--format=%T"])
+            .arg(format!("--name={id}"))
+            .output()
+            .ok()?;
+        let state = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        (state == "CANCELLED").then_some(state)
+    });
+    assert_eq!(state.as_deref(), Some("CANCELLED"));
+    // A kill on request is never notified.
+    assert_eq!(cluster.delivered(&id), 0);
+}
+
+#[test]
+fn output_is_read_by_delta_while_the_job_runs() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let id = cluster.slurm(&format!(
+        "echo first; while [ ! -e '{}' ]; do sleep 0.1; done; echo second",
+        gate.display()
+    ));
+    // Its output may show before the next look at the job marks it running.
+    let first: Value = poll_until(DEADLINE, || {
+        let read = cluster.root.json(&["output", &id, "--offset", "0"]);
+        (read["output"] == "first\n" && read["status"] == "running").then_some(read)
+    })
+    .expect("the first line while the job runs");
+    let offset = first["newOffset"].as_u64().unwrap().to_string();
+    std::fs::write(&gate, "").unwrap();
+    assert_eq!(cluster.ended(&id)["status"], "completed");
+    let delta = cluster.root.json(&["output", &id, "--offset", &offset]);
+    assert_eq!(delta["output"], "second\n", "{delta}");
+    assert_eq!(cluster.delivered(&id), 1);
+}
+
+#[test]
+fn a_job_asking_for_more_cpus_than_the_node_has_is_pending_with_slurms_reason_then_killed() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let cpus: u32 = std::env::var("TASKS_TEST_SLURM_CPUS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| {
+            u32::try_from(std::thread::available_parallelism().unwrap().get()).unwrap()
+        });
+    let too_many = format!("--slurm-arg=--cpus-per-task={}", cpus + 1);
+    let id = cluster.run(&["--on", "slurm:debug", &too_many], "echo never");
+    let task = cluster.until(&id, "waiting with a reason", |t| {
+        t["kind"]["shell"]["batch"]["waiting"].is_string()
+    });
+    assert_eq!(task["status"], "pending", "{task}");
+    assert_eq!(task["kind"]["shell"]["batch"]["waiting"], "PartitionConfig");
+    let table = cluster.root.ok(&["ps"]);
+    let row = table.lines().find(|l| l.starts_with(&id)).unwrap();
+    assert!(
+        row.contains("pending") && row.contains("slurm: PartitionConfig"),
+        "{table}"
+    );
+    cluster.root.ok(&["kill", &id]);
+    let task = cluster.task(&id);
+    assert_eq!(task["status"], "killed", "{task}");
+    assert_eq!(
+        task["kind"]["shell"]["batch"].get("waiting"),
+        None,
+        "{task}"
+    );
+    assert_eq!(cluster.root.ok(&["output", &id]), "", "it never ran");
+    assert_eq!(Cluster::jobs_named(&id).len(), 1);
+    assert_eq!(cluster.delivered(&id), 0);
+}
+
+#[test]
+fn a_supervisor_killed_after_the_submission_leaves_one_job_whose_end_is_delivered_once() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let id = cluster.slurm(&format!(
+        "while [ ! -e '{}' ]; do sleep 0.1; done; echo after",
+        gate.display()
+    ));
+    poll_until(DEADLINE, || {
+        (!Cluster::jobs_named(&id).is_empty()).then_some(())
+    })
+    .expect("the job to be submitted");
+    let first = cluster.supervisor();
+    sigkill(first);
+    poll_until(DEADLINE, || (!in_proc(first)).then_some(())).expect("the supervisor gone");
+    // A read finds the task live under a dead supervisor: it outlives it, so the read starts
+    // the next supervisor, which follows the job again instead of ending the task.
+    let task = cluster.task(&id);
+    assert!(
+        matches!(task["status"].as_str(), Some("pending" | "running")),
+        "{task}"
+    );
+    let second = cluster.supervisor();
+    assert_ne!(first, second);
+    std::fs::write(&gate, "").unwrap();
+    let task = cluster.ended(&id);
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(cluster.root.ok(&["output", &id]), "after\n");
+    let jobs = Cluster::jobs_named(&id);
+    assert_eq!(jobs.len(), 1, "exactly one job for the task: {jobs:?}");
+    assert_eq!(task["kind"]["shell"]["batch"]["jobId"], jobs[0].as_str());
+    assert_eq!(cluster.delivered(&id), 1);
+}
+
+#[test]
+fn a_supervisor_started_after_slurm_forgot_the_job_ends_it_from_its_exit_file_once() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let id = cluster.slurm(&format!(
+        "while [ ! -e '{}' ]; do sleep 0.1; done; exit 4",
+        gate.display()
+    ));
+    cluster.until(&id, "running", |t| t["status"] == "running");
+    let first = cluster.supervisor();
+    sigkill(first);
+    poll_until(DEADLINE, || (!in_proc(first)).then_some(())).expect("the supervisor gone");
+    // The job ends while no supervisor lives: its wrapper records the exit status.
+    std::fs::write(&gate, "").unwrap();
+    let exit_file = cluster.root.path(&format!("default/tasks/{id}.exit"));
+    poll_until(DEADLINE, || exit_file.exists().then_some(())).expect("the job's exit file");
+    // And Slurm forgets it (MinJobAge): only its exit file says how it ended.
+    poll_until(DEADLINE, || {
+        Cluster::jobs_named(&id).is_empty().then_some(())
+    })
+    .expect("Slurm to forget the ended job");
+    let task = cluster.ended(&id);
+    assert_eq!(task["status"], "failed", "{task}");
+    assert_eq!(task["exitCode"], 4, "{task}");
+    assert_eq!(
+        task["endReason"],
+        serde_json::json!({"reason": "exited", "code": 4}),
+        "read from the exit file"
+    );
+    assert_ne!(cluster.supervisor(), first);
+    assert_eq!(cluster.delivered(&id), 1);
+}
+
+/// The state a supervisor leaves when it dies between `sbatch` and the record of the job id:
+/// the task's record is its first one (`pending`, a Slurm job without an id). Planted here as
+/// that record (the window is microseconds wide: no kill can aim at it), the next supervisor
+/// finds the job by its name, the task's id, follows it and submits nothing.
+#[test]
+fn a_job_whose_id_was_never_recorded_is_found_by_name_and_not_submitted_again() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let id = cluster.slurm(&format!(
+        "while [ ! -e '{}' ]; do sleep 0.1; done; echo found",
+        gate.display()
+    ));
+    cluster.until(&id, "running", |t| t["status"] == "running");
+    let first = cluster.supervisor();
+    sigkill(first);
+    poll_until(DEADLINE, || (!in_proc(first)).then_some(())).expect("the supervisor gone");
+    let path = cluster.root.path(&format!("default/tasks/{id}.json"));
+    let mut record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let job = record["task"]["kind"]["shell"]["batch"]
+        .as_object_mut()
+        .unwrap()
+        .remove("jobId")
+        .expect("the job id was recorded");
+    record["task"]["status"] = "pending".into();
+    let planted = path.with_extension("planted");
+    std::fs::write(&planted, serde_json::to_vec(&record).unwrap()).unwrap();
+    std::fs::rename(&planted, &path).unwrap();
+    // The next read starts the next supervisor, which looks the job up by name.
+    let task = cluster.until(&id, "following its job again", |t| {
+        t["kind"]["shell"]["batch"]["jobId"] == job
+    });
+    assert_ne!(cluster.supervisor(), first, "{task}");
+    std::fs::write(&gate, "").unwrap();
+    let task = cluster.ended(&id);
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(cluster.root.ok(&["output", &id]), "found\n");
+    assert_eq!(
+        Cluster::jobs_named(&id),
+        [job.as_str().unwrap()],
+        "no second job"
+    );
+    assert_eq!(cluster.delivered(&id), 1);
+}
