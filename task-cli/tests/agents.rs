@@ -715,6 +715,24 @@ fn supervisor_memory(sandbox: &Sandbox) -> (u32, usize) {
     session.ping().unwrap()
 }
 
+/// Waits until the session's supervisor, which lives on, holds no task in memory.
+fn wait_evicted_by_its_supervisor(sandbox: &Sandbox) {
+    let (pid, _) = supervisor_memory(sandbox);
+    eventually("the stopped agent evicted", || {
+        (supervisor_memory(sandbox) == (pid, 0)).then_some(())
+    });
+}
+
+/// Waits until the supervisor holds no task in memory, then SIGKILLs it.
+fn wait_evicted_then_kill_the_supervisor(sandbox: &Sandbox) {
+    eventually("the resumed run evicted", || {
+        (supervisor_memory(sandbox).1 == 0).then_some(())
+    });
+    let supervisor = i32::try_from(supervisor_memory(sandbox).0).unwrap();
+    // SAFETY: kill(2) on the pid of the supervisor this test's session started.
+    assert_eq!(unsafe { libc::kill(supervisor, libc::SIGKILL) }, 0);
+}
+
 /// Moves every time of the task's record and its files `by_ms` into the past: a day later, as
 /// far as anything of ours can tell.
 fn age_task(sandbox: &Sandbox, id: &str, by_ms: u64) {
@@ -777,19 +795,11 @@ fn a_stopped_agent_resumes_under_its_id_after_eviction_after_a_sigkilled_supervi
     sandbox.ok(&["notifications"]);
 
     // 1. Evicted from its supervisor's memory, which lives on: resumed by name.
-    let (pid, _) = supervisor_memory(&sandbox);
-    eventually("the stopped agent evicted", || {
-        (supervisor_memory(&sandbox) == (pid, 0)).then_some(())
-    });
+    wait_evicted_by_its_supervisor(&sandbox);
     resumed_with("keeper", "after eviction");
 
     // 2. Its supervisor SIGKILLed: the next one takes it back from its record, by id.
-    eventually("the resumed run evicted", || {
-        (supervisor_memory(&sandbox).1 == 0).then_some(())
-    });
-    let supervisor = i32::try_from(supervisor_memory(&sandbox).0).unwrap();
-    // SAFETY: kill(2) on the pid of the supervisor this test's session started.
-    assert_eq!(unsafe { libc::kill(supervisor, libc::SIGKILL) }, 0);
+    wait_evicted_then_kill_the_supervisor(&sandbox);
     resumed_with(&id, "after a restart");
 
     // 3. A day later (every time its record and files hold moved back 24 h), by name again.
@@ -886,10 +896,7 @@ fn a_stopped_gemini_agent_is_refused_a_message_and_its_notification_promises_no_
     };
     // Held by its supervisor, then taken from its record once evicted.
     refused("gem");
-    let (pid, _) = supervisor_memory(&sandbox);
-    eventually("the stopped agent evicted", || {
-        (supervisor_memory(&sandbox) == (pid, 0)).then_some(())
-    });
+    wait_evicted_by_its_supervisor(&sandbox);
     refused(&id);
     refused("gem");
     assert_eq!(sandbox.listed(&id)["status"], "completed");
@@ -952,19 +959,11 @@ fn a_resumed_agent_runs_in_the_environment_it_was_started_with_whoever_sends_and
     };
 
     // 1. Evicted from the green supervisor's memory; a blue sender resumes it.
-    let (pid, _) = supervisor_memory(&sandbox);
-    eventually("the stopped agent evicted", || {
-        (supervisor_memory(&sandbox) == (pid, 0)).then_some(())
-    });
+    wait_evicted_by_its_supervisor(&sandbox);
     resumed_by_blue("painter", "after eviction");
 
     // 2. The supervisor SIGKILLed: the blue sender starts the next one, which resumes it.
-    eventually("the resumed run evicted", || {
-        (supervisor_memory(&sandbox).1 == 0).then_some(())
-    });
-    let supervisor = i32::try_from(supervisor_memory(&sandbox).0).unwrap();
-    // SAFETY: kill(2) on the pid of the supervisor this test's session started.
-    assert_eq!(unsafe { libc::kill(supervisor, libc::SIGKILL) }, 0);
+    wait_evicted_then_kill_the_supervisor(&sandbox);
     resumed_by_blue(&id, "after a restart");
 }
 

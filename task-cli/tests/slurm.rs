@@ -129,6 +129,14 @@ impl Cluster {
         let text = std::fs::read_to_string(self.root.path("default/supervisor.lock")).unwrap();
         text.trim().parse().unwrap()
     }
+
+    /// SIGKILLs the session's supervisor and waits until it is gone; its pid.
+    fn kill_the_supervisor(&self) -> i32 {
+        let pid = self.supervisor();
+        sigkill(pid);
+        poll_until(DEADLINE, || (!in_proc(pid)).then_some(())).expect("the supervisor gone");
+        pid
+    }
 }
 
 impl Drop for Cluster {
@@ -345,9 +353,7 @@ fn a_supervisor_killed_after_the_submission_leaves_one_job_whose_end_is_delivere
         (!Cluster::jobs_named(&id).is_empty()).then_some(())
     })
     .expect("the job to be submitted");
-    let first = cluster.supervisor();
-    sigkill(first);
-    poll_until(DEADLINE, || (!in_proc(first)).then_some(())).expect("the supervisor gone");
+    let first = cluster.kill_the_supervisor();
     // A read finds the task live under a dead supervisor: it outlives it, so the read starts
     // the next supervisor, which follows the job again instead of ending the task.
     let task = cluster.task(&id);
@@ -380,9 +386,7 @@ fn a_supervisor_started_after_slurm_forgot_the_job_ends_it_from_its_exit_file_on
         gate.display()
     ));
     cluster.until(&id, "running", |t| t["status"] == "running");
-    let first = cluster.supervisor();
-    sigkill(first);
-    poll_until(DEADLINE, || (!in_proc(first)).then_some(())).expect("the supervisor gone");
+    let first = cluster.kill_the_supervisor();
     // The job ends while no supervisor lives: its wrapper records the exit status.
     std::fs::write(&gate, "").unwrap();
     let exit_file = cluster.root.path(&format!("default/tasks/{id}.exit"));
@@ -421,9 +425,7 @@ fn a_job_whose_id_was_never_recorded_is_found_by_name_and_not_submitted_again() 
         gate.display()
     ));
     cluster.until(&id, "running", |t| t["status"] == "running");
-    let first = cluster.supervisor();
-    sigkill(first);
-    poll_until(DEADLINE, || (!in_proc(first)).then_some(())).expect("the supervisor gone");
+    let first = cluster.kill_the_supervisor();
     let path = cluster.root.path(&format!("default/tasks/{id}.json"));
     let mut record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let job = record["task"]["kind"]["shell"]["batch"]
