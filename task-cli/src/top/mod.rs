@@ -53,11 +53,9 @@ struct Screen {
 
 impl Screen {
     fn enter() -> Result<Self> {
-        let terminal = ratatui::try_init().map_err(|e| {
-            ratatui::restore();
-            CliError::io("set up", "the terminal", e)
-        })?;
-        Ok(Self { terminal })
+        Ok(Self {
+            terminal: raw_alternate_screen()?,
+        })
     }
 
     fn draw(&mut self, app: &App) -> Result<()> {
@@ -67,13 +65,23 @@ impl Screen {
             .map_err(|e| CliError::io("draw on", "the terminal", e))
     }
 
-    /// Hands the terminal to `program` (the pager) and takes it back.
+    /// Hands the terminal to `program` (the pager) and takes it back. Only the terminal is
+    /// replaced: a new `Screen` would drop this one, whose restore would undo the new raw mode
+    /// and leave the alternate screen (keys echoed, none read until Enter).
     fn lend(&mut self, run: impl FnOnce()) -> Result<()> {
         ratatui::try_restore().map_err(|e| CliError::io("restore", "the terminal", e))?;
         run();
-        *self = Self::enter()?;
+        self.terminal = raw_alternate_screen()?;
         Ok(())
     }
+}
+
+/// The terminal in raw mode on the alternate screen (restored again if that fails).
+fn raw_alternate_screen() -> Result<ratatui::DefaultTerminal> {
+    ratatui::try_init().map_err(|e| {
+        ratatui::restore();
+        CliError::io("set up", "the terminal", e)
+    })
 }
 
 impl Drop for Screen {

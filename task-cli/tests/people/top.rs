@@ -9,8 +9,13 @@ use crate::support::{eventually, processes_of};
 /// The shell around the dashboard: a line before it, and after it the exit status and the
 /// terminal's settings (to see that raw mode was undone).
 fn around_top(sandbox: &Sandbox) -> String {
+    around_top_with(sandbox, "")
+}
+
+/// [`around_top`] with `env` (`NAME=value …`) before the command.
+fn around_top_with(sandbox: &Sandbox, env: &str) -> String {
     format!(
-        "echo BEFORE-TOP; {} top --interval 100ms; echo \"EXIT $?\"; stty -a > {}; sleep 1000",
+        "echo BEFORE-TOP; {env} {} top --interval 100ms; echo \"EXIT $?\"; stty -a > {}; sleep 1000",
         env!("CARGO_BIN_EXE_tasks"),
         sandbox.root().join("stty.txt").display()
     )
@@ -205,4 +210,28 @@ fn top_exits_when_its_terminal_goes_away() {
     eventually("top to leave with its terminal", || {
         (!crate::support::is_alive(top)).then_some(())
     });
+}
+
+#[test]
+fn top_takes_keys_again_after_the_pager() {
+    let sandbox = Sandbox::new();
+    sandbox.start("echo paged");
+    // The pager: records that it ran (with the output file), then returns at once.
+    let paged = sandbox.root().join("paged");
+    let env = format!("PAGER='touch {}'", paged.display());
+    let Some(tmux) = Tmux::start(&sandbox, &around_top_with(&sandbox, &env)) else {
+        return;
+    };
+    tmux.wait_for("the task's output", |s| s.contains("Output of"));
+    tmux.keys(&["o"]);
+    eventually("the pager to run", || paged.exists().then_some(()));
+    tmux.wait_for("the dashboard back", |s| s.contains("q quit"));
+    // A key is read at once (raw mode is back): the help opens without an Enter.
+    tmux.keys(&["?"]);
+    tmux.wait_for("the help", |s| {
+        s.contains("Keys") && s.contains("kill the selected task")
+    });
+    tmux.keys(&["Space"]);
+    tmux.keys(&["q"]);
+    assert_restored(&sandbox, &tmux);
 }
