@@ -89,10 +89,17 @@ pub fn execute(
                 UnassignReason::Shutdown => task_list::UnassignReason::Shutdown,
             };
             let result = list.unassign(&owner, reason).map_err(list_error)?;
-            let text = result
-                .notification_message
-                .clone()
-                .unwrap_or_else(|| format!("{owner} had no unfinished task"));
+            // For a person: what changed (the lead's message stays in the JSON).
+            let text = if result.unassigned_tasks.is_empty() {
+                format!("{owner} had no unfinished task")
+            } else {
+                let lines: Vec<String> = result
+                    .unassigned_tasks
+                    .iter()
+                    .map(|t| format!("#{} {}: back to pending, no owner", t.id, t.subject))
+                    .collect();
+                lines.join("\n")
+            };
             print(printer, &result, &text, true)
         }
         ListOp::Ready => {
@@ -101,7 +108,12 @@ pub fn execute(
             if report.ready.is_empty() {
                 text.push(task_list::NOTHING_READY.to_owned());
             }
-            text.extend(report.not_ready.iter().map(|t| {
+            // A completed task is done, not "not ready".
+            let open = report
+                .not_ready
+                .iter()
+                .filter(|t| !t.reasons.contains(&NotReadyReason::Completed));
+            text.extend(open.map(|t| {
                 let reasons: Vec<String> = t.reasons.iter().map(not_ready).collect();
                 format!(
                     "#{} not ready: {} ({})",

@@ -605,6 +605,16 @@ fn sessions_are_separate_and_task_lists_round_trip() {
     assert!(sandbox.root().join("lists/default/2.json").exists());
     let bad_id = sandbox.run(&["list", "get", "x1"]);
     assert_eq!(code(&bad_id), 65);
+    // A completed task is done, not "not ready".
+    sandbox.ok(&["list", "update", "1", "--status", "completed"]);
+    let ready = sandbox.ok(&["list", "ready"]);
+    assert_eq!(ready, "#2 ready: Write API\n");
+    // unassign tells a person what changed (the lead's message stays in the JSON).
+    sandbox.ok(&["list", "claim", "2", "--owner", "bob"]);
+    let unassigned = sandbox.ok(&["list", "unassign", "--owner", "bob"]);
+    assert_eq!(unassigned, "#2 Write API: back to pending, no owner\n");
+    let again = sandbox.ok(&["list", "unassign", "--owner", "bob"]);
+    assert_eq!(again, "bob had no unfinished task\n");
 }
 
 /// A command run by `script(1)` under a real pseudo-terminal, with this sandbox's environment;
