@@ -371,7 +371,9 @@ mod tests {
         let line = serde_json::to_string(&request).unwrap();
         assert_eq!(
             line,
-            r#"{"version":1,"deadlineMs":5,"op":{"op":"kill","ids":["b12345678"]}}"#
+            format!(
+                r#"{{"version":{PROTOCOL_VERSION},"deadlineMs":5,"op":{{"op":"kill","ids":["b12345678"]}}}}"#
+            )
         );
         assert_eq!(serde_json::from_str::<Request>(&line).unwrap(), request);
         let forged = r#"{"deadlineMs":5,"op":{"op":"kill","ids":["../etc"]}}"#;
