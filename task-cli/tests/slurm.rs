@@ -71,6 +71,17 @@ impl Cluster {
         self.run(&["--on", "slurm"], command)
     }
 
+    /// A Slurm task that runs `before`, waits for its [`Gate`] to open, then runs `after`.
+    fn gated(&self, before: &str, after: &str) -> (Gate, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gate");
+        let id = self.slurm(&format!(
+            "{before}while [ ! -e '{}' ]; do sleep 0.1; done; {after}",
+            path.display()
+        ));
+        (Gate { _dir: dir, path }, id)
+    }
+
     /// The task's `ps --all --json` row.
     fn task(&self, id: &str) -> Value {
         let row = self.root.listed(id);
@@ -136,6 +147,19 @@ impl Cluster {
         sigkill(pid);
         poll_until(DEADLINE, || (!in_proc(pid)).then_some(())).expect("the supervisor gone");
         pid
+    }
+}
+
+/// A file a job's command waits for.
+struct Gate {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+}
+
+impl Gate {
+    /// Lets the command go on.
+    fn open(&self) {
+        std::fs::write(&self.path, "").unwrap();
     }
 }
 
@@ -279,12 +303,7 @@ fn output_is_read_by_delta_while_the_job_runs() {
     let Some(cluster) = Cluster::new() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let gate = dir.path().join("gate");
-    let id = cluster.slurm(&format!(
-        "echo first; while [ ! -e '{}' ]; do sleep 0.1; done; echo second",
-        gate.display()
-    ));
+    let (gate, id) = cluster.gated("echo first; ", "echo second");
     // Its output may show before the next look at the job marks it running.
     let first: Value = poll_until(DEADLINE, || {
         let read = cluster.root.json(&["output", &id, "--offset", "0"]);
@@ -292,7 +311,7 @@ fn output_is_read_by_delta_while_the_job_runs() {
     })
     .expect("the first line while the job runs");
     let offset = first["newOffset"].as_u64().unwrap().to_string();
-    std::fs::write(&gate, "").unwrap();
+    gate.open();
     assert_eq!(cluster.ended(&id)["status"], "completed");
     let delta = cluster.root.json(&["output", &id, "--offset", &offset]);
     assert_eq!(delta["output"], "second\n", "{delta}");
@@ -343,12 +362,7 @@ fn a_supervisor_killed_after_the_submission_leaves_one_job_whose_end_is_delivere
     let Some(cluster) = Cluster::new() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let gate = dir.path().join("gate");
-    let id = cluster.slurm(&format!(
-        "while [ ! -e '{}' ]; do sleep 0.1; done; echo after",
-        gate.display()
-    ));
+    let (gate, id) = cluster.gated("", "echo after");
     poll_until(DEADLINE, || {
         (!Cluster::jobs_named(&id).is_empty()).then_some(())
     })
@@ -363,7 +377,7 @@ fn a_supervisor_killed_after_the_submission_leaves_one_job_whose_end_is_delivere
     );
     let second = cluster.supervisor();
     assert_ne!(first, second);
-    std::fs::write(&gate, "").unwrap();
+    gate.open();
     let task = cluster.ended(&id);
     assert_eq!(task["status"], "completed", "{task}");
     assert_eq!(cluster.root.ok(&["output", &id]), "after\n");
@@ -379,16 +393,11 @@ fn a_supervisor_started_after_slurm_forgot_the_job_ends_it_from_its_exit_file_on
     let Some(cluster) = Cluster::new() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let gate = dir.path().join("gate");
-    let id = cluster.slurm(&format!(
-        "while [ ! -e '{}' ]; do sleep 0.1; done; exit 4",
-        gate.display()
-    ));
+    let (gate, id) = cluster.gated("", "exit 4");
     cluster.until(&id, "running", |t| t["status"] == "running");
     let first = cluster.kill_the_supervisor();
     // The job ends while no supervisor lives: its wrapper records the exit status.
-    std::fs::write(&gate, "").unwrap();
+    gate.open();
     let exit_file = cluster.root.path(&format!("default/tasks/{id}.exit"));
     poll_until(DEADLINE, || exit_file.exists().then_some(())).expect("the job's exit file");
     // And Slurm forgets it (MinJobAge): only its exit file says how it ended.
@@ -418,12 +427,7 @@ fn a_job_whose_id_was_never_recorded_is_found_by_name_and_not_submitted_again() 
     let Some(cluster) = Cluster::new() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let gate = dir.path().join("gate");
-    let id = cluster.slurm(&format!(
-        "while [ ! -e '{}' ]; do sleep 0.1; done; echo found",
-        gate.display()
-    ));
+    let (gate, id) = cluster.gated("", "echo found");
     cluster.until(&id, "running", |t| t["status"] == "running");
     let first = cluster.kill_the_supervisor();
     let path = cluster.root.path(&format!("default/tasks/{id}.json"));
@@ -442,7 +446,7 @@ fn a_job_whose_id_was_never_recorded_is_found_by_name_and_not_submitted_again() 
         t["kind"]["shell"]["batch"]["jobId"] == job
     });
     assert_ne!(cluster.supervisor(), first, "{task}");
-    std::fs::write(&gate, "").unwrap();
+    gate.open();
     let task = cluster.ended(&id);
     assert_eq!(task["status"], "completed", "{task}");
     assert_eq!(cluster.root.ok(&["output", &id]), "found\n");
