@@ -21,7 +21,7 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rustix::fs::{FlockOperation, Mode, OFlags};
+use rustix::fs::FlockOperation;
 use serde::{Deserialize, Serialize};
 use task_output::OutputError;
 
@@ -87,9 +87,7 @@ impl ConsolidationLock {
     pub fn acquire(&self) -> Result<LockHeld, LockError> {
         let io = |e: std::io::Error| LockError::from(OutputError::from_io(&self.path, e));
         self.create_if_missing().map_err(io)?;
-        let flags = OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rustix::fs::open(&self.path, flags, Mode::empty()).map_err(|e| io(e.into()))?;
-        let file = File::from(fd);
+        let file = task_output::open::NoFollow::read_write().open(&self.path)?;
         match rustix::fs::flock(file.as_fd(), FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(rustix::io::Errno::WOULDBLOCK) => {

@@ -16,7 +16,8 @@ use crate::list_open::{Opener, session_list};
 use crate::list_text;
 use crate::printer::Printer;
 use crate::render;
-use task_session::paths::{SessionPaths, private_file};
+use task_output::open::NoFollow;
+use task_session::paths::SessionPaths;
 
 /// Runs one `tasks list` operation.
 pub fn execute(
@@ -193,12 +194,11 @@ fn export(list: &TaskList, output: Option<&Path>) -> Result<u8> {
     match output {
         None => render::out(&render::with_newline(&text))?,
         Some(path) => {
-            let mut file = private_file()
-                .write(true)
-                .create(true)
-                .truncate(true)
+            let mut file = NoFollow::write()
+                .create()
+                .truncate()
                 .open(path)
-                .map_err(|e| CliError::io("create", path, e))?;
+                .map_err(|e| CliError::io("create", path, e.into()))?;
             file.write_all(render::with_newline(&text).as_bytes())
                 .and_then(|()| file.sync_all())
                 .map_err(|e| CliError::io("write", path, e))?;

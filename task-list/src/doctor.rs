@@ -1,11 +1,10 @@
 //! `doctor`: integrity check of a list, and its repair (`--fix`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::Duration;
 
-use rustix::fs::{FileType, Mode, OFlags, RenameFlags, Stat};
+use rustix::fs::{FileType, RenameFlags, Stat};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
@@ -445,9 +444,9 @@ fn still_has(path: &Path, fault: &EntryFault) -> Result<bool> {
 }
 
 /// Opens the directory `path`, refusing a symlink.
-fn open_dir_nofollow(path: &Path) -> Result<OwnedFd> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    rustix::fs::open(path, flags, Mode::empty())
+fn open_dir_nofollow(path: &Path) -> Result<std::fs::File> {
+    task_output::open::NoFollow::directory()
+        .open(path)
         .map_err(std::io::Error::from)
         .at("open", path)
 }

@@ -64,6 +64,21 @@ impl EntryKind {
     }
 }
 
+impl From<task_output::FileKind> for EntryKind {
+    fn from(kind: task_output::FileKind) -> Self {
+        use task_output::FileKind;
+        match kind {
+            FileKind::Directory => Self::Directory,
+            FileKind::Fifo => Self::Fifo,
+            FileKind::CharDevice => Self::CharDevice,
+            FileKind::BlockDevice => Self::BlockDevice,
+            FileKind::Socket => Self::Socket,
+            FileKind::Symlink => Self::Symlink,
+            _ => Self::Unknown,
+        }
+    }
+}
+
 impl fmt::Display for EntryKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

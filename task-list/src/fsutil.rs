@@ -1,22 +1,18 @@
 //! Small filesystem helpers: atomic writes, no-follow opens, directory scans.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rustix::fs::{FileType, Mode, OFlags, Stat};
-use rustix::io::Errno;
+use rustix::fs::Stat;
 use serde::de::DeserializeOwned;
+use task_output::OutputError;
+use task_output::open::NoFollow;
 
 use crate::entry::{EntryFault, EntryKind, FileProblem, looks_like_a_task_file};
 use crate::error::{Error, IoContext, Result};
 use crate::id::TaskId;
-
-fn nofollow() -> i32 {
-    rustix::fs::OFlags::NOFOLLOW.bits() as i32
-}
 
 /// What a look at an untrusted entry of the list directory found: nothing, an entry that is not
 /// read (and why), or a regular file within the limit with its `fstat`, taken on the open file
@@ -45,84 +41,55 @@ impl<T> Untrusted<T> {
     }
 }
 
-/// Opens `path` for reading as untrusted input: `O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC`, so a symlink
-/// at its last component is refused and a FIFO is never waited on, then checks on the open
-/// file that it is a regular file of at most `max` bytes. Only a failure that says nothing
-/// about the entry (out of descriptors, an I/O error) is an error.
+/// Opens `path` for reading as untrusted input ([`task_output::open::open_untrusted`]: no
+/// symlink followed, no FIFO waited on, a regular file of at most `max` bytes, checked on the
+/// open file). Only a failure that says nothing about the entry (out of descriptors, an I/O
+/// error) is an error.
 pub(crate) fn open_untrusted(path: &Path, max: u64) -> Result<Untrusted<File>> {
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
-        Ok(fd) => fd,
-        Err(Errno::NOENT) => return Ok(Untrusted::Missing),
-        Err(errno) => match fault_of(errno, path) {
-            Some(fault) => return Ok(Untrusted::Refused(fault)),
-            None => return Err(std::io::Error::from(errno)).at("open", path),
-        },
-    };
-    let stat = rustix::fs::fstat(&fd)
-        .map_err(std::io::Error::from)
-        .at("stat", path)?;
-    if let Some(kind) = EntryKind::of(FileType::from_raw_mode(stat.st_mode)) {
-        return Ok(refused_kind(kind));
-    }
-    let size = u64::try_from(stat.st_size).unwrap_or(0);
-    if size > max {
-        return Ok(Untrusted::Refused(EntryFault::TooLarge {
-            size,
-            limit: max,
-        }));
-    }
-    Ok(Untrusted::Found(File::from(fd), stat))
+    let opened = task_output::open::open_untrusted(path, max).map(|file| {
+        let stat = *file.stat();
+        (file.into_file(), stat)
+    });
+    classify(path, opened)
 }
 
-fn refused_kind<T>(kind: EntryKind) -> Untrusted<T> {
-    Untrusted::Refused(EntryFault::NotRegularFile { kind })
-}
-
-/// The fault that an open's error shows in the entry at `path`, if it shows one: a symlink
-/// (`ELOOP` under `O_NOFOLLOW`), a socket (`ENXIO`, as a FIFO without a reader opened for
-/// writing), permission denied.
-fn fault_of(errno: Errno, path: &Path) -> Option<EntryFault> {
-    match errno {
-        Errno::LOOP => Some(EntryFault::NotRegularFile {
-            kind: EntryKind::Symlink,
-        }),
-        Errno::NXIO => Some(EntryFault::NotRegularFile {
-            kind: std::fs::symlink_metadata(path)
-                .ok()
-                .and_then(|meta| EntryKind::of(FileType::from_raw_mode(meta.mode())))
-                .unwrap_or(EntryKind::Unknown),
-        }),
-        Errno::ACCESS | Errno::PERM => Some(EntryFault::Unreadable {
-            message: std::io::Error::from(errno).to_string(),
-        }),
-        _ => None,
-    }
-}
-
-/// Reads `path` as untrusted input ([`open_untrusted`]): never more than `max` bytes, even from
-/// a file that grows while it is read.
+/// Reads `path` as untrusted input ([`task_output::open::read_untrusted`]): never more than
+/// `max` bytes, even from a file that grows while it is read.
 pub(crate) fn read_untrusted(path: &Path, max: u64) -> Result<Untrusted<Vec<u8>>> {
-    let (file, stat) = match open_untrusted(path, max)? {
-        Untrusted::Found(file, stat) => (file, stat),
-        Untrusted::Missing => return Ok(Untrusted::Missing),
-        Untrusted::Refused(fault) => return Ok(Untrusted::Refused(fault)),
-    };
-    let size = usize::try_from(stat.st_size).unwrap_or(0);
-    // One spare byte lets the final read see end-of-file without growing the buffer; `take`
-    // reads to the end without repeating the size probe of `File::read_to_end`.
-    let mut bytes = Vec::with_capacity(size.saturating_add(1));
-    file.take(max.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .at("read", path)?;
-    let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-    if read > max {
-        return Ok(Untrusted::Refused(EntryFault::TooLarge {
-            size: read,
-            limit: max,
-        }));
+    classify(path, task_output::open::read_untrusted_with_stat(path, max))
+}
+
+/// What an untrusted open or read of `path` found.
+fn classify<T>(
+    path: &Path,
+    result: std::result::Result<(T, Stat), OutputError>,
+) -> Result<Untrusted<T>> {
+    match result {
+        Ok((found, stat)) => Ok(Untrusted::Found(found, stat)),
+        Err(OutputError::NotFound { .. }) => Ok(Untrusted::Missing),
+        Err(err) => match fault_of(err) {
+            Ok(fault) => Ok(Untrusted::Refused(fault)),
+            Err(err) => Err(std::io::Error::from(err)).at("read", path),
+        },
     }
-    Ok(Untrusted::Found(bytes, stat))
+}
+
+/// The fault an open or a read found in the entry, if the error shows one: not a regular file
+/// (a symlink, a FIFO, a socket...), too large, permission denied.
+fn fault_of(err: OutputError) -> std::result::Result<EntryFault, OutputError> {
+    Ok(match err {
+        OutputError::SymlinkRefused { .. } => EntryFault::NotRegularFile {
+            kind: EntryKind::Symlink,
+        },
+        OutputError::NotRegularFile { kind, .. } => EntryFault::NotRegularFile {
+            kind: EntryKind::from(kind),
+        },
+        OutputError::TooLarge { size, limit, .. } => EntryFault::TooLarge { size, limit },
+        OutputError::PermissionDenied { .. } => EntryFault::Unreadable {
+            message: "permission denied".to_owned(),
+        },
+        other => return Err(other),
+    })
 }
 
 /// [`read_untrusted`] of a file of the list's own (the high-water mark, the journal, the
@@ -194,6 +161,10 @@ pub(crate) const MAX_LINE_BYTES: u64 = 4 << 20;
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// The permission bits of the files the list creates, before the umask (so a list shared
+/// through the umask stays shared).
+pub(crate) const LIST_FILE_MODE: u32 = 0o666;
+
 /// A file's new contents, written under a temp name in the same directory (created `O_EXCL`,
 /// `O_NOFOLLOW`), waiting to be flushed and renamed over its target. Dropped unpublished, the
 /// temp file is removed.
@@ -264,11 +235,12 @@ pub(crate) fn is_temp_file(name: &str) -> bool {
 
 /// Creates `path` (`O_EXCL`, `O_NOFOLLOW`) holding `contents`, not flushed.
 pub(crate) fn create_new(path: &Path, contents: &[u8]) -> Result<File> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(nofollow())
+    // Mode 0666 before the umask, as any file the list writes.
+    let mut file = NoFollow::write()
+        .create_new()
+        .mode(LIST_FILE_MODE)
         .open(path)
+        .map_err(std::io::Error::from)
         .at("create", path)?;
     file.write_all(contents).at("write", path)?;
     Ok(file)
@@ -342,32 +314,23 @@ const MAX_FLUSH_THREADS: usize = 8;
 /// a single `write`, and fsyncs it when `durable`. Anything but a regular file there (a
 /// symlink, a FIFO, which would block the open for ever) is [`Error::BadEntry`].
 pub(crate) fn append_line(path: &Path, line: &str, durable: bool) -> Result<()> {
-    let flags = OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let opened = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .custom_flags(flags.bits() as i32)
-        .open(path);
-    let bad = |fault| Error::BadEntry {
-        path: path.to_path_buf(),
-        fault,
-    };
+    let opened = NoFollow::write()
+        .append()
+        .create()
+        .mode(LIST_FILE_MODE)
+        .open_regular(path);
     let mut file = match opened {
-        Ok(file) => file,
-        Err(e) => {
-            let fault = e
-                .raw_os_error()
-                .and_then(|raw| fault_of(Errno::from_raw_os_error(raw), path));
-            return Err(match fault {
-                Some(fault) => bad(fault),
-                None => return Err(e).at("open", path),
+        Ok(file) => file.into_file(),
+        Err(err) => {
+            return Err(match fault_of(err) {
+                Ok(fault) => Error::BadEntry {
+                    path: path.to_path_buf(),
+                    fault,
+                },
+                Err(err) => return Err(std::io::Error::from(err)).at("open", path),
             });
         }
     };
-    let mode = file.metadata().at("stat", path)?.mode();
-    if let Some(kind) = EntryKind::of(FileType::from_raw_mode(mode)) {
-        return Err(bad(EntryFault::NotRegularFile { kind }));
-    }
     let mut buf = String::with_capacity(line.len() + 1);
     buf.push_str(line);
     buf.push('\n');

@@ -7,9 +7,8 @@
 //! crate, an exclusive `flock` on the list's `.lock` file is taken first: it is released by the
 //! kernel when a holder dies, and it orders our own writers fairly without backoff loops.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::ErrorKind;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
@@ -219,15 +218,11 @@ impl ListGuard {
     /// and the reference's locks are on ([`LockConfig::reference_locks`]).
     pub(crate) fn acquire(dir: &Path, config: &LockConfig, with_dir_lock: bool) -> Result<Self> {
         let lock_file = dir.join(LIST_LOCK_FILE);
-        let kernel = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .custom_flags(
-                (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32,
-            )
+        let kernel = task_output::open::NoFollow::read_write()
+            .create()
+            .mode(crate::fsutil::LIST_FILE_MODE)
             .open(&lock_file)
+            .map_err(std::io::Error::from)
             .at("open", &lock_file)?;
         rustix::fs::flock(&kernel, rustix::fs::FlockOperation::LockExclusive)
             .map_err(std::io::Error::from)

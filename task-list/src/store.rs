@@ -7,14 +7,10 @@
 //! way.
 
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::SystemTime;
-
-use rustix::fs::OFlags;
-use rustix::io::Errno;
 
 use crate::audit::{AUDIT_LOG_FILE, AuditRecord};
 use crate::backend::{Backend, DatabaseStore};
@@ -88,18 +84,20 @@ impl TaskList {
         // Never followed nor waited on (a FIFO opened for writing blocks until a reader comes).
         // Something other than a file there is left for `doctor` to name: reads do not need
         // the lock, and writes refuse to take it.
-        let flags = OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let created = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .custom_flags(flags.bits() as i32)
+        let created = task_output::open::NoFollow::write()
+            .append()
+            .create()
+            .mode(fsutil::LIST_FILE_MODE)
             .open(&lock_file);
-        match created.map_err(|e| (e.raw_os_error().map(Errno::from_raw_os_error), e)) {
+        match created {
             Ok(_) => {}
-            Err((Some(Errno::LOOP | Errno::NXIO | Errno::ISDIR), e)) => {
+            Err(
+                e @ (task_output::OutputError::SymlinkRefused { .. }
+                | task_output::OutputError::NotRegularFile { .. }),
+            ) => {
                 tracing::warn!(path = %lock_file.display(), error = %e, "the list's lock file is not a regular file");
             }
-            Err((_, e)) => return Err(e).at("create", &lock_file),
+            Err(e) => return Err(std::io::Error::from(e)).at("create", &lock_file),
         }
         Ok(Self {
             dir,

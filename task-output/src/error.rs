@@ -58,6 +58,8 @@ pub enum OutputError {
     TooLarge {
         /// The path that was opened.
         path: PathBuf,
+        /// Its size when it was looked at, or the bytes read when it grew past the limit.
+        size: u64,
         /// The limit, in bytes.
         limit: u64,
     },
@@ -109,6 +111,24 @@ impl OutputError {
 
     pub(crate) fn from_errno(path: &Path, errno: Errno) -> Self {
         Self::from_io(path, io::Error::from(errno))
+    }
+}
+
+/// For callers that speak [`io::Error`] (and name the path themselves): the system's own error
+/// where there was one (`ENOENT`, `EEXIST`, `EACCES`, `ELOOP` for a symlink refused, the
+/// underlying error of [`OutputError::Io`]); a file that is not regular or too large, or
+/// anything else, is [`io::ErrorKind::InvalidData`] with this error's words.
+impl From<OutputError> for io::Error {
+    fn from(err: OutputError) -> Self {
+        let errno = match err {
+            OutputError::Io { source, .. } => return source,
+            OutputError::NotFound { .. } => Errno::NOENT,
+            OutputError::AlreadyExists { .. } => Errno::EXIST,
+            OutputError::PermissionDenied { .. } => Errno::ACCESS,
+            OutputError::SymlinkRefused { .. } => Errno::LOOP,
+            other => return io::Error::new(io::ErrorKind::InvalidData, other),
+        };
+        io::Error::from(errno)
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 use task_output::OutputError;
@@ -63,7 +63,7 @@ impl EventLog {
     /// The file cannot be read or truncated.
     pub fn recover_last(&self) -> Result<Option<Map<String, Value>>, OutputError> {
         let io = |e| OutputError::from_io(&self.path, e);
-        let file = open_rw_nofollow(&self.path)?;
+        let file = task_output::open::NoFollow::read_write().open(&self.path)?;
         let len = file.metadata().map_err(io)?.len();
         let start = len.saturating_sub(LAST_LINE_WINDOW);
         let mut tail = vec![0u8; usize::try_from(len - start).unwrap_or(0)];
@@ -85,16 +85,6 @@ impl EventLog {
             .unwrap_or_default();
         Ok(serde_json::from_slice::<Map<String, Value>>(last).ok())
     }
-}
-
-fn open_rw_nofollow(path: &Path) -> Result<std::fs::File, OutputError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)
-        .map_err(|e| OutputError::from_io(path, e))
 }
 
 #[cfg(test)]

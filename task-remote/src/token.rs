@@ -5,12 +5,10 @@
 //! would block the reader) that only its owner may read or write (mode `0600` or stricter), of
 //! at most [`MAX_TOKEN_FILE_BYTES`]; the token is its first line, trimmed.
 
-use std::fs::File;
-use std::io::Read;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::OFlags;
+use task_output::OutputError;
+use task_output::open::NoFollow;
 
 /// The most bytes a token file may hold.
 pub const MAX_TOKEN_FILE_BYTES: u64 = 64 * 1024;
@@ -79,45 +77,29 @@ pub enum TokenFileError {
 /// # Ok(()) }
 /// ```
 pub fn read_token_file(path: &Path) -> Result<String, TokenFileError> {
-    let unreadable = |source: std::io::Error| {
-        if source.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+    let refused = |err: OutputError| match err {
+        OutputError::SymlinkRefused { .. } | OutputError::NotRegularFile { .. } => {
             TokenFileError::NotRegular {
                 path: path.to_owned(),
             }
-        } else {
-            TokenFileError::Unreadable {
-                path: path.to_owned(),
-                source,
-            }
         }
-    };
-    let flags = OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(flags.bits() as i32)
-        .open(path)
-        .map_err(unreadable)?;
-    let meta = file.metadata().map_err(unreadable)?;
-    if !meta.file_type().is_file() {
-        return Err(TokenFileError::NotRegular {
+        OutputError::TooLarge { .. } => TokenFileError::TooLarge {
             path: path.to_owned(),
-        });
-    }
-    if meta.mode() & 0o077 != 0 {
+        },
+        other => TokenFileError::Unreadable {
+            path: path.to_owned(),
+            source: other.into(),
+        },
+    };
+    let file = NoFollow::read().open_regular(path).map_err(refused)?;
+    let mode = file.stat().st_mode & 0o777;
+    if mode & 0o077 != 0 {
         return Err(TokenFileError::OpenToOthers {
             path: path.to_owned(),
-            mode: meta.mode() & 0o777,
+            mode,
         });
     }
-    let mut bytes = Vec::new();
-    File::take(file, MAX_TOKEN_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
-    if bytes.len() as u64 > MAX_TOKEN_FILE_BYTES {
-        return Err(TokenFileError::TooLarge {
-            path: path.to_owned(),
-        });
-    }
+    let bytes = file.read_within(MAX_TOKEN_FILE_BYTES).map_err(refused)?;
     let token = std::str::from_utf8(&bytes)
         .ok()
         .and_then(|text| text.lines().next())

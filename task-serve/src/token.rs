@@ -2,7 +2,6 @@
 //! file, and compared in constant time.
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use subtle::ConstantTimeEq;
@@ -39,13 +38,8 @@ pub fn init(path: &Path) -> Result<String> {
     let mut random = [0u8; TOKEN_BYTES];
     getrandom::fill(&mut random).map_err(|e| ServeError::NoRandomness(e.to_string()))?;
     let token: String = random.iter().map(|b| format!("{b:02x}")).collect();
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)
-        .map_err(|e| task_session::Error::io("create", path, e))?;
+    let mut file = task_output::open::create_output_file(path)
+        .map_err(|e| task_session::Error::io("create", path, e.into()))?;
     file.write_all(format!("{token}\n").as_bytes())
         .and_then(|()| file.sync_all())
         .map_err(|e| task_session::Error::io("write", path, e))?;

@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::lock;
-use crate::paths::{SessionPaths, private_file};
+use crate::paths::SessionPaths;
 use crate::protocol::{ErrorKind as Refusal, Op, Request, Response};
 use crate::wire::READY_FD_ENV;
+use task_output::open::NoFollow;
 
 /// How a client starts the supervisor of a session: a program and its arguments. The session's
 /// root and name are passed in its environment as `TASKS_ROOT` and `TASKS_SESSION`.
@@ -412,7 +413,7 @@ fn spawn(paths: &SessionPaths, supervisor: &SupervisorCommand, ready: OwnedFd) -
     // The log may not be creatable (a full disk): the supervisor then still reports through
     // the pipe, and logs nowhere.
     let log = |e| tracing::warn!("cannot open {}: {e}", paths.log().display());
-    let stderr = match private_file().create(true).append(true).open(paths.log()) {
+    let stderr = match NoFollow::write().create().append().open(&paths.log()) {
         Ok(file) => Stdio::from(file),
         Err(e) => {
             log(e);

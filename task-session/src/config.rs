@@ -235,9 +235,9 @@ struct ConfigFile {
 impl Config {
     /// Loads `config_file` (absent is fine) and applies the environment over it.
     pub fn load(config_file: &Path) -> Result<Self> {
-        let file = match crate::untrusted::read_file(
+        let file = match task_output::open::read_untrusted(
             config_file,
-            crate::untrusted::MAX_STATE_FILE_BYTES,
+            crate::paths::MAX_STATE_FILE_BYTES,
         ) {
             Ok(bytes) => {
                 serde_json::from_slice::<ConfigFile>(&bytes).map_err(|e| Error::CorruptState {
@@ -245,8 +245,8 @@ impl Config {
                     reason: e.to_string(),
                 })?
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ConfigFile::default(),
-            Err(e) => return Err(Error::io("read", config_file, e)),
+            Err(task_output::OutputError::NotFound { .. }) => ConfigFile::default(),
+            Err(e) => return Err(Error::io("read", config_file, e.into())),
         };
         let env = std::env::vars().filter(|(name, _)| name.starts_with("TASKS_"));
         Self::from_sources(file, env)

@@ -34,15 +34,16 @@
 //! run twice had the latch come after the `fork`. The hook does not die with the supervisor
 //! (no parent-death signal): once started it finishes.
 
-use std::fs::OpenOptions;
-use std::io::{ErrorKind, Write};
+use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::time::Duration;
 
 use task_core::TaskState;
 
-use crate::paths::{SessionPaths, private_file};
+use task_output::open::NoFollow;
+
+use crate::paths::SessionPaths;
 use crate::record::TaskRecord;
 
 /// Runs end hooks for one supervisor.
@@ -82,9 +83,9 @@ impl Hooks {
         }
         let id = record.id();
         let latch = self.paths.hook_ran(&id, ended);
-        match private_file().write(true).create_new(true).open(&latch) {
+        match NoFollow::write().create_new().open(&latch) {
             Ok(_) => {}
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => return,
+            Err(task_output::OutputError::AlreadyExists { .. }) => return,
             Err(error) => {
                 tracing::error!(task = %id, %error, "cannot claim its end hook: not run");
                 return;
@@ -135,10 +136,8 @@ impl Run {
             "{} {id} on-end hook {outcome}\n",
             humantime::format_rfc3339_millis(std::time::SystemTime::now())
         );
-        let appended = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
+        let appended = task_output::open::open_append_creating(&self.log)
+            .map_err(std::io::Error::from)
             .and_then(|mut log| log.write_all(line.as_bytes()));
         if let Err(error) = appended {
             tracing::warn!(task = %id, %error, "cannot log its end hook");
@@ -149,10 +148,7 @@ impl Run {
     /// Starts `sh -c COMMAND` in a process group of its own, the task in its environment,
     /// its output appended to the hooks log.
     fn spawn(&self, task: &TaskState) -> std::io::Result<tokio::process::Child> {
-        let log = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)?;
+        let log = task_output::open::open_append_creating(&self.log)?;
         let base = &task.base;
         let reason = base
             .end_reason

@@ -145,7 +145,6 @@ mod schedule;
 pub mod session;
 pub mod strays;
 pub mod supervisor;
-pub mod untrusted;
 mod wire;
 
 pub use error::{Error, Result};

@@ -10,7 +10,8 @@ use std::path::Path;
 use rustix::fs::{FlockOperation, flock};
 
 use crate::error::{Error, Result};
-use crate::paths::private_file;
+use task_output::OutputError;
+use task_output::open::NoFollow;
 
 /// A held exclusive lock on a session's `supervisor.lock`; released when dropped.
 #[derive(Debug)]
@@ -21,13 +22,10 @@ pub struct SupervisorLock {
 impl SupervisorLock {
     /// Takes the lock if nobody holds it; `None` if another process does.
     pub fn try_acquire(path: &Path) -> Result<Option<Self>> {
-        let file = private_file()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
+        let file = NoFollow::read_write()
+            .create()
             .open(path)
-            .map_err(|e| Error::io("open", path, e))?;
+            .map_err(|e| Error::io("open", path, e.into()))?;
         match flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => Ok(Some(Self { file })),
             Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
@@ -50,10 +48,10 @@ impl SupervisorLock {
 /// moment retries (see [`crate::supervisor`]).
 /// It never creates or writes anything: read-only commands use it.
 pub fn is_held(path: &Path) -> Result<bool> {
-    let file = match crate::untrusted::open_regular(path, std::fs::OpenOptions::new().read(true)) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(Error::io("open", path, e)),
+    let file = match NoFollow::read().open_regular(path) {
+        Ok(file) => file.into_file(),
+        Err(OutputError::NotFound { .. }) => return Ok(false),
+        Err(e) => return Err(Error::io("open", path, e.into())),
     };
     match flock(&file, FlockOperation::NonBlockingLockShared) {
         Ok(()) => Ok(false),
@@ -64,7 +62,7 @@ pub fn is_held(path: &Path) -> Result<bool> {
 
 /// The pid the lock's holder wrote in it, if it can be read.
 pub fn holder_pid(path: &Path) -> Option<u32> {
-    let bytes = crate::untrusted::read_file(path, 64).ok()?;
+    let bytes = task_output::open::read_untrusted(path, 64).ok()?;
     std::str::from_utf8(&bytes).ok()?.trim().parse().ok()
 }
 

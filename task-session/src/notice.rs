@@ -34,8 +34,10 @@ use task_core::{Notification, Priority, TaskId};
 
 use crate::error::{Error, Result};
 use crate::lease::Holder;
-use crate::paths::{SessionPaths, private_file};
-use crate::untrusted;
+use task_output::OutputError;
+use task_output::open::{NoFollow, read_untrusted};
+
+use crate::paths::{MAX_STATE_FILE_BYTES, SessionPaths};
 
 /// One notification (SPEC §3) and when and how urgently to deliver it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,11 +93,10 @@ pub fn publish_event(paths: &SessionPaths, notice: &Notice) -> Result<()> {
     let body = serde_json::to_vec(notice)
         .map_err(|e| Error::Invalid(format!("cannot encode an event: {e}")))?;
     let staging = paths.dir().join("events").join(format!(".{name}"));
-    let mut file = private_file()
-        .write(true)
-        .create_new(true)
+    let mut file = NoFollow::write()
+        .create_new()
         .open(&staging)
-        .map_err(|e| Error::io("create", &staging, e))?;
+        .map_err(|e| Error::io("create", &staging, e.into()))?;
     if let Err(e) = file.write_all(&body) {
         let _ = fs::remove_file(&staging);
         return Err(Error::io("write", &staging, e));
@@ -384,8 +385,8 @@ pub fn peek_events(paths: &SessionPaths) -> Result<Vec<PendingEvent>> {
 }
 
 fn read_event(path: &Path) -> Result<Notice> {
-    let bytes = untrusted::read_file(path, untrusted::MAX_STATE_FILE_BYTES)
-        .map_err(|e| Error::io("read", path, e))?;
+    let bytes = read_untrusted(path, MAX_STATE_FILE_BYTES)
+        .map_err(|e| Error::io("read", path, e.into()))?;
     serde_json::from_slice(&bytes).map_err(|e| Error::CorruptState {
         path: path.to_owned(),
         reason: e.to_string(),
@@ -497,10 +498,10 @@ pub fn never_notify(paths: &SessionPaths, id: &TaskId) -> Result<bool> {
 
 /// Creates `latch` with `O_CREAT|O_EXCL`: true for the one caller that creates it.
 fn create_latch(latch: &Path) -> Result<bool> {
-    match private_file().write(true).create_new(true).open(latch) {
+    match NoFollow::write().create_new().open(latch) {
         Ok(_) => Ok(true),
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(Error::io("create", latch, e)),
+        Err(OutputError::AlreadyExists { .. }) => Ok(false),
+        Err(e) => Err(Error::io("create", latch, e.into())),
     }
 }
 
@@ -525,8 +526,12 @@ fn append_to_log<'a>(
             .map_err(|e| Error::Invalid(format!("cannot encode a notification: {e}")))?;
         lines.push(b'\n');
     }
-    let mut log = untrusted::open_regular(&path, private_file().create(true).append(true))
-        .map_err(|e| Error::io("open", &path, e))?;
+    let mut log = NoFollow::write()
+        .create()
+        .append()
+        .open_regular(&path)
+        .map_err(|e| Error::io("open", &path, e.into()))?
+        .into_file();
     log.write_all(&lines)
         .map_err(|e| Error::io("append to", &path, e))
 }

@@ -15,8 +15,7 @@
 //!                                         session directory (see [`SessionPaths::root_lock`])
 //! ```
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use task_core::TaskId;
@@ -237,12 +236,12 @@ impl SessionPaths {
     /// there could plant state that drives this user's `tasks`. Missing directories are fine.
     pub fn verify(&self) -> Result<()> {
         for dir in [&self.root, &self.dir] {
-            crate::untrusted::check_private_dir(dir).map_err(|e| match e.kind() {
-                std::io::ErrorKind::PermissionDenied => Error::UnsafeState {
+            task_output::open::check_private_dir(dir).map_err(|e| match e {
+                task_output::OutputError::UnsafeDirectory { problem, .. } => Error::UnsafeState {
                     path: dir.clone(),
-                    reason: e.to_string(),
+                    reason: problem.to_string(),
                 },
-                _ => Error::io("use", dir, e),
+                _ => Error::io("use", dir, e.into()),
             })?;
         }
         Ok(())
@@ -288,15 +287,9 @@ impl std::fmt::Display for DirIdentity {
     }
 }
 
-/// Options for opening a session file: never through a symlink (`O_NOFOLLOW`), never blocking
-/// on a FIFO (`O_NONBLOCK`), created private to the user (mode `0600`). Callers add the access
-/// mode.
-pub fn private_file() -> OpenOptions {
-    let mut options = OpenOptions::new();
-    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
-    options.custom_flags(flags.bits() as i32).mode(0o600);
-    options
-}
+/// The largest state file a reader accepts (a task snapshot, an event, the config); state
+/// files are read as untrusted input ([`task_output::open::read_untrusted`]).
+pub const MAX_STATE_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The file name of the supervisor's socket in the session directory.
 const SOCKET_NAME: &str = "supervisor.sock";

@@ -139,13 +139,13 @@ impl GroupLimits {
     /// The file cannot be read or is not a limits document.
     pub fn read(paths: &SessionPaths) -> Result<Self> {
         let path = paths.groups();
-        match crate::untrusted::read_file(&path, crate::untrusted::MAX_STATE_FILE_BYTES) {
+        match task_output::open::read_untrusted(&path, crate::paths::MAX_STATE_FILE_BYTES) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::CorruptState {
                 path,
                 reason: e.to_string(),
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
-            Err(e) => Err(Error::io("read", &path, e)),
+            Err(task_output::OutputError::NotFound { .. }) => Ok(Self::default()),
+            Err(e) => Err(Error::io("read", &path, e.into())),
         }
     }
 
@@ -790,7 +790,8 @@ fn forget_start(paths: &SessionPaths, id: &TaskId) {
 /// The kept start of `id`, if a predecessor left one.
 pub(crate) fn kept_start(paths: &SessionPaths, id: &TaskId) -> Option<Kept> {
     let path = paths.queued_start(id);
-    let bytes = crate::untrusted::read_file(&path, crate::wire::MAX_REQUEST_BYTES as u64).ok()?;
+    let bytes =
+        task_output::open::read_untrusted(&path, crate::wire::MAX_REQUEST_BYTES as u64).ok()?;
     match serde_json::from_slice(&bytes) {
         Ok(kept) => Some(kept),
         Err(error) => {

@@ -14,7 +14,7 @@
 //! before space returns; readers and the next supervisor take it from there
 //! ([`read_end`]). The slot is removed once the end is in the record.
 //!
-//! Records are untrusted input: read through the `untrusted` module (no symlink, no FIFO, size
+//! Records are untrusted input: read through `task_output::open::read_untrusted` (no symlink, no FIFO, size
 //! limited). Files of the first format (before task-core's state was persisted whole) are read
 //! and converted.
 
@@ -31,8 +31,9 @@ use task_core::{
 
 use crate::error::{Error, Result};
 use crate::notice::Notice;
-use crate::paths::{SessionPaths, private_file};
-use crate::untrusted;
+use task_output::open::{NoFollow, modified_ms, read_untrusted, read_untrusted_with_stat};
+
+use crate::paths::{MAX_STATE_FILE_BYTES, SessionPaths};
 
 /// The format written today: 3 records when a task began running (`startedAt`), which a
 /// record of format 2 does not say (it reads as before: a task past `pending` ran from its
@@ -263,12 +264,11 @@ fn write_unnamed_then_link(dir: &Path, temp: &Path, body: &[u8]) -> Option<Resul
 }
 
 fn write_new(path: &Path, body: &[u8]) -> Result<()> {
-    let mut file = private_file()
-        .write(true)
-        .create(true)
-        .truncate(true)
+    let mut file = NoFollow::write()
+        .create()
+        .truncate()
         .open(path)
-        .map_err(|e| Error::io("create", path, e))?;
+        .map_err(|e| Error::io("create", path, e.into()))?;
     file.write_all(body)
         .map_err(|e| Error::io("write", path, e))
 }
@@ -283,12 +283,11 @@ pub const END_SLOT_BYTES: usize = 8 * 1024;
 /// allocate ahead, the slot is written full of NULs instead.
 pub(crate) fn reserve_end(paths: &SessionPaths, id: &TaskId) -> Result<()> {
     let path = paths.end_slot(id);
-    let file = private_file()
-        .write(true)
-        .create(true)
-        .truncate(true)
+    let file = NoFollow::write()
+        .create()
+        .truncate()
         .open(&path)
-        .map_err(|e| Error::io("create", &path, e))?;
+        .map_err(|e| Error::io("create", &path, e.into()))?;
     let reserved = rustix::fs::fallocate(
         &file,
         rustix::fs::FallocateFlags::KEEP_SIZE,
@@ -320,8 +319,10 @@ pub(crate) fn write_end(paths: &SessionPaths, record: &TaskRecord) -> Result<()>
         )));
     }
     body.resize(END_SLOT_BYTES, 0);
-    let file = untrusted::open_regular(&path, fs::OpenOptions::new().write(true))
-        .map_err(|e| Error::io("open", &path, e))?;
+    let file = NoFollow::write()
+        .open_regular(&path)
+        .map_err(|e| Error::io("open", &path, e.into()))?
+        .into_file();
     file.write_all_at(&body, 0)
         .map_err(|e| Error::io("write", &path, e))
 }
@@ -344,7 +345,7 @@ pub(crate) fn release_end(paths: &SessionPaths, id: &TaskId) {
 pub fn read_end(paths: &SessionPaths, live: &TaskRecord) -> Option<TaskRecord> {
     let id = live.id();
     let path = paths.end_slot(&id);
-    let bytes = untrusted::read_file(&path, END_SLOT_BYTES as u64).ok()?;
+    let bytes = read_untrusted(&path, END_SLOT_BYTES as u64).ok()?;
     let body = bytes.split(|&b| b == 0).next().unwrap_or_default();
     if body.is_empty() {
         return None;
@@ -362,9 +363,9 @@ pub fn read_end(paths: &SessionPaths, live: &TaskRecord) -> Option<TaskRecord> {
 /// Reads the record of `id`: [`Error::UnknownTask`] if there is none.
 pub fn read(paths: &SessionPaths, id: &TaskId) -> Result<TaskRecord> {
     let path = paths.snapshot(id);
-    match untrusted::read_file_with_mtime(&path, untrusted::MAX_STATE_FILE_BYTES) {
-        Ok((bytes, mtime_ms)) => parse(&path, id, &bytes).map(|mut record| {
-            record.written_ms = mtime_ms;
+    match read_untrusted_with_stat(&path, MAX_STATE_FILE_BYTES).map_err(std::io::Error::from) {
+        Ok((bytes, stat)) => parse(&path, id, &bytes).map(|mut record| {
+            record.written_ms = modified_ms(&stat);
             record
         }),
         Err(e) if e.kind() == ErrorKind::NotFound => Err(Error::UnknownTask {

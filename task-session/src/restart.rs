@@ -126,12 +126,12 @@ pub fn remember(paths: &SessionPaths, id: &TaskId, start: &StartRecord) {
 pub fn recall(paths: &SessionPaths, id: &TaskId) -> Result<StartRecord> {
     crate::record::read(paths, id)?;
     let path = paths.start_request(id);
-    let bytes = crate::untrusted::read_file(&path, crate::untrusted::MAX_STATE_FILE_BYTES)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Error::Invalid(format!(
+    let bytes = task_output::open::read_untrusted(&path, crate::paths::MAX_STATE_FILE_BYTES)
+        .map_err(|e| match e {
+            task_output::OutputError::NotFound { .. } => Error::Invalid(format!(
                 "task {id} cannot be restarted: how it was started was not recorded"
             )),
-            _ => Error::io("read", &path, e),
+            _ => Error::io("read", &path, e.into()),
         })?;
     serde_json::from_slice(&bytes).map_err(|e| Error::CorruptState {
         path,

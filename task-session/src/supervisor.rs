@@ -189,10 +189,8 @@ async fn evicted(paths: &SessionPaths, engine: &Engine, why: &str) {
     tracing::error!("{line}");
     // Never creates the directory: only a log in a directory that exists and is ours.
     if paths.dir_identity().is_ok_and(|found| found.is_some()) && paths.verify().is_ok() {
-        let appended = crate::paths::private_file()
-            .create(true)
-            .append(true)
-            .open(paths.log())
+        let appended = task_output::open::open_append_creating(&paths.log())
+            .map_err(std::io::Error::from)
             .and_then(|mut log| writeln!(log, "{line}"));
         if let Err(error) = appended {
             tracing::debug!("cannot tell the new directory's log: {error}");
@@ -253,10 +251,7 @@ fn rotate_log(paths: &SessionPaths) -> std::io::Result<()> {
         return Ok(()); // started by hand, not logging to the file
     }
     std::fs::rename(&log, paths.previous_log())?;
-    let fresh = crate::paths::private_file()
-        .create(true)
-        .append(true)
-        .open(&log)?;
+    let fresh = task_output::open::open_append_creating(&log)?;
     rustix::stdio::dup2_stdout(&fresh)?;
     rustix::stdio::dup2_stderr(&fresh)?;
     Ok(())

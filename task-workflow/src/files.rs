@@ -2,7 +2,6 @@
 //! Every path is built from a validated run id; every write refuses symlinks.
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -61,12 +60,9 @@ pub fn check_run_id(run_id: &str) -> Result<(), WorkflowError> {
 
 /// Writes `bytes` to `path`, replacing its content; a symlink at `path` is refused.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), WorkflowError> {
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+    let mut file = task_output::open::NoFollow::write()
+        .create()
+        .truncate()
         .open(path)
         .map_err(|e| WorkflowError::file(path, e))?;
     file.write_all(bytes)

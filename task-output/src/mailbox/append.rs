@@ -1,20 +1,19 @@
 //! The append: one locked write per message, terminating a killed writer's fragment first.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::path::Path;
 
-use rustix::fs::{FlockOperation, Mode, OFlags};
+use rustix::fs::FlockOperation;
 
 use super::MailboxError;
 use crate::OutputError;
-use crate::open::OUTPUT_FILE_MODE;
+use crate::open::NoFollow;
 
 /// Appends `line` and a newline to `path` under an exclusive `flock`; returns the offset just
 /// past it.
 pub(super) fn append_line(path: &Path, line: &[u8], sync: bool) -> Result<u64, MailboxError> {
     let io = |errno| OutputError::from_io(path, std::io::Error::from(errno));
-    let flags = OFlags::RDWR | OFlags::APPEND | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rustix::fs::open(path, flags, Mode::from_raw_mode(OUTPUT_FILE_MODE)).map_err(io)?;
+    let fd = NoFollow::read_write().append().create().open(path)?;
     // Released when `fd` closes, also if this process is killed.
     rustix::fs::flock(&fd, FlockOperation::LockExclusive).map_err(io)?;
     let len = rustix::fs::fstat(&fd).map_err(io)?.st_size;
@@ -34,7 +33,7 @@ pub(super) fn append_line(path: &Path, line: &[u8], sync: bool) -> Result<u64, M
     Ok(len + bytes.len() as u64)
 }
 
-fn ends_with_newline(fd: &OwnedFd, len: u64) -> rustix::io::Result<bool> {
+fn ends_with_newline(fd: impl AsFd, len: u64) -> rustix::io::Result<bool> {
     let mut last = [0u8; 1];
     let read = rustix::io::pread(fd, &mut last, len - 1)?;
     Ok(read == 1 && last[0] == b'\n')

@@ -1,15 +1,14 @@
 //! The one consumer of a mailbox and its committed cursor.
 
 use std::io::Write;
-use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use rustix::fs::{FlockOperation, Mode, OFlags};
+use rustix::fs::FlockOperation;
 use serde::de::DeserializeOwned;
 
 use super::{Batch, Mailbox, MailboxError};
 use crate::OutputError;
-use crate::open::OUTPUT_FILE_MODE;
+use crate::open::NoFollow;
 use crate::read::DEFAULT_MAX_READ_BYTES;
 
 /// The consumer of a mailbox: holds its reader lock (in every process) and its cursor.
@@ -17,15 +16,13 @@ use crate::read::DEFAULT_MAX_READ_BYTES;
 pub struct MailboxReader {
     mailbox: Mailbox,
     cursor: u64,
-    _lock: OwnedFd,
+    _lock: std::fs::File,
 }
 
 impl MailboxReader {
     pub(super) fn acquire(mailbox: Mailbox) -> Result<Self, MailboxError> {
         let lock_path = mailbox.sibling("reader");
-        let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let lock = rustix::fs::open(&lock_path, flags, Mode::from_raw_mode(OUTPUT_FILE_MODE))
-            .map_err(|e| OutputError::from_io(&lock_path, e.into()))?;
+        let lock = NoFollow::read_write().create().open(&lock_path)?;
         match rustix::fs::flock(&lock, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(rustix::io::Errno::WOULDBLOCK) => {

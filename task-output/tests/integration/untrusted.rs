@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use rustix::fs::{CWD, FileType, Mode};
-use task_output::open::{ensure_private_dir, read_untrusted};
+use task_output::open::{NoFollow, check_private_dir, ensure_private_dir, read_untrusted};
 use task_output::{DirectoryProblem, FileKind, OutputError};
 
 use crate::support::file_with;
@@ -221,4 +221,97 @@ fn a_dir_owned_by_another_user_is_refused() {
         }
         other => panic!("unexpected {other:?}"),
     }
+}
+
+#[test]
+fn check_private_dir_says_missing_private_or_why_not_without_creating() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("p");
+    assert!(!check_private_dir(&dir).unwrap(), "missing");
+    assert!(!dir.exists(), "nothing created");
+    fs::create_dir(&dir).unwrap();
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+    assert!(check_private_dir(&dir).unwrap());
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+    assert!(matches!(
+        check_private_dir(&dir),
+        Err(OutputError::UnsafeDirectory {
+            problem: DirectoryProblem::WritableByOthers { mode: 0o777 },
+            ..
+        })
+    ));
+    let link = root.path().join("l");
+    symlink(root.path(), &link).unwrap();
+    assert!(matches!(
+        check_private_dir(&link),
+        Err(OutputError::UnsafeDirectory {
+            problem: DirectoryProblem::Symlink,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn no_follow_opens_name_what_is_there_instead_of_a_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket_path = dir.path().join("s");
+    let _socket = std::os::unix::net::UnixListener::bind(&socket_path).unwrap();
+    for open in [NoFollow::read(), NoFollow::write().append().create()] {
+        assert!(matches!(
+            open.open(&socket_path),
+            Err(OutputError::NotRegularFile {
+                kind: FileKind::Socket,
+                ..
+            })
+        ));
+    }
+    assert!(matches!(
+        NoFollow::write().append().create().open(dir.path()),
+        Err(OutputError::NotRegularFile {
+            kind: FileKind::Directory,
+            ..
+        })
+    ));
+    // A FIFO opened for writing neither blocks (no reader) nor is taken for a file.
+    let fifo = dir.path().join("f");
+    mkfifo(&fifo);
+    assert!(matches!(
+        NoFollow::write().append().create().open(&fifo),
+        Err(OutputError::NotRegularFile {
+            kind: FileKind::Fifo,
+            ..
+        })
+    ));
+    assert!(matches!(
+        NoFollow::read_write().open_regular(&fifo),
+        Err(OutputError::NotRegularFile {
+            kind: FileKind::Fifo,
+            ..
+        })
+    ));
+    // A symlink under `O_CREAT|O_EXCL` is named as such, not "already exists".
+    let link = dir.path().join("l");
+    symlink(dir.path().join("nowhere"), &link).unwrap();
+    assert!(matches!(
+        NoFollow::write().create_new().open(&link),
+        Err(OutputError::SymlinkRefused { .. })
+    ));
+    assert!(!dir.path().join("nowhere").exists());
+}
+
+#[test]
+fn a_file_created_takes_the_mode_asked_for_and_0600_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let private = dir.path().join("private");
+    NoFollow::write().create_new().open(&private).unwrap();
+    assert_eq!(mode_of(&private), 0o600);
+    let shared = dir.path().join("shared");
+    let umask = rustix::process::umask(Mode::from_raw_mode(0o022));
+    rustix::process::umask(umask);
+    NoFollow::write()
+        .create_new()
+        .mode(0o644)
+        .open(&shared)
+        .unwrap();
+    assert_eq!(mode_of(&shared), 0o644 & !umask.bits());
 }
