@@ -4,8 +4,8 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use task_output::OutputError;
 use task_output::read::read_delta;
+use task_output::{Backoff, OutputError};
 
 use crate::event::AgentEvent;
 use crate::format::LineParser;
@@ -222,31 +222,6 @@ mod tests {
 /// The wait between reads of a quiet transcript: 1 ms right after activity, doubling while
 /// nothing new arrives, up to the configured poll period. A CLI that is writing is followed
 /// closely; an idle one costs a read per period.
-#[derive(Debug, Clone)]
-pub(crate) struct PollBackoff {
-    max: Duration,
-    next: Duration,
-}
-
-impl PollBackoff {
-    const MIN: Duration = Duration::from_millis(1);
-
-    pub(crate) fn new(max: Duration) -> Self {
-        PollBackoff {
-            max,
-            next: Self::MIN.min(max),
-        }
-    }
-
-    /// New bytes arrived: poll closely again.
-    pub(crate) fn reset(&mut self) {
-        self.next = Self::MIN.min(self.max);
-    }
-
-    /// The wait before the next read; each call doubles the following one.
-    pub(crate) fn next_wait(&mut self) -> Duration {
-        let wait = self.next;
-        self.next = (self.next * 2).min(self.max);
-        wait
-    }
+pub(crate) fn poll_backoff(max: Duration) -> Backoff {
+    Backoff::new(Duration::from_millis(1), max)
 }

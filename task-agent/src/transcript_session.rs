@@ -7,13 +7,13 @@ use async_trait::async_trait;
 
 use crate::error::AgentError;
 use crate::runner::{AgentSession, SessionEnd, SessionEvent};
-use crate::tail::{PollBackoff, TranscriptTail};
+use crate::tail::{TranscriptTail, poll_backoff};
 
 /// Follows a transcript file until it is closed; takes no messages.
 #[derive(Debug)]
 pub(crate) struct TranscriptSession {
     tail: TranscriptTail,
-    poll: PollBackoff,
+    poll: task_output::Backoff,
     closed: bool,
 }
 
@@ -21,7 +21,7 @@ impl TranscriptSession {
     pub(crate) fn new(tail: TranscriptTail, poll: Duration) -> Self {
         TranscriptSession {
             tail,
-            poll: PollBackoff::new(poll),
+            poll: poll_backoff(poll),
             closed: false,
         }
     }
@@ -38,11 +38,11 @@ impl AgentSession for TranscriptSession {
                 return SessionEvent::Ended(SessionEnd::default());
             }
             match self.tail.read_new() {
-                Ok(0) => tokio::time::sleep(self.poll.next_wait()).await,
+                Ok(0) => tokio::time::sleep(self.poll.next_delay()).await,
                 Ok(_) => self.poll.reset(),
                 Err(error) => {
                     tracing::warn!(%error, "main-session transcript read failed");
-                    tokio::time::sleep(self.poll.next_wait()).await;
+                    tokio::time::sleep(self.poll.next_delay()).await;
                 }
             }
         }

@@ -114,6 +114,13 @@ pub struct PgConfig {
     pub connect_timeout: Duration,
 }
 
+impl PgConfig {
+    /// The delays between retries: from `min_backoff`, doubling, up to `max_backoff`.
+    pub(crate) fn backoff(&self) -> task_output::Backoff {
+        task_output::Backoff::new(self.min_backoff, self.max_backoff)
+    }
+}
+
 impl Default for PgConfig {
     fn default() -> Self {
         Self {

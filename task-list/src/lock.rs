@@ -83,7 +83,7 @@ pub(crate) struct DirLock {
 impl DirLock {
     /// Takes `lock_dir`, retrying with exponential backoff and taking over a stale one.
     pub(crate) fn acquire(lock_dir: PathBuf, config: &LockConfig) -> Result<Self> {
-        let mut backoff = config.min_backoff;
+        let mut backoff = task_output::Backoff::new(config.min_backoff, config.max_backoff);
         for attempt in 0..=config.retries {
             if try_mkdir(&lock_dir, config)? {
                 return Ok(Self {
@@ -92,8 +92,7 @@ impl DirLock {
                 });
             }
             if attempt < config.retries {
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(config.max_backoff);
+                std::thread::sleep(backoff.next_delay());
             }
         }
         Err(Error::LockBusy {

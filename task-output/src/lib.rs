@@ -4,6 +4,7 @@
 //! so any program that needs "a growing log file and cheap incremental reads of it" can use it
 //! alone.
 //!
+//! - [`backoff`]: [`Backoff`], exponential delays between retries and polls.
 //! - [`open`]: create and open output files with `O_NOFOLLOW` (and `O_EXCL` when creating), and
 //!   hand a child process one fd for both its stdout and stderr.
 //! - [`writer`]: [`DiskWriter`], a queue of chunks drained into one file handle, capped at 5 GiB
@@ -52,6 +53,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod backoff;
 mod error;
 pub mod format;
 mod lines;
@@ -64,6 +66,7 @@ pub mod transcript;
 pub mod utf8;
 pub mod writer;
 
+pub use backoff::Backoff;
 pub use error::{DirectoryProblem, FileKind, OutputError};
 pub use pipe::{PipeConfig, PipeOutput};
 pub use read::{Delta, ProgressTail, TextDelta};

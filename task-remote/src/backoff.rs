@@ -1,12 +1,12 @@
-//! Capped exponential backoff with full jitter, and the outage clock it feeds.
+//! The delays between retries of a failing server (task-output's [`task_output::Backoff`], with
+//! full jitter), and the outage clock they feed.
 
 use std::time::{Duration, Instant};
 
 /// The delays between retries of a failing server, and how long it has been failing.
 #[derive(Debug, Clone)]
 pub struct Backoff {
-    base: Duration,
-    cap: Duration,
+    delays: task_output::Backoff,
     failures: u32,
     since: Option<Instant>,
 }
@@ -15,8 +15,7 @@ impl Backoff {
     /// Delays from `base`, doubling, never above `cap`.
     pub fn new(base: Duration, cap: Duration) -> Self {
         Backoff {
-            base,
-            cap,
+            delays: task_output::Backoff::new(base, cap).jitter(),
             failures: 0,
             since: None,
         }
@@ -26,17 +25,15 @@ impl Backoff {
     /// half of `min(cap, base · 2^failures)` (jitter spreads clients that failed together).
     pub fn fail(&mut self) -> Duration {
         self.since.get_or_insert_with(Instant::now);
-        let exp = self.base.saturating_mul(1u32 << self.failures.min(16));
         self.failures = self.failures.saturating_add(1);
-        let ceiling = exp.min(self.cap);
-        let half = ceiling / 2;
-        half + half.mul_f64(jitter())
+        self.delays.next_delay()
     }
 
     /// Records a success: the next failure starts from `base` again.
     pub fn succeed(&mut self) {
         self.failures = 0;
         self.since = None;
+        self.delays.reset();
     }
 
     /// How long the server has been failing (zero while it answers).
@@ -49,16 +46,6 @@ impl Backoff {
         self.failures
     }
 }
-
-/// A uniform number in `[0, 1)` from the OS's randomness (`0.5` if it has none to give).
-fn jitter() -> f64 {
-    let mut bytes = [0u8; 4];
-    match getrandom::fill(&mut bytes) {
-        Ok(()) => f64::from(u32::from_le_bytes(bytes)) / (f64::from(u32::MAX) + 1.0),
-        Err(_) => 0.5,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -305,7 +305,8 @@ fn connect_or_start_with(
     let socket = paths.socket();
     let deadline = Instant::now() + config.start_timeout;
     let mut starts = 0;
-    let mut backoff = Duration::from_millis(1);
+    let mut backoff =
+        task_output::Backoff::new(Duration::from_millis(1), Duration::from_millis(20));
     loop {
         match paths.with_socket_path(|path| UnixStream::connect(path)) {
             Ok(stream) => return Ok(stream),
@@ -336,8 +337,7 @@ fn connect_or_start_with(
             }
             continue;
         }
-        std::thread::sleep(backoff);
-        backoff = (backoff * 2).min(Duration::from_millis(20));
+        std::thread::sleep(backoff.next_delay());
     }
 }
 

@@ -119,7 +119,7 @@ impl Readiness {
             },
             _ => None,
         };
-        let mut backoff = self.poll;
+        let mut backoff = task_output::Backoff::new(self.poll, MAX_BACKOFF);
         loop {
             let live = self
                 .registry
@@ -140,11 +140,7 @@ impl Readiness {
             }
             let pause = match check {
                 ReadyCheck::Line { .. } => self.poll,
-                _ => {
-                    let pause = backoff;
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                    pause
-                }
+                _ => backoff.next_delay(),
             };
             tokio::time::sleep(pause).await;
         }

@@ -21,7 +21,7 @@ use crate::config::AgentConfig;
 use crate::error::AgentError;
 use crate::format::LineParser;
 use crate::runner::{AgentSession, AgentSpec, SessionEnd, SessionEvent};
-use crate::tail::{PollBackoff, TranscriptTail};
+use crate::tail::{TranscriptTail, poll_backoff};
 
 /// A running agent CLI.
 ///
@@ -39,7 +39,7 @@ pub struct CommandSession {
     exit: watch::Receiver<Option<i32>>,
     stderr: StderrTail,
     stderr_reader: Option<StderrReader>,
-    poll: PollBackoff,
+    poll: task_output::Backoff,
     kill_grace: Duration,
     ended: Option<SessionEnd>,
     process: task_core::ShellProcess,
@@ -159,7 +159,7 @@ impl CommandSession {
             exit,
             stderr,
             stderr_reader,
-            poll: PollBackoff::new(config.transcript_poll),
+            poll: poll_backoff(config.transcript_poll),
             kill_grace: config.kill_grace,
             ended: None,
             process,
@@ -243,7 +243,7 @@ impl AgentSession for CommandSession {
                 continue;
             }
             tokio::select! {
-                () = tokio::time::sleep(self.poll.next_wait()) => {}
+                () = tokio::time::sleep(self.poll.next_delay()) => {}
                 _ = self.exit.changed() => {}
             }
         }

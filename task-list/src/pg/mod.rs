@@ -28,7 +28,6 @@ mod txn;
 mod watch;
 
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
 
 use postgres::Client;
 use postgres::error::SqlState;
@@ -228,15 +227,14 @@ impl PgStore {
 
     /// Runs `attempt` until it succeeds, fails for good, or the retries are used up.
     fn retrying<T>(&self, op: &'static str, mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
-        let mut backoff = self.retry.min_backoff;
+        let mut backoff = self.retry.backoff();
         let mut tries = 0;
         loop {
             match attempt() {
                 Err(e) if e.is_retryable() && tries < self.retry.retries => {
                     tries += 1;
                     tracing::warn!(op, attempt = tries, error = %e, "retrying a PostgreSQL transaction");
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(self.retry.max_backoff);
+                    std::thread::sleep(backoff.next_delay());
                 }
                 other => return other,
             }
@@ -327,11 +325,6 @@ fn lock(mutex: &Mutex<Option<Client>>) -> MutexGuard<'_, Option<Client>> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A pause used between reconnect attempts of a watcher.
-pub(crate) fn backoff(config: &PgConfig, attempt: u32) -> Duration {
-    (config.min_backoff * 2u32.saturating_pow(attempt.min(16))).min(config.max_backoff)
 }
 
 impl crate::backend::DatabaseStore for PgStore {

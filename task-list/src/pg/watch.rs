@@ -10,7 +10,7 @@ use fallible_iterator::FallibleIterator;
 use postgres::Client;
 
 use crate::error::Result;
-use crate::pg::{CHANGES_CHANNEL, PgStore, backoff, off_runtime};
+use crate::pg::{CHANGES_CHANNEL, PgStore, off_runtime};
 
 /// A listening connection.
 pub(crate) struct PgWatch {
@@ -98,6 +98,7 @@ impl PgWatch {
     fn reconnect(&mut self) -> Result<()> {
         let config = self.store.retry_config();
         let mut attempt = 0;
+        let mut backoff = config.backoff();
         loop {
             match listen(&self.store) {
                 Ok(client) => {
@@ -107,7 +108,7 @@ impl PgWatch {
                 Err(e) if attempt < config.retries => {
                     attempt += 1;
                     tracing::warn!(attempt, error = %e, "watch reconnect failed; retrying");
-                    std::thread::sleep(backoff(config, attempt));
+                    std::thread::sleep(backoff.next_delay());
                 }
                 Err(e) => return Err(e),
             }
