@@ -4,6 +4,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use task_output::jsonl::{JsonLines, Line};
 use task_output::read::read_delta;
 use task_output::{Backoff, OutputError};
 
@@ -13,20 +14,23 @@ use crate::format::LineParser;
 /// Reads a transcript from where it left off and turns its new lines into events.
 ///
 /// Only the unread part of the file is ever read (at most `max_read_bytes` a call), and only an
-/// unfinished last line is held in memory, up to `max_line_bytes`: a longer line is dropped
-/// (and counted as malformed) rather than buffered.
+/// unfinished last line is held in memory, up to `max_line_bytes` (task-output's
+/// [`JsonLines`]): a longer line is dropped (and counted as malformed) rather than buffered.
 pub struct TranscriptTail {
     path: PathBuf,
     offset: u64,
-    partial: Vec<u8>,
-    /// Dropping the rest of an over-long line until its newline.
-    skipping: bool,
+    lines: JsonLines,
+    parsed: Parsed,
+    max_read_bytes: usize,
+}
+
+/// What the lines of a transcript gave.
+struct Parsed {
+    path: PathBuf,
     parser: Box<dyn LineParser>,
     events: VecDeque<AgentEvent>,
     scratch: Vec<AgentEvent>,
     malformed: u64,
-    max_read_bytes: usize,
-    max_line_bytes: usize,
 }
 
 impl std::fmt::Debug for TranscriptTail {
@@ -34,7 +38,7 @@ impl std::fmt::Debug for TranscriptTail {
         f.debug_struct("TranscriptTail")
             .field("path", &self.path)
             .field("offset", &self.offset)
-            .field("malformed", &self.malformed)
+            .field("malformed", &self.parsed.malformed)
             .finish_non_exhaustive()
     }
 }
@@ -48,17 +52,19 @@ impl TranscriptTail {
         max_read_bytes: usize,
         max_line_bytes: usize,
     ) -> Self {
+        let path = path.into();
         TranscriptTail {
-            path: path.into(),
+            path: path.clone(),
             offset,
-            partial: Vec::new(),
-            skipping: false,
-            parser,
-            events: VecDeque::new(),
-            scratch: Vec::new(),
-            malformed: 0,
+            lines: JsonLines::new(max_line_bytes),
+            parsed: Parsed {
+                path,
+                parser,
+                events: VecDeque::new(),
+                scratch: Vec::new(),
+                malformed: 0,
+            },
             max_read_bytes: max_read_bytes.max(1),
-            max_line_bytes,
         }
     }
 
@@ -74,12 +80,12 @@ impl TranscriptTail {
 
     /// Lines that could not be parsed (kept in the file, skipped here).
     pub fn malformed_lines(&self) -> u64 {
-        self.malformed
+        self.parsed.malformed
     }
 
     /// The next parsed event, if one is waiting.
     pub fn pop(&mut self) -> Option<AgentEvent> {
-        self.events.pop_front()
+        self.parsed.events.pop_front()
     }
 
     /// Reads what was appended since the last call; returns how many bytes were new.
@@ -89,24 +95,17 @@ impl TranscriptTail {
     pub fn read_new(&mut self) -> Result<usize, OutputError> {
         let delta = read_delta(&self.path, self.offset, self.max_read_bytes)?;
         self.offset = delta.new_offset;
-        let mut rest = &delta.bytes[..];
-        while let Some(end) = memchr::memchr(b'\n', rest) {
-            self.push_bytes(&rest[..end]);
-            self.end_line();
-            rest = &rest[end + 1..];
-        }
-        self.push_bytes(rest);
+        self.lines.push(&delta.bytes, |line| self.parsed.take(line));
         Ok(delta.bytes.len())
     }
 
     /// Parses an unfinished last line as if it were complete (the writer has exited), then
     /// takes the events the parser still held ([`LineParser::finish`]).
     pub fn finish(&mut self) {
-        if !self.partial.is_empty() || self.skipping {
-            self.end_line();
-        }
-        self.parser.finish(&mut self.scratch);
-        self.events.extend(self.scratch.drain(..));
+        self.lines.finish(|line| self.parsed.take(line));
+        let parsed = &mut self.parsed;
+        parsed.parser.finish(&mut parsed.scratch);
+        parsed.events.extend(parsed.scratch.drain(..));
     }
 
     /// Parses everything the file holds now and drops the events: the parser learns the
@@ -117,7 +116,7 @@ impl TranscriptTail {
     /// [`OutputError`] when the transcript cannot be read.
     pub(crate) fn replay(&mut self) -> Result<(), OutputError> {
         while self.read_new()? > 0 {}
-        self.events.clear();
+        self.parsed.events.clear();
         Ok(())
     }
 
@@ -125,53 +124,26 @@ impl TranscriptTail {
     /// keeps what it learnt.
     pub(crate) fn restart_at(&mut self, offset: u64) {
         self.offset = offset;
-        self.events.clear();
-        self.partial.clear();
-        self.skipping = false;
-    }
-
-    fn push_bytes(&mut self, bytes: &[u8]) {
-        if self.skipping {
-            return;
-        }
-        if self.partial.len() + bytes.len() > self.max_line_bytes {
-            self.partial = Vec::new();
-            self.skipping = true;
-            return;
-        }
-        self.partial.extend_from_slice(bytes);
-    }
-
-    fn end_line(&mut self) {
-        if std::mem::take(&mut self.skipping) {
-            self.malformed += 1;
-            tracing::warn!(path = %self.path.display(), "transcript line longer than the limit skipped");
-            return;
-        }
-        let line = trim(&self.partial);
-        if !line.is_empty() {
-            match self.parser.parse_line(line, &mut self.scratch) {
-                Ok(()) => self.events.extend(self.scratch.drain(..)),
-                Err(error) => {
-                    self.malformed += 1;
-                    tracing::debug!(path = %self.path.display(), %error, "transcript line skipped");
-                }
-            }
-        }
-        self.partial.clear();
-        if self.partial.capacity() > self.max_read_bytes {
-            self.partial.shrink_to(self.max_read_bytes);
-        }
+        self.parsed.events.clear();
+        self.lines.clear();
     }
 }
 
-fn trim(line: &[u8]) -> &[u8] {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let start = line
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(line.len());
-    &line[start..]
+impl Parsed {
+    fn take(&mut self, line: Line<'_>) {
+        let Some(text) = line.text() else {
+            self.malformed += 1;
+            tracing::warn!(path = %self.path.display(), "transcript line longer than the limit skipped");
+            return;
+        };
+        match self.parser.parse_line(text, &mut self.scratch) {
+            Ok(()) => self.events.extend(self.scratch.drain(..)),
+            Err(error) => {
+                self.malformed += 1;
+                tracing::debug!(path = %self.path.display(), %error, "transcript line skipped");
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -215,7 +187,7 @@ mod tests {
         tail.finish();
         assert_eq!(tail.pop(), Some(AgentEvent::Text("b".into())));
         assert_eq!(tail.malformed_lines(), 1);
-        assert!(tail.partial.capacity() <= 100);
+        assert!(tail.lines.capacity() <= 100);
     }
 }
 

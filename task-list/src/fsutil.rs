@@ -1,13 +1,14 @@
 //! Small filesystem helpers: atomic writes, no-follow opens, directory scans.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::Stat;
 use serde::de::DeserializeOwned;
 use task_output::OutputError;
+use task_output::jsonl::{JsonLines, Line, LineError};
 use task_output::open::NoFollow;
 
 use crate::entry::{EntryFault, EntryKind, FileProblem, looks_like_a_task_file};
@@ -114,46 +115,41 @@ pub(crate) fn each_json_line<T: DeserializeOwned>(
         Untrusted::Found(file, _) => file,
     };
     // `take`: a file that grows while it is read is read up to the limit.
-    let mut reader = BufReader::new(file.take(max));
+    let mut file = file.take(max);
+    let mut lines = JsonLines::new(usize::try_from(MAX_LINE_BYTES).unwrap_or(usize::MAX));
     let mut problems = Vec::new();
-    let mut line = Vec::new();
-    let mut number = 0_u64;
-    loop {
-        line.clear();
-        number += 1;
-        let at = || format!("{label}:{number}");
-        let read = (&mut reader)
-            .take(MAX_LINE_BYTES + 1)
-            .read_until(b'\n', &mut line)
-            .at("read", path)?;
-        if read == 0 {
-            return Ok(problems);
-        }
-        if line.last() != Some(&b'\n') && line.len() as u64 > MAX_LINE_BYTES {
-            let rest = reader.skip_until(b'\n').at("read", path)?;
-            let size = (line.len() + rest).saturating_sub(1) as u64;
-            let fault = EntryFault::TooLarge {
-                size,
-                limit: MAX_LINE_BYTES,
+    let mut take = |line: Line<'_>| match line.parse::<T>() {
+        Ok(value) => each(value),
+        Err(problem) => {
+            let fault = match problem {
+                LineError::Oversized { len, .. } => EntryFault::TooLarge {
+                    size: len,
+                    limit: MAX_LINE_BYTES,
+                },
+                LineError::Malformed { source, .. } => EntryFault::Malformed {
+                    message: source.to_string(),
+                },
             };
-            problems.push(FileProblem::skipped(at(), fault));
-            continue;
+            problems.push(FileProblem::skipped(
+                format!("{label}:{}", line.number),
+                fault,
+            ));
         }
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        if text.is_empty() {
-            continue;
+    };
+    let mut buf = vec![0; READ_CHUNK];
+    loop {
+        let read = file.read(&mut buf).at("read", path)?;
+        if read == 0 {
+            break;
         }
-        match serde_json::from_slice(text) {
-            Ok(value) => each(value),
-            Err(e) => {
-                let fault = EntryFault::Malformed {
-                    message: e.to_string(),
-                };
-                problems.push(FileProblem::skipped(at(), fault));
-            }
-        }
+        lines.push(&buf[..read], &mut take);
     }
+    lines.finish(&mut take);
+    Ok(problems)
 }
+
+/// How much of a JSON-lines file is read at a time.
+const READ_CHUNK: usize = 64 * 1024;
 
 /// The longest line of an audit log or an inbox that is read (a record is a few hundred bytes,
 /// an inbox message at most a task's subject and description).

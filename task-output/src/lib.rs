@@ -5,6 +5,8 @@
 //! alone.
 //!
 //! - [`backoff`]: [`Backoff`], exponential delays between retries and polls.
+//! - [`jsonl`]: [`JsonLines`](jsonl::JsonLines), the one reader of JSON lines: whole lines
+//!   from chunks, bounded, with a typed outcome for each.
 //! - [`open`]: create and open output files with `O_NOFOLLOW` (and `O_EXCL` when creating), and
 //!   hand a child process one fd for both its stdout and stderr.
 //! - [`writer`]: [`DiskWriter`], a queue of chunks drained into one file handle, capped at 5 GiB
@@ -56,6 +58,7 @@
 pub mod backoff;
 mod error;
 pub mod format;
+pub mod jsonl;
 mod lines;
 pub mod mailbox;
 pub mod open;

@@ -6,6 +6,7 @@
 //! up to [`PageLimits::max_line_bytes`]; a longer line becomes an `oversized_event` stub).
 
 use serde_json::{Map, Value, json};
+use task_output::jsonl::JsonLines;
 use task_remote::api::EventsPage;
 
 use task_session::Result;
@@ -44,14 +45,12 @@ pub trait Source {
 pub fn page(source: &dyn Source, after: u64, limits: PageLimits) -> Result<EventsPage> {
     let chunk = source.read(after, limits.max_bytes)?;
     let mut data = Vec::new();
-    let mut offset = after;
-    let mut rest = chunk.as_slice();
-    while let Some(end) = memchr::memchr(b'\n', rest) {
-        offset += end as u64 + 1;
-        data.push(event(&rest[..end], offset));
-        rest = &rest[end + 1..];
-    }
-    if data.is_empty() && chunk.len() >= limits.max_bytes {
+    let mut lines = JsonLines::new(usize::MAX).starting_at(after);
+    lines.push(&chunk, |line| {
+        data.extend(line.text().map(|text| event(text, line.end)))
+    });
+    let mut offset = after + chunk.len() as u64 - lines.pending();
+    if offset == after && chunk.len() >= limits.max_bytes {
         // The first line is longer than a page: sent alone, or as a stub past the line limit.
         let long = source.read(after, limits.max_line_bytes)?;
         if let Some(end) = memchr::memchr(b'\n', &long) {

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 use task_core::{TaskId, sanitize};
+use task_output::jsonl::JsonLines;
 
 /// One message in a teammate's (or the lead's) mailbox.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -174,13 +175,17 @@ pub(crate) fn delivered_ids(transcript: &[u8]) -> HashSet<String> {
     // In a JSON line the attribute's quotes are escaped.
     let needle = format!("{MESSAGE_ID_ATTRIBUTE}=\\\"");
     let mut ids = HashSet::new();
-    for line in transcript.split(|&b| b == b'\n') {
+    // Pushed and never finished: a torn last line is not handed over.
+    JsonLines::new(usize::MAX).push(transcript, |line| {
+        let Some(line) = line.text() else {
+            return;
+        };
         if memchr::memmem::find(line, needle.as_bytes()).is_none() {
-            continue;
+            return;
         }
         match serde_json::from_slice::<Head<'_>>(line) {
             Ok(head) if head.kind.as_deref() != Some("user") => {}
-            _ => continue,
+            _ => return,
         }
         for found in memchr::memmem::find_iter(line, needle.as_bytes()) {
             let rest = &line[found + needle.len()..];
@@ -189,7 +194,7 @@ pub(crate) fn delivered_ids(transcript: &[u8]) -> HashSet<String> {
                 ids.insert(id.to_owned());
             }
         }
-    }
+    });
     ids
 }
 

@@ -97,17 +97,17 @@ impl Journal {
 pub(crate) fn load_results(path: &Path) -> Result<HashMap<String, (String, Value)>, WorkflowError> {
     let bytes = task_output::open::read_untrusted(path, 256 << 20)?;
     let mut results = HashMap::new();
-    for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-        // A torn last line (a killed run) is skipped.
+    task_output::jsonl::each_line(&bytes, usize::MAX, |line| {
+        // A torn last line (a killed run) does not parse, and is skipped.
         if let Ok(JournalRecord::Result {
             key,
             agent_id,
             result,
-        }) = serde_json::from_slice(line)
+        }) = line.parse()
         {
             results.insert(key, (agent_id, result));
         }
-    }
+    });
     Ok(results)
 }
 

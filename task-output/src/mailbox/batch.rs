@@ -2,11 +2,11 @@
 
 use std::path::Path;
 
-use memchr::memchr_iter;
 use serde::de::DeserializeOwned;
 
 use super::MailboxError;
 use crate::OutputError;
+use crate::jsonl::JsonLines;
 use crate::read::read_delta;
 
 /// A message and where it starts in the mailbox.
@@ -65,28 +65,26 @@ pub(super) fn read_batch<T: DeserializeOwned>(
         }
         want = want.saturating_mul(2);
     };
-    let mut start = 0;
-    for newline in memchr_iter(b'\n', &delta.bytes) {
-        let line = &delta.bytes[start..newline];
-        let line_offset = offset + start as u64;
-        match serde_json::from_slice::<T>(line) {
+    let mut lines = JsonLines::new(usize::MAX).starting_at(offset);
+    lines.push(&delta.bytes, |line| {
+        let line_offset = line.start;
+        match line.parse::<T>() {
             Ok(message) => batch.messages.push(Delivered {
                 offset: line_offset,
                 message,
             }),
-            Err(error) if !line.is_empty() => {
+            Err(error) => {
                 tracing::warn!(path = %path.display(), offset = line_offset, %error,
                     "skipping a mailbox line that is not a message");
                 batch.skipped.push(Skipped {
                     offset: line_offset,
-                    len: line.len(),
+                    // Without its newline.
+                    len: usize::try_from(line.end - line.start - 1).unwrap_or(usize::MAX),
                     error: error.to_string(),
                 });
             }
-            Err(_) => {}
         }
-        start = newline + 1;
-    }
-    batch.end = offset + start as u64;
+    });
+    batch.end = offset + delta.bytes.len() as u64 - lines.pending();
     Ok(batch)
 }
