@@ -363,6 +363,59 @@ fn a_hanging_hook_is_killed_at_its_timeout_and_never_holds_up_the_notification()
     assert!(!log.contains("never"), "{log}");
 }
 
+/// The high-water mark of resident memory of process `pid` (`VmHWM`), in KiB.
+fn peak_resident_kib(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_hook_that_writes_20_mb_is_read_through_pipe_mode_in_bounded_memory() {
+    let sandbox = Sandbox::for_agents();
+    // A supervisor kept alive by a task: its peak memory before any hook ran.
+    let keeper = sandbox.started(&["run", "--", "sleep 300"]);
+    sandbox.running(&keeper);
+    let supervisor = sandbox.supervisor_pid();
+    let before = peak_resident_kib(supervisor);
+    // 20 MB of 50-byte lines on stdout, a line on stderr, then the last line.
+    let hook = "yes 0123456789012345678901234567890123456789012345678 | head -c 20000000; \
+                echo; echo to stderr >&2; echo the last line";
+    let id = sandbox.started(&["run", "--on-end", hook, "--", "true"]);
+    let log = eventually("the hook's end logged", || {
+        let log = std::fs::read_to_string(sandbox.path("default/hooks.log")).ok()?;
+        log.contains(&format!("{id} on-end hook ")).then_some(log)
+    });
+    assert!(log.contains(&format!("{id} on-end hook exited 0")), "{log}");
+    // Shown: the recent lines and where the whole output is, not 20 MB.
+    assert!(log.len() < 64 * 1024, "the log holds {} bytes", log.len());
+    assert!(log.contains("\nthe last line\n"), "{log}");
+    let saved = log
+        .split("Full output saved to: ")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .unwrap_or_else(|| panic!("no spill named: {log}"));
+    let spilled = std::fs::read(saved).unwrap();
+    assert!(
+        spilled.len() > 20_000_000,
+        "{} bytes spilled",
+        spilled.len()
+    );
+    assert!(spilled.ends_with(b"the last line\n"));
+    let on_stderr = b"[stderr] to stderr\n";
+    assert!(spilled.windows(on_stderr.len()).any(|w| w == on_stderr));
+    assert!(Path::new(saved).starts_with(sandbox.path("default/tasks")));
+    // Memory: what pipe mode keeps (8 MiB, and 1 MiB of recent lines), never the whole output.
+    let grew = peak_resident_kib(supervisor).saturating_sub(before);
+    assert!(grew < 16 * 1024, "the supervisor's peak grew by {grew} KiB");
+    assert_eq!(
+        sandbox.supervisor_pid(),
+        supervisor,
+        "one supervisor throughout"
+    );
+    sandbox.ok(&["kill", &keeper]);
+}
+
 /// A shell command that leaves two daemons behind, a `setsid` one and a double-forked one,
 /// each writing its pid to a file of `sandbox`; it ends once both have; with the files.
 fn leaving_daemons(sandbox: &Sandbox) -> (String, [std::path::PathBuf; 2]) {

@@ -8,10 +8,13 @@
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use serde::Serialize;
+use task_output::{PipeConfig, PipeOutput};
 
 use crate::config::{HookCommand, HookConfig};
 use crate::record::Task;
@@ -128,13 +131,10 @@ fn run_one(command: &HookCommand, stdin: &[u8], timeout: Duration) -> std::io::R
         .process_group(0)
         .spawn()?;
     let pid = child.id();
-    let stderr_reader = child.stderr.take().map(|mut pipe| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = pipe.read_to_string(&mut text);
-            text
-        })
-    });
+    let stderr_reader = child
+        .stderr
+        .take()
+        .map(|pipe| std::thread::spawn(move || capture_stderr(pipe)));
     if let Some(mut pipe) = child.stdin.take() {
         // A hook that does not read its input closes the pipe: not an error.
         let _ = pipe.write_all(stdin);
@@ -147,6 +147,40 @@ fn run_one(command: &HookCommand, stdin: &[u8], timeout: Duration) -> std::io::R
         Some(status) => Ran::Finished(status, stderr),
         None => Ran::TimedOut,
     })
+}
+
+/// Reads a hook's stderr to its end through task-output's pipe mode: kept in memory up to
+/// 8 MiB, then spilled to a file of its own in the temporary directory (created `O_EXCL`,
+/// never through a symlink; outside a runtime each chunk is written before the next is read).
+/// What it said: all of it, or once spilled its last lines and where the whole of it is.
+fn capture_stderr(mut pipe: std::process::ChildStderr) -> String {
+    static SPILLS: AtomicU64 = AtomicU64::new(0);
+    let spill = std::env::temp_dir().join(format!(
+        "tasks-list-hook-{}-{}.stderr",
+        std::process::id(),
+        SPILLS.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut output = PipeOutput::new(spill, PipeConfig::default());
+    let mut buf = vec![0; 64 * 1024];
+    let mut lost = None;
+    loop {
+        match pipe.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) if lost.is_none() => {
+                lost = output.write_stderr(Bytes::copy_from_slice(&buf[..n])).err();
+            }
+            // The spill failed: the rest is read (the hook must not block) and dropped.
+            Ok(_) => {}
+        }
+    }
+    let mut said = match output.is_spilled() {
+        true => output.stdout(),
+        false => output.stderr(),
+    };
+    if let Some(error) = lost {
+        said.push_str(&format!("\n(the rest was lost: {error})"));
+    }
+    said
 }
 
 /// Waits for the child; on timeout kills its process group and reaps it (`None`).

@@ -161,3 +161,36 @@ fn hung_hook_is_killed_with_its_process_group_and_reported() {
                 .is_ok_and(|s| s.contains(") Z "))
     });
 }
+
+#[test]
+fn a_hook_that_writes_20_mb_is_read_through_pipe_mode_and_its_last_lines_are_the_feedback() {
+    let root = tempfile::tempdir().unwrap();
+    let hook = script(
+        root.path(),
+        "loud.sh",
+        "yes 0123456789012345678901234567890123456789012345678 | head -c 20000000 >&2\n\
+         echo >&2; echo 'the last line' >&2\nexit 2",
+    );
+    let list = list_with(root.path(), |c| {
+        c.hooks.task_created = vec![HookCommand::new(&hook, Vec::<String>::new())]
+    });
+    let feedback = match list.create(&CreateRequest::new("loud", "desc")) {
+        Err(e @ Error::CreateBlocked { .. }) => e.to_string(),
+        other => panic!("expected CreateBlocked, got {other:?}"),
+    };
+    let saved = feedback
+        .split("Full output saved to: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no spill named: {feedback}"))
+        .trim()
+        .to_owned();
+    let spilled = std::fs::metadata(&saved).map(|m| m.len()).unwrap_or(0);
+    std::fs::remove_file(&saved).unwrap();
+    assert!(
+        feedback.len() < 4096,
+        "{} bytes of feedback",
+        feedback.len()
+    );
+    assert!(feedback.contains("\nthe last line\n"), "{feedback}");
+    assert!(spilled > 20_000_000, "{spilled} bytes spilled");
+}

@@ -21,8 +21,10 @@
 //! completion notice (the record writer hands it over after that write), on a tokio task of
 //! its own: a hook that fails or hangs delays and loses nothing. One still running after
 //! [`Config::on_end_timeout`](crate::config::Config::on_end_timeout) is killed with its whole
-//! process group. Its stdout and stderr go to `{session}/hooks.log`, followed by one line
-//! saying how it ended.
+//! process group. Its stdout and stderr are read through task-output's pipe mode
+//! ([`PipeOutput`]): kept in memory up to 8 MiB, then spilled to `{id}.{end}.hook.output` in the
+//! tasks directory. Once it ends, `{session}/hooks.log` gets what it printed (all of it, or,
+//! once spilled, its last lines and where the rest is), then one line saying how it ended.
 //!
 //! **Once per end, across supervisors.** Before it starts a hook, a supervisor creates the
 //! end's latch `{id}.{end}.hook` with `O_CREAT|O_EXCL`: the one creator runs it, every other
@@ -36,10 +38,14 @@
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+use bytes::Bytes;
 use task_core::TaskState;
+use task_output::{PipeConfig, PipeOutput};
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 use task_output::open::NoFollow;
 
@@ -93,6 +99,7 @@ impl Hooks {
         }
         let run = Run {
             log: self.paths.hooks_log(),
+            spill: self.paths.hook_output(&id, ended),
             command: command.clone(),
             timeout: self.timeout,
         };
@@ -120,25 +127,35 @@ impl Hooks {
 
 /// One hook to run.
 struct Run {
-    log: std::path::PathBuf,
+    log: PathBuf,
+    /// Where its output goes past what pipe mode keeps in memory.
+    spill: PathBuf,
     command: String,
     timeout: Duration,
 }
 
+/// How much of a hook's stream is read at a time.
+const READ_CHUNK: usize = 64 * 1024;
+
 impl Run {
     async fn run(self, task: &TaskState) {
         let id = task.id();
+        let mut output = PipeOutput::new(&self.spill, PipeConfig::default());
         let outcome = match self.spawn(task) {
-            Ok(child) => self.wait(child).await,
+            Ok(child) => self.wait(child, &mut output).await,
             Err(error) => format!("could not start: {error}"),
         };
-        let line = format!(
+        if let Err(error) = output.flush().await {
+            tracing::warn!(task = %id, %error, "cannot write its end hook's output");
+        }
+        let mut entry = shown(&output);
+        entry.push_str(&format!(
             "{} {id} on-end hook {outcome}\n",
             humantime::format_rfc3339_millis(std::time::SystemTime::now())
-        );
+        ));
         let appended = task_output::open::open_append_creating(&self.log)
             .map_err(std::io::Error::from)
-            .and_then(|mut log| log.write_all(line.as_bytes()));
+            .and_then(|mut log| log.write_all(entry.as_bytes()));
         if let Err(error) = appended {
             tracing::warn!(task = %id, %error, "cannot log its end hook");
         }
@@ -146,9 +163,8 @@ impl Run {
     }
 
     /// Starts `sh -c COMMAND` in a process group of its own, the task in its environment,
-    /// its output appended to the hooks log.
+    /// its stdout and stderr pipes to this process.
     fn spawn(&self, task: &TaskState) -> std::io::Result<tokio::process::Child> {
-        let log = task_output::open::open_append_creating(&self.log)?;
         let base = &task.base;
         let reason = base
             .end_reason
@@ -166,20 +182,22 @@ impl Run {
             .env("TASKS_OUTPUT_FILE", &base.output_file)
             .env("TASKS_DESCRIPTION", &base.description)
             .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .process_group(0);
         tokio::process::Command::from(command).spawn()
     }
 
-    /// Waits for the hook up to its timeout, then kills its process group; how it ended.
-    async fn wait(&self, mut child: tokio::process::Child) -> String {
-        match tokio::time::timeout(self.timeout, child.wait()).await {
-            Ok(Ok(status)) => match status.code() {
-                Some(code) => format!("exited {code}"),
-                None => format!("ended by {status}"),
-            },
-            Ok(Err(error)) => format!("could not be waited for: {error}"),
+    /// Reads the hook's output into `output` and waits for it, up to its timeout, then kills
+    /// its process group; how it ended.
+    async fn wait(&self, mut child: tokio::process::Child, output: &mut PipeOutput) -> String {
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        let ran = async {
+            let lost = capture(stdout, stderr, output).await;
+            (lost, child.wait().await)
+        };
+        let (lost, waited) = match tokio::time::timeout(self.timeout, ran).await {
+            Ok(ran) => ran,
             Err(_) => {
                 if let Some(pid) = child
                     .id()
@@ -189,11 +207,84 @@ impl Run {
                     let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
                 }
                 let _ = child.wait().await;
-                format!(
+                return format!(
                     "killed after its timeout of {}",
                     task_core::human_duration(self.timeout)
-                )
+                );
             }
+        };
+        let ended = match waited {
+            Ok(status) => match status.code() {
+                Some(code) => format!("exited {code}"),
+                None => format!("ended by {status}"),
+            },
+            Err(error) => format!("could not be waited for: {error}"),
+        };
+        match lost {
+            Some(error) => format!("{ended} (its output past what memory holds was lost: {error})"),
+            None => ended,
         }
     }
+}
+
+/// Reads `stdout` and `stderr` to their ends into `output`, a chunk at a time; once spilled,
+/// each chunk reaches the disk before the next is read, so memory holds what pipe mode keeps
+/// and no more. If the spill cannot be made, the rest is read and dropped: the error.
+async fn capture(
+    mut stdout: Option<impl AsyncRead + Unpin>,
+    mut stderr: Option<impl AsyncRead + Unpin>,
+    output: &mut PipeOutput,
+) -> Option<task_output::OutputError> {
+    let (mut out, mut err) = (vec![0; READ_CHUNK], vec![0; READ_CHUNK]);
+    let mut lost = None;
+    while stdout.is_some() || stderr.is_some() {
+        let (chunk, from_stdout) = tokio::select! {
+            read = read_some(&mut stdout, &mut out) => (read.map(|n| &out[..n]), true),
+            read = read_some(&mut stderr, &mut err) => (read.map(|n| &err[..n]), false),
+        };
+        let Some(chunk) = chunk else {
+            match from_stdout {
+                true => stdout = None,
+                false => stderr = None,
+            }
+            continue;
+        };
+        if lost.is_some() {
+            continue;
+        }
+        let chunk = Bytes::copy_from_slice(chunk);
+        let written = match from_stdout {
+            true => output.write_stdout(chunk),
+            false => output.write_stderr(chunk),
+        };
+        match written {
+            Ok(()) if output.is_spilled() => lost = output.flush().await.err(),
+            Ok(()) => {}
+            Err(error) => lost = Some(error),
+        }
+    }
+    lost
+}
+
+/// The next bytes of `reader` into `buf`: how many, `None` at its end (or a read error);
+/// never ready without a reader.
+async fn read_some(reader: &mut Option<impl AsyncRead + Unpin>, buf: &mut [u8]) -> Option<usize> {
+    let Some(reader) = reader else {
+        return std::future::pending().await;
+    };
+    match reader.read(buf).await {
+        Ok(0) | Err(_) => None,
+        Ok(n) => Some(n),
+    }
+}
+
+/// What the hooks log shows of a hook's output: all of it (stdout, then stderr) while it was
+/// kept in memory; once spilled, its last lines and where the whole of it is.
+fn shown(output: &PipeOutput) -> String {
+    let mut text = output.stdout();
+    text.push_str(&output.stderr());
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
 }

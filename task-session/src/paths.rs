@@ -123,6 +123,13 @@ impl SessionPaths {
         self.tasks_dir().join(format!("{id}.{ended_ms}.hook"))
     }
 
+    /// Where the output of the end hook of `id`'s end at `ended_ms` goes once it passes what
+    /// is kept in memory (task-output's pipe mode).
+    pub fn hook_output(&self, id: &TaskId, ended_ms: u64) -> PathBuf {
+        self.tasks_dir()
+            .join(format!("{id}.{ended_ms}.hook.output"))
+    }
+
     /// The log of end hooks: what each printed, and how it ended.
     pub fn hooks_log(&self) -> PathBuf {
         self.dir.join("hooks.log")
