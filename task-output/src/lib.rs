@@ -12,6 +12,7 @@
 //! - [`writer`]: [`DiskWriter`], a queue of chunks drained into one file handle, capped at 5 GiB
 //!   by default.
 //! - [`pipe`]: [`PipeOutput`], output kept in memory up to 8 MiB, then spilled to a disk writer.
+//! - [`recent`]: [`RecentLines`], the last lines of a stream, bounded in lines and bytes.
 //! - [`read`]: delta reads by byte offset, tails, last lines and progress tails, each costing
 //!   what it returns rather than the file's size.
 //! - [`format`](mod@format): truncation of text for a language model.
@@ -64,7 +65,7 @@ pub mod mailbox;
 pub mod open;
 pub mod pipe;
 pub mod read;
-mod recent;
+pub mod recent;
 pub mod transcript;
 pub mod utf8;
 pub mod writer;
@@ -73,6 +74,7 @@ pub use backoff::Backoff;
 pub use error::{DirectoryProblem, FileKind, OutputError};
 pub use pipe::{PipeConfig, PipeOutput};
 pub use read::{Delta, ProgressTail, TextDelta};
+pub use recent::RecentLines;
 pub use writer::{DiskWriter, DiskWriterConfig};
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! The most recent output of a stream, for showing its last lines.
+//! The most recent output of a stream, for showing its last lines: the one bounded line buffer
+//! of the workspace (pipe mode's recent lines, an agent CLI's stderr tail).
 
 use crate::lines::{last_lines_of, without_cut_line};
 
@@ -8,8 +9,17 @@ use crate::lines::{last_lines_of, without_cut_line};
 /// Pushing a chunk costs one copy of (at most `max_bytes` of) it and no per-line work; the
 /// buffer is compacted once its dead prefix reaches `max_bytes`, so it never exceeds twice
 /// that and each byte is moved at most once more.
+///
+/// ```
+/// use task_output::RecentLines;
+///
+/// let mut recent = RecentLines::new(2, 1024);
+/// recent.push(b"one\ntw");
+/// recent.push(b"o\nthree\n");
+/// assert_eq!(recent.last(5), ["two", "three"]);
+/// ```
 #[derive(Debug)]
-pub(crate) struct RecentLines {
+pub struct RecentLines {
     buffer: Vec<u8>,
     /// Where the kept bytes start in `buffer`.
     start: usize,
@@ -21,7 +31,8 @@ pub(crate) struct RecentLines {
 }
 
 impl RecentLines {
-    pub(crate) fn new(max_lines: usize, max_bytes: usize) -> Self {
+    /// Keeps the last `max_bytes` (at least 1) of the stream, and shows at most `max_lines`.
+    pub fn new(max_lines: usize, max_bytes: usize) -> Self {
         Self {
             buffer: Vec::new(),
             start: 0,
@@ -31,7 +42,8 @@ impl RecentLines {
         }
     }
 
-    pub(crate) fn push(&mut self, chunk: &[u8]) {
+    /// Takes the next bytes of the stream.
+    pub fn push(&mut self, chunk: &[u8]) {
         if chunk.len() >= self.max_bytes {
             let cut_at = chunk.len() - self.max_bytes;
             self.before = match cut_at {
@@ -56,11 +68,16 @@ impl RecentLines {
 
     /// The last `n` lines (at most `max_lines`), oldest first. A line cut by the byte bound is
     /// left out unless it is the only one, which then starts at a character boundary.
-    pub(crate) fn last(&self, n: usize) -> Vec<String> {
+    pub fn last(&self, n: usize) -> Vec<String> {
         let kept = &self.buffer[self.start..];
         let cut = self.before.is_some_and(|byte| byte != b'\n');
         let kept = if cut { without_cut_line(kept) } else { kept };
         last_lines_of(kept, n.min(self.max_lines))
+    }
+
+    /// The bytes kept (at most `max_bytes`).
+    pub fn kept_bytes(&self) -> usize {
+        self.buffer.len() - self.start
     }
 }
 

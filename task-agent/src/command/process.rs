@@ -1,11 +1,11 @@
 //! The agent CLI's process: its group, signals, and the tail of its stderr.
 
-use std::collections::VecDeque;
 use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process_group};
+use task_output::RecentLines;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::oneshot;
 
@@ -46,9 +46,8 @@ fn says_something(line: &str) -> bool {
 /// as on a terminal, so a progress bar redrawn in place keeps only its last drawing.
 #[derive(Debug)]
 pub(crate) struct StderrLines {
-    lines: VecDeque<String>,
-    /// The bytes of `lines`.
-    kept_bytes: usize,
+    /// The lines ended so far, the last of them kept (task-output's bounded line buffer).
+    kept: RecentLines,
     /// The line being read, at most `max_line` bytes.
     current: Vec<u8>,
     /// Whether bytes of `current` were dropped.
@@ -58,7 +57,6 @@ pub(crate) struct StderrLines {
     /// The first line that says something ([`says_something`]): where a CLI that fails
     /// usually says why, before a backtrace that fills the tail.
     first: Option<String>,
-    max_lines: usize,
     max_bytes: usize,
 }
 
@@ -67,13 +65,11 @@ impl StderrLines {
     /// `min(MAX_STDERR_LINE, max_bytes)` bytes).
     pub(crate) fn new(max_lines: usize, max_bytes: usize) -> Self {
         StderrLines {
-            lines: VecDeque::new(),
-            kept_bytes: 0,
+            kept: RecentLines::new(max_lines, max_bytes),
             current: Vec::new(),
             cut: false,
             carriage_return: false,
             first: None,
-            max_lines,
             max_bytes,
         }
     }
@@ -108,7 +104,7 @@ impl StderrLines {
 
     /// The lines kept, oldest first, then the line being read if it holds anything.
     pub(crate) fn lines(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self.lines.iter().cloned().collect();
+        let mut lines = self.kept.last(usize::MAX);
         if !self.current.is_empty() {
             lines.push(self.decoded());
         }
@@ -137,7 +133,7 @@ impl StderrLines {
     /// The first line that said something, if it is no longer among the kept ones.
     pub(crate) fn first_cut(&self) -> Option<String> {
         let first = self.first.as_ref()?;
-        (!self.lines.contains(first)).then(|| first.clone())
+        (!self.kept.last(usize::MAX).contains(first)).then(|| first.clone())
     }
 
     fn end_line(&mut self) {
@@ -147,14 +143,8 @@ impl StderrLines {
         if self.first.is_none() && says_something(&line) {
             self.first = Some(line.clone());
         }
-        self.kept_bytes += line.len();
-        self.lines.push_back(line);
-        while self.lines.len() > self.max_lines || self.kept_bytes > self.max_bytes {
-            let Some(oldest) = self.lines.pop_front() else {
-                break;
-            };
-            self.kept_bytes -= oldest.len();
-        }
+        self.kept.push(line.as_bytes());
+        self.kept.push(b"\n");
     }
 }
 
@@ -363,9 +353,9 @@ mod tests {
         for i in 0..500 {
             tail.push(format!("line {i} {}\n", "y".repeat(i % 70)).as_bytes());
             assert!(
-                tail.kept_bytes <= 100 + CUT_MARK.len(),
+                tail.kept.kept_bytes() <= 100 + CUT_MARK.len(),
                 "{}",
-                tail.kept_bytes
+                tail.kept.kept_bytes()
             );
         }
         assert_eq!(
