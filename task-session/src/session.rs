@@ -211,7 +211,7 @@ impl Session {
             on_end: ends.on_end,
             strays: ends.strays,
         };
-        self.start_raw(start, R::RESUMABLE)
+        self.start_raw(start)
     }
 
     /// Sets the parallelism limit of `group` (0: unlimited), kept across supervisors; the
@@ -245,20 +245,11 @@ impl Session {
         }
     }
 
-    /// Sends `start` as it is; returns the new task's id once its record exists, and records
-    /// how it was started (for [`Session::restart`]; with its caller's environment when the
-    /// task is `resumable`, for a resume).
-    fn start_raw(&self, start: Start, resumable: bool) -> Result<TaskId> {
-        let remembered = if resumable {
-            crate::restart::StartRecord::keeping_caller(&start)
-        } else {
-            crate::restart::StartRecord::of(&start)
-        };
+    /// Sends `start` as it is; returns the new task's id once its record exists (which keeps
+    /// how it was started: the supervisor writes it).
+    fn start_raw(&self, start: Start) -> Result<TaskId> {
         match self.send(Op::Start(start))? {
-            Response::Started { id } => {
-                crate::restart::remember(&self.paths, &id, &remembered);
-                Ok(id)
-            }
+            Response::Started { id } => Ok(id),
             other => Err(unexpected(other)),
         }
     }
@@ -267,7 +258,7 @@ impl Session {
     /// process's environment) under a new id.
     pub fn restart(&self, id: &TaskId) -> Result<TaskId> {
         let record = crate::restart::recall(&self.paths, id)?;
-        self.start_raw(record.again()?, record.caller.is_some())
+        self.start_raw(record.again()?)
     }
 
     pub(crate) fn send(&self, op: Op) -> Result<Response> {

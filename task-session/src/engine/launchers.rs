@@ -3,13 +3,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use task_core::{Address, Caller, Launch, LaunchError, Launched, MessageReply, Registry};
+use task_core::{
+    Address, Caller, Launch, LaunchError, Launched, MessageReply, Registry, TaskState,
+};
 
 use task_protocol::start::StartRequest;
 
 use crate::config::Config;
 use crate::error::Result;
 use crate::paths::SessionPaths;
+use crate::protocol::Start;
+use crate::start_record::StartRecord;
 
 /// What the wiring of a supervisor gets: the registry to register executors with, where task
 /// files go, and the session's settings.
@@ -79,6 +83,21 @@ pub(super) trait LaunchAny: Send + Sync {
         request: serde_json::Value,
         caller: Caller,
     ) -> Result<Launched, LaunchError>;
+
+    /// Whether a task of this kind can be resumed ([`StartRequest::RESUMABLE`]): its start is
+    /// kept with its caller's environment.
+    fn resumable(&self) -> bool;
+
+    /// [`Launch::take_back`] from a request still JSON.
+    fn take_back_json(
+        &self,
+        previous: &TaskState,
+        request: serde_json::Value,
+        caller: Caller,
+    ) -> Result<Launched, LaunchError>;
+
+    /// [`Launch::goes_on_after_supervisor_death`].
+    fn goes_on_after_supervisor_death(&self) -> bool;
 }
 
 impl<L: Launch> LaunchAny for L {
@@ -87,15 +106,46 @@ impl<L: Launch> LaunchAny for L {
         request: serde_json::Value,
         caller: Caller,
     ) -> Result<Launched, LaunchError> {
-        let request = serde_json::from_value::<L::Request>(request).map_err(|e| {
-            LaunchError::Invalid(format!(
-                "bad {} request: {e}",
-                <L::Request as StartRequest>::KIND
-            ))
-        })?;
-        self.launch(request, caller)
+        self.launch(decode::<L>(request)?, caller)
     }
+
+    fn resumable(&self) -> bool {
+        <L::Request as StartRequest>::RESUMABLE
+    }
+
+    fn take_back_json(
+        &self,
+        previous: &TaskState,
+        request: serde_json::Value,
+        caller: Caller,
+    ) -> Result<Launched, LaunchError> {
+        self.take_back(previous, decode::<L>(request)?, caller)
+    }
+
+    fn goes_on_after_supervisor_death(&self) -> bool {
+        Launch::goes_on_after_supervisor_death(self)
+    }
+}
+
+/// The request of `L`'s kind that `request` holds.
+fn decode<L: Launch>(request: serde_json::Value) -> Result<L::Request, LaunchError> {
+    serde_json::from_value::<L::Request>(request).map_err(|e| {
+        LaunchError::Invalid(format!(
+            "bad {} request: {e}",
+            <L::Request as StartRequest>::KIND
+        ))
+    })
 }
 
 /// Registers the executors of every task type a supervisor runs and returns their launchers.
 pub type Wiring = fn(&Host) -> Result<Launchers>;
+
+/// What the records of a task started by `start` keep of it: with its caller's environment
+/// when `launcher`'s kind resumes, for the resume to run in.
+pub(super) fn remembered(launcher: &dyn LaunchAny, start: &Start) -> StartRecord {
+    if launcher.resumable() {
+        StartRecord::keeping_caller(start)
+    } else {
+        StartRecord::of(start)
+    }
+}

@@ -11,6 +11,7 @@ mod ends;
 mod events;
 mod launchers;
 mod orphans;
+mod take_back;
 mod writer;
 
 use std::collections::HashSet;
@@ -18,7 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use task_core::{
     Address, EndReason, Holder, Input, InputError, KillError, KillOutcome, LaunchError, Launched,
-    MessageReply, Registry, RegistryConfig, TaskId, TaskStatus,
+    MessageOutcome, MessageReply, Registry, RegistryConfig, TaskId, TaskStatus,
 };
 use tokio::sync::Notify;
 
@@ -244,6 +245,7 @@ impl Engine {
             tracing::info!(task = %id, "a start sent again: its task was made by the first attempt");
             return Ok(id);
         }
+        let remembered = launchers::remembered(launcher, &start);
         let schedule = start.schedule.take().map(|s| *s).unwrap_or_default();
         let bad = |message: String| StartRefused {
             kind: ErrorKind::BadRequest,
@@ -285,6 +287,7 @@ impl Engine {
         {
             return Err(self.made_too_late(id, work, late_by));
         }
+        self.mirror.started_with(id, remembered);
         if let Some(key) = key {
             self.mirror.keyed(id, key);
         }
@@ -431,7 +434,20 @@ impl Engine {
         let Some(messenger) = &self.launchers.messenger else {
             return MessageReply::unknown("no task of this session takes messages");
         };
-        let sent = messenger.send(to, message, id).await;
+        let mut sent = messenger.send(to, message, id).await;
+        if matches!(sent.outcome, MessageOutcome::Unknown { .. }) {
+            match self.take_back_stopped(to).await {
+                Some(Ok(mut taken)) => {
+                    let work = taken.work.take();
+                    let reply = messenger.send(to, message, id).await;
+                    sent = take_back::resumed(&taken, reply);
+                    // Started once the message is in (a teammate reads it as its first turn).
+                    self.run_taken_back(taken.previous.id(), work);
+                }
+                Some(Err(reason)) => return MessageReply::refused(reason),
+                None => {}
+            }
+        }
         if let Some(id) = sent.task.filter(|_| sent.delivered())
             && self.registry.get(&id).is_some()
             && let Err(error) = self.mirror.write_now(id)

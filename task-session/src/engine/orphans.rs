@@ -7,7 +7,7 @@ use super::{Engine, begin};
 use crate::error::{Error, Result};
 use crate::protocol::Start;
 use crate::queue::Admitted;
-use crate::record::{self};
+use crate::record::{self, TaskRecord};
 
 impl Engine {
     /// Queues again, under their ids and in their order, the tasks a dead predecessor left
@@ -52,6 +52,7 @@ impl Engine {
             .get(&start.kind)
             .ok_or_else(|| Error::Invalid(format!("no {:?} launcher", start.kind)))?;
         let background = start.caller.background;
+        let remembered = super::launchers::remembered(launcher, &start);
         let kept = start.clone();
         let Launched {
             id: made,
@@ -66,6 +67,7 @@ impl Engine {
                 "its launcher gives every task a new id".into(),
             ));
         }
+        self.mirror.started_with(id, remembered);
         if let Some(check) = kept.schedule.as_ref().and_then(|s| s.ready.clone()) {
             self.readiness.expect(id, check);
         }
@@ -113,7 +115,31 @@ impl Engine {
         ended
     }
 
-    /// Ends every task a dead supervisor left live, but the ones taken over.
+    /// Takes back the task of `found`, which a dead supervisor left live, when its kind goes
+    /// on under the next supervisor ([`task_core::Launch::goes_on_after_supervisor_death`]: a
+    /// teammate's session), and starts it; whether it did.
+    fn goes_on(&self, found: &TaskRecord) -> bool {
+        let goes_on = crate::restart::start_of(&self.paths, found)
+            .ok()
+            .and_then(|start| self.launchers.get(&start.kind))
+            .is_some_and(|launcher| launcher.goes_on_after_supervisor_death());
+        if !goes_on {
+            return false;
+        }
+        match self.take_back(found.clone()) {
+            Ok(taken) => {
+                tracing::info!(task = %found.id(), "goes on after its supervisor died");
+                self.run_taken_back(found.id(), taken.work);
+                true
+            }
+            Err(error) => {
+                tracing::warn!(task = %found.id(), %error, "cannot go on after its supervisor died");
+                false
+            }
+        }
+    }
+
+    /// Ends every task a dead supervisor left live, but the ones taken over or taken back.
     fn end_left_live(&self) -> Result<()> {
         let listing = record::list(&self.paths)?;
         // Ends whose hook their supervisor did not live to run.
@@ -132,6 +158,7 @@ impl Engine {
                     tracing::warn!(task = %id, "its dead supervisor left its end in its slot");
                     end
                 }
+                None if self.goes_on(&found) => continue,
                 None => {
                     tracing::warn!(task = %id, "left {} by a dead supervisor", found.status().as_str());
                     if let Some(executor) = self.registry.executor(found.task.base.task_type)

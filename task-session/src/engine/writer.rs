@@ -15,6 +15,7 @@ use crate::notice::Notice;
 use crate::paths::SessionPaths;
 use crate::queue::Placements;
 use crate::record::{self, TaskRecord};
+use crate::start_record::StartRecord;
 use crate::strays::{self, StrayPolicy};
 
 enum WriteRequest {
@@ -124,17 +125,34 @@ impl Mirror {
     /// its end hook. Before any of its records is rewritten by this supervisor.
     pub(super) fn keep_what_records_carried(&self, registry: &Registry) {
         for state in registry.snapshot() {
-            let id = state.id();
-            let Ok(record) = record::read(&self.state.paths, &id) else {
-                continue;
-            };
-            if let Some(key) = record.start_key {
-                self.keyed(id, key);
-            }
-            if let Some(command) = record.on_end {
-                self.on_end(id, command);
+            if let Ok(record) = record::read(&self.state.paths, &state.id()) {
+                self.carry(&record, None);
             }
         }
+    }
+
+    /// Notes, for the task of `record` taken back under its id (by a supervisor after its
+    /// predecessor's death, or resumed by a message after its eviction), what its record on
+    /// disk carried beyond its state: the key of the start that made it, its end hook, and
+    /// how it was started (`start`, when read from elsewhere than the record: an older
+    /// client's file), so that every record this supervisor writes keeps them.
+    pub(super) fn carry(&self, record: &TaskRecord, start: Option<Arc<StartRecord>>) {
+        let id = record.id();
+        let mut books = lock(&self.state.books);
+        if let Some(key) = &record.start_key {
+            books.start_keys.insert(id, key.clone());
+        }
+        if let Some(command) = &record.on_end {
+            books.on_end.insert(id, command.clone());
+        }
+        if let Some(start) = start.or_else(|| record.start.clone()) {
+            books.starts.insert(id, start);
+        }
+    }
+
+    /// Notes how the task `id` was started, for its records.
+    pub(super) fn started_with(&self, id: TaskId, start: StartRecord) {
+        lock(&self.state.books).starts.insert(id, Arc::new(start));
     }
 
     /// Notes the task's own end hook, for its records.
@@ -188,6 +206,7 @@ impl Books {
         self.deferred.remove(id);
         self.start_keys.remove(id);
         self.on_end.remove(id);
+        self.starts.remove(id);
         self.stray_policy.remove(id);
         self.strays.remove(id);
         self.kept.remove(id);
@@ -256,6 +275,8 @@ pub(super) struct Books {
     pub(super) start_keys: HashMap<TaskId, String>,
     /// The end hook each task brought, written into each of its records.
     pub(super) on_end: HashMap<TaskId, String>,
+    /// How each task was started, written into each of its records.
+    pub(super) starts: HashMap<TaskId, Arc<StartRecord>>,
     /// The stray policy each task brought.
     pub(super) stray_policy: HashMap<TaskId, StrayPolicy>,
     /// What each ended task left running, found at the end that ended at this time.
@@ -432,6 +453,7 @@ impl Mirrored {
         record.start_key = books.start_keys.get(&id).cloned();
         record.queue = self.placements.get(&id);
         record.on_end = self.ends.hooks.command_for(books.on_end.get(&id));
+        record.start = books.starts.get(&id).cloned();
         record.survives_supervisor = !state.status().is_terminal()
             && self
                 .registry
