@@ -87,8 +87,9 @@ impl Session {
         }
     }
 
-    /// Starts this session's supervisor with `command` instead of this executable's
-    /// `__supervise` (a host embedding the session layer with task types of its own).
+    /// Starts this session's supervisor with `command` (the front end's own: `tasksd
+    /// __supervise` for `tasks`, a host's binary for a host with task types of its own). A
+    /// session without one sends nothing: [`Error::Supervisor`].
     #[must_use]
     pub fn with_supervisor(mut self, command: SupervisorCommand) -> Self {
         self.supervisor = Some(command);
@@ -262,13 +263,11 @@ impl Session {
     }
 
     pub(crate) fn send(&self, op: Op) -> Result<Response> {
-        let default;
-        let supervisor = match &self.supervisor {
-            Some(command) => command,
-            None => {
-                default = SupervisorCommand::this_executable();
-                &default
-            }
+        let Some(supervisor) = &self.supervisor else {
+            return Err(Error::Supervisor(
+                "no program to supervise this session was given (Session::with_supervisor)"
+                    .into(),
+            ));
         };
         client::send(&self.paths, &self.config, supervisor, op)
     }

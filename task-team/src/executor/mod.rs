@@ -900,6 +900,11 @@ struct TeammateTask {
 
 #[async_trait]
 impl Task for TeammateTask {
+    /// Agents share the agents' default limit.
+    fn admission(&self, _: task_core::TaskType) -> task_core::Admission {
+        task_core::Admission::AGENTS
+    }
+
     /// Ends it `killed` (notified at once, no model notification), stops its agent, and
     /// evicts it `stopped_display` later.
     async fn kill(&self, _: &Registry, id: &TaskId) -> Result<(), KillError> {
