@@ -35,16 +35,21 @@ impl Sandbox {
     /// appears: it never reads its mailbox, so it never sees a shutdown request, let alone
     /// approves one. Returns its id.
     fn silent_teammate(&self, member: &str) -> String {
+        let script = self.silent_script();
+        let fake = fake_agent();
+        let args = ["team", "spawn", member, "--", fake.to_str().unwrap()];
+        let out = self.ok(&[&args[..], &["--script", &script]].concat());
+        out.trim().to_owned()
+    }
+
+    /// The script of a teammate that works on its first turn until a file that never appears.
+    fn silent_script(&self) -> String {
         let never = self.path("never");
         let steps = [
             json!({"read_user": true}),
             json!({"wait_file": never.to_str().unwrap()}),
         ];
-        let script = self.script("silent.jsonl", &steps);
-        let fake = fake_agent();
-        let args = ["team", "spawn", member, "--", fake.to_str().unwrap()];
-        let out = self.ok(&[&args[..], &["--script", &script]].concat());
-        out.trim().to_owned()
+        self.script("silent.jsonl", &steps)
     }
 
     /// A teammate's script: it reads its prompt, answers `ready`, and from then on approves a
@@ -573,12 +578,7 @@ fn teammates_resumed_after_sigkilled_supervisors_keep_their_time_budget_and_end_
     let sandbox = Sandbox::for_agents();
     let log = sandbox.path("ends.log");
     let hook = format!("echo \"$TASKS_ID\" >> '{}'", log.display());
-    let never = sandbox.path("never");
-    let steps = [
-        json!({"read_user": true}),
-        json!({"wait_file": never.to_str().unwrap()}),
-    ];
-    let script = sandbox.script("silent.jsonl", &steps);
+    let script = sandbox.silent_script();
     let fake = fake_agent();
     let ids: Vec<String> = (0..CRASHED_TEAMMATES)
         .map(|i| {

@@ -394,7 +394,11 @@ fn class_limits(
     const VAR: &str = "TASKS_PARALLEL_";
     let limit = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
     let mut limits = crate::queue::ClassLimits::default();
-    let keys: Vec<String> = file.keys().filter(|k| k.starts_with(KEY)).cloned().collect();
+    let keys: Vec<String> = file
+        .keys()
+        .filter(|k| k.starts_with(KEY))
+        .cloned()
+        .collect();
     for key in keys {
         let value = file.remove(&key).unwrap_or_default();
         let n = value.as_u64().ok_or_else(|| {
@@ -408,9 +412,10 @@ fn class_limits(
         let Some(class) = var.strip_prefix(VAR) else {
             break;
         };
-        let n = text.trim().parse().map_err(|_| {
-            Error::Invalid(format!("{var}={text:?} is not a non-negative integer"))
-        })?;
+        let n = text
+            .trim()
+            .parse()
+            .map_err(|_| Error::Invalid(format!("{var}={text:?} is not a non-negative integer")))?;
         limits.set(&class.to_ascii_lowercase(), limit(n));
     }
     Ok(limits)

@@ -348,7 +348,9 @@ impl Queue {
         let admission = self
             .registry
             .executor(task_type)
-            .map_or(Admission::UNCLASSED, |executor| executor.admission(task_type));
+            .map_or(Admission::UNCLASSED, |executor| {
+                executor.admission(task_type)
+            });
         let mut state = lock(&self.state);
         let free = !state.paused
             && !state.limits.paused.contains(&placement.group)

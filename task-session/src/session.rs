@@ -265,8 +265,7 @@ impl Session {
     pub(crate) fn send(&self, op: Op) -> Result<Response> {
         let Some(supervisor) = &self.supervisor else {
             return Err(Error::Supervisor(
-                "no program to supervise this session was given (Session::with_supervisor)"
-                    .into(),
+                "no program to supervise this session was given (Session::with_supervisor)".into(),
             ));
         };
         client::send(&self.paths, &self.config, supervisor, op)

@@ -172,6 +172,8 @@ pub fn fake_agent() -> std::path::PathBuf {
 pub struct Dice(u64);
 
 impl Dice {
+    /// Seeded from `TASKS_TEST_SEED`, else the clock; says its seed on stderr (to reproduce).
+    #[allow(clippy::print_stderr)]
     pub fn seeded() -> Self {
         let seed = std::env::var("TASKS_TEST_SEED")
             .ok()

@@ -124,10 +124,7 @@ impl Engine {
             Arc::clone(&registry),
             config.sweep_interval,
             Arc::clone(&placements),
-            EndActions {
-                hooks,
-                strays: config.strays,
-            },
+            EndActions::new(hooks, config.strays),
         )?;
         mirror.keep_what_records_carried(&registry);
         let activity = Arc::new(Activity::default());
@@ -295,9 +292,7 @@ impl Engine {
             self.mirror.on_end(id, on_end);
         }
         if let Some(policy) = strays {
-            lock(&self.mirror.state.books)
-                .stray_policy
-                .insert(id, policy);
+            self.mirror.state.ends.set_stray_policy(id, policy);
         }
         let placement = self.queue.place(&schedule);
         if let Some(check) = schedule.ready.clone() {

@@ -16,7 +16,6 @@ use crate::paths::SessionPaths;
 use crate::queue::Placements;
 use crate::record::{self, TaskRecord};
 use crate::start_record::StartRecord;
-use crate::strays::{self, StrayPolicy};
 
 enum WriteRequest {
     Write(TaskId, Occasion),
@@ -176,6 +175,7 @@ impl Mirror {
     pub(super) fn forget(&self, id: TaskId) {
         let _writing = self.state.task_locks.of(&id);
         lock(&self.state.books).forget(&id);
+        self.state.ends.forget(&id);
         self.state.placements.forget(&id);
     }
 
@@ -207,8 +207,6 @@ impl Books {
         self.start_keys.remove(id);
         self.on_end.remove(id);
         self.starts.remove(id);
-        self.stray_policy.remove(id);
-        self.strays.remove(id);
         self.kept.remove(id);
         self.awaiting_notice.remove(id);
         self.silent.remove(id);
@@ -277,10 +275,6 @@ pub(super) struct Books {
     pub(super) on_end: HashMap<TaskId, String>,
     /// How each task was started, written into each of its records.
     pub(super) starts: HashMap<TaskId, Arc<StartRecord>>,
-    /// The stray policy each task brought.
-    pub(super) stray_policy: HashMap<TaskId, StrayPolicy>,
-    /// What each ended task left running, found at the end that ended at this time.
-    pub(super) strays: HashMap<TaskId, (Option<u64>, strays::Found)>,
 }
 
 /// What was last written for a task: its state, shared with the registry for as long as the
@@ -414,7 +408,7 @@ impl Mirrored {
         if state.status().is_terminal() {
             // Looked for only now: an agent is ended before its CLI has exited, and sends its
             // notice once it has, so what the CLI's tools left is the supervisor's by then.
-            let left = self.ends.strays(&self.books, &state);
+            let left = self.ends.strays(&state);
             record.strays = left.running();
             if let (Some(notice), Some(note)) = (&mut record.notification, left.note()) {
                 let summary = &mut notice.notification.summary;
@@ -642,6 +636,7 @@ impl Mirrored {
         };
         if gone {
             books.forget(&id);
+            self.ends.forget(&id);
             self.placements.forget(&id);
         } else {
             books
