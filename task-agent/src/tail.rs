@@ -146,6 +146,13 @@ impl Parsed {
     }
 }
 
+/// The wait between reads of a quiet transcript: 1 ms right after activity, doubling while
+/// nothing new arrives, up to the configured poll period. A CLI that is writing is followed
+/// closely; an idle one costs a read per period.
+pub(crate) fn poll_backoff(max: Duration) -> Backoff {
+    Backoff::new(Duration::from_millis(1), max)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -189,11 +196,4 @@ mod tests {
         assert_eq!(tail.malformed_lines(), 1);
         assert!(tail.lines.capacity() <= 100);
     }
-}
-
-/// The wait between reads of a quiet transcript: 1 ms right after activity, doubling while
-/// nothing new arrives, up to the configured poll period. A CLI that is writing is followed
-/// closely; an idle one costs a read per period.
-pub(crate) fn poll_backoff(max: Duration) -> Backoff {
-    Backoff::new(Duration::from_millis(1), max)
 }
