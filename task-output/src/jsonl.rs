@@ -31,7 +31,7 @@
 //! lines.finish(&mut take);
 //! assert_eq!(events, [Event { n: 1 }, Event { n: 2 }, Event { n: 3 }]);
 //! assert!(matches!(problems[0], LineError::Malformed { number: 3, .. }));
-//! assert!(matches!(problems[1], LineError::Oversized { number: 4, len: 75, limit: 32 }));
+//! assert!(matches!(problems[1], LineError::Oversized { number: 4, len: 74, limit: 32 }));
 //! ```
 
 use serde::Deserialize;
