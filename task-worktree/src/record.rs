@@ -36,4 +36,14 @@ impl Changes {
     pub fn any(self) -> bool {
         self.commits || self.dirty
     }
+
+    /// `commits`, `uncommitted`, `commits, uncommitted`, or `none`.
+    pub fn describe(self) -> &'static str {
+        match (self.commits, self.dirty) {
+            (true, true) => "commits, uncommitted",
+            (true, false) => "commits",
+            (false, true) => "uncommitted",
+            (false, false) => "none",
+        }
+    }
 }

@@ -533,18 +533,6 @@ impl Worktrees {
     }
 }
 
-impl Changes {
-    /// `commits`, `uncommitted`, `commits, uncommitted`, or `none`.
-    pub fn describe(self) -> &'static str {
-        match (self.commits, self.dirty) {
-            (true, true) => "commits, uncommitted",
-            (true, false) => "commits",
-            (false, true) => "uncommitted",
-            (false, false) => "none",
-        }
-    }
-}
-
 /// What `worktree` holds beyond its base, git run with the default
 /// [`WorktreeConfig::git_timeout`]. Blocking: it runs git.
 ///
