@@ -36,6 +36,13 @@ if cargo tree -p agent-stream -e normal --prefix none | grep -E "$forbidden"; th
     exit 1
 fi
 
+# Worktrees are for any harness: no runtime, nothing of ours.
+forbidden='^(tokio|task-[a-z-]+|agent-stream) '
+if cargo tree -p task-worktree -e normal --prefix none | tail -n +2 | grep -E "$forbidden"; then
+    echo "task-worktree depends on a runtime or on another crate of ours (above)" >&2
+    exit 1
+fi
+
 # The contract is for any client: serde, no runtime, no process control, nothing else of ours.
 forbidden='^(tokio|rustix|task-[a-z-]+|agent-stream) '
 if cargo tree -p task-protocol -e normal --prefix none | tail -n +2 | grep -E "$forbidden"; then

@@ -18,7 +18,7 @@ use crate::notify::{RunEnd, agent_notification};
 use crate::progress::{Change, ProgressTracker};
 use crate::record::{AgentRecord, Control};
 use crate::runner::{AgentSession, SessionEnd, SessionEvent};
-use crate::worktree::Worktrees;
+use task_worktree::Worktrees;
 
 /// Everything one run needs.
 pub(crate) struct Drive {
@@ -622,7 +622,7 @@ async fn unchanged_worktree(registry: Arc<Registry>, id: TaskId) -> Option<Workt
         _ => return None,
     };
     let checked = worktree.clone();
-    let changes = tokio::task::spawn_blocking(move || crate::worktree::changes(&checked)).await;
+    let changes = tokio::task::spawn_blocking(move || task_worktree::changes(&checked)).await;
     match changes {
         Ok(Ok(changes)) if !changes.any() => Some(*worktree),
         Ok(Ok(_)) => None,
@@ -647,11 +647,9 @@ async fn remove_worktree(
 ) {
     let removed = {
         let worktree = worktree.clone();
-        tokio::task::spawn_blocking(move || {
-            crate::worktree::remove_unchanged(&worktrees, &worktree)
-        })
-        .await
-        .unwrap_or(false)
+        tokio::task::spawn_blocking(move || worktrees.remove_unchanged(&worktree))
+            .await
+            .unwrap_or(false)
     };
     if !removed {
         let _ = registry.update(&id, |current| {

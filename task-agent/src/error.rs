@@ -91,8 +91,8 @@ pub enum AgentError {
     )]
     NoPrompt,
     /// The agent's worktree could not be added (it was not started).
-    #[error(transparent)]
-    Worktree(#[from] crate::worktree::WorktreeError),
+    #[error("cannot run the agent in a worktree: {0}")]
+    Worktree(#[from] task_worktree::WorktreeError),
     /// Writing to the agent's stdin failed.
     #[error("could not write to the agent's stdin: {0}")]
     Stdin(#[source] std::io::Error),

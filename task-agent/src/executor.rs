@@ -26,7 +26,9 @@ use crate::record::{AgentRecord, Control};
 use crate::runner::{AgentRunner, AgentSession, AgentSpec};
 use crate::tail::TranscriptTail;
 use crate::transcript_session::TranscriptSession;
-use crate::worktree::{WorktreeRequest, Worktrees, blocking, remove_unchanged, settle_worktree};
+use crate::worktree::{blocking, settle_worktree};
+use task_protocol::start::WorktreeRequest;
+use task_worktree::Worktrees;
 
 pub use task_core::AGENT_ID_ENV;
 /// The agent type of the backgrounded main session.
@@ -330,9 +332,12 @@ impl AgentExecutor {
             Some(wanted) => {
                 let from = request.cwd.as_deref().unwrap_or(Path::new("."));
                 let added = blocking(|| {
-                    self.inner
-                        .worktrees
-                        .add(from, id, &request.description, wanted)
+                    self.inner.worktrees.add(
+                        from,
+                        id.as_str(),
+                        &request.description,
+                        wanted.branch.as_deref(),
+                    )
                 })?;
                 (Some(added.cwd), Some(added.worktree))
             }
@@ -341,7 +346,7 @@ impl AgentExecutor {
         if registered.is_err()
             && let Some(worktree) = &worktree
         {
-            remove_unchanged(&self.inner.worktrees, worktree);
+            self.inner.worktrees.remove_unchanged(worktree);
         }
         registered
     }
@@ -890,7 +895,7 @@ impl Task for AgentTask {
             None => Ok(()),
         };
         if let (Some(worktree), Some(inner)) = (&agent.worktree, self.inner.upgrade()) {
-            remove_unchanged(&inner.worktrees, worktree);
+            inner.worktrees.remove_unchanged(worktree);
         }
         killed
     }

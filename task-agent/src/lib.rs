@@ -87,4 +87,5 @@ pub use notify::{RunEnd, agent_notification, stopped_notification};
 pub use progress::{Change, ProgressTracker, message_usage};
 pub use runner::{AgentRunner, AgentSession, AgentSpec, SessionEnd, SessionEvent};
 pub use tail::TranscriptTail;
+pub use task_protocol::start::WorktreeRequest;
 pub use texts::{launch_text, send_reply};

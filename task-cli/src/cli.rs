@@ -435,11 +435,9 @@ pub struct WorktreeFlags {
 
 impl WorktreeFlags {
     /// The worktree asked for, if any.
-    pub fn request(&self) -> Option<task_agent::worktree::WorktreeRequest> {
-        (self.worktree || self.worktree_branch.is_some()).then(|| {
-            task_agent::worktree::WorktreeRequest {
-                branch: self.worktree_branch.clone(),
-            }
+    pub fn request(&self) -> Option<task_agent::WorktreeRequest> {
+        (self.worktree || self.worktree_branch.is_some()).then(|| task_agent::WorktreeRequest {
+            branch: self.worktree_branch.clone(),
         })
     }
 }

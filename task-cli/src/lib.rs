@@ -85,5 +85,6 @@ pub mod wiring;
 mod workflow_cmd;
 #[cfg(feature = "cli")]
 mod worktree_cmd;
+mod worktree_wiring;
 
 pub use error::{CliError, Result};

@@ -106,7 +106,7 @@ pub fn rows(session: &Session, tasks: &[TaskRecord], filter: &Filter) -> (Vec<Ro
             let mut row = Row::new(task, size, settled);
             row.queue_position = positions.get(&id).copied();
             row.worktree_changes = crate::worktree_cmd::existing(task)
-                .and_then(|worktree| task_agent::worktree::changes(worktree).ok());
+                .and_then(|worktree| task_worktree::changes(worktree).ok());
             Some(row)
         })
         .collect();

@@ -5,8 +5,8 @@ use std::io::{self, IsTerminal, Write};
 use serde::Serialize;
 
 use crate::error::{CliError, Result};
-use task_agent::worktree::Changes;
 use task_core::TaskState;
+use task_worktree::Changes;
 
 use task_session::record::TaskRecord;
 
@@ -88,7 +88,7 @@ pub struct Row {
     /// What its git worktree holds beyond its base, when it has one that exists (asked of git
     /// by `tasks ps`; `None` elsewhere).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub worktree_changes: Option<task_agent::worktree::Changes>,
+    pub worktree_changes: Option<Changes>,
 }
 
 impl Row {
@@ -137,16 +137,10 @@ pub fn worktree_suffix(task: &TaskState, changes: Option<Changes>) -> String {
 
 /// `commits, uncommitted`, `commits`, `uncommitted`, `none`, or why it is unknown.
 pub fn changes_text(
-    changes: &std::result::Result<Changes, task_agent::worktree::WorktreeError>,
+    changes: &std::result::Result<Changes, task_worktree::WorktreeError>,
 ) -> String {
     match changes {
-        Ok(Changes {
-            commits: true,
-            dirty: true,
-        }) => "commits, uncommitted".into(),
-        Ok(Changes { commits: true, .. }) => "commits".into(),
-        Ok(Changes { dirty: true, .. }) => "uncommitted".into(),
-        Ok(_) => "none".into(),
+        Ok(changes) => changes.describe().into(),
         Err(error) => format!("unknown: {error}"),
     }
 }

@@ -37,6 +37,8 @@ pub fn standard(host: &Host) -> Result<Launchers> {
     agent_config.default_budget = settings.agent_budget;
     let agents = AgentExecutor::new(host.registry.clone(), &tasks_dir, agent_config)
         .register_with_registry();
+    // Before the supervisor serves: what a predecessor added and never recorded in a task.
+    crate::worktree_wiring::settle_unrecorded(&host.paths, agents.worktrees());
     let workflows = WorkflowExecutor::new(agents.clone(), &tasks_dir, WorkflowConfig::default())
         .register_with_registry();
     let mut team_config = settings.team;

@@ -158,14 +158,14 @@ fn teammates_get_every_message_from_concurrent_tasks_send_processes_once_in_orde
     });
     assert_eq!(record("3")["status"], "pending");
     assert_eq!(record("2")["owner"], "mate0");
-    let lead = std::fs::read_to_string(sandbox.path("default/teams/crew/inboxes/team-lead.jsonl"))
-        .unwrap();
-    assert!(
-        lead.contains(
-            "mate0 has shut down. 2 task(s) were unassigned: #1 \\\"write docs\\\", #3 \\\"ship\\\""
-        ),
-        "{lead}"
-    );
+    // The lead is told once the list is written: its inbox may lag the records by a moment.
+    let inbox = sandbox.path("default/teams/crew/inboxes/team-lead.jsonl");
+    let told =
+        "mate0 has shut down. 2 task(s) were unassigned: #1 \\\"write docs\\\", #3 \\\"ship\\\"";
+    let lead = eventually("the lead told of the unassigned tasks", || {
+        let lead = std::fs::read_to_string(&inbox).unwrap_or_default();
+        lead.contains(told).then_some(lead)
+    });
     assert!(lead.contains(r#"\"type\":\"shutdown_response\""#), "{lead}");
     // Teammates never notify the model.
     let notes = sandbox.ok(&["notifications"]);
@@ -689,4 +689,51 @@ fn now_ms() -> u64 {
             .as_millis(),
     )
     .unwrap()
+}
+
+/// #41.2: the turns a teammate's budget counted before its supervisor died still count after
+/// the next supervisor resumes it (they restarted from zero).
+#[test]
+fn a_teammate_resumed_after_a_sigkilled_supervisor_keeps_the_turns_its_budget_counted() {
+    let sandbox = Sandbox::for_agents().env("TASKS_TEAM_SHUTDOWN_MS", "600000");
+    // Each answer is a model response (a turn): the first, to the prompt, and the echo of
+    // every message after it.
+    let steps = [
+        json!({"read_user": true}),
+        json!({"text": "ready"}),
+        json!({"result": "ready"}),
+    ];
+    let script = sandbox.script("tally.jsonl", &steps);
+    let fake = fake_agent();
+    let args = ["team", "spawn", "tally@crew", "--max-turns", "50", "--"];
+    let id = sandbox.ok(&[&args[..], &[fake.to_str().unwrap(), "--script", &script]].concat());
+    let id = id.trim();
+    let turns = |row: &Value| row["kind"]["teammate"]["budget"]["turnsUsed"].as_u64();
+    let idle_after = |after: u64| {
+        let last = std::cell::RefCell::new(Value::Null);
+        let idle = support::poll_until(Duration::from_secs(30), || {
+            let row = sandbox.listed(id);
+            last.replace(row.clone());
+            (row["kind"]["teammate"]["isIdle"] == true && turns(&row)? > after).then_some(row)
+        });
+        idle.unwrap_or_else(|| panic!("not idle after turn {after}: {}", last.borrow()))
+    };
+    let first = idle_after(0);
+    sandbox.ok(&["send", "tally", "one more turn"]);
+    let before = idle_after(turns(&first).unwrap());
+    let counted = turns(&before).unwrap();
+    let supervisor = before["supervisorPid"].as_i64().unwrap() as i32;
+    support::sigkill(supervisor);
+    eventually("the supervisor gone", || {
+        (!support::is_alive(supervisor)).then_some(())
+    });
+
+    // Its resumed turn counts on top of what was counted.
+    let resumed = idle_after(counted);
+    assert_ne!(
+        resumed["supervisorPid"].as_i64(),
+        Some(i64::from(supervisor)),
+        "{resumed}"
+    );
+    assert_eq!(resumed["status"], "running", "{resumed}");
 }

@@ -14,17 +14,8 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use support::agent_sandbox::Sandbox;
 use support::fake_agent;
+use support::git::{GIT_ENV, git};
 use support::tmux::Tmux;
-
-/// The environment every git command here (and the supervisor's) runs with.
-const GIT_ENV: [(&str, &str); 6] = [
-    ("GIT_AUTHOR_NAME", "Test"),
-    ("GIT_AUTHOR_EMAIL", "test@example.com"),
-    ("GIT_COMMITTER_NAME", "Test"),
-    ("GIT_COMMITTER_EMAIL", "test@example.com"),
-    ("GIT_CONFIG_GLOBAL", "/dev/null"),
-    ("GIT_CONFIG_NOSYSTEM", "1"),
-];
 
 fn sandbox() -> Sandbox {
     GIT_ENV
@@ -32,19 +23,6 @@ fn sandbox() -> Sandbox {
         .fold(Sandbox::for_agents(), |sandbox, (key, value)| {
             sandbox.env(key, value)
         })
-}
-
-/// `git ARGS` in `dir`; its stdout, the test failing if it fails.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .envs(GIT_ENV)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {output:?}");
-    String::from_utf8(output.stdout).unwrap()
 }
 
 /// A repository whose HEAD is `feature`, one commit (adding `feature.txt`) ahead of `main`.
@@ -89,6 +67,34 @@ impl Sandbox {
 
     fn worktrees(&self) -> PathBuf {
         self.path("default/worktrees")
+    }
+
+    /// SIGKILLs the session's supervisor (as its lock names it) and waits until it is gone.
+    fn kill_supervisor(&self) {
+        let supervisor: i32 = std::fs::read_to_string(self.path("default/supervisor.lock"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        support::sigkill(supervisor);
+        support::eventually("the supervisor gone", || {
+            (!support::is_alive(supervisor)).then_some(())
+        });
+    }
+
+    /// Runs an agent that writes `notes.txt` in its worktree, "Take notes", to its end: its
+    /// id, and the path and branch of its worktree, kept for that change.
+    fn notes_kept_in_a_worktree(&self, repo: &Path) -> (String, PathBuf, String) {
+        let script = touching(self, "write.jsonl", "notes.txt", "done");
+        let out = self.agent_in(
+            repo,
+            &["--worktree", "-d", "Take notes", "-p", "w"],
+            &script,
+        );
+        let id = out.lines().next().unwrap().to_owned();
+        let path = self.worktrees().join(&id);
+        let branch = format!("tasks/take-notes-{id}");
+        (id, path, branch)
     }
 }
 
@@ -436,15 +442,8 @@ fn twenty_agents_started_at_once_get_twenty_worktrees_and_branches_with_no_cross
 fn worktree_ls_lists_a_kept_worktree_and_rm_refuses_it_unless_forced() {
     let sandbox = sandbox();
     let repo = repository(&sandbox);
-    let script = touching(&sandbox, "write.jsonl", "notes.txt", "done");
-    let out = sandbox.agent_in(
-        &repo,
-        &["--worktree", "-d", "Take notes", "-p", "w"],
-        &script,
-    );
-    let id = out.lines().next().unwrap();
-    let path = sandbox.worktrees().join(id);
-    let branch = format!("tasks/take-notes-{id}");
+    let (id, path, branch) = sandbox.notes_kept_in_a_worktree(&repo);
+    let id = id.as_str();
 
     let listed: Value =
         serde_json::from_slice(&sandbox.run_in(&repo, &["worktree", "ls", "--json"]).stdout)
@@ -480,6 +479,62 @@ fn worktree_ls_lists_a_kept_worktree_and_rm_refuses_it_unless_forced() {
     assert!(!path.exists());
     assert_eq!(listed_worktrees(&repo).len(), 1);
     assert_eq!(git(&repo, &["branch", "--list", "tasks/*"]), "");
+    assert_nothing_stale(&repo);
+    assert_eq!(sandbox.ok(&["worktree", "ls"]), "");
+}
+
+#[test]
+fn a_kept_worktree_no_task_records_is_listed_unrecorded_kept_by_the_next_supervisor_and_removed_by_its_id()
+ {
+    let sandbox = sandbox();
+    let repo = repository(&sandbox);
+    let (id, path, branch) = sandbox.notes_kept_in_a_worktree(&repo);
+    let id = id.as_str();
+    // Its task goes (an agent, which a message would resume, only while no supervisor runs);
+    // the worktree, kept for its changes, is recorded by its own record alone.
+    sandbox.kill_supervisor();
+    sandbox.ok(&["rm", id]);
+    assert!(
+        sandbox
+            .path(&format!("default/worktrees/{id}.json"))
+            .is_file()
+    );
+    let unrecorded = json!([{
+        "id": id, "status": "unrecorded", "description": null,
+        "path": path.display().to_string(), "branch": branch,
+        "base": git(&repo, &["rev-parse", "HEAD"]).trim(),
+        "changes": {"commits": false, "dirty": true},
+    }]);
+    let listed = |sandbox: &Sandbox| -> Value {
+        serde_json::from_slice(&sandbox.run_in(&repo, &["worktree", "ls", "--json"]).stdout)
+            .unwrap()
+    };
+    assert_eq!(listed(&sandbox), unrecorded);
+
+    // A supervisor that starts keeps it (it has changes), still listed.
+    sandbox.ok(&["run", "--", "true"]);
+    assert!(path.join("notes.txt").is_file());
+    assert_eq!(listed(&sandbox), unrecorded);
+    let table = sandbox.ok(&["worktree", "ls"]);
+    assert!(table.starts_with(&format!("{id}  unrecorded")), "{table}");
+
+    // Removed by the id it was added for: refused while it has changes, then forced.
+    let refused = sandbox.run_in(&repo, &["worktree", "rm", id]);
+    assert!(!refused.status.success(), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("has changes (uncommitted)"),
+        "{refused:?}"
+    );
+    let removed = sandbox.ok(&["worktree", "rm", "--force", id]);
+    assert!(removed.contains(&branch), "{removed}");
+    assert!(!path.exists());
+    assert_eq!(listed_worktrees(&repo).len(), 1);
+    assert_eq!(git(&repo, &["branch", "--list", "tasks/*"]), "");
+    assert!(
+        !sandbox
+            .path(&format!("default/worktrees/{id}.json"))
+            .exists()
+    );
     assert_nothing_stale(&repo);
     assert_eq!(sandbox.ok(&["worktree", "ls"]), "");
 }
@@ -610,15 +665,7 @@ fn after_a_supervisor_crash_the_next_supervisor_removes_unchanged_worktrees_and_
     support::eventually("both agents working", || {
         (idle_started.exists() && sandbox.path("busy-started").exists()).then_some(())
     });
-    let supervisor: i32 = std::fs::read_to_string(sandbox.path("default/supervisor.lock"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    support::sigkill(supervisor);
-    support::eventually("the supervisor gone", || {
-        (!support::is_alive(supervisor)).then_some(())
-    });
+    sandbox.kill_supervisor();
 
     // The next supervisor (started by any command that needs one) reconciles before serving.
     sandbox.ok(&["run", "--", "true"]);

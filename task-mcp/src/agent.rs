@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use task_agent::worktree::WorktreeRequest;
+use task_agent::WorktreeRequest;
 use task_agent::{AgentStart, launch_text};
 use task_core::{Address, TaskKind};
 

@@ -267,7 +267,7 @@ impl Run {
         request.json_schema = schema.as_ref().map(Value::to_string);
         request.budget = budget_of(&call.opts);
         if call.opts.get("isolation").and_then(Value::as_str) == Some("worktree") {
-            request.worktree = Some(task_agent::worktree::WorktreeRequest::default());
+            request.worktree = Some(task_agent::WorktreeRequest::default());
         }
         let mut events = self.registry.subscribe();
         let pending = match self.agents.register(request) {

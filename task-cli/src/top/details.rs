@@ -5,8 +5,8 @@
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use serde_json::Value;
-use task_agent::worktree::Changes;
 use task_core::{TaskKind, TaskState, TaskStatus, WorkflowStep, now_ms};
+use task_worktree::Changes;
 
 use crate::render;
 use task_session::record::TaskRecord;

@@ -4,8 +4,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use task_agent::worktree::Changes;
 use task_core::{TaskId, TaskType};
+use task_worktree::Changes;
 
 use crate::error::Result;
 use crate::pill::{self, Pill};
@@ -48,7 +48,7 @@ impl WorktreeChecks {
         match self.checked.get(&record.id()) {
             Some((at, changes)) if now.duration_since(*at) < WORKTREE_RECHECK => *changes,
             _ => {
-                let changes = task_agent::worktree::changes(worktree).ok();
+                let changes = task_worktree::changes(worktree).ok();
                 self.checked.insert(record.id(), (now, changes));
                 changes
             }

@@ -20,3 +20,4 @@ mod supervisor_death;
 #[path = "../support/mod.rs"]
 mod support;
 mod teammate_crash;
+mod worktree_crash;

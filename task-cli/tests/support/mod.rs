@@ -7,6 +7,7 @@ pub mod agent_sandbox;
 pub mod claude_code;
 pub mod codex_cli;
 pub mod gemini_cli;
+pub mod git;
 pub mod hooks;
 pub mod model_server;
 pub mod root;

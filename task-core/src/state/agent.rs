@@ -92,23 +92,8 @@ impl AgentProgress {
     }
 }
 
-/// A git worktree an agent ran in.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Worktree {
-    /// The worktree's path.
-    pub worktree_path: String,
-    /// Its branch.
-    pub worktree_branch: String,
-    /// The commit it was created from (the caller's `HEAD`): the worktree has changes once its
-    /// `HEAD` is elsewhere or its tree differs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_commit: Option<String>,
-    /// The top-level directory of the repository it was added to (where `git worktree remove`
-    /// runs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub repository: Option<String>,
-}
+/// A git worktree an agent ran in (task-worktree's record of it).
+pub use task_worktree::Worktree;
 
 /// The data of a `local_agent` task (a sub-agent or the backgrounded main session).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -48,10 +48,13 @@ impl Engine {
             .get(&start.kind)
             .ok_or_else(|| format!("this supervisor runs no {:?} tasks", start.kind))?;
         let again = start.resumed().map_err(|e| e.to_string())?;
+        // Its previous end is not settled while it is registered again (which would forget
+        // what is noted now); its first record waits for the notes.
+        let held = self.mirror.hold(previous.id());
         self.mirror.carry(&previous, Some(Arc::new(start)));
-        let Launched { id, start: work } = launcher
-            .take_back_json(&previous.task, again.request, again.caller)
-            .map_err(|e| e.to_string())?;
+        let launched = launcher.take_back_json(&previous.task, again.request, again.caller);
+        drop(held);
+        let Launched { id, start: work } = launched.map_err(|e| e.to_string())?;
         if id != previous.id() {
             return Err(format!("its launcher took it back as {id}"));
         }

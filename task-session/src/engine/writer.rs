@@ -179,6 +179,13 @@ impl Mirror {
         self.state.placements.forget(&id);
     }
 
+    /// Holds `id` until the guard is dropped: no record of it is written and it is not
+    /// settled (evicted) meanwhile. For a task taken back, between noting what its records
+    /// carried and its registration: settling its previous end then would forget those notes.
+    pub(super) fn hold(&self, id: TaskId) -> std::sync::MutexGuard<'_, ()> {
+        self.state.task_locks.of(&id)
+    }
+
     /// Stops every write to the session's paths, for good (the directory is gone).
     pub(super) fn detach(&self) {
         self.state.detached.store(true, Ordering::SeqCst);

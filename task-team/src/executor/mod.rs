@@ -24,12 +24,12 @@ use super::message::delivered_ids;
 use super::{Protocol, TEAM_LEAD, TeamConfig, TeamMessage, mailbox, post, render_turn};
 use member::{MemberRun, Start};
 use task_agent::AgentError;
+use task_agent::WorktreeRequest;
 use task_agent::budget::SessionTokens;
-use task_agent::worktree::{
-    WorktreeRequest, Worktrees, blocking, cwd_in, remove_unchanged, settle_worktree,
-};
+use task_agent::worktree::{blocking, settle_worktree};
 use task_agent::{AgentRunner, AgentSpec};
 use task_core::AGENT_ID_ENV;
+use task_worktree::{Worktrees, cwd_in};
 
 /// The environment variable naming a teammate (`name@team`) to its agent's processes.
 pub const TEAMMATE_ENV: &str = "TASKS_TEAMMATE";
@@ -286,7 +286,7 @@ impl TeamExecutor {
             && fresh
             && let Some(worktree) = &worktree
         {
-            remove_unchanged(&self.inner.worktrees, worktree);
+            self.inner.worktrees.remove_unchanged(worktree);
         }
         admitted
     }
@@ -310,7 +310,8 @@ impl TeamExecutor {
         let Some(wanted) = &request.worktree else {
             return Ok((None, false));
         };
-        let added = blocking(|| self.inner.worktrees.add(&caller, id, full, wanted))?;
+        let branch = wanted.branch.as_deref();
+        let added = blocking(|| self.inner.worktrees.add(&caller, id.as_str(), full, branch))?;
         request.cwd = Some(added.cwd);
         Ok((Some(added.worktree), true))
     }
@@ -934,7 +935,7 @@ impl Task for TeammateTask {
     fn reap_orphan(&self, orphan: &TaskState) -> Result<(), KillError> {
         let reaped = reap(orphan);
         if let Some(worktree) = orphan.kind.worktree() {
-            remove_unchanged(&self.inner.worktrees, worktree);
+            self.inner.worktrees.remove_unchanged(worktree);
         }
         reaped
     }
