@@ -457,3 +457,109 @@ fn a_job_whose_id_was_never_recorded_is_found_by_name_and_not_submitted_again() 
     );
     assert_eq!(cluster.delivered(&id), 1);
 }
+
+/// The Slurm job of task `id` as `squeue` shows it: `(state, reason)`.
+fn job_state(id: &str) -> Option<(String, String)> {
+    let out = Command::new("squeue")
+        .args(["--noheader", "--states=all", "--format=%T %r"])
+        .arg(format!("--name={id}"))
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (state, reason) = text.trim().split_once(' ')?;
+    Some((state.to_owned(), reason.to_owned()))
+}
+
+/// `--after` between two Slurm tasks: the dependent is submitted at once with
+/// `--dependency=afterok:JOB` and Slurm holds it (pending, reason `Dependency`) while its
+/// dependency runs, then runs it.
+#[test]
+fn after_between_slurm_tasks_is_slurms_afterok_and_runs_once_the_dependency_completed() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let (gate, first) = cluster.gated("", "echo first");
+    let second = cluster.run(&["--on", "slurm", "--after", &first], "echo second");
+    // Submitted while its dependency still runs: Slurm waits, not the supervisor's queue.
+    let waiting = cluster.until(&second, "submitted and held by Slurm", |t| {
+        t["kind"]["shell"]["batch"]["waiting"] == "Dependency"
+    });
+    assert_eq!(waiting["status"], "pending", "{waiting}");
+    let first_job = cluster.task(&first)["kind"]["shell"]["batch"]["jobId"].clone();
+    assert_eq!(
+        waiting["kind"]["shell"]["batch"]["after"],
+        serde_json::json!([{"task": first, "jobId": first_job}]),
+        "{waiting}"
+    );
+    assert_eq!(
+        job_state(&second),
+        Some(("PENDING".to_owned(), "Dependency".to_owned()))
+    );
+    assert!(matches!(
+        cluster.task(&first)["status"].as_str(),
+        Some("pending" | "running")
+    ));
+    gate.open();
+    let task = cluster.ended(&second);
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(cluster.task(&first)["status"], "completed");
+    assert_eq!(cluster.root.ok(&["output", &second]), "second\n");
+    assert_eq!(Cluster::jobs_named(&second).len(), 1);
+    assert_eq!(cluster.delivered(&first), 1);
+    assert_eq!(cluster.delivered(&second), 1);
+}
+
+/// A Slurm dependency that fails leaves its dependent's job pending for ever in Slurm
+/// (`DependencyNeverSatisfied`): it is cancelled and its task ends `failed` with the queue's
+/// "dependency failed" reason, and so does a task waiting for that one in turn.
+#[test]
+fn after_a_failed_slurm_dependency_the_dependents_jobs_are_cancelled_and_end_dependency_failed() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let (gate, failing) = cluster.gated("", "exit 3");
+    let dependent = cluster.run(
+        &["--on", "slurm", "--after", &failing],
+        &format!("touch '{}'", ran.display()),
+    );
+    let chained = cluster.run(
+        &["--on", "slurm", "--after", &dependent],
+        &format!("touch '{}'", ran.display()),
+    );
+    for id in [&dependent, &chained] {
+        cluster.until(id, "held by Slurm", |t| {
+            t["kind"]["shell"]["batch"]["waiting"] == "Dependency"
+        });
+    }
+    gate.open();
+    assert_eq!(cluster.ended(&failing)["status"], "failed");
+    for (id, dependency) in [(&dependent, &failing), (&chained, &dependent)] {
+        let task = cluster.ended(id);
+        assert_eq!(task["status"], "failed", "{task}");
+        assert_eq!(
+            task["endReason"],
+            serde_json::json!({"reason": "dependency_failed", "id": dependency}),
+            "{task}"
+        );
+        let state = poll_until(DEADLINE, || {
+            job_state(id).filter(|(state, _)| state == "CANCELLED")
+        });
+        assert!(
+            state.is_some(),
+            "{id}'s job not cancelled: {:?}",
+            job_state(id)
+        );
+        assert_eq!(cluster.root.ok(&["output", id]), "", "it never ran");
+        assert_eq!(cluster.delivered(id), 1);
+    }
+    assert!(!ran.exists(), "no dependent ran");
+    let log = std::fs::read_to_string(cluster.root.path("default/notifications.jsonl")).unwrap();
+    assert!(
+        log.contains(&format!("dependency failed: {failing}")),
+        "{log}"
+    );
+}

@@ -222,6 +222,7 @@ impl ShellExecutor {
                 .collect(),
             placement,
             time_limit: timeout,
+            after: Vec::new(),
         };
         Ok(PendingBatch {
             executor: self.clone(),

@@ -20,7 +20,7 @@ pub use other::{
     DREAM_TURNS_CAP, DreamPhase, DreamState, DreamTurn, RemoteState, RemoteSubtype, WorkflowState,
     WorkflowStep,
 };
-pub use shell::{BatchJob, ProcessOwner, ShellKind, ShellProcess, ShellState};
+pub use shell::{BatchDependency, BatchJob, ProcessOwner, ShellKind, ShellProcess, ShellState};
 
 use crate::{Address, EndReason, TaskId, TaskStatus, TaskType};
 

@@ -6,7 +6,9 @@
 //! output file (the start marker, the exit status). The executor does the rest alike for every
 //! engine (`batch::run`): the task stays `pending` while the job waits (the engine's reason in
 //! [`task_core::BatchJob::waiting`]), is `running` while it runs, and ends as the job ended,
-//! once. `SlurmEngine` (feature `slurm`) adapts task-slurm; a Kubernetes `Job` engine would
+//! once. A job submitted to wait for other tasks' jobs ([`task_core::BatchJob::after`]) whose
+//! dependency can never be satisfied is cancelled and its task ends as a task the queue held
+//! does when a dependency failed ([`task_core::EndReason::DependencyFailed`]). `SlurmEngine` (feature `slurm`) adapts task-slurm; a Kubernetes `Job` engine would
 //! be one more implementation (ARCHITECTURE.md).
 
 pub(crate) mod run;
@@ -43,6 +45,10 @@ pub struct BatchSpec {
     pub placement: Placement,
     /// Ended by the batch system after this long (the task's timeout), if set.
     pub time_limit: Option<Duration>,
+    /// Jobs of the same engine that must complete successfully before this one starts (the
+    /// engine waits: Slurm's `--dependency=afterok`). Filled by the run from the task's
+    /// [`task_core::BatchJob::after`] just before submitting.
+    pub after: Vec<String>,
 }
 
 /// Where a job is, in the task's lifecycle.
@@ -66,6 +72,10 @@ pub enum BatchPhase {
     },
     /// Cancelled.
     Killed,
+    /// It will never start: a job it waits for ([`BatchSpec::after`]) did not complete
+    /// successfully (Slurm's `DependencyNeverSatisfied`, whether it leaves the job pending or
+    /// cancels it).
+    DependencyFailed,
 }
 
 /// A job found by its name.

@@ -49,6 +49,9 @@ fn job_id(id: &str) -> Result<JobId, BatchError> {
 
 /// A Slurm phase in the executor's terms.
 fn phase(job: &JobInfo) -> BatchPhase {
+    if job.dependency_never_satisfied() {
+        return BatchPhase::DependencyFailed;
+    }
     match job.phase() {
         Phase::Pending { reason } => BatchPhase::Pending {
             reason: reason.map(|r| r.as_str().to_owned()),
@@ -112,6 +115,9 @@ impl BatchEngine for SlurmEngine {
         }
         if let Some(limit) = spec.time_limit {
             job = job.with_time_limit(limit);
+        }
+        for dependency in &spec.after {
+            job = job.with_after_ok(job_id(dependency)?);
         }
         for arg in args {
             job = job.with_extra_arg(arg);
