@@ -60,6 +60,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod batch;
 mod config;
 mod event;
 mod input;

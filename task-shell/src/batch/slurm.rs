@@ -154,6 +154,20 @@ impl BatchEngine for SlurmEngine {
         }
     }
 
+    async fn forget_records(&self, name_: &str, output: &Path) -> Result<(), BatchError> {
+        let files = files(name_, output)?;
+        for path in [&files.exit, &files.started] {
+            match tokio::fs::remove_file(path).await {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(BatchError::new(NAME, format!("{}: {e}", path.display())));
+                }
+            }
+        }
+        Ok(())
+    }
+
     async fn started(&self, name_: &str, output: &Path) -> Result<bool, BatchError> {
         Ok(files(name_, output)?
             .start_marker()
