@@ -35,16 +35,21 @@ impl Sandbox {
     /// appears: it never reads its mailbox, so it never sees a shutdown request, let alone
     /// approves one. Returns its id.
     fn silent_teammate(&self, member: &str) -> String {
+        let script = self.silent_script();
+        let fake = fake_agent();
+        let args = ["team", "spawn", member, "--", fake.to_str().unwrap()];
+        let out = self.ok(&[&args[..], &["--script", &script]].concat());
+        out.trim().to_owned()
+    }
+
+    /// The script of a teammate that works on its first turn until a file that never appears.
+    fn silent_script(&self) -> String {
         let never = self.path("never");
         let steps = [
             json!({"read_user": true}),
             json!({"wait_file": never.to_str().unwrap()}),
         ];
-        let script = self.script("silent.jsonl", &steps);
-        let fake = fake_agent();
-        let args = ["team", "spawn", member, "--", fake.to_str().unwrap()];
-        let out = self.ok(&[&args[..], &["--script", &script]].concat());
-        out.trim().to_owned()
+        self.script("silent.jsonl", &steps)
     }
 
     /// A teammate's script: it reads its prompt, answers `ready`, and from then on approves a
@@ -557,4 +562,131 @@ fn a_dream_whose_supervisor_is_sigkilled_is_rolled_back_by_the_next_dream() {
     );
     sandbox.ok(&["kill", &second]);
     assert_eq!(mtime_ms(&lock), PRIOR_MS);
+}
+
+/// Teammates of the crash test of budgets and end hooks, their time budget, and how many
+/// times their supervisor is SIGKILLed while they run.
+const CRASHED_TEAMMATES: usize = 20;
+const TIME_BUDGET_MS: u64 = 4000;
+const SUPERVISOR_KILLS: usize = 3;
+
+/// #41.2: a teammate a dead supervisor left running goes on under the next one as the same
+/// run: its time budget counts from when it began running (not from the resume), its end
+/// hook runs (once), and its records keep the hook and how it was started.
+#[test]
+fn teammates_resumed_after_sigkilled_supervisors_keep_their_time_budget_and_end_hook() {
+    let sandbox = Sandbox::for_agents();
+    let log = sandbox.path("ends.log");
+    let hook = format!("echo \"$TASKS_ID\" >> '{}'", log.display());
+    let script = sandbox.silent_script();
+    let fake = fake_agent();
+    let ids: Vec<String> = (0..CRASHED_TEAMMATES)
+        .map(|i| {
+            let member = format!("m{i}@crew");
+            let args = [
+                "team",
+                "spawn",
+                &member,
+                "--timeout",
+                "4s",
+                "--on-end",
+                &hook,
+                "--",
+            ];
+            let fake = [fake.to_str().unwrap(), "--script", &script];
+            sandbox
+                .ok(&[&args[..], &fake[..]].concat())
+                .trim()
+                .to_owned()
+        })
+        .collect();
+    let began: HashMap<String, u64> = ids
+        .iter()
+        .map(|id| {
+            let started = eventually("the teammate running", || {
+                sandbox.listed(id)["startedAt"].as_u64()
+            });
+            (id.clone(), started)
+        })
+        .collect();
+
+    // SIGKILLs at random points of their runs; after each, the next supervisor takes them back.
+    let mut dice = support::Dice::seeded();
+    let mut last_resume = 0;
+    for _ in 0..SUPERVISOR_KILLS {
+        std::thread::sleep(Duration::from_millis(300 + dice.below(900)));
+        let supervisor = supervisor_pid(&sandbox);
+        support::sigkill(supervisor);
+        eventually("the supervisor gone", || {
+            (!support::is_alive(supervisor)).then_some(())
+        });
+        sandbox.ok(&["ps"]); // starts the next supervisor, which takes them back
+        last_resume = now_ms();
+    }
+
+    let ended: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            eventually("the teammate ended", || {
+                Some(sandbox.listed(id)).filter(|row| row["status"] == "failed")
+            })
+        })
+        .collect();
+    for row in &ended {
+        let id = row["id"].as_str().unwrap();
+        assert_eq!(row["endReason"]["reason"], "budget_exceeded", "{row}");
+        assert_eq!(row["endReason"]["limit"], "time", "{row}");
+        assert_eq!(
+            row["startedAt"].as_u64(),
+            Some(began[id]),
+            "the run that went on began when it first ran: {row}"
+        );
+        // Its time was up at its first start plus its budget, or at the resume after that.
+        let due = (began[id] + TIME_BUDGET_MS).max(last_resume);
+        let end = row["endTime"].as_u64().unwrap();
+        assert!(
+            end < due + TIME_BUDGET_MS / 2,
+            "ended {} ms after its time was up: {row}",
+            end.saturating_sub(due)
+        );
+        let record: Value = serde_json::from_slice(
+            &std::fs::read(sandbox.path(&format!("default/tasks/{id}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(record["onEnd"].as_str(), Some(hook.as_str()), "{record}");
+        assert!(record["start"]["kind"] == "teammate", "{record}");
+    }
+    let hooked = eventually("every end hook ran", || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        (text.lines().count() >= CRASHED_TEAMMATES).then_some(text)
+    });
+    let mut times: HashMap<&str, usize> = HashMap::new();
+    for line in hooked.lines() {
+        *times.entry(line).or_default() += 1;
+    }
+    for id in &ids {
+        assert_eq!(
+            times.get(id.as_str()),
+            Some(&1),
+            "{id}'s hook ran once: {hooked}"
+        );
+    }
+}
+
+fn supervisor_pid(sandbox: &Sandbox) -> i32 {
+    std::fs::read_to_string(sandbox.path("default/supervisor.lock"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn now_ms() -> u64 {
+    u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
 }
