@@ -96,6 +96,12 @@ pub enum AgentError {
     /// Writing to the agent's stdin failed.
     #[error("could not write to the agent's stdin: {0}")]
     Stdin(#[source] std::io::Error),
+    /// The batch system the agent is placed on refused or failed its job.
+    #[error("batch job: {0}")]
+    Batch(String),
+    /// The start asks for a batch system this executor was not given.
+    #[error("no {0} placement is configured here")]
+    NoBatchEngine(String),
 }
 
 fn quoted(prompts: &[String]) -> String {
@@ -116,6 +122,7 @@ impl From<AgentError> for task_core::LaunchError {
             | AgentError::InvalidTeammate(_)
             | AgentError::Mailbox(_)
             | AgentError::Worktree(_)
+            | AgentError::NoBatchEngine(_)
             | AgentError::Lock(crate::consolidation_lock::LockError::Busy { .. }) => {
                 task_core::LaunchError::Invalid(error.to_string())
             }

@@ -219,6 +219,8 @@ struct Inner {
     worktrees: Arc<Worktrees>,
     /// The session's token budget, shared by every run.
     session_tokens: Arc<crate::budget::SessionTokens>,
+    /// The batch systems agents can be placed on.
+    engines: std::sync::RwLock<task_core::batch::Engines>,
 }
 
 impl AgentExecutor {
@@ -246,6 +248,7 @@ impl AgentExecutor {
             output_dir,
             config,
             session_tokens,
+            engines: std::sync::RwLock::default(),
             worktrees: Arc::new(Worktrees::new(worktrees_dir)),
             agents: DashMap::new(),
             names: DashMap::new(),
@@ -276,6 +279,42 @@ impl AgentExecutor {
     /// The configuration in use.
     pub fn config(&self) -> &AgentConfig {
         &self.inner.config
+    }
+
+    /// Lets agents started with a placement of `engine`'s name run as its jobs
+    /// ([`crate::BatchRunner`]); returns itself.
+    #[must_use]
+    pub fn with_batch_engine(self, engine: Arc<dyn task_core::batch::BatchEngine>) -> Self {
+        self.inner
+            .engines
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .add(engine);
+        self
+    }
+
+    /// Places the agents started without a placement (through [`task_core::Launch`]) by
+    /// `placement` (`None`: on this machine); returns itself.
+    #[must_use]
+    pub fn with_default_placement(
+        self,
+        placement: Option<task_protocol::start::Placement>,
+    ) -> Self {
+        self.inner
+            .engines
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .set_default(placement);
+        self
+    }
+
+    /// The batch engines and the default placement.
+    pub(crate) fn engines(&self) -> task_core::batch::Engines {
+        self.inner
+            .engines
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The registry it records into.

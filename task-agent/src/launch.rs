@@ -122,8 +122,23 @@ impl AgentExecutor {
             let error = AgentError::MissingWorkingDir { path: caller.cwd };
             return Err(LaunchError::Invalid(error.to_string()));
         }
-        let runner = command_runner(start.command, start.runner, self.config().clone(), &caller)?;
-        let mut request = AgentRequest::new(Arc::new(runner), start.description, start.prompt);
+        let cli = command_runner(start.command, start.runner, self.config().clone(), &caller)?;
+        let engines = self.engines();
+        let runner: Arc<dyn crate::AgentRunner> = match engines.placement(start.placement) {
+            None => Arc::new(cli),
+            Some(placement) => {
+                let engine = engines.get(placement.engine()).ok_or_else(|| {
+                    LaunchError::from(AgentError::NoBatchEngine(placement.engine().to_owned()))
+                })?;
+                // A time budget is the job's time limit too.
+                let limit = start
+                    .budget
+                    .and_then(|budget| budget.timeout_ms)
+                    .map(std::time::Duration::from_millis);
+                Arc::new(crate::BatchRunner::new(cli, engine, placement, limit))
+            }
+        };
+        let mut request = AgentRequest::new(runner, start.description, start.prompt);
         request.name = start.name;
         request.model = start.model;
         request.agent_type = start.subagent_type;

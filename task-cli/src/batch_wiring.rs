@@ -1,32 +1,32 @@
-//! Shell tasks placed on a batch system: the Slurm engine of the supervisor (feature `slurm`,
-//! configured by task-slurm's `TASKS_SLURM_*` variables), and the batch jobs a dead supervisor
-//! left live, followed again before the engine ends its orphans.
+//! Shells and agents placed on a batch system: the Slurm engine of the supervisor (feature
+//! `slurm`, configured by task-slurm's `TASKS_SLURM_*` variables), and the shells' batch jobs a
+//! dead supervisor left live, followed again before the engine ends its orphans.
 
 use task_core::{TaskKind, TaskType};
 use task_session::engine::Host;
 use task_shell::ShellExecutor;
 
-/// `shells` with the batch systems this build and configuration offer: Slurm with feature
-/// `slurm`, its settings `slurm` (task-slurm's `TASKS_SLURM_*` variables, read from the
-/// environment or `config.json` by [`crate::settings`]; a bad one is logged and Slurm left out:
-/// a start placed there is then refused, saying so).
+/// The batch systems this build and configuration offer: Slurm with feature `slurm`, its
+/// settings `slurm` (task-slurm's `TASKS_SLURM_*` variables, read from the environment or
+/// `config.json` by [`crate::settings`]; a bad one is logged and Slurm left out: a start placed
+/// there is then refused, saying so). The same engines serve shells and agents.
 pub(crate) fn engines(
-    shells: ShellExecutor,
     slurm: &std::collections::BTreeMap<String, String>,
-) -> ShellExecutor {
+) -> Vec<std::sync::Arc<dyn task_core::batch::BatchEngine>> {
     #[cfg(not(feature = "slurm"))]
     let _ = slurm;
     #[cfg(feature = "slurm")]
     {
         match task_slurm::SlurmConfig::from_vars(|name| slurm.get(name).cloned()) {
             Ok(config) => {
-                let engine = task_shell::batch::SlurmEngine::new(config);
-                return shells.with_batch_engine(std::sync::Arc::new(engine));
+                return vec![std::sync::Arc::new(task_shell::batch::SlurmEngine::new(
+                    config,
+                ))];
             }
             Err(error) => tracing::warn!(%error, "no Slurm placement: its settings are invalid"),
         }
     }
-    shells
+    Vec::new()
 }
 
 /// Follows again every shell task on a batch system the session's dead supervisor left live

@@ -201,6 +201,17 @@ pub struct RunArgs {
     /// What the task brings for its end.
     #[command(flatten)]
     pub ends: EndArgs,
+    /// Where it runs (`--on slurm`).
+    #[command(flatten)]
+    pub on: PlacementArgs,
+    /// The command: one argument is shell text (`'a | b'`); several are quoted words.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Where a task runs: on this machine, or as a batch job.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PlacementArgs {
     /// Run it as a batch job instead of on this machine: `slurm` or `slurm:PARTITION`. The
     /// job is named by the task's id, its output is the task's output file (the state
     /// directory must be shared with the cluster's nodes); `TASKS_SLURM_*` configure it.
@@ -214,13 +225,10 @@ pub struct RunArgs {
         allow_hyphen_values = true
     )]
     pub slurm_args: Vec<String>,
-    /// The command: one argument is shell text (`'a | b'`); several are quoted words.
-    #[arg(required = true, last = true, value_name = "CMD")]
-    pub command: Vec<String>,
 }
 
-impl RunArgs {
-    /// Where the command runs: its placement with the `--slurm-arg`s, or `None` (here).
+impl PlacementArgs {
+    /// Where the task runs: its placement with the `--slurm-arg`s, or `None` (here).
     pub fn placement(&self) -> Option<task_shell::launch::Placement> {
         use task_shell::launch::Placement;
         match self.placement.clone()? {
@@ -384,6 +392,10 @@ pub struct AgentArgs {
     /// What the task brings for its end.
     #[command(flatten)]
     pub ends: EndArgs,
+    /// Where the agent CLI runs (`--on slurm`: inside a batch job whose output is its
+    /// transcript; a message to it once stopped resumes it as a new job).
+    #[command(flatten)]
+    pub on: PlacementArgs,
     /// The agent CLI: program, then arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,

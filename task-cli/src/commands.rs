@@ -175,7 +175,7 @@ fn run(session: &Session, args: RunArgs, printer: Printer) -> Result<u8> {
     if args.agent_id.is_some() {
         caller.agent_id = args.agent_id;
     }
-    let placement = args.placement();
+    let placement = args.on.placement();
     let start = ShellStart {
         description: args.description.unwrap_or_else(|| command.clone()),
         command,
@@ -230,6 +230,7 @@ fn agent(session: &Session, args: AgentArgs, printer: Printer) -> Result<u8> {
         subagent_type: None,
         worktree,
         budget,
+        placement: args.on.placement(),
     };
     let schedule = args.schedule.to_schedule(session)?;
     let caller = Session::caller()?;

@@ -23,7 +23,10 @@
 //! | `slurm_poll_interval_ms`    | `TASKS_SLURM_POLL_MS`         | 1 000    |
 //! | `slurm_command_timeout_ms`  | `TASKS_SLURM_COMMAND_TIMEOUT_MS` | 30 000 |
 //! | `slurm_start_grace_ms`      | `TASKS_SLURM_START_GRACE_MS`  | 120 000  |
+//! | `placement_default`         | `TASKS_PLACEMENT_DEFAULT`     | none (this machine) |
 //!
+//! `placement_default` (`slurm` or `slurm:PARTITION`; empty: this machine) places every shell
+//! (with stdin `/dev/null`) and agent started without `--on`, the MCP tools' included.
 //! The session's own keys (idle exit, sweep, retention, …) are task-session's
 //! [`Config`](task_session::config::Config).
 
@@ -63,6 +66,7 @@ const KEYS: &[&str] = &[
     "slurm_poll_interval_ms",
     "slurm_command_timeout_ms",
     "slurm_start_grace_ms",
+    "placement_default",
 ];
 
 /// The Slurm settings: task-slurm's variable, this module's `config.json` key, and whether the
@@ -104,6 +108,8 @@ pub struct Settings {
     /// The Slurm placement's settings as task-slurm's `TASKS_SLURM_*` variables (each from the
     /// environment, else from its `config.json` key), for `SlurmConfig::from_vars`.
     pub slurm: std::collections::BTreeMap<String, String>,
+    /// Where shells and agents started without a placement run (none: this machine).
+    pub placement_default: Option<task_shell::launch::Placement>,
 }
 
 impl Settings {
@@ -202,6 +208,16 @@ impl Settings {
                 settings.slurm.insert(var.to_owned(), value);
             }
         }
+        if let Some(text) = from.text("TASKS_PLACEMENT_DEFAULT", "placement_default")?
+            && !text.is_empty()
+        {
+            let placement = task_shell::launch::Placement::parse(&text).map_err(|reason| {
+                Error::Invalid(format!(
+                    "placement_default (TASKS_PLACEMENT_DEFAULT): {reason}"
+                ))
+            })?;
+            settings.placement_default = Some(placement);
+        }
         Ok(settings)
     }
 
@@ -241,6 +257,22 @@ mod tests {
         assert_eq!(read.slurm["TASKS_SLURM_CONF"], "/etc/slurm/b.conf");
         assert!(!read.slurm.contains_key("TASKS_SLURM_BIN_DIR"));
         assert!(settings(r#"{"slurm_poll_interval_ms": "1s"}"#, &[]).is_err());
+        let placed = settings(
+            r#"{"placement_default": "slurm"}"#,
+            &[("TASKS_PLACEMENT_DEFAULT", "slurm:gpu")],
+        )
+        .unwrap();
+        assert_eq!(
+            placed.placement_default,
+            Some(task_shell::launch::Placement::parse("slurm:gpu").unwrap())
+        );
+        assert_eq!(
+            settings(r#"{"placement_default": ""}"#, &[])
+                .unwrap()
+                .placement_default,
+            None
+        );
+        assert!(settings(r#"{"placement_default": "k8s"}"#, &[]).is_err());
     }
 
     #[test]

@@ -25,18 +25,24 @@ pub fn standard(host: &Host) -> Result<Launchers> {
     tokio::spawn(reap_adopted_orphans(host.config.sweep_interval));
     let settings = Settings::read(&host.config.executors)?;
     let tasks_dir = host.paths.tasks_dir();
-    let shells = crate::batch_wiring::engines(
-        ShellExecutor::new(host.registry.clone(), &tasks_dir, settings.shell),
-        &settings.slurm,
-    )
-    .register_with_registry();
+    let engines = crate::batch_wiring::engines(&settings.slurm);
+    let mut shells = ShellExecutor::new(host.registry.clone(), &tasks_dir, settings.shell)
+        .with_default_placement(settings.placement_default.clone());
+    for engine in &engines {
+        shells = shells.with_batch_engine(engine.clone());
+    }
+    let shells = shells.register_with_registry();
     crate::batch_wiring::adopt(host, &shells);
     let mut agent_config = AgentConfig::default();
     agent_config.worktrees_dir = Some(worktrees_dir(&host.paths));
     agent_config.session_token_budget = settings.agent_token_budget;
     agent_config.default_budget = settings.agent_budget;
-    let agents = AgentExecutor::new(host.registry.clone(), &tasks_dir, agent_config)
-        .register_with_registry();
+    let mut agents = AgentExecutor::new(host.registry.clone(), &tasks_dir, agent_config)
+        .with_default_placement(settings.placement_default.clone());
+    for engine in engines {
+        agents = agents.with_batch_engine(engine);
+    }
+    let agents = agents.register_with_registry();
     // Before the supervisor serves: what a predecessor added and never recorded in a task.
     crate::worktree_wiring::settle_unrecorded(&host.paths, agents.worktrees());
     let workflows = WorkflowExecutor::new(agents.clone(), &tasks_dir, WorkflowConfig::default())

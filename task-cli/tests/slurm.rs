@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::root::TasksRoot;
-use support::{poll_until, sigkill};
+use support::{fake_agent, poll_until, sigkill};
 
 mod support;
 
@@ -36,6 +36,11 @@ struct Cluster {
 impl Cluster {
     /// `None` (with the skip's message) when no cluster is configured.
     fn new() -> Option<Self> {
+        Self::with_env(&[])
+    }
+
+    /// [`Cluster::new`], its `tasks` commands (and so its tasks) run with `env` as well.
+    fn with_env(env: &[(&str, &str)]) -> Option<Self> {
         let configured = std::env::var_os("SLURM_CONF").is_some()
             && std::env::var_os("TASKS_TEST_SLURM").is_some();
         if !configured {
@@ -45,11 +50,14 @@ impl Cluster {
             );
             return None;
         }
-        let root = TasksRoot::new()
+        let mut root = TasksRoot::new()
             .env("TASKS_SLURM_POLL_MS", "100")
             // Long enough for a node that shares the state root to write its marker on a
             // loaded machine; this cluster shares it, so the check must never fire here.
             .env("TASKS_SLURM_START_GRACE_MS", "60000");
+        for (key, value) in env {
+            root = root.env(key, value);
+        }
         Some(Self {
             root,
             ids: Mutex::new(Vec::new()),
@@ -456,4 +464,225 @@ fn a_job_whose_id_was_never_recorded_is_found_by_name_and_not_submitted_again() 
         "no second job"
     );
     assert_eq!(cluster.delivered(&id), 1);
+}
+
+/// The Slurm job of task `id` as `squeue` shows it: `(state, reason)`.
+fn job_state(id: &str) -> Option<(String, String)> {
+    let out = Command::new("squeue")
+        .args(["--noheader", "--states=all", "--format=%T %r"])
+        .arg(format!("--name={id}"))
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (state, reason) = text.trim().split_once(' ')?;
+    Some((state.to_owned(), reason.to_owned()))
+}
+
+/// `--after` between two Slurm tasks: the dependent is submitted at once with
+/// `--dependency=afterok:JOB` and Slurm holds it (pending, reason `Dependency`) while its
+/// dependency runs, then runs it.
+#[test]
+fn after_between_slurm_tasks_is_slurms_afterok_and_runs_once_the_dependency_completed() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let (gate, first) = cluster.gated("", "echo first");
+    let second = cluster.run(&["--on", "slurm", "--after", &first], "echo second");
+    // Submitted while its dependency still runs: Slurm waits, not the supervisor's queue.
+    let waiting = cluster.until(&second, "submitted and held by Slurm", |t| {
+        t["kind"]["shell"]["batch"]["waiting"] == "Dependency"
+    });
+    assert_eq!(waiting["status"], "pending", "{waiting}");
+    let first_job = cluster.task(&first)["kind"]["shell"]["batch"]["jobId"].clone();
+    assert_eq!(
+        waiting["kind"]["shell"]["batch"]["after"],
+        serde_json::json!([{"task": first, "jobId": first_job}]),
+        "{waiting}"
+    );
+    assert_eq!(
+        job_state(&second),
+        Some(("PENDING".to_owned(), "Dependency".to_owned()))
+    );
+    assert!(matches!(
+        cluster.task(&first)["status"].as_str(),
+        Some("pending" | "running")
+    ));
+    gate.open();
+    let task = cluster.ended(&second);
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(cluster.task(&first)["status"], "completed");
+    assert_eq!(cluster.root.ok(&["output", &second]), "second\n");
+    assert_eq!(Cluster::jobs_named(&second).len(), 1);
+    assert_eq!(cluster.delivered(&first), 1);
+    assert_eq!(cluster.delivered(&second), 1);
+}
+
+/// A Slurm dependency that fails leaves its dependent's job pending for ever in Slurm
+/// (`DependencyNeverSatisfied`): it is cancelled and its task ends `failed` with the queue's
+/// "dependency failed" reason, and so does a task waiting for that one in turn.
+#[test]
+fn after_a_failed_slurm_dependency_the_dependents_jobs_are_cancelled_and_end_dependency_failed() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let (gate, failing) = cluster.gated("", "exit 3");
+    let dependent = cluster.run(
+        &["--on", "slurm", "--after", &failing],
+        &format!("touch '{}'", ran.display()),
+    );
+    let chained = cluster.run(
+        &["--on", "slurm", "--after", &dependent],
+        &format!("touch '{}'", ran.display()),
+    );
+    for id in [&dependent, &chained] {
+        cluster.until(id, "held by Slurm", |t| {
+            t["kind"]["shell"]["batch"]["waiting"] == "Dependency"
+        });
+    }
+    gate.open();
+    assert_eq!(cluster.ended(&failing)["status"], "failed");
+    for (id, dependency) in [(&dependent, &failing), (&chained, &dependent)] {
+        let task = cluster.ended(id);
+        assert_eq!(task["status"], "failed", "{task}");
+        assert_eq!(
+            task["endReason"],
+            serde_json::json!({"reason": "dependency_failed", "id": dependency}),
+            "{task}"
+        );
+        let state = poll_until(DEADLINE, || {
+            job_state(id).filter(|(state, _)| state == "CANCELLED")
+        });
+        assert!(
+            state.is_some(),
+            "{id}'s job not cancelled: {:?}",
+            job_state(id)
+        );
+        assert_eq!(cluster.root.ok(&["output", id]), "", "it never ran");
+        assert_eq!(cluster.delivered(id), 1);
+    }
+    assert!(!ran.exists(), "no dependent ran");
+    let log = std::fs::read_to_string(cluster.root.path("default/notifications.jsonl")).unwrap();
+    assert!(
+        log.contains(&format!("dependency failed: {failing}")),
+        "{log}"
+    );
+}
+
+/// An agent on Slurm: the scripted agent CLI runs inside a job (it writes the job's id from
+/// there), its stream is the transcript; the notification carries its result and tokens; a
+/// message once it stopped resumes it in the same task, as a new job (its answer names that
+/// job's id).
+#[test]
+fn an_agent_on_slurm_reports_its_result_and_tokens_and_a_message_resumes_it_as_a_new_job() {
+    let _node = node();
+    let Some(cluster) = Cluster::with_env(&[("FAKE_AGENT_ECHO_ENV", "SLURM_JOB_ID")]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let job_file = dir.path().join("job");
+    let script = dir.path().join("script.jsonl");
+    let steps = [
+        serde_json::json!({"read_user": true}),
+        serde_json::json!({"spawn": format!("echo $SLURM_JOB_ID > '{}'", job_file.display()),
+                           "pid_file": dir.path().join("pid")}),
+        serde_json::json!({"tool": "Bash", "input": {"command": "ls", "description": "List files"},
+                           "usage": {"input_tokens": 1200, "output_tokens": 5}, "output": "a\nb\nc"}),
+        serde_json::json!({"text": "There are 3 files.", "usage": {"input_tokens": 1300, "output_tokens": 7}}),
+        serde_json::json!({"result": "3 files"}),
+    ];
+    let lines: String = steps.iter().map(|step| format!("{step}\n")).collect();
+    std::fs::write(&script, lines).unwrap();
+    let fake = fake_agent();
+    let id = cluster
+        .root
+        .ok(&[
+            "agent",
+            "--on",
+            "slurm",
+            "--name",
+            "counter",
+            "--prompt",
+            "count the files",
+            "--",
+            fake.to_str().unwrap(),
+            "--script",
+            script.to_str().unwrap(),
+        ])
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    cluster.ids.lock().unwrap().push(id.clone());
+    let task = cluster.ended(&id);
+    assert_eq!(task["status"], "completed", "{task}");
+    let first_job = poll_until(DEADLINE, || {
+        let text = std::fs::read_to_string(&job_file).ok()?;
+        text.ends_with('\n').then(|| text.trim().to_owned())
+    })
+    .expect("the CLI's job id, written from inside the job");
+    assert!(
+        first_job.parse::<u32>().is_ok(),
+        "the CLI ran in a job: {first_job:?}"
+    );
+    let notice = cluster.root.ok(&["notifications"]);
+    for part in [
+        format!("<task-id>{id}</task-id>"),
+        "<status>completed</status>".to_owned(),
+        "<result>3 files</result>".to_owned(),
+        "<tool_uses>1</tool_uses>".to_owned(),
+        "<subagent_tokens>1312</subagent_tokens>".to_owned(),
+    ] {
+        assert!(notice.contains(&part), "{part} missing in {notice}");
+    }
+    let readable = cluster.root.ok(&["output", &id]);
+    assert!(readable.contains("There are 3 files.\n"), "{readable}");
+
+    let sent = cluster.root.ok(&["send", "counter", "and now?"]);
+    assert!(sent.contains("resumed it"), "{sent}");
+    let again = poll_until(DEADLINE, || {
+        let text = cluster.root.ok(&["notifications"]);
+        text.contains("<result>echo: and now?").then_some(text)
+    })
+    .expect("the resumed run's notification");
+    let second_job = again
+        .split("[SLURM_JOB_ID=")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .unwrap_or_else(|| panic!("no job id in {again}"))
+        .to_owned();
+    assert!(second_job.parse::<u32>().is_ok(), "{again}");
+    assert_ne!(second_job, first_job, "a new job: {again}");
+    assert!(
+        again.contains(&format!("<task-id>{id}</task-id>")),
+        "{again}"
+    );
+    assert_eq!(cluster.task(&id)["status"], "completed");
+}
+
+/// `placement_default` (here `TASKS_PLACEMENT_DEFAULT=slurm`) places a shell started without
+/// `--on` on Slurm; one with a piped stdin (which a job cannot have) stays on this machine.
+#[test]
+fn a_default_placement_puts_shells_started_without_one_on_slurm() {
+    let _node = node();
+    let Some(cluster) = Cluster::with_env(&[("TASKS_PLACEMENT_DEFAULT", "slurm")]) else {
+        return;
+    };
+    let placed = cluster.run(&[], "echo \"in $SLURM_JOB_NAME\"");
+    let task = cluster.ended(&placed);
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(task["kind"]["shell"]["batch"]["engine"], "slurm", "{task}");
+    assert_eq!(
+        cluster.root.ok(&["output", &placed]),
+        format!("in {placed}\n")
+    );
+    let local = cluster.run(&["--stdin", "pipe"], "cat");
+    cluster.root.ok(&["input", &local, "--close"]);
+    let task = cluster.ended(&local);
+    assert_eq!(task["status"], "completed", "{task}");
+    assert!(task["kind"]["shell"].get("batch").is_none(), "{task}");
+    assert!(Cluster::jobs_named(&local).is_empty());
 }

@@ -60,6 +60,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod batch;
 mod config;
 mod event;
 mod input;
@@ -83,11 +84,11 @@ pub use poll::{FileReader, OutputReader, PollLoop, PollReport, spawn_poll_loop};
 pub use registry::executor::{Admission, KillError, KillOutcome, Task};
 pub use registry::{Delivery, Holder, Registration, Registry, RegistryError, UpdateOutcome};
 pub use state::{
-    AgentBudget, AgentProgress, AgentState, BatchJob, CappedVec, DREAM_TURNS_CAP, DreamPhase,
-    DreamState, DreamTurn, MessageUsage, ProcessOwner, RECENT_ACTIVITIES_CAP, RemoteState,
-    RemoteSubtype, ShellKind, ShellProcess, ShellState, StateError, TEAMMATE_MESSAGES_CAP,
-    TaskKind, TaskState, TaskStateBase, TeammateIdentity, TeammateState, ToolActivity,
-    WorkflowState, WorkflowStep, Worktree, now_ms,
+    AgentBudget, AgentProgress, AgentState, BatchDependency, BatchJob, CappedVec, DREAM_TURNS_CAP,
+    DreamPhase, DreamState, DreamTurn, MessageUsage, ProcessOwner, RECENT_ACTIVITIES_CAP,
+    RemoteState, RemoteSubtype, ShellKind, ShellProcess, ShellState, StateError,
+    TEAMMATE_MESSAGES_CAP, TaskKind, TaskState, TaskStateBase, TeammateIdentity, TeammateState,
+    ToolActivity, WorkflowState, WorkflowStep, Worktree, now_ms,
 };
 pub use task_protocol::{
     AGENT_ID_ENV, Address, AddressError, BudgetLimit, Caller, EXIT_KILLED, EXIT_SPAWN_FAILED,

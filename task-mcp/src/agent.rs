@@ -36,6 +36,7 @@ pub(crate) async fn agent(context: &Arc<Context>, input: AgentInput) -> Result<R
         subagent_type: input.subagent_type,
         worktree,
         budget: None,
+        placement: None,
     };
     let background = input.run_in_background.unwrap_or(false);
     let mut caller = Session::caller()?;

@@ -61,7 +61,8 @@ pub struct ShellStart {
     pub placement: Option<Placement>,
 }
 
-/// Where a shell command runs when not on this machine: a batch system that takes it as a job.
+/// Where a shell command or an agent CLI runs when not on this machine: a batch system that
+/// takes it as a job.
 ///
 /// On the wire `{"engine": "slurm", "partition": "debug", "args": ["--mem=1G"]}`; both fields
 /// may be left out.
@@ -206,6 +207,11 @@ pub struct AgentStart {
     /// Its budgets: tokens, turns, time (task-agent's `budget`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<AgentBudget>,
+    /// Where the agent CLI runs: absent, on this machine; else inside a batch job
+    /// ([`Placement`]) whose output is its transcript (a time budget is the job's time limit
+    /// too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
 }
 
 /// The event format of an agent CLI as a front end names it.

@@ -224,6 +224,7 @@ async fn create(
         subagent_type: None,
         worktree: None,
         budget: None,
+        placement: None,
     };
     let mut made = match key {
         Some(key) => Some(served.creates.lock(key, &request).await?),

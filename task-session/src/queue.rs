@@ -10,7 +10,10 @@
 //! runs go on. A task may also wait for other tasks
 //! (`--after`: it starts once each of them completed, and ends `failed` without running,
 //! [`EndReason::DependencyFailed`], as soon as one of them failed or was killed) and for a time
-//! (`--delay`, `--at`), after which it queues like any other.
+//! (`--delay`, `--at`), after which it queues like any other. A dependency that is a job of
+//! the batch system the waiting task is placed on too (two `--on slurm` shells) is handed over
+//! to that system as soon as it has a job: the waiting task queues for its group's turn, and
+//! its job is submitted to wait for the other's ([`task_core::BatchJob::after`]).
 //!
 //! The launcher of a task registers it (`pending`, its id handed out) and returns the work that
 //! starts it; the queue holds that work until the task's turn. A task that waits has its start,
@@ -30,8 +33,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use task_core::{
-    Admission, Delivery, EndReason, Notification, Priority, Registry, TaskId, TaskStatus, TaskType,
-    summary,
+    Admission, BatchDependency, Delivery, EndReason, Notification, Priority, Registry, TaskId,
+    TaskStatus, TaskType, summary,
 };
 use tokio::sync::Notify;
 
@@ -234,6 +237,8 @@ enum Dependency {
     Done,
     Waiting,
     Failed,
+    /// A job of the batch system the dependent is placed on: that system waits for it.
+    HandedOver(BatchDependency),
 }
 
 impl Queue {
@@ -526,9 +531,15 @@ impl Queue {
                     continue;
                 };
                 let mut verdict = Dependency::Done;
+                let mut handed_over = Vec::new();
+                let engine = self
+                    .registry
+                    .get(&id)
+                    .and_then(|s| s.batch().map(|b| b.engine.clone()));
                 for dep in &placement.after {
-                    match self.dependency(dep) {
+                    match self.dependency(dep, engine.as_deref()) {
                         Dependency::Done => {}
+                        Dependency::HandedOver(job) => handed_over.push(job),
                         Dependency::Waiting => verdict = Dependency::Waiting,
                         Dependency::Failed => {
                             verdict = Dependency::Failed;
@@ -539,8 +550,10 @@ impl Queue {
                 }
                 let due = placement.not_before_ms.is_none_or(|t| t <= now);
                 match verdict {
-                    Dependency::Failed => {}
                     Dependency::Done if due => {
+                        if !handed_over.is_empty() {
+                            hand_over(&self.registry, &id, handed_over);
+                        }
                         let placement = placement.clone();
                         if let Some(waiter) = state.held.remove(&id) {
                             state.spots.insert(id, (Spot::Ready, placement.clone()));
@@ -641,10 +654,23 @@ impl Queue {
         }
     }
 
-    /// Whether `id` completed, may still, or failed (or is unknown: pruned since).
-    fn dependency(&self, id: &TaskId) -> Dependency {
+    /// Whether `id` completed, may still, or failed (or is unknown: pruned since); or, for a
+    /// dependent placed on batch system `engine`, whether `id` is a live job there to hand over.
+    fn dependency(&self, id: &TaskId, engine: Option<&str>) -> Dependency {
         let status = match self.registry.get(id) {
-            Some(state) => state.status(),
+            Some(state) => {
+                if let (Some(engine), Some(batch)) = (engine, state.batch())
+                    && batch.engine == engine
+                    && let Some(job_id) = &batch.job_id
+                    && !state.status().is_terminal()
+                {
+                    return Dependency::HandedOver(BatchDependency {
+                        task: *id,
+                        job_id: job_id.clone(),
+                    });
+                }
+                state.status()
+            }
             None => match record::read(&self.paths, id) {
                 Ok(record) => record.status(),
                 Err(_) => return Dependency::Failed,
@@ -654,6 +680,22 @@ impl Queue {
             TaskStatus::Completed => Dependency::Done,
             TaskStatus::Failed | TaskStatus::Killed => Dependency::Failed,
             _ => Dependency::Waiting,
+        }
+    }
+
+    /// `id` changed (its batch job became known): the tasks held for it may go now.
+    pub(crate) fn progressed(&self, id: &TaskId) {
+        let waited_for = {
+            let state = lock(&self.state);
+            state.held.keys().any(|held| {
+                state
+                    .spots
+                    .get(held)
+                    .is_some_and(|(_, placement)| placement.after.contains(id))
+            })
+        };
+        if waited_for {
+            self.pump();
         }
     }
 
@@ -698,6 +740,18 @@ enum Release {
         background: bool,
         work: Option<Work>,
     },
+}
+
+/// Gives the batch system the dependencies of `id` it waits for itself.
+fn hand_over(registry: &Registry, id: &TaskId, jobs: Vec<BatchDependency>) {
+    let updated = registry.update(id, |state| {
+        let mut next = state.clone();
+        next.batch_mut()?.after = jobs.clone();
+        Some(next)
+    });
+    if let Err(error) = updated {
+        tracing::debug!(task = %id, %error, "it ended before its dependencies were handed over");
+    }
 }
 
 /// Takes `id` out of the queue, wherever it waits.

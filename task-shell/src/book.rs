@@ -213,6 +213,12 @@ impl Book {
         }
     }
 
+    /// The batch job of shell task `id` as the registry holds it.
+    pub(crate) fn batch(&self, id: &TaskId) -> Option<task_core::BatchJob> {
+        let state = self.registry.get(id)?;
+        shell_state(&state)?.batch.as_deref().cloned()
+    }
+
     /// Records the end of a batch job cancelled by someone else than this task system (an
     /// administrator, the batch system): `killed`, notified like any end it did not ask for.
     pub(crate) fn finish_cancelled(&self, id: &TaskId) -> TaskStatus {

@@ -83,6 +83,28 @@ impl ShellExecutor {
         self
     }
 
+    /// Places the shells started without a placement (through [`task_core::Launch`], with
+    /// stdin `/dev/null`: a batch job has no pipe) by `placement` (`None`: on this machine);
+    /// call before cloning.
+    #[must_use]
+    pub fn with_default_placement(mut self, placement: Option<Placement>) -> Self {
+        Arc::make_mut(&mut self.engines).set_default(placement);
+        self
+    }
+
+    /// Where a shell started with `requested` and `stdin` runs: there, else the default
+    /// placement when its stdin is `/dev/null`.
+    pub(crate) fn placement(
+        &self,
+        requested: Option<Placement>,
+        stdin: task_protocol::start::StdinMode,
+    ) -> Option<Placement> {
+        match stdin {
+            task_protocol::start::StdinMode::Null => self.engines.placement(requested),
+            task_protocol::start::StdinMode::Piped => requested,
+        }
+    }
+
     /// The task types this executor runs.
     pub const TASK_TYPES: [TaskType; 2] = [TaskType::LocalBash, TaskType::MonitorMcp];
 
@@ -205,24 +227,25 @@ impl ShellExecutor {
                 shell,
             )?
             .failing_with(failure);
-        let batch = BatchSpec {
-            name: prepared.id.to_string(),
-            command: spec.command().to_owned(),
+        let env = spec
+            .environment_pairs()
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
+        let mut batch = BatchSpec::new(
+            prepared.id.to_string(),
+            spec.command(),
             workdir,
-            output: prepared.output.clone(),
-            env: spec
-                .environment_pairs()
-                .into_iter()
-                .map(|(k, v)| {
-                    (
-                        k.to_string_lossy().into_owned(),
-                        v.to_string_lossy().into_owned(),
-                    )
-                })
-                .collect(),
+            prepared.output.clone(),
+            env,
             placement,
-            time_limit: timeout,
-        };
+        );
+        batch.time_limit = timeout;
         Ok(PendingBatch {
             executor: self.clone(),
             engine,

@@ -68,7 +68,7 @@ impl Launch for ShellExecutor {
         request.agent_id = caller.agent_id;
         request.tool_use_id = caller.tool_use_id;
         request.id = caller.task_id;
-        if let Some(placement) = start.placement {
+        if let Some(placement) = self.placement(start.placement, start.stdin) {
             let pending = self
                 .register_batch(request, placement)
                 .map_err(launch_error)?;

@@ -2,6 +2,7 @@
 //! transcript file, its events read back from that file by delta reads.
 
 mod args;
+mod batch;
 mod process;
 mod prompt;
 mod session;
@@ -10,6 +11,7 @@ use std::ffi::OsString;
 
 use async_trait::async_trait;
 
+pub use batch::BatchRunner;
 pub use session::CommandSession;
 
 pub(crate) use prompt::take_prompt;
@@ -86,11 +88,24 @@ impl CommandRunner {
         self.format
     }
 
-    async fn launch(
+    /// The program.
+    pub(crate) fn program(&self) -> &OsString {
+        &self.program
+    }
+
+    /// Its configuration.
+    pub(crate) fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// How to run the CLI for `spec` (`resume`: the session and the message it goes on
+    /// with): its arguments and first input, the parser of its stream, and whether that parser
+    /// first reads the transcript as it is (a resumed Codex thread).
+    pub(crate) fn plan(
         &self,
         spec: &AgentSpec,
         resume: Option<(&str, &str)>,
-    ) -> Result<Box<dyn AgentSession>, AgentError> {
+    ) -> Result<(args::LaunchPlan, Box<dyn crate::format::LineParser>, bool), AgentError> {
         let (plan, parser): (_, Box<dyn crate::format::LineParser>) = match self.format {
             Some(format) => (
                 args::plan(format, &self.args, spec, resume)?,
@@ -110,6 +125,15 @@ impl CommandRunner {
         // parser reads those runs' lines first (the transcript is the task's, appended to by
         // every run), so that it reports only what the new run used.
         let replay = resume.is_some() && self.format == Some(CliFormat::Codex);
+        Ok((plan, parser, replay))
+    }
+
+    async fn launch(
+        &self,
+        spec: &AgentSpec,
+        resume: Option<(&str, &str)>,
+    ) -> Result<Box<dyn AgentSession>, AgentError> {
+        let (plan, parser, replay) = self.plan(spec, resume)?;
         let session =
             CommandSession::spawn(&self.program, plan, parser, replay, spec, &self.config).await?;
         Ok(Box::new(session))

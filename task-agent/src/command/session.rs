@@ -19,6 +19,7 @@ use super::args::{LaunchPlan, user_turn};
 use super::process::{KeptStderr, StderrReader, StderrTail, signal_group};
 use crate::config::AgentConfig;
 use crate::error::AgentError;
+use crate::event::AgentEvent;
 use crate::format::LineParser;
 use crate::runner::{AgentSession, AgentSpec, SessionEnd, SessionEvent};
 use crate::tail::{TranscriptTail, poll_backoff};
@@ -33,13 +34,12 @@ use crate::tail::{TranscriptTail, poll_backoff};
 /// tree the same way, without the interrupt.
 #[derive(Debug)]
 pub struct CommandSession {
-    tail: TranscriptTail,
+    follow: Follow,
     stdin: Option<ChildStdin>,
     pgid: u32,
     exit: watch::Receiver<Option<i32>>,
     stderr: StderrTail,
     stderr_reader: Option<StderrReader>,
-    poll: task_output::Backoff,
     kill_grace: Duration,
     ended: Option<SessionEnd>,
     process: task_core::ShellProcess,
@@ -51,7 +51,7 @@ pub struct CommandSession {
 
 /// Appends the user turn `text` to `transcript` ([`crate::format::user_turn_line`]), before the
 /// CLI that will append to it starts.
-fn record_turn(transcript: &Path, text: &str) -> Result<(), AgentError> {
+pub(super) fn record_turn(transcript: &Path, text: &str) -> Result<(), AgentError> {
     let mut line = crate::format::user_turn_line(text);
     line.push('\n');
     task_output::open::open_output_append(transcript)?
@@ -74,11 +74,8 @@ impl CommandSession {
             return Err(AgentError::MissingWorkingDir { path: dir.clone() });
         }
         let (stdout, _stderr_copy) = task_output::open::child_stdio(&spec.transcript)?;
-        let start_offset = std::fs::metadata(&spec.transcript)
-            .map(|m| m.len())
-            .map_err(|e| task_output::OutputError::from_io(&spec.transcript, e))?;
         // Before the spawn, so that nothing the new run writes is replayed.
-        let tail = new_tail(spec, parser, replay, start_offset, config);
+        let follow = Follow::from_end_of(spec, parser, replay, config)?;
         if let Some(turn) = &plan.unshown_turn {
             record_turn(&spec.transcript, turn)?;
         }
@@ -153,13 +150,12 @@ impl CommandSession {
             }
         });
         let mut session = CommandSession {
-            tail,
+            follow: follow.with_exit(exit.clone()),
             stdin,
             pgid,
             exit,
             stderr,
             stderr_reader,
-            poll: poll_backoff(config.transcript_poll),
             kill_grace: config.kill_grace,
             ended: None,
             process,
@@ -182,7 +178,7 @@ impl CommandSession {
 
     /// Transcript lines skipped as malformed so far.
     pub fn malformed_lines(&self) -> u64 {
-        self.tail.malformed_lines()
+        self.follow.tail.malformed_lines()
     }
 
     async fn write_line(&mut self, line: &str) -> Result<(), AgentError> {
@@ -220,31 +216,15 @@ impl CommandSession {
 #[async_trait]
 impl AgentSession for CommandSession {
     async fn next_event(&mut self) -> SessionEvent {
-        loop {
-            if let Some(event) = self.tail.pop() {
-                return SessionEvent::Agent(event);
-            }
-            if let Some(end) = &self.ended {
-                return SessionEvent::Ended(end.clone());
-            }
-            // Read the exit state first: if the CLI had exited, this read sees all it wrote.
-            let exited = self.exited();
-            match self.tail.read_new() {
-                Ok(0) => {}
-                Ok(_) => {
-                    self.poll.reset();
-                    continue;
-                }
-                Err(error) => tracing::warn!(%error, "agent transcript read failed"),
-            }
-            if let Some(code) = exited {
-                self.tail.finish();
-                self.ended = Some(self.end(code).await);
-                continue;
-            }
-            tokio::select! {
-                () = tokio::time::sleep(self.poll.next_delay()) => {}
-                _ = self.exit.changed() => {}
+        if let Some(end) = &self.ended {
+            return SessionEvent::Ended(end.clone());
+        }
+        match self.follow.next().await {
+            Ok(event) => SessionEvent::Agent(event),
+            Err(code) => {
+                let end = self.end(code).await;
+                self.ended = Some(end.clone());
+                SessionEvent::Ended(end)
             }
         }
     }
@@ -311,6 +291,77 @@ async fn kill_leftovers(process: task_core::ShellProcess, marker: Option<String>
         Ok(Ok(any)) => tracing::debug!(pgid, any, "killed what an exited agent CLI left"),
         Ok(Err(error)) => tracing::warn!(pgid, %error, "agent leftovers kill incomplete"),
         Err(error) => tracing::warn!(pgid, %error, "agent leftovers kill did not run"),
+    }
+}
+
+/// A run followed through its transcript: its events from delta reads, until it has exited
+/// (its exit code on `exit`) and every line it wrote was read.
+#[derive(Debug)]
+pub(super) struct Follow {
+    tail: TranscriptTail,
+    poll: task_output::Backoff,
+    exit: watch::Receiver<Option<i32>>,
+    /// The exit code, once the run exited and its last line was taken.
+    finished: Option<i32>,
+}
+
+impl Follow {
+    /// Follows the run about to append to `spec.transcript`, from the transcript's end now
+    /// (its parser having read what comes before when `replay`); its exit is reported with
+    /// [`Follow::with_exit`].
+    pub(super) fn from_end_of(
+        spec: &AgentSpec,
+        parser: Box<dyn LineParser>,
+        replay: bool,
+        config: &AgentConfig,
+    ) -> Result<Self, AgentError> {
+        let start_offset = std::fs::metadata(&spec.transcript)
+            .map(|m| m.len())
+            .map_err(|e| task_output::OutputError::from_io(&spec.transcript, e))?;
+        let (_, exit) = watch::channel(Some(0));
+        Ok(Self {
+            tail: new_tail(spec, parser, replay, start_offset, config),
+            poll: poll_backoff(config.transcript_poll),
+            exit,
+            finished: None,
+        })
+    }
+
+    /// The run's exit is reported on `exit` (`Some(code)` once it exited).
+    pub(super) fn with_exit(mut self, exit: watch::Receiver<Option<i32>>) -> Self {
+        self.exit = exit;
+        self
+    }
+
+    /// The next event; `Err(code)` once the run exited and all it wrote was taken.
+    pub(super) async fn next(&mut self) -> Result<AgentEvent, i32> {
+        loop {
+            if let Some(event) = self.tail.pop() {
+                return Ok(event);
+            }
+            if let Some(code) = self.finished {
+                return Err(code);
+            }
+            // Read the exit state first: if the run had exited, this read sees all it wrote.
+            let exited = *self.exit.borrow();
+            match self.tail.read_new() {
+                Ok(0) => {}
+                Ok(_) => {
+                    self.poll.reset();
+                    continue;
+                }
+                Err(error) => tracing::warn!(%error, "agent transcript read failed"),
+            }
+            if let Some(code) = exited {
+                self.tail.finish();
+                self.finished = Some(code);
+                continue;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(self.poll.next_delay()) => {}
+                _ = self.exit.changed() => {}
+            }
+        }
     }
 }
 

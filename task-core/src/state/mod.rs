@@ -20,7 +20,7 @@ pub use other::{
     DREAM_TURNS_CAP, DreamPhase, DreamState, DreamTurn, RemoteState, RemoteSubtype, WorkflowState,
     WorkflowStep,
 };
-pub use shell::{BatchJob, ProcessOwner, ShellKind, ShellProcess, ShellState};
+pub use shell::{BatchDependency, BatchJob, ProcessOwner, ShellKind, ShellProcess, ShellState};
 
 use crate::{Address, EndReason, TaskId, TaskStatus, TaskType};
 
@@ -299,6 +299,22 @@ pub struct TaskState {
 }
 
 impl TaskState {
+    /// The batch job the task runs as, when it runs on a batch system (a shell placed there).
+    pub fn batch(&self) -> Option<&BatchJob> {
+        match &self.kind {
+            TaskKind::Shell(shell) => shell.batch.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// [`TaskState::batch`], to change.
+    pub fn batch_mut(&mut self) -> Option<&mut BatchJob> {
+        match &mut self.kind {
+            TaskKind::Shell(shell) => shell.batch.as_deref_mut(),
+            _ => None,
+        }
+    }
+
     /// A new `pending` task, checking that `kind` fits the type of `id`.
     pub fn new(
         id: TaskId,

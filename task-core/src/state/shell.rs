@@ -53,6 +53,21 @@ pub struct BatchJob {
     /// `Priority`, …), while the task is `pending`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting: Option<String>,
+    /// The tasks (`--after`) whose jobs on the same batch system this job waits for: the
+    /// batch system holds it (Slurm's `--dependency=afterok:JOB`) instead of the supervisor's
+    /// queue, which hands them over once each has a job. Empty for a job that waits for none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<BatchDependency>,
+}
+
+/// A task a batch job waits for, and that task's own job on the same batch system.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchDependency {
+    /// The task.
+    pub task: crate::TaskId,
+    /// Its job's id.
+    pub job_id: String,
 }
 
 impl BatchJob {
@@ -62,6 +77,7 @@ impl BatchJob {
             engine: engine.into(),
             job_id: None,
             waiting: None,
+            after: Vec::new(),
         }
     }
 

@@ -32,7 +32,11 @@ pub(super) async fn watch_events(
                 }
             }
             // A teammate going idle or back to work, an agent's tool use: `ps` shows them.
-            Ok(TaskEvent::TaskProgress { task_id, .. }) => mirror.write(task_id),
+            // Its batch job known: tasks waiting for it on the same batch system may go.
+            Ok(TaskEvent::TaskProgress { task_id, .. }) => {
+                mirror.write(task_id);
+                queue.progressed(&task_id);
+            }
             // Settled silently (a workflow's agent, a stopped one): no notice follows, so its
             // end is written now instead of a sweep later.
             Ok(TaskEvent::TaskNotification {

@@ -1,157 +1,21 @@
-//! The placement seam: shell commands run as jobs of a batch system instead of children of
-//! the supervisor.
+//! Shell commands run as jobs of a batch system instead of children of the supervisor.
 //!
-//! [`BatchEngine`] is what a batch system has to offer a task: submit a job named by the task's
-//! id, look it up by id and by name, cancel it, and read what its wrapper recorded beside the
-//! output file (the start marker, the exit status). The executor does the rest alike for every
-//! engine (`batch::run`): the task stays `pending` while the job waits (the engine's reason in
-//! [`task_core::BatchJob::waiting`]), is `running` while it runs, and ends as the job ended,
-//! once. `SlurmEngine` (feature `slurm`) adapts task-slurm; a Kubernetes `Job` engine would
-//! be one more implementation (ARCHITECTURE.md).
+//! The seam is task-core's [`task_core::batch`] ([`BatchEngine`]: submit a job named by the
+//! task's id, look it up by id and by name, cancel it, read what its wrapper recorded beside
+//! the output file), which task-agent's agents on a batch system share. The executor does the
+//! rest alike for every engine (`batch::run`): the task stays `pending` while the job waits
+//! (the engine's reason in [`task_core::BatchJob::waiting`]), is `running` while it runs, and
+//! ends as the job ended, once. A job submitted to wait for other tasks' jobs
+//! ([`task_core::BatchJob::after`]) whose dependency can never be satisfied is cancelled and
+//! its task ends as a task the queue held does when a dependency failed
+//! ([`task_core::EndReason::DependencyFailed`]). `SlurmEngine` (feature `slurm`) adapts
+//! task-slurm; a Kubernetes `Job` engine would be one more implementation (ARCHITECTURE.md).
 
 pub(crate) mod run;
 #[cfg(feature = "slurm")]
 mod slurm;
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
-
-use async_trait::async_trait;
-use task_protocol::start::Placement;
+pub use task_core::batch::{BatchEngine, BatchError, BatchPhase, BatchSpec, Engines, FoundJob};
 
 #[cfg(feature = "slurm")]
 pub use slurm::SlurmEngine;
-
-/// A job to submit: the task's command in the caller's directory and environment, its output
-/// the task's output file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct BatchSpec {
-    /// The job's name: the task's id (it names the wrapper's status files too).
-    pub name: String,
-    /// Shell text, run with `sh -c` on the job's node.
-    pub command: String,
-    /// The working directory on the node (the caller's).
-    pub workdir: PathBuf,
-    /// The task's output file (stdout and stderr of the job); its directory must be shared
-    /// with the nodes.
-    pub output: PathBuf,
-    /// The job's whole environment (the caller's).
-    pub env: Vec<(String, String)>,
-    /// Where, and the engine's own options.
-    pub placement: Placement,
-    /// Ended by the batch system after this long (the task's timeout), if set.
-    pub time_limit: Option<Duration>,
-}
-
-/// Where a job is, in the task's lifecycle.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BatchPhase {
-    /// Waiting to start, and why, in the engine's words (`Resources`, `Priority`, …).
-    Pending {
-        /// The engine's reason, if it gives one.
-        reason: Option<String>,
-    },
-    /// Started and not ended.
-    Running,
-    /// Ended with exit code 0.
-    Completed,
-    /// Ended otherwise than completed or cancelled.
-    Failed {
-        /// The engine's state (`FAILED`, `TIMEOUT`, `OUT_OF_MEMORY`, …).
-        state: String,
-        /// The exit code it reported, if any.
-        exit_code: Option<i32>,
-    },
-    /// Cancelled.
-    Killed,
-}
-
-/// A job found by its name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FoundJob {
-    /// Its id.
-    pub job_id: String,
-    /// Where it is.
-    pub phase: BatchPhase,
-}
-
-/// An engine's failure (a command that failed or timed out, an output it did not understand).
-#[derive(Debug, thiserror::Error)]
-#[error("{engine}: {source}")]
-pub struct BatchError {
-    /// The engine.
-    pub engine: &'static str,
-    /// What went wrong.
-    #[source]
-    pub source: Box<dyn std::error::Error + Send + Sync>,
-}
-
-impl BatchError {
-    /// An error of `engine`.
-    pub fn new(
-        engine: &'static str,
-        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
-    ) -> Self {
-        Self {
-            engine,
-            source: source.into(),
-        }
-    }
-}
-
-/// A batch system shell tasks can be placed on.
-///
-/// Every method may fail for the moment (a controller that does not answer): the executor
-/// logs it and asks again at the next poll, so a method must never guess an answer.
-#[async_trait]
-pub trait BatchEngine: Send + Sync + std::fmt::Debug {
-    /// Its name, as [`Placement::engine`] gives it (`slurm`).
-    fn name(&self) -> &'static str;
-
-    /// Between two looks at a job.
-    fn poll_interval(&self) -> Duration;
-
-    /// How long a job may run without its start marker before the node is taken not to share
-    /// the state directory.
-    fn start_grace(&self) -> Duration;
-
-    /// The longest a submission may take (after which it is killed): a submission in flight
-    /// when a supervisor died is visible by name at the latest this long after.
-    fn submit_timeout(&self) -> Duration;
-
-    /// Submits `spec` and returns the job's id.
-    async fn submit(&self, spec: &BatchSpec) -> Result<String, BatchError>;
-
-    /// Where job `job_id` is; `None` when the engine no longer knows it (ended and forgotten).
-    async fn status(&self, job_id: &str) -> Result<Option<BatchPhase>, BatchError>;
-
-    /// The newest job named `name` the engine still knows, if any.
-    async fn find_by_name(&self, name: &str) -> Result<Option<FoundJob>, BatchError>;
-
-    /// Cancels job `job_id`; a job that already ended, or that is unknown, is not an error.
-    async fn cancel(&self, job_id: &str) -> Result<(), BatchError>;
-
-    /// The exit status the job named `name` recorded beside `output`, `None` while there is
-    /// none (not ended, or ended without recording one): never guessed.
-    async fn recorded_exit(&self, name: &str, output: &Path) -> Result<Option<i32>, BatchError>;
-
-    /// Whether the job named `name` has written its start marker beside `output`.
-    async fn started(&self, name: &str, output: &Path) -> Result<bool, BatchError>;
-}
-
-/// The engines an executor can place shells on, by name.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Engines(Vec<Arc<dyn BatchEngine>>);
-
-impl Engines {
-    pub(crate) fn add(&mut self, engine: Arc<dyn BatchEngine>) {
-        self.0.retain(|e| e.name() != engine.name());
-        self.0.push(engine);
-    }
-
-    pub(crate) fn get(&self, name: &str) -> Option<Arc<dyn BatchEngine>> {
-        self.0.iter().find(|e| e.name() == name).cloned()
-    }
-}

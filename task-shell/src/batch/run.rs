@@ -29,6 +29,8 @@ enum End {
     /// It could not run where its output can be read (not submitted, the state directory not
     /// shared with the node, …).
     Failed(String),
+    /// A task its job waited for failed or was killed: it never ran.
+    DependencyFailed(TaskId),
 }
 
 /// Everything one run owns.
@@ -91,9 +93,14 @@ impl BatchRun {
                 if let Ok(Some(code)) = self.engine.recorded_exit(&name, &self.output).await {
                     return Err(End::Exited(code));
                 }
-                let Some(spec) = &self.spec else {
+                if self.spec.is_none() {
+                    return self.never_submitted(book, &name).await;
+                }
+                let after = self.dependencies(book).await?;
+                let Some(spec) = &mut self.spec else {
                     return self.never_submitted(book, &name).await;
                 };
+                spec.after = after;
                 match self.engine.submit(spec).await {
                     Ok(job) => job,
                     Err(error) => return Err(End::Failed(format!("not submitted: {error}"))),
@@ -103,6 +110,56 @@ impl BatchRun {
         book.update_batch(&self.id, |batch| batch.job_id = Some(job.clone()));
         self.job_id = Some(job.clone());
         Ok(job)
+    }
+
+    /// The jobs to submit this one after: the jobs of the tasks the queue handed over
+    /// ([`task_core::BatchJob::after`]), but those whose task completed since (the batch
+    /// system may have forgotten their job already). `Err` when one failed or was killed.
+    async fn dependencies(&self, book: &Book) -> Result<Vec<String>, End> {
+        let handed_over = book
+            .batch(&self.id)
+            .map(|batch| batch.after)
+            .unwrap_or_default();
+        let mut jobs = Vec::new();
+        for dependency in handed_over {
+            match book
+                .registry()
+                .get(&dependency.task)
+                .map(|state| state.status())
+            {
+                Some(TaskStatus::Completed) => {}
+                Some(TaskStatus::Failed | TaskStatus::Killed) => {
+                    return Err(End::DependencyFailed(dependency.task));
+                }
+                _ => jobs.push(dependency.job_id),
+            }
+        }
+        Ok(jobs)
+    }
+
+    /// Which of the tasks this job waited for failed: one recorded failed or killed, else one
+    /// whose job the engine reports ended otherwise than completed, else the first.
+    async fn failed_dependency(&self, book: &Book) -> Option<TaskId> {
+        let after = book.batch(&self.id)?.after;
+        let recorded = after.iter().find(|dependency| {
+            book.registry().get(&dependency.task).is_some_and(|state| {
+                matches!(state.status(), TaskStatus::Failed | TaskStatus::Killed)
+            })
+        });
+        if let Some(dependency) = recorded {
+            return Some(dependency.task);
+        }
+        for dependency in &after {
+            if let Ok(Some(phase)) = self.engine.status(&dependency.job_id).await
+                && !matches!(
+                    phase,
+                    BatchPhase::Completed | BatchPhase::Running | BatchPhase::Pending { .. }
+                )
+            {
+                return Some(dependency.task);
+            }
+        }
+        after.first().map(|dependency| dependency.task)
     }
 
     /// A task taken over whose job cannot be found: its predecessor may have died while its
@@ -220,6 +277,20 @@ impl BatchRun {
                             return End::Batch { state, code };
                         }
                         Some(BatchPhase::Killed) => return End::Cancelled,
+                        Some(BatchPhase::DependencyFailed) => {
+                            // Slurm keeps such a job pending for ever: cancelled, and ended as
+                            // the queue ends a task whose dependency failed.
+                            if let Err(error) = self.engine.cancel(&job).await {
+                                tracing::warn!(task = %self.id, %job, %error, "cannot cancel its job");
+                            }
+                            return match self.failed_dependency(book).await {
+                                Some(dependency) => End::DependencyFailed(dependency),
+                                None => End::Failed(format!(
+                                    "{} will never start job {job}: a job it waits for did not complete",
+                                    self.engine.name()
+                                )),
+                            };
+                        }
                     }
                 }
             }
@@ -269,14 +340,20 @@ impl BatchRun {
                 book.mark_running_batch(&self.id);
                 (reason.clone(), book.finish_shell(&self.id, reason))
             }
+            End::DependencyFailed(id) => {
+                let reason = EndReason::DependencyFailed { id };
+                (reason.clone(), book.finish_shell(&self.id, reason))
+            }
             End::Failed(error) => {
                 note = Some(format!("tasks: {error}"));
                 let reason = EndReason::SpawnFailed { error };
                 (reason.clone(), book.finish_shell(&self.id, reason))
             }
         };
-        // A command that failed with an exit code of its own said why in its output already.
-        let plain_failure = matches!(&reason, EndReason::BatchJob { state, code: Some(_), .. } if state == "FAILED");
+        // A command that failed with an exit code of its own said why in its output already;
+        // one that never ran for a failed dependency leaves its output empty, as in the queue.
+        let plain_failure = matches!(&reason, EndReason::BatchJob { state, code: Some(_), .. } if state == "FAILED")
+            || matches!(reason, EndReason::DependencyFailed { .. });
         let message = note.or_else(|| reason.stderr_note().filter(|_| !plain_failure));
         if let Some(message) = &message
             && let Err(error) = append_line(&self.output, message)

@@ -49,6 +49,9 @@ fn job_id(id: &str) -> Result<JobId, BatchError> {
 
 /// A Slurm phase in the executor's terms.
 fn phase(job: &JobInfo) -> BatchPhase {
+    if job.dependency_never_satisfied() {
+        return BatchPhase::DependencyFailed;
+    }
     match job.phase() {
         Phase::Pending { reason } => BatchPhase::Pending {
             reason: reason.map(|r| r.as_str().to_owned()),
@@ -113,6 +116,9 @@ impl BatchEngine for SlurmEngine {
         if let Some(limit) = spec.time_limit {
             job = job.with_time_limit(limit);
         }
+        for dependency in &spec.after {
+            job = job.with_after_ok(job_id(dependency)?);
+        }
         for arg in args {
             job = job.with_extra_arg(arg);
         }
@@ -146,6 +152,20 @@ impl BatchEngine for SlurmEngine {
             RecordedExit::Code { code } => Ok(Some(code)),
             RecordedExit::Unknown => Ok(None),
         }
+    }
+
+    async fn forget_records(&self, name_: &str, output: &Path) -> Result<(), BatchError> {
+        let files = files(name_, output)?;
+        for path in [&files.exit, &files.started] {
+            match tokio::fs::remove_file(path).await {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(BatchError::new(NAME, format!("{}: {e}", path.display())));
+                }
+            }
+        }
+        Ok(())
     }
 
     async fn started(&self, name_: &str, output: &Path) -> Result<bool, BatchError> {

@@ -1,0 +1,311 @@
+//! Agents placed on a batch system: the agent CLI runs inside a job, its stdout the task's
+//! transcript (the job's output file), followed here through delta reads of that shared file.
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use task_core::batch::{BatchEngine, BatchPhase, BatchSpec};
+use task_protocol::start::Placement;
+use tokio::sync::{oneshot, watch};
+
+use super::CommandRunner;
+use super::args::LaunchPlan;
+use super::session::{Follow, record_turn};
+use crate::error::AgentError;
+use crate::format::LineParser;
+use crate::runner::{AgentRunner, AgentSession, AgentSpec, SessionEnd, SessionEvent};
+
+/// The exit code a session reports for a job the batch system cancelled (as `SIGTERM` would).
+const EXIT_CANCELLED: i32 = 143;
+
+/// Runs an agent CLI (as [`CommandRunner`] would run it) as a job of a batch system
+/// ([`BatchEngine`]): one job per run, named by the task's id, in the caller's directory and
+/// environment, its output appended to the transcript. The transcript's directory (the state
+/// root) must be shared with the batch system's nodes.
+///
+/// A CLI that reads its turns on stdin (Claude's stream-json) gets its first turn from a file
+/// beside the transcript and so ends once it has answered: a job takes no message while it
+/// runs ([`AgentRunner::accepts_messages`] is `false`), and a message to a stopped agent
+/// resumes it as a new job with the CLI's resume flag, in the same task. A time budget is the
+/// job's time limit too.
+#[derive(Debug, Clone)]
+pub struct BatchRunner {
+    cli: CommandRunner,
+    engine: Arc<dyn BatchEngine>,
+    placement: Placement,
+    time_limit: Option<Duration>,
+}
+
+impl BatchRunner {
+    /// `cli` placed on `engine` by `placement`, each job limited to `time_limit`.
+    pub fn new(
+        cli: CommandRunner,
+        engine: Arc<dyn BatchEngine>,
+        placement: Placement,
+        time_limit: Option<Duration>,
+    ) -> Self {
+        Self {
+            cli,
+            engine,
+            placement,
+            time_limit,
+        }
+    }
+
+    async fn launch(
+        &self,
+        spec: &AgentSpec,
+        resume: Option<(&str, &str)>,
+    ) -> Result<Box<dyn AgentSession>, AgentError> {
+        let (plan, parser, replay) = self.cli.plan(spec, resume)?;
+        let session = BatchSession::submit(self, plan, parser, replay, spec).await?;
+        Ok(Box::new(session))
+    }
+}
+
+#[async_trait]
+impl AgentRunner for BatchRunner {
+    fn name(&self) -> &'static str {
+        self.cli.name()
+    }
+
+    /// A job reads no more input once it runs.
+    fn accepts_messages(&self) -> bool {
+        false
+    }
+
+    fn resumes(&self) -> bool {
+        self.cli.resumes()
+    }
+
+    async fn start(&self, spec: &AgentSpec) -> Result<Box<dyn AgentSession>, AgentError> {
+        self.launch(spec, None).await
+    }
+
+    async fn resume(
+        &self,
+        spec: &AgentSpec,
+        session_id: &str,
+        message: &str,
+    ) -> Result<Box<dyn AgentSession>, AgentError> {
+        self.launch(spec, Some((session_id, message))).await
+    }
+}
+
+/// One run of an agent CLI as a batch job.
+#[derive(Debug)]
+struct BatchSession {
+    follow: Follow,
+    ended: Option<SessionEnd>,
+    /// Asks the job's follower to cancel the job; answered once the batch system reports it
+    /// ended.
+    cancel: Option<oneshot::Sender<oneshot::Sender<()>>>,
+}
+
+impl BatchSession {
+    /// Submits the job and starts following it.
+    async fn submit(
+        runner: &BatchRunner,
+        plan: LaunchPlan,
+        parser: Box<dyn LineParser>,
+        replay: bool,
+        spec: &AgentSpec,
+    ) -> Result<Self, AgentError> {
+        let engine = &runner.engine;
+        let name = spec.marker.clone().ok_or_else(|| {
+            batch_error("a batch job is named by its task's id, and this run has none")
+        })?;
+        let workdir = match &spec.cwd {
+            Some(dir) if !dir.is_dir() => {
+                return Err(AgentError::MissingWorkingDir { path: dir.clone() });
+            }
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().map_err(|_| AgentError::MissingWorkingDir {
+                path: PathBuf::from("."),
+            })?,
+        };
+        // A run before this one in the same task left its records: this job's are its own.
+        engine
+            .forget_records(&name, &spec.transcript)
+            .await
+            .map_err(batch_error)?;
+        let follow = Follow::from_end_of(spec, parser, replay, runner.cli.config())?;
+        if let Some(turn) = &plan.unshown_turn {
+            record_turn(&spec.transcript, turn)?;
+        }
+        let mut words = vec![shell_word(runner.cli.program())];
+        words.extend(plan.args.iter().map(|arg| shell_word(arg)));
+        let stdin = match &plan.first_turn {
+            Some(turn) => shell_word(write_input(&spec.transcript, turn)?.as_os_str()),
+            None => "/dev/null".to_owned(),
+        };
+        let command = format!("exec {} <{stdin}", words.join(" "));
+        let mut env: Vec<(String, String)> = if spec.replace_env {
+            Vec::new()
+        } else {
+            std::env::vars().collect()
+        };
+        env.extend(spec.env.iter().map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        }));
+        env.push((task_core::TASK_MARKER_ENV.to_owned(), name.clone()));
+        let mut job = BatchSpec::new(
+            name,
+            command,
+            workdir,
+            spec.transcript.clone(),
+            env,
+            runner.placement.clone(),
+        );
+        job.time_limit = runner.time_limit;
+        let job_id = engine.submit(&job).await.map_err(batch_error)?;
+        tracing::info!(job = %job_id, name = %job.name, "agent submitted as a batch job");
+        let (exit_tx, exit) = watch::channel(None);
+        let (cancel, cancel_asked) = oneshot::channel();
+        tokio::spawn(follow_job(
+            Arc::clone(engine),
+            job_id,
+            job.name,
+            job.output,
+            exit_tx,
+            cancel_asked,
+        ));
+        Ok(Self {
+            follow: follow.with_exit(exit),
+            ended: None,
+            cancel: Some(cancel),
+        })
+    }
+}
+
+#[async_trait]
+impl AgentSession for BatchSession {
+    async fn next_event(&mut self) -> SessionEvent {
+        if let Some(end) = &self.ended {
+            return SessionEvent::Ended(end.clone());
+        }
+        match self.follow.next().await {
+            Ok(event) => SessionEvent::Agent(event),
+            Err(code) => {
+                let end = SessionEnd {
+                    exit_code: Some(code),
+                    ..SessionEnd::default()
+                };
+                self.ended = Some(end.clone());
+                SessionEvent::Ended(end)
+            }
+        }
+    }
+
+    async fn send(&mut self, _message: &str) -> Result<(), AgentError> {
+        Err(AgentError::NoInput)
+    }
+
+    async fn close_input(&mut self) {}
+
+    async fn cancel(&mut self) {
+        let (cancelled, ended) = oneshot::channel();
+        if let Some(cancel) = self.cancel.take()
+            && cancel.send(cancelled).is_ok()
+        {
+            let _ = ended.await;
+        }
+    }
+}
+
+impl Drop for BatchSession {
+    fn drop(&mut self) {
+        if let Some(cancel) = self.cancel.take() {
+            let (cancelled, _) = oneshot::channel();
+            let _ = cancel.send(cancelled);
+        }
+    }
+}
+
+/// Follows job `job` every poll interval until it ends, then reports its exit code; cancels
+/// it when asked first (and reports once it ended).
+async fn follow_job(
+    engine: Arc<dyn BatchEngine>,
+    job: String,
+    name: String,
+    output: PathBuf,
+    exit: watch::Sender<Option<i32>>,
+    mut cancel: oneshot::Receiver<oneshot::Sender<()>>,
+) {
+    // Who waits for the cancelled job to end (nobody when the session was dropped).
+    let mut cancelled: Option<Option<oneshot::Sender<()>>> = None;
+    let mut failing = 0u32;
+    loop {
+        let wait = tokio::time::sleep(engine.poll_interval());
+        if cancelled.is_some() {
+            wait.await;
+        } else {
+            tokio::select! {
+                asked = &mut cancel => {
+                    // Asked, or the session dropped without asking: the job goes either way.
+                    if let Err(error) = engine.cancel(&job).await {
+                        tracing::warn!(%job, %error, "cannot cancel the agent's job");
+                    }
+                    cancelled = Some(asked.ok());
+                }
+                () = wait => {}
+            }
+        }
+        let code = match engine.status(&job).await {
+            Ok(Some(BatchPhase::Pending { .. } | BatchPhase::Running)) => continue,
+            Ok(Some(BatchPhase::Completed)) => 0,
+            Ok(Some(BatchPhase::Failed { exit_code, .. })) => exit_code.unwrap_or(1),
+            Ok(Some(BatchPhase::Killed | BatchPhase::DependencyFailed)) => EXIT_CANCELLED,
+            // Ended and forgotten between two looks: its own record says how.
+            Ok(None) => match engine.recorded_exit(&name, &output).await {
+                Ok(Some(code)) => code,
+                _ => EXIT_CANCELLED,
+            },
+            Err(error) => {
+                failing += 1;
+                if failing == 1 || failing.is_power_of_two() {
+                    tracing::warn!(%job, %error, failing, "cannot look at the agent's job; again at the next poll");
+                }
+                continue;
+            }
+        };
+        let _ = exit.send(Some(code));
+        if let Some(Some(done)) = cancelled {
+            let _ = done.send(());
+        }
+        return;
+    }
+}
+
+/// Writes the CLI's first stdin line beside the transcript (private, replaced whole) and
+/// returns its path: the job reads it on its node.
+fn write_input(transcript: &Path, line: &str) -> Result<PathBuf, AgentError> {
+    let mut path = transcript.as_os_str().to_owned();
+    path.push(".stdin");
+    let path = PathBuf::from(path);
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(task_output::OutputError::from_io(&path, e).into()),
+    }
+    task_output::open::create_output_file(&path)?
+        .write_all(format!("{line}\n").as_bytes())
+        .map_err(|e| task_output::OutputError::from_io(&path, e))?;
+    Ok(path)
+}
+
+/// `word` quoted for `sh`.
+fn shell_word(word: &OsStr) -> String {
+    format!("'{}'", word.to_string_lossy().replace('\'', r"'\''"))
+}
+
+fn batch_error(error: impl std::fmt::Display) -> AgentError {
+    AgentError::Batch(error.to_string())
+}
