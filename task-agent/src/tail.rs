@@ -1,9 +1,12 @@
-//! Following a growing transcript by byte-offset delta reads, parsing each complete line.
+//! Following a growing transcript by byte-offset delta reads, parsing each complete line; and,
+//! beside it, the CLI's own session file, whose per-request usage the stream has only as
+//! totals (agent-stream's [`session_file`](agent_stream::session_file)).
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use agent_stream::session_file::SessionStore;
 use task_output::OutputError;
 use task_output::read::read_delta;
 
@@ -15,18 +18,22 @@ use crate::format::LineParser;
 /// Only the unread part of the file is ever read (at most `max_read_bytes` a call), and only an
 /// unfinished last line is held in memory, up to `max_line_bytes`: a longer line is dropped
 /// (and counted as malformed) rather than buffered.
+///
+/// With a [`SessionStore`] ([`with_session_store`](Self::with_session_store)), the session
+/// file of the session the stream names is found as soon as its init line is read, and it is
+/// read to its end after each read of the transcript and before the transcript's new lines are
+/// parsed, so that the records of the requests a report covers reach the parser before the
+/// report (a CLI writes a request's record before it prints the report of its turn).
 pub struct TranscriptTail {
     path: PathBuf,
     offset: u64,
-    partial: Vec<u8>,
-    /// Dropping the rest of an over-long line until its newline.
-    skipping: bool,
+    lines: Lines,
     parser: Box<dyn LineParser>,
     events: VecDeque<AgentEvent>,
     scratch: Vec<AgentEvent>,
     malformed: u64,
     max_read_bytes: usize,
-    max_line_bytes: usize,
+    session: Option<SessionSide>,
 }
 
 impl std::fmt::Debug for TranscriptTail {
@@ -35,9 +42,106 @@ impl std::fmt::Debug for TranscriptTail {
             .field("path", &self.path)
             .field("offset", &self.offset)
             .field("malformed", &self.malformed)
+            .field("session", &self.session)
             .finish_non_exhaustive()
     }
 }
+
+/// The lines of a file read in pieces: an unfinished last line held up to a bound, a longer
+/// one dropped until its newline.
+#[derive(Debug)]
+struct Lines {
+    partial: Vec<u8>,
+    /// Dropping the rest of an over-long line until its newline.
+    skipping: bool,
+    max_line_bytes: usize,
+    /// Held back from growing past this when a long line is done.
+    keep_capacity: usize,
+}
+
+/// One line that [`Lines`] gives: whole, or dropped for its length.
+enum Line<'a> {
+    Whole(&'a [u8]),
+    TooLong,
+}
+
+impl Lines {
+    fn new(max_line_bytes: usize, keep_capacity: usize) -> Self {
+        Lines {
+            partial: Vec::new(),
+            skipping: false,
+            max_line_bytes,
+            keep_capacity,
+        }
+    }
+
+    /// Splits `bytes` into lines, giving each complete one to `each`.
+    fn feed(&mut self, bytes: &[u8], mut each: impl FnMut(Line<'_>)) {
+        let mut rest = bytes;
+        while let Some(end) = memchr::memchr(b'\n', rest) {
+            self.push(&rest[..end]);
+            self.end(&mut each);
+            rest = &rest[end + 1..];
+        }
+        self.push(rest);
+    }
+
+    /// The file ended: its unfinished last line, as if it were complete.
+    fn flush(&mut self, each: impl FnMut(Line<'_>)) {
+        if !self.partial.is_empty() || self.skipping {
+            self.end(each);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.partial.clear();
+        self.skipping = false;
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        if self.skipping {
+            return;
+        }
+        if self.partial.len() + bytes.len() > self.max_line_bytes {
+            self.partial = Vec::new();
+            self.skipping = true;
+            return;
+        }
+        self.partial.extend_from_slice(bytes);
+    }
+
+    fn end(&mut self, mut each: impl FnMut(Line<'_>)) {
+        if std::mem::take(&mut self.skipping) {
+            each(Line::TooLong);
+            return;
+        }
+        let line = trim(&self.partial);
+        if !line.is_empty() {
+            each(Line::Whole(line));
+        }
+        self.partial.clear();
+        if self.partial.capacity() > self.keep_capacity {
+            self.partial.shrink_to(self.keep_capacity);
+        }
+    }
+}
+
+/// The CLI's session file beside the transcript.
+#[derive(Debug)]
+struct SessionSide {
+    store: SessionStore,
+    /// The session the file was looked for, and the file once found.
+    session_id: Option<String>,
+    path: Option<PathBuf>,
+    /// How many more times a file not found yet is looked for.
+    looks_left: u32,
+    offset: u64,
+    lines: Lines,
+}
+
+/// How many reads look for a session file not found at the stream's init line (a CLI may
+/// create it a little later); after that the usage comes from the stream's totals.
+const SESSION_FILE_LOOKS: u32 = 64;
 
 impl TranscriptTail {
     /// A reader of `path` from byte `offset`.
@@ -48,18 +152,31 @@ impl TranscriptTail {
         max_read_bytes: usize,
         max_line_bytes: usize,
     ) -> Self {
+        let max_read_bytes = max_read_bytes.max(1);
         TranscriptTail {
             path: path.into(),
             offset,
-            partial: Vec::new(),
-            skipping: false,
+            lines: Lines::new(max_line_bytes, max_read_bytes),
             parser,
             events: VecDeque::new(),
             scratch: Vec::new(),
             malformed: 0,
-            max_read_bytes: max_read_bytes.max(1),
-            max_line_bytes,
+            max_read_bytes,
+            session: None,
         }
+    }
+
+    /// Also reads the session file the CLI keeps in `store` (none: the transcript alone).
+    pub fn with_session_store(mut self, store: Option<SessionStore>) -> Self {
+        self.session = store.map(|store| SessionSide {
+            store,
+            session_id: None,
+            path: None,
+            looks_left: SESSION_FILE_LOOKS,
+            offset: 0,
+            lines: Lines::new(self.lines.max_line_bytes, self.max_read_bytes),
+        });
+        self
     }
 
     /// The transcript's path.
@@ -89,22 +206,21 @@ impl TranscriptTail {
     pub fn read_new(&mut self) -> Result<usize, OutputError> {
         let delta = read_delta(&self.path, self.offset, self.max_read_bytes)?;
         self.offset = delta.new_offset;
-        let mut rest = &delta.bytes[..];
-        while let Some(end) = memchr::memchr(b'\n', rest) {
-            self.push_bytes(&rest[..end]);
-            self.end_line();
-            rest = &rest[end + 1..];
-        }
-        self.push_bytes(rest);
+        self.read_session();
+        let mut lines = std::mem::replace(&mut self.lines, Lines::new(0, 0));
+        lines.feed(&delta.bytes, |line| self.transcript_line(line));
+        self.lines = lines;
         Ok(delta.bytes.len())
     }
 
-    /// Parses an unfinished last line as if it were complete (the writer has exited), then
-    /// takes the events the parser still held ([`LineParser::finish`]).
+    /// Parses an unfinished last line as if it were complete (the writer has exited), reads
+    /// the session file a last time, then takes the events the parser still held
+    /// ([`LineParser::finish`]).
     pub fn finish(&mut self) {
-        if !self.partial.is_empty() || self.skipping {
-            self.end_line();
-        }
+        let mut lines = std::mem::replace(&mut self.lines, Lines::new(0, 0));
+        lines.flush(|line| self.transcript_line(line));
+        self.lines = lines;
+        self.read_session();
         self.parser.finish(&mut self.scratch);
         self.events.extend(self.scratch.drain(..));
     }
@@ -126,41 +242,86 @@ impl TranscriptTail {
     pub(crate) fn restart_at(&mut self, offset: u64) {
         self.offset = offset;
         self.events.clear();
-        self.partial.clear();
-        self.skipping = false;
+        self.lines.clear();
     }
 
-    fn push_bytes(&mut self, bytes: &[u8]) {
-        if self.skipping {
-            return;
-        }
-        if self.partial.len() + bytes.len() > self.max_line_bytes {
-            self.partial = Vec::new();
-            self.skipping = true;
-            return;
-        }
-        self.partial.extend_from_slice(bytes);
-    }
-
-    fn end_line(&mut self) {
-        if std::mem::take(&mut self.skipping) {
-            self.malformed += 1;
-            tracing::warn!(path = %self.path.display(), "transcript line longer than the limit skipped");
-            return;
-        }
-        let line = trim(&self.partial);
-        if !line.is_empty() {
-            match self.parser.parse_line(line, &mut self.scratch) {
-                Ok(()) => self.events.extend(self.scratch.drain(..)),
-                Err(error) => {
-                    self.malformed += 1;
-                    tracing::debug!(path = %self.path.display(), %error, "transcript line skipped");
-                }
+    fn transcript_line(&mut self, line: Line<'_>) {
+        let line = match line {
+            Line::Whole(line) => line,
+            Line::TooLong => {
+                self.malformed += 1;
+                tracing::warn!(path = %self.path.display(), "transcript line longer than the limit skipped");
+                return;
             }
+        };
+        if let Err(error) = self.parser.parse_line(line, &mut self.scratch) {
+            self.malformed += 1;
+            tracing::debug!(path = %self.path.display(), %error, "transcript line skipped");
+            return;
         }
-        self.partial.clear();
-        if self.partial.capacity() > self.max_read_bytes {
-            self.partial.shrink_to(self.max_read_bytes);
+        let session = self.scratch.iter().find_map(|event| match event {
+            AgentEvent::Init { session_id, .. } => Some(session_id.clone()),
+            _ => None,
+        });
+        self.events.extend(self.scratch.drain(..));
+        if let Some(session_id) = session {
+            self.found_session(session_id);
+        }
+    }
+
+    /// The stream named its session: its file is looked for (once per session) and read.
+    fn found_session(&mut self, session_id: String) {
+        let Some(side) = &mut self.session else {
+            return;
+        };
+        if side.session_id.as_deref() == Some(session_id.as_str()) && side.path.is_some() {
+            return;
+        }
+        side.path = side.store.locate(&session_id);
+        tracing::debug!(session = %session_id, file = ?side.path, "agent CLI session file");
+        side.session_id = Some(session_id);
+        side.looks_left = SESSION_FILE_LOOKS;
+        side.offset = 0;
+        side.lines.clear();
+        self.read_session();
+    }
+
+    /// Reads the session file to its end, giving its lines to the parser. A file that cannot
+    /// be read is left: the usage then comes from the stream's totals.
+    fn read_session(&mut self) {
+        let Some(side) = &mut self.session else {
+            return;
+        };
+        if side.path.is_none()
+            && side.looks_left > 0
+            && let Some(session_id) = &side.session_id
+        {
+            // Looked for again: a CLI may create it after its init line.
+            side.looks_left -= 1;
+            side.path = side.store.locate(session_id);
+        }
+        let Some(path) = &side.path else {
+            return;
+        };
+        loop {
+            let delta = match read_delta(path, side.offset, self.max_read_bytes) {
+                Ok(delta) if !delta.bytes.is_empty() => delta,
+                Ok(_) => return,
+                Err(error) => {
+                    tracing::debug!(path = %path.display(), %error, "agent CLI session file not read");
+                    return;
+                }
+            };
+            side.offset = delta.new_offset;
+            let (parser, scratch, events) = (&mut self.parser, &mut self.scratch, &mut self.events);
+            side.lines.feed(&delta.bytes, |line| {
+                if let Line::Whole(line) = line
+                    && let Err(error) = parser.parse_session_line(line, scratch)
+                {
+                    tracing::debug!(%error, "agent CLI session file line skipped");
+                }
+                events.extend(scratch.drain(..));
+            });
         }
     }
 }
@@ -215,7 +376,7 @@ mod tests {
         tail.finish();
         assert_eq!(tail.pop(), Some(AgentEvent::Text("b".into())));
         assert_eq!(tail.malformed_lines(), 1);
-        assert!(tail.partial.capacity() <= 100);
+        assert!(tail.lines.partial.capacity() <= 100);
     }
 }
 

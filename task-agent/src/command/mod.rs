@@ -8,6 +8,7 @@ mod session;
 
 use std::ffi::OsString;
 
+use agent_stream::session_file::SessionStore;
 use async_trait::async_trait;
 
 pub use session::CommandSession;
@@ -110,8 +111,19 @@ impl CommandRunner {
         // parser reads those runs' lines first (the transcript is the task's, appended to by
         // every run), so that it reports only what the new run used.
         let replay = resume.is_some() && self.format == Some(CliFormat::Codex);
-        let session =
-            CommandSession::spawn(&self.program, plan, parser, replay, spec, &self.config).await?;
+        let store = self
+            .format
+            .and_then(|format| SessionStore::for_format(format, |name| spec.variable(name)));
+        let session = CommandSession::spawn(
+            &self.program,
+            plan,
+            parser,
+            replay,
+            store,
+            spec,
+            &self.config,
+        )
+        .await?;
         Ok(Box::new(session))
     }
 }

@@ -61,12 +61,15 @@ fn record_turn(transcript: &Path, text: &str) -> Result<(), AgentError> {
 
 impl CommandSession {
     /// Spawns the CLI. `replay`: the parser first reads the transcript as it is (an earlier
-    /// run's lines), without reporting it, so that it knows the session's history.
+    /// run's lines), without reporting it, so that it knows the session's history. `store`:
+    /// where the CLI keeps its session files, read beside the transcript for the usage of each
+    /// request ([`TranscriptTail::with_session_store`]).
     pub(crate) async fn spawn(
         program: &OsStr,
         plan: LaunchPlan,
         parser: Box<dyn LineParser>,
         replay: bool,
+        store: Option<agent_stream::session_file::SessionStore>,
         spec: &AgentSpec,
         config: &AgentConfig,
     ) -> Result<Self, AgentError> {
@@ -78,7 +81,7 @@ impl CommandSession {
             .map(|m| m.len())
             .map_err(|e| task_output::OutputError::from_io(&spec.transcript, e))?;
         // Before the spawn, so that nothing the new run writes is replayed.
-        let tail = new_tail(spec, parser, replay, start_offset, config);
+        let tail = new_tail(spec, parser, replay, start_offset, config).with_session_store(store);
         if let Some(turn) = &plan.unshown_turn {
             record_turn(&spec.transcript, turn)?;
         }
