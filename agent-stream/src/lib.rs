@@ -47,6 +47,7 @@ pub mod activity;
 pub mod conversation;
 pub mod event;
 pub mod format;
+pub mod session_file;
 
 pub use event::{AgentEvent, ToolUse, TurnOutcome, Usage};
 pub use format::{CliFormat, LineError, LineParser};

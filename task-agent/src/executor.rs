@@ -690,6 +690,8 @@ impl AgentExecutor {
         )?
         .owned_by(previous.base.agent_id);
         task.base.tool_use_id = tool_use_id.or_else(|| previous.base.tool_use_id.clone());
+        // Its age counts from its first start, also when it is taken back from its record.
+        task.base.start_time = previous.base.start_time;
         self.inner.registry.register(task)?;
         Ok(previous.status())
     }

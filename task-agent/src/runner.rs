@@ -44,6 +44,17 @@ impl AgentSpec {
             ..AgentSpec::default()
         }
     }
+
+    /// The value of the variable `name` in the environment the CLI runs with: `env`'s, else
+    /// the inherited one's (unless `env` replaces it).
+    pub fn variable(&self, name: &str) -> Option<OsString> {
+        let given = self.env.iter().rev().find(|(key, _)| key == name);
+        match given {
+            Some((_, value)) => Some(value.clone()),
+            None if self.replace_env => None,
+            None => std::env::var_os(name),
+        }
+    }
 }
 
 /// What a session yields.

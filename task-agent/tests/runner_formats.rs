@@ -215,6 +215,80 @@ async fn a_resumed_codex_agent_counts_only_what_its_resumed_run_used() {
     assert!(transcript[second_turn..].contains("second turn done"));
 }
 
+/// A recording of agent-stream's (`agent-stream/tests/fixtures/`, whose READMEs say what the
+/// model charged per request): its lines, the first `take` when given.
+fn recorded(path: &str, take: Option<usize>) -> Vec<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../agent-stream/tests/fixtures")
+        .join(path);
+    let text = std::fs::read_to_string(&path).unwrap();
+    text.lines()
+        .take(take.unwrap_or(usize::MAX))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Writes `lines` as the file `path` under `dir`.
+fn write_lines(dir: &std::path::Path, path: &str, lines: &[String]) {
+    let path = dir.join(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+/// Runs the fake agent printing `stream` as a `format` CLI whose home (`variable`) is
+/// `home`; the tokens its task counted.
+async fn tokens_counted(
+    format: CliFormat,
+    stream: &[String],
+    variable: &str,
+    home: &std::path::Path,
+) -> u64 {
+    let fx = Fixture::new();
+    let lines: Vec<&str> = stream.iter().map(String::as_str).collect();
+    let runner = runner(&fx, format, &raw(&lines));
+    let mut request = AgentRequest::new(runner, "tokens", "count the tokens");
+    request.env.push((variable.into(), home.into()));
+    let handle = fx.executor.start(request).await.unwrap();
+    let state = stopped(&fx, &handle.id).await;
+    assert_eq!(state.status(), TaskStatus::Completed);
+    agent(&state).progress.token_count
+}
+
+#[tokio::test]
+async fn a_codex_agent_counts_each_request_from_its_rollout_file() {
+    const THREAD: &str = "01a22153-52d1-7e32-9812-08b5730e410e";
+    let rollout = format!("sessions/2026/11/28/rollout-2026-11-28T08-43-58-{THREAD}.jsonl");
+    let stream = recorded("codex-0.171.0/exec.jsonl", None);
+    let home = tempfile::tempdir().unwrap();
+    // The rollout as the first run left it (its first 24 lines).
+    let first_run = recorded(&format!("codex-0.171.0/home/{rollout}"), Some(24));
+    write_lines(home.path(), &rollout, &first_run);
+    let counted = tokens_counted(CliFormat::Codex, &stream, "CODEX_HOME", home.path()).await;
+    assert_eq!(
+        counted,
+        1300 + 3 * 42,
+        "the latest request's input, every request's output"
+    );
+    // Without the rollout, the stream's totals (the three inputs summed).
+    let empty = tempfile::tempdir().unwrap();
+    let counted = tokens_counted(CliFormat::Codex, &stream, "CODEX_HOME", empty.path()).await;
+    assert_eq!(counted, 3600 + 126);
+}
+
+#[tokio::test]
+async fn a_gemini_agent_counts_each_request_from_its_chat_file() {
+    let chat = ".gemini/tmp/gwork/chats/session-2026-11-28T08-46-7129bfa0.jsonl";
+    let stream = recorded("gemini-0.61.0/stream.jsonl", None);
+    let home = tempfile::tempdir().unwrap();
+    write_lines(
+        home.path(),
+        chat,
+        &recorded(&format!("gemini-0.61.0/home/{chat}"), None),
+    );
+    let counted = tokens_counted(CliFormat::Gemini, &stream, "GEMINI_CLI_HOME", home.path()).await;
+    assert_eq!(counted, 1300 + 3 * 42 + 1, "and the model router's output");
+}
+
 #[tokio::test]
 async fn a_gemini_agent_on_the_recorded_stream_keeps_whole_messages_and_the_final_result() {
     let fx = Fixture::new();

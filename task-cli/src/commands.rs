@@ -235,6 +235,11 @@ fn agent(session: &Session, args: AgentArgs, printer: Printer) -> Result<u8> {
     let schedule = args.schedule.to_schedule(session)?;
     let caller = Session::caller()?;
     let id = session.start_with(start, caller, schedule, args.ends.into())?;
+    // A person at a terminal reads the conversation and how it ended; a model or a script the
+    // notification.
+    if args.wait && crate::stream_cmd::streams(false, false, printer) {
+        return crate::stream_cmd::follow_then_summarize(session, &[id], true);
+    }
     started(session, id, args.wait, printer)
 }
 
@@ -366,8 +371,9 @@ fn output(session: &Session, args: &OutputArgs, printer: Printer) -> Result<u8> 
     let offset = args.offset.unwrap_or(0);
     let conversation = conversation && args.max_bytes.is_none();
     if args.follow {
-        if conversation && offset == 0 {
-            return crate::transcript::follow(session, &id, offset, chunk).map(|()| exit::OK);
+        if conversation {
+            return crate::transcript::follow_output(session, &id, offset, chunk)
+                .map(|()| exit::OK);
         }
         return crate::stream_cmd::follow(session, &id, offset, chunk);
     }

@@ -56,7 +56,10 @@ pub fn execute(
             let listing = list
                 .list_where(&list_filter(filters)?)
                 .map_err(list_error)?;
-            print(printer, &listing, &listing.model_text(), true)
+            // Priorities and labels are the queue's, not TaskList's: read beside the listing.
+            let tasks = list.snapshot().map_err(list_error)?.tasks;
+            let (value, text) = list_text::listing(&listing, &tasks);
+            print(printer, &value, &text, true)
         }
         ListOp::Get { id } => get(&list, &id, printer),
         ListOp::Update(update) => {

@@ -1,6 +1,42 @@
-//! Human renderings of `tasks list` reports a person reads: ready tasks, doctor findings.
+//! Human renderings of `tasks list` reports a person reads: the listing, ready tasks, doctor
+//! findings.
 
-use task_list::{DoctorReport, Problem, ReadyTask, TaskId};
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use task_list::{DEFAULT_PRIORITY, DoctorReport, ListResult, Problem, ReadyTask, Task, TaskId};
+
+/// `tasks list ls`: each task as `TaskList` shows it, then its priority when it is not the
+/// default and its labels (`#7 [pending] db · P1 · labels: backend, v2`); the JSON has
+/// `priority` and `labels` on every entry. `tasks` holds the tasks' records (one missing,
+/// removed since the listing was read, shows as listed).
+pub fn listing(listing: &ListResult, tasks: &BTreeMap<TaskId, Task>) -> (Value, String) {
+    if listing.tasks.is_empty() {
+        return (json!({ "tasks": [] }), listing.model_text());
+    }
+    let mut entries = Vec::new();
+    let mut lines = Vec::new();
+    for entry in &listing.tasks {
+        let task = tasks.get(&entry.id);
+        let priority = task.map_or(DEFAULT_PRIORITY, Task::priority);
+        let labels = task.map(Task::labels).unwrap_or_default();
+        let mut line = entry.model_line();
+        if priority != DEFAULT_PRIORITY {
+            line.push_str(&format!(" · P{priority}"));
+        }
+        if !labels.is_empty() {
+            line.push_str(&format!(" · labels: {}", labels.join(", ")));
+        }
+        lines.push(line);
+        let mut value = serde_json::to_value(entry).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut value {
+            map.insert("priority".into(), priority.into());
+            map.insert("labels".into(), labels.into());
+        }
+        entries.push(value);
+    }
+    (json!({ "tasks": entries }), lines.join("\n"))
+}
 
 /// `#1 ready: Write API (unblocks 2 tasks)`; the count only when it unblocks any.
 pub fn ready_line(task: &ReadyTask) -> String {

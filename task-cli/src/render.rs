@@ -179,7 +179,13 @@ fn what_it_did(task: &TaskState) -> String {
         }
     );
     text.push_str(&turns_and_time(&budget));
-    if let Some(latest) = progress.recent_activities.iter().last() {
+    // What it is doing: nothing once it has stopped (its last tool use is history).
+    if let Some(latest) = progress
+        .recent_activities
+        .iter()
+        .last()
+        .filter(|_| !task.status().is_terminal())
+    {
         let activity = latest
             .activity_description
             .as_deref()

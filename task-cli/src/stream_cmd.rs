@@ -1,5 +1,6 @@
-//! Following tasks like a person: their output streamed as it is written, then one line saying
-//! how each ended (`tasks run --wait` on a terminal or with `--follow`, `tasks wait --follow`);
+//! Following tasks like a person: their output streamed as it is written (an agent's as its
+//! conversation), then one line saying how each ended (`tasks run|agent --wait` on a terminal,
+//! `run --wait --follow`, `tasks wait --follow`);
 //! notifications as readable lines (`tasks notifications --format`).
 
 use std::io::IsTerminal;
@@ -70,7 +71,12 @@ pub fn streams(follow: bool, for_model: bool, printer: Printer) -> bool {
 pub fn follow_then_summarize(session: &Session, ids: &[TaskId], deliver: bool) -> Result<u8> {
     let mut code = 0;
     for id in ids {
-        follow(session, id, 0, task_output::read::DEFAULT_MAX_READ_BYTES)?;
+        crate::transcript::follow_output(
+            session,
+            id,
+            0,
+            task_output::read::DEFAULT_MAX_READ_BYTES,
+        )?;
         let task = session.task(id)?;
         // The person saw it end: its completion is delivered with the summary line.
         let line = summary(&task);

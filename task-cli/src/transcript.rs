@@ -1,8 +1,11 @@
 //! The output of a task that holds a conversation ([`TaskType::holds_conversation`]: an agent,
 //! the main session, a workflow's agents, a teammate, a dream, a remote agent) as a person
 //! reads it ([`agent_stream::conversation`]): what the user and the agent said, each tool it used
-//! and why one failed, and how each turn ended. `tasks output` prints it so in every mode
-//! (`--json` and byte ranges excepted), and `tasks top` shows it so.
+//! and why one failed, how each turn ended, and how the task stopped when the transcript does
+//! not say it ([`end_note`]: a budget, a kill). This is the one view of an agent a person gets:
+//! `tasks output` (`--json` and byte ranges excepted), `tasks output --follow`, `tasks wait
+//! --follow`, `tasks run|agent --wait` on a terminal ([`follow_output`]), and `tasks top`'s
+//! pane and pager.
 //!
 //! [`TaskType::holds_conversation`]: task_core::TaskType::holds_conversation
 
@@ -11,36 +14,105 @@ use std::path::Path;
 
 use agent_stream::conversation::{self, Conversation, Entry};
 use task_agent::conversation::{self as transcript_file, last_entries_text};
-use task_core::TaskId;
+use task_core::{BudgetLimit, EndReason, TaskId};
 use task_output::OutputError;
+use task_session::record::TaskRecord;
 use task_session::session::Session;
 
 use crate::render;
 use crate::{CliError, Result};
 
-/// Prints the whole conversation of `id`, a line of the transcript at a time.
-pub fn print_whole(session: &Session, id: &TaskId) -> Result<()> {
-    let path = session.output_path(id);
-    let file = match std::fs::File::open(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        other => other.map_err(|e| CliError::io("read", &path, e))?,
+/// How a task stopped, when its transcript cannot say it: the last line of its conversation
+/// (`✗ stopped: --max-turns 10 reached`). A budget, a time limit, a kill or a supervisor's
+/// death end an agent from outside its CLI; an end the CLI reported (a result, an error) is in
+/// the transcript already.
+pub fn end_note(task: &TaskRecord) -> Option<String> {
+    let why = match task.end_reason()? {
+        EndReason::BudgetExceeded { limit, used, max } => {
+            let time = |ms: u64| task_core::human_duration(std::time::Duration::from_millis(ms));
+            match limit {
+                BudgetLimit::Turns => format!("--max-turns {max} reached"),
+                BudgetLimit::Tokens => format!("--max-tokens {max} reached ({used} used)"),
+                BudgetLimit::Time => format!("--timeout {} reached", time(*max)),
+                BudgetLimit::SessionTokens => {
+                    format!("the session's agent_token_budget {max} reached ({used} used)")
+                }
+            }
+        }
+        EndReason::Killed => "killed".to_owned(),
+        EndReason::TimedOut { .. }
+        | EndReason::SupervisorDied { .. }
+        | EndReason::ShutdownUnanswered { .. }
+        | EndReason::OutputCapExceeded { .. } => reason_text(task)?,
+        _ => return None,
     };
-    let mut reader = Conversation::default();
-    let mut entries = Vec::new();
-    for line in std::io::BufReader::new(file).split(b'\n') {
-        let line = line.map_err(|e| CliError::io("read", &path, e))?;
-        reader.read_line(&line, &mut entries);
-        print_entries(&mut entries)?;
-    }
-    reader.finish(&mut entries);
-    print_entries(&mut entries)
+    Some(format!("✗ stopped: {why}\n"))
 }
 
-/// Prints the last `n` entries of the conversation of `id`.
+/// The end reason's own words.
+fn reason_text(task: &TaskRecord) -> Option<String> {
+    let reason = task.end_reason()?;
+    Some(reason.stderr_note().unwrap_or_else(|| reason.short()))
+}
+
+/// Prints the end note of `id` ([`end_note`]) once it has ended, if it has one.
+fn print_end_note(session: &Session, id: &TaskId) -> Result<()> {
+    match end_note(&session.task(id)?) {
+        Some(note) => render::out(&note),
+        None => Ok(()),
+    }
+}
+
+/// Writes the whole conversation of `id` to `out`, a line of the transcript at a time, then
+/// its end note.
+pub fn write_whole(
+    session: &Session,
+    id: &TaskId,
+    mut out: impl FnMut(&str) -> Result<()>,
+) -> Result<()> {
+    let path = session.output_path(id);
+    let file = match std::fs::File::open(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        other => Some(other.map_err(|e| CliError::io("read", &path, e))?),
+    };
+    if let Some(file) = file {
+        let mut reader = Conversation::default();
+        let mut entries = Vec::new();
+        for line in std::io::BufReader::new(file).split(b'\n') {
+            let line = line.map_err(|e| CliError::io("read", &path, e))?;
+            reader.read_line(&line, &mut entries);
+            write_entries(&mut entries, &mut out)?;
+        }
+        reader.finish(&mut entries);
+        write_entries(&mut entries, &mut out)?;
+    }
+    match end_note(&session.task(id)?) {
+        Some(note) => out(&note),
+        None => Ok(()),
+    }
+}
+
+/// Prints the whole conversation of `id`.
+pub fn print_whole(session: &Session, id: &TaskId) -> Result<()> {
+    write_whole(session, id, render::out)
+}
+
+/// Prints the last `n` entries of the conversation of `id`, then its end note.
 pub fn print_last(session: &Session, id: &TaskId, n: usize) -> Result<()> {
     let path = session.output_path(id);
     let text = missing_is_empty(&path, last_entries_text(&path, n))?;
-    render::out(&text)
+    render::out(&text)?;
+    print_end_note(session, id)
+}
+
+/// Follows the output of `id` from byte `offset` until it ended, as a person reads it: the
+/// conversation of a task that holds one (from its start), else the bytes as written.
+pub fn follow_output(session: &Session, id: &TaskId, offset: u64, chunk: usize) -> Result<()> {
+    let conversation = session.task(id)?.task.base.task_type.holds_conversation();
+    if conversation && offset == 0 {
+        return follow(session, id, offset, chunk);
+    }
+    crate::stream_cmd::follow(session, id, offset, chunk).map(drop)
 }
 
 /// The conversation of `id` as its model reads it ([`transcript_file::for_model`]).
@@ -50,8 +122,8 @@ pub fn for_model(session: &Session, id: &TaskId) -> Result<String> {
 }
 
 /// Follows the conversation of `id` from byte `offset` (the start of a line) until the task is
-/// terminal and all of it was printed: each entry once its line is whole.
-pub fn follow(session: &Session, id: &TaskId, mut offset: u64, chunk: usize) -> Result<()> {
+/// terminal and all of it was printed: each entry once its line is whole; then its end note.
+fn follow(session: &Session, id: &TaskId, mut offset: u64, chunk: usize) -> Result<()> {
     let mut reader = Conversation::default();
     let mut entries = Vec::new();
     let mut partial = Vec::new();
@@ -82,7 +154,8 @@ pub fn follow(session: &Session, id: &TaskId, mut offset: u64, chunk: usize) -> 
                 reader.read_line(&partial, &mut entries);
             }
             reader.finish(&mut entries);
-            return print_entries(&mut entries);
+            print_entries(&mut entries)?;
+            return print_end_note(session, id);
         }
         std::thread::sleep(session.config().poll_interval);
     }
@@ -90,12 +163,17 @@ pub fn follow(session: &Session, id: &TaskId, mut offset: u64, chunk: usize) -> 
 
 /// Prints `entries` and empties it.
 fn print_entries(entries: &mut Vec<Entry>) -> Result<()> {
+    write_entries(entries, &mut render::out)
+}
+
+/// Writes `entries` to `out` and empties it.
+fn write_entries(entries: &mut Vec<Entry>, out: &mut impl FnMut(&str) -> Result<()>) -> Result<()> {
     if entries.is_empty() {
         return Ok(());
     }
     let text = conversation::text(entries);
     entries.clear();
-    render::out(&text)
+    out(&text)
 }
 
 /// A transcript that does not exist yet reads as an empty conversation.

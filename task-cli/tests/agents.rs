@@ -83,6 +83,8 @@ fn an_agent_runs_to_its_result_and_a_message_resumes_it_under_the_same_id() {
     let table = sandbox.ok(&["ps", "--all"]);
     let row = table.lines().find(|l| l.starts_with(&id)).unwrap();
     assert!(row.contains("1.3k tokens · 1 tool"), "{row}");
+    // What it was doing is over once it stopped (#41.7: its last tool use stayed on the row).
+    assert!(!row.contains("List files"), "{row}");
 
     // A message to the stopped agent, by name, resumes it under the same id.
     let sent = sandbox.ok(&["send", "counter", "and now?"]);
@@ -813,6 +815,13 @@ fn a_stopped_agent_resumes_under_its_id_after_eviction_after_a_sigkilled_supervi
     resumed_with("keeper", "a day later");
     let task = sandbox.listed(&id);
     assert_eq!(task["status"], "completed", "{task}");
+    // Its age counts from its first start, not from the resume (#41.7).
+    let now = task_core::now_ms();
+    let created = task["startTime"].as_u64().unwrap();
+    assert!(
+        now - created > 23 * 3600 * 1000,
+        "created {created}, now {now}: {task}"
+    );
     let all: Value = serde_json::from_str(&sandbox.ok(&["ps", "--all", "--json"])).unwrap();
     assert_eq!(
         all.as_array().unwrap().len(),

@@ -80,9 +80,15 @@ fn an_agents_output_is_its_conversation_with_the_users_messages_in_every_mode() 
     let sandbox = Sandbox::for_agents();
     let id = sandbox.started(&["agent", "--name", "cleaner", "--prompt", "clean the build"]);
     sandbox.assert_reads_as_a_conversation(&id, "clean the build");
-    // Followed to its end, it reads the same.
+    // Followed to its end, it reads the same, whoever follows it (#41.7: `wait --follow`
+    // streamed the raw JSON lines).
     let followed = sandbox.ok(&["output", &id, "--follow"]);
     assert_eq!(followed, sandbox.ok(&["output", &id]));
+    let waited = sandbox.run(&["wait", "--follow", "--no-deliver", &id]);
+    assert_eq!(waited.status.code(), Some(0), "{waited:?}");
+    assert_eq!(String::from_utf8(waited.stdout).unwrap(), followed);
+    let said = String::from_utf8(waited.stderr).unwrap();
+    assert!(said.starts_with(&format!("✓ {id} completed in ")), "{said}");
 
     // A message the user sends resumes it; the conversation holds it, then the answer.
     sandbox.ok(&["send", "cleaner", "why not?"]);

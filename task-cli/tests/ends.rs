@@ -643,6 +643,31 @@ fn each_budget_ends_an_agent_that_would_work_for_ever_once_with_its_reason() {
     let listed = sandbox.ok(&["ps", "--all"]);
     assert!(listed.contains("/1.1k tokens"), "{listed}");
     assert!(listed.contains("5/5 turns"), "{listed}");
+    // Its conversation says why it stopped, which its CLI's transcript cannot (#41.7), and
+    // reads the same followed.
+    let [tokens, turns, time] = ids.each_ref().map(String::as_str);
+    let last_line = |id: &str| {
+        sandbox
+            .ok(&["output", id])
+            .lines()
+            .last()
+            .unwrap()
+            .to_owned()
+    };
+    let stopped = last_line(tokens);
+    assert!(
+        stopped.starts_with("✗ stopped: --max-tokens 1100 reached ("),
+        "{stopped}"
+    );
+    assert_eq!(last_line(turns), "✗ stopped: --max-turns 5 reached");
+    let stopped = last_line(time);
+    assert!(stopped.starts_with("✗ stopped: --timeout "), "{stopped}");
+    let followed = sandbox.run(&["wait", "--follow", "--no-deliver", turns]);
+    let followed = String::from_utf8(followed.stdout).unwrap();
+    assert!(
+        followed.ends_with("still working\n✗ stopped: --max-turns 5 reached\n"),
+        "{followed}"
+    );
     let notices = sandbox.ok(&["notifications"]);
     for id in &ids {
         let tag = format!("<task-id>{id}</task-id>");

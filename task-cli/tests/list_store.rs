@@ -287,23 +287,28 @@ fn ls_filters_print_the_same_on_postgres_as_on_files() {
     let out = |at: usize| on_files[at].split_once('\n').unwrap().1;
     assert_eq!(
         out(5),
-        "#5 [pending] api [blocked by #7]\n#7 [pending] db\n"
+        "#5 [pending] api [blocked by #7] · P0 · labels: backend, v2\n\
+         #7 [pending] db · P1 · labels: backend\n"
     );
-    assert_eq!(out(6), "#5 [pending] api [blocked by #7]\n");
-    assert_eq!(out(7), "#6 [pending] docs (ann)\n");
+    assert_eq!(
+        out(6),
+        "#5 [pending] api [blocked by #7] · P0 · labels: backend, v2\n"
+    );
+    assert_eq!(out(7), "#6 [pending] docs (ann) · labels: docs\n");
     assert_eq!(
         out(8),
-        "#1 [completed] Set up schema (ann)\n#6 [pending] docs (ann)\n"
+        "#1 [completed] Set up schema (ann)\n#6 [pending] docs (ann) · labels: docs\n"
     );
     assert_eq!(out(9).lines().count(), 3);
-    assert_eq!(out(10), "#7 [pending] db\n");
+    assert_eq!(out(10), "#7 [pending] db · P1 · labels: backend\n");
     assert_eq!(
         serde_json::from_str::<Value>(out(11)).unwrap(),
-        json!({"tasks": [{"id": "5", "subject": "api", "status": "pending", "blockedBy": ["7"]}]})
+        json!({"tasks": [{"id": "5", "subject": "api", "status": "pending", "blockedBy": ["7"],
+                          "priority": 0, "labels": ["backend", "v2"]}]})
     );
     assert!(on_files[12].contains("→ Some(70)"), "{}", on_files[12]);
     assert_eq!(out(14), "No tasks found\n");
-    assert_eq!(out(15), "#6 [pending] docs (ann)\n");
+    assert_eq!(out(15), "#6 [pending] docs (ann) · labels: later\n");
 }
 
 #[test]

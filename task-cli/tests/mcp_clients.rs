@@ -55,6 +55,15 @@ impl Client {
         }
     }
 
+    /// How many tool results the conversation of a request `body` holds, as its dialect counts.
+    fn dialect_results(self, body: &Value) -> usize {
+        match self {
+            Client::Claude => claude_code::Anthropic.results(body),
+            Client::Codex => codex_cli::Responses.results(body),
+            Client::Gemini => gemini_cli::GenerateContent.results(body),
+        }
+    }
+
     /// The headless command that runs one prompt with `tasks mcp` as the MCP server `tasks`.
     fn command(self, exe: &Path, dir: &Path, model: &ModelServer, root: &Path) -> Command {
         let tasks = Path::new(env!("CARGO_BIN_EXE_tasks"));
@@ -530,4 +539,82 @@ fn claude_code_gets_a_monitor_event_as_a_channel_event_without_status() {
         !event.contains("status="),
         "an event has no status: {event}"
     );
+}
+
+/// The real CLI run as a `tasks agent` (`--runner codex|gemini`, in the environment that names
+/// its home) through two tool calls and a final text against the scripted model, which charges
+/// each request its own usage ([`support::model_server::charge`]); the tokens its notification
+/// says, and what SPEC §7's rule gives over the requests the model answered.
+fn agent_tokens(client: Client) -> Option<(u64, u64)> {
+    let exe = client.executable()?;
+    let root = TasksRoot::new();
+    let dir = tempfile::tempdir().unwrap();
+    let script = vec![
+        Turn::call("Bash", json!({"command": "echo one"})),
+        Turn::call("Bash", json!({"command": "echo two"})),
+    ];
+    let model = client.dialect()(script);
+    let tasks = Path::new(env!("CARGO_BIN_EXE_tasks"));
+    let env = [("TASKS_ROOT", root.root())];
+    let exe = exe.display().to_string();
+    let mut args = vec!["agent", "--prompt", "Run the checks.", "--wait", "--runner"];
+    let mut command = match client {
+        Client::Codex => {
+            args.extend(["codex", "--", &exe, "exec"]);
+            let home = codex_cli::home(dir.path(), &model.url(), tasks, &[], &env);
+            let mut command = root.command(&args);
+            command.env("CODEX_HOME", home);
+            command
+        }
+        Client::Gemini => {
+            args.extend(["gemini", "--", &exe]);
+            let home = gemini_cli::home(dir.path(), tasks, &[], &env);
+            let mut command = root.command(&args);
+            command
+                .env("HOME", home)
+                .env("GEMINI_API_KEY", "scripted-model-key")
+                .env("GOOGLE_GEMINI_BASE_URL", model.url());
+            command
+        }
+        Client::Claude => unreachable!("Claude's stream is per request"),
+    };
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let output = command.current_dir(&work).output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{client:?}: {output:?}");
+    let counted = text
+        .split("<subagent_tokens>")
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{client:?}: no tokens in {text}"));
+    // What the model charged each request it answered, by the results its conversation held.
+    let charged: Vec<(u64, u64)> = model
+        .turns()
+        .iter()
+        .map(|turn| support::model_server::charge(client.dialect_results(&turn.body)))
+        .collect();
+    assert_eq!(
+        charged.len(),
+        3,
+        "{client:?}: two tool calls and the final text"
+    );
+    let latest = charged.last().unwrap().0;
+    Some((counted, latest + charged.iter().map(|c| c.1).sum::<u64>()))
+}
+
+#[test]
+fn a_codex_agents_tokens_are_what_the_model_charged_per_request() {
+    // #41.15: 3726 (the three inputs summed) where the rule gives 1426.
+    if let Some((counted, rule)) = agent_tokens(Client::Codex) {
+        assert_eq!((counted, rule), (1426, 1426));
+    }
+}
+
+#[test]
+fn a_gemini_agents_tokens_are_what_the_model_charged_per_request() {
+    if let Some((counted, rule)) = agent_tokens(Client::Gemini) {
+        assert_eq!((counted, rule), (1426, 1426));
+    }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::api::{ClaimResult, CreateResult, GetResult, ListResult, UpdateResult};
+use crate::api::{ClaimResult, CreateResult, GetResult, ListEntry, ListResult, UpdateResult};
 use crate::id::TaskId;
 
 /// The reference's answer for an id with no task.
@@ -81,21 +81,22 @@ impl ListResult {
         if self.tasks.is_empty() {
             return NO_TASKS.to_string();
         }
-        let lines: Vec<String> = self
-            .tasks
-            .iter()
-            .map(|t| {
-                let mut line = format!("#{} [{}] {}", t.id, t.status, t.subject);
-                if let Some(owner) = &t.owner {
-                    let _ = write!(line, " ({owner})");
-                }
-                if !t.blocked_by.is_empty() {
-                    let _ = write!(line, " [blocked by {}]", hash_list(&t.blocked_by));
-                }
-                line
-            })
-            .collect();
+        let lines: Vec<String> = self.tasks.iter().map(ListEntry::model_line).collect();
         lines.join("\n")
+    }
+}
+
+impl ListEntry {
+    /// The entry as `TaskList` shows it: `#2 [pending] Write API (ann) [blocked by #1]`.
+    pub fn model_line(&self) -> String {
+        let mut line = format!("#{} [{}] {}", self.id, self.status, self.subject);
+        if let Some(owner) = &self.owner {
+            let _ = write!(line, " ({owner})");
+        }
+        if !self.blocked_by.is_empty() {
+            let _ = write!(line, " [blocked by {}]", hash_list(&self.blocked_by));
+        }
+        line
     }
 }
 

@@ -206,6 +206,11 @@ impl JsonLines {
             .unwrap_or_else(|| u64::try_from(self.partial.len()).unwrap_or(u64::MAX))
     }
 
+    /// The longest line it holds.
+    pub fn max_line_bytes(&self) -> usize {
+        self.max_line_bytes
+    }
+
     /// The memory held for an unfinished line.
     pub fn capacity(&self) -> usize {
         self.partial.capacity()

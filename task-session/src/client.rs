@@ -206,11 +206,22 @@ fn decide_start(
             Ok(Response::Started { id })
         }
         Ok(None) => Err(Error::Supervisor(format!(
-            "{error}; the task was not made (no record carries its start key)"
+            "{}; the task was not made (no record carries its start key)",
+            without_prefix(&error)
         ))),
         Err(read) => Err(Error::Supervisor(format!(
-            "{error}; whether the task was made is unknown: {read}"
+            "{}; whether the task was made is unknown: {read}",
+            without_prefix(&error)
         ))),
+    }
+}
+
+/// The words of `error` for a message that is a supervisor error itself: a supervisor error's
+/// own, without its `supervisor: ` (said once, by the outer error).
+fn without_prefix(error: &Error) -> String {
+    match error {
+        Error::Supervisor(message) => message.clone(),
+        other => other.to_string(),
     }
 }
 
@@ -359,10 +370,12 @@ fn start_supervisor(
     reap_in_background(child);
     match word.as_deref() {
         Some("ready" | "busy") => Ok(Started::Ready),
-        Some(line) => Err(Error::Supervisor(format!(
-            "cannot start the supervisor: {}",
-            line.strip_prefix("error: ").unwrap_or(line)
-        ))),
+        Some(line) => {
+            // Its word is `error: {its error}`, whose text may name the supervisor already.
+            let cause = line.strip_prefix("error: ").unwrap_or(line);
+            let cause = cause.strip_prefix("supervisor: ").unwrap_or(cause);
+            Err(Error::Supervisor(format!("could not start: {cause}")))
+        }
         None => Ok(Started::Died),
     }
 }
@@ -400,9 +413,9 @@ fn reap_in_background(mut child: Child) {
 }
 
 fn spawn(paths: &SessionPaths, supervisor: &SupervisorCommand, ready: OwnedFd) -> Result<Child> {
-    // The log may not be creatable (a full disk): the supervisor then still reports through
-    // the pipe, and logs nowhere.
-    let log = |e| tracing::warn!("cannot open {}: {e}", paths.log().display());
+    // The log may not be creatable (a full disk, a read-only root): the supervisor then still
+    // reports through the pipe (a start that fails says why there), and logs nowhere.
+    let log = |e| tracing::debug!("cannot open {}: {e}", paths.log().display());
     let stderr = match NoFollow::write().create().append().open(&paths.log()) {
         Ok(file) => Stdio::from(file),
         Err(e) => {
@@ -440,7 +453,7 @@ fn spawn(paths: &SessionPaths, supervisor: &SupervisorCommand, ready: OwnedFd) -
     }
     let child = command
         .spawn()
-        .map_err(|e| Error::Supervisor(format!("cannot start the supervisor: {e}")))?;
+        .map_err(|e| Error::Supervisor(format!("could not start: {e}")))?;
     drop(ready); // the child has its copy; ours must close so its death reads as end of file
     Ok(child)
 }

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::totals::Totals;
+use super::totals::Ledger;
 use super::{LineError, LineParser};
 use crate::event::{AgentEvent, ToolUse, TurnOutcome};
 
@@ -19,10 +19,16 @@ use crate::event::{AgentEvent, ToolUse, TurnOutcome};
 ///   command inside.
 /// - The turn's result is its last `agent_message`, since `turn.completed` carries only usage.
 /// - `turn.completed.usage` is the **thread's running total** over every model request (after
-///   `codex exec resume`, the resumed run's totals include the earlier run's): each report is
-///   turned into the usage since the previous report of the same thread
-///   ([`AgentEvent::Usage`]). A turn of several model requests is one report, so its input is
-///   the sum of those requests' inputs: Codex prints nothing finer.
+///   `codex exec resume`, the resumed run's totals include the earlier run's). Codex prints
+///   nothing finer, but its rollout file (`$CODEX_HOME/sessions/…/rollout-…-{thread}.jsonl`,
+///   [`crate::session_file`]) has one `token_count` event per request with that request's
+///   usage (`last_token_usage`) and the running total: fed those lines
+///   ([`LineParser::parse_session_line`]), the parser counts each request as one message
+///   (SPEC §7: the latest request's input, every request's output), and a report adds only
+///   what they did not cover (a last request whose record Codex has not written yet: its
+///   rollout is written from a task of its own). Without them each report is turned into the usage since the
+///   previous report of the same thread ([`AgentEvent::Usage`]): a turn of several requests
+///   is then one message whose input is the sum of their inputs.
 /// - A top-level `error` line (`Reconnecting… n/m (…)`, a refused request) is an
 ///   [`AgentEvent::Error`]; `turn.failed` ends the turn with an error.
 #[derive(Debug, Clone, Default)]
@@ -33,8 +39,8 @@ pub struct CodexParser {
     last_message: Option<String>,
     /// The thread the usage totals belong to.
     thread_id: Option<String>,
-    /// The previous `turn.completed` totals of that thread.
-    totals: Totals,
+    /// What was counted of that thread's running totals, from its reports and its rollout.
+    ledger: Ledger,
 }
 
 #[derive(Deserialize)]
@@ -53,6 +59,31 @@ struct Line {
     message: Option<Value>,
     #[serde(default)]
     text: Option<String>,
+}
+
+/// A line of Codex's rollout file: only `event_msg` lines whose payload is a `token_count`
+/// with its `info` are read.
+#[derive(Deserialize)]
+struct RolloutLine {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    payload: Option<RolloutPayload>,
+}
+
+#[derive(Deserialize)]
+struct RolloutPayload {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    info: Option<TokenInfo>,
+}
+
+/// A `token_count` event's figures: the request's own and the thread's running total.
+#[derive(Deserialize)]
+struct TokenInfo {
+    total_token_usage: Usage,
+    last_token_usage: Usage,
 }
 
 /// `turn.completed.usage`. `input_tokens` already holds `cached_input_tokens` (OpenAI's
@@ -85,7 +116,7 @@ impl LineParser for CodexParser {
                 if let Some(session_id) = line.thread_id {
                     // A resumed thread goes on counting; another thread starts from zero.
                     if self.thread_id.as_deref() != Some(session_id.as_str()) {
-                        self.totals.reset();
+                        self.ledger.reset();
                         self.thread_id = Some(session_id.clone());
                     }
                     out.push(AgentEvent::Init {
@@ -97,7 +128,7 @@ impl LineParser for CodexParser {
             "turn.started" => self.last_message = None,
             "turn.completed" => {
                 if let Some(usage) = line.usage
-                    && let Some(since) = self.totals.since(usage.input_tokens, usage.output_tokens)
+                    && let Some(since) = self.ledger.report(usage.input_tokens, usage.output_tokens)
                 {
                     out.push(AgentEvent::Usage(since));
                 }
@@ -132,6 +163,36 @@ impl LineParser for CodexParser {
             }
             _ => {}
         }
+        Ok(())
+    }
+
+    /// A line of the thread's rollout file: each `token_count` is one request's usage.
+    fn parse_session_line(
+        &mut self,
+        line: &[u8],
+        out: &mut Vec<AgentEvent>,
+    ) -> Result<(), LineError> {
+        let line: RolloutLine = serde_json::from_slice(line)?;
+        let Some(RolloutPayload {
+            kind,
+            info: Some(info),
+        }) = line.payload
+        else {
+            return Ok(());
+        };
+        if line.kind != "event_msg" || kind.as_deref() != Some("token_count") {
+            return Ok(());
+        }
+        let total = info.total_token_usage;
+        out.extend(
+            self.ledger
+                .record(
+                    info.last_token_usage.input_tokens,
+                    total.input_tokens,
+                    total.output_tokens,
+                )
+                .map(AgentEvent::Usage),
+        );
         Ok(())
     }
 }

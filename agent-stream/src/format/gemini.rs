@@ -1,12 +1,12 @@
 //! Gemini CLI's `--output-format stream-json` events (SPEC §15; checked against recordings of
 //! the real CLI, `tests/fixtures/gemini-cli/`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::totals::Totals;
+use super::totals::{Ledger, Totals};
 use super::{LineError, LineParser};
 use crate::event::{AgentEvent, ToolUse, TurnOutcome};
 
@@ -35,7 +35,13 @@ const SHELL_TOOL: &str = "run_shell_command";
 ///   request, its input is at most that largest figure, so the count never falls short of the
 ///   rule; it is exact when that model made one request in the run (the router's requests are
 ///   always apart). Several requests of one model are one figure, the sum of their inputs:
-///   Gemini prints nothing finer. Without `models`, the run's totals are one usage.
+///   the stream has nothing finer. Without `models`, the run's totals are one usage.
+/// - Gemini's chat file (`~/.gemini/tmp/{project}/chats/session-…-{id}.jsonl`,
+///   [`crate::session_file`]) has every request of the main model with its own usage (a
+///   `gemini` message's `tokens`): fed those lines ([`LineParser::parse_session_line`]), the
+///   parser counts each request as one message (SPEC §7), and the `result` adds only what
+///   they did not cover (the model router's requests, which the chat file does not record:
+///   their output counts, their input is not the latest).
 /// - An `error` event is an [`AgentEvent::Error`].
 #[derive(Debug, Clone, Default)]
 pub struct GeminiParser {
@@ -46,8 +52,36 @@ pub struct GeminiParser {
     /// The tools started and not finished yet, by id: their names.
     open_tools: HashMap<String, String>,
     /// The previous `result.stats` totals of this process, by model (`""`: the run's totals,
-    /// when the report has no `models`).
+    /// when the report has no `models`), when its chat file is not read.
     totals: HashMap<String, Totals>,
+    /// What was counted of this process's running totals, from its reports and its chat file.
+    ledger: Ledger,
+    /// The chat file's messages counted (a message is written again as it is updated).
+    recorded: HashSet<String>,
+    /// The sum of their usage: the running totals after the latest one.
+    recorded_input: u64,
+    recorded_output: u64,
+}
+
+/// A line of Gemini's chat file: a `gemini` message with its usage is one model request.
+#[derive(Deserialize)]
+struct ChatLine {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    tokens: Option<ChatTokens>,
+}
+
+/// A message's `tokens`: `input` is the prompt (its cached part included), `output` the
+/// candidates (as `result.stats` counts them).
+#[derive(Deserialize)]
+struct ChatTokens {
+    #[serde(default)]
+    input: u64,
+    #[serde(default)]
+    output: u64,
 }
 
 #[derive(Deserialize)]
@@ -111,6 +145,9 @@ impl LineParser for GeminiParser {
             "init" => {
                 self.end_message(out);
                 self.totals.clear();
+                self.ledger.reset();
+                self.recorded.clear();
+                (self.recorded_input, self.recorded_output) = (0, 0);
                 if let Some(session_id) = line.session_id {
                     out.push(AgentEvent::Init {
                         session_id,
@@ -169,6 +206,30 @@ impl LineParser for GeminiParser {
     fn finish(&mut self, out: &mut Vec<AgentEvent>) {
         self.end_message(out);
     }
+
+    /// A line of this session's chat file: each `gemini` message with `tokens` is one request.
+    fn parse_session_line(
+        &mut self,
+        line: &[u8],
+        out: &mut Vec<AgentEvent>,
+    ) -> Result<(), LineError> {
+        let line: ChatLine = serde_json::from_slice(line)?;
+        let (Some(id), Some("gemini"), Some(tokens)) = (line.id, line.kind.as_deref(), line.tokens)
+        else {
+            return Ok(());
+        };
+        if !self.recorded.insert(id) {
+            return Ok(());
+        }
+        self.recorded_input = self.recorded_input.saturating_add(tokens.input);
+        self.recorded_output = self.recorded_output.saturating_add(tokens.output);
+        out.extend(
+            self.ledger
+                .record(tokens.input, self.recorded_input, self.recorded_output)
+                .map(AgentEvent::Usage),
+        );
+        Ok(())
+    }
 }
 
 impl GeminiParser {
@@ -197,7 +258,16 @@ impl GeminiParser {
 
     /// The usage since the previous report, one [`AgentEvent::Usage`] per model, the one with
     /// the most input last (models with as much input in the order of their names).
+    /// With the chat file read, the run's totals are reconciled with its records instead.
     fn usage(&mut self, stats: Stats, out: &mut Vec<AgentEvent>) {
+        if self.ledger.has_records() {
+            let rest = self.ledger.report(stats.input_tokens, stats.output_tokens);
+            out.extend(rest.map(AgentEvent::Usage));
+            return;
+        }
+        // Counted here, per model: the ledger only learns the totals, so that a record read
+        // later is not counted again.
+        let _ = self.ledger.report(stats.input_tokens, stats.output_tokens);
         let reports: Vec<(String, u64, u64)> = if stats.models.is_empty() {
             vec![(String::new(), stats.input_tokens, stats.output_tokens)]
         } else {

@@ -9,6 +9,9 @@
 //! totals reported so far. Codex and Gemini report running totals, not one request's usage;
 //! their parsers emit the difference from the previous report ([`CodexParser`],
 //! [`GeminiParser`]), so [`AgentEvent::Usage`] is always "used since the last usage event".
+//! Fed the lines of the CLI's own session file ([`LineParser::parse_session_line`],
+//! [`crate::session_file`]), which itemises every request, they count each request as one
+//! message instead, exactly as SPEC §7's rule asks.
 
 mod claude;
 mod codex;
@@ -36,6 +39,22 @@ pub trait LineParser: Send {
     /// such as an assistant message whose fragments were not followed by anything else. The
     /// default holds nothing.
     fn finish(&mut self, _out: &mut Vec<AgentEvent>) {}
+
+    /// Parses one line of the CLI's own record of the session (its session file, found with
+    /// [`crate::session_file::SessionStore`]), appending the events it adds to `out`: the usage
+    /// of each model request, which the stream reports only as running totals (Codex, Gemini).
+    /// Lines may come before or after the stream's report of the same requests, and a line read
+    /// twice counts once. The default (Claude, whose stream is per request) reads nothing.
+    ///
+    /// # Errors
+    /// [`LineError`] when the line is not JSON of the file's shape; `out` is unchanged.
+    fn parse_session_line(
+        &mut self,
+        _line: &[u8],
+        _out: &mut Vec<AgentEvent>,
+    ) -> Result<(), LineError> {
+        Ok(())
+    }
 }
 
 /// Why a line could not be read. Never fatal: the line stays in the transcript and is skipped.
@@ -172,6 +191,17 @@ impl LineParser for DetectingParser {
     fn finish(&mut self, out: &mut Vec<AgentEvent>) {
         if let Some(parser) = &mut self.inner {
             parser.finish(out);
+        }
+    }
+
+    fn parse_session_line(
+        &mut self,
+        line: &[u8],
+        out: &mut Vec<AgentEvent>,
+    ) -> Result<(), LineError> {
+        match &mut self.inner {
+            Some(parser) => parser.parse_session_line(line, out),
+            None => Ok(()),
         }
     }
 }

@@ -9,6 +9,7 @@ mod session;
 
 use std::ffi::OsString;
 
+use agent_stream::session_file::SessionStore;
 use async_trait::async_trait;
 
 pub use batch::BatchRunner;
@@ -134,8 +135,19 @@ impl CommandRunner {
         resume: Option<(&str, &str)>,
     ) -> Result<Box<dyn AgentSession>, AgentError> {
         let (plan, parser, replay) = self.plan(spec, resume)?;
-        let session =
-            CommandSession::spawn(&self.program, plan, parser, replay, spec, &self.config).await?;
+        let store = self
+            .format
+            .and_then(|format| SessionStore::for_format(format, |name| spec.variable(name)));
+        let session = CommandSession::spawn(
+            &self.program,
+            plan,
+            parser,
+            replay,
+            store,
+            spec,
+            &self.config,
+        )
+        .await?;
         Ok(Box::new(session))
     }
 }

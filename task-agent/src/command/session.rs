@@ -61,12 +61,15 @@ pub(super) fn record_turn(transcript: &Path, text: &str) -> Result<(), AgentErro
 
 impl CommandSession {
     /// Spawns the CLI. `replay`: the parser first reads the transcript as it is (an earlier
-    /// run's lines), without reporting it, so that it knows the session's history.
+    /// run's lines), without reporting it, so that it knows the session's history. `store`:
+    /// where the CLI keeps its session files, read beside the transcript for the usage of each
+    /// request ([`TranscriptTail::with_session_store`]).
     pub(crate) async fn spawn(
         program: &OsStr,
         plan: LaunchPlan,
         parser: Box<dyn LineParser>,
         replay: bool,
+        store: Option<agent_stream::session_file::SessionStore>,
         spec: &AgentSpec,
         config: &AgentConfig,
     ) -> Result<Self, AgentError> {
@@ -75,7 +78,7 @@ impl CommandSession {
         }
         let (stdout, _stderr_copy) = task_output::open::child_stdio(&spec.transcript)?;
         // Before the spawn, so that nothing the new run writes is replayed.
-        let follow = Follow::from_end_of(spec, parser, replay, config)?;
+        let follow = Follow::from_end_of(spec, parser, replay, config)?.with_session_store(store);
         if let Some(turn) = &plan.unshown_turn {
             record_turn(&spec.transcript, turn)?;
         }
@@ -325,6 +328,15 @@ impl Follow {
             exit,
             finished: None,
         })
+    }
+
+    /// Also reads the CLI's session file in `store` ([`TranscriptTail::with_session_store`]).
+    pub(super) fn with_session_store(
+        mut self,
+        store: Option<agent_stream::session_file::SessionStore>,
+    ) -> Self {
+        self.tail = self.tail.with_session_store(store);
+        self
     }
 
     /// The run's exit is reported on `exit` (`Some(code)` once it exited).

@@ -32,8 +32,8 @@ pub enum Action {
     Stay,
     /// Leave the dashboard.
     Quit,
-    /// Open this output file in the pager.
-    Page(std::path::PathBuf),
+    /// Open this task's output in the pager (an agent's as its conversation).
+    Page(TaskId),
 }
 
 /// The dashboard.
@@ -185,7 +185,7 @@ impl App {
             },
             KeyCode::Char('o') | KeyCode::Enter => {
                 if let Some(id) = self.selected {
-                    return Ok(Action::Page(self.session.output_path(&id)));
+                    return Ok(Action::Page(id));
                 }
             }
             KeyCode::Char('a') => {

@@ -67,7 +67,9 @@ pub fn lines(record: &TaskRecord, changes: Option<Changes>) -> Vec<Line<'static>
                 "{} tokens · {} tool uses",
                 progress.token_count, progress.tool_use_count
             )));
-            for activity in progress.recent_activities.iter() {
+            // What it is doing, while it works: once stopped, its conversation tells the rest.
+            let live = !task.status().is_terminal();
+            for activity in progress.recent_activities.iter().filter(|_| live) {
                 let what = activity
                     .activity_description
                     .clone()

@@ -21,6 +21,7 @@ use ratatui::crossterm::event::{self, Event, KeyEventKind};
 use crate::cli::TopArgs;
 use crate::error::{CliError, Result, exit};
 use app::{Action, App};
+use task_core::TaskId;
 use task_session::session::Session;
 
 /// Runs the dashboard until `q` or a signal.
@@ -115,7 +116,7 @@ fn event_loop(
             {
                 match app.on_key(key)? {
                     Action::Quit => return Ok(()),
-                    Action::Page(path) => screen.lend(|| page(&path))?,
+                    Action::Page(id) => screen.lend(|| page(&app.session, &id))?,
                     Action::Stay => {}
                 }
             }
@@ -158,19 +159,55 @@ fn wait_for_input(wait: Duration) -> Input {
     }
 }
 
-/// Opens `path` in `$PAGER` (split as a shell would, never run by one), else `less`.
-fn page(path: &std::path::Path) {
+/// Opens the output of `id` in `$PAGER` (split as a shell would, never run by one), else
+/// `less -R`: an agent's conversation as `tasks output` prints it, on the pager's stdin; any
+/// other task's output file by its path.
+fn page(session: &Session, id: &TaskId) {
     let pager = std::env::var("PAGER").ok().filter(|p| !p.trim().is_empty());
     let words = pager
         .as_deref()
         .and_then(shlex::split)
         .filter(|w| !w.is_empty())
         .unwrap_or_else(|| vec!["less".into(), "-R".into()]);
-    let status = std::process::Command::new(&words[0])
-        .args(&words[1..])
-        .arg(path)
-        .status();
+    let mut command = std::process::Command::new(&words[0]);
+    command.args(&words[1..]);
+    let conversation = session
+        .task(id)
+        .is_ok_and(|task| task.task.base.task_type.holds_conversation());
+    let status = if conversation {
+        let mut text = String::new();
+        let rendered = crate::transcript::write_whole(session, id, |part| {
+            text.push_str(part);
+            Ok(())
+        });
+        if let Err(error) = rendered {
+            tracing::warn!(%error, task = %id, "cannot read the conversation");
+        }
+        page_text(command, text)
+    } else {
+        command.arg(session.output_path(id)).status()
+    };
     if let Err(error) = status {
         tracing::warn!(%error, pager = %words[0], "cannot run the pager");
     }
+}
+
+/// Runs the pager with `text` on its stdin (written from a thread of its own: a pager reads as
+/// its reader scrolls, and one that quits early closes the pipe, which is no error).
+fn page_text(
+    mut command: std::process::Command,
+    text: String,
+) -> std::io::Result<std::process::ExitStatus> {
+    let mut child = command.stdin(std::process::Stdio::piped()).spawn()?;
+    let writer = child.stdin.take().map(|mut stdin| {
+        std::thread::spawn(move || {
+            use std::io::Write as _;
+            let _ = stdin.write_all(text.as_bytes());
+        })
+    });
+    let status = child.wait();
+    if let Some(writer) = writer {
+        let _ = writer.join();
+    }
+    status
 }

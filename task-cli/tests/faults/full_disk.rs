@@ -318,7 +318,7 @@ fn a_supervisor_that_cannot_start_on_a_full_disk_fails_the_run_clearly_and_start
 
     let ran = sandbox.run(&["run", "--", "echo hi"]);
     ran.fails_saying(&[
-        "cannot start the supervisor",
+        "tasks: supervisor: could not start: ",
         "supervisor.lock",
         "No space left on device",
     ]);

@@ -6,6 +6,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod exit_codes;
 mod help;
 mod input;
 mod ps;

@@ -122,6 +122,45 @@ fn list_ls_prints_every_task() {
 }
 
 #[test]
+fn list_ls_shows_each_tasks_priority_and_labels() {
+    let sandbox = Sandbox::new();
+    sandbox.ok(&[
+        "list",
+        "create",
+        "Urgent",
+        "--priority",
+        "0",
+        "--label",
+        "auth",
+    ]);
+    sandbox.ok(&["list", "create", "Plain"]);
+    sandbox.ok(&["list", "create", "Tagged", "--label", "ui", "--label", "v2"]);
+    assert_eq!(
+        sandbox.ok(&["list", "ls"]),
+        "#1 [pending] Urgent · P0 · labels: auth\n#2 [pending] Plain\n\
+         #3 [pending] Tagged · labels: ui, v2\n"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&sandbox.ok(&["list", "ls", "--json"])).unwrap();
+    let tasks = json["tasks"].as_array().unwrap();
+    let fields: Vec<(u64, Vec<&str>)> = tasks
+        .iter()
+        .map(|t| {
+            let labels = t["labels"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l.as_str().unwrap());
+            (t["priority"].as_u64().unwrap(), labels.collect())
+        })
+        .collect();
+    assert_eq!(
+        fields,
+        [(0, vec!["auth"]), (2, vec![]), (2, vec!["ui", "v2"])]
+    );
+}
+
+#[test]
 fn completions_offer_no_hidden_command_and_complete_task_ids_and_list_names() {
     let sandbox = Sandbox::new();
     for shell in ["bash", "zsh", "fish"] {

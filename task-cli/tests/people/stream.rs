@@ -94,3 +94,48 @@ fn notifications_are_lines_on_a_terminal_and_xml_elsewhere() {
     );
     assert!(!seen.contains('<'), "{seen:?}");
 }
+
+/// A scripted agent's command line (shell words, for a terminal): it uses a tool, says
+/// `All counted.` and ends its turn with the result `3 files`.
+pub fn counting_agent(sandbox: &Sandbox) -> String {
+    let script = sandbox.script(
+        "count.jsonl",
+        &[
+            serde_json::json!({"read_user": true}),
+            serde_json::json!({"tool": "Bash", "input": {"command": "ls", "description": "List files"},
+                               "output": "a\nb\nc"}),
+            serde_json::json!({"text": "All counted."}),
+            serde_json::json!({"result": "3 files"}),
+        ],
+    );
+    let fake = crate::support::fake_agent();
+    format!("-- {} --script {script}", fake.display())
+}
+
+#[test]
+fn agent_wait_on_a_terminal_shows_the_conversation_and_how_it_ended() {
+    let sandbox = Sandbox::for_agents();
+    let command = counting_agent(&sandbox);
+    let seen = sandbox.on_terminal(
+        &format!("agent --prompt 'count them' --wait {command}"),
+        true,
+    );
+    // What a person reads: the conversation and a summary line, not the model's envelope
+    // (#41.7: the XML envelope was printed on a terminal too).
+    assert!(!seen.contains("<task-notification>"), "{seen}");
+    for part in [
+        "> count them",
+        "  → ",
+        "List files",
+        "All counted.",
+        "✓ 3 files",
+    ] {
+        assert!(seen.contains(part), "{part} in {seen}");
+    }
+    assert!(seen.contains(" completed in "), "{seen}");
+    // Off a terminal (a script, a model), the notification.
+    let mut args = vec!["agent", "--prompt", "count them", "--wait"];
+    args.extend(command.split(' '));
+    let piped = sandbox.ok(&args);
+    assert!(piped.contains("<task-notification>"), "{piped}");
+}

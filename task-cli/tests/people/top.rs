@@ -235,3 +235,34 @@ fn top_takes_keys_again_after_the_pager() {
     tmux.keys(&["q"]);
     assert_restored(&sandbox, &tmux);
 }
+
+#[test]
+fn o_pages_an_agents_conversation_as_tasks_output_prints_it() {
+    let sandbox = Sandbox::for_agents();
+    let command = crate::stream::counting_agent(&sandbox);
+    let mut args = vec!["agent", "--prompt", "count them", "--wait"];
+    args.extend(command.split(' '));
+    let id = sandbox.ok(&args).lines().next().unwrap().to_owned();
+    // The pager: copies what it is given on stdin to a file.
+    let paged = sandbox.root().join("paged");
+    let env = format!("PAGER='tee {}'", paged.display());
+    let Some(tmux) = Tmux::start(&sandbox, &around_top_with(&sandbox, &env)) else {
+        return;
+    };
+    // Its end was delivered (`--wait` printed it): finished tasks are shown with `a`.
+    tmux.wait_for("the dashboard", |s| s.contains("1 finished hidden"));
+    tmux.keys(&["a"]);
+    tmux.wait_for("the agent's output", |s| s.contains("Output of"));
+    tmux.keys(&["o"]);
+    // #41.7: `o` paged the raw JSON lines of the transcript.
+    let text = eventually("the pager's copy", || {
+        std::fs::read_to_string(&paged)
+            .ok()
+            .filter(|text| text.contains("✓ 3 files"))
+    });
+    assert_eq!(text, sandbox.ok(&["output", &id]));
+    assert!(!text.contains("\"type\""), "{text}");
+    tmux.wait_for("the dashboard back", |s| s.contains("q quit"));
+    tmux.keys(&["q"]);
+    assert_restored(&sandbox, &tmux);
+}

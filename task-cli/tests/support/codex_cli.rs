@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::model_server::{Dialect, FINAL_TEXT, Response};
+use super::model_server::{Dialect, FINAL_TEXT, Response, charge};
 
 /// The Responses API as Codex calls it (`POST /v1/responses`).
 pub struct Responses;
@@ -37,7 +37,7 @@ impl Dialect for Responses {
             .count()
     }
 
-    fn answer(&self, calls: &[(String, Value)], step: usize, _body: &Value) -> Response {
+    fn answer(&self, calls: &[(String, Value)], step: usize, body: &Value) -> Response {
         let id = format!("resp_{step}");
         let mut events = vec![(
             Some("response.created"),
@@ -60,12 +60,13 @@ impl Dialect for Responses {
                     "arguments": input.to_string(), "namespace": "mcp__tasks"}}),
             ));
         }
+        let (input, output) = charge(self.results(body));
         events.push((
             Some("response.completed"),
             json!({"type": "response.completed", "response": {"id": id, "usage": {
-                "input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
-                "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
-                "total_tokens": 15}}}),
+                "input_tokens": input, "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": input + output}}}),
         ));
         Response::sse(&events)
     }

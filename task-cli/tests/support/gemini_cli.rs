@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::model_server::{Dialect, FINAL_TEXT, Response};
+use super::model_server::{Dialect, FINAL_TEXT, Response, charge};
 
 /// The Gemini API as the Gemini CLI calls it.
 pub struct GenerateContent;
@@ -43,7 +43,7 @@ impl Dialect for GenerateContent {
             .count()
     }
 
-    fn answer(&self, calls: &[(String, Value)], step: usize, _body: &Value) -> Response {
+    fn answer(&self, calls: &[(String, Value)], step: usize, body: &Value) -> Response {
         let parts: Vec<Value> = if calls.is_empty() {
             vec![json!({"text": FINAL_TEXT})]
         } else {
@@ -56,13 +56,14 @@ impl Dialect for GenerateContent {
                 })
                 .collect()
         };
+        let (input, output) = charge(self.results(body));
         Response::sse(&[(
             None,
             json!({"candidates": [{"content": {"role": "model", "parts": parts},
                                    "index": 0, "finishReason": "STOP"}],
                    "modelVersion": "scripted-model",
-                   "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
-                                     "totalTokenCount": 15}}),
+                   "usageMetadata": {"promptTokenCount": input, "candidatesTokenCount": output,
+                                     "totalTokenCount": input + output}}),
         )])
     }
 

@@ -59,6 +59,14 @@ impl Turn {
 /// The text the model ends with once the script is done.
 pub const FINAL_TEXT: &str = "All done.";
 
+/// What the model charges for a request whose conversation holds `results` tool results,
+/// `(input, output)` tokens: each request's input larger than the one before (its
+/// conversation grew), as a real model's is, so that a count that sums inputs is told from one
+/// that takes the latest (SPEC §7).
+pub fn charge(results: usize) -> (u64, u64) {
+    (1100 + 100 * results as u64, 42)
+}
+
 /// An HTTP response.
 pub struct Response {
     pub status: u16,
