@@ -54,8 +54,6 @@ pub enum Stdio {
     /// `/dev/null`.
     #[default]
     Null,
-    /// This process's own descriptor.
-    Inherit,
     /// A new pipe; this process's end is on the [`Child`] (`stdin`, `stdout` or `stderr`).
     Piped,
     /// This descriptor (an output file, say); the child gets a copy.
@@ -300,7 +298,6 @@ impl Descriptors {
         let mut sources = Vec::with_capacity(3 + fds.len());
         for (target, io) in (0..).zip(stdio) {
             let source = match io {
-                Stdio::Inherit => continue,
                 Stdio::Null => {
                     let flags = if target == 0 {
                         OFlags::RDONLY
@@ -381,7 +378,28 @@ struct Plan {
 /// Starts the child on a stack of its own, sharing this process's memory, and returns its pid
 /// and pidfd once it has exec'd or exited.
 fn clone_and_exec(plan: &Plan) -> io::Result<(u32, OwnedFd)> {
-    let stack = Stack::new()?;
+    STACK.with(|stack| {
+        let mut stack = stack.borrow_mut();
+        if stack.is_none() {
+            *stack = Some(Stack::new()?);
+        }
+        match &*stack {
+            Some(stack) => clone_on(stack, plan),
+            None => Err(io::Error::from(io::ErrorKind::OutOfMemory)),
+        }
+    })
+}
+
+thread_local! {
+    /// The child's stack, kept by each thread that spawns: a mapping made and unmapped at every
+    /// spawn would cost three system calls, and its unmapping a TLB flush on every CPU running
+    /// one of this process's threads. A thread's spawns never overlap (it waits for each
+    /// child's `exec`), so one stack serves them all.
+    static STACK: std::cell::RefCell<Option<Stack>> = const { std::cell::RefCell::new(None) };
+}
+
+/// [`clone_and_exec`] on `stack`.
+fn clone_on(stack: &Stack, plan: &Plan) -> io::Result<(u32, OwnedFd)> {
     let mut pidfd: c_int = -1;
     let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD;
     let blocked = BlockedSignals::all()?;
@@ -401,7 +419,6 @@ fn clone_and_exec(plan: &Plan) -> io::Result<(u32, OwnedFd)> {
     };
     let error = io::Error::last_os_error();
     drop(blocked);
-    drop(stack);
     let pid = u32::try_from(pid).map_err(|_| error)?;
     // SAFETY: the `clone` succeeded, so CLONE_PIDFD stored a new descriptor that nothing else owns.
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
@@ -489,7 +506,8 @@ unsafe fn prepare_and_exec(plan: &Plan) -> c_int {
 }
 
 /// A stack for the child: anonymous memory with a guard page below it (a stack overflow faults
-/// instead of writing into other memory of the parent), unmapped when dropped.
+/// instead of writing into other memory of the parent), unmapped when dropped (its thread
+/// exits).
 #[derive(Debug)]
 struct Stack {
     base: *mut c_void,
@@ -530,7 +548,8 @@ impl Stack {
 
 impl Drop for Stack {
     fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, no longer used: the child has exec'd or exited.
+        // SAFETY: the mapping made in `new`, no longer used: every child that ran on it has
+        // exec'd or exited (its thread is exiting).
         unsafe {
             libc::munmap(self.base, CHILD_STACK_BYTES);
         }
