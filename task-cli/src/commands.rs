@@ -20,6 +20,7 @@ use crate::render;
 use crate::report::{
     exit_code, ignore_closed_pipe, print_kills, print_started, wait_and_report, wait_with_spinner,
 };
+use task_session::changes::RecordChanges;
 use task_session::notice::{Leased, Notice};
 use task_session::paths::SessionPaths;
 use task_session::session::{Session, WaitOutcome};
@@ -514,7 +515,14 @@ fn notifications(session: &Session, args: &NotificationsArgs, printer: Printer) 
     use crate::cli::NoticeFormat;
     use crate::stream_cmd::notice_text;
     let format = NoticeFormat::choose(args.format, printer, args.for_model);
+    // Following, a record renamed into place wakes this reader at once (before each look, so
+    // no rename between a look and the wait is missed); the poll period is the longest wait,
+    // and the only one where there is no watch (yet: no task was started).
+    let mut changes = None;
     loop {
+        if args.follow && changes.is_none() {
+            changes = RecordChanges::watch(session.paths()).ok();
+        }
         // Marked delivered only once written out: a reader killed before that leaves them
         // deliverable again, with the same keys.
         session.deliver_notifications(|notices| {
@@ -524,7 +532,17 @@ fn notifications(session: &Session, args: &NotificationsArgs, printer: Printer) 
         if !args.follow {
             return Ok(exit::OK);
         }
-        std::thread::sleep(session.config().poll_interval);
+        let patience = session.config().poll_interval;
+        match &changes {
+            Some(watch) => {
+                if let Err(error) = watch.wait(patience) {
+                    tracing::debug!(%error, "record watch failed: polling");
+                    changes = None;
+                    std::thread::sleep(patience);
+                }
+            }
+            None => std::thread::sleep(patience),
+        }
     }
 }
 
