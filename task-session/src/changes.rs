@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
 use rustix::io::Errno;
+use task_core::TaskId;
 
 use crate::paths::SessionPaths;
 
@@ -48,19 +49,18 @@ impl RecordChanges {
     }
 
     /// Waits until a record was written since the last call (returning at once if one was),
-    /// or `patience` passes. Returns whether a record changed.
+    /// or `patience` passes. Returns what changed.
     ///
     /// # Errors
     /// The error of `poll` or of reading the events.
-    pub fn wait(&self, patience: Duration) -> std::io::Result<bool> {
+    pub fn wait(&self, patience: Duration) -> std::io::Result<Changed> {
         let deadline = Instant::now() + patience;
+        let mut changed = Changed::default();
         loop {
-            if self.drain()? {
-                return Ok(true);
-            }
+            self.drain(&mut changed)?;
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(false);
+            if changed.any() || left.is_zero() {
+                return Ok(changed);
             }
             let timeout = Timespec::try_from(left).unwrap_or(Timespec {
                 tv_sec: 0,
@@ -74,25 +74,49 @@ impl RecordChanges {
         }
     }
 
-    /// Reads every queued event; whether one was about a record.
-    fn drain(&self) -> std::io::Result<bool> {
+    /// Reads every queued event into `changed`.
+    fn drain(&self, changed: &mut Changed) -> std::io::Result<()> {
         let mut buf = [MaybeUninit::<u8>::uninit(); EVENT_BUFFER_BYTES];
         let mut reader = inotify::Reader::new(self.fd.as_fd(), &mut buf);
-        let mut changed = false;
         loop {
             match reader.next() {
                 Ok(event) => {
-                    // An overflowed queue lost events: something may have changed.
-                    changed |= event.events().contains(inotify::ReadFlags::QUEUE_OVERFLOW)
-                        || event
-                            .file_name()
-                            .is_some_and(|name| name.to_bytes().ends_with(b".json"));
+                    // An overflowed queue lost events: anything may have changed.
+                    if event.events().contains(inotify::ReadFlags::QUEUE_OVERFLOW) {
+                        changed.lost = true;
+                    }
+                    let record = event
+                        .file_name()
+                        .and_then(|name| name.to_str().ok())
+                        .and_then(|name| name.strip_suffix(".json"))
+                        .and_then(|id| id.parse::<TaskId>().ok());
+                    if let Some(id) = record
+                        && !changed.records.contains(&id)
+                    {
+                        changed.records.push(id);
+                    }
                 }
-                Err(Errno::AGAIN) => return Ok(changed),
+                Err(Errno::AGAIN) => return Ok(()),
                 Err(Errno::INTR) => {}
                 Err(error) => return Err(error.into()),
             }
         }
+    }
+}
+
+/// What a [`RecordChanges::wait`] saw.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Changed {
+    /// The tasks whose record was written, in the order first seen.
+    pub records: Vec<TaskId>,
+    /// Events were lost (the kernel's queue overflowed): look at every record.
+    pub lost: bool,
+}
+
+impl Changed {
+    /// Whether anything changed.
+    pub fn any(&self) -> bool {
+        self.lost || !self.records.is_empty()
     }
 }
 
