@@ -135,22 +135,22 @@ mod tests {
         let paths = SessionPaths::new(root.path(), "default").unwrap();
         std::fs::create_dir_all(paths.tasks_dir()).unwrap();
         let changes = RecordChanges::watch(&paths).unwrap();
-        assert!(
-            !changes.wait(Duration::ZERO).unwrap(),
-            "nothing happened yet"
-        );
+        let nothing = Changed::default();
+        assert_eq!(changes.wait(Duration::ZERO).unwrap(), nothing);
 
-        // A latch or an output file is not a record.
-        std::fs::write(paths.tasks_dir().join("b12345678.1.notified"), b"").unwrap();
-        assert!(!changes.wait(Duration::ZERO).unwrap());
-
-        let temp = paths.tasks_dir().join(".b12345678.json.tmp");
+        // A latch, an output file or a temp file is not a record.
+        let id = TaskId::generate(task_core::TaskType::LocalBash).unwrap();
+        std::fs::write(paths.tasks_dir().join(format!("{id}.1.notified")), b"").unwrap();
+        let temp = paths.tasks_dir().join(format!(".{id}.json.tmp"));
         std::fs::write(&temp, b"{}").unwrap();
-        changes.wait(Duration::ZERO).unwrap(); // its own write, under a temp name ending in .tmp
-        std::fs::rename(&temp, paths.tasks_dir().join("b12345678.json")).unwrap();
-        assert!(changes.wait(NEVER).unwrap(), "the rename woke the waiter");
-        assert!(
-            !changes.wait(Duration::ZERO).unwrap(),
+        assert_eq!(changes.wait(Duration::ZERO).unwrap(), nothing);
+
+        std::fs::rename(&temp, paths.snapshot(&id)).unwrap();
+        let changed = changes.wait(NEVER).unwrap();
+        assert_eq!(changed.records, [id], "the rename woke the waiter");
+        assert_eq!(
+            changes.wait(Duration::ZERO).unwrap(),
+            nothing,
             "each change wakes once"
         );
     }
