@@ -96,27 +96,26 @@ impl Launch for AgentExecutor {
             pending.start().await.map(|_| ())
         }))
     }
-}
 
-impl AgentExecutor {
-    /// [`adopt`](AgentExecutor::adopt)s the stopped agent `previous` from how it was started:
-    /// `start` as its start record holds it, for `caller` (its original directory, the
-    /// environment of the process that takes it back).
-    ///
-    /// # Errors
-    /// As [`Launch::launch`] for the request; [`LaunchError::Invalid`] with the reason when it
-    /// cannot be resumed.
-    pub fn adopt_started(
+    /// [`adopt`](AgentExecutor::adopt)s the stopped agent `previous`, to be resumed by the
+    /// message the host sends it next; nothing starts before that.
+    fn take_back(
         &self,
         previous: &TaskState,
         start: AgentStart,
         caller: Caller,
-    ) -> Result<(), LaunchError> {
+    ) -> Result<Launched, LaunchError> {
         let request = self.request_of(start, caller)?;
         self.adopt(previous, request)
-            .map_err(|error| LaunchError::Invalid(error.to_string()))
+            .map_err(|error| LaunchError::Invalid(error.to_string()))?;
+        Ok(Launched {
+            id: previous.base.id,
+            start: None,
+        })
     }
+}
 
+impl AgentExecutor {
     /// The agent `start` asks for, run for `caller`.
     fn request_of(&self, start: AgentStart, caller: Caller) -> Result<AgentRequest, LaunchError> {
         if !caller.cwd.is_dir() {

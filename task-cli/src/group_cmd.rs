@@ -102,8 +102,8 @@ fn ls(session: &Session, printer: Printer) -> Result<u8> {
             Some(n) => n.to_string(),
             None => format!(
                 "{}/{}",
-                limit_text(config.parallel.agents),
-                limit_text(config.parallel.shells)
+                limit_text(config.parallel.of(task_core::Admission::AGENTS)),
+                limit_text(config.parallel.of(task_core::Admission::SHELLS))
             ),
         };
         let state = if line.paused { "paused" } else { "" };

@@ -56,7 +56,6 @@ pub mod pill;
 pub mod printer;
 #[cfg(feature = "cli")]
 pub mod ps_cmd;
-mod recorded;
 #[cfg(feature = "cli")]
 mod remote_cmd;
 mod remote_wiring;

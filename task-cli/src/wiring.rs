@@ -53,13 +53,9 @@ pub fn standard(host: &Host) -> Result<Launchers> {
         .with(remotes.clone())
         .with_messenger(crate::team_wiring::Messages {
             team,
-            paths: host.paths.clone(),
             agents: crate::remote_wiring::RemoteOrAgent {
                 remotes,
-                agents: AgentMessages {
-                    agents,
-                    paths: host.paths.clone(),
-                },
+                agents: AgentMessages { agents },
             },
         }))
 }

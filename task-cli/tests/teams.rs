@@ -35,16 +35,21 @@ impl Sandbox {
     /// appears: it never reads its mailbox, so it never sees a shutdown request, let alone
     /// approves one. Returns its id.
     fn silent_teammate(&self, member: &str) -> String {
+        let script = self.silent_script();
+        let fake = fake_agent();
+        let args = ["team", "spawn", member, "--", fake.to_str().unwrap()];
+        let out = self.ok(&[&args[..], &["--script", &script]].concat());
+        out.trim().to_owned()
+    }
+
+    /// The script of a teammate that works on its first turn until a file that never appears.
+    fn silent_script(&self) -> String {
         let never = self.path("never");
         let steps = [
             json!({"read_user": true}),
             json!({"wait_file": never.to_str().unwrap()}),
         ];
-        let script = self.script("silent.jsonl", &steps);
-        let fake = fake_agent();
-        let args = ["team", "spawn", member, "--", fake.to_str().unwrap()];
-        let out = self.ok(&[&args[..], &["--script", &script]].concat());
-        out.trim().to_owned()
+        self.script("silent.jsonl", &steps)
     }
 
     /// A teammate's script: it reads its prompt, answers `ready`, and from then on approves a
@@ -153,14 +158,14 @@ fn teammates_get_every_message_from_concurrent_tasks_send_processes_once_in_orde
     });
     assert_eq!(record("3")["status"], "pending");
     assert_eq!(record("2")["owner"], "mate0");
-    let lead = std::fs::read_to_string(sandbox.path("default/teams/crew/inboxes/team-lead.jsonl"))
-        .unwrap();
-    assert!(
-        lead.contains(
-            "mate0 has shut down. 2 task(s) were unassigned: #1 \\\"write docs\\\", #3 \\\"ship\\\""
-        ),
-        "{lead}"
-    );
+    // The lead is told once the list is written: its inbox may lag the records by a moment.
+    let inbox = sandbox.path("default/teams/crew/inboxes/team-lead.jsonl");
+    let told =
+        "mate0 has shut down. 2 task(s) were unassigned: #1 \\\"write docs\\\", #3 \\\"ship\\\"";
+    let lead = eventually("the lead told of the unassigned tasks", || {
+        let lead = std::fs::read_to_string(&inbox).unwrap_or_default();
+        lead.contains(told).then_some(lead)
+    });
     assert!(lead.contains(r#"\"type\":\"shutdown_response\""#), "{lead}");
     // Teammates never notify the model.
     let notes = sandbox.ok(&["notifications"]);
@@ -557,4 +562,178 @@ fn a_dream_whose_supervisor_is_sigkilled_is_rolled_back_by_the_next_dream() {
     );
     sandbox.ok(&["kill", &second]);
     assert_eq!(mtime_ms(&lock), PRIOR_MS);
+}
+
+/// Teammates of the crash test of budgets and end hooks, their time budget, and how many
+/// times their supervisor is SIGKILLed while they run.
+const CRASHED_TEAMMATES: usize = 20;
+const TIME_BUDGET_MS: u64 = 4000;
+const SUPERVISOR_KILLS: usize = 3;
+
+/// #41.2: a teammate a dead supervisor left running goes on under the next one as the same
+/// run: its time budget counts from when it began running (not from the resume), its end
+/// hook runs (once), and its records keep the hook and how it was started.
+#[test]
+fn teammates_resumed_after_sigkilled_supervisors_keep_their_time_budget_and_end_hook() {
+    let sandbox = Sandbox::for_agents();
+    let log = sandbox.path("ends.log");
+    let hook = format!("echo \"$TASKS_ID\" >> '{}'", log.display());
+    let script = sandbox.silent_script();
+    let fake = fake_agent();
+    let ids: Vec<String> = (0..CRASHED_TEAMMATES)
+        .map(|i| {
+            let member = format!("m{i}@crew");
+            let args = [
+                "team",
+                "spawn",
+                &member,
+                "--timeout",
+                "4s",
+                "--on-end",
+                &hook,
+                "--",
+            ];
+            let fake = [fake.to_str().unwrap(), "--script", &script];
+            sandbox
+                .ok(&[&args[..], &fake[..]].concat())
+                .trim()
+                .to_owned()
+        })
+        .collect();
+    let began: HashMap<String, u64> = ids
+        .iter()
+        .map(|id| {
+            let started = eventually("the teammate running", || {
+                sandbox.listed(id)["startedAt"].as_u64()
+            });
+            (id.clone(), started)
+        })
+        .collect();
+
+    // SIGKILLs at random points of their runs; after each, the next supervisor takes them back.
+    let mut dice = support::Dice::seeded();
+    let mut last_resume = 0;
+    for _ in 0..SUPERVISOR_KILLS {
+        std::thread::sleep(Duration::from_millis(300 + dice.below(900)));
+        let supervisor = supervisor_pid(&sandbox);
+        support::sigkill(supervisor);
+        eventually("the supervisor gone", || {
+            (!support::is_alive(supervisor)).then_some(())
+        });
+        sandbox.ok(&["ps"]); // starts the next supervisor, which takes them back
+        last_resume = now_ms();
+    }
+
+    let ended: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            eventually("the teammate ended", || {
+                Some(sandbox.listed(id)).filter(|row| row["status"] == "failed")
+            })
+        })
+        .collect();
+    for row in &ended {
+        let id = row["id"].as_str().unwrap();
+        assert_eq!(row["endReason"]["reason"], "budget_exceeded", "{row}");
+        assert_eq!(row["endReason"]["limit"], "time", "{row}");
+        assert_eq!(
+            row["startedAt"].as_u64(),
+            Some(began[id]),
+            "the run that went on began when it first ran: {row}"
+        );
+        // Its time was up at its first start plus its budget, or at the resume after that.
+        let due = (began[id] + TIME_BUDGET_MS).max(last_resume);
+        let end = row["endTime"].as_u64().unwrap();
+        assert!(
+            end < due + TIME_BUDGET_MS / 2,
+            "ended {} ms after its time was up: {row}",
+            end.saturating_sub(due)
+        );
+        let record: Value = serde_json::from_slice(
+            &std::fs::read(sandbox.path(&format!("default/tasks/{id}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(record["onEnd"].as_str(), Some(hook.as_str()), "{record}");
+        assert!(record["start"]["kind"] == "teammate", "{record}");
+    }
+    let hooked = eventually("every end hook ran", || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        (text.lines().count() >= CRASHED_TEAMMATES).then_some(text)
+    });
+    let mut times: HashMap<&str, usize> = HashMap::new();
+    for line in hooked.lines() {
+        *times.entry(line).or_default() += 1;
+    }
+    for id in &ids {
+        assert_eq!(
+            times.get(id.as_str()),
+            Some(&1),
+            "{id}'s hook ran once: {hooked}"
+        );
+    }
+}
+
+fn supervisor_pid(sandbox: &Sandbox) -> i32 {
+    std::fs::read_to_string(sandbox.path("default/supervisor.lock"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn now_ms() -> u64 {
+    u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// #41.2: the turns a teammate's budget counted before its supervisor died still count after
+/// the next supervisor resumes it (they restarted from zero).
+#[test]
+fn a_teammate_resumed_after_a_sigkilled_supervisor_keeps_the_turns_its_budget_counted() {
+    let sandbox = Sandbox::for_agents().env("TASKS_TEAM_SHUTDOWN_MS", "600000");
+    // Each answer is a model response (a turn): the first, to the prompt, and the echo of
+    // every message after it.
+    let steps = [
+        json!({"read_user": true}),
+        json!({"text": "ready"}),
+        json!({"result": "ready"}),
+    ];
+    let script = sandbox.script("tally.jsonl", &steps);
+    let fake = fake_agent();
+    let args = ["team", "spawn", "tally@crew", "--max-turns", "50", "--"];
+    let id = sandbox.ok(&[&args[..], &[fake.to_str().unwrap(), "--script", &script]].concat());
+    let id = id.trim();
+    let turns = |row: &Value| row["kind"]["teammate"]["budget"]["turnsUsed"].as_u64();
+    let idle_after = |after: u64| {
+        let last = std::cell::RefCell::new(Value::Null);
+        let idle = support::poll_until(Duration::from_secs(30), || {
+            let row = sandbox.listed(id);
+            last.replace(row.clone());
+            (row["kind"]["teammate"]["isIdle"] == true && turns(&row)? > after).then_some(row)
+        });
+        idle.unwrap_or_else(|| panic!("not idle after turn {after}: {}", last.borrow()))
+    };
+    let first = idle_after(0);
+    sandbox.ok(&["send", "tally", "one more turn"]);
+    let before = idle_after(turns(&first).unwrap());
+    let counted = turns(&before).unwrap();
+    let supervisor = before["supervisorPid"].as_i64().unwrap() as i32;
+    support::sigkill(supervisor);
+    eventually("the supervisor gone", || {
+        (!support::is_alive(supervisor)).then_some(())
+    });
+
+    // Its resumed turn counts on top of what was counted.
+    let resumed = idle_after(counted);
+    assert_ne!(
+        resumed["supervisorPid"].as_i64(),
+        Some(i64::from(supervisor)),
+        "{resumed}"
+    );
+    assert_eq!(resumed["status"], "running", "{resumed}");
 }

@@ -6,7 +6,7 @@ use std::fmt;
 
 use task_protocol::start::StartRequest;
 
-use crate::{Caller, TaskId};
+use crate::{Caller, TaskId, TaskState};
 
 /// Starts tasks of one kind (a shell command, a monitor, an agent…) from a typed request.
 ///
@@ -28,6 +28,40 @@ pub trait Launch: Send + Sync + 'static {
     /// [`LaunchError::Invalid`] for a request that can never start (nothing is registered);
     /// [`LaunchError::Failed`] when registering failed.
     fn launch(&self, request: Self::Request, caller: Caller) -> Result<Launched, LaunchError>;
+
+    /// Registers again, under its id, the task `previous` (its last recorded state) from how
+    /// it was started (`request`, and `caller`: the one it was started by, environment
+    /// included, so that it runs where it ran), for the host to run it again: a stopped task
+    /// that a message resumes (the host then hands the message over as to any live task), or
+    /// a live one whose supervisor died, when [`Launch::goes_on_after_supervisor_death`].
+    /// The host keeps what its records carried (its start, its end hook) and runs
+    /// [`Launched::start`].
+    ///
+    /// The default: a task of this kind cannot be taken back ([`LaunchError::Invalid`]).
+    ///
+    /// # Errors
+    /// [`LaunchError::Invalid`] with the reason it cannot be taken back (the host refuses the
+    /// message with it); as [`Launch::launch`].
+    fn take_back(
+        &self,
+        previous: &TaskState,
+        request: Self::Request,
+        caller: Caller,
+    ) -> Result<Launched, LaunchError> {
+        let _ = (request, caller);
+        Err(LaunchError::Invalid(format!(
+            "a {} task cannot be resumed ({})",
+            Self::Request::KIND,
+            previous.base.id
+        )))
+    }
+
+    /// Whether a task of this kind that a dead supervisor left live is taken back by the next
+    /// ([`Launch::take_back`]: a teammate's session goes on) rather than ended as that
+    /// supervisor's orphan. The default: it is ended.
+    fn goes_on_after_supervisor_death(&self) -> bool {
+        false
+    }
 }
 
 /// A task a [`Launch`] registered, and what starts it.

@@ -80,7 +80,7 @@ pub use notification::{
     NotificationQueue, Priority, sanitize, summary,
 };
 pub use poll::{FileReader, OutputReader, PollLoop, PollReport, spawn_poll_loop};
-pub use registry::executor::{KillError, KillOutcome, Task};
+pub use registry::executor::{Admission, KillError, KillOutcome, Task};
 pub use registry::{Delivery, Holder, Registration, Registry, RegistryError, UpdateOutcome};
 pub use state::{
     AgentBudget, AgentProgress, AgentState, BatchJob, CappedVec, DREAM_TURNS_CAP, DreamPhase,

@@ -75,16 +75,6 @@ impl From<&str> for Program {
     }
 }
 
-impl SupervisorCommand {
-    /// This executable's hidden `__supervise` command (what the `tasks` binary runs).
-    pub fn this_executable() -> Self {
-        Self {
-            program: Program::ThisExecutable,
-            args: vec!["__supervise".into()],
-        }
-    }
-}
-
 /// Sends `request` and returns the answer. The request carries a deadline of now plus
 /// [`Config::request_timeout`]; the client waits a little longer than that for the answer, and
 /// the supervisor refuses a request it reads after the deadline, so a request this call gave

@@ -14,17 +14,17 @@
 //! | `retention_max_size`        | `TASKS_RETENTION_MAX_SIZE`    | none     |
 //! | `retention_interval_ms`     | `TASKS_RETENTION_INTERVAL_MS` | 60 000   |
 //! | `panel_grace_ms`            | `TASKS_PANEL_GRACE_MS`        | 30 000   |
-//! | `parallel_agents`           | `TASKS_PARALLEL_AGENTS`       | 20       |
-//! | `parallel_shells`           | `TASKS_PARALLEL_SHELLS`       | 0        |
+//! | `parallel_{class}`          | `TASKS_PARALLEL_{CLASS}`      | its executor's |
 //! | `group`                     | `TASKS_GROUP`                 | none     |
 //! | `clock_offset_ms`           | `TASKS_CLOCK_OFFSET_MS`       | 0        |
 //! | `on_end`                    | `TASKS_ON_END`                | none     |
 //! | `on_end_timeout_ms`         | `TASKS_ON_END_TIMEOUT_MS`     | 60 000   |
 //! | `strays`                    | `TASKS_STRAYS`                | `report` |
 //!
-//! `parallel_agents` and `parallel_shells` are how many agents and shell commands of one group
-//! run at once when the group has no limit of its own (`tasks group set`; 0: unlimited; see
-//! [`crate::queue`]). `group` is the group of every task this session's clients start without
+//! `parallel_{class}` is how many tasks of a class run at once in one group that has no limit of
+//! its own (`tasks group set`; 0: unlimited; see [`crate::queue`]). The executors name the
+//! classes and their defaults ([`task_core::Task::admission`]): the standard ones have
+//! `parallel_agents` (local and remote agents, teammates; 20) and `parallel_shells` (0). `group` is the group of every task this session's clients start without
 //! naming one (so an MCP server's `Bash` tool queues in it). `clock_offset_ms` moves the
 //! supervisor's clock for scheduled starts (`--at`, `--delay`) forward: for tests.
 //!
@@ -220,8 +220,6 @@ struct ConfigFile {
     retention_max_size: Option<String>,
     retention_interval_ms: Option<u64>,
     panel_grace_ms: Option<u64>,
-    parallel_agents: Option<u64>,
-    parallel_shells: Option<u64>,
     group: Option<String>,
     clock_offset_ms: Option<u64>,
     on_end: Option<String>,
@@ -253,7 +251,7 @@ impl Config {
     }
 
     fn from_sources(
-        file: ConfigFile,
+        mut file: ConfigFile,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Self> {
         let env: BTreeMap<String, String> = env.into_iter().collect();
@@ -330,13 +328,7 @@ impl Config {
             file.retention_interval_ms,
             config.retention_interval,
         )?;
-        let limit = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-        if let Some(n) = number("TASKS_PARALLEL_AGENTS", file.parallel_agents)? {
-            config.parallel.agents = limit(n);
-        }
-        if let Some(n) = number("TASKS_PARALLEL_SHELLS", file.parallel_shells)? {
-            config.parallel.shells = limit(n);
-        }
+        config.parallel = class_limits(&mut file.executors, &env)?;
         config.clock_offset_ms =
             number("TASKS_CLOCK_OFFSET_MS", file.clock_offset_ms)?.unwrap_or(0);
         config.group = env
@@ -390,6 +382,43 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
 /// A message saying what is wrong with `text`.
 pub fn parse_duration_ms(text: &str) -> std::result::Result<u64, String> {
     parse_duration(text).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The class limits of `file`'s `parallel_{class}` keys (taken out of it: they are no
+/// executor's) and of `env`'s `TASKS_PARALLEL_{CLASS}`, the environment's over the file's.
+fn class_limits(
+    file: &mut BTreeMap<String, Value>,
+    env: &BTreeMap<String, String>,
+) -> Result<crate::queue::ClassLimits> {
+    const KEY: &str = "parallel_";
+    const VAR: &str = "TASKS_PARALLEL_";
+    let limit = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+    let mut limits = crate::queue::ClassLimits::default();
+    let keys: Vec<String> = file
+        .keys()
+        .filter(|k| k.starts_with(KEY))
+        .cloned()
+        .collect();
+    for key in keys {
+        let value = file.remove(&key).unwrap_or_default();
+        let n = value.as_u64().ok_or_else(|| {
+            Error::Invalid(format!(
+                "config.json: {key} is {value}, not a non-negative integer"
+            ))
+        })?;
+        limits.set(&key[KEY.len()..], limit(n));
+    }
+    for (var, text) in env.range(VAR.to_owned()..) {
+        let Some(class) = var.strip_prefix(VAR) else {
+            break;
+        };
+        let n = text
+            .trim()
+            .parse()
+            .map_err(|_| Error::Invalid(format!("{var}={text:?} is not a non-negative integer")))?;
+        limits.set(&class.to_ascii_lowercase(), limit(n));
+    }
+    Ok(limits)
 }
 
 #[cfg(test)]

@@ -144,6 +144,7 @@ pub mod restart;
 mod retention;
 mod schedule;
 pub mod session;
+pub mod start_record;
 pub mod strays;
 pub mod supervisor;
 pub mod untrusted;

@@ -30,7 +30,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use task_core::{
-    Delivery, EndReason, Notification, Priority, Registry, TaskId, TaskStatus, TaskType, summary,
+    Admission, Delivery, EndReason, Notification, Priority, Registry, TaskId, TaskStatus, TaskType,
+    summary,
 };
 use tokio::sync::Notify;
 
@@ -70,54 +71,27 @@ pub fn positions<'a>(
     positions
 }
 
-/// The classes of tasks that have their own default limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Class {
-    /// Agents of every kind (local, remote, teammates).
-    Agent,
-    /// Shell commands.
-    Shell,
-    /// Everything else (monitors, workflows, dreams).
-    Other,
-}
+/// The class a task is admitted in ([`Admission::class`]): its executor's word for it.
+type Class = &'static str;
 
-impl Class {
-    fn of(task_type: TaskType) -> Self {
-        match task_type {
-            TaskType::LocalAgent | TaskType::RemoteAgent | TaskType::InProcessTeammate => {
-                Class::Agent
-            }
-            TaskType::LocalBash => Class::Shell,
-            _ => Class::Other,
-        }
-    }
-}
-
-/// The default parallelism of a group with no limit of its own, per class (0: unlimited).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClassLimits {
-    /// Agents (local, remote, teammates): 20 by default.
-    pub agents: u32,
-    /// Shell commands: unlimited (0) by default.
-    pub shells: u32,
-}
-
-impl Default for ClassLimits {
-    fn default() -> Self {
-        Self {
-            agents: 20,
-            shells: 0,
-        }
-    }
-}
+/// The default parallelism of a group with no limit of its own, per class of task, as a
+/// session's settings set it (`parallel_{class}`; 0: unlimited); a class the settings do not
+/// name has its executor's default ([`Admission::default_parallel`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClassLimits(BTreeMap<String, u32>);
 
 impl ClassLimits {
-    fn of(self, class: Class) -> u32 {
-        match class {
-            Class::Agent => self.agents,
-            Class::Shell => self.shells,
-            Class::Other => 0,
-        }
+    /// Sets the limit of `class` (0: unlimited).
+    pub fn set(&mut self, class: &str, limit: u32) {
+        self.0.insert(class.to_owned(), limit);
+    }
+
+    /// The limit of tasks admitted as `admission`.
+    pub fn of(&self, admission: Admission) -> u32 {
+        self.0
+            .get(admission.class)
+            .copied()
+            .unwrap_or(admission.default_parallel)
     }
 }
 
@@ -164,7 +138,7 @@ pub(crate) type Work = Box<dyn FnOnce() + Send>;
 /// A task the queue holds.
 struct Waiter {
     id: TaskId,
-    class: Class,
+    admission: Admission,
     background: bool,
     work: Option<Work>,
 }
@@ -191,6 +165,8 @@ pub(crate) struct Queue {
     paths: SessionPaths,
     registry: Arc<Registry>,
     defaults: ClassLimits,
+    /// Whether some registered type of task has a default limit: a start may have to wait.
+    limited_by_default: bool,
     clock_offset_ms: u64,
     starter: Starter,
     placements: Arc<Placements>,
@@ -241,6 +217,8 @@ struct State {
     /// Tasks started through the queue and not ended, with their group and class.
     running: HashMap<TaskId, (String, Class)>,
     counts: HashMap<(String, Class), usize>,
+    /// How many tasks of each group run, every class together.
+    group_counts: HashMap<String, usize>,
     /// Each group's tasks waiting only for their turn.
     ready: HashMap<String, BTreeMap<(Reverse<i32>, u64), Waiter>>,
     /// Tasks waiting for dependencies or a time.
@@ -271,10 +249,17 @@ impl Queue {
         readiness: Arc<Readiness>,
     ) -> Result<Arc<Self>> {
         let limits = GroupLimits::read(&paths)?;
+        // Whether a task of some type registered may wait for room by default.
+        let limited_by_default = TaskType::ALL.iter().any(|&task_type| {
+            registry
+                .executor(task_type)
+                .is_some_and(|executor| defaults.of(executor.admission(task_type)) != 0)
+        });
         Ok(Arc::new(Self {
             paths,
             registry,
             defaults,
+            limited_by_default,
             clock_offset_ms,
             starter,
             placements,
@@ -305,7 +290,7 @@ impl Queue {
         }
         match state.limits.groups.get(group) {
             Some(&limit) => limit != 0,
-            None => self.defaults.agents != 0 || self.defaults.shells != 0,
+            None => self.limited_by_default,
         }
     }
 
@@ -360,19 +345,24 @@ impl Queue {
         work: Option<Work>,
         start: Option<&Start>,
     ) -> Admitted {
-        let class = Class::of(task_type);
+        let admission = self
+            .registry
+            .executor(task_type)
+            .map_or(Admission::UNCLASSED, |executor| {
+                executor.admission(task_type)
+            });
         let mut state = lock(&self.state);
         let free = !state.paused
             && !state.limits.paused.contains(&placement.group)
             && placement.after.is_empty()
             && placement.not_before_ms.is_none_or(|t| t <= self.now_ms())
-            && self.has_room(&state, &placement.group, class);
+            && self.has_room(&state, &placement.group, admission);
         if free || work.is_none() {
             // A task its launcher started already (a monitor) takes a slot; it never waits.
             if !placement.is_plain() {
                 self.placements.set(id, placement.clone());
             }
-            self.occupy(&mut state, id, placement.group, class);
+            self.occupy(&mut state, id, placement.group, admission.class);
             return Admitted::Now(work);
         }
         placement.waiting = true;
@@ -382,7 +372,7 @@ impl Queue {
         self.placements.set(id, placement.clone());
         let waiter = Waiter {
             id,
-            class,
+            admission,
             background,
             work,
         };
@@ -402,27 +392,15 @@ impl Queue {
         Admitted::Queued
     }
 
-    /// Whether `group` has room for one more task of `class`.
-    fn has_room(&self, state: &State, group: &str, class: Class) -> bool {
+    /// Whether `group` has room for one more task admitted as `admission`.
+    fn has_room(&self, state: &State, group: &str, admission: Admission) -> bool {
         match state.limits.groups.get(group) {
             Some(0) => true,
-            Some(&limit) => {
-                let running: usize = [Class::Agent, Class::Shell, Class::Other]
-                    .iter()
-                    .map(|c| {
-                        state
-                            .counts
-                            .get(&(group.to_owned(), *c))
-                            .copied()
-                            .unwrap_or(0)
-                    })
-                    .sum();
-                running < limit as usize
-            }
-            None => match self.defaults.of(class) {
+            Some(&limit) => state.group_counts.get(group).copied().unwrap_or(0) < limit as usize,
+            None => match self.defaults.of(admission) {
                 0 => true,
                 limit => {
-                    let key = (group.to_owned(), class);
+                    let key = (group.to_owned(), admission.class);
                     state.counts.get(&key).copied().unwrap_or(0) < limit as usize
                 }
             },
@@ -431,6 +409,7 @@ impl Queue {
 
     fn occupy(&self, state: &mut State, id: TaskId, group: String, class: Class) {
         *state.counts.entry((group.clone(), class)).or_default() += 1;
+        *state.group_counts.entry(group.clone()).or_default() += 1;
         state.running.insert(id, (group, class));
     }
 
@@ -454,10 +433,13 @@ impl Queue {
     /// A task ended: its slot is free, and the tasks that wait for it may go (or fail).
     pub(crate) fn ended(&self, id: &TaskId) {
         let mut state = lock(&self.state);
-        if let Some((group, class)) = state.running.remove(id)
-            && let Some(count) = state.counts.get_mut(&(group, class))
-        {
-            *count = count.saturating_sub(1);
+        if let Some((group, class)) = state.running.remove(id) {
+            if let Some(count) = state.group_counts.get_mut(&group) {
+                *count = count.saturating_sub(1);
+            }
+            if let Some(count) = state.counts.get_mut(&(group, class)) {
+                *count = count.saturating_sub(1);
+            }
         }
         // Ended while waiting (killed by its owner's end): nothing of it is left to start.
         let gone = take(&mut state, id);
@@ -631,7 +613,7 @@ impl Queue {
         let explicit = state.limits.groups.contains_key(group);
         loop {
             // With an explicit limit every class shares it: a full group starts nothing.
-            if explicit && !self.has_room(state, group, Class::Other) {
+            if explicit && !self.has_room(state, group, Admission::UNCLASSED) {
                 return;
             }
             let Some(queue) = state.ready.get(group) else {
@@ -640,7 +622,7 @@ impl Queue {
             // The head, or with class defaults the first task whose class has room.
             let next = queue
                 .iter()
-                .find(|(_, waiter)| self.has_room(state, group, waiter.class))
+                .find(|(_, waiter)| self.has_room(state, group, waiter.admission))
                 .map(|(key, _)| *key);
             let Some(key) = next else {
                 return;
@@ -652,7 +634,7 @@ impl Queue {
                 state.ready.remove(group);
             }
             state.spots.remove(&waiter.id);
-            self.occupy(state, waiter.id, group.to_owned(), waiter.class);
+            self.occupy(state, waiter.id, group.to_owned(), waiter.admission.class);
             if let Some(work) = waiter.work.take() {
                 released.push(Release::Start(waiter.id, work));
             }

@@ -81,6 +81,11 @@ pub struct TaskRecord {
     /// those still alive).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub strays: Vec<task_core::process::Stray>,
+    /// How the task was started, as its supervisor received it (with its caller's
+    /// environment for a kind that resumes): what `tasks restart` starts again and what a
+    /// resume runs in. `None` in a record written before supervisors kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<std::sync::Arc<crate::start_record::StartRecord>>,
     /// When the file was last written (its mtime, ms epoch; 0 for a record not read from disk):
     /// the last time its supervisor is known to have been alive.
     #[serde(skip)]
@@ -105,6 +110,7 @@ impl TaskRecord {
             queue: None,
             on_end: None,
             strays: Vec::new(),
+            start: None,
             written_ms: 0,
             supervisor_down: false,
         }
@@ -526,6 +532,7 @@ impl LegacyRecord {
             queue: None,
             on_end: None,
             strays: Vec::new(),
+            start: None,
             written_ms: 0,
             supervisor_down: false,
         }

@@ -87,8 +87,9 @@ impl Session {
         }
     }
 
-    /// Starts this session's supervisor with `command` instead of this executable's
-    /// `__supervise` (a host embedding the session layer with task types of its own).
+    /// Starts this session's supervisor with `command` (the front end's own: `tasksd
+    /// __supervise` for `tasks`, a host's binary for a host with task types of its own). A
+    /// session without one sends nothing: [`Error::Supervisor`].
     #[must_use]
     pub fn with_supervisor(mut self, command: SupervisorCommand) -> Self {
         self.supervisor = Some(command);
@@ -211,7 +212,7 @@ impl Session {
             on_end: ends.on_end,
             strays: ends.strays,
         };
-        self.start_raw(start, R::RESUMABLE)
+        self.start_raw(start)
     }
 
     /// Sets the parallelism limit of `group` (0: unlimited), kept across supervisors; the
@@ -245,20 +246,11 @@ impl Session {
         }
     }
 
-    /// Sends `start` as it is; returns the new task's id once its record exists, and records
-    /// how it was started (for [`Session::restart`]; with its caller's environment when the
-    /// task is `resumable`, for a resume).
-    fn start_raw(&self, start: Start, resumable: bool) -> Result<TaskId> {
-        let remembered = if resumable {
-            crate::restart::StartRecord::keeping_caller(&start)
-        } else {
-            crate::restart::StartRecord::of(&start)
-        };
+    /// Sends `start` as it is; returns the new task's id once its record exists (which keeps
+    /// how it was started: the supervisor writes it).
+    fn start_raw(&self, start: Start) -> Result<TaskId> {
         match self.send(Op::Start(start))? {
-            Response::Started { id } => {
-                crate::restart::remember(&self.paths, &id, &remembered);
-                Ok(id)
-            }
+            Response::Started { id } => Ok(id),
             other => Err(unexpected(other)),
         }
     }
@@ -267,17 +259,14 @@ impl Session {
     /// process's environment) under a new id.
     pub fn restart(&self, id: &TaskId) -> Result<TaskId> {
         let record = crate::restart::recall(&self.paths, id)?;
-        self.start_raw(record.again()?, record.caller.is_some())
+        self.start_raw(record.again()?)
     }
 
     pub(crate) fn send(&self, op: Op) -> Result<Response> {
-        let default;
-        let supervisor = match &self.supervisor {
-            Some(command) => command,
-            None => {
-                default = SupervisorCommand::this_executable();
-                &default
-            }
+        let Some(supervisor) = &self.supervisor else {
+            return Err(Error::Supervisor(
+                "no program to supervise this session was given (Session::with_supervisor)".into(),
+            ));
         };
         client::send(&self.paths, &self.config, supervisor, op)
     }

@@ -720,6 +720,14 @@ struct Killer {
 
 #[async_trait]
 impl Task for Killer {
+    /// Shell commands share the shells' default limit; monitors are in no class.
+    fn admission(&self, task_type: task_core::TaskType) -> task_core::Admission {
+        match task_type {
+            task_core::TaskType::LocalBash => task_core::Admission::SHELLS,
+            _ => task_core::Admission::UNCLASSED,
+        }
+    }
+
     async fn kill(&self, registry: &Registry, id: &TaskId) -> Result<(), KillError> {
         if self.controls.kill(id).await {
             return Ok(());

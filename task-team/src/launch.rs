@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use task_core::{Caller, Launch, LaunchError, Launched, TaskState};
+use task_core::{Caller, Launch, LaunchError, Launched, TaskKind, TaskState};
 
 use super::{PendingTeammate, TeamExecutor, TeammateRequest};
 use task_agent::AgentConfig;
@@ -20,24 +20,31 @@ impl Launch for TeamExecutor {
         let request = request_of(start, caller)?;
         started(self.register(request))
     }
-}
 
-impl TeamExecutor {
     /// Resumes under its id the teammate a dead supervisor left live, or one that ended and
-    /// is sent a message (`previous`, its last
-    /// recorded state; `start`, how it was spawned) for `caller` (its original directory, the
-    /// environment of the process that resumes it): see [`TeamExecutor::resume`].
-    ///
-    /// # Errors
-    /// As [`Launch::launch`].
-    pub fn relaunch(
+    /// is sent a message (`previous`, its last recorded state): see [`TeamExecutor::resume`].
+    /// One whose agent CLI never said its session has none to resume.
+    fn take_back(
         &self,
         previous: &TaskState,
         start: TeammateStart,
         caller: Caller,
     ) -> Result<Launched, LaunchError> {
+        if let TaskKind::Teammate(mate) = &previous.kind
+            && mate.session_id.is_none()
+            && previous.status().is_terminal()
+        {
+            return Err(LaunchError::Invalid(
+                "its agent CLI never said its session, so there is none to resume".into(),
+            ));
+        }
         let request = request_of(start, caller)?;
         started(self.resume(previous, request))
+    }
+
+    /// A teammate's session goes on under the next supervisor.
+    fn goes_on_after_supervisor_death(&self) -> bool {
+        true
     }
 }
 

@@ -213,7 +213,8 @@ pub fn protocol(data: &[u8]) {
     start_record(data);
 }
 
-/// `{id}.start.json` through `restart::recall` (which reads the task's record first).
+/// A start record through `restart::recall`: written beside the task's record by an older
+/// client (`{id}.start.json`), then kept in the record itself, as supervisors keep it now.
 fn start_record(data: &[u8]) {
     let paths = fresh_session();
     let id = default_id();
@@ -231,11 +232,13 @@ fn start_record(data: &[u8]) {
         }),
     )
     .unwrap();
-    record::write(&paths, &TaskRecord::new(state)).unwrap();
+    let mut kept = TaskRecord::new(state);
+    record::write(&paths, &kept).unwrap();
     scratch::write(&paths.start_request(&id), data);
     if let Ok(start) = restart::recall(&paths, &id) {
         let _ = start.again();
-        restart::remember(&paths, &id, &start);
+        kept.start = Some(std::sync::Arc::new(start.clone()));
+        record::write(&paths, &kept).unwrap();
         let again = restart::recall(&paths, &id).expect("a start record reads back");
         assert_eq!(again, start, "a start record reads back as it was written");
     }

@@ -221,31 +221,7 @@ impl Sandbox {
     }
 }
 
-/// A small xorshift generator: the schedule of kills, reproducible from the printed seed.
-pub struct Dice(u64);
-
-impl Dice {
-    pub fn seeded() -> Self {
-        let seed = std::env::var("TASKS_TEST_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(1, |d| d.as_nanos() as u64)
-                    | 1
-            });
-        eprintln!("TASKS_TEST_SEED={seed}");
-        Self(seed)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
+pub use crate::support::Dice;
 
 impl Drop for Sandbox {
     fn drop(&mut self) {

@@ -167,3 +167,31 @@ pub fn fake_agent() -> std::path::PathBuf {
     assert!(built, "could not build fake-agent");
     Path::new(env!("CARGO_BIN_EXE_tasks")).with_file_name("fake-agent")
 }
+
+/// A small xorshift generator: the schedule of kills, reproducible from the printed seed.
+pub struct Dice(u64);
+
+impl Dice {
+    /// Seeded from `TASKS_TEST_SEED`, else the clock; says its seed on stderr (to reproduce).
+    #[allow(clippy::print_stderr)]
+    pub fn seeded() -> Self {
+        let seed = std::env::var("TASKS_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(1, |d| d.as_nanos() as u64)
+                    | 1
+            });
+        eprintln!("TASKS_TEST_SEED={seed}");
+        Self(seed)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}

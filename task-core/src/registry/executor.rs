@@ -70,6 +70,14 @@ pub trait Task: Send + Sync {
         false
     }
 
+    /// How a host's queue admits tasks of `task_type` (one this executor is registered for):
+    /// the class whose default parallelism limits them in a group with no limit of its own.
+    /// Default: [`Admission::UNCLASSED`].
+    fn admission(&self, task_type: crate::TaskType) -> Admission {
+        let _ = task_type;
+        Admission::UNCLASSED
+    }
+
     /// Writes `input` to the standard input of task `id` (live when the registry checked),
     /// whole and before any other writer's bytes, then closes it if asked. Return
     /// [`InputError::NotPiped`] (or any error) if the task ended meanwhile:
@@ -118,4 +126,33 @@ pub enum KillError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+}
+
+/// How a host's queue admits the tasks of one type ([`Task::admission`]): tasks of one class
+/// in one group share that class's default limit (a host's setting `parallel_{class}` replaces
+/// it), unless their group has a limit of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admission {
+    /// The class's name (`agents`, `shells`): the setting `parallel_{class}` sets its limit.
+    pub class: &'static str,
+    /// How many tasks of the class one group runs at once by default (0: unlimited).
+    pub default_parallel: u32,
+}
+
+impl Admission {
+    /// Agents of every kind (local, remote, teammates): 20 at once in a group (SPEC).
+    pub const AGENTS: Self = Self {
+        class: "agents",
+        default_parallel: 20,
+    };
+    /// Shell commands: unlimited by default.
+    pub const SHELLS: Self = Self {
+        class: "shells",
+        default_parallel: 0,
+    };
+    /// Everything else (monitors, workflows, dreams): unlimited, and in no class to limit.
+    pub const UNCLASSED: Self = Self {
+        class: "other",
+        default_parallel: 0,
+    };
 }

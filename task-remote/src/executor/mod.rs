@@ -556,6 +556,11 @@ struct RemoteTask {
 
 #[async_trait]
 impl Task for RemoteTask {
+    /// Agents share the agents' default limit.
+    fn admission(&self, _: task_core::TaskType) -> task_core::Admission {
+        task_core::Admission::AGENTS
+    }
+
     async fn kill(&self, registry: &Registry, id: &TaskId) -> Result<(), KillError> {
         let Ok(state) = registry.transition_with(id, TaskStatus::Killed, |state| {
             state.base.end_reason = Some(EndReason::Killed);

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use task_core::{AgentProgress, EndReason, TaskId, TaskKind, TaskStatus, TeammateState};
@@ -79,11 +79,16 @@ impl MemberRun {
         cancel: mpsc::Receiver<oneshot::Sender<()>>,
         start: Start,
     ) -> Self {
-        let limits = inner.registry.get(&id).and_then(|state| match &state.kind {
+        let state = inner.registry.get(&id);
+        let limits = state.as_ref().and_then(|state| match &state.kind {
             TaskKind::Teammate(teammate) => teammate.budget,
             _ => None,
         });
-        let budget = RunBudget::new(limits, Arc::clone(&inner.session_tokens), Instant::now());
+        // From when this run began (a run its supervisor's death interrupted began then).
+        let began = state
+            .and_then(|state| state.base.started_at)
+            .map_or_else(Instant::now, since);
+        let budget = RunBudget::new(limits, Arc::clone(&inner.session_tokens), began);
         MemberRun {
             inner,
             member,
@@ -416,4 +421,11 @@ impl MemberRun {
             Some(next)
         });
     }
+}
+
+/// The instant of `at_ms` (ms epoch) on this process's monotonic clock: now, less the time
+/// since then (now for a time ahead of the clock).
+fn since(at_ms: u64) -> Instant {
+    let ago = Duration::from_millis(task_core::now_ms().saturating_sub(at_ms));
+    Instant::now().checked_sub(ago).unwrap_or_else(Instant::now)
 }

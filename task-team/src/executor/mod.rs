@@ -368,9 +368,14 @@ impl TeamExecutor {
                 if let TaskKind::Teammate(before) = &previous.kind {
                     state.messages.clone_from(&before.messages);
                     state.session_id.clone_from(&before.session_id);
-                    // A shutdown asked of a run that ended (approved, or not) is not this run's.
+                    // A run its supervisor's death interrupted goes on: the shutdown asked
+                    // of it and the turns its budget counted are still its own. A run that
+                    // ended is over: a message starts a new one.
                     if !previous.status().is_terminal() {
                         state.shutdown_requested_at = before.shutdown_requested_at;
+                        if let (Some(budget), Some(counted)) = (&mut state.budget, before.budget) {
+                            budget.turns_used = counted.turns_used;
+                        }
                     }
                 }
                 let opening = resumed_opening(&reader, &output, state.session_id.clone())?;
@@ -384,6 +389,10 @@ impl TeamExecutor {
         let mut task = TaskState::new(id, &full, &output, TaskKind::Teammate(Box::new(state)))?;
         if let Some(previous) = previous {
             task.base.start_time = previous.base.start_time;
+            if !previous.status().is_terminal() {
+                // Its run goes on: its time budget counts from when it began running.
+                task.base.started_at = previous.base.started_at;
+            }
         }
         self.inner.registry.register(task)?;
         self.inner.names.insert(full.clone(), id);
@@ -891,6 +900,11 @@ struct TeammateTask {
 
 #[async_trait]
 impl Task for TeammateTask {
+    /// Agents share the agents' default limit.
+    fn admission(&self, _: task_core::TaskType) -> task_core::Admission {
+        task_core::Admission::AGENTS
+    }
+
     /// Ends it `killed` (notified at once, no model notification), stops its agent, and
     /// evicts it `stopped_display` later.
     async fn kill(&self, _: &Registry, id: &TaskId) -> Result<(), KillError> {
