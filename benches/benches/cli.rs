@@ -18,6 +18,14 @@
 //! 7. `stray_tracking`: the cost of looking for the processes each task left running when it
 //!    ends (`strays`: `report`, the default, against `ignore`): the supervisor's CPU time and
 //!    the wall time of the 200-run loop of 2., the two policies interleaved in one run.
+//! 8. `start_cost_held`: the cost of a start while the supervisor holds many live tasks: the
+//!    200-run loop of 2. (wall time, and the supervisor's CPU per task) in a session holding
+//!    100 live `sleep` tasks and in one holding `TASKS_BENCH_HELD` (default 10 000), the two
+//!    interleaved (target: at most 1.2× the cost at 100).
+//!
+//! With `TASKS_BENCH_BASE_BIN=PATH` (another build's `tasks`, its `tasksd` beside it), 2. and 8.
+//! also measure that build, interleaved with the one under test in the same run: a before and
+//! after side by side.
 //!
 //! `cargo bench -p benches --bench cli -- NAME…` runs only the benchmarks whose names start
 //! with one of the NAMEs (`-- queue` runs 5 and 6, `-- stray` runs 7).
@@ -56,8 +64,13 @@ fn main() {
     let quick = std::env::var_os("TASKS_BENCH_QUICK").is_some();
     let samples = if quick { 3 } else { 9 };
     println!("tasks binary: {}", tasks.display());
+    let base = std::env::var_os("TASKS_BENCH_BASE_BIN").map(PathBuf::from);
+    if let Some(base) = &base {
+        println!("base binary (before): {}", base.display());
+    }
     let bench = Bench {
         tasks,
+        base,
         roots: roots.path().to_owned(),
     };
     let names: Vec<String> = std::env::args()
@@ -93,12 +106,26 @@ fn main() {
     if wanted("stray_tracking") {
         stray_tracking(&bench, samples);
     }
+    if wanted("start_cost_held") {
+        start_cost_held(&bench, number("TASKS_BENCH_HELD", 10_000), samples);
+    }
 }
 
-/// The binary under test, and where the state roots go (deleted when the bench ends).
+/// The binary under test, another build to compare it with, and where the state roots go
+/// (deleted when the bench ends).
 struct Bench {
     tasks: PathBuf,
+    base: Option<PathBuf>,
     roots: PathBuf,
+}
+
+impl Bench {
+    /// The builds to measure, named: the one under test (`after`), then the base, if any.
+    fn builds(&self) -> Vec<(&'static str, &PathBuf)> {
+        let mut builds = vec![("after", &self.tasks)];
+        builds.extend(self.base.iter().map(|base| ("before", base)));
+        builds
+    }
 }
 
 /// A state root with its own supervisor; every process is killed on drop (the files stay until
@@ -112,10 +139,15 @@ struct Root {
 
 impl Root {
     fn new(bench: &Bench) -> Self {
+        Self::of(bench, &bench.tasks)
+    }
+
+    /// A root whose commands (and supervisor) are those of the build `tasks`.
+    fn of(bench: &Bench, tasks: &std::path::Path) -> Self {
         let dir = tempfile::tempdir_in(&bench.roots).unwrap().keep();
         Self {
             dir,
-            tasks: bench.tasks.clone(),
+            tasks: tasks.to_owned(),
             env: Vec::new(),
         }
     }
@@ -248,36 +280,121 @@ fn run_latency(bench: &Bench, n: usize) {
 }
 
 fn run_200_then_wait(bench: &Bench, samples: usize) {
-    let mut ours = Vec::new();
+    let builds = bench.builds();
+    let mut ours = vec![Vec::new(); builds.len()];
+    let mut cpu = vec![Vec::new(); builds.len()];
     let mut baseline = Vec::new();
     for _ in 0..samples {
-        let root = Root::new(bench);
-        root.start("true"); // the supervisor is up, as in a session already in use
-        let script = run_200_script(bench, "");
-        ours.push(time(|| root.sh(&script)));
+        for (i, (_, tasks)) in builds.iter().enumerate() {
+            let root = Root::of(bench, tasks);
+            root.start("true"); // the supervisor is up, as in a session already in use
+            let supervisor = root.supervisor_pid().unwrap();
+            let before = cpu_time(supervisor);
+            let script = run_200_script(tasks, "");
+            ours[i].push(time(|| root.sh(&script)));
+            cpu[i].push(cpu_time(supervisor).saturating_sub(before));
+        }
         baseline.push(time(|| sh("for i in $(seq 200); do sh -c true; done")));
     }
-    let ratios: Vec<String> = ours
-        .iter()
-        .zip(&baseline)
-        .map(|(o, b)| format!("{:.2}", o.as_secs_f64() / b.as_secs_f64()))
-        .collect();
-    report(
-        "run_200_then_wait",
-        median(ours),
-        "200 × sh -c true",
-        median(baseline),
-        "(target ≤ 2×)",
-    );
-    println!("  per-sample ratios: {}", ratios.join(" "));
+    for (i, (build, _)) in builds.iter().enumerate() {
+        let ratios: Vec<String> = ours[i]
+            .iter()
+            .zip(&baseline)
+            .map(|(o, b)| format!("{:.2}", o.as_secs_f64() / b.as_secs_f64()))
+            .collect();
+        report(
+            &format!("run_200_then_wait {build}"),
+            median(ours[i].clone()),
+            "200 × sh -c true",
+            median(baseline.clone()),
+            "(target ≤ 2.5×, goal 2×)",
+        );
+        println!("  per-sample ratios: {}", ratios.join(" "));
+        println!(
+            "  supervisor CPU per task (utime + stime / 200, median of {samples}): {:.3} ms",
+            median(cpu[i].clone()).as_secs_f64() * 1e3 / 200.0
+        );
+    }
 }
 
-/// 200 × `tasks run OPTIONS -- true`, then one `tasks wait` on them all.
-fn run_200_script(bench: &Bench, options: &str) -> String {
+/// 200 × `tasks run OPTIONS -- true` of the build `tasks`, then one `tasks wait` on them all.
+fn run_200_script(tasks: &std::path::Path, options: &str) -> String {
     format!(
         "ids=''; for i in $(seq 200); do ids=\"$ids $('{0}' run {options} -- true)\"; done; '{0}' wait $ids >/dev/null",
-        bench.tasks.display()
+        tasks.display()
     )
+}
+
+/// The 200-run loop in a session holding 100 live tasks and in one holding `held`, interleaved,
+/// for each build: whether a start costs more when the supervisor holds more.
+fn start_cost_held(bench: &Bench, held: usize, samples: usize) {
+    for (build, tasks) in bench.builds() {
+        let roots: Vec<(usize, Root)> = [100, held]
+            .into_iter()
+            .map(|count| (count, holding(bench, tasks, count)))
+            .collect();
+        let mut wall = vec![Vec::new(); roots.len()];
+        let mut cpu = vec![Vec::new(); roots.len()];
+        for _ in 0..samples {
+            for (i, (_, root)) in roots.iter().enumerate() {
+                let supervisor = root.supervisor_pid().unwrap();
+                let before = cpu_time(supervisor);
+                wall[i].push(time(|| root.sh(&run_200_script(tasks, ""))));
+                cpu[i].push(cpu_time(supervisor).saturating_sub(before));
+            }
+        }
+        let per_task = |d: Duration| d.as_secs_f64() * 1e3 / 200.0;
+        let figures: Vec<(f64, f64)> = (0..roots.len())
+            .map(|i| {
+                (
+                    per_task(median(wall[i].clone())),
+                    per_task(median(cpu[i].clone())),
+                )
+            })
+            .collect();
+        for ((count, root), (wall, cpu)) in roots.iter().zip(&figures) {
+            println!(
+                "start_cost_held {build:<6} {count:>6} live: {wall:.3} ms a start (200-run loop), \
+                 supervisor CPU {cpu:.3} ms a task, supervisor RSS {:.1} MiB",
+                rss_kib(root.supervisor_pid().unwrap()) as f64 / 1024.0
+            );
+        }
+        println!(
+            "start_cost_held {build:<6} ratio {held} / 100 live: wall {:.2}×, supervisor CPU {:.2}× (target ≤ 1.2×)",
+            figures[1].0 / figures[0].0,
+            figures[1].1 / figures[0].1
+        );
+    }
+}
+
+/// A root of the build `tasks` whose supervisor holds `count` live `sleep` tasks.
+fn holding(bench: &Bench, tasks: &std::path::Path, count: usize) -> Root {
+    let root = Root::of(bench, tasks);
+    let started = Instant::now();
+    root.sh(&format!(
+        "for i in $(seq {count}); do '{}' run -- sleep 100000 > /dev/null; done",
+        tasks.display()
+    ));
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let running = root
+            .run(&["ps", "--json"])
+            .matches("\"status\":\"running\"")
+            .count();
+        if running == count {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{running} of {count} sleeps running"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    println!(
+        "  {count} live sleep tasks started in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    root
 }
 
 fn queue_200(bench: &Bench, samples: usize) {
@@ -289,7 +406,7 @@ fn queue_200(bench: &Bench, samples: usize) {
             let root = Root::new(bench);
             root.run(&["group", "set", group, "--parallel", parallel]);
             root.start("true"); // the supervisor is up
-            let script = run_200_script(bench, &format!("--group {group}"));
+            let script = run_200_script(&bench.tasks, &format!("--group {group}"));
             times.push(time(|| root.sh(&script)));
         }
     }
@@ -383,7 +500,7 @@ fn stray_tracking(bench: &Bench, samples: usize) {
             root.start("true");
             let pid = root.supervisor_pid().unwrap();
             let before = cpu_time(pid);
-            let script = run_200_script(bench, "");
+            let script = run_200_script(&bench.tasks, "");
             wall[i].push(time(|| root.sh(&script)));
             cpu[i].push(cpu_time(pid).saturating_sub(before));
         }

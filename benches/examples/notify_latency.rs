@@ -11,6 +11,11 @@
 //!    printed beside it).
 //! 3. `tasks notifications --follow --format json`, started before the tasks, which are started
 //!    with `tasks run -- CMD`: the arrival of a line is the delivery.
+//! 4. The same with 1 000 tasks planned to end at one instant (`together`): the latency of a
+//!    burst of ends, each still from its own recorded end.
+//!
+//! `TASKS_BENCH_MODES=follow,together` runs only the modes named (`channel`, `channel50`,
+//! `result`, `follow`, `together`).
 //!
 //! The MCP modes speak newline-delimited JSON-RPC to the server on its stdin/stdout, introducing
 //! themselves as Claude Code (`clientInfo.name` `claude-code`). Each task is
@@ -50,6 +55,9 @@ type Result<T> = std::result::Result<T, Box<dyn Error>>;
 /// Tasks a mode (`TASKS_BENCH_QUICK`: [`QUICK_TASKS`]).
 const TASKS: usize = 200;
 const QUICK_TASKS: usize = 40;
+/// Tasks of the mode whose tasks all end at once (`TASKS_BENCH_QUICK`: [`QUICK_TOGETHER`]).
+const TOGETHER: usize = 1000;
+const QUICK_TOGETHER: usize = 200;
 /// Between two planned ends.
 const GAP: Duration = Duration::from_millis(23);
 /// The shortest sleep a task is given (if the starts ran late).
@@ -428,9 +436,11 @@ fn kill(pid: i32) {
     }
 }
 
-/// When the tasks are to end: the first at `first_end`, then one every [`GAP`].
+/// When the tasks are to end: the first at `first_end`, then one every `gap` (zero: all
+/// together).
 struct Plan {
     first_end: Instant,
+    gap: Duration,
 }
 
 impl Plan {
@@ -450,15 +460,16 @@ impl Plan {
         Ok((starts, self.deadline(count), Cpu::start(pid)?))
     }
 
-    /// Ends start `lead` from now.
-    fn new(lead: Duration) -> Self {
+    /// Ends start `lead` from now, one every `gap`.
+    fn new(lead: Duration, gap: Duration) -> Self {
         Self {
             first_end: Instant::now() + lead,
+            gap,
         }
     }
 
     fn end_of(&self, n: usize) -> Instant {
-        self.first_end + GAP * n as u32
+        self.first_end + self.gap * n as u32
     }
 
     fn sleep_of(&self, n: usize) -> Duration {
@@ -750,7 +761,7 @@ fn mcp_mode(tasks: &Path, count: usize, args: &[&str], via: Via) -> Result<Outco
     let mut deliveries = Deliveries::default();
     let mut ids = Vec::with_capacity(count);
     // An MCP start answers in a few ms; ends begin once every start is in.
-    let plan = Plan::new(Duration::from_millis(1000 + 10 * count as u64));
+    let plan = Plan::new(Duration::from_millis(1000 + 10 * count as u64), GAP);
     let started = Instant::now();
     for n in 0..count {
         let command = run.task_command(n, &plan);
@@ -838,9 +849,13 @@ fn mcp_mode(tasks: &Path, count: usize, args: &[&str], via: Via) -> Result<Outco
 }
 
 /// `tasks notifications --follow`, with the tasks started by `tasks run`.
-fn follow_mode(tasks: &Path, count: usize) -> Result<Outcome> {
+fn follow_mode(tasks: &Path, count: usize, gap: Duration) -> Result<Outcome> {
     let args = ["notifications", "--follow", "--format", "json"];
-    let label = format!("`tasks {}`", args.join(" "));
+    let label = if gap.is_zero() {
+        format!("`tasks {}`, {count} ending together", args.join(" "))
+    } else {
+        format!("`tasks {}`", args.join(" "))
+    };
     let mut run = Run::new(tasks)?;
     let command = run.command(&args, "notifications")?;
     let follower = run.spawn(command, "tasks notifications --follow")?;
@@ -849,7 +864,7 @@ fn follow_mode(tasks: &Path, count: usize) -> Result<Outcome> {
     let mut deliveries = Deliveries::default();
     let mut ids = Vec::with_capacity(count);
     // A `tasks run` process takes a few ms (the first one starts the supervisor).
-    let plan = Plan::new(Duration::from_millis(1500 + 15 * count as u64));
+    let plan = Plan::new(Duration::from_millis(1500 + 15 * count as u64), gap);
     let started = Instant::now();
     for n in 0..count {
         let command = run.task_command(n, &plan);
@@ -923,19 +938,41 @@ fn main() -> Result<()> {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let modes: Vec<(&[&str], Via)> = vec![
-        (&["mcp", "--deliver", "channel"], Via::Channel),
+    let together = if std::env::var_os("TASKS_BENCH_QUICK").is_some() {
+        QUICK_TOGETHER
+    } else {
+        TOGETHER
+    };
+    // (name, arguments of `tasks`, who delivers, tasks, between two ends)
+    let modes: Vec<(&str, &[&str], Via, usize, Duration)> = vec![
         (
+            "channel",
+            &["mcp", "--deliver", "channel"],
+            Via::Channel,
+            count,
+            GAP,
+        ),
+        (
+            "channel50",
             &["mcp", "--deliver", "channel", "--watch-ms", "50"],
             Via::Channel,
+            count,
+            GAP,
         ),
-        (&["mcp"], Via::Result),
-        (&[], Via::Follow),
+        ("result", &["mcp"], Via::Result, count, GAP),
+        ("follow", &[], Via::Follow, count, GAP),
+        ("together", &[], Via::Follow, together, Duration::ZERO),
     ];
+    let chosen = std::env::var("TASKS_BENCH_MODES").ok();
+    let wanted = |name: &str| {
+        chosen
+            .as_deref()
+            .is_none_or(|list| list.split(',').any(|n| n.trim() == name))
+    };
     let mut outcomes = Vec::new();
-    for (args, via) in modes {
+    for (_, args, via, count, gap) in modes.into_iter().filter(|mode| wanted(mode.0)) {
         let out = match via {
-            Via::Follow => follow_mode(&tasks, count)?,
+            Via::Follow => follow_mode(&tasks, count, gap)?,
             _ => mcp_mode(&tasks, count, args, via)?,
         };
         eprintln!(

@@ -20,6 +20,7 @@ use crate::render;
 use crate::report::{
     exit_code, ignore_closed_pipe, print_kills, print_started, wait_and_report, wait_with_spinner,
 };
+use task_session::changes::RecordChanges;
 use task_session::notice::{Leased, Notice};
 use task_session::paths::SessionPaths;
 use task_session::session::{Session, WaitOutcome};
@@ -521,17 +522,53 @@ fn notifications(session: &Session, args: &NotificationsArgs, printer: Printer) 
     use crate::cli::NoticeFormat;
     use crate::stream_cmd::notice_text;
     let format = NoticeFormat::choose(args.format, printer, args.for_model);
+    let write_out = |notices: &[&Notice]| {
+        let text: String = notices.iter().map(|n| notice_text(n, format)).collect();
+        render::write_out(&text)
+    };
+    // Following, a record renamed into place wakes this reader at once (the watch is made
+    // before each full look, so no rename in between is missed), and only the tasks whose
+    // records changed are read; every poll period (and where there is no watch: no task was
+    // started yet) it looks at every record, for events and anything a watch missed.
+    let mut changes = None;
     loop {
+        if args.follow && changes.is_none() {
+            changes = RecordChanges::watch(session.paths()).ok();
+        }
         // Marked delivered only once written out: a reader killed before that leaves them
         // deliverable again, with the same keys.
-        session.deliver_notifications(|notices| {
-            let text: String = notices.iter().map(|n| notice_text(n, format)).collect();
-            render::write_out(&text)
-        })?;
+        session.deliver_notifications(write_out)?;
         if !args.follow {
             return Ok(exit::OK);
         }
-        std::thread::sleep(session.config().poll_interval);
+        let patience = session.config().poll_interval;
+        let Some(watch) = &changes else {
+            std::thread::sleep(patience);
+            continue;
+        };
+        let until = std::time::Instant::now() + patience;
+        loop {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            match watch.wait(left) {
+                Ok(changed) if changed.lost => break,
+                Ok(changed) if !changed.records.is_empty() => {
+                    // A record that cannot be read now is left to the full look.
+                    let Ok(tasks) = session.tasks_by_id(&changed.records) else {
+                        break;
+                    };
+                    for task in tasks.iter().filter(|task| task.is_terminal()) {
+                        session.deliver_completion(task, write_out)?;
+                    }
+                }
+                Ok(_) => break,
+                Err(error) => {
+                    tracing::debug!(%error, "record watch failed: polling");
+                    changes = None;
+                    std::thread::sleep(left);
+                    break;
+                }
+            }
+        }
     }
 }
 

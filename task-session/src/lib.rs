@@ -120,6 +120,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod changes;
 pub mod client;
 pub mod config;
 pub mod engine;

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use dashmap::DashMap;
+use task_core::process::Child;
 use task_core::{TaskId, TaskStatus};
-use tokio::process::Child;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::process::Root;

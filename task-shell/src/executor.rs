@@ -1,18 +1,19 @@
 //! The executor: starts shell and monitor tasks, moves them to the background, kills them.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use task_core::process::{Child, Stdio};
 use task_core::{
     BatchJob, Delivery, Input, InputError, KillError, KillOutcome, Priority, Registry, ShellKind,
     ShellProcess, ShellState, Task, TaskId, TaskKind, TaskState, TaskType,
 };
-use task_output::open::{child_stdio, create_output_file, open_output_append};
+use task_output::OutputError;
+use task_output::open::{create_output_file, open_append_creating, open_output_append};
 use task_protocol::start::Placement;
-use tokio::process::Child;
 use tokio::sync::watch;
 
 use crate::batch::run::BatchRun;
@@ -406,23 +407,14 @@ impl ShellExecutor {
             MonitorSource::Command(spec) => {
                 let output = prepared.output.clone();
                 let spec = spec.task_marker(prepared.id.to_string());
-                let mut child = prepared.start(|| {
-                    let (_, stderr) = child_stdio(&output)?;
-                    spec.spawn(Stdio::piped(), stderr)
-                })?;
+                let mut child = prepared
+                    .start(|| spec.spawn(Stdio::Piped, Stdio::Fd(child_output(&output)?)))?;
                 let pid = child.id();
                 let stdout = child
                     .stdout
                     .take()
                     .ok_or(ShellError::RunGone(prepared.id))?;
-                (
-                    LiveSource::Process {
-                        child,
-                        pid: pid.unwrap_or_default(),
-                        stdout,
-                    },
-                    pid,
-                )
+                (LiveSource::Process { child, pid, stdout }, Some(pid))
             }
             MonitorSource::WebSocket(target) => {
                 prepared.mark_running(None);
@@ -572,8 +564,11 @@ impl PendingShell {
         let output = prepared.output.clone();
         let spec = spec.task_marker(prepared.id.to_string());
         let mut child = prepared.start(|| {
-            let (stdout, stderr) = child_stdio(&output)?;
-            spec.spawn(stdout, stderr)
+            let stdout = child_output(&output)?;
+            let stderr = stdout
+                .try_clone()
+                .map_err(|error| OutputError::from_io(&output, error))?;
+            spec.spawn(Stdio::Fd(stdout), Stdio::Fd(stderr))
         })?;
         let pid = child.id();
         let stdin = child.stdin.take();
@@ -582,7 +577,7 @@ impl PendingShell {
         let run = ShellRun {
             id,
             child,
-            pid: pid.unwrap_or_default(),
+            pid,
             output: output.clone(),
             timeout,
             backgrounded: background,
@@ -598,7 +593,7 @@ impl PendingShell {
         Ok(TaskHandle {
             id,
             output,
-            pid,
+            pid: Some(pid),
             stdin,
             outcome: watcher,
         })
@@ -654,6 +649,12 @@ impl PendingBatch {
     }
 }
 
+/// The task's output file as its process writes it (`O_WRONLY|O_CREAT|O_APPEND|O_NOFOLLOW`): its
+/// stdout and stderr share this one open file description, so they interleave in order.
+fn child_output(output: &Path) -> Result<OwnedFd, ShellError> {
+    Ok(open_append_creating(output)?.into())
+}
+
 /// A registered `pending` task whose process is not started yet.
 #[derive(Debug)]
 struct Prepared {
@@ -672,10 +673,7 @@ impl Prepared {
     ) -> Result<Child, ShellError> {
         let child = spawn().inspect_err(|error| self.guard.error = Some(error.to_string()))?;
         let marker = self.id.to_string();
-        let process = child
-            .id()
-            .map(|pgid| ShellProcess::of_leader(pgid, &marker));
-        self.mark_running(process);
+        self.mark_running(Some(ShellProcess::of_leader(child.id(), &marker)));
         Ok(child)
     }
 

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use task_core::TaskId;
-use tokio::process::ChildStdin;
+use task_core::process::ChildStdin;
 use tokio::sync::watch;
 
 use crate::control::Outcome;

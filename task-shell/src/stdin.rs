@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use dashmap::DashMap;
+use task_core::process::ChildStdin;
 use task_core::{Input, InputError, TaskId};
 use tokio::io::AsyncWriteExt;
-use tokio::process::ChildStdin;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::handle::TaskHandle;

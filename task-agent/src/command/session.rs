@@ -3,16 +3,15 @@
 use std::ffi::OsStr;
 use std::io::Write;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use rustix::process::Signal;
 use task_core::process::{
-    ChildSetup, Root, TASK_MARKER_ENV, kill_and_reap, kill_orphaned_group, start_time,
+    ChildSetup, ChildStdin, Group, Root, Spawn, Stdio, TASK_MARKER_ENV, kill_and_reap,
+    kill_orphaned_group, start_time,
 };
 use tokio::io::AsyncWriteExt;
-use tokio::process::{ChildStdin, Command};
 use tokio::sync::{oneshot, watch};
 
 use super::args::{LaunchPlan, user_turn};
@@ -76,50 +75,44 @@ impl CommandSession {
         if let Some(dir) = spec.cwd.as_ref().filter(|d| !d.is_dir()) {
             return Err(AgentError::MissingWorkingDir { path: dir.clone() });
         }
-        let (stdout, _stderr_copy) = task_output::open::child_stdio(&spec.transcript)?;
+        let stdout = task_output::open::open_append_creating(&spec.transcript)?;
         // Before the spawn, so that nothing the new run writes is replayed.
         let follow = Follow::from_end_of(spec, parser, replay, config)?.with_session_store(store);
         if let Some(turn) = &plan.unshown_turn {
             record_turn(&spec.transcript, turn)?;
         }
-        let mut command = Command::new(program);
+        let mut command = Spawn::new(program);
         if spec.replace_env {
-            command.env_clear();
+            command = command.env_clear();
         }
-        command
+        command = command
             .args(&plan.args)
-            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .envs(spec.env.iter().cloned())
             .stdin(if plan.first_turn.is_some() {
-                Stdio::piped()
+                Stdio::Piped
             } else {
-                Stdio::null()
+                Stdio::Null
             })
-            .stdout(stdout)
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(false);
+            .stdout(Stdio::Fd(stdout.into()))
+            .stderr(Stdio::Piped)
+            .group(Group::Lead)
+            // Not a subreaper: an agent CLI reaps only the children it started, so orphans
+            // given to it would stay zombies; a kill finds them by the marker instead.
+            .setup(ChildSetup {
+                die_with_parent: true,
+                hold_orphans: false,
+            });
         if let Some(dir) = &spec.cwd {
-            command.current_dir(dir);
+            command = command.current_dir(dir);
         }
         if let Some(marker) = &spec.marker {
-            command.env(TASK_MARKER_ENV, marker);
-        }
-        // Not a subreaper: an agent CLI reaps only the children it started, so orphans given to
-        // it would stay zombies; a kill finds them by the marker instead.
-        let setup = ChildSetup {
-            die_with_parent: true,
-            hold_orphans: false,
-        };
-        // SAFETY: the hook runs in the forked child before `exec`; it is async-signal-safe (raw
-        // system calls only, no allocation, no lock: see `ChildSetup::hook`).
-        unsafe {
-            command.pre_exec(setup.hook());
+            command = command.env(TASK_MARKER_ENV, marker);
         }
         let mut child = command.spawn().map_err(|source| AgentError::Spawn {
             program: program.to_string_lossy().into_owned(),
             source,
         })?;
-        let pgid = child.id().unwrap_or(0);
+        let pgid = child.id();
         let process = match &spec.marker {
             Some(marker) => task_core::ShellProcess::of_leader(pgid, marker),
             None => task_core::ShellProcess {

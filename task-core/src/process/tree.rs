@@ -134,7 +134,7 @@ fn is_subreaper() -> bool {
 /// The error of reaping `child`; a tree kill that is incomplete is logged, not returned (the
 /// child is reaped either way).
 pub async fn kill_and_reap(
-    child: &mut tokio::process::Child,
+    child: &mut super::Child,
     pid: u32,
     marker: Option<&str>,
     kind: Root,

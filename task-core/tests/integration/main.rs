@@ -8,4 +8,5 @@ mod executors;
 mod lifecycle;
 mod poll;
 mod registry;
+mod spawn;
 mod stress;

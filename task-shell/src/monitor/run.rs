@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use task_core::process::{Child, ChildStdout};
 use task_core::{EndReason, TaskId, TaskStatus};
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, ChildStdout};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::book::{Book, MonitorEnd};

@@ -10,9 +10,8 @@
 //! redirections. Stdin is left alone: it stays `/dev/null` or the caller's pipe.
 
 use std::io;
-use std::os::fd::OwnedFd;
 
-use tokio::process::Command;
+use task_core::process::Spawn;
 
 /// The descriptor a long command's script is given to the shell as.
 #[cfg(target_os = "linux")]
@@ -22,32 +21,27 @@ const SCRIPT_FD: i32 = 9;
 /// (well under Linux's 128 KiB limit on one argument, leaving room for the environment).
 pub const MAX_ARGUMENT_COMMAND_BYTES: usize = 64 * 1024;
 
-/// Adds `command` to `cmd`'s arguments. Returns the script file of a long command, which must
-/// stay open until the child has been spawned.
+/// Adds `command` to `cmd`'s arguments, or, when it is long, its script as descriptor 9.
 ///
 /// # Errors
 /// The error of creating or writing the script file.
-pub(crate) fn attach_command(cmd: &mut Command, command: &str) -> io::Result<Option<OwnedFd>> {
+pub(crate) fn attach_command(cmd: Spawn, command: &str) -> io::Result<Spawn> {
     if command.len() <= MAX_ARGUMENT_COMMAND_BYTES {
-        cmd.arg("-c").arg(command);
-        return Ok(None);
+        return Ok(cmd.arg("-c").arg(command));
     }
-    attach_script(cmd, command).map(Some)
+    attach_script(cmd, command)
 }
 
 #[cfg(target_os = "linux")]
-fn attach_script(cmd: &mut Command, command: &str) -> io::Result<OwnedFd> {
+fn attach_script(cmd: Spawn, command: &str) -> io::Result<Spawn> {
     use std::io::Write;
-    use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd};
 
     use rustix::fs::{MemfdFlags, SealFlags, fcntl_add_seals, memfd_create};
-    use rustix::io::{FdFlags, dup2, fcntl_setfd};
 
     let memfd = memfd_create(
         "tasks-command",
         MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
     )?;
-    let raw = memfd.as_raw_fd();
     let mut file = std::fs::File::from(memfd.try_clone()?);
     file.write_all(format!("exec {SCRIPT_FD}<&-\n").as_bytes())?;
     file.write_all(command.as_bytes())?;
@@ -57,28 +51,11 @@ fn attach_script(cmd: &mut Command, command: &str) -> io::Result<OwnedFd> {
         &memfd,
         SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL,
     )?;
-    cmd.arg(format!("/dev/fd/{SCRIPT_FD}"));
-    // SAFETY: runs in the forked child before `exec`, on a descriptor the parent keeps open
-    // until the spawn has returned: one `dup2` (whose copy is not close-on-exec) or, when the
-    // script already is descriptor 9, one `fcntl`; no allocation, no lock. The `OwnedFd` naming
-    // descriptor 9 is forgotten, never closed by this code.
-    unsafe {
-        cmd.pre_exec(move || {
-            let script = BorrowedFd::borrow_raw(raw);
-            if raw == SCRIPT_FD {
-                fcntl_setfd(script, FdFlags::empty())?;
-            } else {
-                let mut target = std::mem::ManuallyDrop::new(OwnedFd::from_raw_fd(SCRIPT_FD));
-                dup2(script, &mut target)?;
-            }
-            Ok(())
-        });
-    }
-    Ok(memfd)
+    Ok(cmd.arg(format!("/dev/fd/{SCRIPT_FD}")).fd(memfd, SCRIPT_FD))
 }
 
 #[cfg(not(target_os = "linux"))]
-fn attach_script(_cmd: &mut Command, command: &str) -> io::Result<OwnedFd> {
+fn attach_script(_cmd: Spawn, command: &str) -> io::Result<Spawn> {
     Err(io::Error::new(
         io::ErrorKind::Unsupported,
         format!(

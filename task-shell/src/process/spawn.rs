@@ -5,9 +5,9 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 
-use tokio::process::{Child, Command};
+use task_core::process::{Child, Group, Spawn, Stdio};
 
 use super::script::attach_command;
 use super::{ChildSetup, TASK_MARKER_ENV};
@@ -135,10 +135,11 @@ impl CommandSpec {
         }
     }
 
-    /// Starts the command in a new process group with `stdout` and `stderr` as its output.
+    /// Starts the command in a new process group with `stdout` and `stderr` as its output,
+    /// without copying this process ([`Spawn`]).
     ///
     /// Call this from a tokio worker thread or another long-lived thread, never from
-    /// `spawn_blocking`: Linux delivers the parent-death signal when the *thread* that forked the
+    /// `spawn_blocking`: Linux delivers the parent-death signal when the *thread* that started the
     /// child exits, and blocking-pool threads exit after a short idle time.
     ///
     /// # Errors
@@ -149,40 +150,32 @@ impl CommandSpec {
             shell: self.shell.clone(),
             source,
         };
-        let mut cmd = Command::new(&self.shell);
+        let mut cmd = Spawn::new(&self.shell);
         if self.clear_env {
-            cmd.env_clear();
+            cmd = cmd.env_clear();
         }
-        let script = attach_command(&mut cmd, &self.command).map_err(spawn_error)?;
-        cmd.env("GIT_EDITOR", "true")
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
+        cmd = attach_command(cmd, &self.command).map_err(spawn_error)?;
+        cmd = cmd
+            .env("GIT_EDITOR", "true")
+            .envs(self.env.iter().cloned())
             .stdin(match self.stdin {
-                StdinMode::Null => Stdio::null(),
-                StdinMode::Piped => Stdio::piped(),
+                StdinMode::Null => Stdio::Null,
+                StdinMode::Piped => Stdio::Piped,
             })
             .stdout(stdout)
             .stderr(stderr)
-            .process_group(0)
-            .kill_on_drop(false);
+            .group(Group::Lead)
+            .setup(ChildSetup {
+                die_with_parent: self.die_with_parent,
+                hold_orphans: true,
+            });
         if let Some(dir) = &self.cwd {
-            cmd.current_dir(dir);
+            cmd = cmd.current_dir(dir);
         }
         if let Some(marker) = &self.marker {
-            cmd.env(TASK_MARKER_ENV, marker);
+            cmd = cmd.env(TASK_MARKER_ENV, marker);
         }
-        let setup = ChildSetup {
-            die_with_parent: self.die_with_parent,
-            hold_orphans: true,
-        };
-        // SAFETY: the hook runs in the forked child before `exec`; it is async-signal-safe (raw
-        // system calls only, no allocation, no lock: see `ChildSetup::hook`).
-        unsafe {
-            cmd.pre_exec(setup.hook());
-        }
-        let child = cmd.spawn().map_err(spawn_error);
-        // The child has exec'd (or failed to): it has its own copy of a script's descriptor.
-        drop(script);
-        child
+        cmd.spawn().map_err(spawn_error)
     }
 
     /// The environment the command gets: exactly the one given with

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use task_core::process::Child;
 use task_core::{EndReason, TaskId, TaskStatus};
-use tokio::process::Child;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, Interval, MissedTickBehavior, interval_at};
 
