@@ -373,7 +373,7 @@ fn output(session: &Session, args: &OutputArgs, printer: Printer) -> Result<u8> 
     let conversation = conversation && args.max_bytes.is_none();
     if args.follow {
         if conversation {
-            return crate::transcript::follow_output(session, &id, offset, chunk)
+            return crate::stream_cmd::follow_output(session, &id, offset, chunk)
                 .map(|()| exit::OK);
         }
         return crate::stream_cmd::follow(session, &id, offset, chunk);

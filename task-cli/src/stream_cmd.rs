@@ -71,12 +71,7 @@ pub fn streams(follow: bool, for_model: bool, printer: Printer) -> bool {
 pub fn follow_then_summarize(session: &Session, ids: &[TaskId], deliver: bool) -> Result<u8> {
     let mut code = 0;
     for id in ids {
-        crate::transcript::follow_output(
-            session,
-            id,
-            0,
-            task_output::read::DEFAULT_MAX_READ_BYTES,
-        )?;
+        follow_output(session, id, 0, task_output::read::DEFAULT_MAX_READ_BYTES)?;
         let task = session.task(id)?;
         // The person saw it end: its completion is delivered with the summary line.
         let line = summary(&task);
@@ -135,6 +130,16 @@ pub fn how_long(base: &task_core::TaskStateBase, now: u64) -> String {
         (_, Some(ms)) => format!("after {}", took(ms)),
         (_, None) => "before it ran".to_owned(),
     }
+}
+
+/// Follows the output of `id` from byte `offset` until it ended, as a person reads it: the
+/// conversation of a task that holds one (from its start), else the bytes as written.
+pub fn follow_output(session: &Session, id: &TaskId, offset: u64, chunk: usize) -> Result<()> {
+    let conversation = session.task(id)?.task.base.task_type.holds_conversation();
+    if conversation && offset == 0 {
+        return crate::transcript::follow(session, id, offset, chunk);
+    }
+    follow(session, id, offset, chunk).map(drop)
 }
 
 /// Prints output as it grows until the task is terminal and everything was printed.

@@ -4,7 +4,7 @@
 //! and why one failed, how each turn ended, and how the task stopped when the transcript does
 //! not say it ([`end_note`]: a budget, a kill). This is the one view of an agent a person gets:
 //! `tasks output` (`--json` and byte ranges excepted), `tasks output --follow`, `tasks wait
-//! --follow`, `tasks run|agent --wait` on a terminal ([`follow_output`]), and `tasks top`'s
+//! --follow`, `tasks run|agent --wait` on a terminal ([`follow_output`](crate::stream_cmd::follow_output)), and `tasks top`'s
 //! pane and pager.
 //!
 //! [`TaskType::holds_conversation`]: task_core::TaskType::holds_conversation
@@ -105,16 +105,6 @@ pub fn print_last(session: &Session, id: &TaskId, n: usize) -> Result<()> {
     print_end_note(session, id)
 }
 
-/// Follows the output of `id` from byte `offset` until it ended, as a person reads it: the
-/// conversation of a task that holds one (from its start), else the bytes as written.
-pub fn follow_output(session: &Session, id: &TaskId, offset: u64, chunk: usize) -> Result<()> {
-    let conversation = session.task(id)?.task.base.task_type.holds_conversation();
-    if conversation && offset == 0 {
-        return follow(session, id, offset, chunk);
-    }
-    crate::stream_cmd::follow(session, id, offset, chunk).map(drop)
-}
-
 /// The conversation of `id` as its model reads it ([`transcript_file::for_model`]).
 pub fn for_model(session: &Session, id: &TaskId) -> Result<String> {
     let path = session.output_path(id);
@@ -123,7 +113,7 @@ pub fn for_model(session: &Session, id: &TaskId) -> Result<String> {
 
 /// Follows the conversation of `id` from byte `offset` (the start of a line) until the task is
 /// terminal and all of it was printed: each entry once its line is whole; then its end note.
-fn follow(session: &Session, id: &TaskId, mut offset: u64, chunk: usize) -> Result<()> {
+pub(crate) fn follow(session: &Session, id: &TaskId, mut offset: u64, chunk: usize) -> Result<()> {
     let mut reader = Conversation::default();
     let mut entries = Vec::new();
     let mut partial = Vec::new();

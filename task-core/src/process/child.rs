@@ -10,14 +10,20 @@ use rustix::process::{Pid, WaitOptions};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
-use super::spawn::Ours;
-
 /// This process's end of a child's stdin pipe.
 pub type ChildStdin = tokio::net::unix::pipe::Sender;
 /// This process's end of a child's stdout pipe.
 pub type ChildStdout = tokio::net::unix::pipe::Receiver;
 /// This process's end of a child's stderr pipe.
 pub type ChildStderr = tokio::net::unix::pipe::Receiver;
+
+/// This process's ends of the child's pipes, handed to the [`Child`].
+#[derive(Debug, Default)]
+pub(crate) struct Ours {
+    pub(crate) stdin: Option<OwnedFd>,
+    pub(crate) stdout: Option<OwnedFd>,
+    pub(crate) stderr: Option<OwnedFd>,
+}
 
 /// A started process, until it is reaped.
 ///

@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use rustix::fs::{Access, Mode, OFlags};
 use rustix::pipe::PipeFlags;
 
-use super::child::Child;
+use super::child::{Child, Ours};
 use super::setup::ChildSetup;
 
 /// The child's stack: what it runs on between `clone` and `execve` (a few system calls; glibc
@@ -271,14 +271,6 @@ impl Spawn {
         }
         env
     }
-}
-
-/// This process's ends of the child's pipes, handed to the [`Child`].
-#[derive(Debug, Default)]
-pub(crate) struct Ours {
-    pub(crate) stdin: Option<OwnedFd>,
-    pub(crate) stdout: Option<OwnedFd>,
-    pub(crate) stderr: Option<OwnedFd>,
 }
 
 /// The descriptors the child copies into place, kept open until the `clone` has returned.
