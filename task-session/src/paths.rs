@@ -244,10 +244,15 @@ impl SessionPaths {
     pub fn verify(&self) -> Result<()> {
         for dir in [&self.root, &self.dir] {
             task_output::open::check_private_dir(dir).map_err(|e| match e {
-                task_output::OutputError::UnsafeDirectory { problem, .. } => Error::UnsafeState {
-                    path: dir.clone(),
-                    reason: problem.to_string(),
-                },
+                // Not a directory at all is a bad path (an I/O error), not an unsafe one.
+                task_output::OutputError::UnsafeDirectory { problem, .. }
+                    if problem != task_output::DirectoryProblem::NotADirectory =>
+                {
+                    Error::UnsafeState {
+                        path: dir.clone(),
+                        reason: problem.to_string(),
+                    }
+                }
                 _ => Error::io("use", dir, e.into()),
             })?;
         }
