@@ -614,6 +614,7 @@ fn teammates_resumed_after_sigkilled_supervisors_keep_their_time_budget_and_end_
     let mut dice = support::Dice::seeded();
     let mut last_resume = 0;
     for _ in 0..SUPERVISOR_KILLS {
+        // The kill's moment is the schedule's random input (the crash point), not a wait for an event.
         std::thread::sleep(Duration::from_millis(300 + dice.below(900)));
         let supervisor = supervisor_pid(&sandbox);
         support::sigkill(supervisor);
