@@ -49,3 +49,10 @@ if cargo tree -p task-protocol -e normal --prefix none | tail -n +2 | grep -E "$
     echo "task-protocol depends on a runtime or on another crate of ours (above)" >&2
     exit 1
 fi
+
+# The client is what front ends read and start tasks through: no executor in its tree.
+forbidden='^(task-shell|task-agent|task-team|task-workflow|task-remote|task-slurm|task-worktree) '
+if cargo tree -p task-client -e normal --prefix none | grep -E "$forbidden"; then
+    echo "task-client depends on an executor (above)" >&2
+    exit 1
+fi

@@ -51,7 +51,6 @@ pub mod budget;
 mod command;
 mod config;
 mod consolidation_lock;
-pub mod conversation;
 pub mod dream;
 mod drive;
 mod error;

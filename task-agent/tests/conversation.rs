@@ -1,9 +1,9 @@
-//! The conversation view ([`task_agent::conversation`]) of real transcripts, golden: the
+//! The conversation view ([`agent_stream::conversation`]) of real transcripts, golden: the
 //! recordings of the Codex and Gemini CLIs (`tests/fixtures/codex-cli`, `gemini-cli`) and a
 //! named agent's transcript written by the reference harness, resumed by a message.
 #![allow(clippy::unwrap_used)]
 
-use task_agent::conversation::{entries, text};
+use agent_stream::conversation::{entries, text};
 use task_agent::format::user_turn_line;
 
 fn fixture(name: &str) -> Vec<u8> {

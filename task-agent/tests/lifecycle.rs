@@ -249,7 +249,9 @@ async fn the_main_session_is_tracked_over_its_growing_transcript_until_its_resul
         "the main session takes no messages"
     );
     // Its output reads as a conversation, as every agent-like task's does.
-    let last_three = task_agent::conversation::last_entries_text(&handle.output_file, 3).unwrap();
+    let transcript = std::fs::read(&handle.output_file).unwrap();
+    let entries = agent_stream::conversation::entries(&transcript);
+    let last_three = agent_stream::conversation::text(&entries[entries.len() - 3..]);
     assert!(last_three.starts_with("  → "), "{last_three}");
     assert!(
         last_three.ends_with("all done\n✓ all done\n"),

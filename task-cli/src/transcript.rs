@@ -13,7 +13,7 @@ use std::io::BufRead;
 use std::path::Path;
 
 use agent_stream::conversation::{self, Conversation, Entry};
-use task_agent::conversation::{self as transcript_file, last_entries_text};
+use task_client::conversation::{self as transcript_file, last_entries_text};
 use task_core::{BudgetLimit, EndReason, TaskId};
 use task_output::OutputError;
 use task_session::record::TaskRecord;

@@ -140,7 +140,7 @@ pub(crate) async fn task_output(
         _ if task.task.base.task_type.holds_conversation() => {
             let path = context.session.output_path(&id);
             blocking(move || {
-                task_agent::conversation::for_model(&path)
+                task_client::conversation::for_model(&path)
                     .map_err(|error| task_session::Error::Invalid(error.to_string()))
             })
             .await?

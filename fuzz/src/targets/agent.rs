@@ -8,8 +8,8 @@ use agent_stream::conversation::{self, Entry};
 use agent_stream::format::{
     ClaudeParser, CliFormat, CodexParser, DetectingParser, GeminiParser, LineParser,
 };
-use task_agent::conversation as transcript_file;
 use task_agent::{ProgressTracker, TranscriptTail};
+use task_client::conversation as transcript_file;
 
 use crate::scratch;
 

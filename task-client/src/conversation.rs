@@ -1,6 +1,6 @@
-//! An agent's conversation read from its transcript file: the end of it, as entries, as text,
-//! and as a model reads a task's output. The view itself (entries from lines, whatever CLI
-//! wrote them) is agent-stream's [`conversation`](agent_stream::conversation).
+//! An agent's conversation read from its transcript file (the task's output file): the end of
+//! it, as entries, as text, and as a model reads a task's output. The view itself (entries from
+//! lines, whatever CLI wrote them) is agent-stream's [`conversation`](agent_stream::conversation).
 
 use std::path::Path;
 
