@@ -51,7 +51,7 @@ if cargo tree -p task-protocol -e normal --prefix none | tail -n +2 | grep -E "$
 fi
 
 # The client is what front ends read and start tasks through: no executor in its tree.
-forbidden='^(task-shell|task-agent|task-team|task-workflow|task-remote|task-slurm|task-worktree) '
+forbidden='^(task-shell|task-agent|task-team|task-workflow|task-remote|task-slurm) '
 if cargo tree -p task-client -e normal --prefix none | grep -E "$forbidden"; then
     echo "task-client depends on an executor (above)" >&2
     exit 1
