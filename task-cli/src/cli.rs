@@ -1,4 +1,5 @@
-//! The command line surface of `tasks` (clap derive).
+//! The command line surface of `tasks` (clap derive): every command, as `tasksd` parses it.
+//! The short commands' definitions are task-client's ([`task_client::cli::args`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -6,21 +7,10 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use task_agent::RunnerFormat;
-use task_core::{Address, RemoteSubtype, TaskType};
+use task_client::cli::args::AFTER_HELP;
+pub use task_client::cli::args::{EndArgs, Globals, PlacementArgs, ScheduleArgs, ShortCommand};
+use task_core::{Address, RemoteSubtype};
 use task_serve::{DEFAULT_LISTEN, DEFAULT_MAX_BODY, PageLimits};
-
-const AFTER_HELP: &str = "\
-Environment:
-  TASKS_ROOT       state root (default $XDG_STATE_HOME/tasks, else ~/.local/state/tasks)
-  TASKS_SESSION    session name (default \"default\")
-  TASKS_LIST_ROOT  task-list root (default {root}/lists)
-  TASKS_LIST_ID    task-list id (default: the session name, so \"default\")
-  Supervisor settings (TASKS_IDLE_EXIT_MS, TASKS_STALL_*): see the task-cli README.
-
-Exit codes:
-  0 success · 1..=255 from `wait`/`run --wait`: the task's own exit code
-  65 malformed or ambiguous task id · 66 unknown task · 69 supervisor unavailable · 70 other error
-  74 I/O failure · 124 `wait --timeout` expired · 137 task was killed · 2 usage error";
 
 /// Background tasks that outlive the command that started them, and task lists.
 ///
@@ -37,71 +27,6 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
-
-/// The short commands alone: what the `tasks` executable parses itself (everything else it
-/// hands to `tasksd`, which parses [`Cli`]).
-#[derive(Debug, Parser)]
-#[command(name = "tasks", version, after_help = AFTER_HELP, propagate_version = true)]
-pub struct ShortCli {
-    /// The options every command takes.
-    #[command(flatten)]
-    pub globals: Globals,
-    /// The command to run.
-    #[command(subcommand)]
-    pub command: ShortCommand,
-}
-
-/// The options every command takes.
-#[derive(Debug, Args)]
-pub struct Globals {
-    /// State root directory.
-    #[arg(long, global = true, env = "TASKS_ROOT", value_name = "DIR")]
-    pub root: Option<PathBuf>,
-    /// Session name: a separate set of tasks under the root.
-    #[arg(long, global = true, env = "TASKS_SESSION", value_name = "NAME")]
-    pub session: Option<String>,
-    /// Print JSON (one document, or JSON lines for streams) instead of human output.
-    #[arg(long, global = true)]
-    pub json: bool,
-}
-
-/// The short commands: started as often as `tail`, so the `tasks` executable runs them itself
-/// and links nothing else (no agent runtime, HTTP, database client, terminal UI or MCP).
-#[derive(Debug, Subcommand)]
-#[command(defer = true)]
-pub enum ShortCommand {
-    /// Start a shell command in the background and print its task id.
-    Run(Box<RunArgs>),
-    /// List the session's tasks.
-    Ps(PsArgs),
-    /// Print a one-line summary of the background work, for a shell prompt or a status bar.
-    Status,
-    /// Read a task's output: a delta from an offset, a tail, or follow it until the task ends.
-    Output(OutputArgs),
-    /// Wait until every named task has ended; the exit status mirrors the task's.
-    Wait(WaitArgs),
-    /// Kill tasks and their whole process trees.
-    Kill(KillArgs),
-    /// Deliver pending notifications (each exactly once across all readers), in priority order.
-    Notifications(NotificationsArgs),
-    /// Manage task lists (the persistent checklist with dependencies).
-    List(Box<ListArgs>),
-}
-
-impl ShortCommand {
-    /// The names of the short commands, as typed.
-    pub const NAMES: [&'static str; 8] = [
-        "run",
-        "ps",
-        "status",
-        "output",
-        "wait",
-        "kill",
-        "notifications",
-        "list",
-    ];
-}
-
 /// The subcommands.
 ///
 /// Each subcommand's arguments are built only when it is the one invoked (`defer`): building
@@ -164,129 +89,6 @@ pub enum Command {
         what: Candidates,
     },
 }
-
-/// Start a shell command in the background and print its task id.
-#[derive(Debug, Args)]
-pub struct RunArgs {
-    /// Human description (default: the command).
-    #[arg(short, long)]
-    pub description: Option<String>,
-    /// Kill the task after this long (`90s`, `10m`, `1h30m`; a bare number is milliseconds;
-    /// exit 143).
-    #[arg(long, value_name = "DURATION", value_parser = task_session::config::parse_duration_ms)]
-    pub timeout: Option<u64>,
-    /// The agent that owns the task (its tasks are killed when it ends): its task id.
-    #[arg(long, value_name = "ID", value_parser = task_core::TaskId::parse)]
-    pub agent_id: Option<task_core::TaskId>,
-    /// Wait for the task to end and exit with its exit code. On a terminal its output is
-    /// streamed, then one line says how it ended; elsewhere the id and the notification print.
-    #[arg(long)]
-    pub wait: bool,
-    /// With --wait: stream the output and the summary even off a terminal.
-    #[arg(long, requires = "wait", conflicts_with = "for_model")]
-    pub follow: bool,
-    /// With --wait: print the id and the notification a model reads, even on a terminal.
-    #[arg(long, requires = "wait")]
-    pub for_model: bool,
-    /// The command's stdin: null (/dev/null, read gets end of file at once) or pipe (kept open
-    /// for `tasks input ID`).
-    #[arg(long, value_enum, default_value = "null", value_name = "MODE")]
-    pub stdin: StdinChoice,
-    /// Group, priority, dependencies and start time.
-    #[command(flatten)]
-    pub schedule: ScheduleArgs,
-    /// What makes it ready (`tasks wait --ready ID`).
-    #[command(flatten)]
-    pub ready: ReadyArgs,
-    /// What the task brings for its end.
-    #[command(flatten)]
-    pub ends: EndArgs,
-    /// Where it runs (`--on slurm`).
-    #[command(flatten)]
-    pub on: PlacementArgs,
-    /// The command: one argument is shell text (`'a | b'`); several are quoted words.
-    #[arg(required = true, last = true, value_name = "CMD")]
-    pub command: Vec<String>,
-}
-
-/// Where a task runs: on this machine, or as a batch job.
-#[derive(Debug, Clone, Default, Args)]
-pub struct PlacementArgs {
-    /// Run it as a batch job instead of on this machine: `slurm` or `slurm:PARTITION`. The
-    /// job is named by the task's id, its output is the task's output file (the state
-    /// directory must be shared with the cluster's nodes); `TASKS_SLURM_*` configure it.
-    #[arg(long = "on", value_name = "WHERE", value_parser = task_shell::launch::Placement::parse)]
-    pub placement: Option<task_shell::launch::Placement>,
-    /// With --on slurm: one more `sbatch` option (`--slurm-arg=--mem=1G`); repeat for more.
-    #[arg(
-        long = "slurm-arg",
-        value_name = "ARG",
-        requires = "placement",
-        allow_hyphen_values = true
-    )]
-    pub slurm_args: Vec<String>,
-}
-
-impl PlacementArgs {
-    /// Where the task runs: its placement with the `--slurm-arg`s, or `None` (here).
-    pub fn placement(&self) -> Option<task_shell::launch::Placement> {
-        use task_shell::launch::Placement;
-        match self.placement.clone()? {
-            Placement::Slurm {
-                partition,
-                mut args,
-            } => {
-                args.extend(self.slurm_args.iter().cloned());
-                Some(Placement::Slurm { partition, args })
-            }
-            other => Some(other),
-        }
-    }
-}
-
-/// When and where a task starts: its group's turn, after other tasks, at a time.
-#[derive(Debug, Clone, Default, Args)]
-pub struct ScheduleArgs {
-    /// The group to queue in (default: $TASKS_GROUP, else `default`): at most its parallelism
-    /// limit of tasks run at once (`tasks group set`); the rest wait `pending`, in order.
-    #[arg(long, value_name = "GROUP")]
-    pub group: Option<String>,
-    /// Higher starts first in its group (default 0; ties in order of arrival).
-    #[arg(
-        long,
-        value_name = "N",
-        allow_negative_numbers = true,
-        default_value_t = 0
-    )]
-    pub priority: i32,
-    /// Start only once each of these tasks completed; if one fails or is killed, this one ends
-    /// `failed` (dependency failed) without running. Each an id, a unique prefix of one or a
-    /// name.
-    #[arg(long, value_name = "ID", num_args = 1..)]
-    pub after: Vec<String>,
-    /// Wait this long before queuing (`90s`, `10m`; a bare number is milliseconds).
-    #[arg(long, value_name = "DURATION", value_parser = task_session::config::parse_duration_ms)]
-    pub delay: Option<u64>,
-    /// Queue at this time: `HH:MM` (local, the next one) or RFC 3339.
-    #[arg(long, value_name = "TIME", conflicts_with = "delay")]
-    pub at: Option<String>,
-}
-
-/// What makes a task ready: one "ready" notification, and `tasks wait --ready` returns.
-#[derive(Debug, Clone, Default, Args)]
-#[group(multiple = false)]
-pub struct ReadyArgs {
-    /// Ready once a line of its output matches this regular expression.
-    #[arg(long = "ready", value_name = "REGEX")]
-    pub pattern: Option<String>,
-    /// Ready once a TCP connection to this port of 127.0.0.1 succeeds.
-    #[arg(long, value_name = "PORT")]
-    pub ready_port: Option<u16>,
-    /// Ready once a GET of this http:// URL answers 2xx.
-    #[arg(long, value_name = "URL")]
-    pub ready_http: Option<String>,
-}
-
 /// Set the parallelism limits of groups, pause and resume them, list them.
 #[derive(Debug, Args)]
 pub struct GroupArgs {
@@ -294,7 +96,6 @@ pub struct GroupArgs {
     #[command(subcommand)]
     pub op: GroupOp,
 }
-
 /// `tasks group …` operations.
 #[derive(Debug, Subcommand)]
 pub enum GroupOp {
@@ -320,25 +121,6 @@ pub enum GroupOp {
     /// List the groups: limit, whether paused, running and queued tasks.
     Ls,
 }
-
-/// What a started command's stdin is (`tasks run --stdin`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StdinChoice {
-    /// `/dev/null`, as in the reference harness.
-    Null,
-    /// A pipe the supervisor keeps open; write to it with `tasks input`.
-    Pipe,
-}
-
-impl From<StdinChoice> for task_shell::process::StdinMode {
-    fn from(choice: StdinChoice) -> Self {
-        match choice {
-            StdinChoice::Null => Self::Null,
-            StdinChoice::Pipe => Self::Piped,
-        }
-    }
-}
-
 /// Write a line, or this command's stdin, to the stdin of a task run with --stdin pipe.
 ///
 /// `tasks input ID TEXT` writes TEXT and a newline; `tasks input ID -` copies this command's
@@ -357,7 +139,6 @@ pub struct InputArgs {
     #[arg(long)]
     pub close: bool,
 }
-
 /// Start a background agent: an agent CLI speaking a JSON event stream, followed as it works.
 #[derive(Debug, Args)]
 pub struct AgentArgs {
@@ -400,7 +181,6 @@ pub struct AgentArgs {
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
-
 /// The budgets of `tasks agent` and `tasks team spawn`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct BudgetArgs {
@@ -416,7 +196,6 @@ pub struct BudgetArgs {
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
 }
-
 impl BudgetArgs {
     /// The budgets asked for, if any.
     pub fn budget(&self) -> Option<task_core::AgentBudget> {
@@ -429,7 +208,6 @@ impl BudgetArgs {
         (!budget.is_unlimited()).then_some(budget)
     }
 }
-
 /// `--worktree` / `--worktree-branch` of `tasks agent` and `tasks team spawn`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct WorktreeFlags {
@@ -444,7 +222,6 @@ pub struct WorktreeFlags {
     #[arg(long, value_name = "NAME")]
     pub worktree_branch: Option<String>,
 }
-
 impl WorktreeFlags {
     /// The worktree asked for, if any.
     pub fn request(&self) -> Option<task_agent::WorktreeRequest> {
@@ -453,12 +230,10 @@ impl WorktreeFlags {
         })
     }
 }
-
 fn parse_runner(text: &str) -> Result<task_agent::RunnerFormat, String> {
     serde_json::from_value(serde_json::Value::String(text.to_owned()))
         .map_err(|_| format!("{text:?}: expected claude, codex, gemini or auto"))
 }
-
 /// Send a message to an agent or teammate (by id or name).
 ///
 /// Queued while an agent works, or it resumes; a teammate gets it as soon as it is idle.
@@ -469,7 +244,6 @@ pub struct SendArgs {
     /// The message.
     pub message: String,
 }
-
 /// Start a monitor: each stdout line of the command is an event notification.
 #[derive(Debug, Args)]
 pub struct MonitorArgs {
@@ -496,85 +270,6 @@ pub struct MonitorArgs {
     #[arg(required_unless_present = "ws", last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
-
-/// List the session's tasks.
-#[derive(Debug, Args)]
-pub struct PsArgs {
-    /// Include finished tasks whose notification was already delivered.
-    #[arg(short, long)]
-    pub all: bool,
-    /// Refresh the table in place every second (until interrupted).
-    #[arg(short, long, conflicts_with = "json")]
-    pub watch: bool,
-    /// Only tasks with these statuses (comma-separated; `live` and `ended` name groups).
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "STATUS")]
-    pub status: Vec<StatusFilter>,
-    /// Only tasks of these types (comma-separated: bash, monitor, agent, remote, teammate,
-    /// workflow, dream).
-    #[arg(long, value_delimiter = ',', value_name = "TYPE", value_parser = parse_type)]
-    pub r#type: Vec<task_core::TaskType>,
-    /// Only tasks of this group (`default` for tasks started without one).
-    #[arg(long, value_name = "GROUP")]
-    pub group: Option<String>,
-    /// Colour the status column: auto (a terminal without NO_COLOR), always or never.
-    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
-    pub color: ColorChoice,
-}
-
-/// Read a task's output: a delta from an offset, a tail, or follow it until the task ends.
-#[derive(Debug, Args)]
-pub struct OutputArgs {
-    /// The task: a task id, a unique prefix of one (3+ characters), an agent's NAME or a teammate's
-    /// NAME@TEAM.
-    pub id: String,
-    /// Read from this byte offset (a delta read; `--json` reports the new offset).
-    #[arg(long, value_name = "BYTES", conflicts_with = "tail")]
-    pub offset: Option<u64>,
-    /// Read at most this many bytes (default 8 MiB).
-    #[arg(long, value_name = "BYTES")]
-    pub max_bytes: Option<u64>,
-    /// Print only the last LINES lines.
-    #[arg(long, value_name = "LINES")]
-    pub tail: Option<usize>,
-    /// Keep printing new output until the task ends.
-    #[arg(short, long, conflicts_with_all = ["tail", "json", "for_model"])]
-    pub follow: bool,
-    /// Format as the model sees it: UTF-8 safe, truncated to TASK_MAX_OUTPUT_LENGTH (SPEC §4).
-    #[arg(long)]
-    pub for_model: bool,
-    /// An agent's or teammate's stderr instead, kept whole beside its transcript (up to 8MB,
-    /// every run of it).
-    #[arg(long, conflicts_with_all = ["offset", "tail", "follow", "for_model"])]
-    pub stderr: bool,
-}
-
-/// Wait until every named task has ended; the exit status mirrors the task's.
-#[derive(Debug, Args)]
-pub struct WaitArgs {
-    /// The tasks: each a task id, a unique prefix of one (3+ characters), an agent's NAME or a teammate's
-    /// NAME@TEAM.
-    #[arg(required_unless_present = "group", conflicts_with = "group")]
-    pub ids: Vec<String>,
-    /// Every task of this group that is live or whose completion was not delivered yet, as
-    /// they are when the wait begins (as `tasks ps --group` lists them).
-    #[arg(long, value_name = "GROUP", conflicts_with = "ready")]
-    pub group: Option<String>,
-    /// Stream each task's output as it is written, then one line saying how it ended.
-    #[arg(short, long, conflicts_with = "timeout")]
-    pub follow: bool,
-    /// Give up after this long (`30s`, `5m`; a bare number is milliseconds; exit 124).
-    #[arg(long, value_name = "DURATION", value_parser = task_session::config::parse_duration_ms)]
-    pub timeout: Option<u64>,
-    /// Leave the completions for `tasks notifications` (or an MCP server) to deliver, instead
-    /// of delivering those this command reports.
-    #[arg(long)]
-    pub no_deliver: bool,
-    /// Wait until the task (one id) is ready (`run --ready…`) instead of ended: 0 once it is,
-    /// 1 if it ends first, 124 after --timeout.
-    #[arg(long, conflicts_with = "follow")]
-    pub ready: bool,
-}
-
 /// Start a task again (same command, directory and options) under a new id.
 #[derive(Debug, Args)]
 pub struct RestartArgs {
@@ -585,90 +280,12 @@ pub struct RestartArgs {
     #[arg(long)]
     pub wait: bool,
 }
-
-/// Kill tasks and their whole process trees.
-#[derive(Debug, Args)]
-pub struct KillArgs {
-    /// The tasks: each a task id, a unique prefix of one (3+ characters), an agent's NAME or a teammate's
-    /// NAME@TEAM.
-    #[arg(required_unless_present_any = ["all_strays", "group"])]
-    pub ids: Vec<String>,
-    /// Kill every live task of this group, queued or running.
-    #[arg(long, value_name = "GROUP", conflicts_with_all = ["ids", "strays", "all_strays"])]
-    pub group: Option<String>,
-    /// Kill the processes these (ended) tasks left running instead (`tasks strays` lists them).
-    #[arg(long)]
-    pub strays: bool,
-    /// Kill the processes every task of the session left running.
-    #[arg(long, conflicts_with_all = ["ids", "strays"])]
-    pub all_strays: bool,
-}
-
-/// What is done with the processes a task leaves running when it ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StraysChoice {
-    /// Record them and name them in the task's notification (see `tasks strays`).
-    Report,
-    /// Kill them when the task ends.
-    Kill,
-    /// Do not look for them.
-    Ignore,
-}
-
-impl From<StraysChoice> for task_session::strays::StrayPolicy {
-    fn from(choice: StraysChoice) -> Self {
-        match choice {
-            StraysChoice::Report => Self::Report,
-            StraysChoice::Kill => Self::Kill,
-            StraysChoice::Ignore => Self::Ignore,
-        }
-    }
-}
-
-/// What `--on-end` and `--strays` bring to a start.
-#[derive(Debug, Clone, Args)]
-pub struct EndArgs {
-    /// A command run by `sh -c` once the task ends (however it ends), instead of the session's
-    /// `on_end`; the task is in its environment (TASKS_ID, TASKS_STATUS, TASKS_END_REASON, …).
-    #[arg(long, value_name = "CMD")]
-    pub on_end: Option<String>,
-    /// What to do with processes the task leaves running when it ends (default: the session's
-    /// `strays` setting, else report; an agent's or a teammate's are killed unless `report`).
-    #[arg(long, value_enum, value_name = "POLICY")]
-    pub strays: Option<StraysChoice>,
-}
-
-impl From<EndArgs> for task_session::protocol::Ends {
-    fn from(args: EndArgs) -> Self {
-        Self {
-            on_end: args.on_end,
-            strays: args.strays.map(Into::into),
-        }
-    }
-}
-
-/// Deliver pending notifications (each exactly once across all readers), in priority order.
-#[derive(Debug, Args)]
-pub struct NotificationsArgs {
-    /// Keep delivering new notifications until interrupted.
-    #[arg(short, long)]
-    pub follow: bool,
-    /// xml (the envelope a model reads), json, or text (a line each). Default: text on a
-    /// terminal, xml elsewhere and with --for-model.
-    #[arg(long, value_enum, value_name = "FORMAT")]
-    pub format: Option<NoticeFormat>,
-    /// Print what a model reads (the XML envelope).
-    #[arg(long, conflicts_with = "format")]
-    pub for_model: bool,
-}
-
 /// Print a shell completion script.
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// The shell.
     pub shell: CompletionShell,
 }
-
 /// Shells with completion scripts.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum CompletionShell {
@@ -679,239 +296,6 @@ pub enum CompletionShell {
     /// fish.
     Fish,
 }
-
-/// Manage task lists (the persistent checklist with dependencies).
-#[derive(Debug, Args)]
-pub struct ListArgs {
-    /// The list id (default: $TASKS_LIST_ID, else the session's name; with --claude the reference's chain).
-    #[arg(long = "list", global = true, env = "TASKS_LIST_ID", value_name = "ID")]
-    pub list: Option<String>,
-    /// Lists root directory (default {root}/lists).
-    #[arg(long, global = true, env = "TASKS_LIST_ROOT", value_name = "DIR")]
-    pub lists_root: Option<PathBuf>,
-    /// Use the reference harness's lists ($CLAUDE_CONFIG_DIR/tasks, else ~/.claude/tasks).
-    #[arg(long, global = true, conflicts_with = "lists_root")]
-    pub claude: bool,
-    /// Keep the list in a PostgreSQL database instead of files: `postgres://user@host/db`
-    /// (TLS per the URL's `sslmode`).
-    #[arg(long, global = true, env = "TASKS_LIST_STORE", value_name = "URL",
-          conflicts_with_all = ["lists_root", "claude"])]
-    pub store: Option<String>,
-    /// Who is acting (recorded in the audit log).
-    #[arg(long, global = true, env = "TASKS_ACTOR", value_name = "NAME")]
-    pub actor: Option<String>,
-    /// The operation.
-    #[command(subcommand)]
-    pub op: ListOp,
-}
-
-/// `tasks list …` operations.
-#[derive(Debug, Subcommand)]
-#[command(defer = true)]
-pub enum ListOp {
-    /// Create a task; prints its id.
-    Create {
-        /// One-line subject (`tasks list create "Write API"`).
-        #[arg(
-            value_name = "SUBJECT",
-            required_unless_present = "subject_flag",
-            conflicts_with = "subject_flag"
-        )]
-        subject: Option<String>,
-        /// One-line subject, as an option.
-        #[arg(long = "subject", value_name = "SUBJECT")]
-        subject_flag: Option<String>,
-        /// Print only the new task's id (for scripts).
-        #[arg(short, long)]
-        quiet: bool,
-        /// What to do.
-        #[arg(long, default_value = "")]
-        description: String,
-        /// Present-continuous form shown while in progress.
-        #[arg(long)]
-        active_form: Option<String>,
-        /// A JSON object of metadata.
-        #[arg(long, value_name = "JSON")]
-        metadata: Option<String>,
-        /// Priority, 0 (highest) to 4; a task without one counts as 2 (kept as
-        /// `metadata.priority`).
-        #[arg(long, value_name = "0..4", value_parser = clap::value_parser!(u8).range(0..=4))]
-        priority: Option<u8>,
-        /// A label (repeatable; kept as `metadata.labels`).
-        #[arg(long = "label", value_name = "LABEL")]
-        labels: Vec<String>,
-        /// The task's parent: it is ready only once all its children are completed (kept as
-        /// `metadata.parent`).
-        #[arg(long, value_name = "ID")]
-        parent: Option<String>,
-    },
-    /// Print every task of the list, one line each (status, owner, blockers)
-    ///
-    /// The filters given must all hold.
-    Ls(ListLsArgs),
-    /// Show one task.
-    Get {
-        /// The task id ("1", "2", …).
-        id: String,
-    },
-    /// Update a task (fields, status, owner, edges, metadata).
-    Update(ListUpdateArgs),
-    /// Delete a task (its id is never reused; edges to it are removed).
-    Delete {
-        /// The task id.
-        id: String,
-    },
-    /// Claim a task for an owner, if it is free and unblocked (or the best ready one)
-    ///
-    /// With `--next`, the best ready task: highest priority, then position, then lowest id.
-    Claim {
-        /// The task id.
-        #[arg(required_unless_present = "next", conflicts_with = "next")]
-        id: Option<String>,
-        /// Claim the best ready task (pending, unowned, every blocker and child completed):
-        /// priority 0 first (a task without one counts as 2), then the lowest position (see
-        /// `update --before/--after`), then the lowest id. Nothing ready is not an error: it
-        /// says so (`null` with `--json`) and exits 0.
-        #[arg(long)]
-        next: bool,
-        /// The new owner.
-        #[arg(long)]
-        owner: String,
-        /// Refuse if the owner already has an unfinished task.
-        #[arg(long)]
-        check_busy: bool,
-        /// Also mark the claimed task in progress, in the same write (a worker's claim and
-        /// start in one step).
-        #[arg(long)]
-        start: bool,
-    },
-    /// Return every unfinished task of an owner to pending, without owner.
-    Unassign {
-        /// The owner.
-        #[arg(long)]
-        owner: String,
-        /// Why the owner left.
-        #[arg(long, value_enum, default_value = "terminated")]
-        reason: UnassignReason,
-    },
-    /// Explain for every task whether it is ready, and why not.
-    Ready,
-    /// Print the dependency graph.
-    Graph {
-        /// Graphviz DOT instead of text.
-        #[arg(long)]
-        dot: bool,
-    },
-    /// Check the list's integrity (edges, references, cycles, high-water mark).
-    Doctor {
-        /// Repair what can be repaired.
-        #[arg(long)]
-        fix: bool,
-    },
-    /// Print the list again whenever it changes (until interrupted).
-    Watch,
-    /// Write the whole list (tasks, high-water mark, audit log) as one JSON document.
-    Export {
-        /// Write to this file instead of stdout.
-        #[arg(long, short, value_name = "FILE")]
-        output: Option<PathBuf>,
-    },
-    /// Load a `tasks list export` document into this (unused) list, ids and history intact.
-    Import {
-        /// The export document (`-`: stdin).
-        file: PathBuf,
-    },
-}
-
-/// Why an owner's tasks are unassigned.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum UnassignReason {
-    /// The owner was terminated.
-    Terminated,
-    /// The owner shut down.
-    Shutdown,
-}
-
-/// Update a task (fields, status, owner, edges, metadata).
-#[derive(Debug, Args)]
-pub struct ListUpdateArgs {
-    /// The task id.
-    pub id: String,
-    /// New subject.
-    #[arg(long)]
-    pub subject: Option<String>,
-    /// New description.
-    #[arg(long)]
-    pub description: Option<String>,
-    /// New active form.
-    #[arg(long)]
-    pub active_form: Option<String>,
-    /// New status: pending, in_progress, completed, or deleted.
-    #[arg(long)]
-    pub status: Option<String>,
-    /// New owner.
-    #[arg(long)]
-    pub owner: Option<String>,
-    /// Tasks this one blocks.
-    #[arg(long, value_name = "ID", num_args = 1..)]
-    pub add_blocks: Vec<String>,
-    /// Tasks that block this one.
-    #[arg(long, value_name = "ID", num_args = 1..)]
-    pub add_blocked_by: Vec<String>,
-    /// Tasks this one no longer blocks (the edge is removed from both tasks).
-    #[arg(long, value_name = "ID", num_args = 1..)]
-    pub remove_blocks: Vec<String>,
-    /// Tasks that no longer block this one (the edge is removed from both tasks).
-    #[arg(long, value_name = "ID", num_args = 1..)]
-    pub remove_blocked_by: Vec<String>,
-    /// A JSON object merged into the metadata (a key set to null is deleted).
-    #[arg(long, value_name = "JSON")]
-    pub metadata: Option<String>,
-    /// New priority, 0 (highest) to 4 (kept as `metadata.priority`).
-    #[arg(long, value_name = "0..4", value_parser = clap::value_parser!(u8).range(0..=4))]
-    pub priority: Option<u8>,
-    /// The task's labels, replacing the ones it has (repeatable; kept as `metadata.labels`).
-    #[arg(long = "label", value_name = "LABEL")]
-    pub labels: Vec<String>,
-    /// New parent (kept as `metadata.parent`; an empty string removes it).
-    #[arg(long, value_name = "ID")]
-    pub parent: Option<String>,
-    /// Move the task just before this one in the queue (kept as `metadata.position`).
-    #[arg(long, value_name = "ID", conflicts_with = "after")]
-    pub before: Option<String>,
-    /// Move the task just after this one in the queue (kept as `metadata.position`).
-    #[arg(long, value_name = "ID")]
-    pub after: Option<String>,
-}
-
-/// Print every task of the list, one line each (status, owner, blockers)
-///
-/// The filters given must all hold.
-#[derive(Debug, Args)]
-pub struct ListLsArgs {
-    /// Only tasks with this status: pending, in_progress or completed.
-    #[arg(long)]
-    pub status: Option<String>,
-    /// Only tasks this agent owns.
-    #[arg(long)]
-    pub owner: Option<String>,
-    /// Only tasks with this label (repeatable: every one).
-    #[arg(long = "label", value_name = "LABEL")]
-    pub labels: Vec<String>,
-    /// Only tasks of this priority (a task without one counts as 2).
-    #[arg(long, value_name = "0..4", value_parser = clap::value_parser!(u8).range(0..=4))]
-    pub priority: Option<u8>,
-    /// Only ready tasks (pending, unowned, every blocker completed).
-    #[arg(long, conflicts_with = "blocked")]
-    pub ready: bool,
-    /// Only tasks with a blocker that is not completed.
-    #[arg(long)]
-    pub blocked: bool,
-    /// Only the children of this task.
-    #[arg(long, value_name = "ID")]
-    pub parent: Option<String>,
-}
-
 /// The git worktrees of agents started with --worktree: list them, remove a kept one.
 #[derive(Debug, Args)]
 pub struct WorktreeArgs {
@@ -919,7 +303,6 @@ pub struct WorktreeArgs {
     #[command(subcommand)]
     pub command: WorktreeCommand,
 }
-
 /// `tasks worktree` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum WorktreeCommand {
@@ -935,11 +318,9 @@ pub enum WorktreeCommand {
         force: bool,
     },
 }
-
 /// The prompt of a dream when none is given.
 pub const DEFAULT_DREAM_PROMPT: &str =
     "Review the recent sessions and consolidate what is worth remembering into the memory files.";
-
 /// Teammates NAME@TEAM with mailboxes: spawn, list, shut down (message them with `send`).
 #[derive(Debug, Args)]
 pub struct TeamArgs {
@@ -947,7 +328,6 @@ pub struct TeamArgs {
     #[command(subcommand)]
     pub command: TeamCommand,
 }
-
 /// The `tasks team` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum TeamCommand {
@@ -959,7 +339,6 @@ pub enum TeamCommand {
     /// Ask a teammate to shut down (a `shutdown_request`; it ends once it approves).
     Shutdown(TeamShutdownArgs),
 }
-
 /// Spawn a teammate NAME@TEAM: one long-lived agent CLI fed through its stream-json input.
 #[derive(Debug, Args)]
 pub struct TeamSpawnArgs {
@@ -995,7 +374,6 @@ pub struct TeamSpawnArgs {
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
-
 /// Ask a teammate to shut down (a `shutdown_request`; it ends once it approves, or is ended
 /// `killed` when it has not approved within `team_shutdown_timeout_ms`, 60 s by default).
 #[derive(Debug, Args)]
@@ -1009,7 +387,6 @@ pub struct TeamShutdownArgs {
     #[arg(long)]
     pub force: bool,
 }
-
 /// Start a dream: a memory-consolidation agent under the consolidation lock.
 #[derive(Debug, Args)]
 pub struct DreamArgs {
@@ -1023,7 +400,6 @@ pub struct DreamArgs {
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
-
 /// Run, resume or show JavaScript workflow scripts whose agent() calls are background agents.
 #[derive(Debug, Args)]
 pub struct WorkflowArgs {
@@ -1031,7 +407,6 @@ pub struct WorkflowArgs {
     #[command(subcommand)]
     pub command: WorkflowCommand,
 }
-
 /// The `tasks workflow` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum WorkflowCommand {
@@ -1042,7 +417,6 @@ pub enum WorkflowCommand {
     /// Show a run's phases and agents as a tree.
     Show(ShowWorkflowArgs),
 }
-
 /// How a workflow's agents run, and whether to wait.
 #[derive(Debug, Args)]
 pub struct AgentCli {
@@ -1059,7 +433,6 @@ pub struct AgentCli {
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
-
 /// Start a workflow script; prints its task id and run id.
 #[derive(Debug, Args)]
 pub struct RunWorkflowArgs {
@@ -1072,7 +445,6 @@ pub struct RunWorkflowArgs {
     #[command(flatten)]
     pub agents: AgentCli,
 }
-
 /// Run a script again, answering unchanged agent() calls from an earlier run's journal.
 #[derive(Debug, Args)]
 pub struct ResumeWorkflowArgs {
@@ -1088,78 +460,12 @@ pub struct ResumeWorkflowArgs {
     #[command(flatten)]
     pub agents: AgentCli,
 }
-
 /// Show a run's phases and agents as a tree.
 #[derive(Debug, Args)]
 pub struct ShowWorkflowArgs {
     /// The run (`wf_…`).
     pub run_id: String,
 }
-
-/// When to colour the table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum ColorChoice {
-    /// On a terminal, unless `NO_COLOR` is set.
-    #[default]
-    Auto,
-    /// Always.
-    Always,
-    /// Never.
-    Never,
-}
-
-/// A `--status` filter: one status, or all live or all ended ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StatusFilter {
-    /// Pending or running.
-    Live,
-    /// Completed, failed or killed.
-    Ended,
-    /// Registered, not started yet.
-    Pending,
-    /// Running.
-    Running,
-    /// Ended well.
-    Completed,
-    /// Ended badly.
-    Failed,
-    /// Killed.
-    Killed,
-}
-
-/// Parses a `--type`: the type's name (`local_bash`) or a short one (`bash`, `shell`,
-/// `monitor`, `agent`, `remote`, `teammate`, `workflow`, `dream`).
-pub fn parse_type(text: &str) -> Result<TaskType, String> {
-    let wanted = match text {
-        "bash" | "shell" => TaskType::LocalBash,
-        "monitor" => TaskType::MonitorMcp,
-        "agent" => TaskType::LocalAgent,
-        "remote" => TaskType::RemoteAgent,
-        "teammate" => TaskType::InProcessTeammate,
-        "workflow" => TaskType::LocalWorkflow,
-        other => match TaskType::ALL.into_iter().find(|t| t.as_str() == other) {
-            Some(found) => found,
-            None => {
-                return Err(format!(
-                    "{other:?}: expected bash, monitor, agent, remote, teammate, workflow, dream (or a type such as local_bash)"
-                ));
-            }
-        },
-    };
-    Ok(wanted)
-}
-
-/// How notifications are printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum NoticeFormat {
-    /// The `<task-notification>` envelope a model reads.
-    Xml,
-    /// One JSON document per line.
-    Json,
-    /// One readable line per notification.
-    Text,
-}
-
 /// What `tasks __complete` lists.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum Candidates {
@@ -1168,7 +474,6 @@ pub enum Candidates {
     /// The names of the task lists under the lists root.
     Lists,
 }
-
 /// Serve the task tools over the Model Context Protocol on stdio (for agents).
 #[derive(Debug, Clone, Args)]
 pub struct McpArgs {
@@ -1197,7 +502,6 @@ pub struct McpArgs {
     #[arg(long, value_name = "MS", default_value_t = 500)]
     pub watch_ms: u64,
 }
-
 /// `--deliver`: who delivers a notification ([`task_mcp::Deliverer`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum DeliverArg {
@@ -1210,7 +514,6 @@ pub enum DeliverArg {
     /// with `--dangerously-load-development-channels server:NAME`).
     Channel,
 }
-
 /// A live dashboard of the session's tasks, their output and the task list.
 #[derive(Debug, Args)]
 pub struct TopArgs {
@@ -1219,14 +522,12 @@ pub struct TopArgs {
           value_parser = task_session::config::parse_duration)]
     pub interval: Duration,
 }
-
 /// List the processes tasks left running when they ended: pid, task, age, CPU, RSS, command.
 #[derive(Debug, Args)]
 pub struct StraysArgs {
     /// Only this task's (its id, a unique prefix of one or its name).
     pub id: Option<String>,
 }
-
 /// Remove finished tasks (record and output) whose completion was delivered.
 #[derive(Debug, Args)]
 pub struct RmArgs {
@@ -1235,7 +536,6 @@ pub struct RmArgs {
     #[arg(required = true)]
     pub ids: Vec<String>,
 }
-
 /// Remove finished, delivered tasks by age, count or total output size.
 #[derive(Debug, Args)]
 pub struct PruneArgs {
@@ -1249,7 +549,6 @@ pub struct PruneArgs {
     #[arg(long, value_name = "SIZE", value_parser = task_session::prune::parse_size)]
     pub max_size: Option<u64>,
 }
-
 /// Start a remote agent: a session on a sessions server (`tasks serve` on another machine).
 #[derive(Debug, Args)]
 pub struct RemoteArgs {
@@ -1272,7 +571,6 @@ pub struct RemoteArgs {
     #[arg(required = true, last = true, value_name = "PROMPT")]
     pub prompt: Vec<String>,
 }
-
 fn parse_subtype(text: &str) -> Result<RemoteSubtype, String> {
     serde_json::from_value(serde_json::Value::String(text.to_owned())).map_err(|_| {
         format!(
@@ -1280,7 +578,6 @@ fn parse_subtype(text: &str) -> Result<RemoteSubtype, String> {
         )
     })
 }
-
 /// Serve this machine's agents over the sessions API (for `tasks remote` elsewhere).
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -1322,7 +619,6 @@ pub struct ServeArgs {
     #[arg(long, env = "TASKS_SERVE_IDLE_TIMEOUT", default_value = "30s", value_name = "DURATION", value_parser = task_session::config::parse_duration)]
     pub idle_timeout: std::time::Duration,
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

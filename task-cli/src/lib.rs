@@ -4,7 +4,9 @@
 //! [`task_session`] crate; this crate wires the standard executors into it ([`wiring::standard`]:
 //! shells and monitors, agents, workflows, teammates, dreams, remote agents, each configured from
 //! the session's `config.json` by [`settings`]) and holds the front ends over it (with the
-//! default `cli` feature): the commands, `tasks top`, the MCP server and `tasks serve`.
+//! default `cli` feature): the long commands, `tasks top`, the MCP server and `tasks serve`.
+//! The short commands, which the `tasks` executable runs itself, are task-client's
+//! ([`task_client::cli`]): that executable links no executor.
 //!
 //! # Example
 //!
@@ -34,43 +36,21 @@ pub mod cli;
 pub mod commands;
 #[cfg(feature = "cli")]
 pub mod completions_cmd;
-#[cfg(feature = "cli")]
-pub mod daemon;
 pub mod error;
 #[cfg(feature = "cli")]
 mod group_cmd;
 #[cfg(feature = "cli")]
 mod input_cmd;
 #[cfg(feature = "cli")]
-pub mod list_cmd;
-#[cfg(feature = "cli")]
 pub mod list_open;
 #[cfg(feature = "cli")]
-mod list_text;
-#[cfg(feature = "cli")]
-pub mod logging;
-#[cfg(feature = "cli")]
 pub mod mcp_cmd;
-pub mod pill;
-#[cfg(feature = "cli")]
-pub mod printer;
-#[cfg(feature = "cli")]
-pub mod ps_cmd;
 #[cfg(feature = "cli")]
 mod remote_cmd;
 mod remote_wiring;
-pub mod render;
-#[cfg(feature = "cli")]
-pub mod report;
 #[cfg(feature = "cli")]
 pub mod serve_cmd;
 pub mod settings;
-#[cfg(feature = "cli")]
-pub mod status_cmd;
-#[cfg(feature = "cli")]
-pub mod strays_cmd;
-#[cfg(feature = "cli")]
-pub mod stream_cmd;
 #[cfg(feature = "cli")]
 pub mod team_cmd;
 pub mod team_wiring;
@@ -78,8 +58,6 @@ pub mod team_wiring;
 pub mod tidy_cmd;
 #[cfg(feature = "cli")]
 pub mod top;
-#[cfg(feature = "cli")]
-pub mod transcript;
 pub mod wiring;
 #[cfg(feature = "cli")]
 mod workflow_cmd;
@@ -87,4 +65,7 @@ mod workflow_cmd;
 mod worktree_cmd;
 mod worktree_wiring;
 
+// What the short commands (task-client's) share with the long ones here.
 pub use error::{CliError, Result};
+#[cfg(feature = "cli")]
+use task_client::cli::{daemon, pill, printer, render, report, stream_cmd, transcript};

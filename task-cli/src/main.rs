@@ -1,7 +1,8 @@
 //! `tasks`: runs the short commands itself (`run`, `ps`, `output`, `wait`, `kill`, `status`,
 //! `notifications`, and `list` on files) and hands every other command line to `tasksd`,
-//! installed beside it, by exec (see `task_cli::daemon`). It links only what the short
-//! commands need, so it starts nearly as fast as `tail` (BENCHMARKS.md).
+//! installed beside it, by exec (see `task_client::cli::daemon`). It links only what the short
+//! commands need, so it starts nearly as fast as `tail` (BENCHMARKS.md): task-client and the
+//! crates below it, never this package's library (which links every executor).
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -9,9 +10,9 @@ use std::os::unix::process::CommandExt;
 use std::process::ExitCode;
 
 use clap::Parser;
-use task_cli::cli::{ShortCli, ShortCommand};
-use task_cli::daemon;
-use task_cli::error::exit;
+use task_client::cli::args::{ShortCli, ShortCommand};
+use task_client::cli::daemon;
+use task_client::cli::error::exit;
 
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
@@ -21,10 +22,10 @@ fn main() -> ExitCode {
     if !is_short(&args) {
         return exec_daemon(&args);
     }
-    task_cli::logging::init(false);
+    task_client::cli::logging::init(false);
     let cli = ShortCli::parse_from(args);
-    let opener = task_cli::list_open::open_files;
-    match task_cli::commands::execute_short(&cli.globals, cli.command, opener) {
+    let opener = task_client::cli::list_open::open_files;
+    match task_client::cli::commands::execute_short(&cli.globals, cli.command, opener) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             let _ = writeln!(std::io::stderr(), "tasks: {error}");

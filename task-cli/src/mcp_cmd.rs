@@ -24,13 +24,12 @@ impl From<DeliverArg> for Deliverer {
     }
 }
 
-impl From<McpError> for CliError {
-    fn from(error: McpError) -> Self {
-        match error {
-            McpError::Session(error) => error.into(),
-            McpError::List(error) => CliError::List(error.to_string()),
-            other => CliError::invalid(other.to_string()),
-        }
+/// The server's error as a command's: the session layer's keeps its exit code.
+fn mcp_error(error: McpError) -> CliError {
+    match error {
+        McpError::Session(error) => error.into(),
+        McpError::List(error) => CliError::List(error.to_string()),
+        other => CliError::invalid(other.to_string()),
     }
 }
 
@@ -60,11 +59,13 @@ pub fn run(paths: SessionPaths, args: McpArgs) -> Result<u8> {
         .build()
         .map_err(|e| CliError::io("start", "the async runtime", e))?;
     let server = TasksServer::new(session, list, options);
-    runtime.block_on(task_mcp::serve(
-        server,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-    ))?;
+    runtime
+        .block_on(task_mcp::serve(
+            server,
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+        ))
+        .map_err(mcp_error)?;
     Ok(exit::OK)
 }
 
@@ -84,7 +85,7 @@ fn open_list(session: &Session, args: &McpArgs) -> Result<TaskList> {
         Layout::Auto
     };
     let hints = ListIdHints {
-        explicit: crate::list_open::session_list(
+        explicit: task_client::cli::list_open::session_list(
             args.list.as_deref(),
             args.claude,
             session.paths(),

@@ -25,19 +25,18 @@ impl ServeArgs {
     }
 }
 
-impl From<ServeError> for CliError {
-    fn from(error: ServeError) -> Self {
-        match error {
-            ServeError::Session(error) => error.into(),
-            other => CliError::invalid(other.to_string()),
-        }
+/// The server's error as a command's: the session layer's keeps its exit code.
+fn serve_error(error: ServeError) -> CliError {
+    match error {
+        ServeError::Session(error) => error.into(),
+        other => CliError::invalid(other.to_string()),
     }
 }
 
 /// Runs `tasks serve` until it is killed.
 pub fn run(paths: SessionPaths, args: ServeArgs) -> Result<u8> {
     if let Some(path) = &args.init_token {
-        let token = task_serve::token::init(path)?;
+        let token = task_serve::token::init(path).map_err(serve_error)?;
         crate::render::out(&format!("{token}\n"))?;
         return Ok(exit::OK);
     }
@@ -56,17 +55,18 @@ pub fn run(paths: SessionPaths, args: ServeArgs) -> Result<u8> {
     options.pages.max_bytes = args.page_bytes;
     options.limits = limits;
     // A non-loopback address without TLS is refused before the token file is looked at.
-    options.check()?;
+    options.check().map_err(serve_error)?;
     let token_file = args
         .token_file
         .as_deref()
         .ok_or_else(|| CliError::invalid("--token-file is required".into()))?;
-    let token = task_serve::token::read(token_file)?;
+    let token = task_serve::token::read(token_file).map_err(serve_error)?;
     let tasks = crate::daemon::session(paths)?;
     let (command, runner) = Settings::read(&tasks.config().executors)?
         .agent_runner_command()
         .map_err(CliError::invalid)?;
-    let server = SessionsServer::new(tasks, command, runner, token, options)?;
+    let server =
+        SessionsServer::new(tasks, command, runner, token, options).map_err(serve_error)?;
     if args
         .max_connections
         .is_some_and(|asked| asked > limits.max_connections)
@@ -84,7 +84,7 @@ pub fn run(paths: SessionPaths, args: ServeArgs) -> Result<u8> {
         .build()
         .map_err(|e| CliError::io("start", "the runtime", e))?;
     runtime.block_on(async move {
-        let listening = server.bind().await?;
+        let listening = server.bind().await.map_err(serve_error)?;
         crate::render::out(&format!("listening on {}\n", listening.url()))?;
         listening.run().await;
         Ok::<_, CliError>(())

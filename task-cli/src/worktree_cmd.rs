@@ -7,13 +7,13 @@
 use serde_json::json;
 use task_core::Worktree;
 use task_session::paths::SessionPaths;
-use task_session::record::{self, TaskRecord};
+use task_session::record;
 use task_worktree::{Intent, Worktrees};
 
 use crate::cli::{WorktreeArgs, WorktreeCommand};
 use crate::error::{CliError, Result, exit};
 use crate::printer::Printer;
-use crate::render;
+use crate::render::{self, existing_worktree};
 use crate::worktree_wiring::Holders;
 
 /// What `ls` says of a worktree no task records, in place of a status.
@@ -25,15 +25,6 @@ pub fn worktree(paths: &SessionPaths, args: WorktreeArgs, printer: Printer) -> R
         WorktreeCommand::Ls => ls(paths, printer),
         WorktreeCommand::Rm { id, force } => rm(paths, &id, force, printer),
     }
-}
-
-/// The worktree a record (an agent's or a teammate's) names, if its directory still exists.
-pub(crate) fn existing(record: &TaskRecord) -> Option<&Worktree> {
-    record
-        .task
-        .kind
-        .worktree()
-        .filter(|w| std::path::Path::new(&w.worktree_path).is_dir())
 }
 
 /// The session's worktrees and the records no task holds.
@@ -57,7 +48,7 @@ fn ls(paths: &SessionPaths, printer: Printer) -> Result<u8> {
         .tasks
         .iter()
         .filter_map(|record| {
-            let worktree = existing(record)?;
+            let worktree = existing_worktree(record)?;
             let description = Some(record.task.base.description.as_str());
             Some((
                 record.id().to_string(),
@@ -119,7 +110,7 @@ fn rm(paths: &SessionPaths, id: &str, force: bool, printer: Printer) -> Result<u
                     session: paths.name().to_owned(),
                 }
             })?;
-            let Some(worktree) = existing(record) else {
+            let Some(worktree) = existing_worktree(record) else {
                 return Err(CliError::invalid(format!("agent {id} has no worktree")));
             };
             if !record.is_terminal() {

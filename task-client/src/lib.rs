@@ -25,4 +25,5 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod cli;
 pub mod conversation;

@@ -83,7 +83,7 @@ fn track(events: &[AgentEvent]) {
         tracker.outcome(),
     );
     let progress = tracker.merged_into(&task_core::AgentProgress::default());
-    let _ = task_cli::render::describe(&agent_state(progress), None);
+    let _ = task_client::cli::render::describe(&agent_state(progress), None);
 }
 
 /// An agent task whose progress is `progress` (for the `tasks ps` description of it).

@@ -129,20 +129,20 @@ fn render(record: &TaskRecord) {
         );
     }
     render_task(&record.task);
-    let _ = task_cli::render::Row::new(record, 0, false);
+    let _ = task_client::cli::render::Row::new(record, 0, false);
     for width in [0, 1, 40] {
-        let _ = task_cli::render::one_line(record.command(), width);
-        let _ = task_cli::render::one_line(&base.description, width);
+        let _ = task_client::cli::render::one_line(record.command(), width);
+        let _ = task_client::cli::render::one_line(&base.description, width);
     }
 }
 
 fn render_task(task: &TaskState) {
-    let _ = task_cli::render::describe(task, None);
-    let _ = task_cli::render::teammate_activity(task);
-    let _ = task_cli::pill::pill([task]);
+    let _ = task_client::cli::render::describe(task, None);
+    let _ = task_client::cli::render::teammate_activity(task);
+    let _ = task_client::cli::pill::pill([task]);
     let _ = task.kind.command_line();
     if let TaskKind::Agent(agent) = &task.kind {
-        let _ = task_cli::render::size(agent.progress.token_count);
+        let _ = task_client::cli::render::size(agent.progress.token_count);
     }
 }
 

@@ -14,7 +14,7 @@ fn main() -> ExitCode {
         let _ = writeln!(std::io::stderr(), "tasks: internal error: {info}");
     }));
     let cli = Cli::parse();
-    task_cli::logging::init(matches!(cli.command, Command::Supervise));
+    task_client::cli::logging::init(matches!(cli.command, Command::Supervise));
     match task_cli::commands::execute(cli) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {

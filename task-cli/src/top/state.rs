@@ -43,7 +43,7 @@ impl WorktreeChecks {
     /// The changes of `record`'s worktree, if it has one that exists: asked of git at most
     /// once per [`WORKTREE_RECHECK`].
     fn changes(&mut self, record: &TaskRecord) -> Option<Changes> {
-        let worktree = crate::worktree_cmd::existing(record)?;
+        let worktree = crate::render::existing_worktree(record)?;
         let now = Instant::now();
         match self.checked.get(&record.id()) {
             Some((at, changes)) if now.duration_since(*at) < WORKTREE_RECHECK => *changes,
@@ -268,7 +268,7 @@ fn read_list(session: &Session) -> task_list::Result<(Vec<ListLine>, String)> {
     env.tasks_root = Some(session.paths().root().to_string_lossy().into_owned());
     let layout = task_list::Layout::Auto;
     let named = std::env::var("TASKS_LIST_ID").ok();
-    let id = crate::list_open::session_list(named.as_deref(), false, session.paths())
+    let id = task_client::cli::list_open::session_list(named.as_deref(), false, session.paths())
         .unwrap_or(task_list::DEFAULT_LIST_ID);
     let store = std::env::var("TASKS_LIST_STORE").ok();
     let list = crate::list_open::open_in(store.as_deref(), &env, layout, id)?;

@@ -9,10 +9,9 @@ use task_core::TaskId;
 use task_core::process::{Stray, strays_of_any};
 use task_session::session::Session;
 
-use crate::cli::StraysArgs;
-use crate::error::{Result, exit};
-use crate::printer::Printer;
-use crate::render;
+use crate::cli::error::{Result, exit};
+use crate::cli::printer::Printer;
+use crate::cli::render;
 
 /// The ended tasks among `ids`, or among every task of the session (a live task's processes
 /// are its own, not strays).
@@ -40,11 +39,9 @@ fn live(tasks: &HashSet<String>) -> Vec<(String, Stray)> {
     strays_of_any(|marker| tasks.contains(marker))
 }
 
-/// `tasks strays [ID]`.
-pub fn strays(session: &Session, args: &StraysArgs, printer: Printer) -> Result<u8> {
-    let ids = args
-        .id
-        .as_deref()
+/// `tasks strays [ID]`: the strays of the task `id` names, or of every ended task.
+pub fn strays(session: &Session, id: Option<&str>, printer: Printer) -> Result<u8> {
+    let ids = id
         .map(|id| session.resolve(id))
         .transpose()?
         .map(|id| vec![id]);

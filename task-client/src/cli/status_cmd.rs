@@ -1,5 +1,5 @@
 //! `tasks status`: the footer pill of the reference harness as one line for a shell prompt or a
-//! status bar ([`crate::pill`]). It reads only what can be background work, starts nothing and
+//! status bar ([`crate::cli::pill`]). It reads only what can be background work, starts nothing and
 //! writes nothing, and an idle session prints nothing.
 //!
 //! What it skips, so that a prompt stays fast in a session with thousands of finished tasks:
@@ -12,9 +12,9 @@ use std::collections::HashSet;
 use serde::Serialize;
 use task_core::{TaskId, TaskType};
 
-use crate::error::{CliError, Result, exit};
-use crate::pill;
-use crate::printer::Printer;
+use crate::cli::error::{CliError, Result, exit};
+use crate::cli::pill;
+use crate::cli::printer::Printer;
 use task_session::paths::SessionPaths;
 use task_session::record::{self, TaskRecord};
 

@@ -9,11 +9,11 @@ use std::time::Duration;
 use serde_json::json;
 use task_core::{TaskId, TaskStatus};
 
-use crate::cli::NoticeFormat;
-use crate::error::{Result, exit};
-use crate::printer::Printer;
-use crate::render;
-use crate::report::exit_code;
+use crate::cli::args::NoticeFormat;
+use crate::cli::error::{Result, exit};
+use crate::cli::printer::Printer;
+use crate::cli::render;
+use crate::cli::report::exit_code;
 use task_session::notice::Notice;
 use task_session::record::TaskRecord;
 use task_session::session::Session;
@@ -120,7 +120,7 @@ pub fn summary(task: &TaskRecord) -> String {
 /// it has waited (`for 4.1s`, its status reading `pending`) and one that ended without ever
 /// running says so (`before it ran`). Never the time it spent queued as run time.
 pub fn how_long(base: &task_core::TaskStateBase, now: u64) -> String {
-    let took = |ms: u64| crate::ps_cmd::took_text(Duration::from_millis(ms));
+    let took = |ms: u64| crate::cli::ps_cmd::took_text(Duration::from_millis(ms));
     match (base.status, base.run_ms(now)) {
         (TaskStatus::Completed, Some(ms)) => format!("in {}", took(ms)),
         (TaskStatus::Running, Some(ms)) => format!("for {}", took(ms)),
@@ -137,7 +137,7 @@ pub fn how_long(base: &task_core::TaskStateBase, now: u64) -> String {
 pub fn follow_output(session: &Session, id: &TaskId, offset: u64, chunk: usize) -> Result<()> {
     let conversation = session.task(id)?.task.base.task_type.holds_conversation();
     if conversation && offset == 0 {
-        return crate::transcript::follow(session, id, offset, chunk);
+        return crate::cli::transcript::follow(session, id, offset, chunk);
     }
     follow(session, id, offset, chunk).map(drop)
 }

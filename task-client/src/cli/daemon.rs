@@ -1,6 +1,6 @@
 //! The two executables and how they find each other.
 //!
-//! `tasks` runs the short commands itself ([`crate::cli::ShortCommand`]: `run`, `ps`, `output`,
+//! `tasks` runs the short commands itself ([`crate::cli::args::ShortCommand`]: `run`, `ps`, `output`,
 //! `wait`, `kill`, `status`, `notifications`, `list` on files) and links nothing else, so it
 //! starts nearly as fast as `tail`; every other command, and the supervisor, is `tasksd`, installed
 //! beside it (`cargo install` installs both), which `tasks` execs with the same arguments.

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use task_core::{TaskStatus, TaskType, now_ms};
 
-use crate::cli::{ColorChoice, StatusFilter};
-use crate::error::{Result, exit};
-use crate::printer::Printer;
-use crate::render::{self, Row};
+use crate::cli::args::{ColorChoice, StatusFilter};
+use crate::cli::error::{Result, exit};
+use crate::cli::printer::Printer;
+use crate::cli::render::{self, Row};
 use task_session::record::TaskRecord;
 use task_session::session::Session;
 
@@ -105,7 +105,7 @@ pub fn rows(session: &Session, tasks: &[TaskRecord], filter: &Filter) -> (Vec<Ro
             let size = std::fs::metadata(session.output_path(&id)).map_or(0, |m| m.len());
             let mut row = Row::new(task, size, settled);
             row.queue_position = positions.get(&id).copied();
-            row.worktree_changes = crate::worktree_cmd::existing(task)
+            row.worktree_changes = render::existing_worktree(task)
                 .and_then(|worktree| task_worktree::changes(worktree).ok());
             Some(row)
         })
@@ -261,7 +261,7 @@ pub fn terminal_width() -> Option<usize> {
 }
 
 /// Runs `tasks ps`: the table, or JSON, once or refreshed every second.
-pub fn ps(session: &Session, args: &crate::cli::PsArgs, printer: Printer) -> Result<u8> {
+pub fn ps(session: &Session, args: &crate::cli::args::PsArgs, printer: Printer) -> Result<u8> {
     let filter = Filter {
         all: args.all,
         statuses: args.status.clone(),
@@ -298,7 +298,7 @@ pub fn ps(session: &Session, args: &crate::cli::PsArgs, printer: Printer) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::parse_type;
+    use crate::cli::args::parse_type;
 
     #[test]
     fn durations_read_at_a_glance() {

@@ -4,7 +4,7 @@
 //! and why one failed, how each turn ended, and how the task stopped when the transcript does
 //! not say it ([`end_note`]: a budget, a kill). This is the one view of an agent a person gets:
 //! `tasks output` (`--json` and byte ranges excepted), `tasks output --follow`, `tasks wait
-//! --follow`, `tasks run|agent --wait` on a terminal ([`follow_output`](crate::stream_cmd::follow_output)), and `tasks top`'s
+//! --follow`, `tasks run|agent --wait` on a terminal ([`follow_output`](crate::cli::stream_cmd::follow_output)), and `tasks top`'s
 //! pane and pager.
 //!
 //! [`TaskType::holds_conversation`]: task_core::TaskType::holds_conversation
@@ -12,15 +12,15 @@
 use std::io::BufRead;
 use std::path::Path;
 
+use crate::conversation::{self as transcript_file, last_entries_text};
 use agent_stream::conversation::{self, Conversation, Entry};
-use task_client::conversation::{self as transcript_file, last_entries_text};
 use task_core::{BudgetLimit, EndReason, TaskId};
 use task_output::OutputError;
 use task_session::record::TaskRecord;
 use task_session::session::Session;
 
-use crate::render;
-use crate::{CliError, Result};
+use crate::cli::error::{CliError, Result};
+use crate::cli::render;
 
 /// How a task stopped, when its transcript cannot say it: the last line of its conversation
 /// (`✗ stopped: --max-turns 10 reached`). A budget, a time limit, a kill or a supervisor's

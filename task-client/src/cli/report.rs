@@ -7,9 +7,9 @@ use std::time::Duration;
 use serde_json::json;
 use task_core::{TaskId, TaskStatus};
 
-use crate::error::{CliError, Result, exit};
-use crate::printer::Printer;
-use crate::render::Spinner;
+use crate::cli::error::{CliError, Result, exit};
+use crate::cli::printer::Printer;
+use crate::cli::render::Spinner;
 use task_session::notice::Notice;
 use task_session::protocol::KillReport;
 use task_session::record::TaskRecord;

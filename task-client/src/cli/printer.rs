@@ -6,8 +6,8 @@ use std::io;
 
 use serde::Serialize;
 
-use crate::error::{CliError, Result};
-use crate::render;
+use crate::cli::error::{CliError, Result};
+use crate::cli::render;
 
 /// How results are printed: text a person reads, or one JSON document (`--json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

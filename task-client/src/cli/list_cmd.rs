@@ -10,12 +10,12 @@ use task_list::{
     ListIdHints, Metadata, NotReadyReason, Placement, TaskId, TaskList, UpdateRequest,
 };
 
-use crate::cli::{ListArgs, ListLsArgs, ListOp, ListUpdateArgs, UnassignReason};
-use crate::error::{CliError, Result, exit};
-use crate::list_open::{Opener, session_list};
-use crate::list_text;
-use crate::printer::Printer;
-use crate::render;
+use crate::cli::args::{ListArgs, ListLsArgs, ListOp, ListUpdateArgs, UnassignReason};
+use crate::cli::error::{CliError, Result, exit};
+use crate::cli::list_open::{Opener, session_list};
+use crate::cli::list_text;
+use crate::cli::printer::Printer;
+use crate::cli::render;
 use task_output::open::NoFollow;
 use task_session::paths::SessionPaths;
 

@@ -4,11 +4,20 @@ use std::io::{self, IsTerminal, Write};
 
 use serde::Serialize;
 
-use crate::error::{CliError, Result};
-use task_core::TaskState;
+use crate::cli::error::{CliError, Result};
+use task_core::{TaskState, Worktree};
 use task_worktree::Changes;
 
 use task_session::record::TaskRecord;
+
+/// The worktree a record (an agent's or a teammate's) names, if its directory still exists.
+pub fn existing_worktree(record: &TaskRecord) -> Option<&Worktree> {
+    record
+        .task
+        .kind
+        .worktree()
+        .filter(|w| std::path::Path::new(&w.worktree_path).is_dir())
+}
 
 /// Writes to stdout; a closed pipe (`tasks ps | head`) is not an error worth a message.
 pub fn out(text: &str) -> Result<()> {

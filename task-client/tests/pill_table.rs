@@ -1,10 +1,10 @@
 //! `tasks status` labels against every row of the reference's pill table (the seed's "UI: The
 //! Footer Pill", copied to `tests/fixtures/pill_table.txt`): each row is read from the fixture,
-//! its tasks built from task-core's own types, and the label computed by [`task_cli::pill`].
+//! its tasks built from task-core's own types, and the label computed by [`task_client::cli::pill`].
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::json;
-use task_cli::pill::{self, Pill};
+use task_client::cli::pill::{self, Pill};
 use task_core::{
     RemoteState, RemoteSubtype, ShellKind, ShellState, TaskId, TaskKind, TaskState, TaskStatus,
     TaskType, TeammateIdentity, TeammateState,
