@@ -56,3 +56,11 @@ if cargo tree -p task-client -e normal --prefix none | grep -E "$forbidden"; the
     echo "task-client depends on an executor (above)" >&2
     exit 1
 fi
+
+# The `tasks` executable runs the short commands through task-client alone: its main.rs names
+# neither task-cli's library (which links every executor) nor an executor or a server crate, so
+# none is linked into it.
+if grep -nE '\btask_(cli|shell|agent|team|workflow|remote|slurm|mcp|serve)\b' task-cli/src/main.rs; then
+    echo "task-cli/src/main.rs uses more than task-client (above): the short commands are task-client's" >&2
+    exit 1
+fi

@@ -3,6 +3,9 @@
 //! kind is a typed start request of [`task_protocol`](https://docs.rs/task-protocol); what the
 //! task wrote is read from its output file.
 //!
+//! [`cli`] is the terminal front end: how a task is printed and, with the feature `cli` (the
+//! default), the short commands the `tasks` executable runs itself.
+//!
 //! # Example
 //!
 //! The end of an agent's transcript, read as the conversation a person sees:

@@ -25,6 +25,30 @@ use task_session::session::{Session, WaitOutcome};
 
 /// Runs a short command (in `tasks` and in `tasksd`): `open_list` opens the task list it names
 /// (only `tasksd`'s reaches a database).
+///
+/// # Example
+///
+/// `tasks --root DIR list --lists-root DIR --list api create -q "Write the API"`, as the
+/// `tasks` executable runs it: the list is made in the files of the lists root, and no
+/// supervisor is started.
+///
+/// ```
+/// use clap::Parser;
+/// use task_client::cli::args::ShortCli;
+/// use task_client::cli::{commands, list_open};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let root = dir.path().to_str().ok_or("a temporary directory that is not UTF-8")?;
+/// let words = ["tasks", "--root", root, "list", "--lists-root", root, "--list", "api"];
+/// let words = words.into_iter().chain(["create", "-q", "Write the API"]);
+/// let cli = ShortCli::try_parse_from(words)?;
+/// let code = commands::execute_short(&cli.globals, cli.command, list_open::open_files)?;
+/// assert_eq!(code, 0);
+/// assert!(dir.path().join("api/1.json").is_file());
+/// # Ok(())
+/// # }
+/// ```
 pub fn execute_short(
     globals: &Globals,
     command: ShortCommand,
