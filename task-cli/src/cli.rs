@@ -27,6 +27,7 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
+
 /// The subcommands.
 ///
 /// Each subcommand's arguments are built only when it is the one invoked (`defer`): building
@@ -89,6 +90,7 @@ pub enum Command {
         what: Candidates,
     },
 }
+
 /// Set the parallelism limits of groups, pause and resume them, list them.
 #[derive(Debug, Args)]
 pub struct GroupArgs {
@@ -96,6 +98,7 @@ pub struct GroupArgs {
     #[command(subcommand)]
     pub op: GroupOp,
 }
+
 /// `tasks group …` operations.
 #[derive(Debug, Subcommand)]
 pub enum GroupOp {
@@ -121,6 +124,7 @@ pub enum GroupOp {
     /// List the groups: limit, whether paused, running and queued tasks.
     Ls,
 }
+
 /// Write a line, or this command's stdin, to the stdin of a task run with --stdin pipe.
 ///
 /// `tasks input ID TEXT` writes TEXT and a newline; `tasks input ID -` copies this command's
@@ -139,6 +143,7 @@ pub struct InputArgs {
     #[arg(long)]
     pub close: bool,
 }
+
 /// Start a background agent: an agent CLI speaking a JSON event stream, followed as it works.
 #[derive(Debug, Args)]
 pub struct AgentArgs {
@@ -181,6 +186,7 @@ pub struct AgentArgs {
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
+
 /// The budgets of `tasks agent` and `tasks team spawn`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct BudgetArgs {
@@ -196,6 +202,7 @@ pub struct BudgetArgs {
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
 }
+
 impl BudgetArgs {
     /// The budgets asked for, if any.
     pub fn budget(&self) -> Option<task_core::AgentBudget> {
@@ -208,6 +215,7 @@ impl BudgetArgs {
         (!budget.is_unlimited()).then_some(budget)
     }
 }
+
 /// `--worktree` / `--worktree-branch` of `tasks agent` and `tasks team spawn`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct WorktreeFlags {
@@ -222,6 +230,7 @@ pub struct WorktreeFlags {
     #[arg(long, value_name = "NAME")]
     pub worktree_branch: Option<String>,
 }
+
 impl WorktreeFlags {
     /// The worktree asked for, if any.
     pub fn request(&self) -> Option<task_agent::WorktreeRequest> {
@@ -230,10 +239,12 @@ impl WorktreeFlags {
         })
     }
 }
+
 fn parse_runner(text: &str) -> Result<task_agent::RunnerFormat, String> {
     serde_json::from_value(serde_json::Value::String(text.to_owned()))
         .map_err(|_| format!("{text:?}: expected claude, codex, gemini or auto"))
 }
+
 /// Send a message to an agent or teammate (by id or name).
 ///
 /// Queued while an agent works, or it resumes; a teammate gets it as soon as it is idle.
@@ -244,6 +255,7 @@ pub struct SendArgs {
     /// The message.
     pub message: String,
 }
+
 /// Start a monitor: each stdout line of the command is an event notification.
 #[derive(Debug, Args)]
 pub struct MonitorArgs {
@@ -270,6 +282,7 @@ pub struct MonitorArgs {
     #[arg(required_unless_present = "ws", last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
+
 /// Start a task again (same command, directory and options) under a new id.
 #[derive(Debug, Args)]
 pub struct RestartArgs {
@@ -280,12 +293,14 @@ pub struct RestartArgs {
     #[arg(long)]
     pub wait: bool,
 }
+
 /// Print a shell completion script.
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// The shell.
     pub shell: CompletionShell,
 }
+
 /// Shells with completion scripts.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum CompletionShell {
@@ -296,6 +311,7 @@ pub enum CompletionShell {
     /// fish.
     Fish,
 }
+
 /// The git worktrees of agents started with --worktree: list them, remove a kept one.
 #[derive(Debug, Args)]
 pub struct WorktreeArgs {
@@ -303,6 +319,7 @@ pub struct WorktreeArgs {
     #[command(subcommand)]
     pub command: WorktreeCommand,
 }
+
 /// `tasks worktree` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum WorktreeCommand {
@@ -318,6 +335,7 @@ pub enum WorktreeCommand {
         force: bool,
     },
 }
+
 /// The prompt of a dream when none is given.
 pub const DEFAULT_DREAM_PROMPT: &str =
     "Review the recent sessions and consolidate what is worth remembering into the memory files.";
@@ -328,6 +346,7 @@ pub struct TeamArgs {
     #[command(subcommand)]
     pub command: TeamCommand,
 }
+
 /// The `tasks team` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum TeamCommand {
@@ -339,6 +358,7 @@ pub enum TeamCommand {
     /// Ask a teammate to shut down (a `shutdown_request`; it ends once it approves).
     Shutdown(TeamShutdownArgs),
 }
+
 /// Spawn a teammate NAME@TEAM: one long-lived agent CLI fed through its stream-json input.
 #[derive(Debug, Args)]
 pub struct TeamSpawnArgs {
@@ -374,6 +394,7 @@ pub struct TeamSpawnArgs {
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
+
 /// Ask a teammate to shut down (a `shutdown_request`; it ends once it approves, or is ended
 /// `killed` when it has not approved within `team_shutdown_timeout_ms`, 60 s by default).
 #[derive(Debug, Args)]
@@ -387,6 +408,7 @@ pub struct TeamShutdownArgs {
     #[arg(long)]
     pub force: bool,
 }
+
 /// Start a dream: a memory-consolidation agent under the consolidation lock.
 #[derive(Debug, Args)]
 pub struct DreamArgs {
@@ -400,6 +422,7 @@ pub struct DreamArgs {
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
+
 /// Run, resume or show JavaScript workflow scripts whose agent() calls are background agents.
 #[derive(Debug, Args)]
 pub struct WorkflowArgs {
@@ -407,6 +430,7 @@ pub struct WorkflowArgs {
     #[command(subcommand)]
     pub command: WorkflowCommand,
 }
+
 /// The `tasks workflow` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum WorkflowCommand {
@@ -417,6 +441,7 @@ pub enum WorkflowCommand {
     /// Show a run's phases and agents as a tree.
     Show(ShowWorkflowArgs),
 }
+
 /// How a workflow's agents run, and whether to wait.
 #[derive(Debug, Args)]
 pub struct AgentCli {
@@ -433,6 +458,7 @@ pub struct AgentCli {
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
+
 /// Start a workflow script; prints its task id and run id.
 #[derive(Debug, Args)]
 pub struct RunWorkflowArgs {
@@ -445,6 +471,7 @@ pub struct RunWorkflowArgs {
     #[command(flatten)]
     pub agents: AgentCli,
 }
+
 /// Run a script again, answering unchanged agent() calls from an earlier run's journal.
 #[derive(Debug, Args)]
 pub struct ResumeWorkflowArgs {
@@ -460,12 +487,14 @@ pub struct ResumeWorkflowArgs {
     #[command(flatten)]
     pub agents: AgentCli,
 }
+
 /// Show a run's phases and agents as a tree.
 #[derive(Debug, Args)]
 pub struct ShowWorkflowArgs {
     /// The run (`wf_…`).
     pub run_id: String,
 }
+
 /// What `tasks __complete` lists.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum Candidates {
@@ -474,6 +503,7 @@ pub enum Candidates {
     /// The names of the task lists under the lists root.
     Lists,
 }
+
 /// Serve the task tools over the Model Context Protocol on stdio (for agents).
 #[derive(Debug, Clone, Args)]
 pub struct McpArgs {
@@ -502,6 +532,7 @@ pub struct McpArgs {
     #[arg(long, value_name = "MS", default_value_t = 500)]
     pub watch_ms: u64,
 }
+
 /// `--deliver`: who delivers a notification ([`task_mcp::Deliverer`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum DeliverArg {
@@ -514,6 +545,7 @@ pub enum DeliverArg {
     /// with `--dangerously-load-development-channels server:NAME`).
     Channel,
 }
+
 /// A live dashboard of the session's tasks, their output and the task list.
 #[derive(Debug, Args)]
 pub struct TopArgs {
@@ -522,12 +554,14 @@ pub struct TopArgs {
           value_parser = task_session::config::parse_duration)]
     pub interval: Duration,
 }
+
 /// List the processes tasks left running when they ended: pid, task, age, CPU, RSS, command.
 #[derive(Debug, Args)]
 pub struct StraysArgs {
     /// Only this task's (its id, a unique prefix of one or its name).
     pub id: Option<String>,
 }
+
 /// Remove finished tasks (record and output) whose completion was delivered.
 #[derive(Debug, Args)]
 pub struct RmArgs {
@@ -536,6 +570,7 @@ pub struct RmArgs {
     #[arg(required = true)]
     pub ids: Vec<String>,
 }
+
 /// Remove finished, delivered tasks by age, count or total output size.
 #[derive(Debug, Args)]
 pub struct PruneArgs {
@@ -549,6 +584,7 @@ pub struct PruneArgs {
     #[arg(long, value_name = "SIZE", value_parser = task_session::prune::parse_size)]
     pub max_size: Option<u64>,
 }
+
 /// Start a remote agent: a session on a sessions server (`tasks serve` on another machine).
 #[derive(Debug, Args)]
 pub struct RemoteArgs {
@@ -571,6 +607,7 @@ pub struct RemoteArgs {
     #[arg(required = true, last = true, value_name = "PROMPT")]
     pub prompt: Vec<String>,
 }
+
 fn parse_subtype(text: &str) -> Result<RemoteSubtype, String> {
     serde_json::from_value(serde_json::Value::String(text.to_owned())).map_err(|_| {
         format!(
@@ -578,6 +615,7 @@ fn parse_subtype(text: &str) -> Result<RemoteSubtype, String> {
         )
     })
 }
+
 /// Serve this machine's agents over the sessions API (for `tasks remote` elsewhere).
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -619,6 +657,7 @@ pub struct ServeArgs {
     #[arg(long, env = "TASKS_SERVE_IDLE_TIMEOUT", default_value = "30s", value_name = "DURATION", value_parser = task_session::config::parse_duration)]
     pub idle_timeout: std::time::Duration,
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;

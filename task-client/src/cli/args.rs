@@ -32,6 +32,7 @@ pub struct ShortCli {
     #[command(subcommand)]
     pub command: ShortCommand,
 }
+
 /// The options every command takes.
 #[derive(Debug, Args)]
 pub struct Globals {
@@ -45,6 +46,7 @@ pub struct Globals {
     #[arg(long, global = true)]
     pub json: bool,
 }
+
 /// The short commands: started as often as `tail`, so the `tasks` executable runs them itself
 /// and links nothing else (no agent runtime, HTTP, database client, terminal UI or MCP).
 #[derive(Debug, Subcommand)]
@@ -67,6 +69,7 @@ pub enum ShortCommand {
     /// Manage task lists (the persistent checklist with dependencies).
     List(Box<ListArgs>),
 }
+
 impl ShortCommand {
     /// The names of the short commands, as typed.
     pub const NAMES: [&'static str; 8] = [
@@ -80,6 +83,7 @@ impl ShortCommand {
         "list",
     ];
 }
+
 /// Start a shell command in the background and print its task id.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -123,6 +127,7 @@ pub struct RunArgs {
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
+
 /// Where a task runs: on this machine, or as a batch job.
 #[derive(Debug, Clone, Default, Args)]
 pub struct PlacementArgs {
@@ -140,6 +145,7 @@ pub struct PlacementArgs {
     )]
     pub slurm_args: Vec<String>,
 }
+
 impl PlacementArgs {
     /// Where the task runs: its placement with the `--slurm-arg`s, or `None` (here).
     pub fn placement(&self) -> Option<Placement> {
@@ -155,6 +161,7 @@ impl PlacementArgs {
         }
     }
 }
+
 /// When and where a task starts: its group's turn, after other tasks, at a time.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ScheduleArgs {
@@ -182,6 +189,7 @@ pub struct ScheduleArgs {
     #[arg(long, value_name = "TIME", conflicts_with = "delay")]
     pub at: Option<String>,
 }
+
 /// What makes a task ready: one "ready" notification, and `tasks wait --ready` returns.
 #[derive(Debug, Clone, Default, Args)]
 #[group(multiple = false)]
@@ -196,6 +204,7 @@ pub struct ReadyArgs {
     #[arg(long, value_name = "URL")]
     pub ready_http: Option<String>,
 }
+
 /// What a started command's stdin is (`tasks run --stdin`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StdinChoice {
@@ -204,6 +213,7 @@ pub enum StdinChoice {
     /// A pipe the supervisor keeps open; write to it with `tasks input`.
     Pipe,
 }
+
 impl From<StdinChoice> for StdinMode {
     fn from(choice: StdinChoice) -> Self {
         match choice {
@@ -212,6 +222,7 @@ impl From<StdinChoice> for StdinMode {
         }
     }
 }
+
 /// List the session's tasks.
 #[derive(Debug, Args)]
 pub struct PsArgs {
@@ -235,6 +246,7 @@ pub struct PsArgs {
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
     pub color: ColorChoice,
 }
+
 /// Read a task's output: a delta from an offset, a tail, or follow it until the task ends.
 #[derive(Debug, Args)]
 pub struct OutputArgs {
@@ -261,6 +273,7 @@ pub struct OutputArgs {
     #[arg(long, conflicts_with_all = ["offset", "tail", "follow", "for_model"])]
     pub stderr: bool,
 }
+
 /// Wait until every named task has ended; the exit status mirrors the task's.
 #[derive(Debug, Args)]
 pub struct WaitArgs {
@@ -287,6 +300,7 @@ pub struct WaitArgs {
     #[arg(long, conflicts_with = "follow")]
     pub ready: bool,
 }
+
 /// Kill tasks and their whole process trees.
 #[derive(Debug, Args)]
 pub struct KillArgs {
@@ -304,6 +318,7 @@ pub struct KillArgs {
     #[arg(long, conflicts_with_all = ["ids", "strays"])]
     pub all_strays: bool,
 }
+
 /// What is done with the processes a task leaves running when it ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StraysChoice {
@@ -314,6 +329,7 @@ pub enum StraysChoice {
     /// Do not look for them.
     Ignore,
 }
+
 impl From<StraysChoice> for task_session::strays::StrayPolicy {
     fn from(choice: StraysChoice) -> Self {
         match choice {
@@ -323,6 +339,7 @@ impl From<StraysChoice> for task_session::strays::StrayPolicy {
         }
     }
 }
+
 /// What `--on-end` and `--strays` bring to a start.
 #[derive(Debug, Clone, Args)]
 pub struct EndArgs {
@@ -335,6 +352,7 @@ pub struct EndArgs {
     #[arg(long, value_enum, value_name = "POLICY")]
     pub strays: Option<StraysChoice>,
 }
+
 impl From<EndArgs> for task_session::protocol::Ends {
     fn from(args: EndArgs) -> Self {
         Self {
@@ -343,6 +361,7 @@ impl From<EndArgs> for task_session::protocol::Ends {
         }
     }
 }
+
 /// Deliver pending notifications (each exactly once across all readers), in priority order.
 #[derive(Debug, Args)]
 pub struct NotificationsArgs {
@@ -357,6 +376,7 @@ pub struct NotificationsArgs {
     #[arg(long, conflicts_with = "format")]
     pub for_model: bool,
 }
+
 /// Manage task lists (the persistent checklist with dependencies).
 #[derive(Debug, Args)]
 pub struct ListArgs {
@@ -381,6 +401,7 @@ pub struct ListArgs {
     #[command(subcommand)]
     pub op: ListOp,
 }
+
 /// `tasks list …` operations.
 #[derive(Debug, Subcommand)]
 #[command(defer = true)]
@@ -498,6 +519,7 @@ pub enum ListOp {
         file: PathBuf,
     },
 }
+
 /// Why an owner's tasks are unassigned.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum UnassignReason {
@@ -506,6 +528,7 @@ pub enum UnassignReason {
     /// The owner shut down.
     Shutdown,
 }
+
 /// Update a task (fields, status, owner, edges, metadata).
 #[derive(Debug, Args)]
 pub struct ListUpdateArgs {
@@ -557,6 +580,7 @@ pub struct ListUpdateArgs {
     #[arg(long, value_name = "ID")]
     pub after: Option<String>,
 }
+
 /// Print every task of the list, one line each (status, owner, blockers)
 ///
 /// The filters given must all hold.
@@ -584,6 +608,7 @@ pub struct ListLsArgs {
     #[arg(long, value_name = "ID")]
     pub parent: Option<String>,
 }
+
 /// When to colour the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum ColorChoice {
@@ -595,6 +620,7 @@ pub enum ColorChoice {
     /// Never.
     Never,
 }
+
 /// A `--status` filter: one status, or all live or all ended ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StatusFilter {
@@ -613,6 +639,7 @@ pub enum StatusFilter {
     /// Killed.
     Killed,
 }
+
 /// Parses a `--type`: the type's name (`local_bash`) or a short one (`bash`, `shell`,
 /// `monitor`, `agent`, `remote`, `teammate`, `workflow`, `dream`).
 pub fn parse_type(text: &str) -> Result<TaskType, String> {
@@ -634,6 +661,7 @@ pub fn parse_type(text: &str) -> Result<TaskType, String> {
     };
     Ok(wanted)
 }
+
 /// How notifications are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum NoticeFormat {

@@ -12,7 +12,8 @@
 use std::io::BufRead;
 use std::path::Path;
 
-use crate::conversation::{self as transcript_file, last_entries_text};
+use crate::conversation as transcript_file;
+use crate::conversation::last_entries_text;
 use agent_stream::conversation::{self, Conversation, Entry};
 use task_core::{BudgetLimit, EndReason, TaskId};
 use task_output::OutputError;
