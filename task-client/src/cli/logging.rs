@@ -15,7 +15,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 /// Installs the subscriber. A filter is parsed only when `TASKS_LOG` is set: building one costs
 /// more than the rest of a short command's start-up work. Without it, the formatting
-/// subscriber is built only once something is to be logged ([`Lazy`]).
+/// subscriber is built only once something is to be logged (`Lazy`, below).
 pub fn init(supervisor: bool) {
     let default = if supervisor {
         LevelFilter::INFO

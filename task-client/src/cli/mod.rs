@@ -4,9 +4,9 @@
 //!
 //! Always here: [`render`] (a task's line and summary), [`pill`] (the status-bar label),
 //! [`printer`] (human text or JSON), [`error`] (the error type and the exit codes). With the
-//! feature `cli` (the default): the command line ([`args`]), [`commands::execute_short`] and
-//! the modules it reaches, the `tasksd` it hands every other command to ([`daemon`]), and the
-//! diagnostics ([`logging`]).
+//! feature `cli` (the default): the command line (`args`), `commands::execute_short` and the
+//! modules it reaches, the `tasksd` it hands every other command to (`daemon`), and the
+//! diagnostics (`logging`).
 //!
 //! The long commands (agents, teams, workflows, `top`, `mcp`, `serve`, the supervisor) are
 //! task-cli's: they link the executors, which nothing here does.
