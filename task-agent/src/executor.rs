@@ -472,6 +472,23 @@ impl AgentExecutor {
         {
             return Err(AgentError::NameTaken(name.clone()));
         }
+        let record = self.record_of(previous, agent, &request);
+        record.set_session_id(session_id);
+        record.set_adopted(previous.clone());
+        self.hold(id, Arc::new(record), request.name);
+        Ok(())
+    }
+
+    /// The record of agent `previous` (its state `agent`) taken back from its last recorded
+    /// state: run by `request`'s runner in the transcript its output file links to, in its
+    /// kept worktree if it had one.
+    fn record_of(
+        &self,
+        previous: &TaskState,
+        agent: &AgentState,
+        request: &AgentRequest,
+    ) -> AgentRecord {
+        let id = previous.id();
         let transcript = std::fs::read_link(&previous.base.output_file)
             .unwrap_or_else(|_| self.transcript_path(id, None));
         // A kept worktree is where its work is.
@@ -479,16 +496,18 @@ impl AgentExecutor {
             Some(worktree) => Some(worktree.worktree_path.clone().into()),
             None => request.cwd.clone(),
         };
-        let spec = spec_of(id, &request, &agent.agent_type, cwd, transcript);
+        let spec = spec_of(id, request, &agent.agent_type, cwd, transcript);
         let mut record = AgentRecord::new(Arc::clone(&request.runner), spec, true);
         record.silent = request.silent;
-        record.set_session_id(session_id);
-        record.set_adopted(previous.clone());
-        self.inner.agents.insert(id, Arc::new(record));
-        if let Some(name) = request.name {
+        record
+    }
+
+    /// Holds `record` as agent `id`'s, addressable by `name` if it has one.
+    fn hold(&self, id: TaskId, record: Arc<AgentRecord>, name: Option<String>) {
+        self.inner.agents.insert(id, record);
+        if let Some(name) = name {
             self.inner.names.insert(name, id);
         }
-        Ok(())
     }
 
     /// Follows again the run of `previous` (its last recorded state), which a dead supervisor
@@ -517,24 +536,13 @@ impl AgentExecutor {
             Some(job) if previous.status() == TaskStatus::Running => (**job).clone(),
             _ => return Err(AgentError::NotAnAgent(id)),
         };
-        let transcript = std::fs::read_link(&previous.base.output_file)
-            .unwrap_or_else(|_| self.transcript_path(id, None));
-        let cwd = match &agent.worktree {
-            Some(worktree) => Some(worktree.worktree_path.clone().into()),
-            None => request.cwd.clone(),
-        };
-        let spec = spec_of(id, &request, &agent.agent_type, cwd, transcript);
-        let mut record = AgentRecord::new(Arc::clone(&request.runner), spec, true);
-        record.silent = request.silent;
+        let record = self.record_of(previous, agent, &request);
         if let Some(session_id) = &agent.session_id {
             record.set_session_id(session_id.clone());
         }
         let record = Arc::new(record);
         self.inner.registry.register(previous.clone())?;
-        self.inner.agents.insert(id, Arc::clone(&record));
-        if let Some(name) = request.name {
-            self.inner.names.insert(name, id);
-        }
+        self.hold(id, Arc::clone(&record), request.name);
         let executor = self.clone();
         Ok(async move {
             let guard = record.lifecycle.lock().await;
