@@ -390,6 +390,11 @@ pub struct TeamSpawnArgs {
     /// What the task brings for its end.
     #[command(flatten)]
     pub ends: EndArgs,
+    /// `--on slurm[:PARTITION]`, `--slurm-arg`: its agent CLI runs as a batch job (one job
+    /// per run: a message to it once its job ended resumes it as a new one); `--on local`
+    /// keeps it here whatever the default placement.
+    #[command(flatten)]
+    pub on: PlacementArgs,
     /// The agent CLI (Claude Code's stream-json): program, then arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,

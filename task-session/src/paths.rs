@@ -289,7 +289,10 @@ impl SessionPaths {
 fn with_remedy(problem: &task_output::DirectoryProblem, dir: &Path) -> String {
     match problem {
         task_output::DirectoryProblem::WritableByOthers { .. } => {
-            format!("{problem}; make it private with `chmod 700 {}`", dir.display())
+            format!(
+                "{problem}; make it private with `chmod 700 {}`",
+                dir.display()
+            )
         }
         _ => problem.to_string(),
     }

@@ -134,6 +134,7 @@ pub struct PlacementArgs {
     /// Run it as a batch job instead of on this machine: `slurm` or `slurm:PARTITION`. The
     /// job is named by the task's id, its output is the task's output file (the state
     /// directory must be shared with the cluster's nodes); `TASKS_SLURM_*` configure it.
+    /// `local`: on this machine, whatever `placement_default` says.
     #[arg(long = "on", value_name = "WHERE", value_parser = Placement::parse)]
     pub placement: Option<Placement>,
     /// With --on slurm: one more `sbatch` option (`--slurm-arg=--mem=1G`); repeat for more.
