@@ -96,9 +96,9 @@ pub trait AgentRunner: Send + Sync + std::fmt::Debug {
         true
     }
 
-    /// The agent CLI it runs, when it runs one ([`CommandRunner`](crate::CommandRunner)): what a
-    /// batch system can run as a job ([`placed_runner`](crate::placed_runner)). Default: none.
-    fn command(&self) -> Option<&crate::CommandRunner> {
+    /// The agent CLI it runs, when it runs one (the command module's `CommandRunner`, which
+    /// `placed_runner` downcasts to): what a batch system can run as a job. Default: none.
+    fn command(&self) -> Option<&dyn std::any::Any> {
         None
     }
 

@@ -28,7 +28,7 @@
 //! use task_protocol::wire::{self, Op, Request, Response};
 //!
 //! let line = serde_json::to_string(&Request::new(u64::MAX, Op::Hello)).unwrap();
-//! assert!(line.starts_with(r#"{"version":2,"#));
+//! assert!(line.starts_with(r#"{"version":3,"#));
 //!
 //! // A supervisor reads the version even from a line it cannot otherwise read.
 //! let newer = br#"{"version":99,"deadlineMs":1,"op":{"op":"teleport"}}"#;

@@ -17,8 +17,10 @@ use serde::{Deserialize, Serialize};
 use crate::{Address, Caller, InputRefusal, MessageReply, Schedule, StrayPolicy, TaskId};
 
 /// The version of the wire this build speaks. It changes whenever a request or an answer
-/// changes in a way the other side cannot read: 2 added [`Op::GroupPause`] and [`Op::Release`].
-pub const PROTOCOL_VERSION: u32 = 2;
+/// changes in a way the other side cannot read: 2 added [`Op::GroupPause`] and [`Op::Release`];
+/// 3 added the `local` placement and a teammate's placement (a start an older supervisor would
+/// refuse as malformed, or run on the wrong machine).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// The oldest client version a supervisor of this build serves.
 pub const OLDEST_SERVED_VERSION: u32 = 1;

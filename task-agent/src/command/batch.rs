@@ -83,7 +83,7 @@ impl AgentRunner for BatchRunner {
         self.cli.resumes()
     }
 
-    fn command(&self) -> Option<&CommandRunner> {
+    fn command(&self) -> Option<&dyn std::any::Any> {
         Some(&self.cli)
     }
 
@@ -131,6 +131,7 @@ pub fn placed_runner(
         .ok_or_else(|| AgentError::NoBatchEngine(placement.engine().to_owned()))?;
     let cli = runner
         .command()
+        .and_then(|cli| cli.downcast_ref::<CommandRunner>())
         .ok_or(AgentError::NotPlaceable(runner.name()))?
         .clone();
     Ok(Arc::new(BatchRunner::new(

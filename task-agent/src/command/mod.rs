@@ -170,7 +170,7 @@ impl AgentRunner for CommandRunner {
             .is_some_and(|format| format != CliFormat::Gemini)
     }
 
-    fn command(&self) -> Option<&CommandRunner> {
+    fn command(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }
 
