@@ -84,6 +84,7 @@ mod transfer;
 mod tree;
 mod txn;
 mod update;
+mod wal;
 mod watch;
 
 pub use api::{

@@ -99,7 +99,7 @@ impl TaskList {
             }
             Err(e) => return Err(std::io::Error::from(e)).at("create", &lock_file),
         }
-        Ok(Self {
+        let list = Self {
             dir,
             list_id,
             config,
@@ -107,7 +107,10 @@ impl TaskList {
             id_hint: Arc::default(),
             cache: Arc::default(),
             backend: Backend::Files,
-        })
+        };
+        // A write interrupted by a kill or a machine crash is finished before anything is read.
+        list.recover_journal();
+        Ok(list)
     }
 
     /// Opens the list `list_id` (sanitised) in the PostgreSQL database `conninfo` names, as
@@ -413,22 +416,6 @@ impl TaskList {
                 }),
             ),
         })
-    }
-
-    /// Appends a transaction's records in one `write` (one line each) and one fdatasync.
-    pub(crate) fn append_audit(&self, records: &[AuditRecord]) -> Result<()> {
-        if records.is_empty() {
-            return Ok(());
-        }
-        let lines: Vec<String> = records
-            .iter()
-            .map(|record| serde_json::to_string(record).unwrap_or_default())
-            .collect();
-        fsutil::append_line(
-            &self.dir().join(AUDIT_LOG_FILE),
-            &lines.join("\n"),
-            self.config.durable,
-        )
     }
 
     /// Reads the audit log (oldest first). Lines that do not parse (a torn last line after a
