@@ -478,7 +478,9 @@ impl<'a> Wal<'a> {
         let dir = self.list.dir();
         for change in changes {
             match &change.contents {
-                Some(contents) => Staged::write(dir, &change.name, contents.as_bytes())?.publish()?,
+                Some(contents) => {
+                    Staged::write(dir, &change.name, contents.as_bytes())?.publish()?
+                }
                 None => fsutil::remove_if_exists(&dir.join(&change.name))?,
             }
         }
@@ -518,7 +520,14 @@ impl<'a> Wal<'a> {
         let mut at_name: HashMap<String, usize> = HashMap::new();
         let mut audit = String::new();
         for entry in entries {
-            let (_, Entry::Op { changes, audit: lines }) = entry else {
+            let (
+                _,
+                Entry::Op {
+                    changes,
+                    audit: lines,
+                },
+            ) = entry
+            else {
                 continue;
             };
             for change in changes {
@@ -625,9 +634,7 @@ fn ends_with(path: &Path, tail: &str) -> Result<bool> {
         return Ok(false);
     };
     let mut bytes = vec![0; tail.len()];
-    file.file()
-        .read_exact_at(&mut bytes, at)
-        .at("read", path)?;
+    file.file().read_exact_at(&mut bytes, at).at("read", path)?;
     Ok(bytes == tail.as_bytes())
 }
 
@@ -685,7 +692,10 @@ mod tests {
         assert!(decode_frame(2, 100, &frame).is_none(), "another epoch");
         assert!(decode_frame(1, 101, &frame).is_none(), "another offset");
         for cut in 0..frame.len() {
-            assert!(decode_frame(1, 100, &frame[..cut]).is_none(), "torn at {cut}");
+            assert!(
+                decode_frame(1, 100, &frame[..cut]).is_none(),
+                "torn at {cut}"
+            );
         }
         let mut flipped = frame.clone();
         flipped[14] ^= 1;
