@@ -145,7 +145,9 @@ impl TaskList {
                 fixed: false,
             });
         }
-        let problems = self.write(true, |txn| {
+        // It reads the directory itself (lock directories, temp files): in no shared
+        // transaction.
+        let problems = self.write_alone(true, |txn| {
             let snapshot = self.snapshot()?;
             let problems = self.find_problems(&snapshot, true)?;
             self.repair(txn, &snapshot, &problems)?;

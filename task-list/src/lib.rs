@@ -66,6 +66,7 @@ mod entry;
 mod error;
 mod fsutil;
 mod graph;
+mod group;
 mod hooks;
 mod id;
 mod inbox;

@@ -19,6 +19,7 @@ use crate::config::StoreConfig;
 use crate::entry::{EntryFault, FileProblem};
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil::{self, Untrusted};
+use crate::group::Group;
 use crate::id::{TaskId, sanitize_name};
 use crate::lock::{DirLock, LIST_LOCK_FILE, lock_dir_for};
 use crate::pg::{PgEnv, PgStore};
@@ -70,6 +71,8 @@ pub struct TaskList {
     pub(crate) id_hint: Arc<AtomicU64>,
     /// Tasks parsed by earlier snapshots, reused while their files are unchanged.
     cache: Arc<TaskCache>,
+    /// The transactions this handle's writers share (files only; see `group`).
+    pub(crate) group: Arc<Group>,
     /// Where the list lives.
     pub(crate) backend: Backend,
 }
@@ -106,6 +109,7 @@ impl TaskList {
             actor: Actor::default(),
             id_hint: Arc::default(),
             cache: Arc::default(),
+            group: Arc::default(),
             backend: Backend::Files,
         };
         // A write interrupted by a kill or a machine crash is finished before anything is read.
@@ -140,6 +144,7 @@ impl TaskList {
             actor: Actor::default(),
             id_hint: Arc::default(),
             cache: Arc::default(),
+            group: Arc::default(),
             backend: Backend::Database(Arc::new(store)),
         })
     }

@@ -23,6 +23,7 @@ use crate::fsutil::{self, Untrusted};
 use crate::id::TaskId;
 use crate::lock::{DirLock, ListGuard};
 use crate::record::Task;
+use crate::snapshot::Snapshot;
 use crate::store::{HIGH_WATER_MARK_FILE, TaskList};
 use crate::wal::{FileChange, Wal, raises};
 
@@ -32,11 +33,11 @@ pub(crate) const JOURNAL_FILE: &str = ".journal";
 
 /// The list locked for writing.
 #[derive(Debug)]
-pub(crate) struct Txn<'a> {
-    pub(crate) list: &'a TaskList,
+pub(crate) struct Txn {
+    pub(crate) list: TaskList,
     // Field order is drop order: task-file locks go before the list lock.
     file_locks: Vec<DirLock>,
-    wal: Wal<'a>,
+    wal: Wal,
     guard: ListGuard,
     cache: HashMap<TaskId, Option<Task>>,
     changes: Vec<FileChange>,
@@ -45,9 +46,25 @@ pub(crate) struct Txn<'a> {
     audit: Vec<AuditRecord>,
 }
 
+/// What a transaction held before one writer's body ran on it, to go back to if the body
+/// fails (see `group`).
+#[derive(Debug)]
+pub(crate) struct Savepoint {
+    cache: HashMap<TaskId, Option<Task>>,
+    changes: Vec<FileChange>,
+    staged: HashMap<String, usize>,
+    audit: usize,
+    id_hint: u64,
+}
+
 impl TaskList {
     /// Runs `body` in a write transaction and commits it. `reference_list_lock`: the file
     /// store also takes the reference's list lock (create, reset, busy-checked claims, repair).
+    ///
+    /// On files, writers of this handle (and its clones) that arrive while another's
+    /// transaction is open run their bodies in it, one after another, and share its commit and
+    /// its one journal flush (`group`): a body must read the list through `txn` (a snapshot
+    /// through [`StoreTxn::overlay`]), where the others' changes are.
     ///
     /// On PostgreSQL a transaction that fails on a serialization failure, a deadlock or a lost
     /// connection before it committed is run again from the start (bounded by
@@ -59,12 +76,7 @@ impl TaskList {
         mut body: impl FnMut(&mut dyn StoreTxn) -> Result<T> + Send,
     ) -> Result<T> {
         match &self.backend {
-            Backend::Files => {
-                let mut txn = Box::new(Txn::begin(self, reference_list_lock)?);
-                let value = body(txn.as_mut())?;
-                txn.commit()?;
-                Ok(value)
-            }
+            Backend::Files => self.group.write(self, reference_list_lock, false, body),
             Backend::Database(store) => {
                 let mut value = None;
                 store.write_erased(&mut |txn| {
@@ -75,16 +87,29 @@ impl TaskList {
             }
         }
     }
+
+    /// [`TaskList::write`] in a transaction of its own (on files, shared with no other
+    /// writer): for a body that reads the list directory itself (`doctor --fix`, an import).
+    pub(crate) fn write_alone<T: Send>(
+        &self,
+        reference_list_lock: bool,
+        body: impl FnMut(&mut dyn StoreTxn) -> Result<T> + Send,
+    ) -> Result<T> {
+        match &self.backend {
+            Backend::Files => self.group.write(self, reference_list_lock, true, body),
+            Backend::Database(_) => self.write(reference_list_lock, body),
+        }
+    }
 }
 
-impl<'a> Txn<'a> {
+impl Txn {
     /// Locks the list. `reference_list_lock`: also take the reference's list lock
     /// (`.lock.lock`), which the reference takes for create, reset and busy-checked claims;
     /// other writes are protected, as in the reference, by the locks of the task files they write.
-    pub(crate) fn begin(list: &'a TaskList, reference_list_lock: bool) -> Result<Self> {
+    pub(crate) fn begin(list: &TaskList, reference_list_lock: bool) -> Result<Self> {
         let guard = ListGuard::acquire(list.dir(), &list.config.lock, reference_list_lock)?;
         let mut txn = Self {
-            list,
+            list: list.clone(),
             file_locks: Vec::new(),
             wal: Wal::open(list, &guard)?,
             guard,
@@ -95,6 +120,36 @@ impl<'a> Txn<'a> {
         };
         txn.replay_journal()?;
         Ok(txn)
+    }
+
+    /// What the transaction holds now, to [`Txn::rollback`] to.
+    pub(crate) fn savepoint(&self) -> Savepoint {
+        Savepoint {
+            cache: self.cache.clone(),
+            changes: self.changes.clone(),
+            staged: self.staged.clone(),
+            audit: self.audit.len(),
+            id_hint: self.list.id_hint.load(Ordering::Acquire),
+        }
+    }
+
+    /// Drops what was staged since `savepoint` (the locks taken since are kept until commit).
+    pub(crate) fn rollback(&mut self, savepoint: Savepoint) {
+        self.cache = savepoint.cache;
+        self.changes = savepoint.changes;
+        self.staged = savepoint.staged;
+        self.audit.truncate(savepoint.audit);
+        self.list
+            .id_hint
+            .store(savepoint.id_hint, Ordering::Release);
+    }
+
+    /// The contents staged for the file `name`: `None` if nothing is staged for it,
+    /// `Some(None)` if its removal is.
+    fn staged(&self, name: &str) -> Option<Option<&str>> {
+        self.staged
+            .get(name)
+            .map(|&at| self.changes[at].contents.as_deref())
     }
 
     fn lock_file(&mut self, id: TaskId) -> Result<()> {
@@ -161,7 +216,7 @@ impl<'a> Txn<'a> {
     }
 }
 
-impl StoreTxn for Txn<'_> {
+impl StoreTxn for Txn {
     /// Reads a task (cached for the rest of the transaction, including its own writes).
     fn get(&mut self, id: TaskId) -> Result<Option<&Task>> {
         if !self.cache.contains_key(&id) {
@@ -205,9 +260,14 @@ impl StoreTxn for Txn<'_> {
         Ok(())
     }
 
-    /// Raises the high-water mark to at least `id` (never lowers it).
+    /// Raises the high-water mark to at least `id` (never lowers it, on disk or as staged).
     fn raise_high_water_mark(&mut self, id: u64) -> Result<()> {
-        if self.list.high_water_mark()? < id {
+        let staged = self
+            .staged(HIGH_WATER_MARK_FILE)
+            .flatten()
+            .and_then(|mark| mark.parse::<u64>().ok())
+            .unwrap_or(0);
+        if self.list.high_water_mark()?.max(staged) < id {
             self.stage(HIGH_WATER_MARK_FILE.to_string(), Some(id.to_string()));
         }
         Ok(())
@@ -223,7 +283,7 @@ impl StoreTxn for Txn<'_> {
     /// (creates are sequential and a delete raises the mark to the deleted id, here and in the
     /// reference), so the first missing file above max(hint, mark) is the answer.
     fn next_id(&mut self) -> Result<TaskId> {
-        let list = self.list;
+        let list = &self.list;
         let mut highest = match list.id_hint.load(Ordering::Acquire) {
             0 => fsutil::task_ids(list.dir())?
                 .last()
@@ -250,8 +310,40 @@ impl StoreTxn for Txn<'_> {
         Ok(next)
     }
 
+    /// The ids on disk, with what is staged: created files in, removed ones out.
     fn task_ids(&mut self) -> Result<Vec<TaskId>> {
-        fsutil::task_ids(self.list.dir())
+        let mut ids = fsutil::task_ids(self.list.dir())?;
+        for change in &self.changes {
+            let Some(id) = TaskId::from_file_name(&change.name) else {
+                continue;
+            };
+            match (&change.contents, ids.binary_search(&id)) {
+                (Some(_), Err(at)) => ids.insert(at, id),
+                (None, Ok(at)) => {
+                    ids.remove(at);
+                }
+                _ => {}
+            }
+        }
+        Ok(ids)
+    }
+
+    /// `snapshot` with the tasks this transaction has staged in place of their files.
+    fn overlay(&self, mut snapshot: Snapshot) -> Snapshot {
+        for change in &self.changes {
+            let Some(id) = TaskId::from_file_name(&change.name) else {
+                continue;
+            };
+            match self.cache.get(&id) {
+                Some(Some(task)) => {
+                    snapshot.tasks.insert(id, task.clone());
+                }
+                _ => {
+                    snapshot.tasks.remove(&id);
+                }
+            }
+        }
+        snapshot
     }
 
     /// Commits the staged changes and the audit records through the journal (see the

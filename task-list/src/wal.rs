@@ -321,18 +321,18 @@ impl TaskList {
 
 /// The journal, open for writing, under the list lock.
 #[derive(Debug)]
-pub(crate) struct Wal<'a> {
-    list: &'a TaskList,
+pub(crate) struct Wal {
+    list: TaskList,
     file: File,
     header: Header,
     /// Where the next frame goes (the end of the last frame that checks).
     end: u64,
 }
 
-impl<'a> Wal<'a> {
+impl Wal {
     /// Opens the list's journal (starting one if there is none) and recovers it if it needs
     /// it. The caller holds the list lock (`guard`).
-    pub(crate) fn open(list: &'a TaskList, guard: &ListGuard) -> Result<Self> {
+    pub(crate) fn open(list: &TaskList, guard: &ListGuard) -> Result<Self> {
         let path = list.dir().join(WAL_FILE);
         let file = match NoFollow::read_write().open_regular(&path) {
             Ok(file) => file,
@@ -360,7 +360,7 @@ impl<'a> Wal<'a> {
                 message: "not a journal (its header does not check)".into(),
             })?;
         let mut wal = Self {
-            list,
+            list: list.clone(),
             file,
             header,
             end: size,
@@ -390,7 +390,7 @@ impl<'a> Wal<'a> {
     }
 
     /// Starts a new journal (a new epoch), renamed over any old one, and opens it.
-    fn start(list: &'a TaskList) -> Result<Self> {
+    fn start(list: &TaskList) -> Result<Self> {
         let dir = list.dir();
         let durable = list.config.durable;
         let audit_base = match std::fs::symlink_metadata(dir.join(AUDIT_LOG_FILE)) {
@@ -419,7 +419,7 @@ impl<'a> Wal<'a> {
             .map_err(|e| refusal(&path, e))?
             .into_file();
         Ok(Self {
-            list,
+            list: list.clone(),
             file,
             header,
             end: HEADER_LEN,
@@ -605,7 +605,7 @@ impl<'a> Wal<'a> {
             fsutil::at_once(&names, |name| sync_if_there(&dir.join(name)))?;
             fsutil::sync_dir(dir)?;
         }
-        *self = Self::start(self.list)?;
+        *self = Self::start(&self.list)?;
         Ok(())
     }
 }
@@ -677,6 +677,18 @@ pub(crate) fn raises(change: &FileChange, mark: u64) -> bool {
         .as_deref()
         .map(|text| text.trim().parse::<u64>());
     matches!(journaled, Some(Ok(n)) if n > mark && n <= TaskId::MAX)
+}
+
+/// How many transaction records the list's journal holds (each was one flush).
+#[cfg(test)]
+pub(crate) fn op_records(list: &TaskList) -> Result<usize> {
+    let bytes = std::fs::read(list.dir().join(WAL_FILE)).at("read", list.dir())?;
+    let header = Header::decode(&bytes).ok_or_else(|| Error::Internal("no header".into()))?;
+    let (entries, _) = scan(header.epoch, &bytes);
+    Ok(entries
+        .iter()
+        .filter(|(_, e)| matches!(e, Entry::Op { .. }))
+        .count())
 }
 
 #[cfg(test)]
