@@ -35,8 +35,8 @@
 //! renamed over the old one and the directory flushed.
 //!
 //! What a reference harness writing the same list can see: it writes a task file in place
-//! under `{id}.json.lock`, which our writer holds on every task file of a transaction from its
-//! read to its `applied` record, so the two never interleave on a file. A record is applied
+//! under `{id}.json.lock`, which our writer (with [`crate::LockConfig::reference_locks`] on)
+//! holds on every task file of a transaction from its read to its `applied` record, so the two never interleave on a file. A record is applied
 //! again only when its writer died before marking it, while that writer's lock directories are
 //! still there (a live reference harness takes a lock over only once it is stale, after
 //! [`crate::LockConfig::stale_after`]), or after the machine crashed, when the reference's own
