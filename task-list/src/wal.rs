@@ -24,10 +24,13 @@
 //!   flush and its `applied` record. It is flushed (its writer may have died before its flush
 //!   returned), applied again (the records hold whole new contents, so this is idempotent), its
 //!   audit lines appended unless the log already ends with them, and marked applied.
-//! - **Another boot** (the machine crashed or lost power; or the boot id cannot be read): the
-//!   applied files may not have reached the disk. Every record of the journal is applied again
-//!   in order, the audit log cut back to its size at the journal's start and every record's
-//!   lines appended again, then the journal is checkpointed.
+//! - **Another boot** (the machine crashed or lost power, or was rebooted; or the boot id cannot
+//!   be read): the applied files may not have reached the disk. Every record of the journal is
+//!   applied again in order, except over a task file changed after its record was marked
+//!   applied (the `applied` record carries the time) that holds a whole task of its id: a write
+//!   of the reference's made after ours, which survived. The audit log is cut back to its size
+//!   at the journal's start and every record's lines appended again, then the journal is
+//!   checkpointed.
 //!
 //! Checkpoint, when the journal has grown past [`crate::StoreConfig::journal_checkpoint_bytes`]
 //! (and after every write when the boot id cannot be read): every file the journal's records
@@ -39,9 +42,8 @@
 //! holds on every task file of a transaction from its read to its `applied` record, so the two never interleave on a file. A record is applied
 //! again only when its writer died before marking it, while that writer's lock directories are
 //! still there (a live reference harness takes a lock over only once it is stale, after
-//! [`crate::LockConfig::stale_after`]), or after the machine crashed, when the reference's own
-//! unflushed writes may be lost anyway: then a reference write made after one of our records
-//! and before the next checkpoint can be reverted to that record's contents.
+//! [`crate::LockConfig::stale_after`]), or after a reboot, over a file the reference did not
+//! write since, or whose write the crash tore (the reference flushes nothing).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -100,8 +102,13 @@ enum Entry {
         changes: Vec<FileChange>,
         audit: String,
     },
-    /// The `Op` at offset `at` is applied.
-    Applied { at: u64 },
+    /// The `Op` at offset `at` is applied; `time`: when it was done (nanoseconds since the
+    /// epoch, this machine's clock).
+    Applied {
+        at: u64,
+        #[serde(default)]
+        time: u64,
+    },
 }
 
 /// A record to append: [`Entry`], borrowed.
@@ -114,6 +121,7 @@ enum NewEntry<'a> {
     },
     Applied {
         at: u64,
+        time: u64,
     },
 }
 
@@ -437,7 +445,7 @@ impl Wal {
         self.append(&NewEntry::Op { changes, audit })?;
         self.flush()?;
         self.apply(changes, audit)?;
-        self.append(&NewEntry::Applied { at })?;
+        self.append(&NewEntry::Applied { at, time: now() })?;
         let unknown_boot = self.list.config.durable && current_boot().is_none();
         if unknown_boot || self.end >= self.list.config.journal_checkpoint_bytes {
             self.checkpoint()?;
@@ -511,7 +519,7 @@ impl Wal {
         let log = self.list.dir().join(AUDIT_LOG_FILE);
         let logged = audit.is_empty() || ends_with(&log, &format!("{audit}\n"))?;
         self.apply(&changes, if logged { "" } else { audit })?;
-        self.append(&NewEntry::Applied { at })
+        self.append(&NewEntry::Applied { at, time: now() })
     }
 
     /// Recovers a journal started in another boot: every record applied again, the audit log
@@ -519,34 +527,51 @@ impl Wal {
     fn recover_all(&mut self, guard: &ListGuard) -> Result<()> {
         let bytes = self.read_all()?;
         let (entries, _) = scan(self.header.epoch, &bytes);
-        let mut merged: Vec<FileChange> = Vec::new();
+        // The last change of each file, and when the record it is in was marked applied.
+        let mut merged: Vec<(FileChange, Option<u64>)> = Vec::new();
         let mut at_name: HashMap<String, usize> = HashMap::new();
+        let mut of_record: HashMap<u64, Vec<usize>> = HashMap::new();
         let mut audit = String::new();
-        for entry in entries {
-            let (
-                _,
+        for (at, entry) in entries {
+            match entry {
                 Entry::Op {
                     changes,
                     audit: lines,
-                },
-            ) = entry
-            else {
-                continue;
-            };
-            for change in changes {
-                match at_name.get(&change.name) {
-                    Some(&i) => merged[i] = change,
-                    None => {
-                        at_name.insert(change.name.clone(), merged.len());
-                        merged.push(change);
+                } => {
+                    for change in changes {
+                        let i = match at_name.get(&change.name) {
+                            Some(&i) => {
+                                merged[i] = (change, None);
+                                i
+                            }
+                            None => {
+                                at_name.insert(change.name.clone(), merged.len());
+                                merged.push((change, None));
+                                merged.len() - 1
+                            }
+                        };
+                        of_record.entry(at).or_default().push(i);
+                    }
+                    if !lines.is_empty() {
+                        audit.push_str(&lines);
+                        audit.push('\n');
+                    }
+                }
+                Entry::Applied { at, time } => {
+                    for &i in of_record.get(&at).into_iter().flatten() {
+                        // Still this record's change (not one of a later record's)?
+                        if let Some(slot) = merged.get_mut(i).filter(|s| s.1.is_none()) {
+                            slot.1 = Some(time);
+                        }
                     }
                 }
             }
-            if !lines.is_empty() {
-                audit.push_str(&lines);
-                audit.push('\n');
-            }
         }
+        let merged: Vec<FileChange> = merged
+            .into_iter()
+            .filter(|(change, applied)| !self.written_since(change, *applied))
+            .map(|(change, _)| change)
+            .collect();
         if !merged.is_empty() || !audit.is_empty() {
             tracing::warn!(list = %self.list.list_id(), files = merged.len(), "applying the journal of an earlier boot");
             let merged = self.checked(merged)?;
@@ -559,6 +584,30 @@ impl Wal {
             }
         }
         self.checkpoint()
+    }
+
+    /// Whether the task file `change` names was written by someone else (the reference) after
+    /// our record was applied at `applied`, and survived whole: changed later than that, and a
+    /// task of its id. Such a file is left as it is when an earlier boot's journal is applied
+    /// again (after a clean reboot, every file is as it was left).
+    fn written_since(&self, change: &FileChange, applied: Option<u64>) -> bool {
+        let (Some(applied), Some(id)) = (applied, TaskId::from_file_name(&change.name)) else {
+            return false;
+        };
+        let path = self.list.dir().join(&change.name);
+        let Ok(Some(bytes)) =
+            fsutil::read_optional_within(&path, self.list.config.max_task_file_bytes)
+        else {
+            return false;
+        };
+        let changed = std::fs::symlink_metadata(&path)
+            .and_then(|meta| meta.modified())
+            .ok()
+            .and_then(|at| at.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |since| {
+                u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+            });
+        changed > applied && crate::record::Task::from_file_json(&bytes).is_ok_and(|t| t.id == id)
     }
 
     /// `changes` if every one names a file of the list, less a `.highwatermark` change that
@@ -611,6 +660,15 @@ impl Wal {
         *self = Self::start(&self.list)?;
         Ok(())
     }
+}
+
+/// Now, in nanoseconds since the epoch.
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+        })
 }
 
 /// Flushes the regular file at `path`, if there is one (never following a symlink).
@@ -701,7 +759,7 @@ mod tests {
 
     #[test]
     fn a_frame_checks_only_at_its_offset_and_in_its_epoch() {
-        let entry = NewEntry::Applied { at: 7 };
+        let entry = NewEntry::Applied { at: 7, time: 1 };
         let frame = encode_frame(1, 100, &entry).unwrap();
         assert!(decode_frame(1, 100, &frame).is_some());
         assert!(decode_frame(2, 100, &frame).is_none(), "another epoch");
@@ -792,10 +850,14 @@ mod tests {
     }
 
     #[test]
-    fn after_a_machine_crash_every_record_is_applied_again_and_the_audit_log_rebuilt() {
+    fn after_a_reboot_every_record_is_applied_again_except_over_a_later_reference_write() {
         let root = tempfile::tempdir().unwrap();
         let list = TaskList::open(root.path(), "l", StoreConfig::default()).unwrap();
-        let changes = [task_change(1, "first"), task_change(2, "second")];
+        let changes = [
+            task_change(1, "first"),
+            task_change(2, "second"),
+            task_change(3, "third"),
+        ];
         let later = [task_change(1, "first, renamed")];
         let (a, b) = ("{\"n\":1}\n{\"n\":2}", "{\"n\":3}");
         // Another boot's journal; its applied files and audit lines partly lost in the crash:
@@ -809,7 +871,10 @@ mod tests {
                     changes: &changes,
                     audit: a,
                 },
-                NewEntry::Applied { at: HEADER_LEN },
+                NewEntry::Applied {
+                    at: HEADER_LEN,
+                    time: 1,
+                },
                 NewEntry::Op {
                     changes: &later,
                     audit: b,
@@ -822,10 +887,17 @@ mod tests {
         )
         .unwrap();
         std::fs::write(list.dir().join(AUDIT_LOG_FILE), "{\"n\":").unwrap();
+        // Task 3 was edited by the reference after our record was applied (a later
+        // modification time): left as it is.
+        let edited = task_change(3, "edited by the reference");
+        std::fs::write(list.dir().join("3.json"), edited.contents.unwrap()).unwrap();
         let reopened = TaskList::open(root.path(), "l", StoreConfig::default()).unwrap();
         let tasks = reopened.snapshot().unwrap().tasks;
         let subjects: Vec<&str> = tasks.values().map(|t| t.subject.as_str()).collect();
-        assert_eq!(subjects, ["first, renamed", "second"]);
+        assert_eq!(
+            subjects,
+            ["first, renamed", "second", "edited by the reference"]
+        );
         assert_eq!(audit_text(&list), format!("{a}\n{b}\n"));
         assert!(!reopened.journal_needs_recovery().unwrap());
         let bytes = std::fs::read(list.dir().join(WAL_FILE)).unwrap();
