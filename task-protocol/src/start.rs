@@ -62,10 +62,11 @@ pub struct ShellStart {
 }
 
 /// Where a shell command or an agent CLI runs when not on this machine: a batch system that
-/// takes it as a job.
+/// takes it as a job; or [`Placement::Local`], this machine even when a default placement is
+/// configured.
 ///
-/// On the wire `{"engine": "slurm", "partition": "debug", "args": ["--mem=1G"]}`; both fields
-/// may be left out.
+/// On the wire `{"engine": "slurm", "partition": "debug", "args": ["--mem=1G"]}` (both fields
+/// may be left out), or `{"engine": "local"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "engine", rename_all = "snake_case")]
@@ -81,17 +82,22 @@ pub enum Placement {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         args: Vec<String>,
     },
+    /// This machine, as a child of the supervisor: asked for explicitly (`--on local`), it
+    /// overrides a configured default placement.
+    Local,
 }
 
 impl Placement {
-    /// The batch system's name: `slurm`.
+    /// The batch system's name (`slurm`), or `local`.
     pub fn engine(&self) -> &'static str {
         match self {
             Placement::Slurm { .. } => "slurm",
+            Placement::Local => "local",
         }
     }
 
-    /// Parses what a command line gives: `slurm` or `slurm:PARTITION` (no extra arguments).
+    /// Parses what a command line gives: `local`, `slurm` or `slurm:PARTITION` (no extra
+    /// arguments).
     ///
     /// # Errors
     /// A word that names no batch system, or an empty partition.
@@ -101,13 +107,15 @@ impl Placement {
             None => (text, None),
         };
         match (engine, partition) {
+            ("local", None) => Ok(Placement::Local),
+            ("local", Some(_)) => Err("local takes no partition".into()),
             ("slurm", Some("")) => Err("an empty Slurm partition (slurm:PARTITION)".into()),
             ("slurm", partition) => Ok(Placement::Slurm {
                 partition: partition.map(str::to_owned),
                 args: Vec::new(),
             }),
             (other, _) => Err(format!(
-                "unknown placement {other:?}: the one batch system is slurm (slurm or slurm:PARTITION)"
+                "unknown placement {other:?}: local, or the one batch system, slurm (slurm or slurm:PARTITION)"
             )),
         }
     }
@@ -256,6 +264,10 @@ pub struct TeammateStart {
     /// Its budgets (task-agent's `budget`); a resumed teammate has them again from its resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<AgentBudget>,
+    /// Where its agent CLI runs: absent, where the configured default placement says (else on
+    /// this machine); else as a batch job ([`Placement`]) whose output is its transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
 }
 
 /// A dream to start: the agent CLI, its prompt and the consolidation lock.
@@ -424,5 +436,11 @@ mod tests {
         assert!(Placement::parse("slurm:").is_err());
         assert!(Placement::parse("k8s").is_err());
         assert_eq!(Placement::parse("slurm").unwrap().engine(), "slurm");
+        assert_eq!(Placement::parse("local").unwrap(), Placement::Local);
+        assert!(Placement::parse("local:x").is_err());
+        assert_eq!(
+            serde_json::to_value(Placement::Local).unwrap(),
+            serde_json::json!({"engine": "local"})
+        );
     }
 }
