@@ -87,4 +87,5 @@ pub use progress::{Change, ProgressTracker, message_usage};
 pub use runner::{AgentRunner, AgentSession, AgentSpec, SessionEnd, SessionEvent};
 pub use tail::TranscriptTail;
 pub use task_protocol::start::WorktreeRequest;
-pub use texts::{launch_text, send_reply};
+pub use task_protocol::texts::agent_launch as launch_text;
+pub use texts::send_reply;

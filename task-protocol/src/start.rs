@@ -2,6 +2,7 @@
 //! carries them, tagged by [`Start::kind`](crate::wire::Start::kind).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::Serialize;
 use serde::{Deserialize, de::DeserializeOwned};
@@ -181,6 +182,71 @@ impl WsTarget {
             url: url.into(),
             protocols: Vec::new(),
         }
+    }
+
+    /// Checks the URL's scheme, so a typo is refused before a monitor starts (by a front end,
+    /// and again by the monitor's launcher).
+    ///
+    /// # Errors
+    /// [`NotWebSocket`] unless the URL starts with `ws://` or `wss://` (in any case) and
+    /// names something after it.
+    ///
+    /// ```
+    /// use task_protocol::start::WsTarget;
+    ///
+    /// assert!(WsTarget::new("WSS://example.com/feed").check_scheme().is_ok());
+    /// assert!(WsTarget::new("https://example.com").check_scheme().is_err());
+    /// assert!(WsTarget::new("ws://").check_scheme().is_err());
+    /// ```
+    pub fn check_scheme(&self) -> Result<(), NotWebSocket> {
+        let scheme_ok = ["ws://", "wss://"].iter().any(|scheme| {
+            self.url.len() > scheme.len()
+                && self
+                    .url
+                    .get(..scheme.len())
+                    .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+        });
+        if scheme_ok {
+            Ok(())
+        } else {
+            Err(NotWebSocket(self.url.clone()))
+        }
+    }
+}
+
+/// A monitor was given a URL that is not a WebSocket's ([`WsTarget::check_scheme`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a WebSocket URL (ws://… or wss://…): {0:?}")]
+pub struct NotWebSocket(pub String);
+
+/// How long a monitor may live ([`MonitorStart::timeout_ms`]): its default and its cap. The
+/// `Default` is SPEC §6's (5 minutes, at most an hour).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MonitorLimits {
+    /// A monitor's lifetime when the caller gives none (SPEC: 300 000 ms).
+    pub default_timeout: Duration,
+    /// The longest lifetime a non-persistent monitor may ask for (SPEC: 3 600 000 ms).
+    pub max_timeout: Duration,
+}
+
+impl Default for MonitorLimits {
+    fn default() -> Self {
+        MonitorLimits {
+            default_timeout: Duration::from_millis(300_000),
+            max_timeout: Duration::from_millis(3_600_000),
+        }
+    }
+}
+
+impl MonitorLimits {
+    /// The lifetime of a monitor: `None` when persistent, else the requested timeout (or the
+    /// default) clamped to the maximum.
+    pub fn lifetime(&self, requested: Option<Duration>, persistent: bool) -> Option<Duration> {
+        if persistent {
+            return None;
+        }
+        let wanted = requested.unwrap_or(self.default_timeout);
+        Some(wanted.min(self.max_timeout))
     }
 }
 
