@@ -1,7 +1,9 @@
 //! Benchmarks of task-list on both stores (the list directory and PostgreSQL): create, add an
 //! edge on a 10 000-task list, `ready` on 10 000 and 100 000 tasks (and on 100 000 tasks with
-//! priorities), and claim throughput with 1 and 8 contending processes, by id and with
-//! `claim_next`.
+//! priorities), claim throughput with 1 and 8 contending processes, by id and with
+//! `claim_next`, and (files) 8 threads creating durably through clones of one handle, whose
+//! writes share transactions and flushes (group commit), against 8 handles opened apart, one
+//! flush each.
 //!
 //! Run: `cargo bench -p benches --bench list -- --warm-up-time 1 --measurement-time 3`. A
 //! filter (`… -- list_claim_next`) also skips the setup of the groups it leaves out.
@@ -416,8 +418,56 @@ fn main() {
         if runs("list_claim_next") {
             claims(&mut c, &store, Claiming::Next);
         }
+        if runs("list_group_commit") {
+            group_commit(&mut c, &store);
+        }
     }
     c.final_summary();
+}
+
+/// Durable creates by 8 threads at once, 16 each: through clones of one handle (they share
+/// transactions, and so journal flushes) and through 8 handles opened apart (one flush each).
+/// Time per create. On the file store only; the list lives in `$TMPDIR`, so on a disk there
+/// for the flushes to cost what they do.
+fn group_commit(c: &mut Criterion, store: &Store) {
+    const THREADS: u64 = 8;
+    const EACH: u64 = 16;
+    if store.location().starts_with("postgres") {
+        return;
+    }
+    let mut group = c.benchmark_group("list_group_commit/files");
+    group.sample_size(10).sampling_mode(SamplingMode::Flat);
+    group.throughput(Throughput::Elements(THREADS * EACH));
+    for (name, shared) in [
+        ("8_threads_one_handle", true),
+        ("8_threads_8_handles", false),
+    ] {
+        let one = store.open(name, StoreConfig::default());
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let handles: Vec<TaskList> = (0..THREADS)
+                    .map(|_| match shared {
+                        true => one.clone(),
+                        false => store.open(name, StoreConfig::default()),
+                    })
+                    .collect();
+                let start = Instant::now();
+                for _ in 0..iters {
+                    std::thread::scope(|scope| {
+                        for list in &handles {
+                            scope.spawn(move || {
+                                for _ in 0..EACH {
+                                    list.create(&CreateRequest::new("t", "d")).unwrap();
+                                }
+                            });
+                        }
+                    });
+                }
+                start.elapsed()
+            })
+        });
+    }
+    group.finish();
 }
 
 /// Waits until the file store's snapshot cache takes the files just written: it keeps only

@@ -9,7 +9,9 @@
 //! Run: `cargo bench -p benches --bench list_cli` (needs `task`: `apt-get install
 //! taskwarrior`; without it only the `tasks` side is measured). It builds `tasks` as shipped
 //! (`cargo build-tasks`). Samples alternate between the two sides; figures are medians.
-//! `TASKS_BENCH_QUICK=1` takes fewer samples.
+//! `TASKS_BENCH_QUICK=1` takes fewer samples. `TASKS_BENCH_BASELINE_BIN=PATH` also measures
+//! another `tasks` (an earlier build) on a list of its own, its samples alternating with the
+//! other two sides, and prints its median and how many times faster the measured build is.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::path::{Path, PathBuf};
@@ -42,20 +44,36 @@ fn main() {
     if let Ok(url) = pg {
         stores.push(("postgres", Some(url)));
     }
+    let baseline = std::env::var_os("TASKS_BENCH_BASELINE_BIN").map(PathBuf::from);
     println!("{TASKS} tasks per list; {samples} samples per figure; medians");
     println!(
-        "{:<10} {:<8} {:>10} {:>12} {:>7}",
-        "store", "op", "tasks", "taskwarrior", "ratio"
+        "{:<10} {:<8} {:>10} {:>12} {:>7}{}",
+        "store",
+        "op",
+        "tasks",
+        "taskwarrior",
+        "ratio",
+        match baseline {
+            Some(_) => "   baseline  speed-up",
+            None => "",
+        }
     );
     for (n, (store, url)) in stores.into_iter().enumerate() {
+        let before = baseline
+            .as_ref()
+            .map(|bin| Tasks::new(bin, dir.path(), 100 + n, url.clone()));
         let side = Tasks::new(&tasks, dir.path(), n, url);
         for op in ["create", "edge", "ready"] {
             let mut ours = Vec::new();
             let mut theirs = Vec::new();
+            let mut earlier = Vec::new();
             for i in 0..samples {
                 ours.push(side.time(op, i));
                 if let Some(tw) = &taskwarrior {
                     theirs.push(tw.time(op, i));
+                }
+                if let Some(before) = &before {
+                    earlier.push(before.time(op, i));
                 }
             }
             let ours = median(&mut ours);
@@ -71,7 +89,18 @@ fn main() {
                 }
                 None => format!("{ours:>10.2?}"),
             };
-            println!("{store:<10} {op:<8} {line}");
+            let against = match &before {
+                Some(_) => {
+                    let earlier = median(&mut earlier);
+                    format!(
+                        " {:>10.2?} {:>8.2}×",
+                        earlier,
+                        earlier.as_secs_f64() / ours.as_secs_f64()
+                    )
+                }
+                None => String::new(),
+            };
+            println!("{store:<10} {op:<8} {line}{against}");
         }
         if let Some(tw) = &taskwarrior {
             tw.reset();

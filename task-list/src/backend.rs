@@ -78,6 +78,13 @@ pub(crate) trait StoreTxn {
     fn next_id(&mut self) -> Result<TaskId>;
     /// Every task id in the list, including unreadable ones (ascending).
     fn task_ids(&mut self) -> Result<Vec<TaskId>>;
+    /// `snapshot` (of the list, read outside the transaction) with what the transaction has
+    /// staged in place: the file store's transactions may carry other writers' changes (group
+    /// commit), which a body must see. On a database one transaction carries one writer's
+    /// changes: `snapshot` is returned as it is.
+    fn overlay(&self, snapshot: Snapshot) -> Snapshot {
+        snapshot
+    }
     /// Queues an audit record, written with the changes.
     fn record(&mut self, record: AuditRecord);
     /// Applies everything staged, atomically.

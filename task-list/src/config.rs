@@ -148,9 +148,11 @@ pub struct StoreConfig {
     pub teammates: bool,
     /// Whether completing the last of 3+ tasks with no verification task returns the nudge (on).
     pub verification_nudge: bool,
-    /// fsync every file and the directory before a change counts as done (on). Writes are
-    /// atomic (temp file + rename) either way, so a killed process never leaves a torn file;
-    /// turning this off only gives up durability across power loss or an OS crash. On
+    /// Flush the change to the disk before it counts as done (on): on files, one `fdatasync`
+    /// of the list's write-ahead journal per write (see the README's "Guarantees"). Writes are
+    /// atomic (journal, then temp file + rename) either way, so a killed process never leaves a
+    /// torn file or half a change; turning this off only gives up durability across power loss
+    /// or an OS crash. On
     /// PostgreSQL, off means `synchronous_commit = off` (the server's own crash may lose the
     /// last commits, never half of one).
     pub durable: bool,
@@ -179,6 +181,12 @@ pub struct StoreConfig {
     /// a warning (its records are not read) and named by `doctor`; a larger journal refuses
     /// writes, as a journal that does not parse does, until it is looked at.
     pub max_log_bytes: u64,
+    /// How large the list's write-ahead journal (`.wal`) may grow before it is checkpointed
+    /// (256 KiB, some 400 creates): the files its records changed, the audit log and the
+    /// directory flushed, and a new journal started. A write waits for one flush of the journal;
+    /// the one write that checkpoints also waits for those. Larger means rarer checkpoints, each
+    /// flushing more files, and a longer replay after a machine crash.
+    pub journal_checkpoint_bytes: u64,
 }
 
 impl Default for StoreConfig {
@@ -196,6 +204,7 @@ impl Default for StoreConfig {
             cache_file: true,
             max_task_file_bytes: 1 << 20,
             max_log_bytes: 256 << 20,
+            journal_checkpoint_bytes: 256 << 10,
         }
     }
 }

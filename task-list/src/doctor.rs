@@ -22,6 +22,7 @@ use crate::record::Task;
 use crate::snapshot::Snapshot;
 use crate::store::{HIGH_WATER_MARK_FILE, HIGH_WATER_MARK_MAX_BYTES, TaskList};
 use crate::txn::JOURNAL_FILE;
+use crate::wal::WAL_FILE;
 
 /// One integrity problem.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,7 +145,9 @@ impl TaskList {
                 fixed: false,
             });
         }
-        let problems = self.write(true, |txn| {
+        // It reads the directory itself (lock directories, temp files): in no shared
+        // transaction.
+        let problems = self.write_alone(true, |txn| {
             let snapshot = self.snapshot()?;
             let problems = self.find_problems(&snapshot, true)?;
             self.repair(txn, &snapshot, &problems)?;
@@ -242,7 +245,7 @@ impl TaskList {
                 problems.push(Problem::LeftoverTempFile { name });
                 continue;
             }
-            if name == JOURNAL_FILE {
+            if name == JOURNAL_FILE || (name == WAL_FILE && self.journal_needs_recovery()?) {
                 problems.push(Problem::UnfinishedJournal);
                 continue;
             }
@@ -271,7 +274,7 @@ impl TaskList {
     fn state_entry_fault(&self, path: &Path, name: &str) -> Result<Option<EntryFault>> {
         let max = match name {
             HIGH_WATER_MARK_FILE => HIGH_WATER_MARK_MAX_BYTES,
-            JOURNAL_FILE | AUDIT_LOG_FILE => self.config.max_log_bytes,
+            JOURNAL_FILE | WAL_FILE | AUDIT_LOG_FILE => self.config.max_log_bytes,
             CACHE_FILE => CACHE_MAX_BYTES,
             LIST_LOCK_FILE => u64::MAX,
             INBOX_DIR => {

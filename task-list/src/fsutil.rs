@@ -166,8 +166,7 @@ pub(crate) const LIST_FILE_MODE: u32 = 0o666;
 /// temp file is removed.
 #[derive(Debug)]
 pub(crate) struct Staged {
-    /// Open until [`Staged::close`] (a large write cannot keep every file open).
-    file: Option<File>,
+    file: File,
     temp: PathBuf,
     target: PathBuf,
     published: bool,
@@ -186,21 +185,16 @@ impl Staged {
             }
         };
         Ok(Self {
-            file: Some(file),
+            file,
             temp,
             target: dir.join(name),
             published: false,
         })
     }
 
-    /// The temp file while it is open, to be flushed before [`Staged::publish`].
-    pub(crate) fn file(&self) -> Option<&File> {
-        self.file.as_ref()
-    }
-
-    /// Closes the temp file (flushed or not; its contents stay).
-    pub(crate) fn close(&mut self) {
-        self.file = None;
+    /// The temp file, to be flushed before [`Staged::publish`].
+    pub(crate) fn file(&self) -> &File {
+        &self.file
     }
 
     /// The temp file's path.
@@ -247,6 +241,11 @@ pub(crate) fn open_dir(dir: &Path) -> Result<File> {
     File::open(dir).at("open", dir)
 }
 
+/// Flushes the directory `dir` (its entries: names created, renamed or removed).
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    open_dir(dir)?.sync_all().at("fsync", dir)
+}
+
 /// Whether the open directory `dir` is on a local filesystem that takes its timestamps from
 /// this machine's clock in ticks of milliseconds (see [`crate::StoreConfig::cache_min_age_local`]).
 pub(crate) fn on_local_fs(dir: &File) -> bool {
@@ -267,14 +266,6 @@ pub(crate) fn on_local_fs(dir: &File) -> bool {
         let magic = (fs.f_type as i64 as u64) & 0xFFFF_FFFF;
         LOCAL.contains(&magic)
     })
-}
-
-/// Fsyncs every file at once, one thread each (the calling thread takes the first). A disk
-/// that is busy serves concurrent flushes together, where one after another each would wait
-/// its turn. The first error is returned once all are done.
-pub(crate) fn sync_all_at_once(files: &[(&File, &Path)]) -> Result<()> {
-    let sync = |(file, path): &(&File, &Path)| file.sync_all().at("fsync", path);
-    at_once(files, sync)
 }
 
 /// Runs `job` on every item, at once: on up to [`MAX_FLUSH_THREADS`] threads, each taking an

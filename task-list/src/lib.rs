@@ -66,6 +66,7 @@ mod entry;
 mod error;
 mod fsutil;
 mod graph;
+mod group;
 mod hooks;
 mod id;
 mod inbox;
@@ -84,6 +85,7 @@ mod transfer;
 mod tree;
 mod txn;
 mod update;
+mod wal;
 mod watch;
 
 pub use api::{

@@ -135,7 +135,7 @@ impl TaskList {
             let status = locked.status;
             txn.raise_high_water_mark(id.get())?;
             txn.remove(id)?;
-            for other in self.snapshot()?.tasks.values() {
+            for other in txn.overlay(self.snapshot()?).tasks.values() {
                 if other.blocks.contains(&id) || other.blocked_by.contains(&id) {
                     strip(txn, other.id, id)?;
                 }

@@ -40,7 +40,7 @@ impl TaskList {
                 });
             }
             // A parent is ready once its children are completed: they block it.
-            let snapshot = self.snapshot()?;
+            let snapshot = txn.overlay(self.snapshot()?);
             let tasks: Vec<&Task> = snapshot.tasks.values().collect();
             if let Some(children) = open_children(&tasks).remove(&id) {
                 return Ok(ClaimResult {
@@ -74,7 +74,7 @@ impl TaskList {
     /// with [`ClaimFailure::AgentBusy`] (no task is named).
     pub fn claim_next(&self, claimant: &str, options: ClaimOptions) -> Result<Option<ClaimResult>> {
         self.write(options.check_agent_busy, |txn| {
-            let snapshot = self.snapshot()?;
+            let snapshot = txn.overlay(self.snapshot()?);
             if options.check_agent_busy {
                 let busy_with_tasks = busy_with(&snapshot, claimant, None);
                 if !busy_with_tasks.is_empty() {
@@ -137,7 +137,7 @@ impl TaskList {
     pub fn unassign(&self, owner: &str, reason: UnassignReason) -> Result<UnassignResult> {
         let unassigned = self.write(false, |txn| {
             let mut unassigned = Vec::new();
-            for task in self.snapshot()?.tasks.values() {
+            for task in txn.overlay(self.snapshot()?).tasks.values() {
                 if task.owner.as_deref() != Some(owner) || task.status == TaskStatus::Completed {
                     continue;
                 }

@@ -19,6 +19,7 @@ use crate::config::StoreConfig;
 use crate::entry::{EntryFault, FileProblem};
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil::{self, Untrusted};
+use crate::group::Group;
 use crate::id::{TaskId, sanitize_name};
 use crate::lock::{DirLock, LIST_LOCK_FILE, lock_dir_for};
 use crate::pg::{PgEnv, PgStore};
@@ -70,6 +71,8 @@ pub struct TaskList {
     pub(crate) id_hint: Arc<AtomicU64>,
     /// Tasks parsed by earlier snapshots, reused while their files are unchanged.
     cache: Arc<TaskCache>,
+    /// The transactions this handle's writers share (files only; see `group`).
+    pub(crate) group: Arc<Group>,
     /// Where the list lives.
     pub(crate) backend: Backend,
 }
@@ -99,15 +102,19 @@ impl TaskList {
             }
             Err(e) => return Err(std::io::Error::from(e)).at("create", &lock_file),
         }
-        Ok(Self {
+        let list = Self {
             dir,
             list_id,
             config,
             actor: Actor::default(),
             id_hint: Arc::default(),
             cache: Arc::default(),
+            group: Arc::default(),
             backend: Backend::Files,
-        })
+        };
+        // A write interrupted by a kill or a machine crash is finished before anything is read.
+        list.recover_journal();
+        Ok(list)
     }
 
     /// Opens the list `list_id` (sanitised) in the PostgreSQL database `conninfo` names, as
@@ -137,6 +144,7 @@ impl TaskList {
             actor: Actor::default(),
             id_hint: Arc::default(),
             cache: Arc::default(),
+            group: Arc::default(),
             backend: Backend::Database(Arc::new(store)),
         })
     }
@@ -413,22 +421,6 @@ impl TaskList {
                 }),
             ),
         })
-    }
-
-    /// Appends a transaction's records in one `write` (one line each) and one fdatasync.
-    pub(crate) fn append_audit(&self, records: &[AuditRecord]) -> Result<()> {
-        if records.is_empty() {
-            return Ok(());
-        }
-        let lines: Vec<String> = records
-            .iter()
-            .map(|record| serde_json::to_string(record).unwrap_or_default())
-            .collect();
-        fsutil::append_line(
-            &self.dir().join(AUDIT_LOG_FILE),
-            &lines.join("\n"),
-            self.config.durable,
-        )
     }
 
     /// Reads the audit log (oldest first). Lines that do not parse (a torn last line after a

@@ -70,7 +70,8 @@ impl TaskList {
                 TaskId::MAX
             )));
         }
-        self.write(true, |txn| {
+        // It reads the audit log itself: in no shared transaction.
+        self.write_alone(true, |txn| {
             let tasks = txn.task_ids()?.len();
             let records = self.audit_log()?.0.len();
             if tasks > 0 || records > 0 {

@@ -1,62 +1,43 @@
 //! A write transaction: the list lock held, the reference's lock on every task file it reads
-//! for writing, and all writes applied at commit through a journal, so a multi-file change
-//! (an edge, a delete) is all-or-nothing even if the writer is killed half way.
+//! for writing, and all its writes committed at once through the list's write-ahead journal
+//! (`wal`): one record appended and flushed (the commit point), then applied to the files
+//! without waiting for their flush, so a multi-file change (an edge, a delete) is
+//! all-or-nothing even if the writer is killed half way, and a write waits for one device
+//! flush.
 //!
-//! Commit, in rounds of concurrent flushes (a busy disk serves concurrent flushes together,
-//! where one after another each waits its turn):
-//! 1. every new file is written under a temp name, and if more than one file changes, the
-//!    journal (the new contents of all of them) too; all of them are fsynced at once;
-//! 2. if journaled, the journal is renamed to `.journal` and the directory fsynced: the commit
-//!    point;
-//! 3. each temp file is renamed over its target, each removed file unlinked;
-//! 4. the audit records are appended (one write, one fdatasync) while the directory is fsynced.
-//!
-//! Then the journal is removed. The next transaction on the list finds a leftover journal (its
-//! writer died after the commit point) and replays it before anything else. A crash during
-//! round 4 can leave, on a filesystem that does not commit metadata in order, an audit record
-//! of a single-file change whose rename was lost; never a torn task file. The reference reads
-//! only `{digits}.json`, so it ignores the journal.
+//! A `.journal` left by an earlier version of this crate (a writer killed after its commit
+//! point) is still finished by the next transaction: its changes go through the journal.
+//! The reference reads only `{digits}.json`, so it ignores both.
 //!
 //! [`TaskList::write`] runs an operation in such a transaction, or, on PostgreSQL, in the
 //! database's own.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::path::Path;
 use std::sync::atomic::Ordering;
-
-use serde::{Deserialize, Serialize};
 
 use crate::audit::AuditRecord;
 use crate::backend::{Backend, StoreTxn};
 use crate::entry::EntryFault;
-use crate::error::{Error, IoContext, Result};
-use crate::fsutil::{self, Staged, Untrusted};
+use crate::error::{Error, Result};
+use crate::fsutil::{self, Untrusted};
 use crate::id::TaskId;
 use crate::lock::{DirLock, ListGuard};
 use crate::record::Task;
+use crate::snapshot::Snapshot;
 use crate::store::{HIGH_WATER_MARK_FILE, TaskList};
+use crate::wal::{FileChange, Wal, raises};
 
-/// Files a commit keeps open at once (staged, flushed, then closed), well under any limit on
-/// open files: an import writes thousands in one transaction.
-const OPEN_AT_ONCE: usize = 64;
-
-/// The journal of a transaction in flight.
+/// The journal an earlier version of this crate left while a multi-file commit was in flight
+/// (a JSON array of [`FileChange`]s, renamed into place complete).
 pub(crate) const JOURNAL_FILE: &str = ".journal";
-
-/// One file change: new contents, or removal.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct FileChange {
-    name: String,
-    contents: Option<String>,
-}
 
 /// The list locked for writing.
 #[derive(Debug)]
-pub(crate) struct Txn<'a> {
-    pub(crate) list: &'a TaskList,
+pub(crate) struct Txn {
+    pub(crate) list: TaskList,
     // Field order is drop order: task-file locks go before the list lock.
     file_locks: Vec<DirLock>,
+    wal: Wal,
     guard: ListGuard,
     cache: HashMap<TaskId, Option<Task>>,
     changes: Vec<FileChange>,
@@ -65,9 +46,25 @@ pub(crate) struct Txn<'a> {
     audit: Vec<AuditRecord>,
 }
 
+/// What a transaction held before one writer's body ran on it, to go back to if the body
+/// fails (see `group`).
+#[derive(Debug)]
+pub(crate) struct Savepoint {
+    cache: HashMap<TaskId, Option<Task>>,
+    changes: Vec<FileChange>,
+    staged: HashMap<String, usize>,
+    audit: usize,
+    id_hint: u64,
+}
+
 impl TaskList {
     /// Runs `body` in a write transaction and commits it. `reference_list_lock`: the file
     /// store also takes the reference's list lock (create, reset, busy-checked claims, repair).
+    ///
+    /// On files, writers of this handle (and its clones) that arrive while another's
+    /// transaction is open run their bodies in it, one after another, and share its commit and
+    /// its one journal flush (`group`): a body must read the list through `txn` (a snapshot
+    /// through [`StoreTxn::overlay`]), where the others' changes are.
     ///
     /// On PostgreSQL a transaction that fails on a serialization failure, a deadlock or a lost
     /// connection before it committed is run again from the start (bounded by
@@ -79,12 +76,7 @@ impl TaskList {
         mut body: impl FnMut(&mut dyn StoreTxn) -> Result<T> + Send,
     ) -> Result<T> {
         match &self.backend {
-            Backend::Files => {
-                let mut txn = Box::new(Txn::begin(self, reference_list_lock)?);
-                let value = body(txn.as_mut())?;
-                txn.commit()?;
-                Ok(value)
-            }
+            Backend::Files => self.group.write(self, reference_list_lock, false, body),
             Backend::Database(store) => {
                 let mut value = None;
                 store.write_erased(&mut |txn| {
@@ -95,17 +87,32 @@ impl TaskList {
             }
         }
     }
+
+    /// [`TaskList::write`] in a transaction of its own (on files, shared with no other
+    /// writer): for a body that reads the list directory itself (`doctor --fix`, an import).
+    pub(crate) fn write_alone<T: Send>(
+        &self,
+        reference_list_lock: bool,
+        body: impl FnMut(&mut dyn StoreTxn) -> Result<T> + Send,
+    ) -> Result<T> {
+        match &self.backend {
+            Backend::Files => self.group.write(self, reference_list_lock, true, body),
+            Backend::Database(_) => self.write(reference_list_lock, body),
+        }
+    }
 }
 
-impl<'a> Txn<'a> {
+impl Txn {
     /// Locks the list. `reference_list_lock`: also take the reference's list lock
     /// (`.lock.lock`), which the reference takes for create, reset and busy-checked claims;
     /// other writes are protected, as in the reference, by the locks of the task files they write.
-    pub(crate) fn begin(list: &'a TaskList, reference_list_lock: bool) -> Result<Self> {
-        let txn = Self {
-            list,
+    pub(crate) fn begin(list: &TaskList, reference_list_lock: bool) -> Result<Self> {
+        let guard = ListGuard::acquire(list.dir(), &list.config.lock, reference_list_lock)?;
+        let mut txn = Self {
+            list: list.clone(),
             file_locks: Vec::new(),
-            guard: ListGuard::acquire(list.dir(), &list.config.lock, reference_list_lock)?,
+            wal: Wal::open(list, &guard)?,
+            guard,
             cache: HashMap::new(),
             changes: Vec::new(),
             staged: HashMap::new(),
@@ -113,6 +120,36 @@ impl<'a> Txn<'a> {
         };
         txn.replay_journal()?;
         Ok(txn)
+    }
+
+    /// What the transaction holds now, to [`Txn::rollback`] to.
+    pub(crate) fn savepoint(&self) -> Savepoint {
+        Savepoint {
+            cache: self.cache.clone(),
+            changes: self.changes.clone(),
+            staged: self.staged.clone(),
+            audit: self.audit.len(),
+            id_hint: self.list.id_hint.load(Ordering::Acquire),
+        }
+    }
+
+    /// Drops what was staged since `savepoint` (the locks taken since are kept until commit).
+    pub(crate) fn rollback(&mut self, savepoint: Savepoint) {
+        self.cache = savepoint.cache;
+        self.changes = savepoint.changes;
+        self.staged = savepoint.staged;
+        self.audit.truncate(savepoint.audit);
+        self.list
+            .id_hint
+            .store(savepoint.id_hint, Ordering::Release);
+    }
+
+    /// The contents staged for the file `name`: `None` if nothing is staged for it,
+    /// `Some(None)` if its removal is.
+    fn staged(&self, name: &str) -> Option<Option<&str>> {
+        self.staged
+            .get(name)
+            .map(|&at| self.changes[at].contents.as_deref())
     }
 
     fn lock_file(&mut self, id: TaskId) -> Result<()> {
@@ -133,11 +170,13 @@ impl<'a> Txn<'a> {
         }
     }
 
-    /// Finishes the transaction of a writer that died after writing its journal. Something
-    /// at the journal's name that is not a regular file cannot be a journal (a journal is
-    /// renamed into place): it is skipped with a warning (`doctor` names it). A journal over
-    /// [`crate::StoreConfig::max_log_bytes`] refuses the write, as one that does not parse.
-    fn replay_journal(&self) -> Result<()> {
+    /// Finishes the transaction of a writer of an earlier version that died after writing its
+    /// `.journal`: its changes are committed through the write-ahead journal, then it is
+    /// removed. Something at the journal's name that is not a regular file cannot be a journal
+    /// (a journal is renamed into place): it is skipped with a warning (`doctor` names it). A
+    /// journal over [`crate::StoreConfig::max_log_bytes`] refuses the write, as one that does
+    /// not parse.
+    fn replay_journal(&mut self) -> Result<()> {
         let dir = self.list.dir();
         let path = dir.join(JOURNAL_FILE);
         let bytes = match fsutil::read_untrusted(&path, self.list.config.max_log_bytes)? {
@@ -156,19 +195,15 @@ impl<'a> Txn<'a> {
                 path: path.clone(),
                 message: e.to_string(),
             })?;
+        if let Some(outside) = changes.iter().find(|change| !change.is_in_list()) {
+            return Err(Error::Corrupt {
+                path,
+                message: format!("journal names a file outside the list: {:?}", outside.name),
+            });
+        }
         let mut locks = Vec::new();
-        for change in &changes {
-            let valid = change.name == HIGH_WATER_MARK_FILE
-                || TaskId::from_file_name(&change.name).is_some();
-            if !valid {
-                return Err(Error::Corrupt {
-                    path,
-                    message: format!("journal names a file outside the list: {:?}", change.name),
-                });
-            }
-            if change.name != HIGH_WATER_MARK_FILE {
-                locks.extend(self.guard.lock_file(&dir.join(&change.name))?);
-            }
+        for change in changes.iter().filter(|c| c.name != HIGH_WATER_MARK_FILE) {
+            locks.extend(self.guard.lock_file(&dir.join(&change.name))?);
         }
         // The mark only ever rises: a journal older than the mark on disk (or one that names no
         // number) must not lower it, or a later create reuses an id (found with the list_dir
@@ -176,22 +211,12 @@ impl<'a> Txn<'a> {
         let mark = self.list.high_water_mark()?;
         changes.retain(|change| change.name != HIGH_WATER_MARK_FILE || raises(change, mark));
         tracing::warn!(list = %self.list.list_id(), files = changes.len(), "replaying the journal of an interrupted write");
-        apply(self.list, &changes, false, &[]).map_err(Applied::into_error)?;
+        self.wal.commit(&changes, "")?;
         fsutil::remove_if_exists(&path)
     }
 }
 
-/// Whether a journaled `.highwatermark` change sets the mark above `mark`, to an id a task
-/// may have.
-fn raises(change: &FileChange, mark: u64) -> bool {
-    let journaled = change
-        .contents
-        .as_deref()
-        .map(|text| text.trim().parse::<u64>());
-    matches!(journaled, Some(Ok(n)) if n > mark && n <= TaskId::MAX)
-}
-
-impl StoreTxn for Txn<'_> {
+impl StoreTxn for Txn {
     /// Reads a task (cached for the rest of the transaction, including its own writes).
     fn get(&mut self, id: TaskId) -> Result<Option<&Task>> {
         if !self.cache.contains_key(&id) {
@@ -235,9 +260,14 @@ impl StoreTxn for Txn<'_> {
         Ok(())
     }
 
-    /// Raises the high-water mark to at least `id` (never lowers it).
+    /// Raises the high-water mark to at least `id` (never lowers it, on disk or as staged).
     fn raise_high_water_mark(&mut self, id: u64) -> Result<()> {
-        if self.list.high_water_mark()? < id {
+        let staged = self
+            .staged(HIGH_WATER_MARK_FILE)
+            .flatten()
+            .and_then(|mark| mark.parse::<u64>().ok())
+            .unwrap_or(0);
+        if self.list.high_water_mark()?.max(staged) < id {
             self.stage(HIGH_WATER_MARK_FILE.to_string(), Some(id.to_string()));
         }
         Ok(())
@@ -253,7 +283,7 @@ impl StoreTxn for Txn<'_> {
     /// (creates are sequential and a delete raises the mark to the deleted id, here and in the
     /// reference), so the first missing file above max(hint, mark) is the answer.
     fn next_id(&mut self) -> Result<TaskId> {
-        let list = self.list;
+        let list = &self.list;
         let mut highest = match list.id_hint.load(Ordering::Acquire) {
             0 => fsutil::task_ids(list.dir())?
                 .last()
@@ -280,126 +310,56 @@ impl StoreTxn for Txn<'_> {
         Ok(next)
     }
 
+    /// The ids on disk, with what is staged: created files in, removed ones out.
     fn task_ids(&mut self) -> Result<Vec<TaskId>> {
-        fsutil::task_ids(self.list.dir())
+        let mut ids = fsutil::task_ids(self.list.dir())?;
+        for change in &self.changes {
+            let Some(id) = TaskId::from_file_name(&change.name) else {
+                continue;
+            };
+            match (&change.contents, ids.binary_search(&id)) {
+                (Some(_), Err(at)) => ids.insert(at, id),
+                (None, Ok(at)) => {
+                    ids.remove(at);
+                }
+                _ => {}
+            }
+        }
+        Ok(ids)
     }
 
-    /// Applies the staged changes, through a journal when there are several, with the audit
-    /// records (see the module's documentation), then releases the locks.
-    fn commit(self: Box<Self>) -> Result<()> {
+    /// `snapshot` with the tasks this transaction has staged in place of their files.
+    fn overlay(&self, mut snapshot: Snapshot) -> Snapshot {
+        for change in &self.changes {
+            let Some(id) = TaskId::from_file_name(&change.name) else {
+                continue;
+            };
+            match self.cache.get(&id) {
+                Some(Some(task)) => {
+                    snapshot.tasks.insert(id, task.clone());
+                }
+                _ => {
+                    snapshot.tasks.remove(&id);
+                }
+            }
+        }
+        snapshot
+    }
+
+    /// Commits the staged changes and the audit records through the journal (see the
+    /// module's documentation), then releases the locks.
+    fn commit(mut self: Box<Self>) -> Result<()> {
         if self.changes.is_empty() && self.audit.is_empty() {
             return Ok(());
         }
-        let journaled = self.changes.len() > 1;
-        let applied = apply(self.list, &self.changes, journaled, &self.audit);
-        // Committed and applied: the journal is done with. Committed but not applied: the
-        // next writer replays it.
-        if journaled && applied.is_ok() {
-            fsutil::remove_if_exists(&self.list.dir().join(JOURNAL_FILE))?;
-        }
-        applied.map_err(Applied::into_error)
+        let lines: Vec<String> = self
+            .audit
+            .iter()
+            .map(|record| serde_json::to_string(record).unwrap_or_default())
+            .collect();
+        let changes = std::mem::take(&mut self.changes);
+        self.wal.commit(&changes, &lines.join("\n"))
     }
-}
-
-/// How far a failed [`apply`] got.
-#[derive(Debug)]
-enum Applied {
-    /// Failed before the commit point: nothing changed.
-    NotCommitted(Error),
-    /// Failed after it: the journal (if any) holds the rest.
-    Committed(Error),
-}
-
-impl Applied {
-    fn into_error(self) -> Error {
-        match self {
-            Self::NotCommitted(e) | Self::Committed(e) => e,
-        }
-    }
-}
-
-/// Applies `changes` and `audit` durably (when the list is): the new files (and, if
-/// `journaled`, the journal) staged and flushed at once; the journal renamed into place and the
-/// directory flushed; the files renamed into place (removals unlinked); the audit appended
-/// while the directory is flushed.
-fn apply(
-    list: &TaskList,
-    changes: &[FileChange],
-    journaled: bool,
-    audit: &[AuditRecord],
-) -> std::result::Result<(), Applied> {
-    let dir = list.dir();
-    let durable = list.config.durable;
-    let directory = fsutil::open_dir(dir).map_err(Applied::NotCommitted)?;
-    let sync_dir = || match durable {
-        true => directory.sync_all().at("fsync", dir),
-        false => Ok(()),
-    };
-    let mut journal = match journaled {
-        true => Some(stage_journal(dir, changes).map_err(Applied::NotCommitted)?),
-        false => None,
-    };
-    let mut staged = Vec::with_capacity(changes.len());
-    for batch in changes.chunks(OPEN_AT_ONCE) {
-        let mut batch = stage(dir, batch).map_err(Applied::NotCommitted)?;
-        if durable {
-            // The journal is flushed with the first batch.
-            let flushes: Vec<(&File, &Path)> = batch
-                .iter()
-                .flatten()
-                .chain(&journal)
-                .filter_map(|s| s.file().map(|file| (file, s.path())))
-                .collect();
-            fsutil::sync_all_at_once(&flushes).map_err(Applied::NotCommitted)?;
-        }
-        batch
-            .iter_mut()
-            .flatten()
-            .chain(&mut journal)
-            .for_each(Staged::close);
-        staged.extend(batch);
-    }
-    if let Some(journal) = journal {
-        journal.publish().map_err(Applied::NotCommitted)?;
-        sync_dir().map_err(Applied::Committed)?;
-    }
-    publish(dir, changes, staged).map_err(Applied::Committed)?;
-    let append = || list.append_audit(audit);
-    let rounds: [&(dyn Fn() -> Result<()> + Sync); 2] = [&sync_dir, &append];
-    fsutil::at_once(&rounds, |job| job()).map_err(Applied::Committed)
-}
-
-/// The journal of `changes`, staged.
-fn stage_journal(dir: &Path, changes: &[FileChange]) -> Result<Staged> {
-    let journal = serde_json::to_vec(changes)
-        .map_err(std::io::Error::from)
-        .at("encode", &dir.join(JOURNAL_FILE))?;
-    Staged::write(dir, JOURNAL_FILE, &journal)
-}
-
-/// Writes the new contents of `changes` to temp files (`None` for removals).
-fn stage(dir: &Path, changes: &[FileChange]) -> Result<Vec<Option<Staged>>> {
-    changes
-        .iter()
-        .map(|change| {
-            change
-                .contents
-                .as_ref()
-                .map(|contents| Staged::write(dir, &change.name, contents.as_bytes()))
-                .transpose()
-        })
-        .collect()
-}
-
-/// Renames each staged file over its target and removes the removed ones.
-fn publish(dir: &Path, changes: &[FileChange], staged: Vec<Option<Staged>>) -> Result<()> {
-    for (change, staged) in changes.iter().zip(staged) {
-        match staged {
-            Some(staged) => staged.publish()?,
-            None => fsutil::remove_if_exists(&dir.join(&change.name))?,
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -169,7 +169,7 @@ impl TaskList {
         if anchor == task.id {
             return Ok(Err(format!("Cannot move task #{anchor} next to itself")));
         }
-        let snapshot = self.snapshot()?;
+        let snapshot = txn.overlay(self.snapshot()?);
         let tasks: Vec<&Task> = snapshot.tasks.values().collect();
         let Some(positions) = placed(&tasks, task.id, placement) else {
             return Ok(Err(format!(

@@ -234,11 +234,12 @@ fn the_next_id_follows_the_names_a_task_may_have_and_never_a_planted_absurd_id()
 }
 
 /// The list's own files, and what a reader must say about each planted kind at them.
-const STATE_FILES: [&str; 6] = [
+const STATE_FILES: [&str; 7] = [
     ".highwatermark",
     AUDIT_LOG_FILE,
     ".snapshot-cache",
     ".journal",
+    ".wal",
     ".inboxes/ann.jsonl",
     ".lock",
 ];
