@@ -56,3 +56,12 @@ if cargo tree -p task-client -e normal --prefix none | grep -E "$forbidden"; the
     echo "task-client depends on an executor (above)" >&2
     exit 1
 fi
+
+# The front ends start tasks through the session and the protocol: no executor in their trees.
+forbidden='^(task-shell|task-agent|task-team|task-workflow|task-remote|task-slurm) '
+for front in task-mcp task-serve; do
+    if cargo tree -p "$front" -e normal --prefix none | grep -E "$forbidden"; then
+        echo "$front depends on an executor (above)" >&2
+        exit 1
+    fi
+done

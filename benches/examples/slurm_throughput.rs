@@ -18,6 +18,10 @@
 //! ```
 //! `TASKS_BENCH_BIN` (a `tasks` binary; default: built), `TASKS_BENCH_ROUNDS` (default 3),
 //! `TASKS_SLURM_POLL_MS` (default 250). Prints the medians and their ratio.
+//!
+//! `TASKS_BENCH_BASELINE_BIN` (another `tasks` binary, its `tasksd` beside it: an earlier
+//! build) adds, each round, the same 100 tasks under that binary's supervisor, the two taking
+//! turns to go first; the supervisors' CPU per task are then compared side by side.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -40,11 +44,32 @@ fn main() {
     let rounds: usize = env_or("TASKS_BENCH_ROUNDS", 3);
     let poll_ms: u64 = env_or("TASKS_SLURM_POLL_MS", 250);
     let poll = Duration::from_millis(poll_ms);
+    let baseline = std::env::var_os("TASKS_BENCH_BASELINE_BIN").map(PathBuf::from);
     let (mut tasks, mut sbatch, mut own, mut children) = (vec![], vec![], vec![], vec![]);
+    let (mut base_took, mut base_own, mut base_children) = (vec![], vec![], vec![]);
     for round in 0..rounds {
+        let baseline_run = || {
+            let bin = baseline.as_ref()?;
+            let root = tempfile::tempdir().unwrap();
+            let (took, cpu) = TasksRun::new(bin, root.path(), poll_ms).hundred_on_slurm();
+            println!(
+                "round {round}: baseline {:.2} s (supervisor {:.1} ms own + {:.1} ms children per task)",
+                took.as_secs_f64(),
+                cpu.own_ms / JOBS as f64,
+                cpu.children_ms / JOBS as f64,
+            );
+            Some((took, cpu))
+        };
+        let before = if round % 2 == 0 { baseline_run() } else { None };
         let root = tempfile::tempdir().unwrap();
         let run = TasksRun::new(&bin, root.path(), poll_ms);
         let (took, cpu) = run.hundred_on_slurm();
+        let after = if round % 2 == 1 { baseline_run() } else { None };
+        if let Some((took, cpu)) = before.or(after) {
+            base_took.push(took.as_secs_f64());
+            base_own.push(cpu.own_ms / JOBS as f64);
+            base_children.push(cpu.children_ms / JOBS as f64);
+        }
         let took_sbatch = hundred_sbatch(poll);
         println!(
             "round {round}: tasks {:.2} s (supervisor {:.1} ms own + {:.1} ms children per task), sbatch {:.2} s",
@@ -69,11 +94,21 @@ fn main() {
         s * 1000.0 / JOBS as f64
     );
     println!("  ratio tasks/sbatch: {:.2}×", t / s);
+    let (own, children) = (median(&mut own), median(&mut children));
     println!(
-        "  supervisor CPU per Slurm task: {:.1} ms own, {:.1} ms in the sbatch/squeue it ran",
-        median(&mut own),
-        median(&mut children)
+        "  supervisor CPU per Slurm task: {own:.1} ms own, {children:.1} ms in the sbatch/squeue it ran"
     );
+    if !base_own.is_empty() {
+        let (b_own, b_children) = (median(&mut base_own), median(&mut base_children));
+        println!(
+            "  baseline: {:.2} s; supervisor CPU per Slurm task: {b_own:.1} ms own, {b_children:.1} ms in the sbatch/squeue it ran",
+            median(&mut base_took)
+        );
+        println!(
+            "  ratio this/baseline, own + children: {:.2}×",
+            (own + children) / (b_own + b_children)
+        );
+    }
 }
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {

@@ -102,6 +102,9 @@ pub enum AgentError {
     /// The start asks for a batch system this executor was not given.
     #[error("no {0} placement is configured here")]
     NoBatchEngine(String),
+    /// The start asks for a batch system and its runner runs no agent CLI a job could run.
+    #[error("a {0} runner cannot run as a batch job")]
+    NotPlaceable(&'static str),
 }
 
 fn quoted(prompts: &[String]) -> String {
@@ -123,6 +126,7 @@ impl From<AgentError> for task_core::LaunchError {
             | AgentError::Mailbox(_)
             | AgentError::Worktree(_)
             | AgentError::NoBatchEngine(_)
+            | AgentError::NotPlaceable(_)
             | AgentError::Lock(crate::consolidation_lock::LockError::Busy { .. }) => {
                 task_core::LaunchError::Invalid(error.to_string())
             }

@@ -308,8 +308,9 @@ impl AgentExecutor {
         self
     }
 
-    /// The batch engines and the default placement.
-    pub(crate) fn engines(&self) -> task_core::batch::Engines {
+    /// The batch engines and the default placement (share them with the executors of other
+    /// agent kinds: teammates, workflows' agents).
+    pub fn engines(&self) -> task_core::batch::Engines {
         self.inner
             .engines
             .read()
@@ -471,6 +472,23 @@ impl AgentExecutor {
         {
             return Err(AgentError::NameTaken(name.clone()));
         }
+        let record = self.record_of(previous, agent, &request);
+        record.set_session_id(session_id);
+        record.set_adopted(previous.clone());
+        self.hold(id, Arc::new(record), request.name);
+        Ok(())
+    }
+
+    /// The record of agent `previous` (its state `agent`) taken back from its last recorded
+    /// state: run by `request`'s runner in the transcript its output file links to, in its
+    /// kept worktree if it had one.
+    fn record_of(
+        &self,
+        previous: &TaskState,
+        agent: &AgentState,
+        request: &AgentRequest,
+    ) -> AgentRecord {
+        let id = previous.id();
         let transcript = std::fs::read_link(&previous.base.output_file)
             .unwrap_or_else(|_| self.transcript_path(id, None));
         // A kept worktree is where its work is.
@@ -478,16 +496,59 @@ impl AgentExecutor {
             Some(worktree) => Some(worktree.worktree_path.clone().into()),
             None => request.cwd.clone(),
         };
-        let spec = spec_of(id, &request, &agent.agent_type, cwd, transcript);
+        let spec = spec_of(id, request, &agent.agent_type, cwd, transcript);
         let mut record = AgentRecord::new(Arc::clone(&request.runner), spec, true);
         record.silent = request.silent;
-        record.set_session_id(session_id);
-        record.set_adopted(previous.clone());
-        self.inner.agents.insert(id, Arc::new(record));
-        if let Some(name) = request.name {
+        record
+    }
+
+    /// Holds `record` as agent `id`'s, addressable by `name` if it has one.
+    fn hold(&self, id: TaskId, record: Arc<AgentRecord>, name: Option<String>) {
+        self.inner.agents.insert(id, record);
+        if let Some(name) = name {
             self.inner.names.insert(name, id);
         }
-        Ok(())
+    }
+
+    /// Follows again the run of `previous` (its last recorded state), which a dead supervisor
+    /// left running as a batch job ([`AgentState::batch`]): registered as recorded, its job
+    /// followed and its transcript read from where the job's output begins (its progress and
+    /// tokens counted again from there), its end recorded and notified once. Nothing is
+    /// submitted. The returned start follows it; `request` is how it was started (its runner
+    /// must be one that places it on that batch system).
+    ///
+    /// # Errors
+    /// [`AgentError::NotAnAgent`] for another task type, or an agent that is not running as a
+    /// batch job; registration errors.
+    pub fn follow_again(
+        &self,
+        previous: &TaskState,
+        request: AgentRequest,
+    ) -> Result<
+        impl std::future::Future<Output = Result<(), AgentError>> + Send + 'static,
+        AgentError,
+    > {
+        let id = previous.id();
+        let TaskKind::Agent(agent) = &previous.kind else {
+            return Err(AgentError::NotAnAgent(id));
+        };
+        let job = match &agent.batch {
+            Some(job) if previous.status() == TaskStatus::Running => (**job).clone(),
+            _ => return Err(AgentError::NotAnAgent(id)),
+        };
+        let record = self.record_of(previous, agent, &request);
+        if let Some(session_id) = &agent.session_id {
+            record.set_session_id(session_id.clone());
+        }
+        let record = Arc::new(record);
+        self.inner.registry.register(previous.clone())?;
+        self.hold(id, Arc::clone(&record), request.name);
+        let executor = self.clone();
+        Ok(async move {
+            let guard = record.lifecycle.lock().await;
+            let followed = record.runner.follow(&record.spec, &job).await;
+            executor.launch(&record, id, followed, guard).await
+        })
     }
 
     /// Sends `message` to the agent `target` (its id or name): queued if it is running,
@@ -624,12 +685,26 @@ impl AgentExecutor {
                 return Err(error);
             }
         };
-        let process = session.process();
-        registry.transition_with(&id, TaskStatus::Running, |state| {
+        let (process, batch) = (session.process(), session.batch().map(Box::new));
+        let running = |state: &mut TaskState| {
             if let TaskKind::Agent(agent) = &mut state.kind {
-                agent.process = process;
+                agent.process.clone_from(&process);
+                agent.batch.clone_from(&batch);
             }
-        })?;
+        };
+        let taken_over = registry
+            .get(&id)
+            .is_some_and(|state| state.status() == TaskStatus::Running);
+        if taken_over {
+            // Registered running, as its dead supervisor left it: its run goes on.
+            registry.update(&id, |current| {
+                let mut next = current.clone();
+                running(&mut next);
+                Some(next)
+            })?;
+        } else {
+            registry.transition_with(&id, TaskStatus::Running, running)?;
+        }
         *run_counter += 1;
         let run = *run_counter;
         let drive = Drive {
@@ -921,6 +996,13 @@ impl Task for AgentTask {
     ///
     /// Then its worktree, if it ran in one that holds no changes, is removed with its branch
     /// (one with changes stays for `tasks worktree ls`).
+    /// An agent whose run is a batch job outlives its supervisor: the job runs on, and the
+    /// next supervisor follows it again ([`AgentExecutor::follow_again`]).
+    fn survives_supervisor(&self, task: &TaskState) -> bool {
+        matches!(&task.kind, TaskKind::Agent(agent)
+            if agent.batch.as_ref().is_some_and(|job| job.job_id.is_some()))
+    }
+
     fn reap_orphan(&self, orphan: &TaskState) -> Result<(), KillError> {
         let TaskKind::Agent(agent) = &orphan.kind else {
             return Ok(());

@@ -98,7 +98,9 @@ impl Launch for AgentExecutor {
     }
 
     /// [`adopt`](AgentExecutor::adopt)s the stopped agent `previous`, to be resumed by the
-    /// message the host sends it next; nothing starts before that.
+    /// message the host sends it next; nothing starts before that. A live one (its dead
+    /// supervisor left it running as a batch job) is followed again
+    /// ([`AgentExecutor::follow_again`]) by the returned start.
     fn take_back(
         &self,
         previous: &TaskState,
@@ -106,6 +108,10 @@ impl Launch for AgentExecutor {
         caller: Caller,
     ) -> Result<Launched, LaunchError> {
         let request = self.request_of(start, caller)?;
+        if !previous.status().is_terminal() {
+            let follow = self.follow_again(previous, request)?;
+            return Ok(start_on_runtime(previous.base.id, follow));
+        }
         self.adopt(previous, request)
             .map_err(|error| LaunchError::Invalid(error.to_string()))?;
         Ok(Launched {
@@ -123,21 +129,12 @@ impl AgentExecutor {
             return Err(LaunchError::Invalid(error.to_string()));
         }
         let cli = command_runner(start.command, start.runner, self.config().clone(), &caller)?;
-        let engines = self.engines();
-        let runner: Arc<dyn crate::AgentRunner> = match engines.placement(start.placement) {
-            None => Arc::new(cli),
-            Some(placement) => {
-                let engine = engines.get(placement.engine()).ok_or_else(|| {
-                    LaunchError::from(AgentError::NoBatchEngine(placement.engine().to_owned()))
-                })?;
-                // A time budget is the job's time limit too.
-                let limit = start
-                    .budget
-                    .and_then(|budget| budget.timeout_ms)
-                    .map(std::time::Duration::from_millis);
-                Arc::new(crate::BatchRunner::new(cli, engine, placement, limit))
-            }
-        };
+        // A time budget is the job's time limit too.
+        let limit = start
+            .budget
+            .and_then(|budget| budget.timeout_ms)
+            .map(std::time::Duration::from_millis);
+        let runner = crate::placed_runner(&self.engines(), Arc::new(cli), start.placement, limit)?;
         let mut request = AgentRequest::new(runner, start.description, start.prompt);
         request.name = start.name;
         request.model = start.model;

@@ -69,7 +69,7 @@ use agent_stream::event;
 pub use agent_stream::event::{AgentEvent, ToolUse, TurnOutcome, Usage};
 /// The stream parsers: agent-stream's, re-exported.
 pub use agent_stream::format;
-pub use command::{BatchRunner, CommandRunner, CommandSession};
+pub use command::{BatchRunner, CommandRunner, CommandSession, placed_runner};
 pub use config::{
     AgentConfig, DEFAULT_DISPLAY_MESSAGES, DEFAULT_ERROR_LOOP_LIMIT, DEFAULT_KILL_GRACE,
     DEFAULT_STDERR_BYTES, DEFAULT_STDERR_LINES, DEFAULT_TRANSCRIPT_POLL,
@@ -87,4 +87,5 @@ pub use progress::{Change, ProgressTracker, message_usage};
 pub use runner::{AgentRunner, AgentSession, AgentSpec, SessionEnd, SessionEvent};
 pub use tail::TranscriptTail;
 pub use task_protocol::start::WorktreeRequest;
-pub use texts::{launch_text, send_reply};
+pub use task_protocol::texts::agent_launch as launch_text;
+pub use texts::send_reply;

@@ -96,6 +96,12 @@ pub trait AgentRunner: Send + Sync + std::fmt::Debug {
         true
     }
 
+    /// The agent CLI it runs, when it runs one ([`CommandRunner`](crate::CommandRunner)): what a
+    /// batch system can run as a job ([`placed_runner`](crate::placed_runner)). Default: none.
+    fn command(&self) -> Option<&crate::CommandRunner> {
+        None
+    }
+
     /// Starts a new session with `spec.prompt` as its first turn.
     async fn start(&self, spec: &AgentSpec) -> Result<Box<dyn AgentSession>, AgentError>;
 
@@ -106,6 +112,19 @@ pub trait AgentRunner: Send + Sync + std::fmt::Debug {
         session_id: &str,
         message: &str,
     ) -> Result<Box<dyn AgentSession>, AgentError>;
+
+    /// Follows again the run of `spec` that an earlier supervisor started as batch job `job`
+    /// ([`AgentSession::batch`]) and that outlived it: nothing is started. Default: a runner
+    /// whose runs die with their supervisor has none to follow
+    /// ([`AgentError::NotPlaceable`]).
+    async fn follow(
+        &self,
+        spec: &AgentSpec,
+        job: &task_core::BatchJob,
+    ) -> Result<Box<dyn AgentSession>, AgentError> {
+        let _ = (spec, job);
+        Err(AgentError::NotPlaceable(self.name()))
+    }
 }
 
 /// One running agent session.
@@ -130,6 +149,13 @@ pub trait AgentSession: Send {
     /// The process group the session runs in, recorded in the task's state so a later
     /// supervisor can reap it if this one dies; `None` for a session without processes.
     fn process(&self) -> Option<task_core::ShellProcess> {
+        None
+    }
+
+    /// The batch job the session runs as, recorded in the task's state so that a later
+    /// supervisor follows it if this one dies ([`AgentRunner::follow`]); `None` for a session
+    /// on this machine.
+    fn batch(&self) -> Option<task_core::BatchJob> {
         None
     }
 }

@@ -215,6 +215,7 @@ pub struct PlacementArgs {
     /// Run it as a batch job instead of on this machine: `slurm` or `slurm:PARTITION`. The
     /// job is named by the task's id, its output is the task's output file (the state
     /// directory must be shared with the cluster's nodes); `TASKS_SLURM_*` configure it.
+    /// `local`: on this machine, whatever `placement_default` says.
     #[arg(long = "on", value_name = "WHERE", value_parser = task_shell::launch::Placement::parse)]
     pub placement: Option<task_shell::launch::Placement>,
     /// With --on slurm: one more `sbatch` option (`--slurm-arg=--mem=1G`); repeat for more.
@@ -991,6 +992,11 @@ pub struct TeamSpawnArgs {
     /// What the task brings for its end.
     #[command(flatten)]
     pub ends: EndArgs,
+    /// `--on slurm[:PARTITION]`, `--slurm-arg`: its agent CLI runs as a batch job (one job
+    /// per run: a message to it once its job ended resumes it as a new one); `--on local`
+    /// keeps it here whatever the default placement.
+    #[command(flatten)]
+    pub on: PlacementArgs,
     /// The agent CLI (Claude Code's stream-json): program, then arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,

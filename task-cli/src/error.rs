@@ -111,9 +111,10 @@ impl CliError {
             | Error::AmbiguousReference { .. } => exit::MALFORMED_ID,
             Error::UnknownTask { .. } | Error::NotFound(_) => exit::UNKNOWN_TASK,
             Error::Io { .. } | Error::MissingCwd(_) => exit::IO,
-            Error::Supervisor(_) | Error::NoAnswer { .. } | Error::Protocol { .. } => {
-                exit::SUPERVISOR
-            }
+            Error::Supervisor(_)
+            | Error::Refused { .. }
+            | Error::NoAnswer { .. }
+            | Error::Protocol { .. } => exit::SUPERVISOR,
             Error::Input { reason, .. } => match reason {
                 InputRefusal::UnknownTask => exit::UNKNOWN_TASK,
                 InputRefusal::ReaderGone | InputRefusal::Failed => exit::IO,

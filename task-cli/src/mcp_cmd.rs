@@ -42,7 +42,7 @@ fn mcp_settings(settings: Settings) -> McpSettings {
         .remote_server
         .zip(settings.remote_token_file)
         .map(|(server, token_file)| RemoteServer { server, token_file });
-    mcp.shell = settings.shell;
+    mcp.monitor = settings.shell.monitor_limits();
     mcp
 }
 

@@ -37,6 +37,7 @@ fn spawn(session: &Session, args: TeamSpawnArgs, printer: Printer) -> Result<u8>
         color: args.color,
         worktree: args.isolation.request(),
         budget: args.budget.budget(),
+        placement: args.on.placement(),
     };
     let schedule = args.schedule.to_schedule(session)?;
     let caller = Session::caller()?;

@@ -19,7 +19,8 @@ use task_session::engine::{Host, Messenger};
 /// The teammate and dream executors of a supervisor, registered with its registry. Teams live
 /// in `{session}/teams/`; a teammate that ends gets its open tasks in the list named after its
 /// team unassigned, and the lead is told in its mailbox.
-/// Teammates share the worktrees and the session's token budget of `agents`.
+/// Teammates share the worktrees, the session's token budget and the batch engines (with the
+/// default placement) of `agents`.
 pub fn executors(
     host: &Host,
     config: TeamConfig,
@@ -30,6 +31,7 @@ pub fn executors(
     let team = TeamExecutor::new(host.registry.clone(), &teams_root, &tasks_dir, config)
         .with_worktrees(agents.worktrees().clone())
         .with_session_tokens(agents.session_tokens().clone())
+        .with_engines(agents.engines())
         .register_with_registry();
     #[cfg(feature = "cli")]
     unassign_on_end(&team, host.paths.root().to_path_buf(), teams_root);

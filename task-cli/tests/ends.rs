@@ -415,6 +415,10 @@ fn a_hook_that_writes_20_mb_is_read_through_pipe_mode_in_bounded_memory() {
         "one supervisor throughout"
     );
     sandbox.ok(&["kill", &keeper]);
+    // Delivered, the task is removed with its spilled hook output.
+    sandbox.ok(&["wait", &id]);
+    sandbox.ok(&["rm", &id]);
+    assert!(!Path::new(saved).exists(), "{saved} left after rm");
 }
 
 /// A shell command that leaves two daemons behind, a `setsid` one and a double-forked one,

@@ -686,3 +686,344 @@ fn a_default_placement_puts_shells_started_without_one_on_slurm() {
     assert!(task["kind"]["shell"].get("batch").is_none(), "{task}");
     assert!(Cluster::jobs_named(&local).is_empty());
 }
+
+/// Writes the fake agent's script `steps` in `dir`, as `{name}.jsonl`; its path.
+fn agent_script(dir: &Path, name: &str, steps: &[Value]) -> String {
+    let path = dir.join(format!("{name}.jsonl"));
+    let lines: String = steps.iter().map(|step| format!("{step}\n")).collect();
+    std::fs::write(&path, lines).unwrap();
+    path.display().to_string()
+}
+
+/// Steps that write `$SLURM_JOB_ID` (`here` outside a job) to `file`, a new file, and wait
+/// until it is written: where the CLI runs.
+fn where_it_runs(file: &Path) -> [Value; 2] {
+    let written = file.with_extension("written");
+    [
+        serde_json::json!({
+            "spawn": format!(
+                "echo \"${{SLURM_JOB_ID:-here}}\" > '{}' && mv '{}' '{}'",
+                written.display(),
+                written.display(),
+                file.display()
+            ),
+            "pid_file": file.with_extension("pid"),
+        }),
+        serde_json::json!({"wait_file": file}),
+    ]
+}
+
+/// Where the CLI that wrote `file` ([`where_it_runs`]) ran: its job id, or `here`.
+fn ran_in(file: &Path) -> String {
+    poll_until(DEADLINE, || {
+        let text = std::fs::read_to_string(file).ok()?;
+        text.ends_with('\n').then(|| text.trim().to_owned())
+    })
+    .unwrap_or_else(|| panic!("nothing written to {}", file.display()))
+}
+
+impl Cluster {
+    /// `tasks OPTIONS -- FAKE-AGENT --script SCRIPT` (an `agent` or `team spawn` command);
+    /// the task's id.
+    fn fake(&self, options: &[&str], script: &str) -> String {
+        let fake = fake_agent();
+        let mut args = options.to_vec();
+        args.extend_from_slice(&["--", fake.to_str().unwrap(), "--script", script]);
+        let id = self
+            .root
+            .ok(&args)
+            .lines()
+            .next()
+            .unwrap()
+            .trim()
+            .to_owned();
+        self.ids.lock().unwrap().push(id.clone());
+        id
+    }
+}
+
+/// A teammate on Slurm: its agent CLI runs in a job (one run a turn: the job ends once it
+/// answered), it stays live and idle between jobs, and a message resumes its session as a new
+/// job in the same task.
+#[test]
+fn a_teammate_on_slurm_runs_its_turns_as_jobs_and_a_message_resumes_it_as_a_new_job() {
+    let _node = node();
+    let Some(cluster) = Cluster::with_env(&[("FAKE_AGENT_ECHO_ENV", "SLURM_JOB_ID")]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let [spawn, wait] = where_it_runs(&ran);
+    let script = agent_script(
+        dir.path(),
+        "script",
+        &[
+            serde_json::json!({"read_user": true}),
+            spawn,
+            wait,
+            serde_json::json!({"text": "joined"}),
+            serde_json::json!({"result": "joined"}),
+        ],
+    );
+    let id = cluster.fake(
+        &[
+            "team",
+            "spawn",
+            "worker@crew",
+            "--on",
+            "slurm",
+            "--prompt",
+            "join",
+        ],
+        &script,
+    );
+    let first_job = ran_in(&ran);
+    assert!(first_job.parse::<u32>().is_ok(), "in a job: {first_job:?}");
+    // Its first job ends once it answered; the teammate is live and idle, with no job.
+    poll_until(DEADLINE, || {
+        job_state(&id)
+            .is_none_or(|(state, _)| state == "COMPLETED")
+            .then_some(())
+    })
+    .expect("its first job to end");
+    let idle = cluster.until(&id, "idle", |t| {
+        t["kind"]["teammate"]["isIdle"] == true && t["status"] == "running"
+    });
+    assert_eq!(idle["status"], "running", "{idle}");
+
+    cluster.root.ok(&["send", "worker@crew", "and now?"]);
+    // Its answer echoes the turn (the message in the team's wrapper) and its job's id.
+    let mut shown = String::new();
+    let answer = poll_until(DEADLINE, || {
+        shown = cluster.root.ok(&["output", &id]);
+        let (_, after) = shown.rsplit_once("and now?")?;
+        after.contains("[SLURM_JOB_ID=").then(|| after.to_owned())
+    })
+    .unwrap_or_else(|| panic!("no answer of its second job in {shown}"));
+    let second_job = answer
+        .split("[SLURM_JOB_ID=")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .unwrap_or_else(|| panic!("no job id in {answer}"));
+    assert!(second_job.parse::<u32>().is_ok(), "{answer}");
+    assert_ne!(second_job, first_job, "a new job: {answer}");
+    let task = cluster.until(&id, "idle again", |t| {
+        t["kind"]["teammate"]["isIdle"] == true
+    });
+    assert_eq!(task["status"], "running", "{task}");
+}
+
+/// `agent(…, {on: "slurm"})` in a workflow runs that agent's CLI in a Slurm job, and
+/// `{on: "local"}` runs it here.
+#[test]
+fn a_workflow_agent_with_on_slurm_runs_in_a_job() {
+    let _node = node();
+    let dir = tempfile::tempdir().unwrap();
+    let files = [dir.path().join("here"), dir.path().join("there")];
+    let rules: Vec<Value> = files
+        .iter()
+        .map(|file| {
+            let [spawn, wait] = where_it_runs(file);
+            serde_json::json!({
+                "if": format!("go {}", file.file_name().unwrap().to_str().unwrap()),
+                "steps": [spawn, wait, {"text": "42"}, {"result": "42"}],
+            })
+        })
+        .collect();
+    let script = agent_script(
+        dir.path(),
+        "script",
+        &[
+            serde_json::json!({"read_user": true}),
+            serde_json::json!({"by_prompt": rules}),
+        ],
+    );
+    let command = format!("{} --script {script}", fake_agent().display());
+    let Some(cluster) = Cluster::with_env(&[("TASKS_AGENT_COMMAND", &command)]) else {
+        return;
+    };
+    let workflow = dir.path().join("placed.js");
+    std::fs::write(
+        &workflow,
+        "export const meta = { name: 'placed', description: 'One agent here, one on Slurm' }\n\
+         const here = await agent('go here', {label: 'here', on: 'local'})\n\
+         const there = await agent('go there', {label: 'there', on: 'slurm'})\n\
+         return { here, there }\n",
+    )
+    .unwrap();
+    let out = cluster
+        .root
+        .ok(&["workflow", "run", workflow.to_str().unwrap(), "--wait"]);
+    assert!(
+        out.contains(r#"<result>{"here":"42","there":"42"}</result>"#),
+        "{out}"
+    );
+    let agents: Vec<String> =
+        serde_json::from_str::<Value>(&cluster.root.ok(&["ps", "--all", "--json"]))
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["type"] == "local_agent")
+            .map(|t| t["id"].as_str().unwrap().to_owned())
+            .collect();
+    assert_eq!(agents.len(), 2, "{agents:?}");
+    cluster.ids.lock().unwrap().extend(agents.iter().cloned());
+    assert_eq!(ran_in(&files[0]), "here");
+    let job = &ran_in(&files[1]);
+    assert!(job.parse::<u32>().is_ok(), "one ran in a job: {job:?}");
+    let jobs: Vec<Vec<String>> = agents.iter().map(|id| Cluster::jobs_named(id)).collect();
+    assert!(
+        jobs.contains(&vec![job.clone()]) && jobs.contains(&Vec::new()),
+        "one agent's job is {job}, the other has none: {jobs:?}"
+    );
+}
+
+/// An agent CLI's stderr, on Slurm as here, is kept beside its transcript (`tasks output
+/// --stderr`), never in it: the transcript is the CLI's event stream.
+#[test]
+fn an_agent_on_slurm_keeps_its_stderr_beside_its_transcript() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = agent_script(
+        dir.path(),
+        "script",
+        &[
+            serde_json::json!({"read_user": true}),
+            serde_json::json!({"stderr": "warning: from the CLI's stderr"}),
+            serde_json::json!({"text": "done"}),
+            serde_json::json!({"result": "done"}),
+        ],
+    );
+    let id = cluster.fake(&["agent", "--on", "slurm", "--prompt", "go"], &script);
+    let task = cluster.ended(&id);
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(Cluster::jobs_named(&id).len(), 1);
+    let transcript =
+        std::fs::canonicalize(cluster.root.path(&format!("default/tasks/{id}.output"))).unwrap();
+    let stream = std::fs::read_to_string(&transcript).unwrap();
+    assert!(!stream.contains("from the CLI's stderr"), "{stream}");
+    for line in stream.lines() {
+        assert!(
+            serde_json::from_str::<Value>(line).is_ok(),
+            "a transcript line that is not JSON: {line:?}"
+        );
+    }
+    assert_eq!(
+        cluster.root.ok(&["output", &id, "--stderr"]),
+        "warning: from the CLI's stderr\n"
+    );
+}
+
+/// With a default placement on Slurm, `--on local` runs a shell, an agent and a teammate
+/// here; an agent started without `--on` goes to Slurm (the default is in force).
+#[test]
+fn on_local_escapes_a_default_slurm_placement() {
+    let _node = node();
+    let Some(cluster) = Cluster::with_env(&[("TASKS_PLACEMENT_DEFAULT", "slurm")]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ran = ["agent", "mate", "placed"].map(|name| dir.path().join(name));
+    let scripts = ran.clone().map(|file| {
+        let [spawn, wait] = where_it_runs(&file);
+        let name = file.file_name().unwrap().to_str().unwrap().to_owned();
+        let steps = [
+            serde_json::json!({"read_user": true}),
+            spawn,
+            wait,
+            serde_json::json!({"result": "done"}),
+        ];
+        agent_script(dir.path(), &name, &steps)
+    });
+    let shell = cluster.run(&["--on", "local"], "echo \"${SLURM_JOB_ID:-here}\"");
+    let task = cluster.ended(&shell);
+    assert_eq!(task["status"], "completed", "{task}");
+    assert!(task["kind"]["shell"].get("batch").is_none(), "{task}");
+    assert_eq!(cluster.root.ok(&["output", &shell]), "here\n");
+
+    let agent = cluster.fake(&["agent", "--on", "local", "--prompt", "go"], &scripts[0]);
+    assert_eq!(cluster.ended(&agent)["status"], "completed");
+    assert_eq!(ran_in(&ran[0]), "here");
+
+    let mate = cluster.fake(
+        &[
+            "team",
+            "spawn",
+            "local@crew",
+            "--on",
+            "local",
+            "--prompt",
+            "go",
+        ],
+        &scripts[1],
+    );
+    cluster.until(&mate, "idle", |t| t["kind"]["teammate"]["isIdle"] == true);
+    assert_eq!(ran_in(&ran[1]), "here");
+
+    let placed = cluster.fake(&["agent", "--prompt", "go"], &scripts[2]);
+    assert_eq!(cluster.ended(&placed)["status"], "completed");
+    let job = ran_in(&ran[2]);
+    assert!(job.parse::<u32>().is_ok(), "the default placed it: {job:?}");
+    assert_eq!(Cluster::jobs_named(&placed), [job]);
+    for id in [&shell, &agent, &mate] {
+        assert!(Cluster::jobs_named(id).is_empty(), "{id} has a job");
+    }
+}
+
+/// The supervisor SIGKILLed while an agent's job runs on Slurm: the next supervisor follows
+/// the job (nothing submitted again), reads its transcript again from where the job's output
+/// began, and delivers its end once, with its result and its tokens counted once.
+#[test]
+fn an_agent_on_slurm_is_followed_again_after_its_supervisor_died_and_ends_once() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (ran, gate) = (dir.path().join("ran"), dir.path().join("gate"));
+    let [spawn, wait] = where_it_runs(&ran);
+    let script = agent_script(
+        dir.path(),
+        "script",
+        &[
+            serde_json::json!({"read_user": true}),
+            spawn,
+            wait,
+            serde_json::json!({"tool": "Bash", "input": {"command": "ls", "description": "List files"},
+                               "usage": {"input_tokens": 1200, "output_tokens": 5}, "output": "a\nb\nc"}),
+            serde_json::json!({"wait_file": gate}),
+            serde_json::json!({"text": "There are 3 files.", "usage": {"input_tokens": 1300, "output_tokens": 7}}),
+            serde_json::json!({"result": "3 files"}),
+        ],
+    );
+    let id = cluster.fake(&["agent", "--on", "slurm", "--prompt", "count"], &script);
+    let job = ran_in(&ran);
+    assert!(job.parse::<u32>().is_ok(), "in a job: {job:?}");
+    cluster.until(&id, "running with its job recorded", |t| {
+        t["status"] == "running" && t["kind"]["agent"]["batch"]["jobId"] == job.as_str()
+    });
+    let first = cluster.kill_the_supervisor();
+    // It outlives its supervisor: a read starts the next one, which follows the job.
+    let task = cluster.task(&id);
+    assert_eq!(task["status"], "running", "{task}");
+    assert_ne!(cluster.supervisor(), first);
+    std::fs::write(&gate, "").unwrap();
+    let task = cluster.ended(&id);
+    assert_eq!(task["status"], "completed", "{task}");
+    let notice = cluster.root.ok(&["notifications"]);
+    for part in [
+        format!("<task-id>{id}</task-id>"),
+        "<status>completed</status>".to_owned(),
+        "<result>3 files</result>".to_owned(),
+        "<tool_uses>1</tool_uses>".to_owned(),
+        "<subagent_tokens>1312</subagent_tokens>".to_owned(),
+    ] {
+        assert!(notice.contains(&part), "{part} missing in {notice}");
+    }
+    assert_eq!(cluster.delivered(&id), 1);
+    assert_eq!(Cluster::jobs_named(&id), [job], "exactly one job");
+}

@@ -1,7 +1,8 @@
 //! The client side of the task system: what a front end (the `tasks` short commands, the MCP
 //! server, the HTTP far end) needs to read and start tasks, with no executor linked. A task's
 //! kind is a typed start request of [`task_protocol`](https://docs.rs/task-protocol); what the
-//! task wrote is read from its output file.
+//! task wrote is read from its output file. [`AsyncSession`] speaks the supervisor's wire
+//! over tokio for async front ends (the MCP server).
 //!
 //! # Example
 //!
@@ -26,3 +27,7 @@
 #![deny(missing_docs)]
 
 pub mod conversation;
+pub mod session;
+pub mod workflow;
+
+pub use session::AsyncSession;

@@ -29,9 +29,12 @@ pub struct BatchSpec {
     pub command: String,
     /// The working directory on the node (the caller's).
     pub workdir: PathBuf,
-    /// The task's output file (stdout and stderr of the job); its directory must be shared
-    /// with the nodes.
+    /// The task's output file (stdout of the job, and stderr unless [`BatchSpec::stderr`] is
+    /// set); its directory must be shared with the nodes.
     pub output: PathBuf,
+    /// A separate file for the job's stderr (an agent's: its output is the CLI's event
+    /// stream), on a filesystem shared with the nodes too.
+    pub stderr: Option<PathBuf>,
     /// The job's whole environment (the caller's).
     pub env: Vec<(String, String)>,
     /// Where, and the engine's own options.
@@ -46,8 +49,8 @@ pub struct BatchSpec {
 
 impl BatchSpec {
     /// A job named `name` (the task's id) running shell text `command` in `workdir` with
-    /// exactly `env`, its output appended to `output`, placed by `placement`; no time limit,
-    /// no dependencies.
+    /// exactly `env`, its output appended to `output`, placed by `placement`; stderr in the
+    /// output, no time limit, no dependencies.
     pub fn new(
         name: impl Into<String>,
         command: impl Into<String>,
@@ -61,6 +64,7 @@ impl BatchSpec {
             command: command.into(),
             workdir: workdir.into(),
             output: output.into(),
+            stderr: None,
             env,
             placement,
             time_limit: None,
@@ -153,6 +157,8 @@ pub trait BatchEngine: Send + Sync + std::fmt::Debug {
     async fn submit(&self, spec: &BatchSpec) -> Result<String, BatchError>;
 
     /// Where job `job_id` is; `None` when the engine no longer knows it (ended and forgotten).
+    /// An engine may answer many callers with one look (Slurm's: one `squeue` a poll
+    /// interval for every job asked about), so an answer may take up to a poll interval.
     async fn status(&self, job_id: &str) -> Result<Option<BatchPhase>, BatchError>;
 
     /// The newest job named `name` the engine still knows, if any.
@@ -199,8 +205,32 @@ impl Engines {
         self.default = placement;
     }
 
-    /// Where a task that asks for `requested` runs: there, else the default placement.
+    /// The batch system a task that asks for `requested` runs on: there, else the default
+    /// placement; `None` (this machine) for [`Placement::Local`], whatever the default.
     pub fn placement(&self, requested: Option<Placement>) -> Option<Placement> {
-        requested.or_else(|| self.default.clone())
+        match requested.or_else(|| self.default.clone())? {
+            Placement::Local => None,
+            placed => Some(placed),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn local_escapes_the_default_placement() {
+        let slurm = Placement::parse("slurm:debug").unwrap();
+        let mut engines = Engines::default();
+        assert_eq!(engines.placement(None), None);
+        assert_eq!(engines.placement(Some(Placement::Local)), None);
+        engines.set_default(Some(slurm.clone()));
+        assert_eq!(engines.placement(None), Some(slurm.clone()));
+        assert_eq!(engines.placement(Some(Placement::Local)), None);
+        engines.set_default(Some(Placement::Local));
+        assert_eq!(engines.placement(None), None);
+        assert_eq!(engines.placement(Some(slurm.clone())), Some(slurm));
     }
 }

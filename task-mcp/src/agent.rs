@@ -5,14 +5,15 @@
 
 use std::sync::Arc;
 
-use task_agent::WorktreeRequest;
-use task_agent::{AgentStart, launch_text};
-use task_core::{Address, TaskKind};
+use task_core::TaskKind;
+use task_protocol::start::{AgentStart, RemoteStart, RemoteSubtype, WorktreeRequest};
+use task_protocol::texts::agent_launch;
+use task_protocol::{Address, AddressError};
 
 use task_session::session::Session;
 
 use crate::McpError;
-use crate::context::{Context, Failure, Reply, blocking};
+use crate::context::{Context, Failure, Reply};
 use crate::schema::{AgentInput, Isolation, SendMessageInput};
 
 /// How long a foreground `Agent` call waits for its agent (it is killed if the call is
@@ -41,12 +42,11 @@ pub(crate) async fn agent(context: &Arc<Context>, input: AgentInput) -> Result<R
     let background = input.run_in_background.unwrap_or(false);
     let mut caller = Session::caller()?;
     caller.background = background;
-    let session = context.session.clone();
-    let id = blocking(move || session.start(start, caller)).await?;
+    let id = context.client.start(start, caller).await?;
     if background {
         let output = context.session.paths().output(&id);
         let shape = serde_json::json!({"agentId": id.as_str(), "status": "async_launched"});
-        return Reply::announcing(launch_text(&id, &output), &shape);
+        return Reply::announcing(agent_launch(&id, &output), &shape);
     }
     // In the foreground the result is the answer, and no notification follows.
     let guard = context.foreground(id);
@@ -76,14 +76,8 @@ pub(crate) async fn send_message(
     let to: Address = input
         .to
         .parse()
-        .map_err(|e: task_core::AddressError| Failure::invalid(e.to_string()))?;
-    let session = context.session.clone();
-    let message = input.message;
-    let (to, sent) = blocking(move || {
-        let sent = session.send_message(&to, &message)?;
-        Ok::<_, McpError>((to, sent))
-    })
-    .await?;
+        .map_err(|e: AddressError| Failure::invalid(e.to_string()))?;
+    let sent = context.client.send_message(&to, &input.message).await?;
     let result = sent.model_result(&to);
     Reply::new(result.to_string(), &result)
 }
@@ -98,21 +92,23 @@ async fn remote_agent(context: &Arc<Context>, input: AgentInput) -> Result<Reply
              TASKS_REMOTE_TOKEN_FILE (or remote_server and remote_token_file in config.json)",
         ));
     };
-    let start = task_remote::RemoteStart {
+    let start = RemoteStart {
         server: server.clone(),
         token_file: token_file.clone(),
-        remote_task_type: task_core::RemoteSubtype::RemoteAgent,
+        remote_task_type: RemoteSubtype::RemoteAgent,
         description: input.description,
         prompt: input.prompt,
         metadata: None,
     };
     let caller = Session::caller()?;
-    let timeout = task_remote::RemoteConfig::default().request_timeout;
-    task_remote::check_access(&start, &caller.cwd, timeout)
+    // The token and the server's verdict on it are checked here, before a task is made: a
+    // refused token is this call's failure, not a task that fails later. (A front-end check:
+    // the supervisor's launcher must not wait on the network while it admits a start.)
+    let token_file = caller.cwd.join(&start.token_file);
+    sessions_client::check_access(&start.server, &token_file, sessions_client::REQUEST_TIMEOUT)
         .await
         .map_err(|e| McpError::RemoteAccess(e.to_string()))?;
-    let session = context.session.clone();
-    let id = blocking(move || session.start(start, caller)).await?;
+    let id = context.client.start(start, caller).await?;
     let output = context.session.paths().output(&id);
     let shape = serde_json::json!({"taskId": id.as_str(), "status": "remote_launched"});
     Reply::new(

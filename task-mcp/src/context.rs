@@ -7,12 +7,13 @@ use std::time::Duration;
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde::Serialize;
-use task_core::TaskId;
 use task_list::TaskList;
+use task_protocol::TaskId;
 use tokio::time::Instant;
 
 use crate::McpSettings;
 use crate::error::{McpError, Result};
+use task_client::AsyncSession;
 use task_session::record::TaskRecord;
 use task_session::session::Session;
 
@@ -26,6 +27,8 @@ use crate::text;
 pub(crate) struct Context {
     /// The session whose tasks the tools start and read.
     pub session: Session,
+    /// Its async client: the tools' starts, kills, messages and record reads.
+    pub client: AsyncSession,
     /// The task list the `Task*` list tools work on.
     pub list: TaskList,
     /// Whether pushed notifications deliver, or only announce, pending envelopes.
@@ -45,6 +48,7 @@ impl Context {
         settings: McpSettings,
     ) -> Arc<Self> {
         Arc::new(Self {
+            client: AsyncSession::new(session.clone()),
             session,
             list,
             delivery,
@@ -65,8 +69,7 @@ impl Context {
 
     /// The snapshot of one task, read off the async threads.
     pub async fn task(&self, id: TaskId) -> Result<TaskRecord, McpError> {
-        let session = self.session.clone();
-        blocking(move || session.task(&id)).await
+        Ok(self.client.task(id).await?)
     }
 
     /// Waits until `id` is terminal or `limit` passes; the flag says whether it ended.
@@ -108,10 +111,10 @@ impl ForegroundGuard {
 impl Drop for ForegroundGuard {
     fn drop(&mut self) {
         if !self.finished {
-            let (session, id) = (self.context.session.clone(), self.id);
+            let (client, id) = (self.context.client.clone(), self.id);
             tracing::info!(task = %id, "foreground call abandoned: killing its task");
-            tokio::task::spawn_blocking(move || {
-                if let Err(error) = session.kill(&[id]) {
+            tokio::spawn(async move {
+                if let Err(error) = client.kill(&[id]).await {
                     tracing::warn!(task = %id, %error, "could not kill an abandoned foreground task");
                 }
             });

@@ -60,8 +60,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rmcp::ServiceExt;
-use task_agent::RunnerFormat;
-use task_shell::ShellConfig;
+use task_protocol::start::{MonitorLimits, RunnerFormat};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use error::{McpError, Result};
@@ -111,8 +110,8 @@ pub struct RemoteServer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct McpSettings {
-    /// The shell executors' settings (`Monitor`'s timeout limit).
-    pub shell: ShellConfig,
+    /// A monitor's default and longest lifetime (`Monitor`'s timeout limit).
+    pub monitor: MonitorLimits,
     /// The agent CLI `Agent` and `Workflow` run (its words and format), or why there is none
     /// (then neither tool is offered, unless `remote` is set, and a call answers this text).
     pub agent: std::result::Result<(Vec<String>, RunnerFormat), String>,
@@ -123,7 +122,7 @@ pub struct McpSettings {
 impl Default for McpSettings {
     fn default() -> Self {
         McpSettings {
-            shell: ShellConfig::default(),
+            monitor: MonitorLimits::default(),
             agent: Err("no agent command is configured".to_owned()),
             remote: None,
         }

@@ -6,7 +6,7 @@ use rmcp::model::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
     ResourceContents, ResourceTemplate,
 };
-use task_core::TaskId;
+use task_protocol::TaskId;
 
 use crate::error::McpError;
 use task_session::session::Session;

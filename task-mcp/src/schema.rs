@@ -18,7 +18,7 @@ pub struct WsTarget {
     pub protocols: Vec<String>,
 }
 
-impl From<WsTarget> for task_shell::monitor::WsTarget {
+impl From<WsTarget> for task_protocol::start::WsTarget {
     fn from(target: WsTarget) -> Self {
         Self {
             url: target.url,
@@ -146,7 +146,7 @@ pub struct TaskView {
     /// Why it ended, as its executor recorded it.
     #[serde(rename = "endReason", skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Value>")]
-    pub end_reason: Option<task_core::EndReason>,
+    pub end_reason: Option<task_protocol::EndReason>,
 }
 
 /// `TaskStop` input.

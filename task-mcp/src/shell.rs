@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use task_core::{EndReason, TaskId};
 use task_output::format::format_for_model;
-use task_shell::{MonitorStart, ShellStart};
+use task_protocol::start::{MonitorStart, ShellStart, StdinMode};
+use task_protocol::{EndReason, TaskId};
 
 use task_session::protocol::KillResult;
 use task_session::session::Session;
@@ -38,15 +38,14 @@ pub(crate) async fn bash(context: &Arc<Context>, input: BashInput) -> Result<Rep
         description: input.description.unwrap_or_else(|| input.command.clone()),
         command: input.command,
         timeout_ms: (!background).then_some(timeout_ms),
-        stdin: task_shell::process::StdinMode::Null,
+        stdin: StdinMode::Null,
         placement: None,
     };
     // The server's own environment and directory stand for its client's. A foreground run's
     // result is its notification: the supervisor never queues one.
     let mut caller = Session::caller()?;
     caller.background = background;
-    let session = context.session.clone();
-    let id = blocking(move || session.start(start, caller)).await?;
+    let id = context.client.start(start, caller).await?;
     if background {
         let output = context.session.paths().output(&id);
         let shape = BashOutput {
@@ -71,8 +70,7 @@ async fn foreground(
     let guard = context.foreground(id);
     let (mut task, ended) = context.wait_terminal(id, timeout + TIMEOUT_GRACE).await?;
     if !ended {
-        let session = context.session.clone();
-        blocking(move || session.kill(&[id])).await?;
+        context.client.kill(&[id]).await?;
         task = context.task(id).await?;
     }
     guard.finish();
@@ -82,7 +80,7 @@ async fn foreground(
     let stderr = match &reason {
         _ if !ended => format!(
             "Command timed out after {}",
-            task_core::human_duration(timeout)
+            task_protocol::human_duration(timeout)
         ),
         // Why it ended outside its command (a timeout, a dead supervisor…), if it did.
         Some(reason) => reason.stderr_note().unwrap_or_default(),
@@ -179,8 +177,7 @@ pub(crate) async fn task_stop(context: &Context, input: TaskStopInput) -> Result
     let id = Session::parse_id(&raw)?;
     let task = context.task(id).await?;
     if !task.is_terminal() {
-        let session = context.session.clone();
-        let reports = blocking(move || session.kill(&[id])).await?;
+        let reports = context.client.kill(&[id]).await?;
         if reports
             .iter()
             .any(|r| r.id == id && r.result == KillResult::Killed)
@@ -206,8 +203,8 @@ pub(crate) async fn task_stop(context: &Context, input: TaskStopInput) -> Result
 
 /// `Monitor`: starts a command whose stdout lines become event notifications.
 pub(crate) async fn monitor(context: &Context, input: MonitorInput) -> Result<Reply, Failure> {
-    let shell_config = &context.settings.shell;
-    let max_ms = duration_ms(shell_config.monitor_max_timeout);
+    let limits = &context.settings.monitor;
+    let max_ms = duration_ms(limits.max_timeout);
     if let Some(requested) = input.timeout_ms.filter(|&ms| ms > max_ms) {
         return Err(Failure::invalid(format!(
             "timeout_ms must be at most {max_ms}, got {requested}"
@@ -216,8 +213,9 @@ pub(crate) async fn monitor(context: &Context, input: MonitorInput) -> Result<Re
     let (command, ws) = match (input.command, input.ws) {
         (Some(command), None) if !command.trim().is_empty() => (Some(command), None),
         (None, Some(ws)) => {
-            let ws = task_shell::monitor::WsTarget::from(ws);
-            task_shell::monitor::ws::validate(&ws).map_err(|e| Failure::invalid(e.to_string()))?;
+            let ws = task_protocol::start::WsTarget::from(ws);
+            ws.check_scheme()
+                .map_err(|e| Failure::invalid(e.to_string()))?;
             (None, Some(ws))
         }
         (Some(_), Some(_)) => return Err(Failure::invalid("give either command or ws, not both")),
@@ -228,7 +226,7 @@ pub(crate) async fn monitor(context: &Context, input: MonitorInput) -> Result<Re
     } else {
         text::MonitorSource::Command
     };
-    let lifetime = shell_config.monitor_timeout(
+    let lifetime = limits.lifetime(
         input.timeout_ms.map(Duration::from_millis),
         input.persistent,
     );
@@ -240,8 +238,7 @@ pub(crate) async fn monitor(context: &Context, input: MonitorInput) -> Result<Re
         persistent: input.persistent,
     };
     let caller = Session::caller()?;
-    let session = context.session.clone();
-    let id = blocking(move || session.start(start, caller)).await?;
+    let id = context.client.start(start, caller).await?;
     let shape = MonitorOutput {
         task_id: id.to_string(),
         timeout_ms: lifetime.map_or(0, duration_ms),

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use task_core::TaskId;
+use task_protocol::TaskId;
 
 use crate::schema::{RetrievalStatus, TaskView};
 

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use task_workflow::{WorkflowExecutor, WorkflowStart, load_record, workflow_launch_text};
+use task_client::workflow::Launched;
+use task_protocol::start::WorkflowStart;
 
 use task_session::session::Session;
 
-use crate::context::{Context, Failure, Reply, blocking};
+use crate::context::{Context, Failure, Reply};
 
 /// `Workflow` input (the reference's schema).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -51,27 +52,15 @@ pub(crate) async fn workflow(
         resume_from_run_id: input.resume_from_run_id,
     };
     let caller = Session::caller()?;
-    let session = context.session.clone();
-    let id = blocking(move || session.start(start, caller)).await?;
-    let run_id = WorkflowExecutor::run_id_of(&id);
+    let id = context.client.start(start, caller).await?;
     let tasks_dir = context.session.paths().tasks_dir();
-    let record = load_record(&tasks_dir, &run_id).map_err(|e| Failure::Tool(e.to_string()))?;
-    let text = |key: &str| {
-        record
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let script_path = text("scriptPath");
-    let run_dir = tasks_dir.join("workflows").join(&run_id);
-    let launch = workflow_launch_text(
-        id.as_str(),
-        &text("summary"),
-        &run_dir,
-        script_path.as_ref(),
-        &run_id,
-    );
+    let run = Launched::read(&tasks_dir, &id).map_err(|e| Failure::Tool(e.to_string()))?;
+    let launch = run.text(&id);
+    let Launched {
+        run_id,
+        script_path,
+        ..
+    } = run;
     let shape = serde_json::json!({
         "taskId": id.as_str(), "runId": run_id, "status": "async_launched",
         "scriptPath": script_path, "outputFile": context.session.paths().output(&id),

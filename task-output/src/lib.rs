@@ -17,6 +17,8 @@
 //!   what it returns rather than the file's size.
 //! - [`format`](mod@format): truncation of text for a language model.
 //! - [`utf8`]: the helpers that keep every piece of text whole code points.
+//! - [`token`]: bearer token files (a private regular file, its first line), read alike by
+//!   both ends of the sessions API.
 //! - [`transcript`]: output paths that are symlinks to transcripts.
 //! - [`mailbox`]: per-recipient append-only JSONL mailboxes, safe under concurrent writers in
 //!   many processes, read exactly once through a committed cursor.
@@ -66,6 +68,7 @@ pub mod open;
 pub mod pipe;
 pub mod read;
 pub mod recent;
+pub mod token;
 pub mod transcript;
 pub mod utf8;
 pub mod writer;

@@ -8,6 +8,11 @@
 //!   dream, workflow, remote), each naming its kind on the wire ([`start::StartRequest`]);
 //! - what a start asks of the queue ([`Schedule`], [`ReadyCheck`]) and of its end
 //!   ([`StrayPolicy`]);
+//! - the sessions API's wire shapes ([`remote_api`], SPEC §16), served by `tasks serve` and
+//!   read by remote agents;
+//! - the names of a workflow run's files ([`workflow`]);
+//! - what a front end tells its model when a task it started runs in the background
+//!   ([`texts`]);
 //! - the supervisor's [`wire`]: one request line, one answer line, versioned
 //!   ([`PROTOCOL_VERSION`](wire::PROTOCOL_VERSION)), with a deadline on every request.
 //!
@@ -43,13 +48,16 @@ mod end;
 mod id;
 mod message;
 mod refusal;
+pub mod remote_api;
 pub mod schedule;
 #[cfg(feature = "schema")]
 pub mod schema;
 pub mod start;
 mod status;
 mod strays;
+pub mod texts;
 pub mod wire;
+pub mod workflow;
 
 pub use caller::{AGENT_ID_ENV, Caller, ProgramError, TASK_MARKER_ENV};
 pub use end::{

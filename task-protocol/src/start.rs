@@ -2,6 +2,7 @@
 //! carries them, tagged by [`Start::kind`](crate::wire::Start::kind).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::Serialize;
 use serde::{Deserialize, de::DeserializeOwned};
@@ -62,10 +63,11 @@ pub struct ShellStart {
 }
 
 /// Where a shell command or an agent CLI runs when not on this machine: a batch system that
-/// takes it as a job.
+/// takes it as a job; or [`Placement::Local`], this machine even when a default placement is
+/// configured.
 ///
-/// On the wire `{"engine": "slurm", "partition": "debug", "args": ["--mem=1G"]}`; both fields
-/// may be left out.
+/// On the wire `{"engine": "slurm", "partition": "debug", "args": ["--mem=1G"]}` (both fields
+/// may be left out), or `{"engine": "local"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "engine", rename_all = "snake_case")]
@@ -81,17 +83,22 @@ pub enum Placement {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         args: Vec<String>,
     },
+    /// This machine, as a child of the supervisor: asked for explicitly (`--on local`), it
+    /// overrides a configured default placement.
+    Local,
 }
 
 impl Placement {
-    /// The batch system's name: `slurm`.
+    /// The batch system's name (`slurm`), or `local`.
     pub fn engine(&self) -> &'static str {
         match self {
             Placement::Slurm { .. } => "slurm",
+            Placement::Local => "local",
         }
     }
 
-    /// Parses what a command line gives: `slurm` or `slurm:PARTITION` (no extra arguments).
+    /// Parses what a command line gives: `local`, `slurm` or `slurm:PARTITION` (no extra
+    /// arguments).
     ///
     /// # Errors
     /// A word that names no batch system, or an empty partition.
@@ -101,13 +108,15 @@ impl Placement {
             None => (text, None),
         };
         match (engine, partition) {
+            ("local", None) => Ok(Placement::Local),
+            ("local", Some(_)) => Err("local takes no partition".into()),
             ("slurm", Some("")) => Err("an empty Slurm partition (slurm:PARTITION)".into()),
             ("slurm", partition) => Ok(Placement::Slurm {
                 partition: partition.map(str::to_owned),
                 args: Vec::new(),
             }),
             (other, _) => Err(format!(
-                "unknown placement {other:?}: the one batch system is slurm (slurm or slurm:PARTITION)"
+                "unknown placement {other:?}: local, or the one batch system, slurm (slurm or slurm:PARTITION)"
             )),
         }
     }
@@ -173,6 +182,71 @@ impl WsTarget {
             url: url.into(),
             protocols: Vec::new(),
         }
+    }
+
+    /// Checks the URL's scheme, so a typo is refused before a monitor starts (by a front end,
+    /// and again by the monitor's launcher).
+    ///
+    /// # Errors
+    /// [`NotWebSocket`] unless the URL starts with `ws://` or `wss://` (in any case) and
+    /// names something after it.
+    ///
+    /// ```
+    /// use task_protocol::start::WsTarget;
+    ///
+    /// assert!(WsTarget::new("WSS://example.com/feed").check_scheme().is_ok());
+    /// assert!(WsTarget::new("https://example.com").check_scheme().is_err());
+    /// assert!(WsTarget::new("ws://").check_scheme().is_err());
+    /// ```
+    pub fn check_scheme(&self) -> Result<(), NotWebSocket> {
+        let scheme_ok = ["ws://", "wss://"].iter().any(|scheme| {
+            self.url.len() > scheme.len()
+                && self
+                    .url
+                    .get(..scheme.len())
+                    .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+        });
+        if scheme_ok {
+            Ok(())
+        } else {
+            Err(NotWebSocket(self.url.clone()))
+        }
+    }
+}
+
+/// A monitor was given a URL that is not a WebSocket's ([`WsTarget::check_scheme`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a WebSocket URL (ws://… or wss://…): {0:?}")]
+pub struct NotWebSocket(pub String);
+
+/// How long a monitor may live ([`MonitorStart::timeout_ms`]): its default and its cap. The
+/// `Default` is SPEC §6's (5 minutes, at most an hour).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MonitorLimits {
+    /// A monitor's lifetime when the caller gives none (SPEC: 300 000 ms).
+    pub default_timeout: Duration,
+    /// The longest lifetime a non-persistent monitor may ask for (SPEC: 3 600 000 ms).
+    pub max_timeout: Duration,
+}
+
+impl Default for MonitorLimits {
+    fn default() -> Self {
+        MonitorLimits {
+            default_timeout: Duration::from_millis(300_000),
+            max_timeout: Duration::from_millis(3_600_000),
+        }
+    }
+}
+
+impl MonitorLimits {
+    /// The lifetime of a monitor: `None` when persistent, else the requested timeout (or the
+    /// default) clamped to the maximum.
+    pub fn lifetime(&self, requested: Option<Duration>, persistent: bool) -> Option<Duration> {
+        if persistent {
+            return None;
+        }
+        let wanted = requested.unwrap_or(self.default_timeout);
+        Some(wanted.min(self.max_timeout))
     }
 }
 
@@ -256,6 +330,10 @@ pub struct TeammateStart {
     /// Its budgets (task-agent's `budget`); a resumed teammate has them again from its resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<AgentBudget>,
+    /// Where its agent CLI runs: absent, where the configured default placement says (else on
+    /// this machine); else as a batch job ([`Placement`]) whose output is its transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
 }
 
 /// A dream to start: the agent CLI, its prompt and the consolidation lock.
@@ -424,5 +502,11 @@ mod tests {
         assert!(Placement::parse("slurm:").is_err());
         assert!(Placement::parse("k8s").is_err());
         assert_eq!(Placement::parse("slurm").unwrap().engine(), "slurm");
+        assert_eq!(Placement::parse("local").unwrap(), Placement::Local);
+        assert!(Placement::parse("local:x").is_err());
+        assert_eq!(
+            serde_json::to_value(Placement::Local).unwrap(),
+            serde_json::json!({"engine": "local"})
+        );
     }
 }

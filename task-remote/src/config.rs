@@ -14,8 +14,7 @@ pub const BACKOFF_BASE: Duration = Duration::from_secs(2);
 pub const BACKOFF_CAP: Duration = Duration::from_secs(16);
 /// How long the server may stay unreachable before the task fails.
 pub const OUTAGE_LIMIT: Duration = Duration::from_secs(5 * 60);
-/// The longest one request may take.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub use sessions_client::REQUEST_TIMEOUT;
 
 /// Knobs of the [`RemoteExecutor`](crate::RemoteExecutor) and the HTTP client.
 #[derive(Debug, Clone, PartialEq, Eq)]

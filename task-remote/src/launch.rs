@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use task_core::{Caller, Launch, LaunchError, Launched};
 
-use crate::client::HttpSessions;
-use crate::error::RemoteError;
+use crate::error::{ApiError, RemoteError};
 use crate::executor::{RemoteExecutor, RemoteRequest};
 
 pub use task_protocol::start::RemoteStart;
@@ -28,11 +27,13 @@ pub async fn check_access(
     cwd: &Path,
     timeout: Duration,
 ) -> Result<(), RemoteError> {
-    let token = crate::token::read_token_file(&cwd.join(&start.token_file))?;
-    HttpSessions::new(&start.server, token, timeout)?
-        .check_token()
-        .await?;
-    Ok(())
+    sessions_client::check_access(&start.server, &cwd.join(&start.token_file), timeout)
+        .await
+        .map_err(|refused| match refused {
+            sessions_client::AccessError::Api(error) => RemoteError::Api(error),
+            sessions_client::AccessError::TokenFile(error) => RemoteError::TokenFile(error),
+            other => RemoteError::Api(ApiError::Transient(other.to_string())),
+        })
 }
 
 impl Launch for RemoteExecutor {

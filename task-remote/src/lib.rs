@@ -1,9 +1,12 @@
 //! Remote agents (`remote_agent`, SPEC §11): sessions on another machine, polled over the
 //! sessions API of SPEC §16.
 //!
-//! - [`api`]: the wire shapes, shared with the server side (`tasks serve`);
+//! - [`api`]: the wire shapes, shared with the server side (`tasks serve`): task-protocol's
+//!   `remote_api`, re-exported;
 //! - [`RemoteSessions`]: the client trait (create, status, events after a cursor, send,
-//!   archive) and [`HttpSessions`], its implementation on reqwest with rustls;
+//!   archive) and [`HttpSessions`], its implementation on reqwest with rustls (the
+//!   sessions-client crate's, re-exported; front ends check a server through it without
+//!   linking this executor);
 //! - [`RemoteExecutor`]: task-core's [`Task`](task_core::Task) and
 //!   [`Launch`](task_core::Launch) (`"remote"`) for `remote_agent`: the 1 s poll loop, idle
 //!   trusted after 5 idle polls, completion checkers per subtype, the 30-minute review limit,
@@ -28,10 +31,9 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod api;
+pub use task_protocol::remote_api as api;
 mod backoff;
 mod checker;
-mod client;
 mod config;
 mod error;
 mod eventlog;
@@ -39,11 +41,9 @@ mod executor;
 mod launch;
 pub mod notify;
 mod sidecar;
-mod token;
 
 pub use backoff::Backoff;
 pub use checker::CompletionChecker;
-pub use client::{HttpSessions, RemoteSessions};
 pub use config::{
     BACKOFF_BASE, BACKOFF_CAP, IDLE_POLLS_TRUSTED, OUTAGE_LIMIT, POLL_INTERVAL, REQUEST_TIMEOUT,
     REVIEW_TIMEOUT, RemoteConfig,
@@ -52,5 +52,6 @@ pub use error::{ApiError, RemoteError};
 pub use eventlog::EventLog;
 pub use executor::{PendingRemote, RemoteExecutor, RemoteRequest};
 pub use launch::{RemoteStart, check_access};
+pub use sessions_client::{HttpSessions, RemoteSessions};
 pub use sidecar::{Sidecar, Sidecars};
-pub use token::{MAX_TOKEN_FILE_BYTES, TokenFileError, read_token_file};
+pub use task_output::token::{MAX_TOKEN_FILE_BYTES, TokenFileError, read_token_file};

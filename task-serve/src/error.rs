@@ -16,7 +16,7 @@ pub enum ServeError {
     NoTls(SocketAddr),
     /// The token file is refused (the client's own check).
     #[error(transparent)]
-    TokenFile(#[from] task_remote::TokenFileError),
+    TokenFile(#[from] task_output::token::TokenFileError),
     /// No entropy for a new token.
     #[error("no randomness for a token: {0}")]
     NoRandomness(String),

@@ -13,8 +13,8 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use task_core::TaskId;
-use task_remote::api::{CreateSession, IdempotencyKey};
+use task_protocol::TaskId;
+use task_protocol::remote_api::{CreateSession, IdempotencyKey};
 use tokio::sync::OwnedMutexGuard;
 
 /// How long a key is remembered.
@@ -143,8 +143,8 @@ fn fingerprint(request: &CreateSession) -> u64 {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use task_core::TaskType;
-    use task_remote::api::UserEvent;
+    use task_protocol::TaskType;
+    use task_protocol::remote_api::UserEvent;
 
     use super::*;
 

@@ -22,7 +22,7 @@
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), task_serve::ServeError> {
-//! use task_agent::RunnerFormat;
+//! use task_protocol::start::RunnerFormat;
 //! use task_serve::{ServeOptions, SessionsServer};
 //! use task_session::paths::SessionPaths;
 //! use task_session::session::Session;
@@ -52,7 +52,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
-use task_agent::RunnerFormat;
+use task_protocol::start::RunnerFormat;
 use task_session::session::Session;
 use tokio::net::TcpListener;
 

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 use task_output::jsonl::JsonLines;
-use task_remote::api::EventsPage;
+use task_protocol::remote_api::EventsPage;
 
 use task_session::Result;
 

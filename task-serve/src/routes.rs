@@ -13,12 +13,12 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
-use task_agent::{AgentStart, RunnerFormat};
-use task_core::{Address, TaskId, TaskStatus, TaskType};
-use task_remote::api::{
+use task_protocol::remote_api::{
     CreateSession, ErrorBody, ErrorDetail, IDEMPOTENCY_KEY_HEADER, IdempotencyKey,
     MAX_IDEMPOTENCY_KEY_LEN, SendEvents, Session, SessionStatus, UserEvent,
 };
+use task_protocol::start::{AgentStart, RunnerFormat};
+use task_protocol::{Address, TaskId, TaskStatus, TaskType};
 
 use super::idempotency::{Creates, KeyReused};
 use super::pages::{self, PageLimits, Source};
@@ -292,7 +292,7 @@ async fn events(
     State(served): State<Arc<Served>>,
     id: IdPath,
     after: Result<Query<After>, QueryRejection>,
-) -> Answer<task_remote::api::EventsPage> {
+) -> Answer<task_protocol::remote_api::EventsPage> {
     let Path(id) = id?;
     let id = session_id(&id)?;
     let Query(after) = after?;

@@ -47,13 +47,13 @@ pub fn init(path: &Path) -> Result<String> {
 }
 
 /// Reads the token in `path` with the client's own check
-/// ([`task_remote::read_token_file`]): a regular file, not a symlink, readable by its owner
+/// ([`task_output::token::read_token_file`]): a regular file, not a symlink, readable by its owner
 /// only; refused with the same words on both ends.
 ///
 /// # Errors
 /// Missing, unreadable, open to others, too large, or empty.
 pub fn read(path: &Path) -> Result<Token> {
-    task_remote::read_token_file(path)
+    task_output::token::read_token_file(path)
         .map(|token| Token(token.into_bytes()))
         .map_err(ServeError::from)
 }

@@ -95,39 +95,175 @@ pub fn send(
     supervisor: &SupervisorCommand,
     op: Op,
 ) -> Result<Response> {
-    let deadline = Instant::now() + config.request_timeout;
-    let mut request = Request::new(
-        task_core::now_ms() + u64::try_from(config.request_timeout.as_millis()).unwrap_or(u64::MAX),
-        op,
-    );
-    if let Op::Start(start) = &mut request.op {
-        start.key.get_or_insert_with(start_key);
-    }
-    let key = match &request.op {
-        Op::Start(start) => start.key.clone(),
-        _ => None,
-    };
+    let mut outgoing = Outgoing::new(config, op);
     let mut delivered = false;
-    let outcome = deliver(
-        paths,
-        config,
-        supervisor,
-        &mut request,
-        deadline,
-        &mut delivered,
-    )
-    .and_then(served);
-    let Some(key) = key else {
-        return outcome;
-    };
-    match outcome {
-        Err(refused @ Error::Protocol { .. }) => Err(refused),
-        Ok(Response::Error {
-            kind: Refusal::Expired,
-            message,
-        }) => decide_start(paths, &key, delivered, deadline, Error::Supervisor(message)),
-        Ok(response) => Ok(response),
-        Err(error) => decide_start(paths, &key, delivered, deadline, error),
+    let outcome = deliver(paths, config, supervisor, &mut outgoing, &mut delivered);
+    match outgoing.settle(outcome, delivered) {
+        Settled::Answer(answer) => answer,
+        Settled::Undecided(undecided) => {
+            if let Some(until) = undecided.wait_until() {
+                std::thread::sleep(until.saturating_duration_since(Instant::now()));
+            }
+            undecided.decide(paths)
+        }
+    }
+}
+
+/// One request on its way to the supervisor, as every client (blocking, or async:
+/// task-client's) sends it: its deadline, the key of a start, and whether it may be sent again.
+/// Runtime-free: the client does the I/O.
+#[derive(Debug)]
+pub struct Outgoing {
+    request: Request,
+    deadline: Instant,
+    key: Option<String>,
+    attempts: usize,
+}
+
+impl Outgoing {
+    /// `op`, of use until now plus [`Config::request_timeout`]; a start gets a key (the same on
+    /// every attempt) unless it has one.
+    pub fn new(config: &Config, op: Op) -> Self {
+        let deadline = Instant::now() + config.request_timeout;
+        let mut request = Request::new(
+            task_core::now_ms()
+                + u64::try_from(config.request_timeout.as_millis()).unwrap_or(u64::MAX),
+            op,
+        );
+        if let Op::Start(start) = &mut request.op {
+            start.key.get_or_insert_with(start_key);
+        }
+        let key = match &request.op {
+            Op::Start(start) => start.key.clone(),
+            _ => None,
+        };
+        Outgoing {
+            request,
+            deadline,
+            key,
+            attempts: 0,
+        }
+    }
+
+    /// Whether it may be sent again after an attempt its supervisor closed without answering:
+    /// twice at most, and a start (it carries its key) or a message (its id) until its
+    /// deadline, since a supervisor may have died having carried it out, and the repeat is
+    /// recognised (a start's retry gets the task its first attempt made; a message's receiver
+    /// drops a repeat).
+    pub fn may_send(&self) -> bool {
+        self.attempts < 2 || (self.repeatable() && Instant::now() < self.deadline)
+    }
+
+    fn repeatable(&self) -> bool {
+        matches!(
+            &self.request.op,
+            Op::Start(_) | Op::Send { id: Some(_), .. }
+        )
+    }
+
+    /// How many supervisors one attempt may start, one after another, while each dies as it
+    /// starts: a repeatable request never gives up on one killed as it starts (the previous
+    /// attempt may have been carried out), the others try a few.
+    pub fn max_starts(&self) -> usize {
+        if self.repeatable() {
+            usize::MAX
+        } else {
+            STARTS
+        }
+    }
+
+    /// The next attempt's line (a start's retry says so), newline-terminated: one write, so
+    /// the supervisor wakes once per request.
+    ///
+    /// # Errors
+    /// [`Error::Supervisor`] if the request cannot be encoded.
+    pub fn next_line(&mut self) -> Result<String> {
+        if let (Op::Start(start), true) = (&mut self.request.op, self.attempts > 0) {
+            start.retry = true;
+        }
+        self.attempts += 1;
+        let mut line = serde_json::to_string(&self.request)
+            .map_err(|e| Error::Supervisor(format!("cannot encode request: {e}")))?;
+        line.push('\n');
+        Ok(line)
+    }
+
+    /// How long, from now, the client waits for the answer: until the deadline and a grace.
+    pub fn patience(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now()) + ANSWER_GRACE
+    }
+
+    /// What the request's `outcome` (`delivered`: it reached a supervisor) comes to: the
+    /// answer (a supervisor that does not serve this protocol version is an
+    /// [`Error::Protocol`]), or, for a start left unanswered, a decision to take from disk.
+    pub fn settle(self, outcome: Result<Response>, delivered: bool) -> Settled {
+        let outcome = outcome.and_then(served);
+        let Some(key) = self.key else {
+            return Settled::Answer(outcome);
+        };
+        let error = match outcome {
+            Err(refused @ Error::Protocol { .. }) => return Settled::Answer(Err(refused)),
+            Ok(Response::Error {
+                kind: Refusal::Expired,
+                message,
+            }) => Error::Supervisor(message),
+            Ok(response) => return Settled::Answer(Ok(response)),
+            Err(error) => error,
+        };
+        Settled::Undecided(Undecided {
+            key,
+            delivered,
+            deadline: self.deadline,
+            error,
+        })
+    }
+}
+
+/// What a request came to ([`Outgoing::settle`]).
+#[derive(Debug)]
+pub enum Settled {
+    /// Its answer, or its error.
+    Answer(Result<Response>),
+    /// A start left unanswered: whether it made its task is read from disk.
+    Undecided(Undecided),
+}
+
+/// A start left unanswered ([`Settled::Undecided`]): whether it made its task is read from
+/// disk, once no supervisor can still make it.
+#[derive(Debug)]
+pub struct Undecided {
+    key: String,
+    delivered: bool,
+    deadline: Instant,
+    error: Error,
+}
+
+impl Undecided {
+    /// Until when the client waits before it looks ([`Undecided::decide`]): past the start's
+    /// deadline and the answer grace, if it ever reached a supervisor (one that did not made
+    /// nothing in this call, and is looked up at once).
+    pub fn wait_until(&self) -> Option<Instant> {
+        self.delivered.then_some(self.deadline + ANSWER_GRACE)
+    }
+
+    /// Whether the start made its task: the answer a record carrying its key stands for, or
+    /// the error saying it was not made (or that this is unknown). Reads the session's records.
+    pub fn decide(self, paths: &SessionPaths) -> Result<Response> {
+        let Undecided { key, error, .. } = self;
+        match crate::record::find_started(paths, &key) {
+            Ok(Some(id)) => {
+                tracing::info!(task = %id, "no answer to a start ({error}), but its record is on disk");
+                Ok(Response::Started { id })
+            }
+            Ok(None) => Err(Error::Supervisor(format!(
+                "{}; the task was not made (no record carries its start key)",
+                without_prefix(&error)
+            ))),
+            Err(read) => Err(Error::Supervisor(format!(
+                "{}; whether the task was made is unknown: {read}",
+                without_prefix(&error)
+            ))),
+        }
     }
 }
 
@@ -147,73 +283,48 @@ fn served(response: Response) -> Result<Response> {
     }
 }
 
-/// Sends `request` until it is answered, setting `delivered` once it was written to a
+/// Reads one answer line.
+///
+/// # Errors
+/// [`Error::Supervisor`] naming the line, if it is not an answer.
+pub fn decode(answer: &str) -> Result<Response> {
+    serde_json::from_str(answer)
+        .map_err(|e| Error::Supervisor(format!("unreadable answer {answer:?}: {e}")))
+}
+
+/// The error of a request the supervisor closed the connection on, attempt after attempt.
+pub fn closed_without_answer() -> Error {
+    Error::Supervisor("the supervisor closed the connection without answering".into())
+}
+
+/// The error of a request whose answer did not come in time.
+pub fn no_answer(paths: &SessionPaths, config: &Config) -> Error {
+    Error::NoAnswer {
+        pid: lock::holder_pid(&paths.lock()).unwrap_or(0),
+        waited: task_core::human_duration(config.request_timeout),
+    }
+}
+
+/// Sends `outgoing` until it is answered, setting `delivered` once it was written to a
 /// supervisor.
 fn deliver(
     paths: &SessionPaths,
     config: &Config,
     supervisor: &SupervisorCommand,
-    request: &mut Request,
-    deadline: Instant,
+    outgoing: &mut Outgoing,
     delivered: &mut bool,
 ) -> Result<Response> {
-    // A start carries its key and a message its id, so a repeat is recognised (the start's
-    // retry gets the task its first attempt made; a message's receiver drops a repeat): they
-    // are sent again until answered or their deadline passes, since a supervisor may have died
-    // having carried them out.
-    let repeatable = matches!(&request.op, Op::Start(_) | Op::Send { id: Some(_), .. });
-    let mut attempts = 0;
-    while attempts < 2 || (repeatable && Instant::now() < deadline) {
-        if let (Op::Start(start), true) = (&mut request.op, attempts > 0) {
-            start.retry = true;
-        }
-        attempts += 1;
-        let mut line = serde_json::to_string(&request)
-            .map_err(|e| Error::Supervisor(format!("cannot encode request: {e}")))?;
-        line.push('\n'); // one write: the supervisor wakes once per request
-        // A repeatable op never gives up on a supervisor killed as it starts (the previous
-        // attempt may have been carried out): one after another, until the start timeout.
-        let starts = if repeatable { usize::MAX } else { STARTS };
-        let stream = connect_or_start_with(paths, config, supervisor, starts)?;
+    while outgoing.may_send() {
+        let line = outgoing.next_line()?;
+        let stream = connect_or_start_with(paths, config, supervisor, outgoing.max_starts())?;
         *delivered = true;
-        if let Some(response) = exchange(stream, &line, paths, config, deadline)? {
+        if let Some(response) = exchange(stream, &line, paths, config, outgoing.patience())? {
             return Ok(response);
         }
         // The supervisor closed without answering (it was leaving, or died): once more, to
         // its successor.
     }
-    Err(Error::Supervisor(
-        "the supervisor closed the connection without answering".into(),
-    ))
-}
-
-/// Whether the start with `key`, unanswered (`error`), made its task: read from disk, once no
-/// supervisor can still make it (past its deadline and `ANSWER_GRACE`, if it ever reached
-/// one: a start that reached none made nothing in this call, and is looked up at once).
-fn decide_start(
-    paths: &SessionPaths,
-    key: &str,
-    delivered: bool,
-    deadline: Instant,
-    error: Error,
-) -> Result<Response> {
-    if delivered {
-        std::thread::sleep((deadline + ANSWER_GRACE).saturating_duration_since(Instant::now()));
-    }
-    match crate::record::find_started(paths, key) {
-        Ok(Some(id)) => {
-            tracing::info!(task = %id, "no answer to a start ({error}), but its record is on disk");
-            Ok(Response::Started { id })
-        }
-        Ok(None) => Err(Error::Supervisor(format!(
-            "{}; the task was not made (no record carries its start key)",
-            without_prefix(&error)
-        ))),
-        Err(read) => Err(Error::Supervisor(format!(
-            "{}; whether the task was made is unknown: {read}",
-            without_prefix(&error)
-        ))),
-    }
+    Err(closed_without_answer())
 }
 
 /// The words of `error` for a message that is a supervisor error itself: a supervisor error's
@@ -243,43 +354,39 @@ fn exchange(
     line: &str,
     paths: &SessionPaths,
     config: &Config,
-    deadline: Instant,
+    patience: Duration,
 ) -> Result<Option<Response>> {
     let socket = paths.socket();
     let io_err = |e| Error::io("talk to the supervisor at", &socket, e);
-    let patience = deadline.saturating_duration_since(Instant::now()) + ANSWER_GRACE;
     stream.set_read_timeout(Some(patience)).map_err(io_err)?;
     stream.set_write_timeout(Some(patience)).map_err(io_err)?;
-    let no_answer = || Error::NoAnswer {
-        pid: lock::holder_pid(&paths.lock()).unwrap_or(0),
-        waited: task_core::human_duration(config.request_timeout),
-    };
     match stream.write_all(line.as_bytes()) {
         Ok(()) => {}
         Err(e) if is_disconnect(e.kind()) => return Ok(None),
-        Err(e) if is_timeout(e.kind()) => return Err(no_answer()),
+        Err(e) if is_timeout(e.kind()) => return Err(no_answer(paths, config)),
         Err(e) => return Err(io_err(e)),
     }
     let mut answer = String::new();
     match BufReader::new(&stream).read_line(&mut answer) {
         Ok(0) => Ok(None),
-        Ok(_) => serde_json::from_str(&answer)
-            .map(Some)
-            .map_err(|e| Error::Supervisor(format!("unreadable answer {answer:?}: {e}"))),
+        Ok(_) => decode(&answer).map(Some),
         Err(e) if is_disconnect(e.kind()) => Ok(None),
-        Err(e) if is_timeout(e.kind()) => Err(no_answer()),
+        Err(e) if is_timeout(e.kind()) => Err(no_answer(paths, config)),
         Err(e) => Err(io_err(e)),
     }
 }
 
-fn is_disconnect(kind: ErrorKind) -> bool {
+/// Whether an I/O error means the supervisor closed the connection (the request may be sent
+/// again, to its successor).
+pub fn is_disconnect(kind: ErrorKind) -> bool {
     matches!(
         kind,
         ErrorKind::BrokenPipe | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
     )
 }
 
-fn is_timeout(kind: ErrorKind) -> bool {
+/// Whether an I/O error means the wait for the supervisor timed out.
+pub fn is_timeout(kind: ErrorKind) -> bool {
     matches!(kind, ErrorKind::WouldBlock | ErrorKind::TimedOut)
 }
 
@@ -293,8 +400,8 @@ pub fn connect_or_start(
 }
 
 /// [`connect_or_start`], starting at most `max_starts` supervisors while each dies before it
-/// is ready.
-fn connect_or_start_with(
+/// is ready ([`Outgoing::max_starts`]).
+pub fn connect_or_start_with(
     paths: &SessionPaths,
     config: &Config,
     supervisor: &SupervisorCommand,

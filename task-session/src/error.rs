@@ -4,6 +4,7 @@ use std::io;
 use std::path::PathBuf;
 
 use task_core::TaskId;
+use task_protocol::wire::ErrorKind;
 
 /// Everything that can make a session operation fail.
 #[derive(Debug, thiserror::Error)]
@@ -127,9 +128,21 @@ pub enum Error {
         /// The oldest client version it serves.
         oldest: u32,
     },
-    /// The supervisor found no task that a request names (a dependency, a task to read).
+    /// The supervisor found no task that a request names (a dependency, a task to read): its
+    /// refusal [`ErrorKind::UnknownTask`].
     #[error("{0}")]
     NotFound(String),
+    /// The supervisor refused the request for a reason of its own kind (a start it could not
+    /// make, a request read after its deadline, an internal failure); nothing was done. A
+    /// request it did not understand is [`Error::Invalid`], one naming no task of the session
+    /// [`Error::NotFound`] ([`Error::refused`]).
+    #[error("supervisor: {message}")]
+    Refused {
+        /// What kind of refusal.
+        kind: ErrorKind,
+        /// The supervisor's words.
+        message: String,
+    },
     /// Invalid input that is not an id (a JSON argument, an option value).
     #[error("{0}")]
     Invalid(String),
@@ -152,6 +165,25 @@ pub enum Error {
 }
 
 impl Error {
+    /// The error a supervisor's refusal stands for, by its kind: [`ErrorKind::BadRequest`] is
+    /// [`Error::Invalid`], [`ErrorKind::UnknownTask`] [`Error::NotFound`], any other
+    /// [`Error::Refused`] with its kind.
+    pub fn refused(kind: ErrorKind, message: String) -> Self {
+        match kind {
+            ErrorKind::BadRequest => Error::Invalid(message),
+            ErrorKind::UnknownTask => Error::NotFound(message),
+            kind => Error::Refused { kind, message },
+        }
+    }
+
+    /// The kind of the supervisor's refusal this error stands for, if it is one.
+    pub fn refusal(&self) -> Option<ErrorKind> {
+        match self {
+            Error::Refused { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
+
     /// Builds an [`Error::Io`] for `path`.
     pub fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
         Error::Io {

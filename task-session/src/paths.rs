@@ -250,7 +250,7 @@ impl SessionPaths {
                 {
                     Error::UnsafeState {
                         path: dir.clone(),
-                        reason: problem.to_string(),
+                        reason: with_remedy(&problem, dir),
                     }
                 }
                 _ => Error::io("use", dir, e.into()),
@@ -282,6 +282,19 @@ impl SessionPaths {
             std::os::fd::AsRawFd::as_raw_fd(&dir)
         ));
         use_path(&short)
+    }
+}
+
+/// Why `dir` is refused, and how its owner makes it private where a mode is the problem.
+fn with_remedy(problem: &task_output::DirectoryProblem, dir: &Path) -> String {
+    match problem {
+        task_output::DirectoryProblem::WritableByOthers { .. } => {
+            format!(
+                "{problem}; make it private with `chmod 700 {}`",
+                dir.display()
+            )
+        }
+        _ => problem.to_string(),
     }
 }
 

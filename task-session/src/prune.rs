@@ -187,6 +187,7 @@ fn remove(paths: &SessionPaths, task: &TaskRecord) -> Result<Removed> {
     }
     if let Some(ended) = task.task.base.end_time {
         remove_if_present(&paths.hook_ran(&id, ended))?;
+        remove_if_present(&paths.hook_output(&id, ended))?;
     }
     if let Some(due) = &task.notification {
         remove_if_present(&paths.notified(&id, due.at_ms))?;

@@ -35,7 +35,7 @@ use crate::lease::Holder;
 use crate::lock;
 use crate::notice::{self, Leased, Notice};
 use crate::paths::SessionPaths;
-use crate::protocol::{ErrorKind, KillReport, KillResult, Op, Response, Start};
+use crate::protocol::{KillReport, KillResult, Op, Response, Start};
 use crate::record::{self, Listing, TaskRecord};
 
 /// One session: its paths and settings, and how to start its supervisor.
@@ -194,9 +194,26 @@ impl Session {
         &self,
         request: R,
         caller: Caller,
-        mut schedule: crate::queue::Schedule,
+        schedule: crate::queue::Schedule,
         ends: crate::protocol::Ends,
     ) -> Result<TaskId> {
+        let op = self.start_op(request, caller, schedule, ends)?;
+        started(self.send(op)?)
+    }
+
+    /// The request [`Session::start_with`] sends (for a client of its own, as task-client's
+    /// async one): the typed start encoded under its kind, in the configured group if the
+    /// schedule names none.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] if the request cannot be encoded.
+    pub fn start_op<R: StartRequest>(
+        &self,
+        request: R,
+        caller: Caller,
+        mut schedule: crate::queue::Schedule,
+        ends: crate::protocol::Ends,
+    ) -> Result<Op> {
         let request = serde_json::to_value(request)
             .map_err(|e| Error::Invalid(format!("cannot encode a {} request: {e}", R::KIND)))?;
         if schedule.group.is_none() {
@@ -212,7 +229,7 @@ impl Session {
             on_end: ends.on_end,
             strays: ends.strays,
         };
-        self.start_raw(start)
+        Ok(Op::Start(start))
     }
 
     /// Sets the parallelism limit of `group` (0: unlimited), kept across supervisors; the
@@ -249,10 +266,7 @@ impl Session {
     /// Sends `start` as it is; returns the new task's id once its record exists (which keeps
     /// how it was started: the supervisor writes it).
     fn start_raw(&self, start: Start) -> Result<TaskId> {
-        match self.send(Op::Start(start))? {
-            Response::Started { id } => Ok(id),
-            other => Err(unexpected(other)),
-        }
+        started(self.send(Op::Start(start))?)
     }
 
     /// Starts the task `id` again (same kind, request, working directory and owner; this
@@ -263,26 +277,25 @@ impl Session {
     }
 
     pub(crate) fn send(&self, op: Op) -> Result<Response> {
-        let Some(supervisor) = &self.supervisor else {
-            return Err(Error::Supervisor(
+        client::send(&self.paths, &self.config, self.supervisor()?, op)
+    }
+
+    /// How this session starts its supervisor.
+    ///
+    /// # Errors
+    /// [`Error::Supervisor`] if it was given none ([`Session::with_supervisor`]).
+    pub fn supervisor(&self) -> Result<&SupervisorCommand> {
+        self.supervisor.as_ref().ok_or_else(|| {
+            Error::Supervisor(
                 "no program to supervise this session was given (Session::with_supervisor)".into(),
-            ));
-        };
-        client::send(&self.paths, &self.config, supervisor, op)
+            )
+        })
     }
 
     /// Sends `message` to the task `to`: queued for a running agent's next turn, a stopped one
     /// resumed with it, posted to a teammate's mailbox, sent on to a remote agent.
     pub fn send_message(&self, to: &Address, message: &str) -> Result<MessageReply> {
-        let op = Op::Send {
-            to: to.clone(),
-            message: message.to_owned(),
-            id: Some(TaskId::message_id().map_err(|e| Error::Supervisor(e.to_string()))?),
-        };
-        match self.send(op)? {
-            Response::Sent { reply } => Ok(reply),
-            other => Err(unexpected(other)),
-        }
+        sent(self.send(message_op(to, message)?)?)
     }
 
     /// Asks the supervisor (starting it if needed) for its pid and how many tasks it holds in
@@ -307,33 +320,32 @@ impl Session {
     /// Kills tasks (whole process trees). Unknown ids fail before anything is killed; a task that
     /// already ended is reported as such.
     pub fn kill(&self, ids: &[TaskId]) -> Result<Vec<KillReport>> {
+        let plan = self.kill_plan(ids)?;
+        let answer = plan.op().map(|op| self.send(op)).transpose()?;
+        plan.finish(answer)
+    }
+
+    /// What [`Session::kill`] asks of the supervisor for `ids`, from their records (for a
+    /// client of its own, as task-client's async one): the live ones are killed, the others
+    /// reported as already ended.
+    ///
+    /// # Errors
+    /// An unknown id ([`Error::UnknownTask`]), before anything is killed; reading the records.
+    pub fn kill_plan(&self, ids: &[TaskId]) -> Result<KillPlan> {
         let tasks = self.tasks_by_id(ids)?;
         let live: Vec<TaskId> = tasks
             .iter()
             .filter(|t| !t.is_terminal())
             .map(TaskRecord::id)
             .collect();
-        let mut reports: Vec<KillReport> = ids
+        let reports: Vec<KillReport> = ids
             .iter()
             .map(|&id| KillReport {
                 id,
                 result: KillResult::AlreadyEnded,
             })
             .collect();
-        if live.is_empty() {
-            return Ok(reports);
-        }
-        match self.send(Op::Kill { ids: live })? {
-            Response::Killed { reports: killed } => {
-                for report in killed {
-                    if let Some(slot) = reports.iter_mut().find(|r| r.id == report.id) {
-                        *slot = report;
-                    }
-                }
-                Ok(reports)
-            }
-            other => Err(unexpected(other)),
-        }
+        Ok(KillPlan { live, reports })
     }
 
     /// Every task of the session (orphans read as such), plus the record files that could not
@@ -657,17 +669,84 @@ fn output_error(error: OutputError) -> Error {
     }
 }
 
-pub(crate) fn unexpected(response: Response) -> Error {
+/// A kill as [`Session::kill_plan`] planned it: the live tasks to kill, and a report for each
+/// task asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KillPlan {
+    live: Vec<TaskId>,
+    reports: Vec<KillReport>,
+}
+
+impl KillPlan {
+    /// The request to send, if any task is live.
+    pub fn op(&self) -> Option<Op> {
+        (!self.live.is_empty()).then(|| Op::Kill {
+            ids: self.live.clone(),
+        })
+    }
+
+    /// The reports, in the order asked, once the supervisor answered [`KillPlan::op`] (no
+    /// answer: nothing was live).
+    ///
+    /// # Errors
+    /// The supervisor's typed refusal, or an answer that is not a kill's.
+    pub fn finish(self, answer: Option<Response>) -> Result<Vec<KillReport>> {
+        let mut reports = self.reports;
+        match answer {
+            None => Ok(reports),
+            Some(Response::Killed { reports: killed }) => {
+                for report in killed {
+                    if let Some(slot) = reports.iter_mut().find(|r| r.id == report.id) {
+                        *slot = report;
+                    }
+                }
+                Ok(reports)
+            }
+            Some(other) => Err(unexpected(other)),
+        }
+    }
+}
+
+/// The request that sends `message` to `to`, with an id of its own (the same on every attempt,
+/// so its receiver drops a repeat).
+///
+/// # Errors
+/// [`Error::Supervisor`] if no id can be drawn.
+pub fn message_op(to: &Address, message: &str) -> Result<Op> {
+    Ok(Op::Send {
+        to: to.clone(),
+        message: message.to_owned(),
+        id: Some(TaskId::message_id().map_err(|e| Error::Supervisor(e.to_string()))?),
+    })
+}
+
+/// The id a start's answer gives.
+///
+/// # Errors
+/// The supervisor's typed refusal ([`Error::refused`]), or an answer that is not a start's.
+pub fn started(answer: Response) -> Result<TaskId> {
+    match answer {
+        Response::Started { id } => Ok(id),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// What became of a message, as its answer says.
+///
+/// # Errors
+/// The supervisor's typed refusal ([`Error::refused`]), or an answer that is not a send's.
+pub fn sent(answer: Response) -> Result<MessageReply> {
+    match answer {
+        Response::Sent { reply } => Ok(reply),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// The error an answer that is not the one asked for stands for: a refusal, typed
+/// ([`Error::refused`]), or an answer to something else.
+pub fn unexpected(response: Response) -> Error {
     match response {
-        Response::Error {
-            kind: ErrorKind::BadRequest,
-            message,
-        } => Error::Invalid(message),
-        Response::Error {
-            kind: ErrorKind::UnknownTask,
-            message,
-        } => Error::NotFound(message),
-        Response::Error { message, .. } => Error::Supervisor(message),
+        Response::Error { kind, message } => Error::refused(kind, message),
         other => Error::Supervisor(format!("unexpected answer {other:?}")),
     }
 }

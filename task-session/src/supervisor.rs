@@ -53,6 +53,18 @@ pub fn run(paths: SessionPaths, wiring: Wiring) -> Result<()> {
     result
 }
 
+/// [`run`] for the session a client named when it started this process: `TASKS_ROOT` and
+/// `TASKS_SESSION` (`default` when unset), as [`crate::client`] sets them in the environment
+/// of the supervisor it starts.
+///
+/// # Errors
+/// [`Error::NoRoot`] without `TASKS_ROOT`; a bad session name; [`run`]'s.
+pub fn run_from_env(wiring: Wiring) -> Result<()> {
+    let root = std::env::var_os("TASKS_ROOT").ok_or(Error::NoRoot)?;
+    let session = std::env::var("TASKS_SESSION").unwrap_or_else(|_| "default".into());
+    run(SessionPaths::new(root, &session)?, wiring)
+}
+
 fn supervise(paths: &SessionPaths, wiring: Wiring, ready: &mut ReadyPipe) -> Result<()> {
     paths.create_dirs()?;
     let config = Config::load(&paths.config())?;

@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use task_protocol::start::MonitorLimits;
+
 /// The output-size cap past which a backgrounded command is killed: 5 GiB.
 pub const DEFAULT_SIZE_CAP_BYTES: u64 = 5 * 1024 * 1024 * 1024;
 
@@ -32,32 +34,37 @@ pub struct ShellConfig {
 
 impl Default for ShellConfig {
     fn default() -> Self {
+        let monitor = MonitorLimits::default();
         Self {
             stall_check_interval: Duration::from_millis(5_000),
             stall_threshold: Duration::from_millis(45_000),
             stall_tail_bytes: 1024,
             size_check_interval: Duration::from_millis(5_000),
             size_cap_bytes: DEFAULT_SIZE_CAP_BYTES,
-            monitor_default_timeout: Duration::from_millis(300_000),
-            monitor_max_timeout: Duration::from_millis(3_600_000),
+            monitor_default_timeout: monitor.default_timeout,
+            monitor_max_timeout: monitor.max_timeout,
             monitor_max_line_bytes: 64 * 1024,
         }
     }
 }
 
 impl ShellConfig {
+    /// The limits of a monitor's lifetime these settings give.
+    pub fn monitor_limits(&self) -> MonitorLimits {
+        MonitorLimits {
+            default_timeout: self.monitor_default_timeout,
+            max_timeout: self.monitor_max_timeout,
+        }
+    }
+
     /// The lifetime of a monitor: `None` when persistent, else the requested timeout (or the
-    /// default) clamped to the maximum.
+    /// default) clamped to the maximum ([`MonitorLimits::lifetime`]).
     pub fn monitor_timeout(
         &self,
         requested: Option<Duration>,
         persistent: bool,
     ) -> Option<Duration> {
-        if persistent {
-            return None;
-        }
-        let wanted = requested.unwrap_or(self.monitor_default_timeout);
-        Some(wanted.min(self.monitor_max_timeout))
+        self.monitor_limits().lifetime(requested, persistent)
     }
 }
 

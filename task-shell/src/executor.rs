@@ -93,8 +93,8 @@ impl ShellExecutor {
         self
     }
 
-    /// Where a shell started with `requested` and `stdin` runs: there, else the default
-    /// placement when its stdin is `/dev/null`.
+    /// The batch system a shell started with `requested` and `stdin` runs on: there, else the
+    /// default placement when its stdin is `/dev/null`; `None` (here) for `local`.
     pub(crate) fn placement(
         &self,
         requested: Option<Placement>,
@@ -102,7 +102,9 @@ impl ShellExecutor {
     ) -> Option<Placement> {
         match stdin {
             task_protocol::start::StdinMode::Null => self.engines.placement(requested),
-            task_protocol::start::StdinMode::Piped => requested,
+            task_protocol::start::StdinMode::Piped => {
+                requested.filter(|placement| *placement != Placement::Local)
+            }
         }
     }
 

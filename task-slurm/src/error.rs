@@ -108,6 +108,11 @@ pub enum Error {
         content: String,
     },
 
+    /// The one `squeue` that looked at the followed jobs together ([`JobPoller`](crate::JobPoller))
+    /// failed, as this says.
+    #[error("squeue of the followed jobs: {0}")]
+    Poll(String),
+
     /// [`Slurm::wait_for`](crate::Slurm::wait_for) gave up.
     #[error("job {id}: condition not met within {after:?}")]
     WaitTimeout {

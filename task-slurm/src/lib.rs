@@ -1,8 +1,9 @@
 //! Slurm jobs through Slurm's own commands.
 //!
 //! `task-slurm` places commands on a Slurm cluster and follows them: [`Slurm::submit`]
-//! (`sbatch`), [`Slurm::job`] and [`Slurm::find_by_name`] (`squeue`), [`Slurm::cancel`]
-//! (`scancel`). Every command runs with an argument vector, never through a shell, with a
+//! (`sbatch`), [`Slurm::job`], [`Slurm::jobs`] and [`Slurm::find_by_name`] (`squeue`),
+//! [`Slurm::cancel`] (`scancel`); [`JobPoller`] answers every follower of a job with one
+//! `squeue` a poll interval. Every command runs with an argument vector, never through a shell, with a
 //! timeout ([`SlurmConfig`]). It knows nothing of tasks: a job's [`Phase`] is where it stands
 //! in a five-state lifecycle (pending, running, completed, failed, killed), and the caller maps
 //! that to its own.
@@ -59,6 +60,7 @@ mod files;
 mod id;
 mod job;
 pub mod parse;
+mod poll;
 mod slurm;
 mod spec;
 
@@ -68,6 +70,7 @@ pub use files::{JobFiles, RecordedExit, StartCheck, read_exit_status};
 pub use id::JobId;
 pub use job::{JobInfo, JobName, JobState, MAX_NAME_LEN, PendingReason, Phase};
 pub use parse::StartMarker;
+pub use poll::JobPoller;
 pub use slurm::Slurm;
 pub use spec::{EXIT_NO_START_MARKER, JobSpec, sh_quote};
 
@@ -78,6 +81,7 @@ mod tests {
     fn public_types_are_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<crate::Slurm>();
+        check::<crate::JobPoller>();
         check::<crate::JobSpec>();
         check::<crate::JobInfo>();
         check::<crate::Error>();

@@ -92,21 +92,38 @@ impl Slurm {
     ///
     /// The errors of running `squeue` and [`Error::Parse`].
     pub async fn job(&self, id: JobId) -> Result<Option<JobInfo>> {
+        let jobs = self.jobs(&[id]).await?;
+        Ok(jobs.into_iter().find(|job| job.id == id))
+    }
+
+    /// The jobs of `ids` that Slurm knows, with one `squeue`; a job it does not know (never
+    /// submitted, or ended and dropped after `MinJobAge`) is not among them. No ids, no
+    /// command.
+    ///
+    /// # Errors
+    ///
+    /// The errors of running `squeue` and [`Error::Parse`].
+    pub async fn jobs(&self, ids: &[JobId]) -> Result<Vec<JobInfo>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list: Vec<String> = ids.iter().map(JobId::to_string).collect();
         let args = [
             "--noheader".to_owned(),
             "--states=all".to_owned(),
-            format!("--jobs={id}"),
+            format!("--jobs={}", list.join(",")),
             format!("--Format={}", squeue_format()),
         ];
         let output = self.run("squeue", &args, None, Env::Inherit).await?;
         if !output.status.success() {
+            // Slurm 22.05 fails so only when it knows none of the jobs asked for (one id);
+            // of several, it lists those it knows.
             if is_unknown_job(&String::from_utf8_lossy(&output.stderr)) {
-                return Ok(None);
+                return Ok(Vec::new());
             }
             return Err(failed("squeue", &output));
         }
-        let jobs = parse_squeue(&String::from_utf8_lossy(&output.stdout))?;
-        Ok(jobs.into_iter().find(|job| job.id == id))
+        parse_squeue(&String::from_utf8_lossy(&output.stdout))
     }
 
     /// This user's newest job (the highest id) named `name`, in any state Slurm still

@@ -622,3 +622,84 @@ fn node_cpus() -> u32 {
                 .unwrap_or(1)
         })
 }
+
+/// However many follow jobs through one [`JobPoller`], a round runs one `squeue` for all of
+/// them (counted by a `squeue` in the configured `bin_dir` that logs its arguments and runs
+/// the real one), and a job Slurm does not know is answered `None`.
+#[tokio::test]
+async fn a_poller_answers_every_follower_with_one_squeue_a_round() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(slurm) = cluster() else { return };
+    let _node = NODE.read().await;
+    let jobs = Jobs::new(slurm.clone(), "poller");
+    let bin = jobs.dir().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let real = |command: &str| {
+        let out = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {command}")])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let log = jobs.dir().join("squeue.log");
+    let squeue = bin.join("squeue");
+    std::fs::write(
+        &squeue,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            real("squeue")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&squeue, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut config = slurm.config().clone();
+    config.bin_dir = Some(bin);
+    let poller = task_slurm::JobPoller::new(Slurm::new(config));
+
+    let mut ids = Vec::new();
+    for n in 0..5 {
+        ids.push(jobs.submit(&jobs.spec(&format!("p{n}"), "true")).await);
+    }
+    let unknown: JobId = "999999".parse().unwrap();
+    let mut rounds = 0;
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        rounds += 1;
+        let mut asking = tokio::task::JoinSet::new();
+        for id in ids.iter().copied().chain([unknown]) {
+            let poller = poller.clone();
+            asking.spawn(async move { (id, poller.job(id).await.unwrap()) });
+        }
+        let mut ended = 0;
+        while let Some(answer) = asking.join_next().await {
+            let (id, job) = answer.unwrap();
+            match job {
+                None => assert_eq!(id, unknown, "a submitted job unknown to Slurm"),
+                Some(job) => {
+                    assert_eq!(job.id, id);
+                    ended += usize::from(job.phase().is_terminal());
+                }
+            }
+        }
+        if ended == ids.len() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the jobs did not end");
+    }
+    let lines: Vec<String> = read(&log).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), rounds, "one squeue a round: {lines:?}");
+    let mut all: Vec<String> = ids.iter().chain([&unknown]).map(JobId::to_string).collect();
+    all.sort();
+    for line in &lines {
+        let mut asked: Vec<String> = line
+            .split_whitespace()
+            .find_map(|arg| arg.strip_prefix("--jobs="))
+            .unwrap_or_else(|| panic!("no --jobs in {line}"))
+            .split(',')
+            .map(str::to_owned)
+            .collect();
+        asked.sort();
+        assert_eq!(asked, all, "{line}");
+    }
+}

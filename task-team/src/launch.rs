@@ -7,7 +7,7 @@ use task_core::{Caller, Launch, LaunchError, Launched, TaskKind, TaskState};
 use super::{PendingTeammate, TeamExecutor, TeammateRequest};
 use task_agent::AgentConfig;
 use task_agent::AgentError;
-use task_agent::{RunnerFormat, command_runner, start_on_runtime};
+use task_agent::{RunnerFormat, command_runner, placed_runner, start_on_runtime};
 
 pub use task_protocol::start::TeammateStart;
 
@@ -17,7 +17,7 @@ impl Launch for TeamExecutor {
     /// Registers the teammate `pending`; the start spawns its CLI in the caller's directory and
     /// environment.
     fn launch(&self, start: TeammateStart, caller: Caller) -> Result<Launched, LaunchError> {
-        let request = request_of(start, caller)?;
+        let request = self.request_of(start, caller)?;
         started(self.register(request))
     }
 
@@ -38,7 +38,7 @@ impl Launch for TeamExecutor {
                 "its agent CLI never said its session, so there is none to resume".into(),
             ));
         }
-        let request = request_of(start, caller)?;
+        let request = self.request_of(start, caller)?;
         started(self.resume(previous, request))
     }
 
@@ -48,24 +48,36 @@ impl Launch for TeamExecutor {
     }
 }
 
-/// The teammate `start` asks for, run for `caller`.
-fn request_of(start: TeammateStart, caller: Caller) -> Result<TeammateRequest, LaunchError> {
-    let runner = command_runner(
-        start.command,
-        RunnerFormat::Claude,
-        AgentConfig::default(),
-        &caller,
-    )?;
-    let mut request = TeammateRequest::new(start.name, start.team, Arc::new(runner), start.prompt);
-    request.plan_mode = start.plan;
-    request.color = start.color;
-    request.worktree = start.worktree;
-    request.budget = start.budget;
-    request.cwd = Some(caller.cwd);
-    request.env = caller.env;
-    request.replace_env = true;
-    request.id = caller.task_id;
-    Ok(request)
+impl TeamExecutor {
+    /// The teammate `start` asks for, run for `caller`: its agent CLI where its placement (else
+    /// the default placement) says, a time budget being a batch job's time limit too.
+    fn request_of(
+        &self,
+        start: TeammateStart,
+        caller: Caller,
+    ) -> Result<TeammateRequest, LaunchError> {
+        let cli = command_runner(
+            start.command,
+            RunnerFormat::Claude,
+            AgentConfig::default(),
+            &caller,
+        )?;
+        let limit = start
+            .budget
+            .and_then(|budget| budget.timeout_ms)
+            .map(std::time::Duration::from_millis);
+        let runner = placed_runner(&self.engines(), Arc::new(cli), start.placement, limit)?;
+        let mut request = TeammateRequest::new(start.name, start.team, runner, start.prompt);
+        request.plan_mode = start.plan;
+        request.color = start.color;
+        request.worktree = start.worktree;
+        request.budget = start.budget;
+        request.cwd = Some(caller.cwd);
+        request.env = caller.env;
+        request.replace_env = true;
+        request.id = caller.task_id;
+        Ok(request)
+    }
 }
 
 /// A registered teammate, started on the runtime.

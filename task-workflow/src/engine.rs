@@ -266,6 +266,8 @@ impl Host {
             ));
         }
         let opts: Value = serde_json::from_str(opts).map_err(|e| e.to_string())?;
+        // A bad placement throws in the script, before anything is counted.
+        placement_of(&opts)?;
         let call = made + 1;
         self.to_host
             .send(ToHost::Agent(AgentCall { call, prompt, opts }))
@@ -381,4 +383,23 @@ fn cut(mut text: String) -> String {
         text.push('…');
     }
     text
+}
+
+/// Where `agent()`'s `opts.on` places the agent (`"slurm"`, `"slurm:PARTITION"`, `"local"`);
+/// `None` without one (the default placement).
+///
+/// # Errors
+/// An `on` that is not a string naming a placement, with why.
+pub(crate) fn placement_of(
+    opts: &Value,
+) -> Result<Option<task_protocol::start::Placement>, String> {
+    match opts.get("on") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => task_protocol::start::Placement::parse(text)
+            .map(Some)
+            .map_err(|reason| format!("agent(): opts.on: {reason}")),
+        Some(other) => Err(format!(
+            "agent(): opts.on must be a string (\"slurm\", \"slurm:PARTITION\", \"local\"), not {other}"
+        )),
+    }
 }

@@ -31,27 +31,23 @@ impl RunPaths {
     /// [`WorkflowError::InvalidRunId`].
     pub fn new(output_dir: &Path, run_id: &str) -> Result<RunPaths, WorkflowError> {
         check_run_id(run_id)?;
-        let root = output_dir.join("workflows");
+        let dir = task_protocol::workflow::run_dir(output_dir, run_id);
         Ok(RunPaths {
-            dir: root.join(run_id),
-            journal: root.join(run_id).join("journal.jsonl"),
-            record: root.join(format!("{run_id}.json")),
-            scripts: root.join("scripts"),
+            journal: dir.join("journal.jsonl"),
+            dir,
+            record: task_protocol::workflow::record_path(output_dir, run_id),
+            scripts: task_protocol::workflow::runs_dir(output_dir).join("scripts"),
         })
     }
 }
 
-/// A run id is `wf_` then at least 6 of `[a-z0-9-]` (the tool's pattern), at most 64.
+/// A run id is `wf_` then at least 6 of `[a-z0-9-]` (the tool's pattern), at most 64
+/// ([`task_protocol::workflow::is_run_id`]).
 ///
 /// # Errors
 /// [`WorkflowError::InvalidRunId`].
 pub fn check_run_id(run_id: &str) -> Result<(), WorkflowError> {
-    let tail = run_id.strip_prefix("wf_").unwrap_or("");
-    let valid = (6..=64).contains(&tail.len())
-        && tail
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    if valid {
+    if task_protocol::workflow::is_run_id(run_id) {
         Ok(())
     } else {
         Err(WorkflowError::InvalidRunId(run_id.to_owned()))

@@ -46,7 +46,6 @@ mod meta;
 mod progress;
 mod run;
 mod show;
-mod texts;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -73,7 +72,7 @@ pub use launch::WorkflowStart;
 pub use meta::{Meta, PhaseMeta};
 pub use progress::{AgentEntry, AgentStage};
 pub use show::{load_record, render_tree};
-pub use texts::workflow_launch_text;
+pub use task_protocol::texts::workflow_launch as workflow_launch_text;
 
 use engine::ScriptJob;
 use journal::Journal;
@@ -229,7 +228,7 @@ impl WorkflowExecutor {
 
     /// The run id of workflow task `id` (`wf_` and the id's random part).
     pub fn run_id_of(id: &TaskId) -> String {
-        format!("wf_{}", &id.as_str()[1..])
+        task_protocol::workflow::run_id_of(id)
     }
 
     /// Marks a prepared run running, starts its script thread and its host loop.

@@ -244,7 +244,28 @@ impl Run {
             .update(call.call, |_| {})
             .map(|e| e.label)
             .unwrap_or_default();
-        let mut request = AgentRequest::new(Arc::clone(&self.runner), label, call.prompt.clone());
+        let budget = budget_of(&call.opts);
+        // A time budget is a batch job's time limit too.
+        let limit = budget
+            .and_then(|budget| budget.timeout_ms)
+            .map(std::time::Duration::from_millis);
+        let placed = super::engine::placement_of(&call.opts).and_then(|placement| {
+            task_agent::placed_runner(
+                &self.agents.engines(),
+                Arc::clone(&self.runner),
+                placement,
+                limit,
+            )
+            .map_err(|error| error.to_string())
+        });
+        let runner = match placed {
+            Ok(runner) => runner,
+            Err(error) => {
+                tracing::warn!(run = %self.run_id, %error, "a workflow agent could not be placed");
+                return None;
+            }
+        };
+        let mut request = AgentRequest::new(runner, label, call.prompt.clone());
         request.agent_type = Some(
             call.opts
                 .get("agentType")
@@ -265,7 +286,7 @@ impl Run {
         request.spawn_depth = Some(1);
         request.silent = true;
         request.json_schema = schema.as_ref().map(Value::to_string);
-        request.budget = budget_of(&call.opts);
+        request.budget = budget;
         if call.opts.get("isolation").and_then(Value::as_str) == Some("worktree") {
             request.worktree = Some(task_agent::WorktreeRequest::default());
         }

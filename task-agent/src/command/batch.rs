@@ -1,5 +1,6 @@
 //! Agents placed on a batch system: the agent CLI runs inside a job, its stdout the task's
-//! transcript (the job's output file), followed here through delta reads of that shared file.
+//! transcript (the job's output file), followed here through delta reads of that shared file;
+//! its stderr is kept beside the transcript, as a local CLI's is.
 
 use std::ffi::OsStr;
 use std::io::Write;
@@ -8,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use task_core::batch::{BatchEngine, BatchPhase, BatchSpec};
+use task_core::batch::{BatchEngine, BatchPhase, BatchSpec, Engines};
 use task_protocol::start::Placement;
 use tokio::sync::{oneshot, watch};
 
@@ -82,6 +83,10 @@ impl AgentRunner for BatchRunner {
         self.cli.resumes()
     }
 
+    fn command(&self) -> Option<&CommandRunner> {
+        Some(&self.cli)
+    }
+
     async fn start(&self, spec: &AgentSpec) -> Result<Box<dyn AgentSession>, AgentError> {
         self.launch(spec, None).await
     }
@@ -94,12 +99,51 @@ impl AgentRunner for BatchRunner {
     ) -> Result<Box<dyn AgentSession>, AgentError> {
         self.launch(spec, Some((session_id, message))).await
     }
+
+    async fn follow(
+        &self,
+        spec: &AgentSpec,
+        job: &task_core::BatchJob,
+    ) -> Result<Box<dyn AgentSession>, AgentError> {
+        Ok(Box::new(BatchSession::taken_over(self, spec, job)?))
+    }
+}
+
+/// What runs an agent with `runner` placed by `placement`: where `engines` put it
+/// ([`Engines::placement`]: there, else their default placement; `local` is this machine),
+/// `runner` itself on this machine, else its agent CLI ([`AgentRunner::command`]) as a
+/// [`BatchRunner`] on the engine of that name, each job limited to `time_limit`.
+///
+/// # Errors
+/// [`AgentError::NoBatchEngine`] when `engines` have no engine of that name;
+/// [`AgentError::NotPlaceable`] when `runner` runs no agent CLI.
+pub fn placed_runner(
+    engines: &Engines,
+    runner: Arc<dyn AgentRunner>,
+    placement: Option<Placement>,
+    time_limit: Option<Duration>,
+) -> Result<Arc<dyn AgentRunner>, AgentError> {
+    let Some(placement) = engines.placement(placement) else {
+        return Ok(runner);
+    };
+    let engine = engines
+        .get(placement.engine())
+        .ok_or_else(|| AgentError::NoBatchEngine(placement.engine().to_owned()))?;
+    let cli = runner
+        .command()
+        .ok_or(AgentError::NotPlaceable(runner.name()))?
+        .clone();
+    Ok(Arc::new(BatchRunner::new(
+        cli, engine, placement, time_limit,
+    )))
 }
 
 /// One run of an agent CLI as a batch job.
 #[derive(Debug)]
 struct BatchSession {
     follow: Follow,
+    /// Its job, as the task's state records it.
+    job: task_core::BatchJob,
     ended: Option<SessionEnd>,
     /// Asks the job's follower to cancel the job; answered once the batch system reports it
     /// ended.
@@ -133,7 +177,10 @@ impl BatchSession {
             .forget_records(&name, &spec.transcript)
             .await
             .map_err(batch_error)?;
-        let follow = Follow::from_end_of(spec, parser, replay, runner.cli.config())?;
+        let output_from = std::fs::metadata(&spec.transcript)
+            .map(|m| m.len())
+            .map_err(|e| task_output::OutputError::from_io(&spec.transcript, e))?;
+        let follow = Follow::from_offset(spec, parser, replay, output_from, runner.cli.config());
         if let Some(turn) = &plan.unshown_turn {
             record_turn(&spec.transcript, turn)?;
         }
@@ -165,23 +212,77 @@ impl BatchSession {
             runner.placement.clone(),
         );
         job.time_limit = runner.time_limit;
+        // Its stderr is kept beside the transcript, as a local CLI's is: the transcript is
+        // the CLI's event stream alone.
+        let stderr = task_output::transcript::stderr_path(&spec.transcript);
+        task_output::open::open_append_creating(&stderr)?;
+        job.stderr = Some(stderr);
         let job_id = engine.submit(&job).await.map_err(batch_error)?;
         tracing::info!(job = %job_id, name = %job.name, "agent submitted as a batch job");
+        let mut recorded = task_core::BatchJob::new(engine.name());
+        recorded.job_id = Some(job_id);
+        recorded.output_from = Some(output_from);
+        Ok(Self::following(
+            engine, recorded, job.name, job.output, follow,
+        ))
+    }
+
+    /// Follows job `job` of the run `spec` describes, which an earlier supervisor submitted:
+    /// its output read again from where it begins.
+    fn taken_over(
+        runner: &BatchRunner,
+        spec: &AgentSpec,
+        job: &task_core::BatchJob,
+    ) -> Result<Self, AgentError> {
+        let name = spec.marker.clone().ok_or_else(|| {
+            batch_error("a batch job is named by its task's id, and this run has none")
+        })?;
+        if job.job_id.is_none() {
+            return Err(batch_error("its job's id was never recorded"));
+        }
+        let (_, parser, replay) = runner.cli.plan(spec, None)?;
+        let follow = Follow::from_offset(
+            spec,
+            parser,
+            replay,
+            job.output_from.unwrap_or(0),
+            runner.cli.config(),
+        );
+        tracing::info!(job = ?job.job_id, %name, "agent's batch job followed again");
+        Ok(Self::following(
+            &runner.engine,
+            job.clone(),
+            name,
+            spec.transcript.clone(),
+            follow,
+        ))
+    }
+
+    /// The session of job `job` (its id set), named `name`, its output `output` read by
+    /// `follow`: a tokio task follows the job on the batch system until it ends.
+    fn following(
+        engine: &Arc<dyn BatchEngine>,
+        job: task_core::BatchJob,
+        name: String,
+        output: PathBuf,
+        follow: Follow,
+    ) -> Self {
         let (exit_tx, exit) = watch::channel(None);
         let (cancel, cancel_asked) = oneshot::channel();
         tokio::spawn(follow_job(
             Arc::clone(engine),
-            job_id,
-            job.name,
-            job.output,
+            job.job_id.clone().unwrap_or_default(),
+            name,
+            output,
             exit_tx,
             cancel_asked,
         ));
-        Ok(Self {
+        Self {
             follow: follow.with_exit(exit),
+            job,
             ended: None,
             cancel: Some(cancel),
-        })
+        }
     }
 }
 
@@ -209,6 +310,10 @@ impl AgentSession for BatchSession {
     }
 
     async fn close_input(&mut self) {}
+
+    fn batch(&self) -> Option<task_core::BatchJob> {
+        Some(self.job.clone())
+    }
 
     async fn cancel(&mut self) {
         let (cancelled, ended) = oneshot::channel();

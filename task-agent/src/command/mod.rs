@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use agent_stream::session_file::SessionStore;
 use async_trait::async_trait;
 
-pub use batch::BatchRunner;
+pub use batch::{BatchRunner, placed_runner};
 pub use session::CommandSession;
 
 pub(crate) use prompt::take_prompt;
@@ -168,6 +168,10 @@ impl AgentRunner for CommandRunner {
     fn resumes(&self) -> bool {
         self.format
             .is_some_and(|format| format != CliFormat::Gemini)
+    }
+
+    fn command(&self) -> Option<&CommandRunner> {
+        Some(self)
     }
 
     async fn start(&self, spec: &AgentSpec) -> Result<Box<dyn AgentSession>, AgentError> {

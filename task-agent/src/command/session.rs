@@ -314,13 +314,31 @@ impl Follow {
         let start_offset = std::fs::metadata(&spec.transcript)
             .map(|m| m.len())
             .map_err(|e| task_output::OutputError::from_io(&spec.transcript, e))?;
+        Ok(Self::from_offset(
+            spec,
+            parser,
+            replay,
+            start_offset,
+            config,
+        ))
+    }
+
+    /// Follows the run whose lines begin at `start_offset` of `spec.transcript` (a run taken
+    /// over: what it wrote already is read again); as [`Follow::from_end_of`] otherwise.
+    pub(super) fn from_offset(
+        spec: &AgentSpec,
+        parser: Box<dyn LineParser>,
+        replay: bool,
+        start_offset: u64,
+        config: &AgentConfig,
+    ) -> Self {
         let (_, exit) = watch::channel(Some(0));
-        Ok(Self {
+        Self {
             tail: new_tail(spec, parser, replay, start_offset, config),
             poll: poll_backoff(config.transcript_poll),
             exit,
             finished: None,
-        })
+        }
     }
 
     /// Also reads the CLI's session file in `store` ([`TranscriptTail::with_session_store`]).

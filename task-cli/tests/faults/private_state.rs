@@ -66,6 +66,9 @@ fn a_session_dir_that_is_a_symlink_or_writable_by_others_is_refused_by_every_com
     for mode in [0o777, 0o770, 0o702] {
         chmod(&sandbox.session_dir(), mode);
         every_command_refuses(&sandbox, &sandbox.session_dir(), &format!("mode {mode:o}"));
+        let told = sandbox.run(&["ps"]).stderr;
+        let remedy = format!("chmod 700 {}", sandbox.session_dir().display());
+        assert!(told.contains(&remedy), "mode {mode:o}: {told}");
     }
     chmod(&sandbox.session_dir(), 0o700);
     chmod(sandbox.root(), 0o777);

@@ -26,9 +26,10 @@ fn supervisors_killed_at_random_while_300_mixed_tasks_end_notify_each_task_exact
     let mut dice = Dice::seeded();
     let kill_gaps: Vec<u64> = (0..KILLS).map(|_| 50 + dice.below(700)).collect();
 
+    let starting = Arc::new(AtomicBool::new(true));
     let killer = {
-        let sandbox = Arc::clone(&sandbox);
-        std::thread::spawn(move || kill_at_random(&sandbox, &kill_gaps))
+        let (sandbox, starting) = (Arc::clone(&sandbox), Arc::clone(&starting));
+        std::thread::spawn(move || kill_at_random(&sandbox, &kill_gaps, &starting))
     };
     let reading = Arc::new(AtomicBool::new(true));
     let reader = {
@@ -60,6 +61,7 @@ fn supervisors_killed_at_random_while_300_mixed_tasks_end_notify_each_task_exact
             _ => panic!("tasks {args:?}: {ran:?}"),
         }
     }
+    starting.store(false, Ordering::SeqCst);
     let kills = killer.join().unwrap();
     sandbox.until_all_ended();
     reading.store(false, Ordering::SeqCst);
@@ -118,26 +120,25 @@ fn supervisors_killed_at_random_while_300_mixed_tasks_end_notify_each_task_exact
     assert!(kills >= 3, "too few kills to show anything: {kills}");
 }
 
-/// SIGKILLs the session's supervisor after each gap (ms), while tasks start and end (waiting a
-/// little for the next one where none runs); returns how many were killed.
-fn kill_at_random(sandbox: &Sandbox, gaps: &[u64]) -> usize {
+/// SIGKILLs the session's supervisor after each gap (ms) while tasks are being started,
+/// waiting for the next supervisor where none runs (a loaded machine may take seconds to start
+/// one); stops when the starts are over. Returns how many were killed.
+fn kill_at_random(sandbox: &Sandbox, gaps: &[u64], starting: &AtomicBool) -> usize {
     let lock = sandbox.session_dir().join("supervisor.lock");
     let mut kills = 0;
     for gap in gaps {
         std::thread::sleep(Duration::from_millis(*gap));
-        // A supervisor, if a command starts one within 2 s (none may: reads start none).
-        let held = poll_until(Duration::from_secs(2), || {
-            task_session::lock::is_held(&lock)
-                .unwrap_or(false)
-                .then_some(())
-        })
-        .is_some();
-        let Some(pid) = task_session::lock::holder_pid(&lock)
-            .filter(|_| held)
-            .and_then(|pid| i32::try_from(pid).ok())
-        else {
-            continue;
-        };
+        let holder = poll_until(Duration::from_secs(120), || {
+            if !starting.load(Ordering::SeqCst) {
+                return Some(None);
+            }
+            let held = task_session::lock::is_held(&lock).unwrap_or(false);
+            held.then(|| task_session::lock::holder_pid(&lock))
+                .flatten()
+                .and_then(|pid| i32::try_from(pid).ok())
+                .map(Some)
+        });
+        let Some(Some(pid)) = holder else { break };
         signal(pid, rustix::process::Signal::KILL);
         eventually("the supervisor gone", || (!is_alive(pid)).then_some(()));
         kills += 1;

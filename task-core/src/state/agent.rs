@@ -148,6 +148,11 @@ pub struct AgentState {
     /// The budgets it runs under, and the turns it used (its tokens are its progress's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<AgentBudget>,
+    /// The batch job its run is, when its agent CLI runs on a batch system (`--on slurm`):
+    /// the run outlives its supervisor, and the next one follows the job from where its
+    /// output begins ([`BatchJob::output_from`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<Box<super::BatchJob>>,
 }
 
 pub use task_protocol::start::AgentBudget;

@@ -58,6 +58,11 @@ pub struct BatchJob {
     /// queue, which hands them over once each has a job. Empty for a job that waits for none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub after: Vec<BatchDependency>,
+    /// Where the job's output begins in the task's output file, when it does not begin at
+    /// its start (an agent resumed in the same task appends each run's job to its
+    /// transcript): a supervisor that takes the job over reads it from there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_from: Option<u64>,
 }
 
 /// A task a batch job waits for, and that task's own job on the same batch system.
@@ -78,6 +83,7 @@ impl BatchJob {
             job_id: None,
             waiting: None,
             after: Vec::new(),
+            output_from: None,
         }
     }
 

@@ -19,12 +19,12 @@ use tokio::sync::Notify;
 use crate::api::{CreateSession, IdempotencyKey, UserEvent};
 use crate::backoff::Backoff;
 use crate::checker::CompletionChecker;
-use crate::client::{HttpSessions, RemoteSessions};
 use crate::config::RemoteConfig;
 use crate::error::{ApiError, RemoteError};
 use crate::eventlog::EventLog;
 use crate::notify::{self, RemoteEnd};
 use crate::sidecar::{Sidecar, Sidecars};
+use crate::{HttpSessions, RemoteSessions};
 use poll::Follow;
 
 /// A remote agent to start.
@@ -457,7 +457,7 @@ impl RemoteExecutor {
         server: &str,
         token_file: &Path,
     ) -> Result<Arc<dyn RemoteSessions>, RemoteError> {
-        let token = crate::token::read_token_file(token_file)?;
+        let token = crate::read_token_file(token_file)?;
         let key = (server.to_owned(), Secret(token));
         if let Some(client) = self.inner.clients.get(&key) {
             return Ok(Arc::clone(client.value()));

@@ -117,12 +117,18 @@ impl Engine {
 
     /// Takes back the task of `found`, which a dead supervisor left live, when its kind goes
     /// on under the next supervisor ([`task_core::Launch::goes_on_after_supervisor_death`]: a
-    /// teammate's session), and starts it; whether it did.
+    /// teammate's session) or its executor says that it outlived its supervisor
+    /// ([`task_core::Task::survives_supervisor`]: an agent running as a batch job), and starts
+    /// it; whether it did.
     fn goes_on(&self, found: &TaskRecord) -> bool {
+        let survives = self
+            .registry
+            .executor(found.task.base.task_type)
+            .is_some_and(|executor| executor.survives_supervisor(&found.task));
         let goes_on = crate::restart::start_of(&self.paths, found)
             .ok()
             .and_then(|start| self.launchers.get(&start.kind))
-            .is_some_and(|launcher| launcher.goes_on_after_supervisor_death());
+            .is_some_and(|launcher| survives || launcher.goes_on_after_supervisor_death());
         if !goes_on {
             return false;
         }

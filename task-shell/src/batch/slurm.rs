@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use task_protocol::start::Placement;
 use task_slurm::{
-    JobFiles, JobId, JobInfo, JobName, JobSpec, Phase, RecordedExit, Slurm, SlurmConfig,
+    JobFiles, JobId, JobInfo, JobName, JobPoller, JobSpec, Phase, RecordedExit, Slurm, SlurmConfig,
 };
 
 use super::{BatchEngine, BatchError, BatchPhase, BatchSpec, FoundJob};
@@ -14,17 +14,21 @@ use super::{BatchEngine, BatchError, BatchPhase, BatchSpec, FoundJob};
 const NAME: &str = "slurm";
 
 /// Shell tasks as Slurm batch jobs: `sbatch` with task-slurm's wrapper (start marker and exit
-/// status beside the output file), `squeue` to follow them, `scancel` to kill them.
+/// status beside the output file), `squeue` to follow them (one for every job followed, each
+/// poll interval: task-slurm's [`JobPoller`]), `scancel` to kill them.
 #[derive(Debug, Clone)]
 pub struct SlurmEngine {
     slurm: Slurm,
+    poller: JobPoller,
 }
 
 impl SlurmEngine {
     /// An engine with `config` (where Slurm's commands are, its clocks).
     pub fn new(config: SlurmConfig) -> Self {
+        let slurm = Slurm::new(config);
         Self {
-            slurm: Slurm::new(config),
+            poller: JobPoller::new(slurm.clone()),
+            slurm,
         }
     }
 
@@ -107,6 +111,9 @@ impl BatchEngine for SlurmEngine {
             &spec.workdir,
             &spec.output,
         );
+        if let Some(stderr) = &spec.stderr {
+            job = job.with_error(stderr);
+        }
         for (key, value) in &spec.env {
             job = job.with_env(key, value);
         }
@@ -127,7 +134,7 @@ impl BatchEngine for SlurmEngine {
     }
 
     async fn status(&self, id: &str) -> Result<Option<BatchPhase>, BatchError> {
-        let job = self.slurm.job(job_id(id)?).await.map_err(error)?;
+        let job = self.poller.job(job_id(id)?).await.map_err(error)?;
         Ok(job.as_ref().map(phase))
     }
 

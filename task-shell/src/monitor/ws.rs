@@ -10,23 +10,15 @@ use crate::error::ShellError;
 
 pub use task_protocol::start::WsTarget;
 
-/// Checks the URL's scheme, so a typo is refused before a monitor starts.
+/// Checks the URL's scheme, so a typo is refused before a monitor starts
+/// ([`WsTarget::check_scheme`]).
 ///
 /// # Errors
 /// [`ShellError::NotWebSocket`] unless the URL starts with `ws://` or `wss://`.
 pub fn validate(target: &WsTarget) -> Result<(), ShellError> {
-    let scheme_ok = ["ws://", "wss://"].iter().any(|scheme| {
-        target.url.len() > scheme.len()
-            && target
-                .url
-                .get(..scheme.len())
-                .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
-    });
-    if scheme_ok {
-        Ok(())
-    } else {
-        Err(ShellError::NotWebSocket(target.url.clone()))
-    }
+    target
+        .check_scheme()
+        .map_err(|task_protocol::start::NotWebSocket(url)| ShellError::NotWebSocket(url))
 }
 
 /// The event line that stands for a binary frame of `len` bytes.

@@ -14,7 +14,8 @@ use super::{Inner, Member, TeammateEnd, end_silently, request_id};
 use crate::{Protocol, TEAM_LEAD, TeamMessage, post, render_turn};
 use task_agent::AgentEvent;
 use task_agent::budget::RunBudget;
-use task_agent::{AgentSession, SessionEvent};
+use task_agent::{AgentError, AgentRunner, AgentSpec};
+use task_agent::{AgentSession, SessionEnd, SessionEvent};
 
 /// The tool a teammate sends messages with.
 const SEND_TOOL: &str = "SendMessage";
@@ -30,11 +31,27 @@ enum Plan {
     Awaiting(String),
 }
 
+/// A teammate's agent session, and what starts its next one.
+pub(super) struct Agent {
+    /// The session running now.
+    pub(super) session: Box<dyn AgentSession>,
+    /// What started it.
+    pub(super) runner: Arc<dyn AgentRunner>,
+    /// How it was started.
+    pub(super) spec: AgentSpec,
+}
+
 pub(super) struct MemberRun {
     inner: Arc<Inner>,
     member: Arc<Member>,
     id: TaskId,
     session: Box<dyn AgentSession>,
+    runner: Arc<dyn AgentRunner>,
+    spec: AgentSpec,
+    /// Its session ended after its turn and its runner takes no message while a session runs
+    /// (a batch job): it is idle without one, and its next turn resumes the session as a new
+    /// run ([`AgentRunner::resume`]).
+    between_runs: bool,
     reader: MailboxReader,
     cancel: mpsc::Receiver<oneshot::Sender<()>>,
     plan: Plan,
@@ -74,7 +91,7 @@ impl MemberRun {
         inner: Arc<Inner>,
         member: Arc<Member>,
         id: TaskId,
-        session: Box<dyn AgentSession>,
+        agent: Agent,
         reader: MailboxReader,
         cancel: mpsc::Receiver<oneshot::Sender<()>>,
         start: Start,
@@ -93,7 +110,10 @@ impl MemberRun {
             inner,
             member,
             id,
-            session,
+            session: agent.session,
+            runner: agent.runner,
+            spec: agent.spec,
+            between_runs: false,
             reader,
             cancel,
             plan: if start.plan_mode {
@@ -134,7 +154,11 @@ impl MemberRun {
                     }
                     return;
                 }
-                event = self.session.next_event() => match event {
+                event = self.session.next_event(), if !self.between_runs => match event {
+                    SessionEvent::Ended(end) if self.awaits_next_run(&end) => {
+                        tracing::debug!(id = %self.id, "its run ended after its turn; idle until a message resumes it");
+                        self.between_runs = true;
+                    }
                     SessionEvent::Ended(end) => {
                         self.ended(end.exit_code);
                         return;
@@ -240,6 +264,10 @@ impl MemberRun {
     /// Hands the new mailbox messages its conversation does not hold to the idle teammate as
     /// one turn; the cursor is committed when that turn ends (at once if there is none).
     async fn deliver(&mut self) {
+        if !self.between_runs && !self.runner.accepts_messages() {
+            // Its run takes no input (a batch job): the turn waits for the run's end.
+            return;
+        }
         let batch = match self.reader.pending::<TeamMessage>() {
             Ok(batch) => batch,
             Err(error) => {
@@ -265,9 +293,10 @@ impl MemberRun {
         if turn.is_empty() {
             self.commit(batch.end);
         } else {
-            if let Err(error) = self.session.send(&render_turn(&turn)).await {
-                // Not committed: the agent's input is gone and its end follows.
-                tracing::warn!(id = %self.id, %error, "teammate input closed");
+            if let Err(error) = self.hand(&render_turn(&turn)).await {
+                // Not committed: the agent's input is gone and its end follows (or, between
+                // runs, the next poll tries again).
+                tracing::warn!(id = %self.id, %error, "the turn did not reach the teammate");
                 return;
             }
             self.working = true;
@@ -275,6 +304,37 @@ impl MemberRun {
             self.set_idle(false);
             self.show(&turn);
         }
+    }
+
+    /// Whether the session that ended with `end` leaves the teammate idle rather than ended:
+    /// a runner that takes no message while a session runs (a batch job, one run a turn),
+    /// a clean exit after its turn, no shutdown under way, and a session to resume.
+    fn awaits_next_run(&self, end: &SessionEnd) -> bool {
+        !self.runner.accepts_messages()
+            && end.exit_code == Some(0)
+            && !self.working
+            && !self.shutting_down
+            && self.session_id().is_some()
+    }
+
+    /// The session its agent CLI reported.
+    fn session_id(&self) -> Option<String> {
+        match &self.inner.registry.get(&self.id)?.kind {
+            TaskKind::Teammate(teammate) => teammate.session_id.clone(),
+            _ => None,
+        }
+    }
+
+    /// Hands `turn` to the agent: sent to its session, or, between runs, the first turn of a
+    /// new run resuming it.
+    async fn hand(&mut self, turn: &str) -> Result<(), AgentError> {
+        if !self.between_runs {
+            return self.session.send(turn).await;
+        }
+        let session_id = self.session_id().ok_or(AgentError::NoSession(self.id))?;
+        self.session = self.runner.resume(&self.spec, &session_id, turn).await?;
+        self.between_runs = false;
+        Ok(())
     }
 
     /// Keeps `turn`'s messages for display, read.

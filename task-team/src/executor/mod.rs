@@ -22,7 +22,7 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 use super::context::{self, TeammateContext};
 use super::message::delivered_ids;
 use super::{Protocol, TEAM_LEAD, TeamConfig, TeamMessage, mailbox, post, render_turn};
-use member::{MemberRun, Start};
+use member::{Agent, MemberRun, Start};
 use task_agent::AgentError;
 use task_agent::WorktreeRequest;
 use task_agent::budget::SessionTokens;
@@ -135,6 +135,8 @@ pub(super) struct Inner {
     worktrees: Arc<Worktrees>,
     /// The session's token budget, which teammates' tokens count towards.
     pub(super) session_tokens: Arc<SessionTokens>,
+    /// The batch systems teammates can be placed on.
+    engines: task_core::batch::Engines,
 }
 
 /// What the executor shares with one teammate's loop.
@@ -170,6 +172,7 @@ impl TeamExecutor {
                 idle_hooks: Mutex::new(Vec::new()),
                 end_hooks: Mutex::new(Vec::new()),
                 session_tokens: Arc::default(),
+                engines: task_core::batch::Engines::default(),
             }),
         }
     }
@@ -314,6 +317,20 @@ impl TeamExecutor {
         let added = blocking(|| self.inner.worktrees.add(&caller, id.as_str(), full, branch))?;
         request.cwd = Some(added.cwd);
         Ok((Some(added.worktree), true))
+    }
+
+    /// Lets teammates started with a placement (or by the default one) run as batch jobs of
+    /// `engines` (share the agents' executor's,
+    /// [`AgentExecutor::engines`](task_agent::AgentExecutor::engines)). Call it before any
+    /// spawn.
+    #[must_use]
+    pub fn with_engines(self, engines: task_core::batch::Engines) -> Self {
+        self.before_sharing("batch engines", |inner| inner.engines = engines)
+    }
+
+    /// The batch engines teammates can be placed on, and the default placement.
+    pub(crate) fn engines(&self) -> task_core::batch::Engines {
+        self.inner.engines.clone()
     }
 
     /// Counts teammates' tokens towards `tokens`, the session's budget (share the agents'
@@ -727,11 +744,16 @@ impl PendingTeammate {
                 .ended(id, &self.context.identity, TeammateEnd::Terminated);
             return Err(error.into());
         }
+        let agent = Agent {
+            session,
+            runner: Arc::clone(&self.runner),
+            spec: self.spec.clone(),
+        };
         let run = MemberRun::new(
             Arc::clone(&self.inner),
             member,
             id,
-            session,
+            agent,
             reader,
             cancel_rx,
             start,

@@ -1,4 +1,6 @@
-//! The wire shapes of the sessions API (SPEC §16), shared by the client and `tasks serve`.
+//! The wire shapes of the sessions API (SPEC §16): the contract between its server (`tasks
+//! serve`) and its client (the remote executor, task-remote, which re-exports this module as
+//! `task_remote::api`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -114,7 +116,7 @@ impl IdempotencyKey {
     /// characters (`!` to `~`).
     ///
     /// ```
-    /// use task_remote::api::IdempotencyKey;
+    /// use task_protocol::remote_api::IdempotencyKey;
     ///
     /// assert!(IdempotencyKey::parse("8f14e45f-ceea-467a-9575-2a3b0c1f9e2d").is_some());
     /// assert!(IdempotencyKey::parse("").is_none());

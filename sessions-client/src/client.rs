@@ -9,11 +9,11 @@ use reqwest::{Method, StatusCode, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::api::{
+use crate::error::ApiError;
+use task_protocol::remote_api::{
     CreateSession, ErrorBody, EventsPage, IDEMPOTENCY_KEY_HEADER, IdempotencyKey, SendEvents,
     Session, UserEvent,
 };
-use crate::error::ApiError;
 
 /// A sessions server, as the remote executor uses it (SPEC §16).
 #[async_trait]

@@ -1,5 +1,5 @@
 //! Bearer token files, read the same way by both ends of the sessions API: the client
-//! (`tasks remote`, [`RemoteExecutor`](crate::RemoteExecutor)) and the server (`tasks serve`).
+//! (`tasks remote`, the remote executor) and the server (`tasks serve`).
 //!
 //! A token file must be a regular file (never followed through a symlink, never a FIFO that
 //! would block the reader) that only its owner may read or write (mode `0600` or stricter), of
@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use task_output::OutputError;
-use task_output::open::NoFollow;
+use crate::OutputError;
+use crate::open::NoFollow;
 
 /// The most bytes a token file may hold.
 pub const MAX_TOKEN_FILE_BYTES: u64 = 64 * 1024;
@@ -65,7 +65,7 @@ pub enum TokenFileError {
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::os::unix::fs::PermissionsExt;
-/// use task_remote::{TokenFileError, read_token_file};
+/// use task_output::token::{TokenFileError, read_token_file};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let path = dir.path().join("token");

@@ -1,10 +1,27 @@
-//! What the `Workflow` tool tells the model when a run starts (the reference's words).
+//! What a front end tells its model when a task it started runs in the background: the
+//! reference's words (`fixtures/reference/model-facing/observed.md`), handed back verbatim by
+//! every front end (the MCP tools; the executors re-export them under their old names).
 
 use std::path::Path;
 
-/// The launch text: task id, summary, transcript directory, script file, run id and how to
+use crate::TaskId;
+
+/// The result of a background `Agent` call.
+pub fn agent_launch(id: &TaskId, output_file: &Path) -> String {
+    format!(
+        "Async agent launched successfully.\n\
+agentId: {id} (internal ID - do not mention to user. Use SendMessage with to: '{id}', summary: '<5-10 word recap>' to continue this agent.)\n\
+The agent is working in the background. You will be notified automatically when it completes.\n\
+Do not duplicate this agent's work — avoid working with the same files or topics it is using.\n\
+output_file: {}\n\
+Do NOT Read or tail this file via the shell tool — it is the full subagent JSONL transcript and reading it will overflow your context. If the user asks for progress, say the agent is still running; you'll get a completion notification.",
+        output_file.display()
+    )
+}
+
+/// The result of a `Workflow` call: task id, summary, transcript directory, script file, run id and how to
 /// resume. The last line points at `tasks workflow show` where the reference names its panel.
-pub fn workflow_launch_text(
+pub fn workflow_launch(
     task_id: &str,
     description: &str,
     run_dir: &Path,
@@ -32,7 +49,7 @@ mod tests {
 
     #[test]
     fn reads_like_the_reference() {
-        let text = workflow_launch_text(
+        let text = workflow_launch(
             "w765vv7by",
             "Count things in two places",
             Path::new("/s/workflows/wf_765vv7by"),
