@@ -21,7 +21,7 @@
 
 use std::time::{Duration, Instant};
 
-use benches::{build_tasks_binary, median, rss_kib};
+use benches::{build_tasks_binary, cpu_time, median, rss_kib, status_kib};
 use task_core::TaskId;
 use task_session::client::SupervisorCommand;
 use task_session::config::Config;
@@ -38,30 +38,6 @@ const PARALLEL: u32 = 50;
 const EARLY: usize = 1_000;
 /// Starts of a task that runs at once, at each point.
 const PROBES: usize = 50;
-
-/// A `/proc/PID/status` field, in KiB.
-fn status_kib(pid: i32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|line| line.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
-/// User and system CPU time of `pid` (10 ms ticks).
-fn cpu_time(pid: i32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_ascii_whitespace().collect())
-        .unwrap_or_default();
-    let ticks: u64 = [11, 12]
-        .iter()
-        .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
-        .sum();
-    Duration::from_millis(ticks * 10)
-}
 
 fn count_entries(dir: impl AsRef<std::path::Path>) -> usize {
     std::fs::read_dir(dir).map_or(0, Iterator::count)
