@@ -46,7 +46,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use benches::{build_tasks_binary, rss_kib};
+use benches::{build_tasks_binary, cpu_time, rss_kib};
 
 const GIB: u64 = 1024 * 1024 * 1024;
 
@@ -463,20 +463,6 @@ fn queued_10000(bench: &Bench, count: usize) {
         drain.as_secs_f64(),
         drain.as_secs_f64() * 1e3 / count as f64
     );
-}
-
-/// CPU time (user and system) process `pid` has used (`/proc/<pid>/stat`, 10 ms ticks).
-fn cpu_time(pid: i32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_ascii_whitespace().collect())
-        .unwrap_or_default();
-    let ticks: u64 = [11, 12]
-        .iter()
-        .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
-        .sum();
-    Duration::from_millis(ticks * 10)
 }
 
 /// The cost of stray tracking: the supervisor's CPU time and the wall time of the loop of [`run_200_script`] with

@@ -12,10 +12,11 @@
 //! 3. `tasks notifications --follow --format json`, started before the tasks, which are started
 //!    with `tasks run -- CMD`: the arrival of a line is the delivery.
 //! 4. The same with 1 000 tasks planned to end at one instant (`together`): the latency of a
-//!    burst of ends, each still from its own recorded end.
+//!    burst of ends, each still from its own recorded end; and 1 000 ending together delivered
+//!    as channel events by `tasks mcp --deliver channel` (`channel_together`).
 //!
 //! `TASKS_BENCH_MODES=follow,together` runs only the modes named (`channel`, `channel50`,
-//! `result`, `follow`, `together`).
+//! `result`, `follow`, `together`, `channel_together`).
 //!
 //! The MCP modes speak newline-delimited JSON-RPC to the server on its stdin/stdout, introducing
 //! themselves as Claude Code (`clientInfo.name` `claude-code`). Each task is
@@ -745,8 +746,12 @@ impl Mcp {
 const POLL_TOOL: &str = "TaskList";
 
 /// The MCP modes: `args` after `tasks`; `via` the delivery measured.
-fn mcp_mode(tasks: &Path, count: usize, args: &[&str], via: Via) -> Result<Outcome> {
-    let label = format!("`tasks {}`", args.join(" "));
+fn mcp_mode(tasks: &Path, count: usize, args: &[&str], via: Via, gap: Duration) -> Result<Outcome> {
+    let label = if gap.is_zero() {
+        format!("`tasks {}`, {count} ending together", args.join(" "))
+    } else {
+        format!("`tasks {}`", args.join(" "))
+    };
     let mut run = Run::new(tasks)?;
     let (mut mcp, pid) = Mcp::start(&mut run, args)?;
     let (_, listed) = mcp.request("tools/list", json!({}))?;
@@ -761,7 +766,7 @@ fn mcp_mode(tasks: &Path, count: usize, args: &[&str], via: Via) -> Result<Outco
     let mut deliveries = Deliveries::default();
     let mut ids = Vec::with_capacity(count);
     // An MCP start answers in a few ms; ends begin once every start is in.
-    let plan = Plan::new(Duration::from_millis(1000 + 10 * count as u64), GAP);
+    let plan = Plan::new(Duration::from_millis(1000 + 10 * count as u64), gap);
     let started = Instant::now();
     for n in 0..count {
         let command = run.task_command(n, &plan);
@@ -962,6 +967,13 @@ fn main() -> Result<()> {
         ("result", &["mcp"], Via::Result, count, GAP),
         ("follow", &[], Via::Follow, count, GAP),
         ("together", &[], Via::Follow, together, Duration::ZERO),
+        (
+            "channel_together",
+            &["mcp", "--deliver", "channel"],
+            Via::Channel,
+            together,
+            Duration::ZERO,
+        ),
     ];
     let chosen = std::env::var("TASKS_BENCH_MODES").ok();
     let wanted = |name: &str| {
@@ -973,7 +985,7 @@ fn main() -> Result<()> {
     for (_, args, via, count, gap) in modes.into_iter().filter(|mode| wanted(mode.0)) {
         let out = match via {
             Via::Follow => follow_mode(&tasks, count, gap)?,
-            _ => mcp_mode(&tasks, count, args, via)?,
+            _ => mcp_mode(&tasks, count, args, via, gap)?,
         };
         eprintln!(
             "notify_latency: {} done (starts took {:.0?}{})",

@@ -44,12 +44,32 @@ pub fn median(samples: &mut [Duration]) -> Duration {
 
 /// The resident set size of process `pid`, in KiB (0 if it cannot be read).
 pub fn rss_kib(pid: i32) -> u64 {
+    status_kib(pid, "VmRSS:")
+}
+
+/// A field of `/proc/PID/status` given in kB (`VmRSS:`, `VmHWM:`), in KiB (0 if it cannot be
+/// read).
+pub fn status_kib(pid: i32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// CPU time (user and system) process `pid` has used (`/proc/<pid>/stat`, 10 ms ticks).
+pub fn cpu_time(pid: i32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_ascii_whitespace().collect())
+        .unwrap_or_default();
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
 }
 
 /// Every process whose environment names `root` as its `TASKS_ROOT` (a supervisor and the

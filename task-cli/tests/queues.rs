@@ -244,6 +244,32 @@ fn a_queued_task_killed_before_its_turn_never_runs_and_is_settled_once() {
 }
 
 #[test]
+fn a_task_holds_its_end_slot_only_from_its_turn_to_its_end() {
+    let queues = Queues::new();
+    queues.set_parallel("one", 1);
+    let blocker = queues.blocker("one");
+    let queued = queues.run(&["--group", "one", "--stdin", "pipe"], "read line");
+    let slot = |id: &str| queues.root.path(&format!("default/tasks/{id}.end"));
+    eventually("the running task's end slot", || {
+        slot(&blocker).exists().then_some(())
+    });
+    assert_eq!(queues.task(&queued)["status"], "pending");
+    assert!(
+        !slot(&queued).exists(),
+        "a task waiting for its turn holds no end slot"
+    );
+    queues.release(&blocker);
+    eventually("the queued task's end slot once it runs", || {
+        (queues.task(&queued)["status"] == "running" && slot(&queued).exists()).then_some(())
+    });
+    queues.release(&queued);
+    queues.wait(std::slice::from_ref(&queued));
+    eventually("its end slot released", || {
+        (!slot(&queued).exists()).then_some(())
+    });
+}
+
+#[test]
 fn a_queued_task_whose_owning_agent_is_killed_ends_at_once_without_running() {
     let queues = Queues {
         root: TasksRoot::for_agents(),

@@ -5,8 +5,11 @@
 //!   `.notified` latch for completions, a rename for events), in SPEC §3 priority order, and
 //!   appends each to the result as one more text block: the reference's framing, then the
 //!   `<task-notification>` envelope.
-//! * **Pushed** (clients that surface server messages): a watcher looks at the session every
-//!   [`WatchSettings::interval`] and sends each new notification once as a standard
+//! * **Pushed** (clients that surface server messages): a watcher looks at the session as soon
+//!   as a task's record changes (an inotify watch on its records, task-session's
+//!   [`RecordChanges`]: then it reads only the records that changed), and at least every
+//!   [`WatchSettings::interval`] (a whole look, for what a watch cannot see), and sends each
+//!   new notification once as a standard
 //!   `notifications/message` (MCP logging, logger `tasks`), the one server-to-client message
 //!   that every client SDK hands to its application (the Python SDK's `logging_callback`, rmcp's
 //!   `on_logging_message`); a custom method would be dropped by most of them. By default the
@@ -45,6 +48,7 @@ use serde_json::json;
 use task_core::{TaskId, TaskStatus, TerminalStatus};
 
 use crate::error::McpError;
+use task_session::changes::{AsyncRecordChanges, RecordChanges};
 use task_session::notice::{self, Leased, Notice};
 
 use crate::Deliverer;
@@ -54,7 +58,8 @@ use crate::resources;
 /// The watcher's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WatchSettings {
-    /// How often the session is looked at.
+    /// How often the whole session is looked at (a changed record is looked at as soon as it
+    /// is written).
     pub interval: Duration,
 }
 
@@ -177,7 +182,8 @@ impl Outlet {
     }
 }
 
-/// Pushes notifications and resource changes to `outlet` until it closes.
+/// Pushes notifications and resource changes to `outlet` until it closes: a whole look every
+/// [`WatchSettings::interval`], and in between a look at each record as soon as it changes.
 pub(crate) async fn watch(
     context: Arc<Context>,
     interest: Arc<Interest>,
@@ -187,32 +193,74 @@ pub(crate) async fn watch(
     let mut pushed = HashSet::new();
     let mut known_tasks = HashSet::new();
     let notifications = outlet.takes_notifications();
+    let mut changes = None;
     loop {
-        let looked = look(
-            &context,
-            &interest,
-            notifications,
-            &mut pushed,
-            &mut known_tasks,
-        );
-        match looked.await {
-            Ok((messages, leased)) => {
-                if let Err(error) = outlet.send(messages).await {
-                    tracing::info!(%error, "client gone: the notification watcher stops");
-                    return; // what it held is given back (the lease is dropped)
-                }
-                // Sent: now delivered (if this server dies first, they are delivered again).
-                if let Some(leased) = leased
-                    && let Err(error) =
-                        blocking(move || Ok::<_, McpError>(leased.mark_delivered())).await
-                {
-                    tracing::warn!(%error, "pushed notifications not marked delivered");
+        // Made before the whole look, so that no record written during it goes unseen.
+        if changes.is_none() {
+            changes = watch_records(&context);
+        }
+        let mut only = None;
+        let until = tokio::time::Instant::now() + settings.interval;
+        loop {
+            let looked = look(
+                &context,
+                &interest,
+                notifications,
+                only.take(),
+                (&mut pushed, &mut known_tasks),
+            );
+            if !send(&outlet, looked.await).await {
+                return;
+            }
+            let left = until.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                break; // a whole look is due
+            }
+            let Some(watch) = &changes else {
+                tokio::time::sleep(left).await;
+                break;
+            };
+            match watch.wait(left).await {
+                Ok(changed) if changed.lost || changed.records.is_empty() => break,
+                Ok(changed) => only = Some(changed.records),
+                Err(error) => {
+                    tracing::debug!(%error, "record watch failed: looking every interval");
+                    changes = None;
+                    tokio::time::sleep(left).await;
+                    break;
                 }
             }
-            Err(error) => tracing::warn!(%error, "could not look at the session"),
         }
-        tokio::time::sleep(settings.interval).await;
     }
+}
+
+/// A watch on the session's records, if one can be made (not before a task was ever started).
+fn watch_records(context: &Context) -> Option<AsyncRecordChanges> {
+    RecordChanges::watch(context.session.paths())
+        .and_then(RecordChanges::into_async)
+        .ok()
+}
+
+/// Sends what a look found, then marks what it leased delivered; false once the client is
+/// gone.
+async fn send(outlet: &Outlet, looked: Result<(Vec<Message>, Option<Leased>), McpError>) -> bool {
+    match looked {
+        Ok((messages, leased)) => {
+            if let Err(error) = outlet.send(messages).await {
+                tracing::info!(%error, "client gone: the notification watcher stops");
+                return false; // what it held is given back (the lease is dropped)
+            }
+            // Sent: now delivered (if this server dies first, they are delivered again).
+            if let Some(leased) = leased
+                && let Err(error) =
+                    blocking(move || Ok::<_, McpError>(leased.mark_delivered())).await
+            {
+                tracing::warn!(%error, "pushed notifications not marked delivered");
+            }
+        }
+        Err(error) => tracing::warn!(%error, "could not look at the session"),
+    }
+    true
 }
 
 /// One message for the client.
@@ -242,16 +290,16 @@ async fn send_in_session(
     }
 }
 
-/// One look at the session: what to push now.
+/// One look at the session (at the tasks `only` names, when given): what to push now.
 async fn look(
     context: &Arc<Context>,
     interest: &Arc<Interest>,
     notifications: bool,
-    pushed: &mut HashSet<String>,
-    known_tasks: &mut HashSet<TaskId>,
+    only: Option<Vec<TaskId>>,
+    (pushed, known_tasks): (&mut HashSet<String>, &mut HashSet<TaskId>),
 ) -> Result<(Vec<Message>, Option<Leased>), McpError> {
     let (job_context, job_interest) = (Arc::clone(context), Arc::clone(interest));
-    let collect = move || Seen::collect(&job_context, &job_interest, notifications);
+    let collect = move || Seen::collect(&job_context, &job_interest, notifications, only);
     let mut seen = blocking(collect).await?;
     let mut messages = Vec::new();
     for (key, notice) in seen.notices {
@@ -296,27 +344,40 @@ struct Seen {
 }
 
 impl Seen {
-    /// What to push now; `notifications`: whether any are (else only resource changes).
+    /// What to push now; `notifications`: whether any are (else only resource changes);
+    /// `only`: the tasks to look at (whose records changed), else the whole session.
     fn collect(
         context: &Context,
         interest: &Interest,
         notifications: bool,
+        only: Option<Vec<TaskId>>,
     ) -> Result<Self, McpError> {
         let session = &context.session;
-        let listing = session.tasks()?;
+        let tasks = match &only {
+            Some(ids) => session.tasks_by_id(ids)?,
+            None => session.tasks()?.tasks,
+        };
         let (notices, leased) = match context.delivery {
             _ if !notifications => (Vec::new(), None),
             Deliverer::Push | Deliverer::Channel => {
-                let mut leased = session.lease_notifications()?;
+                let mut leased = match only {
+                    Some(_) => {
+                        let mut leased = Leased::new(session.paths());
+                        for task in &tasks {
+                            leased.extend(session.lease_completion(task)?);
+                        }
+                        leased
+                    }
+                    None => session.lease_notifications()?,
+                };
                 leased.record()?;
                 let notices = leased.notices().map(|n| (key_of(n), n.clone())).collect();
                 (notices, Some(leased))
             }
-            Deliverer::Result => (peek(context, &listing.tasks)?, None),
+            Deliverer::Result => (peek(context, &tasks, only.is_none())?, None),
         };
         let subscribed: Vec<TaskId> = lock(&interest.subscribed).keys().copied().collect();
-        let outputs = listing
-            .tasks
+        let outputs = tasks
             .iter()
             .filter(|task| subscribed.contains(&task.id()))
             .map(|task| {
@@ -325,7 +386,7 @@ impl Seen {
                 (id, (size, task.status()))
             })
             .collect();
-        let tasks = listing.tasks.iter().map(|task| task.id()).collect();
+        let tasks = tasks.iter().map(|task| task.id()).collect();
         Ok(Self {
             notices,
             leased,
@@ -335,11 +396,12 @@ impl Seen {
     }
 }
 
-/// Pending notifications, read without claiming them: completions not yet delivered and the
-/// events waiting to be claimed, in delivery order.
+/// Pending notifications, read without claiming them: the completions of `tasks` not yet
+/// delivered and, with `events`, the events waiting to be claimed, in delivery order.
 fn peek(
     context: &Context,
     tasks: &[task_session::record::TaskRecord],
+    events: bool,
 ) -> Result<Vec<(String, Notice)>, McpError> {
     let paths = context.session.paths();
     let mut found: Vec<(String, Notice)> = tasks
@@ -352,11 +414,13 @@ fn peek(
                 .map(|n| (format!("done:{}:{}", t.id(), n.at_ms), n))
         })
         .collect();
-    found.extend(
-        notice::peek_events(paths)?
-            .into_iter()
-            .map(|event| (format!("event:{}", event.name), event.notice)),
-    );
+    if events {
+        found.extend(
+            notice::peek_events(paths)?
+                .into_iter()
+                .map(|event| (format!("event:{}", event.name), event.notice)),
+        );
+    }
     // Stable: events of one priority and millisecond stay in publication order.
     found.sort_by_key(|(_, n)| (n.priority, n.at_ms));
     Ok(found)

@@ -10,10 +10,12 @@
 //! host wrote the directory over NFS) is still found.
 //!
 //! One inotify instance per waiting reader (a user may hold 128): readers are few, and one
-//! that cannot have an instance waits the poll period as before.
+//! that cannot have an instance waits the poll period as before. A reader inside a tokio
+//! runtime (`tasks mcp`'s deliverer) waits with [`RecordChanges::changed`], without a thread
+//! of its own.
 
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
@@ -57,7 +59,7 @@ impl RecordChanges {
         let deadline = Instant::now() + patience;
         let mut changed = Changed::default();
         loop {
-            self.drain(&mut changed)?;
+            drain(self.fd.as_fd(), &mut changed)?;
             let left = deadline.saturating_duration_since(Instant::now());
             if changed.any() || left.is_zero() {
                 return Ok(changed);
@@ -74,32 +76,75 @@ impl RecordChanges {
         }
     }
 
-    /// Reads every queued event into `changed`.
-    fn drain(&self, changed: &mut Changed) -> std::io::Result<()> {
-        let mut buf = [MaybeUninit::<u8>::uninit(); EVENT_BUFFER_BYTES];
-        let mut reader = inotify::Reader::new(self.fd.as_fd(), &mut buf);
+    /// The same watch, waited on inside a tokio runtime (call it there).
+    ///
+    /// # Errors
+    /// The error of registering the watch with the runtime.
+    pub fn into_async(self) -> std::io::Result<AsyncRecordChanges> {
+        // SAFETY: the `OwnedFd` names the same open inotify instance until it is dropped, which
+        // the `AsyncFd` owning it does last.
+        let fd = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(self.fd, tokio::io::Interest::READABLE)
+        };
+        let fd = fd.map_err(|error| error.into_parts().1)?;
+        Ok(AsyncRecordChanges { fd })
+    }
+}
+
+/// A [`RecordChanges`] waited on inside a tokio runtime, without a thread of its own.
+#[derive(Debug)]
+pub struct AsyncRecordChanges {
+    fd: tokio::io::unix::AsyncFd<OwnedFd>,
+}
+
+impl AsyncRecordChanges {
+    /// Waits until a record was written since the last call (returning at once if one was),
+    /// or `patience` passes: [`RecordChanges::wait`] without blocking a thread. Returns what
+    /// changed.
+    ///
+    /// # Errors
+    /// The error of waiting on the watch or of reading the events.
+    pub async fn wait(&self, patience: Duration) -> std::io::Result<Changed> {
+        let deadline = tokio::time::Instant::now() + patience;
+        let mut changed = Changed::default();
         loop {
-            match reader.next() {
-                Ok(event) => {
-                    // An overflowed queue lost events: anything may have changed.
-                    if event.events().contains(inotify::ReadFlags::QUEUE_OVERFLOW) {
-                        changed.lost = true;
-                    }
-                    let record = event
-                        .file_name()
-                        .and_then(|name| name.to_str().ok())
-                        .and_then(|name| name.strip_suffix(".json"))
-                        .and_then(|id| id.parse::<TaskId>().ok());
-                    if let Some(id) = record
-                        && !changed.records.contains(&id)
-                    {
-                        changed.records.push(id);
-                    }
-                }
-                Err(Errno::AGAIN) => return Ok(()),
-                Err(Errno::INTR) => {}
-                Err(error) => return Err(error.into()),
+            drain(self.fd.get_ref().as_fd(), &mut changed)?;
+            if changed.any() {
+                return Ok(changed);
             }
+            match tokio::time::timeout_at(deadline, self.fd.readable()).await {
+                Err(_) => return Ok(changed), // patience ran out
+                Ok(ready) => ready?.clear_ready(),
+            }
+        }
+    }
+}
+
+/// Reads every event queued on the inotify instance `fd` into `changed`.
+fn drain(fd: BorrowedFd<'_>, changed: &mut Changed) -> std::io::Result<()> {
+    let mut buf = [MaybeUninit::<u8>::uninit(); EVENT_BUFFER_BYTES];
+    let mut reader = inotify::Reader::new(fd, &mut buf);
+    loop {
+        match reader.next() {
+            Ok(event) => {
+                // An overflowed queue lost events: anything may have changed.
+                if event.events().contains(inotify::ReadFlags::QUEUE_OVERFLOW) {
+                    changed.lost = true;
+                }
+                let record = event
+                    .file_name()
+                    .and_then(|name| name.to_str().ok())
+                    .and_then(|name| name.strip_suffix(".json"))
+                    .and_then(|id| id.parse::<TaskId>().ok());
+                if let Some(id) = record
+                    && !changed.records.contains(&id)
+                {
+                    changed.records.push(id);
+                }
+            }
+            Err(Errno::AGAIN) => return Ok(()),
+            Err(Errno::INTR) => {}
+            Err(error) => return Err(error.into()),
         }
     }
 }
@@ -153,6 +198,26 @@ mod tests {
             nothing,
             "each change wakes once"
         );
+    }
+
+    #[tokio::test]
+    async fn the_async_wait_wakes_on_a_record_and_waits_out_its_patience_otherwise() {
+        let root = tempfile::tempdir().unwrap();
+        let paths = SessionPaths::new(root.path(), "default").unwrap();
+        std::fs::create_dir_all(paths.tasks_dir()).unwrap();
+        let changes = RecordChanges::watch(&paths).unwrap().into_async().unwrap();
+        assert_eq!(
+            changes.wait(Duration::from_millis(1)).await.unwrap(),
+            Changed::default()
+        );
+        let id = TaskId::generate(task_core::TaskType::LocalBash).unwrap();
+        let temp = paths.tasks_dir().join(format!(".{id}.json.tmp"));
+        std::fs::write(&temp, b"{}").unwrap();
+        let (target, renamed) = (paths.snapshot(&id), temp.clone());
+        let writer = tokio::task::spawn_blocking(move || std::fs::rename(renamed, target));
+        let changed = changes.wait(NEVER).await.unwrap();
+        writer.await.unwrap().unwrap();
+        assert_eq!(changed.records, [id], "the rename woke the waiter");
     }
 
     #[test]

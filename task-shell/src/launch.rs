@@ -2,6 +2,8 @@
 //! [`Launch`] side of [`ShellExecutor`] (a host such as the `tasks` supervisor registers
 //! [`ShellExecutor`] for `"shell"` requests and [`Monitors`] for `"monitor"` requests).
 
+use std::ffi::OsString;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use task_core::{Caller, Launch, LaunchError, Launched};
@@ -36,9 +38,25 @@ pub fn monitor_source(start: &MonitorStart, caller: &Caller) -> Result<MonitorSo
 fn command_in(command: &str, caller: &Caller) -> Result<CommandSpec, ShellError> {
     let spec = CommandSpec::new(command)?
         .current_dir(&caller.cwd)
-        .environment(caller.env.iter().cloned());
+        .shared_environment(shared(&caller.env));
     spec.validate()?;
     Ok(spec)
+}
+
+/// `env` as an environment shared with the commands started before it with the same one: the
+/// last one seen is kept, so a caller that starts many commands (100 000 tasks queued from one
+/// shell) has its environment held once, not once a task, while they wait.
+fn shared(env: &[(OsString, OsString)]) -> Arc<[(OsString, OsString)]> {
+    static LAST: Mutex<Option<Arc<[(OsString, OsString)]>>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
+    match &*last {
+        Some(known) if **known == *env => Arc::clone(known),
+        _ => {
+            let fresh: Arc<[(OsString, OsString)]> = env.into();
+            *last = Some(Arc::clone(&fresh));
+            fresh
+        }
+    }
 }
 
 /// Invalid input is [`LaunchError::Invalid`]; anything else a failure to register.

@@ -1,10 +1,12 @@
 //! The handle of a process started by [`Spawn`](super::Spawn): its pid, its pipes, and a wait
 //! on its pidfd that reaps exactly this process.
 
+use std::collections::HashSet;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
+use std::sync::{Mutex, PoisonError};
 
 use rustix::process::{Pid, WaitOptions};
 use tokio::io::Interest;
@@ -44,9 +46,38 @@ pub struct Child {
     pub stderr: Option<ChildStderr>,
 }
 
+/// The pids of the processes [`Spawn`](super::Spawn) started in this process and no [`Child`]
+/// has reaped yet. A pid here names that process (a pid is not reused before its process is
+/// reaped, and only its `Child` reaps it), so a look for the processes this process *adopted*
+/// skips them without reading their `/proc` entries: such a look costs the adopted processes,
+/// not every live task ([`is_spawned_here`]).
+static SPAWNED: Mutex<Option<HashSet<u32>>> = Mutex::new(None);
+
+/// Notes `pid` as spawned here, until [`Child`] reaps it.
+fn note_spawned(pid: u32) {
+    let mut spawned = SPAWNED.lock().unwrap_or_else(PoisonError::into_inner);
+    spawned.get_or_insert_with(HashSet::new).insert(pid);
+}
+
+/// Forgets `pid` (reaped).
+fn forget_spawned(pid: u32) {
+    let mut spawned = SPAWNED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(set) = spawned.as_mut() {
+        set.remove(&pid);
+    }
+}
+
+/// Whether `pid` is a process [`Spawn`](super::Spawn) started in this process and not reaped
+/// yet (so certainly not one this process adopted).
+pub(crate) fn is_spawned_here(pid: u32) -> bool {
+    let spawned = SPAWNED.lock().unwrap_or_else(PoisonError::into_inner);
+    spawned.as_ref().is_some_and(|set| set.contains(&pid))
+}
+
 impl Child {
     /// The handle of the child `pid` whose pidfd is `pidfd`, with this process's pipe ends.
     pub(crate) fn new(pid: u32, pidfd: OwnedFd, ours: Ours) -> io::Result<Self> {
+        note_spawned(pid);
         let mut child = Self {
             pid,
             pidfd: None,
@@ -89,10 +120,7 @@ impl Child {
             };
             let mut ready = pidfd.readable().await?;
             match reap(self.pid)? {
-                Some(status) => {
-                    self.status = Some(status);
-                    self.pidfd = None;
-                }
+                Some(status) => self.reaped(status),
                 None => ready.clear_ready(),
             }
         }
@@ -103,11 +131,10 @@ impl Child {
     /// # Errors
     /// The error of `waitpid`.
     pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
-        if self.status.is_none() {
-            self.status = reap(self.pid)?;
-            if self.status.is_some() {
-                self.pidfd = None;
-            }
+        if self.status.is_none()
+            && let Some(status) = reap(self.pid)?
+        {
+            self.reaped(status);
         }
         Ok(self.status)
     }
@@ -116,9 +143,15 @@ impl Child {
     pub(crate) fn reap_blocking(&mut self) {
         let pid = i32::try_from(self.pid).ok().and_then(Pid::from_raw);
         if let Ok(Some((_, status))) = rustix::process::waitpid(pid, WaitOptions::empty()) {
-            self.status = Some(raw_status(status));
-            self.pidfd = None;
+            self.reaped(raw_status(status));
         }
+    }
+
+    /// Notes that the process was reaped with `status`: its pid may name another process now.
+    fn reaped(&mut self, status: ExitStatus) {
+        self.status = Some(status);
+        self.pidfd = None;
+        forget_spawned(self.pid);
     }
 }
 
@@ -128,7 +161,12 @@ fn reap(pid: u32) -> io::Result<Option<ExitStatus>> {
         .ok()
         .and_then(Pid::from_raw)
         .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
-    let reaped = rustix::process::waitpid(Some(pid), WaitOptions::NOHANG)?;
+    let reaped = rustix::process::waitpid(Some(pid), WaitOptions::NOHANG).inspect_err(|errno| {
+        if *errno == rustix::io::Errno::CHILD {
+            // Reaped by someone else: the pid may name another process now.
+            forget_spawned(pid.as_raw_nonzero().get().unsigned_abs());
+        }
+    })?;
     Ok(reaped.map(|(_, status)| raw_status(status)))
 }
 
@@ -143,9 +181,11 @@ impl Drop for Child {
             return;
         }
         let Some(pidfd) = self.pidfd.take() else {
+            forget_spawned(self.pid);
             return;
         };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            forget_spawned(self.pid); // left as a zombie: looked at like any other child
             tracing::debug!(
                 pid = self.pid,
                 "child dropped outside a runtime: not reaped"
@@ -163,6 +203,7 @@ impl Drop for Child {
                 stderr: None,
             };
             if let Err(error) = orphan.wait().await {
+                forget_spawned(pid);
                 tracing::debug!(pid, %error, "could not reap a dropped child");
             }
             // Reaped, or gone: its own drop must not hand it on again.

@@ -70,13 +70,12 @@ pub fn reap_adopted_orphans() -> usize {
     let Some(mine) = procfs::read_stat(me) else {
         return 0;
     };
-    // This process's children only (not a scan of every process: this runs every sweep).
-    let Ok(me_pid) = procfs::to_pid(me) else {
-        return 0;
-    };
-    procfs::children_of(me_pid)
+    // The children it adopted only (not a scan of every process: this runs every sweep).
+    procfs::adopted_children()
         .into_iter()
         .map(|child| child.as_raw_nonzero().get().unsigned_abs())
+        // A live task's first process is not adopted: no look at its `/proc` entry.
+        .filter(|&pid| !super::child::is_spawned_here(pid))
         .filter(|&pid| {
             procfs::read_stat(pid).is_some_and(|stat| {
                 stat.is_dead() && parent_is(&stat, me) && !started_here(pid, &stat, &mine)

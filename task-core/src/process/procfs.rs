@@ -146,6 +146,24 @@ pub(crate) fn children_of(pid: Pid) -> Vec<Pid> {
     }
 }
 
+/// The children this process adopted as a subreaper, with those its main thread started: the
+/// children of its main thread. The kernel gives an orphan to the first live thread of its new
+/// parent, the main thread while it lives, whereas a child belongs to the thread that started
+/// it; a supervisor starts its tasks' processes from its runtime's worker threads, so this
+/// list holds the processes it adopted and not one entry per live task (a `children` file
+/// costs the kernel time that grows with the square of its length: reading every thread's
+/// was most of a start's cost at 1 000 live tasks). Without children files: every child.
+pub(crate) fn adopted_children() -> Vec<Pid> {
+    let me = std::process::id();
+    match to_pid(me) {
+        Ok(pid) if !*HAS_CHILDREN_FILES => children_from_stat_scan(pid),
+        Ok(_) => fs::read_to_string(format!("/proc/{me}/task/{me}/children"))
+            .map(|text| parse_pids(&text))
+            .unwrap_or_default(),
+        Err(_) => Vec::new(),
+    }
+}
+
 /// Reads `/proc/<pid>/task/*/children`: cheap, proportional to the tree.
 fn children_from_task_files(pid: Pid) -> Vec<Pid> {
     let Ok(tasks) = fs::read_dir(format!("/proc/{}/task", pid.as_raw_nonzero())) else {

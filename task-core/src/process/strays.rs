@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::HashSet;
 
+use super::child::is_spawned_here;
 use super::contain::{marker_entry, started_here};
 use super::procfs;
 use super::procfs::{children_of, to_pid};
@@ -54,7 +55,8 @@ pub struct StrayUsage {
 /// whatever the task left running was re-parented to it when its parent died (or descends
 /// from such a process), so only those processes are looked at, not every process of the
 /// machine: a look costs the supervisor's children and the adopted ones, however many
-/// processes the machine runs.
+/// processes the machine runs. A look reads `/proc` for the adopted processes and for the
+/// children [`Spawn`](super::Spawn) did not start, not for every live task's first process.
 pub fn strays_of(marker: &str) -> Vec<Stray> {
     strays_among(adopted(), marker)
 }
@@ -76,14 +78,18 @@ fn strays_among(pids: Vec<u32>, marker: &str) -> Vec<Stray> {
 /// subtrees.
 fn adopted() -> Vec<u32> {
     let me = std::process::id();
-    let (Some(mine), Ok(me_pid)) = (procfs::read_stat(me), to_pid(me)) else {
+    let Some(mine) = procfs::read_stat(me) else {
         return Vec::new();
     };
     let raw = |pid: rustix::process::Pid| pid.as_raw_nonzero().get().unsigned_abs();
-    let mut queue: Vec<_> = children_of(me_pid)
+    let mut queue: Vec<_> = procfs::adopted_children()
         .into_iter()
         .filter(|&pid| {
-            procfs::read_stat(raw(pid)).is_some_and(|stat| !started_here(raw(pid), &stat, &mine))
+            // A task's first process is known without a look at `/proc` (the bulk of the
+            // children: one per live task); only the others are looked at.
+            !is_spawned_here(raw(pid))
+                && procfs::read_stat(raw(pid))
+                    .is_some_and(|stat| !started_here(raw(pid), &stat, &mine))
         })
         .collect();
     let mut seen = HashSet::new();

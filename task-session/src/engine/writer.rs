@@ -217,6 +217,7 @@ impl Books {
         self.kept.remove(id);
         self.awaiting_notice.remove(id);
         self.silent.remove(id);
+        self.quiet.remove(id);
     }
 }
 
@@ -274,6 +275,10 @@ pub(super) struct Books {
     pub(super) awaiting_notice: HashMap<TaskId, Instant>,
     /// Tasks whose completion no reader delivers (run in the foreground).
     pub(super) silent: HashSet<TaskId>,
+    /// Live tasks whose state changes without an event (agents: tokens and text between tool
+    /// uses), compared with their records every sweep. Kept apart so that a sweep, which
+    /// follows every batch of writes, costs these tasks and not every task held.
+    pub(super) quiet: HashSet<TaskId>,
     /// Ended tasks written to disk, with when to try to evict them.
     pub(super) settling: VecDeque<(TaskId, Instant)>,
     /// The key of the start that made each task, written into each of its records.
@@ -290,14 +295,17 @@ pub(super) struct Written {
     state: Arc<TaskState>,
     notification: Option<Notice>,
     survives_supervisor: bool,
+    /// Whether the task's end slot is reserved ([`record::reserve_end`]).
+    end_reserved: bool,
 }
 
 impl Written {
-    pub(super) fn of(state: Arc<TaskState>, record: &TaskRecord) -> Self {
+    pub(super) fn of(state: Arc<TaskState>, record: &TaskRecord, end_reserved: bool) -> Self {
         Written {
             state,
             notification: record.notification.clone(),
             survives_supervisor: record.survives_supervisor,
+            end_reserved,
         }
     }
 
@@ -514,7 +522,17 @@ impl Mirrored {
         let terminal = record.is_terminal();
         match written {
             Ok(()) => {
-                if !known && !terminal {
+                // Reserved once the task may run: not while it waits in the queue (where
+                // 100 000 waiting tasks would each hold a slot's space; a task killed there
+                // ends without ever running, and its end needs no more room than its
+                // record had).
+                let reserved = known
+                    && lock(&self.books)
+                        .written
+                        .get(&id)
+                        .is_some_and(|w| w.end_reserved);
+                let reserve = !reserved && !terminal && !record.waits_in_queue();
+                if reserve {
                     self.reserve_end(id);
                 }
                 if terminal {
@@ -523,7 +541,14 @@ impl Mirrored {
                     record::release_end(&self.paths, &id);
                 }
                 let mut books = lock(&self.books);
-                books.written.insert(id, Written::of(state, &record));
+                if !terminal && state.kind.changes_quietly() {
+                    books.quiet.insert(id);
+                } else {
+                    books.quiet.remove(&id);
+                }
+                books
+                    .written
+                    .insert(id, Written::of(state, &record, reserved || reserve));
                 if books.unwritten.remove(&id) {
                     tracing::info!(task = %id, "its record is on disk again");
                 }
@@ -576,17 +601,12 @@ impl Mirrored {
             let waited = books.awaiting_notice.keys();
             // Agents change without an event (tokens and text between tool uses): their
             // records are compared with their states, and rewritten if they differ.
-            let quiet = books
-                .written
-                .iter()
-                .filter(|(_, w)| !w.state.status().is_terminal() && w.state.kind.changes_quietly())
-                .map(|(id, _)| id);
             books
                 .unwritten
                 .iter()
                 .chain(&books.deferred)
                 .chain(waited)
-                .chain(quiet)
+                .chain(&books.quiet)
                 .copied()
                 .collect()
         };

@@ -6,6 +6,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
+use std::sync::Arc;
 
 use task_core::process::{Child, Group, Spawn, Stdio};
 
@@ -26,6 +27,10 @@ pub struct CommandSpec {
     command: String,
     shell: PathBuf,
     cwd: Option<PathBuf>,
+    /// The environment given whole ([`CommandSpec::environment`]), shared between commands
+    /// given the same one.
+    base_env: Arc<[(OsString, OsString)]>,
+    /// Variables added to it ([`CommandSpec::env`]).
     env: Vec<(OsString, OsString)>,
     clear_env: bool,
     stdin: StdinMode,
@@ -47,6 +52,7 @@ impl CommandSpec {
             command,
             shell: PathBuf::from(DEFAULT_SHELL),
             cwd: None,
+            base_env: Arc::new([]),
             env: Vec::new(),
             clear_env: false,
             stdin: StdinMode::Null,
@@ -58,9 +64,15 @@ impl CommandSpec {
     /// Runs the command in exactly this environment (the caller's whole environment, say)
     /// instead of the one inherited from this process; [`env`](Self::env) still adds to it.
     #[must_use]
-    pub fn environment(mut self, env: impl IntoIterator<Item = (OsString, OsString)>) -> Self {
-        let extra = std::mem::take(&mut self.env);
-        self.env = env.into_iter().chain(extra).collect();
+    pub fn environment(self, env: impl IntoIterator<Item = (OsString, OsString)>) -> Self {
+        self.shared_environment(env.into_iter().collect())
+    }
+
+    /// [`environment`](Self::environment) with an environment shared with other commands (many
+    /// tasks of one caller waiting in a queue hold one copy of its environment, not one each).
+    #[must_use]
+    pub fn shared_environment(mut self, env: Arc<[(OsString, OsString)]>) -> Self {
+        self.base_env = env;
         self.clear_env = true;
         self
     }
@@ -157,7 +169,7 @@ impl CommandSpec {
         cmd = attach_command(cmd, &self.command).map_err(spawn_error)?;
         cmd = cmd
             .env("GIT_EDITOR", "true")
-            .envs(self.env.iter().cloned())
+            .envs(self.base_env.iter().chain(&self.env).cloned())
             .stdin(match self.stdin {
                 StdinMode::Null => Stdio::Null,
                 StdinMode::Piped => Stdio::Piped,
@@ -188,7 +200,10 @@ impl CommandSpec {
         } else {
             std::env::vars_os().collect()
         };
-        base.into_iter().chain(self.env.iter().cloned()).collect()
+        base.into_iter()
+            .chain(self.base_env.iter().cloned())
+            .chain(self.env.iter().cloned())
+            .collect()
     }
 
     /// The working directory, if one was set.
