@@ -15,12 +15,18 @@
 //! lock as before; each of their transactions has its own flush.
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use crate::backend::StoreTxn;
 use crate::error::{Error, Result};
-use crate::store::TaskList;
-use crate::txn::Txn;
+
+/// What a group needs of the store's transaction (the file store's `Txn`): a transaction
+/// that writers share, each body's changes kept or dropped as a whole.
+pub(crate) trait Shared: StoreTxn + Send + std::fmt::Debug {
+    /// Runs `body` on this transaction; if it fails, what it staged is dropped.
+    fn attempt(&mut self, body: &mut dyn FnMut(&mut dyn StoreTxn) -> Result<()>) -> Result<()>;
+}
 
 /// At most this many writers join one leader's transaction.
 const MAX_JOINED: usize = 64;
@@ -50,7 +56,7 @@ struct Batch {
     alone: bool,
     /// The transaction, while no body runs on it (`None` before it is begun, and while a body
     /// runs).
-    txn: Option<Box<Txn>>,
+    txn: Option<Box<dyn Shared>>,
     /// A body is running on it.
     running: bool,
     /// Writers waiting for their turn on it.
@@ -61,9 +67,13 @@ struct Batch {
     lost: bool,
 }
 
-/// How a shared transaction's commit ended: `Ok`, or the error's kind and text (a joiner gets
-/// a copy as [`Error::Io`]; the leader gets the error itself).
-type Outcome = OnceLock<std::result::Result<(), (std::io::ErrorKind, String)>>;
+/// How a shared transaction's commit ended: `Ok`, or the error's kind, file and text (a joiner
+/// gets a copy as [`Error::Io`]; the leader gets the error itself).
+type Outcome = OnceLock<std::result::Result<(), Failure>>;
+
+/// What a joiner is told of a failed commit: the error's kind, the file it was about (none when
+/// not an I/O error) and its text.
+type Failure = (std::io::ErrorKind, Option<PathBuf>, String);
 
 impl Group {
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -76,12 +86,12 @@ impl Group {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `body` in a shared transaction on `list` (see the module's documentation).
-    /// `dir_lock`: the transaction must hold the reference's list lock. `alone`: in a
-    /// transaction of its own, shared with no other writer.
+    /// Runs `body` in a shared transaction, begun (when this writer leads one) by `begin`
+    /// (see the module's documentation). `dir_lock`: the transaction must hold the reference's
+    /// list lock. `alone`: in a transaction of its own, shared with no other writer.
     pub(crate) fn write<T: Send>(
         &self,
-        list: &TaskList,
+        begin: impl FnOnce() -> Result<Box<dyn Shared>>,
         dir_lock: bool,
         alone: bool,
         mut body: impl FnMut(&mut dyn StoreTxn) -> Result<T> + Send,
@@ -118,8 +128,8 @@ impl Group {
             lost: false,
         });
         drop(state);
-        let mut txn = match Txn::begin(list, dir_lock) {
-            Ok(txn) => Box::new(txn),
+        let mut txn = match begin() {
+            Ok(txn) => txn,
             Err(e) => {
                 self.finish(&outcome, Err(&e));
                 self.lock().filling = None;
@@ -217,38 +227,40 @@ impl Group {
 
     /// Records how the commit ended and wakes every writer in it.
     fn finish(&self, outcome: &Outcome, result: std::result::Result<(), &Error>) {
-        let _ = outcome.set(result.map_err(|e| (io_kind(e), e.to_string())));
+        let _ = outcome.set(result.map_err(failure));
         let _state = self.lock();
         self.changed.notify_all();
     }
 }
 
 /// Runs `body` on `txn`; if it fails, what it staged is dropped.
-fn run<T>(txn: &mut Box<Txn>, body: &mut impl FnMut(&mut dyn StoreTxn) -> Result<T>) -> Result<T> {
-    let savepoint = txn.savepoint();
-    let value = body(txn.as_mut());
-    if value.is_err() {
-        txn.rollback(savepoint);
-    }
-    value
+fn run<T>(
+    txn: &mut Box<dyn Shared>,
+    body: &mut impl FnMut(&mut dyn StoreTxn) -> Result<T>,
+) -> Result<T> {
+    let mut value = None;
+    txn.attempt(&mut |txn| body(txn).map(|v| value = Some(v)))?;
+    value.ok_or_else(|| Error::Internal("a transaction's body succeeded without a value".into()))
 }
 
-/// The kind of I/O error `e` is, if it is one.
-fn io_kind(e: &Error) -> std::io::ErrorKind {
+/// What a joiner is told of `e`, the error its leader's commit failed with.
+fn failure(e: &Error) -> Failure {
     match e {
-        Error::Io { source, .. } => source.kind(),
-        _ => std::io::ErrorKind::Other,
+        Error::Io { source, path, .. } => (source.kind(), Some(path.clone()), e.to_string()),
+        _ => (std::io::ErrorKind::Other, None, e.to_string()),
     }
 }
 
 /// A joiner's copy of the error its shared transaction's commit (or begin) failed with.
-fn shared_error(failed: Option<&(std::io::ErrorKind, String)>) -> Error {
-    let (kind, message) = failed
-        .cloned()
-        .unwrap_or((std::io::ErrorKind::Other, "the shared commit failed".into()));
+fn shared_error(failed: Option<&Failure>) -> Error {
+    let (kind, path, message) = failed.cloned().unwrap_or((
+        std::io::ErrorKind::Other,
+        None,
+        "the shared commit failed".into(),
+    ));
     Error::Io {
         op: "commit",
-        path: std::path::PathBuf::from(crate::wal::WAL_FILE),
+        path: path.unwrap_or_default(),
         source: std::io::Error::new(kind, message),
     }
 }
@@ -261,6 +273,7 @@ mod tests {
     use super::*;
     use crate::api::CreateRequest;
     use crate::record::Task;
+    use crate::store::TaskList;
     use crate::{StoreConfig, TaskId};
 
     /// Waits (with a deadline) until `n` writers wait on the transaction being filled.

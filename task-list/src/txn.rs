@@ -20,6 +20,7 @@ use crate::backend::{Backend, StoreTxn};
 use crate::entry::EntryFault;
 use crate::error::{Error, Result};
 use crate::fsutil::{self, Untrusted};
+use crate::group::Shared;
 use crate::id::TaskId;
 use crate::lock::{DirLock, ListGuard};
 use crate::record::Task;
@@ -76,7 +77,12 @@ impl TaskList {
         mut body: impl FnMut(&mut dyn StoreTxn) -> Result<T> + Send,
     ) -> Result<T> {
         match &self.backend {
-            Backend::Files => self.group.write(self, reference_list_lock, false, body),
+            Backend::Files => self.group.write(
+                || Ok(Box::new(Txn::begin(self, reference_list_lock)?)),
+                reference_list_lock,
+                false,
+                body,
+            ),
             Backend::Database(store) => {
                 let mut value = None;
                 store.write_erased(&mut |txn| {
@@ -96,7 +102,12 @@ impl TaskList {
         body: impl FnMut(&mut dyn StoreTxn) -> Result<T> + Send,
     ) -> Result<T> {
         match &self.backend {
-            Backend::Files => self.group.write(self, reference_list_lock, true, body),
+            Backend::Files => self.group.write(
+                || Ok(Box::new(Txn::begin(self, reference_list_lock)?)),
+                reference_list_lock,
+                true,
+                body,
+            ),
             Backend::Database(_) => self.write(reference_list_lock, body),
         }
     }
@@ -213,6 +224,17 @@ impl Txn {
         tracing::warn!(list = %self.list.list_id(), files = changes.len(), "replaying the journal of an interrupted write");
         self.wal.commit(&changes, "")?;
         fsutil::remove_if_exists(&path)
+    }
+}
+
+impl Shared for Txn {
+    fn attempt(&mut self, body: &mut dyn FnMut(&mut dyn StoreTxn) -> Result<()>) -> Result<()> {
+        let savepoint = self.savepoint();
+        let done = body(self);
+        if done.is_err() {
+            self.rollback(savepoint);
+        }
+        done
     }
 }
 

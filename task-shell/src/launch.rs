@@ -43,16 +43,19 @@ fn command_in(command: &str, caller: &Caller) -> Result<CommandSpec, ShellError>
     Ok(spec)
 }
 
+/// An environment held once for every command started with it.
+type SharedEnv = Arc<[(OsString, OsString)]>;
+
 /// `env` as an environment shared with the commands started before it with the same one: the
 /// last one seen is kept, so a caller that starts many commands (100 000 tasks queued from one
 /// shell) has its environment held once, not once a task, while they wait.
-fn shared(env: &[(OsString, OsString)]) -> Arc<[(OsString, OsString)]> {
-    static LAST: Mutex<Option<Arc<[(OsString, OsString)]>>> = Mutex::new(None);
+fn shared(env: &[(OsString, OsString)]) -> SharedEnv {
+    static LAST: Mutex<Option<SharedEnv>> = Mutex::new(None);
     let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
     match &*last {
         Some(known) if **known == *env => Arc::clone(known),
         _ => {
-            let fresh: Arc<[(OsString, OsString)]> = env.into();
+            let fresh: SharedEnv = env.into();
             *last = Some(Arc::clone(&fresh));
             fresh
         }
