@@ -111,6 +111,7 @@ impl Group {
                     batch.waiting += 1;
                     batch.joined += 1;
                     let outcome = Arc::clone(&batch.outcome);
+                    self.changed.notify_all();
                     return self.join(state, &outcome, body);
                 }
                 Some(_) => state = self.wait(state),
@@ -128,6 +129,7 @@ impl Group {
             lost: false,
         });
         drop(state);
+        self.changed.notify_all();
         let mut txn = match begin() {
             Ok(txn) => txn,
             Err(e) => {
@@ -268,7 +270,7 @@ fn shared_error(failed: Option<&Failure>) -> Error {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     use super::*;
     use crate::api::CreateRequest;
@@ -278,17 +280,9 @@ mod tests {
 
     /// Waits (with a deadline) until `n` writers wait on the transaction being filled.
     fn until_waiting(list: &TaskList, n: usize) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while list
-            .group
-            .lock()
-            .filling
-            .as_ref()
-            .is_none_or(|b| b.waiting < n)
-        {
-            assert!(Instant::now() < deadline, "{n} writers never queued");
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        until(list, "{n} writers never queued", |state| {
+            state.filling.as_ref().is_some_and(|b| b.waiting >= n)
+        });
     }
 
     /// Stages a new task `subject` in `txn`.
@@ -381,10 +375,18 @@ mod tests {
 
     /// Waits (with a deadline) until a leader has begun filling a transaction.
     fn until_waiting_for_a_leader(list: &TaskList) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while list.group.lock().filling.is_none() {
-            assert!(Instant::now() < deadline, "no leader");
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        until(list, "no leader", |state| state.filling.is_some());
+    }
+
+    /// Waits on the group's condition variable (every change of its state is announced on it)
+    /// until `done`, failing with `what` after 20 s.
+    fn until(list: &TaskList, what: &str, done: impl Fn(&State) -> bool) {
+        let state = list.group.lock();
+        let (_state, waited) = list
+            .group
+            .changed
+            .wait_timeout_while(state, Duration::from_secs(20), |state| !done(state))
+            .unwrap_or_else(PoisonError::into_inner);
+        assert!(!waited.timed_out(), "{what}");
     }
 }
