@@ -1107,7 +1107,7 @@ fn read_answer(stream: &mut TcpStream) -> u16 {
     let mut answer = Vec::new();
     let mut chunk = [0u8; 4096];
     let (head_end, length) = loop {
-        let read = stream.read(&mut chunk).unwrap();
+        let read = read_retrying(stream, &mut chunk).unwrap();
         assert!(
             read > 0,
             "closed mid-answer: {:?}",
@@ -1124,12 +1124,24 @@ fn read_answer(stream: &mut TcpStream) -> u16 {
         }
     };
     while answer.len() < head_end + length {
-        let read = stream.read(&mut chunk).unwrap();
+        let read = read_retrying(stream, &mut chunk).unwrap();
         assert!(read > 0, "closed mid-body");
         answer.extend_from_slice(&chunk[..read]);
     }
     let status = String::from_utf8_lossy(&answer[..head_end]);
     status.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// One `read` from `stream`, tried again when interrupted: a socket with a read timeout
+/// answers `EINTR` after its reader was stopped and continued (signal(7)), which a loaded or
+/// checkpointed machine does.
+fn read_retrying(stream: &mut TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match stream.read(buf) {
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
 }
 
 /// Lets this test process hold `needed` descriptors (its soft `RLIMIT_NOFILE` raised within
@@ -1233,7 +1245,7 @@ fn a_remote_task_completes_beside_2000_idle_and_100_silent_connections_which_are
             .max(Duration::from_millis(1));
         stream.set_read_timeout(Some(left)).unwrap();
         let mut byte = [0u8; 1];
-        match stream.read(&mut byte) {
+        match read_retrying(&mut stream, &mut byte) {
             Ok(0) => {}
             Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => {}
             other => panic!("silent connection {n} was not closed by the server: {other:?}"),

@@ -165,6 +165,7 @@ fn capture_stderr(mut pipe: std::process::ChildStderr) -> String {
     let mut lost = None;
     loop {
         match pipe.read(&mut buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Ok(0) | Err(_) => break,
             Ok(n) if lost.is_none() => {
                 lost = output.write_stderr(Bytes::copy_from_slice(&buf[..n])).err();

@@ -491,16 +491,18 @@ fn start_supervisor(
 /// one (it died) or said nothing before `deadline`.
 fn read_word(read_end: OwnedFd, deadline: Instant) -> Option<String> {
     let mut pipe = std::fs::File::from(read_end);
-    let mut timeout = deadline.saturating_duration_since(Instant::now());
     let mut line = Vec::new();
     let mut byte = [0_u8; 1];
     loop {
+        let timeout = deadline.saturating_duration_since(Instant::now());
         let fd = rustix::event::PollFd::new(&pipe, rustix::event::PollFlags::IN);
         let millis = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
         let spec = rustix::event::Timespec::try_from(Duration::from_millis(millis as u64)).ok();
         match rustix::event::poll(&mut [fd], spec.as_ref()) {
-            Ok(0) | Err(_) => return None,
+            Ok(0) => return None,
             Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return None,
         }
         match pipe.read(&mut byte) {
             Ok(0) => return None,
@@ -509,7 +511,6 @@ fn read_word(read_end: OwnedFd, deadline: Instant) -> Option<String> {
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(_) => return None,
         }
-        timeout = deadline.saturating_duration_since(Instant::now());
     }
 }
 
