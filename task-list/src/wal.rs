@@ -250,14 +250,9 @@ fn current_boot() -> Option<[u8; 16]> {
 
 /// What the journal at `path` says about the list, read without the lock.
 fn needs_recovery_at(path: &Path, max: u64) -> Result<bool> {
-    let file = match NoFollow::read().open_regular(path) {
-        Ok(file) => file,
-        Err(OutputError::NotFound { .. }) => return Ok(false),
-        // Not a journal: writers refuse it, `doctor` names it.
-        Err(OutputError::SymlinkRefused { .. } | OutputError::NotRegularFile { .. }) => {
-            return Ok(false);
-        }
-        Err(e) => return Err(std::io::Error::from(e)).at("open", path),
+    // Something other than a regular file is no journal: writers refuse it, `doctor` names it.
+    let Some(file) = open_if_regular(path)? else {
+        return Ok(false);
     };
     let size = file.len();
     if size > max {
@@ -673,23 +668,30 @@ fn now() -> u64 {
 
 /// Flushes the regular file at `path`, if there is one (never following a symlink).
 fn sync_if_there(path: &Path) -> Result<()> {
+    match open_if_regular(path)? {
+        Some(file) => file.file().sync_all().at("fsync", path),
+        None => Ok(()),
+    }
+}
+
+/// The regular file at `path`, opened for reading; `None` if nothing is there, or something
+/// else (a symlink is never followed).
+fn open_if_regular(path: &Path) -> Result<Option<task_output::open::RegularFile>> {
     match NoFollow::read().open_regular(path) {
-        Ok(file) => file.file().sync_all().at("fsync", path),
-        Err(OutputError::NotFound { .. }) => Ok(()),
-        Err(OutputError::SymlinkRefused { .. } | OutputError::NotRegularFile { .. }) => Ok(()),
+        Ok(file) => Ok(Some(file)),
+        Err(
+            OutputError::NotFound { .. }
+            | OutputError::SymlinkRefused { .. }
+            | OutputError::NotRegularFile { .. },
+        ) => Ok(None),
         Err(e) => Err(std::io::Error::from(e)).at("open", path),
     }
 }
 
 /// Whether the file at `path` ends with `tail` (false if it is missing or not a regular file).
 fn ends_with(path: &Path, tail: &str) -> Result<bool> {
-    let file = match NoFollow::read().open_regular(path) {
-        Ok(file) => file,
-        Err(OutputError::NotFound { .. }) => return Ok(false),
-        Err(OutputError::SymlinkRefused { .. } | OutputError::NotRegularFile { .. }) => {
-            return Ok(false);
-        }
-        Err(e) => return Err(std::io::Error::from(e)).at("open", path),
+    let Some(file) = open_if_regular(path)? else {
+        return Ok(false);
     };
     let Some(at) = file.len().checked_sub(tail.len() as u64) else {
         return Ok(false);
