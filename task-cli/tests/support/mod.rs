@@ -6,6 +6,7 @@
 pub mod agent_sandbox;
 pub mod claude_code;
 pub mod codex_cli;
+pub mod gate;
 pub mod gemini_cli;
 pub mod git;
 pub mod hooks;
