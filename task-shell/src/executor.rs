@@ -338,14 +338,7 @@ impl ShellExecutor {
             id,
         } = request;
         spec.validate()?;
-        let shell = ShellState {
-            command: spec.command().to_owned(),
-            is_backgrounded: background,
-            kind: ShellKind::Shell,
-            exit_code: None,
-            process: None,
-            batch: None,
-        };
+        let shell = local_shell(&spec, background);
         let failure = if announce_failure && background {
             Delivery::Queue(Priority::Later)
         } else {
@@ -484,6 +477,51 @@ impl ShellExecutor {
         self.inputs.reserve(id)
     }
 
+    /// The `pending` state [`register`](Self::register) would record for `request`, checked
+    /// (an empty command, a missing working directory) but registered nowhere and its output
+    /// file not created: for a host that keeps a task waiting for its turn without registering
+    /// it, and registers it at its turn under this id ([`ShellRequest::id`]). The request's own
+    /// [`ShellRequest::id`] is used when it is a shell's.
+    ///
+    /// # Errors
+    /// As [`register`](Self::register) before anything is registered.
+    pub fn describe(&self, request: &ShellRequest) -> Result<TaskState, ShellError> {
+        request.spec.validate()?;
+        self.pending_state(
+            request
+                .id
+                .filter(|id| id.task_type() == TaskType::LocalBash),
+            TaskType::LocalBash,
+            request.description.clone(),
+            request.tool_use_id.clone(),
+            request.agent_id,
+            local_shell(&request.spec, request.background),
+        )
+    }
+
+    /// The `pending` state of a task of `task_type` under `id` if given (else a new id), its
+    /// output file in this executor's directory.
+    fn pending_state(
+        &self,
+        id: Option<TaskId>,
+        task_type: TaskType,
+        description: String,
+        tool_use_id: Option<String>,
+        agent_id: Option<TaskId>,
+        shell: ShellState,
+    ) -> Result<TaskState, ShellError> {
+        let id = match id {
+            Some(id) => id,
+            None => TaskId::generate(task_type)?,
+        };
+        let output = output_path(&self.output_dir, &id);
+        let mut state = TaskState::new(id, description, &output, TaskKind::Shell(shell))
+            .map_err(|error| ShellError::Registry(error.into()))?
+            .owned_by(agent_id);
+        state.base.tool_use_id = tool_use_id;
+        Ok(state)
+    }
+
     /// Creates the output file, opens the control channel of its run and registers the task,
     /// under `id` if given (else a new id of `task_type`).
     fn prepare(
@@ -495,16 +533,9 @@ impl ShellExecutor {
         agent_id: Option<TaskId>,
         shell: ShellState,
     ) -> Result<Prepared, ShellError> {
-        let id = match id {
-            Some(id) => id,
-            None => TaskId::generate(task_type)?,
-        };
-        let output = output_path(&self.output_dir, &id);
+        let state = self.pending_state(id, task_type, description, tool_use_id, agent_id, shell)?;
+        let (id, output) = (state.id(), state.base.output_file.clone());
         drop(create_output_file(&output)?);
-        let mut state = TaskState::new(id, description, &output, TaskKind::Shell(shell))
-            .map_err(|error| ShellError::Registry(error.into()))?
-            .owned_by(agent_id);
-        state.base.tool_use_id = tool_use_id;
         // The control channel exists before the task is visible, so a kill that arrives while
         // the process is being started waits for its run instead of being lost.
         let control = self.controls.open(id);
@@ -525,6 +556,18 @@ impl ShellExecutor {
                 error: None,
             },
         })
+    }
+}
+
+/// The state of a shell command run on this machine, not started yet.
+fn local_shell(spec: &CommandSpec, background: bool) -> ShellState {
+    ShellState {
+        command: spec.command().to_owned(),
+        is_backgrounded: background,
+        kind: ShellKind::Shell,
+        exit_code: None,
+        process: None,
+        batch: None,
     }
 }
 
