@@ -488,14 +488,9 @@ impl Drive {
         }
     }
 
-    /// How many tasks this agent owns that are still running.
+    /// How many tasks this agent owns that are still running or waiting (queued ones too).
     fn live_tasks(&self) -> usize {
-        let me = self.id;
-        self.registry
-            .snapshot()
-            .iter()
-            .filter(|s| !s.status().is_terminal() && s.owner_agent_id() == Some(me))
-            .count()
+        self.registry.live_tasks_of(self.id).len()
     }
 
     /// A `task_progress` saying the turn is over but the agent waits for its own tasks.

@@ -32,7 +32,7 @@
 //! scheduled start; nothing polls.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -252,6 +252,8 @@ struct State {
     held: HashMap<TaskId, Waiter>,
     /// Where each waiting task is, and its placement.
     spots: HashMap<TaskId, (Spot, Placement)>,
+    /// The waiting tasks kept on disk only that an agent owns, by agent.
+    kept_owned: HashMap<TaskId, HashSet<TaskId>>,
     /// Set while a restarted supervisor queues its predecessor's tasks: nothing starts yet.
     paused: bool,
 }
@@ -450,6 +452,9 @@ impl Queue {
             self.occupy(&mut state, id, placement.group, admission.class);
             return false;
         }
+        if let Some(agent) = owner {
+            state.kept_owned.entry(agent).or_default().insert(id);
+        }
         let waiter = Waiter {
             id,
             admission,
@@ -552,16 +557,10 @@ impl Queue {
 
     /// The tasks owned by `agent_id` that wait kept on disk only (registered nowhere).
     pub(crate) fn kept_for(&self, agent_id: TaskId) -> Vec<TaskId> {
-        let state = lock(&self.state);
-        let owned = |waiter: &&Waiter| waiter.work.is_none() && waiter.owner == Some(agent_id);
-        state
-            .ready
-            .values()
-            .flat_map(BTreeMap::values)
-            .chain(state.held.values())
-            .filter(owned)
-            .map(|waiter| waiter.id)
-            .collect()
+        lock(&self.state)
+            .kept_owned
+            .get(&agent_id)
+            .map_or_else(Vec::new, |owned| owned.iter().copied().collect())
     }
 
     /// A task ended: its slot is free, and the tasks that wait for it may go (or fail).
@@ -796,6 +795,7 @@ impl Queue {
             if state.ready.get(group).is_some_and(BTreeMap::is_empty) {
                 state.ready.remove(group);
             }
+            disown(state, &waiter);
             let placement = state
                 .spots
                 .remove(&waiter.id)
@@ -933,7 +933,20 @@ fn take(state: &mut State, id: &TaskId) -> Option<(Waiter, Placement)> {
             waiter
         }
     }?;
+    disown(state, &waiter);
     Some((waiter, placement))
+}
+
+/// Drops `waiter`, which left the queue, from its owner's kept tasks.
+fn disown(state: &mut State, waiter: &Waiter) {
+    if let Some(agent) = waiter.owner
+        && let Some(owned) = state.kept_owned.get_mut(&agent)
+    {
+        owned.remove(&waiter.id);
+        if owned.is_empty() {
+            state.kept_owned.remove(&agent);
+        }
+    }
 }
 
 /// Ends a task that never ran: `to` with `reason`, its one notification sent with `delivery`.

@@ -454,12 +454,9 @@ impl Registry {
             })
     }
 
-    /// Orphan cleanup (SPEC §5): kills every unfinished task whose owner is `agent_id` (those
-    /// the [`Holder`] keeps unregistered too), then drops that agent's queued notifications. Returns each kill's result.
-    pub async fn kill_tasks_for_agent(
-        &self,
-        agent_id: TaskId,
-    ) -> Vec<(TaskId, Result<KillOutcome, KillError>)> {
+    /// The unfinished tasks owned by `agent_id`: those this registry holds, and those the
+    /// [`Holder`] keeps unregistered until their turn.
+    pub fn live_tasks_of(&self, agent_id: TaskId) -> Vec<TaskId> {
         let mut owned: Vec<TaskId> = self
             .snapshot()
             .into_iter()
@@ -469,6 +466,16 @@ impl Registry {
         if let Some(holder) = self.holder.get().and_then(Weak::upgrade) {
             owned.extend(holder.held_for(agent_id));
         }
+        owned
+    }
+
+    /// Orphan cleanup (SPEC §5): kills every unfinished task whose owner is `agent_id` (those
+    /// the [`Holder`] keeps unregistered too), then drops that agent's queued notifications. Returns each kill's result.
+    pub async fn kill_tasks_for_agent(
+        &self,
+        agent_id: TaskId,
+    ) -> Vec<(TaskId, Result<KillOutcome, KillError>)> {
+        let owned = self.live_tasks_of(agent_id);
         let results = join_all(
             owned
                 .into_iter()

@@ -152,7 +152,8 @@ impl Engine {
         self.mirror.state.ends.hooks.run_due(&listing.tasks);
         // A task the wiring took over is in the registry: resumed (a remote agent followed
         // again from its sidecar), or ended by its executor with the reason it could not be.
-        let taken_over = |id: &TaskId| self.registry.get(id).is_some();
+        // A task kept waiting on disk only is the queue's (queued again above).
+        let taken_over = |id: &TaskId| self.registry.get(id).is_some() || self.queue.holds(id);
         let orphans = listing
             .tasks
             .into_iter()
