@@ -297,16 +297,7 @@ impl Engine {
         {
             return Err(self.made_too_late(id, work, late_by));
         }
-        self.mirror.started_with(id, remembered);
-        if let Some(key) = key {
-            self.mirror.keyed(id, key);
-        }
-        if let Some(on_end) = on_end {
-            self.mirror.on_end(id, on_end);
-        }
-        if let Some(policy) = strays {
-            self.mirror.state.ends.set_stray_policy(id, policy);
-        }
+        note_start(&self.mirror, id, remembered, key, on_end, strays);
         let placement = self.queue.place(&schedule);
         if let Some(check) = schedule.ready.clone() {
             self.readiness.expect(id, check);
@@ -572,6 +563,28 @@ impl Engine {
         });
         let killed = futures_util::future::join_all(kills).await;
         killed.into_iter().filter(|&k| k).count()
+    }
+}
+
+/// Notes for the records of `id` what its start carries: how it was started (`remembered`),
+/// its key, its end hook and what is done with the processes it leaves.
+fn note_start(
+    mirror: &Mirror,
+    id: TaskId,
+    remembered: crate::start_record::StartRecord,
+    key: Option<String>,
+    on_end: Option<String>,
+    strays: Option<crate::strays::StrayPolicy>,
+) {
+    mirror.started_with(id, remembered);
+    if let Some(key) = key {
+        mirror.keyed(id, key);
+    }
+    if let Some(on_end) = on_end {
+        mirror.on_end(id, on_end);
+    }
+    if let Some(policy) = strays {
+        mirror.state.ends.set_stray_policy(id, policy);
     }
 }
 

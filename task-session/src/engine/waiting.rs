@@ -11,7 +11,7 @@ use task_core::{Delivery, EndReason, Launched, Priority, Registry, TaskId, TaskS
 
 use super::launchers::{self, LaunchAny, Launchers};
 use super::writer::Mirror;
-use super::{Engine, StartRefused, begin, refusal};
+use super::{Engine, StartRefused, begin, note_start, refusal};
 use crate::error::{Error, Result};
 use crate::notice;
 use crate::paths::SessionPaths;
@@ -130,16 +130,7 @@ impl Turner {
                 tracing::debug!(task = %id, %error, "it ended before its creation time was kept");
             }
         }
-        self.mirror.started_with(id, remembered);
-        if let Some(key) = key {
-            self.mirror.keyed(id, key);
-        }
-        if let Some(on_end) = on_end {
-            self.mirror.on_end(id, on_end);
-        }
-        if let Some(policy) = strays {
-            self.mirror.state.ends.set_stray_policy(id, policy);
-        }
+        note_start(&self.mirror, id, remembered, key, on_end, strays);
         if !background {
             self.mirror.expect_no_notice(id);
         }
