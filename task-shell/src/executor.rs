@@ -221,14 +221,14 @@ impl ShellExecutor {
             Delivery::Silent
         };
         let prepared = self
-            .prepare(
+            .prepare(self.pending_state(
                 id.filter(|id| id.task_type() == TaskType::LocalBash),
                 TaskType::LocalBash,
                 description,
                 tool_use_id,
                 agent_id,
                 shell,
-            )?
+            )?)?
             .failing_with(failure);
         let env = spec
             .environment_pairs()
@@ -344,14 +344,14 @@ impl ShellExecutor {
         } else {
             Delivery::Silent
         };
-        let prepared = self.prepare(
+        let prepared = self.prepare(self.pending_state(
             id.filter(|id| id.task_type() == TaskType::LocalBash),
             TaskType::LocalBash,
             description,
             tool_use_id,
             agent_id,
             shell,
-        )?;
+        )?)?;
         let prepared = prepared.failing_with(failure);
         Ok(PendingShell {
             executor: self.clone(),
@@ -389,14 +389,14 @@ impl ShellExecutor {
             process: None,
             batch: None,
         };
-        let mut prepared = self.prepare(
+        let mut prepared = self.prepare(self.pending_state(
             None,
             TaskType::MonitorMcp,
             description,
             tool_use_id,
             agent_id,
             shell,
-        )?;
+        )?)?;
         let output_file = open_output_append(&prepared.output)?;
         let (live, pid) = match source {
             MonitorSource::Command(spec) => {
@@ -522,18 +522,9 @@ impl ShellExecutor {
         Ok(state)
     }
 
-    /// Creates the output file, opens the control channel of its run and registers the task,
-    /// under `id` if given (else a new id of `task_type`).
-    fn prepare(
-        &self,
-        id: Option<TaskId>,
-        task_type: TaskType,
-        description: String,
-        tool_use_id: Option<String>,
-        agent_id: Option<TaskId>,
-        shell: ShellState,
-    ) -> Result<Prepared, ShellError> {
-        let state = self.pending_state(id, task_type, description, tool_use_id, agent_id, shell)?;
+    /// Creates the output file of `state` (a [`pending_state`](Self::pending_state)), opens the
+    /// control channel of its run and registers the task.
+    fn prepare(&self, state: TaskState) -> Result<Prepared, ShellError> {
         let (id, output) = (state.id(), state.base.output_file.clone());
         drop(create_output_file(&output)?);
         // The control channel exists before the task is visible, so a kill that arrives while
