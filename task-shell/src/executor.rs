@@ -662,7 +662,7 @@ fn child_output(output: &Path) -> Result<OwnedFd, ShellError> {
 struct Prepared {
     id: TaskId,
     output: PathBuf,
-    control: tokio::sync::mpsc::Receiver<Control>,
+    control: crate::control::ControlReceiver,
     guard: PendingGuard,
 }
 
@@ -692,7 +692,7 @@ impl Prepared {
 
     /// Gives the id, output path and control channel to the task's run, which from now
     /// on records how the task ends.
-    fn hand_over(self) -> (TaskId, PathBuf, tokio::sync::mpsc::Receiver<Control>) {
+    fn hand_over(self) -> (TaskId, PathBuf, crate::control::ControlReceiver) {
         let Self {
             id,
             output,

@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use task_core::{EndReason, TaskId, TaskStatus};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::{BatchEngine, BatchPhase, BatchSpec};
 use crate::book::Book;
-use crate::control::{Control, Controls, Outcome};
+use crate::control::{Control, ControlReceiver, Controls, Outcome};
 use crate::output::append_line;
 use crate::process::EXIT_KILLED;
 
@@ -44,7 +44,7 @@ pub(crate) struct BatchRun {
     /// The job, once known (recorded by a predecessor, found by name, or submitted).
     pub(crate) job_id: Option<String>,
     pub(crate) output: PathBuf,
-    pub(crate) control: mpsc::Receiver<Control>,
+    pub(crate) control: ControlReceiver,
     pub(crate) outcome: watch::Sender<Option<Outcome>>,
 }
 

@@ -9,10 +9,10 @@ use std::time::Duration;
 use task_core::process::{Child, ChildStdout};
 use task_core::{EndReason, TaskId, TaskStatus};
 use tokio::io::AsyncReadExt;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 
 use crate::book::{Book, MonitorEnd};
-use crate::control::{Control, Controls, Outcome, deadline, kill_and_reap};
+use crate::control::{Control, ControlReceiver, Controls, Outcome, deadline, kill_and_reap};
 use crate::lines::LineSplitter;
 use crate::monitor::ws::{WsTarget, stream_events};
 use crate::output::{append_bytes, append_line};
@@ -61,7 +61,7 @@ pub(crate) struct MonitorRun {
     pub(crate) output_file: File,
     pub(crate) timeout: Option<Duration>,
     pub(crate) max_line_bytes: usize,
-    pub(crate) control: mpsc::Receiver<Control>,
+    pub(crate) control: ControlReceiver,
     pub(crate) outcome: watch::Sender<Option<Outcome>>,
 }
 
@@ -217,7 +217,7 @@ fn settle(book: &Book, id: TaskId, output: &Path, end: End, limit: Option<Durati
 /// Completes with the reply channel when a kill request arrives (background requests mean
 /// nothing to a monitor, which always runs in the background); never completes if the control
 /// channel closes.
-async fn wait_for_kill(control: &mut mpsc::Receiver<Control>) -> oneshot::Sender<()> {
+async fn wait_for_kill(control: &mut ControlReceiver) -> oneshot::Sender<()> {
     loop {
         match control.recv().await {
             Some(Control::Kill { done }) => return done,

@@ -7,12 +7,14 @@ use std::time::Duration;
 
 use task_core::process::Child;
 use task_core::{EndReason, TaskId, TaskStatus};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::{Instant, Interval, MissedTickBehavior, interval_at};
 
 use crate::book::Book;
 use crate::config::ShellConfig;
-use crate::control::{Control, Controls, Outcome, deadline, freeze_group, kill_and_reap};
+use crate::control::{
+    Control, ControlReceiver, Controls, Outcome, deadline, freeze_group, kill_and_reap,
+};
 use crate::growth::{Growth, Watches};
 use crate::output::{append_line, output_size, output_tail};
 use crate::process::{EXIT_KILLED, exit_code};
@@ -36,7 +38,7 @@ pub(crate) struct ShellRun {
     pub(crate) output: PathBuf,
     pub(crate) timeout: Option<Duration>,
     pub(crate) backgrounded: bool,
-    pub(crate) control: mpsc::Receiver<Control>,
+    pub(crate) control: ControlReceiver,
     pub(crate) outcome: watch::Sender<Option<Outcome>>,
 }
 
