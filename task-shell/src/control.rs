@@ -27,6 +27,75 @@ pub struct Outcome {
     pub reason: task_core::EndReason,
 }
 
+/// Makes the one outcome of a run: the end the run posts and the end its handle waits on.
+pub(crate) fn outcome_channel() -> (OutcomePost, OutcomeWait) {
+    let cell = Arc::new(OutcomeCell::default());
+    (OutcomePost(Arc::clone(&cell)), OutcomeWait(cell))
+}
+
+/// A run's outcome and its wake-up: some 150 bytes a live task, where a `watch` channel, made
+/// for many readers, cost 425.
+#[derive(Debug, Default)]
+struct OutcomeCell {
+    outcome: Mutex<Posted>,
+    posted: Notify,
+}
+
+#[derive(Debug, Default)]
+enum Posted {
+    #[default]
+    Waiting,
+    Ended(Outcome),
+    /// The run went without posting one (its runtime shut down).
+    Gone,
+}
+
+/// The end of a run's outcome that the run posts to, once.
+#[derive(Debug)]
+pub(crate) struct OutcomePost(Arc<OutcomeCell>);
+
+impl OutcomePost {
+    /// Posts the run's outcome, waking its handle's wait.
+    pub(crate) fn post(self, outcome: Outcome) {
+        self.settle(Posted::Ended(outcome));
+    }
+
+    fn settle(&self, end: Posted) {
+        if let Ok(mut posted) = self.0.outcome.lock()
+            && matches!(*posted, Posted::Waiting)
+        {
+            *posted = end;
+        }
+        self.0.posted.notify_one();
+    }
+}
+
+impl Drop for OutcomePost {
+    /// A run dropped before it posted (its runtime shut down): the wait learns it is gone.
+    fn drop(&mut self) {
+        self.settle(Posted::Gone);
+    }
+}
+
+/// The end of a run's outcome that its handle waits on.
+#[derive(Debug)]
+pub(crate) struct OutcomeWait(Arc<OutcomeCell>);
+
+impl OutcomeWait {
+    /// The run's outcome once posted; `None` if the run went without posting one.
+    pub(crate) async fn wait(&mut self) -> Option<Outcome> {
+        loop {
+            match &*self.0.outcome.lock().ok()? {
+                Posted::Waiting => {}
+                Posted::Ended(outcome) => return Some(outcome.clone()),
+                Posted::Gone => return None,
+            }
+            // A post before this wait left a permit: none is lost.
+            self.0.posted.notified().await;
+        }
+    }
+}
+
 /// A request to a running task's run (the tokio task that drives it).
 #[derive(Debug)]
 pub(crate) enum Control {
@@ -230,6 +299,37 @@ mod tests {
         assert!(!killing.await);
         controls.close(&id);
         assert!(!controls.kill(&id).await, "no run any more");
+    }
+
+    fn exited(code: i32) -> Outcome {
+        Outcome {
+            status: TaskStatus::Completed,
+            exit_code: code,
+            message: None,
+            reason: task_core::EndReason::Exited { code },
+        }
+    }
+
+    #[tokio::test]
+    async fn a_posted_outcome_reaches_a_wait_begun_before_or_after_it() {
+        let (post, mut before) = outcome_channel();
+        let waiting = tokio::spawn(async move { before.wait().await });
+        tokio::task::yield_now().await;
+        post.post(exited(3));
+        let woken = tokio::time::timeout(Duration::from_secs(30), waiting).await;
+        assert_eq!(woken.expect("woken").unwrap(), Some(exited(3)));
+
+        let (post, mut after) = outcome_channel();
+        post.post(exited(0));
+        assert_eq!(after.wait().await, Some(exited(0)));
+        assert_eq!(after.wait().await, Some(exited(0)), "read again");
+    }
+
+    #[tokio::test]
+    async fn a_run_gone_without_an_outcome_ends_the_wait_with_none() {
+        let (post, mut wait) = outcome_channel();
+        drop(post);
+        assert_eq!(wait.wait().await, None);
     }
 
     /// Polls `future` once; its output if it was ready.

@@ -9,10 +9,12 @@ use std::time::Duration;
 use task_core::process::{Child, ChildStdout};
 use task_core::{EndReason, TaskId, TaskStatus};
 use tokio::io::AsyncReadExt;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 
 use crate::book::{Book, MonitorEnd};
-use crate::control::{Control, ControlReceiver, Controls, Outcome, deadline, kill_and_reap};
+use crate::control::{
+    Control, ControlReceiver, Controls, Outcome, OutcomePost, deadline, kill_and_reap,
+};
 use crate::lines::LineSplitter;
 use crate::monitor::ws::{WsTarget, stream_events};
 use crate::output::{append_bytes, append_line};
@@ -62,7 +64,7 @@ pub(crate) struct MonitorRun {
     pub(crate) timeout: Option<Duration>,
     pub(crate) max_line_bytes: usize,
     pub(crate) control: ControlReceiver,
-    pub(crate) outcome: watch::Sender<Option<Outcome>>,
+    pub(crate) outcome: OutcomePost,
 }
 
 /// Where events go: the output file (so the watch can be read back) and the notification queue.
@@ -122,7 +124,7 @@ impl MonitorRun {
         }
         controls.close(&id);
         let result = settle(&book, id, &output, end, timeout);
-        outcome.send_replace(Some(result));
+        outcome.post(result);
     }
 }
 

@@ -7,13 +7,12 @@ use std::time::Duration;
 
 use task_core::process::Child;
 use task_core::{EndReason, TaskId, TaskStatus};
-use tokio::sync::watch;
 use tokio::time::{Instant, Interval, MissedTickBehavior, interval_at};
 
 use crate::book::Book;
 use crate::config::ShellConfig;
 use crate::control::{
-    Control, ControlReceiver, Controls, Outcome, deadline, freeze_group, kill_and_reap,
+    Control, ControlReceiver, Controls, Outcome, OutcomePost, deadline, freeze_group, kill_and_reap,
 };
 use crate::growth::{Growth, Watches};
 use crate::output::{append_line, output_size, output_tail};
@@ -39,7 +38,7 @@ pub(crate) struct ShellRun {
     pub(crate) timeout: Option<Duration>,
     pub(crate) backgrounded: bool,
     pub(crate) control: ControlReceiver,
-    pub(crate) outcome: watch::Sender<Option<Outcome>>,
+    pub(crate) outcome: OutcomePost,
 }
 
 /// The stall and size watchdogs of one task, with their schedules.
@@ -90,7 +89,7 @@ impl ShellRun {
             let end = self.run(&book, &config, &watches).await;
             controls.close(&self.id);
             let outcome = self.settle(&book, end);
-            self.outcome.send_replace(Some(outcome));
+            self.outcome.post(outcome);
         }
     }
 
