@@ -14,13 +14,12 @@ use task_core::{
 use task_output::OutputError;
 use task_output::open::{create_output_file, open_append_creating, open_output_append};
 use task_protocol::start::Placement;
-use tokio::sync::watch;
 
 use crate::batch::run::BatchRun;
 use crate::batch::{BatchEngine, BatchSpec, Engines};
 use crate::book::{Book, mark_killed};
 use crate::config::ShellConfig;
-use crate::control::{Control, Controls};
+use crate::control::{Control, Controls, outcome_channel};
 use crate::error::ShellError;
 use crate::growth::Watches;
 use crate::handle::TaskHandle;
@@ -288,7 +287,7 @@ impl ShellExecutor {
             self.controls.close(&id);
             return Err(error);
         }
-        let (outcome, _watcher) = watch::channel(None);
+        let (outcome, _watcher) = outcome_channel();
         let run = BatchRun {
             id,
             engine,
@@ -417,7 +416,7 @@ impl ShellExecutor {
             }
         };
         let (id, output, control) = prepared.hand_over();
-        let (outcome, watcher) = watch::channel(None);
+        let (outcome, watcher) = outcome_channel();
         let run = MonitorRun {
             id,
             source: live,
@@ -609,7 +608,7 @@ impl PendingShell {
         let pid = child.id();
         let stdin = child.stdin.take();
         let (id, output, control) = prepared.hand_over();
-        let (outcome, watcher) = watch::channel(None);
+        let (outcome, watcher) = outcome_channel();
         let run = ShellRun {
             id,
             child,
@@ -664,7 +663,7 @@ impl PendingBatch {
             prepared,
         } = self;
         let (id, output, control) = prepared.hand_over();
-        let (outcome, watcher) = watch::channel(None);
+        let (outcome, watcher) = outcome_channel();
         let run = BatchRun {
             id,
             engine,
@@ -696,7 +695,7 @@ fn child_output(output: &Path) -> Result<OwnedFd, ShellError> {
 struct Prepared {
     id: TaskId,
     output: PathBuf,
-    control: tokio::sync::mpsc::Receiver<Control>,
+    control: crate::control::ControlReceiver,
     guard: PendingGuard,
 }
 
@@ -726,7 +725,7 @@ impl Prepared {
 
     /// Gives the id, output path and control channel to the task's run, which from now
     /// on records how the task ends.
-    fn hand_over(self) -> (TaskId, PathBuf, tokio::sync::mpsc::Receiver<Control>) {
+    fn hand_over(self) -> (TaskId, PathBuf, crate::control::ControlReceiver) {
         let Self {
             id,
             output,
