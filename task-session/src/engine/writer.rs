@@ -319,7 +319,8 @@ pub(super) struct Books {
 /// task does not change (a live task costs no second copy of its state: 10 000 running tasks
 pub(super) struct Written {
     state: Arc<TaskState>,
-    notification: Option<Notice>,
+    /// Boxed: a live task has none, and an entry of every task held pays for its width.
+    notification: Option<Box<Notice>>,
     survives_supervisor: bool,
     /// Whether the task's end slot is reserved ([`record::reserve_end`]).
     end_reserved: bool,
@@ -329,7 +330,7 @@ impl Written {
     pub(super) fn of(state: Arc<TaskState>, record: &TaskRecord, end_reserved: bool) -> Self {
         Written {
             state,
-            notification: record.notification.clone(),
+            notification: record.notification.clone().map(Box::new),
             survives_supervisor: record.survives_supervisor,
             end_reserved,
         }
@@ -338,7 +339,7 @@ impl Written {
     /// Whether `record` holds nothing new (its start key and supervisor never change).
     pub(super) fn matches(&self, record: &TaskRecord) -> bool {
         self.survives_supervisor == record.survives_supervisor
-            && self.notification == record.notification
+            && self.notification.as_deref() == record.notification.as_ref()
             && *self.state == record.task
     }
 }
