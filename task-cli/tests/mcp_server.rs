@@ -921,6 +921,9 @@ async fn a_task_list_round_with_blocked_by() {
 struct Raw {
     stdin: tokio::process::ChildStdin,
     lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    /// Messages read while waiting for an answer, in order: a notification the server sent
+    /// before the answer is still there for [`Raw::next_message`].
+    passed: std::collections::VecDeque<Value>,
     child: tokio::process::Child,
     root: PathBuf,
 }
@@ -935,24 +938,32 @@ impl Raw {
     }
 
     async fn answer(&mut self, id: u64) -> Value {
+        if let Some(at) = self.passed.iter().position(|m| m["id"] == id) {
+            return self.passed.remove(at).unwrap();
+        }
         let read = async {
             loop {
-                let line = self
-                    .lines
-                    .next_line()
-                    .await
-                    .unwrap()
-                    .expect("server closed stdout");
-                let message: Value =
-                    serde_json::from_str(&line).expect("stdout carries JSON-RPC only");
+                let message = self.read_message().await;
                 if message["id"] == id {
                     return message;
                 }
+                self.passed.push_back(message);
             }
         };
         tokio::time::timeout(DEADLINE, read)
             .await
             .expect("no answer")
+    }
+
+    /// The next line the server writes, as JSON (waiting as long as it takes).
+    async fn read_message(&mut self) -> Value {
+        let line = self
+            .lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("server closed stdout");
+        serde_json::from_str(&line).expect("stdout carries JSON-RPC only")
     }
 
     async fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
@@ -984,6 +995,7 @@ fn raw_spawn(root: &Path) -> Raw {
     Raw {
         stdin: child.stdin.take().unwrap(),
         lines: BufReader::new(child.stdout.take().unwrap()).lines(),
+        passed: std::collections::VecDeque::new(),
         child,
         root: root.to_owned(),
     }
@@ -1011,14 +1023,14 @@ async fn raw_server_for(root: &Path, client: &str) -> Raw {
 }
 
 impl Raw {
-    /// The next line the server writes, as JSON.
+    /// The next message the server wrote that no answer took, as JSON.
     async fn next_message(&mut self) -> Value {
-        let line = tokio::time::timeout(DEADLINE, self.lines.next_line())
+        if let Some(message) = self.passed.pop_front() {
+            return message;
+        }
+        tokio::time::timeout(DEADLINE, self.read_message())
             .await
             .expect("no answer")
-            .unwrap()
-            .expect("server closed stdout");
-        serde_json::from_str(&line).expect("stdout carries JSON-RPC only")
     }
 }
 
