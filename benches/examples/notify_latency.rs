@@ -11,9 +11,12 @@
 //!    printed beside it).
 //! 3. `tasks notifications --follow --format json`, started before the tasks, which are started
 //!    with `tasks run -- CMD`: the arrival of a line is the delivery.
-//! 4. The same with 1 000 tasks planned to end at one instant (`together`): the latency of a
-//!    burst of ends, each still from its own recorded end; and 1 000 ending together delivered
-//!    as channel events by `tasks mcp --deliver channel` (`channel_together`).
+//! 4. The same with 1 000 tasks ending at one instant (`together`): the latency of a burst of
+//!    ends, each still from its own recorded end; and 1 000 ending together delivered as
+//!    channel events by `tasks mcp --deliver channel` (`channel_together`). These tasks do not
+//!    sleep: each waits to read a line from a FIFO (its gate), which the bench fills with one
+//!    line per task a second after the last start was answered, so every end comes after
+//!    every start, however slow the starts were.
 //!
 //! `TASKS_BENCH_MODES=follow,together` runs only the modes named (`channel`, `channel50`,
 //! `result`, `follow`, `together`, `channel_together`).
@@ -311,15 +314,17 @@ impl Run {
         self.work.path().join(format!("end-{n}"))
     }
 
-    /// The command of task `n`: sleeps until its planned end, then writes the time.
+    /// The command of task `n`: sleeps until its planned end (or waits at the plan's gate),
+    /// then writes the time.
     fn task_command(&self, n: usize, plan: &Plan) -> String {
-        let sleep = plan.sleep_of(n);
-        format!(
-            "sleep {}.{:03}; date +%s%N > '{}'",
-            sleep.as_secs(),
-            sleep.subsec_millis(),
-            self.marker(n).display()
-        )
+        let wait = match &plan.gate {
+            Some(gate) => format!("read -r go < '{}'", gate.path.display()),
+            None => {
+                let sleep = plan.sleep_of(n);
+                format!("sleep {}.{:03}", sleep.as_secs(), sleep.subsec_millis())
+            }
+        };
+        format!("{wait}; date +%s%N > '{}'", self.marker(n).display())
     }
 
     /// The end task `n` wrote.
@@ -437,36 +442,82 @@ fn kill(pid: i32) {
     }
 }
 
-/// When the tasks are to end: the first at `first_end`, then one every `gap` (zero: all
-/// together).
+/// When the tasks are to end: the first at `first_end`, then one every `gap`; or, with a
+/// `gate`, all together once every start is answered.
 struct Plan {
     first_end: Instant,
     gap: Duration,
+    gate: Option<Gate>,
+}
+
+/// What the tasks of a burst wait at: a FIFO each reads a line from. The bench holds it open
+/// for reading and writing (so no task's open of it blocks) and opens the gate by writing one
+/// line per task in one write: every task waiting wakes at once, and one that reaches the gate
+/// later still finds its line.
+struct Gate {
+    path: PathBuf,
+    held: File,
+}
+
+/// How long the supervisor is given, after the last start was answered, to write every start
+/// (its `running` records) before a gate opens.
+const GATE_SETTLE: Duration = Duration::from_secs(1);
+
+impl Gate {
+    fn new(dir: &Path) -> Result<Self> {
+        let path = dir.join("gate");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )?;
+        let held = File::options().read(true).write(true).open(&path)?;
+        Ok(Self { path, held })
+    }
+
+    /// Lets `count` tasks through.
+    fn open(&mut self, count: usize) -> Result<()> {
+        self.held.write_all(&vec![b'\n'; count])?;
+        Ok(())
+    }
 }
 
 impl Plan {
     /// Once the `count` starts (begun at `started`) are in: how long they took and how far
-    /// they ran past the first end, the deadline of the deliveries, and the CPU meter of the
-    /// delivering process `pid`.
+    /// they ran past the first end (a gate opens only now, after [`GATE_SETTLE`]), the
+    /// deadline of the deliveries, and the CPU meter of the delivering process `pid`.
     fn started(
-        &self,
+        &mut self,
         started: Instant,
         count: usize,
         pid: u32,
     ) -> Result<((Duration, Duration), Instant, Cpu)> {
-        let starts = (
-            started.elapsed(),
-            Instant::now().saturating_duration_since(self.first_end),
-        );
-        Ok((starts, self.deadline(count), Cpu::start(pid)?))
+        let starts = started.elapsed();
+        let cpu = Cpu::start(pid)?;
+        let overlap = match &mut self.gate {
+            Some(gate) => {
+                std::thread::sleep(GATE_SETTLE);
+                self.first_end = Instant::now();
+                gate.open(count)?;
+                Duration::ZERO
+            }
+            None => Instant::now().saturating_duration_since(self.first_end),
+        };
+        Ok(((starts, overlap), self.deadline(count), cpu))
     }
 
-    /// Ends start `lead` from now, one every `gap`.
-    fn new(lead: Duration, gap: Duration) -> Self {
-        Self {
+    /// Ends start `lead` from now, one every `gap`; a zero `gap` puts every end behind a gate
+    /// in `dir`, opened once every start is answered.
+    fn new(lead: Duration, gap: Duration, dir: &Path) -> Result<Self> {
+        Ok(Self {
             first_end: Instant::now() + lead,
             gap,
-        }
+            gate: if gap.is_zero() {
+                Some(Gate::new(dir)?)
+            } else {
+                None
+            },
+        })
     }
 
     fn end_of(&self, n: usize) -> Instant {
@@ -766,7 +817,11 @@ fn mcp_mode(tasks: &Path, count: usize, args: &[&str], via: Via, gap: Duration) 
     let mut deliveries = Deliveries::default();
     let mut ids = Vec::with_capacity(count);
     // An MCP start answers in a few ms; ends begin once every start is in.
-    let plan = Plan::new(Duration::from_millis(1000 + 10 * count as u64), gap);
+    let mut plan = Plan::new(
+        Duration::from_millis(1000 + 10 * count as u64),
+        gap,
+        run.work.path(),
+    )?;
     let started = Instant::now();
     for n in 0..count {
         let command = run.task_command(n, &plan);
@@ -869,7 +924,11 @@ fn follow_mode(tasks: &Path, count: usize, gap: Duration) -> Result<Outcome> {
     let mut deliveries = Deliveries::default();
     let mut ids = Vec::with_capacity(count);
     // A `tasks run` process takes a few ms (the first one starts the supervisor).
-    let plan = Plan::new(Duration::from_millis(1500 + 15 * count as u64), gap);
+    let mut plan = Plan::new(
+        Duration::from_millis(1500 + 15 * count as u64),
+        gap,
+        run.work.path(),
+    )?;
     let started = Instant::now();
     for n in 0..count {
         let command = run.task_command(n, &plan);

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use task_core::{
-    AgentState, AgentUsage, Delivery, EndReason, Priority, Registry, TaskId, TaskKind, TaskState,
-    TaskStatus, UpdateOutcome, Worktree,
+    AgentState, AgentUsage, EndReason, Registry, TaskId, TaskKind, TaskState, TaskStatus,
+    UpdateOutcome, Worktree,
 };
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
@@ -424,12 +424,8 @@ impl Drive {
             agent_count: None,
         };
         let notification = agent_notification(state, end, usage, self.record.runner.resumes());
-        let delivery = if self.record.silent {
-            Delivery::Silent
-        } else {
-            Delivery::Queue(Priority::Later)
-        };
-        self.registry.notify_once(&self.id, notification, delivery);
+        self.registry
+            .notify_once(&self.id, notification, self.record.delivery());
         self.registry.kill_tasks_for_agent(self.id).await;
         // After the notice, which the end's record waits for.
         if let Some(worktree) = unchanged {
@@ -488,14 +484,9 @@ impl Drive {
         }
     }
 
-    /// How many tasks this agent owns that are still running.
+    /// How many tasks this agent owns that are still running or waiting (queued ones too).
     fn live_tasks(&self) -> usize {
-        let me = self.id;
-        self.registry
-            .snapshot()
-            .iter()
-            .filter(|s| !s.status().is_terminal() && s.owner_agent_id() == Some(me))
-            .count()
+        self.registry.live_tasks_of(self.id).len()
     }
 
     /// A `task_progress` saying the turn is over but the agent waits for its own tasks.

@@ -20,7 +20,7 @@ use crate::config::AgentConfig;
 use crate::drive::Drive;
 use crate::error::AgentError;
 use crate::format::{CliFormat, DetectingParser};
-use crate::notify::stopped_notification;
+use crate::notify::{RunEnd, agent_notification, stopped_notification};
 use crate::progress::ProgressTracker;
 use crate::record::{AgentRecord, Control};
 use crate::runner::{AgentRunner, AgentSession, AgentSpec};
@@ -156,7 +156,7 @@ impl PendingAgent {
         let guard = self.record.lifecycle.lock().await;
         let started = self.record.runner.start(&self.record.spec).await;
         self.executor
-            .launch(&self.record, self.handle.id, started, guard)
+            .launch(&self.record, self.handle.id, started, guard, RunOf::Started)
             .await?;
         Ok(self.handle.clone())
     }
@@ -419,6 +419,7 @@ impl AgentExecutor {
                 .budget
                 .or(self.inner.config.default_budget)
                 .filter(|budget| !budget.is_unlimited()),
+            batch: unsubmitted_job(request.runner.as_ref(), &handle.transcript),
             ..AgentState::default()
         };
         let mut task = TaskState::new(
@@ -511,14 +512,16 @@ impl AgentExecutor {
     }
 
     /// Follows again the run of `previous` (its last recorded state), which a dead supervisor
-    /// left running as a batch job ([`AgentState::batch`]): registered as recorded, its job
-    /// followed and its transcript read from where the job's output begins (its progress and
-    /// tokens counted again from there), its end recorded and notified once. Nothing is
-    /// submitted. The returned start follows it; `request` is how it was started (its runner
-    /// must be one that places it on that batch system).
+    /// left live as a batch job ([`AgentState::batch`]; a job whose id it did not live to
+    /// record is found by its name): registered as recorded, its job followed and its
+    /// transcript read from where the job's output begins (its progress and tokens counted
+    /// again from there), its end recorded and notified once. Nothing is submitted. The
+    /// returned start follows it; `request` is how it was started (its runner must be one that
+    /// places it on that batch system). A job that cannot be followed ends the agent `failed`
+    /// saying why, notified.
     ///
     /// # Errors
-    /// [`AgentError::NotAnAgent`] for another task type, or an agent that is not running as a
+    /// [`AgentError::NotAnAgent`] for another task type, or an agent that is not live as a
     /// batch job; registration errors.
     pub fn follow_again(
         &self,
@@ -533,7 +536,7 @@ impl AgentExecutor {
             return Err(AgentError::NotAnAgent(id));
         };
         let job = match &agent.batch {
-            Some(job) if previous.status() == TaskStatus::Running => (**job).clone(),
+            Some(job) if !previous.status().is_terminal() => (**job).clone(),
             _ => return Err(AgentError::NotAnAgent(id)),
         };
         let record = self.record_of(previous, agent, &request);
@@ -547,7 +550,9 @@ impl AgentExecutor {
         Ok(async move {
             let guard = record.lifecycle.lock().await;
             let followed = record.runner.follow(&record.spec, &job).await;
-            executor.launch(&record, id, followed, guard).await
+            executor
+                .launch(&record, id, followed, guard, RunOf::TakenOver)
+                .await
         })
     }
 
@@ -589,12 +594,13 @@ impl AgentExecutor {
             return Err(AgentError::ResumeUnsupported(record.runner.name()));
         }
         let session_id = record.session_id().ok_or(AgentError::NoSession(id))?;
-        let previous = self.register_resumed(id, current.as_deref(), tool_use_id)?;
+        let previous = self.register_resumed(&record, id, current.as_deref(), tool_use_id)?;
         let resumed = record
             .runner
             .resume(&record.spec, &session_id, message)
             .await;
-        self.launch(&record, id, resumed, guard).await?;
+        self.launch(&record, id, resumed, guard, RunOf::Started)
+            .await?;
         Ok(SendOutcome::Resumed {
             handle: self.handle(id),
             previous,
@@ -638,7 +644,8 @@ impl AgentExecutor {
             self.inner.config.transcript_poll,
         ));
         let guard = record.lifecycle.lock().await;
-        self.launch(&record, id, Ok(session), guard).await?;
+        self.launch(&record, id, Ok(session), guard, RunOf::Started)
+            .await?;
         Ok(handle)
     }
 
@@ -660,20 +667,28 @@ impl AgentExecutor {
     }
 
     /// Marks the run running and starts following it; a failed start fails the task silently.
+    /// Runs the session `started` of agent `id` (or records why it did not start).
     async fn launch(
         &self,
         record: &Arc<AgentRecord>,
         id: TaskId,
         started: Result<Box<dyn AgentSession>, AgentError>,
         mut run_counter: tokio::sync::MutexGuard<'_, u64>,
+        run: RunOf,
     ) -> Result<(), AgentError> {
         let registry = &self.inner.registry;
+        let taken_over = run == RunOf::TakenOver;
         let session = match started {
             Ok(session) => session,
             Err(error) => {
-                let message = error.to_string();
-                let _ = registry.transition_with(&id, TaskStatus::Failed, |state| {
-                    state.base.notified = true;
+                // A start that fails is told to its caller; a run taken over has no caller
+                // left, so its end is notified.
+                let message = match taken_over {
+                    true => format!("its batch job cannot be followed again: {error}"),
+                    false => error.to_string(),
+                };
+                let failed = registry.transition_with(&id, TaskStatus::Failed, |state| {
+                    state.base.notified = !taken_over;
                     state.base.end_reason = Some(EndReason::SpawnFailed {
                         error: message.clone(),
                     });
@@ -681,6 +696,15 @@ impl AgentExecutor {
                         agent.error = Some(message.clone());
                     }
                 });
+                if let (true, Ok(state)) = (taken_over, &failed) {
+                    let end = RunEnd::Failed {
+                        error: message.clone(),
+                        reason: EndReason::SpawnFailed { error: message },
+                    };
+                    let usage = task_core::AgentUsage::default();
+                    let notice = agent_notification(state, &end, usage, record.runner.resumes());
+                    registry.notify_once(&id, notice, record.delivery());
+                }
                 blocking(|| settle_worktree(registry, &self.inner.worktrees, &id));
                 return Err(error);
             }
@@ -692,10 +716,10 @@ impl AgentExecutor {
                 agent.batch.clone_from(&batch);
             }
         };
-        let taken_over = registry
+        let already_running = registry
             .get(&id)
             .is_some_and(|state| state.status() == TaskStatus::Running);
-        if taken_over {
+        if already_running {
             // Registered running, as its dead supervisor left it: its run goes on.
             registry.update(&id, |current| {
                 let mut next = current.clone();
@@ -735,6 +759,7 @@ impl AgentExecutor {
     /// how the previous run ended.
     fn register_resumed(
         &self,
+        record: &AgentRecord,
         id: TaskId,
         previous: Option<&TaskState>,
         tool_use_id: Option<String>,
@@ -755,6 +780,8 @@ impl AgentExecutor {
                 turns_used: 0,
                 ..budget
             }),
+            // Its last run's job is over; this run's is not submitted yet.
+            batch: unsubmitted_job(record.runner.as_ref(), &record.spec.transcript),
             ..(**agent).clone()
         };
         let mut task = TaskState::new(
@@ -999,8 +1026,7 @@ impl Task for AgentTask {
     /// An agent whose run is a batch job outlives its supervisor: the job runs on, and the
     /// next supervisor follows it again ([`AgentExecutor::follow_again`]).
     fn survives_supervisor(&self, task: &TaskState) -> bool {
-        matches!(&task.kind, TaskKind::Agent(agent)
-            if agent.batch.as_ref().is_some_and(|job| job.job_id.is_some()))
+        matches!(&task.kind, TaskKind::Agent(agent) if agent.batch.is_some())
     }
 
     fn reap_orphan(&self, orphan: &TaskState) -> Result<(), KillError> {
@@ -1022,6 +1048,26 @@ impl Task for AgentTask {
         }
         killed
     }
+}
+
+/// The batch job a run of `runner` is to be, before it is submitted (`None` for a runner
+/// that runs agents on this machine): on its batch system, its output beginning where
+/// `transcript` ends now.
+fn unsubmitted_job(
+    runner: &dyn AgentRunner,
+    transcript: &Path,
+) -> Option<Box<task_core::BatchJob>> {
+    let mut job = task_core::BatchJob::new(runner.batch_engine()?);
+    job.output_from = std::fs::metadata(transcript).ok().map(|m| m.len());
+    Some(Box::new(job))
+}
+
+/// Whose run [`AgentExecutor::launch`] runs: a start or a resume, whose failure its caller is
+/// told, or a run a dead supervisor left, whose failure nobody else hears of (notified).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunOf {
+    Started,
+    TakenOver,
 }
 
 /// The main session's "runner": it has no process, so it cannot start or resume anything.

@@ -69,6 +69,14 @@ impl AgentRecord {
         }
     }
 
+    /// How its end is delivered: queued for the model, or silently when it is silent.
+    pub(crate) fn delivery(&self) -> task_core::Delivery {
+        match self.silent {
+            true => task_core::Delivery::Silent,
+            false => task_core::Delivery::Queue(task_core::Priority::Later),
+        }
+    }
+
     /// The state kept by [`set_adopted`](Self::set_adopted), once.
     pub(crate) fn take_adopted(&self) -> Option<task_core::TaskState> {
         self.adopted.lock().ok().and_then(|mut s| s.take())

@@ -102,6 +102,13 @@ pub trait AgentRunner: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// The batch system its runs are jobs of (`slurm`), if any: an agent's state names it
+    /// from its registration on, so that a supervisor that dies before it records the job's
+    /// id leaves a run the next one can find by name. Default: none (runs on this machine).
+    fn batch_engine(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Starts a new session with `spec.prompt` as its first turn.
     async fn start(&self, spec: &AgentSpec) -> Result<Box<dyn AgentSession>, AgentError>;
 
@@ -114,7 +121,8 @@ pub trait AgentRunner: Send + Sync + std::fmt::Debug {
     ) -> Result<Box<dyn AgentSession>, AgentError>;
 
     /// Follows again the run of `spec` that an earlier supervisor started as batch job `job`
-    /// ([`AgentSession::batch`]) and that outlived it: nothing is started. Default: a runner
+    /// ([`AgentSession::batch`]; its id unknown when that supervisor died before recording it)
+    /// and that outlived it: nothing is started. Default: a runner
     /// whose runs die with their supervisor has none to follow
     /// ([`AgentError::NotPlaceable`]).
     async fn follow(

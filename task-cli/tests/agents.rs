@@ -701,20 +701,9 @@ fn an_agent_cli_that_cannot_be_spawned_refuses_the_start_and_leaves_no_task() {
     );
 }
 
-/// The supervisor's pid and how many tasks it holds in memory, asked through the session
-/// layer (the tasks binary's own supervisor if none is running).
+/// The supervisor's pid and how many tasks it holds in memory ([`support::supervisor_memory`]).
 fn supervisor_memory(sandbox: &Sandbox) -> (u32, usize) {
-    use task_session::client::SupervisorCommand;
-    use task_session::config::Config;
-    use task_session::paths::SessionPaths;
-    use task_session::session::Session;
-    let paths = SessionPaths::new(sandbox.root().to_path_buf(), "default").unwrap();
-    let config = Config::load(&paths.config()).unwrap();
-    let session = Session::with_config(paths, config).with_supervisor(SupervisorCommand {
-        program: env!("CARGO_BIN_EXE_tasks").into(),
-        args: vec!["__supervise".into()],
-    });
-    session.ping().unwrap()
+    support::supervisor_memory(sandbox.root())
 }
 
 /// Waits until the session's supervisor, which lives on, holds no task in memory.

@@ -13,6 +13,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use support::agent_sandbox::Sandbox;
+use support::gate::Gate;
 use support::hooks::{appending_hook, assert_hooked_once, hook_lines, hooked};
 use support::{eventually, fake_agent, is_alive, sigkill};
 
@@ -843,4 +844,56 @@ fn the_configured_budget_ends_an_agent_and_a_teammate_started_without_one() {
     assert_eq!(reason["reason"], "budget_exceeded", "{record}");
     assert_eq!(reason["limit"], "turns", "{record}");
     assert_eq!(reason["max"], 3, "{record}");
+}
+
+#[test]
+fn shells_that_end_together_are_each_told_only_the_daemons_they_left() {
+    const SHELLS: usize = 6;
+    let sandbox = Sandbox::for_agents();
+    let mut gate = Gate::new(sandbox.root());
+    let started: Vec<(String, std::path::PathBuf)> = (0..SHELLS)
+        .map(|n| {
+            let file = sandbox.path(&format!("daemon{n}.pid"));
+            let f = file.display();
+            let command = format!(
+                "setsid sh -c 'echo $$ > {f}.new; mv {f}.new {f}; exec sleep 31{n}' & \
+                 until [ -s {f} ]; do sleep 0.01; done; {}",
+                gate.wait()
+            );
+            (sandbox.started(&["run", "--", &command]), file)
+        })
+        .collect();
+    let pids: Vec<i32> = started
+        .iter()
+        .map(|(_, file)| {
+            eventually("a daemon's pid", || {
+                std::fs::read_to_string(file).ok()?.trim().parse().ok()
+            })
+        })
+        .collect();
+    // Every end at once: the supervisor looks for what they left in one look.
+    gate.open(SHELLS);
+    let ids: Vec<&str> = started.iter().map(|(id, _)| id.as_str()).collect();
+    let waited = sandbox.run(&[&["wait", "--no-deliver"][..], ids.as_slice()].concat());
+    assert_eq!(waited.status.code(), Some(0));
+    for ((id, _), pid) in started.iter().zip(&pids) {
+        let record = sandbox.record(id);
+        let strays: Vec<i64> = record["strays"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{id} left its daemon: {record}"))
+            .iter()
+            .map(|stray| stray["pid"].as_i64().unwrap())
+            .collect();
+        assert_eq!(strays, [i64::from(*pid)], "{record}");
+        let summary = record["notification"]["notification"]["summary"].to_string();
+        assert!(
+            summary.contains(&format!("left 1 process running: {pid} `sleep 31")),
+            "{record}"
+        );
+    }
+    assert_eq!(sandbox.json(&["strays"]).as_array().unwrap().len(), SHELLS);
+    sandbox.ok(&["kill", "--all-strays"]);
+    for pid in pids {
+        eventually("the stray gone", || (!is_alive(pid)).then_some(()));
+    }
 }

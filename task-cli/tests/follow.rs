@@ -1,21 +1,86 @@
-//! `tasks notifications --follow` delivers an end when the task's record lands, not at its poll:
-//! with a poll period of ten minutes, only the watch on the tasks directory can wake it.
+//! `tasks notifications --follow` delivers an end when the task's record lands, and an event
+//! when it is published, not at its poll: with a poll period of ten minutes, only the watch on
+//! the tasks directory and on the pending events can wake it. A burst of ends is delivered
+//! once each, however many followers share the session.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::process::Stdio;
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::gate::Gate;
 use support::root::TasksRoot;
 
 /// Longer than the test may take: a follower that only polled would deliver nothing after its
 /// first look.
 const NEVER_MS: &str = "600000";
+
+/// A `tasks notifications --follow --format json` that never polls, and its lines.
+struct Follower {
+    child: Child,
+    lines: mpsc::Receiver<Value>,
+    reader: Option<JoinHandle<()>>,
+}
+
+impl Follower {
+    fn start(root: &TasksRoot) -> Self {
+        let mut child = root
+            .command(&["notifications", "--follow", "--format", "json"])
+            .env("TASKS_POLL_MS", NEVER_MS)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (send, lines) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if send.send(serde_json::from_str(&line).unwrap()).is_err() {
+                    return;
+                }
+            }
+        });
+        Self {
+            child,
+            lines,
+            reader: Some(reader),
+        }
+    }
+
+    /// The next notification it prints before `deadline`, if any.
+    fn next(&self, deadline: Instant) -> Option<Value> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.lines.recv_timeout(left).ok()
+    }
+
+    /// Stops it (killed by its pid) and returns what it printed that was not read yet.
+    fn stop(mut self) -> Vec<Value> {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.reader.take().unwrap().join().unwrap();
+        self.lines.try_iter().collect()
+    }
+}
+
+/// The task id of a printed notification.
+fn task_of(notice: &Value) -> String {
+    notice["taskId"].as_str().unwrap().to_owned()
+}
+
+/// How many times each task was delivered.
+fn counted<'a>(notices: impl IntoIterator<Item = &'a Value>) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for notice in notices {
+        *counts.entry(task_of(notice)).or_default() += 1;
+    }
+    counts
+}
 
 #[test]
 fn a_follower_delivers_each_end_once_as_its_record_lands_without_waiting_for_its_poll() {
@@ -24,46 +89,92 @@ fn a_follower_delivers_each_end_once_as_its_record_lands_without_waiting_for_its
     // follower's first look, the others only through the watch.
     let first = root.ok(&["run", "--", "true"]).trim().to_owned();
     root.ok(&["wait", "--no-deliver", &first]);
-    let mut follower = root
-        .command(&["notifications", "--follow", "--format", "json"])
-        .env("TASKS_POLL_MS", NEVER_MS)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (send, lines) = mpsc::channel();
-    let stdout = follower.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            if send.send(line).is_err() {
-                return;
-            }
-        }
-    });
+    let follower = Follower::start(&root);
     let mut ids = vec![first];
     ids.extend((0..3).map(|_| root.ok(&["run", "--", "true"]).trim().to_owned()));
 
-    let mut delivered: BTreeMap<String, usize> = BTreeMap::new();
+    let mut delivered = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !ids.iter().all(|id| delivered.contains_key(id)) {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let line = lines
-            .recv_timeout(left)
-            .unwrap_or_else(|_| panic!("delivered by the deadline: {delivered:?} of {ids:?}"));
-        let notice: Value = serde_json::from_str(&line).unwrap();
-        *delivered
-            .entry(notice["taskId"].as_str().unwrap().to_owned())
-            .or_default() += 1;
+    while !ids
+        .iter()
+        .all(|id| delivered.iter().any(|n| task_of(n) == *id))
+    {
+        let notice = follower
+            .next(deadline)
+            .unwrap_or_else(|| panic!("delivered by the deadline: {delivered:?} of {ids:?}"));
+        delivered.push(notice);
     }
-    follower.kill().unwrap();
-    follower.wait().unwrap();
-    reader.join().unwrap();
-    for line in lines.try_iter() {
-        let notice: Value = serde_json::from_str(&line).unwrap();
-        *delivered
-            .entry(notice["taskId"].as_str().unwrap().to_owned())
-            .or_default() += 1;
+    delivered.extend(follower.stop());
+    let expected: BTreeMap<String, usize> = ids.iter().map(|id| (id.clone(), 1)).collect();
+    assert_eq!(
+        counted(&delivered),
+        expected,
+        "each end delivered exactly once"
+    );
+}
+
+/// Tasks in the burst test.
+const BURST: usize = 100;
+
+#[test]
+fn a_burst_of_ends_is_delivered_once_each_between_two_followers_woken_by_their_watches() {
+    let root = TasksRoot::new();
+    let mut gate = Gate::new(root.root());
+    let ids: Vec<String> = (0..BURST)
+        .map(|_| root.ok(&["run", "--", &gate.wait()]).trim().to_owned())
+        .collect();
+    let followers = [Follower::start(&root), Follower::start(&root)];
+    gate.open(BURST);
+
+    let mut delivered = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while counted(&delivered).len() < BURST {
+        let got = followers
+            .iter()
+            .find_map(|follower| follower.next(Instant::now() + Duration::from_millis(10)));
+        delivered.extend(got);
+        assert!(
+            Instant::now() < deadline,
+            "delivered by the deadline: {} of {BURST}",
+            counted(&delivered).len()
+        );
+    }
+    for follower in followers {
+        delivered.extend(follower.stop());
     }
     let expected: BTreeMap<String, usize> = ids.iter().map(|id| (id.clone(), 1)).collect();
-    assert_eq!(delivered, expected, "each end delivered exactly once");
+    assert_eq!(
+        counted(&delivered),
+        expected,
+        "each end delivered exactly once"
+    );
+}
+
+#[test]
+fn a_monitor_s_event_wakes_a_follower_that_never_polls() {
+    let root = TasksRoot::new();
+    let mut gate = Gate::new(root.root());
+    let command = format!("{}; echo tick; exec sleep 300", gate.wait());
+    let monitor = root.ok(&["monitor", "--persistent", "--", &command]);
+    let monitor = monitor.lines().next().unwrap().trim().to_owned();
+    let first = root.ok(&["run", "--", "true"]).trim().to_owned();
+    root.ok(&["wait", "--no-deliver", &first]);
+    let follower = Follower::start(&root);
+    // Its first look delivered `first`: its watch is up (it is made before that look), and
+    // the event can only come through the watch on `events/pending/`.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let seen = follower.next(deadline).expect("the first look's delivery");
+    assert_eq!(task_of(&seen), first, "{seen}");
+    gate.open(1);
+    let event = follower
+        .next(deadline)
+        .expect("the monitor's event delivered by the deadline");
+    assert_eq!(task_of(&event), monitor, "{event}");
+    assert_eq!(event["notification"]["event"], "tick", "{event}");
+    root.ok(&["kill", &monitor]);
+    let rest = follower.stop();
+    assert!(
+        rest.iter().all(|n| !n["notification"]["event"].is_string()),
+        "delivered once: {rest:?}"
+    );
 }

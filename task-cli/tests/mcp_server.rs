@@ -91,7 +91,12 @@ impl Server {
     /// A server whose environment also has `env`.
     async fn start_with_env(env: &[(&str, &str)]) -> Self {
         let root = tempfile::tempdir().unwrap();
-        let mut command = tasks_command(root.path(), &["mcp", "--watch-ms", "50"]);
+        Self::launch(root, &["mcp", "--watch-ms", "50"], env).await
+    }
+
+    /// `tasks ARGS` on `root`, with `env`, as a connected server.
+    async fn launch(root: tempfile::TempDir, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut command = tasks_command(root.path(), args);
         command.envs(env.iter().copied());
         let transport = TokioChildProcess::new(command).unwrap();
         let pid = transport.id();
@@ -742,6 +747,54 @@ async fn a_completion_is_pushed_once_and_delivered_once() {
     // The claim is the cross-process one: `tasks notifications` has nothing left either.
     assert!(!server.cli_notifications().await.contains(&id));
     assert_eq!(server.pushes_about(&id).len(), 1);
+}
+
+#[tokio::test]
+async fn a_monitor_event_is_pushed_at_once_by_a_watcher_that_never_looks_at_the_whole_session() {
+    // The session's directories exist before the server: its watcher watches them from its
+    // first look on, and makes no other whole look for ten minutes.
+    let root = tempfile::tempdir().unwrap();
+    SessionPaths::new(root.path(), "default")
+        .unwrap()
+        .create_dirs()
+        .unwrap();
+    let server = Server::launch(root, &["mcp", "--watch-ms", "600000"], &[]).await;
+    // Announced once the watcher's first look is behind it (by that look, or by its watch).
+    let first = server.background("true", "first").await;
+    support::eventually_async("the first end pushed", async || {
+        server.pushes_about(&first).into_iter().next()
+    })
+    .await;
+    let gate = server.root.path().join("emit");
+    let command = format!(
+        "while [ ! -e '{}' ]; do sleep 0.02; done; echo tick; exec sleep 300",
+        gate.display()
+    );
+    let started = server
+        .call(
+            "Monitor",
+            json!({"description": "ticks", "timeout_ms": 60_000, "persistent": false, "command": command}),
+        )
+        .await;
+    let id = structured(&started)["taskId"].as_str().unwrap().to_owned();
+    std::fs::write(&gate, "").unwrap();
+    // No record changes with an event: only the watch on `events/pending/` finds it.
+    let event = support::eventually_async("the event pushed", async || {
+        let pushes = server.pushes_about(&id);
+        pushes.into_iter().find(|push| push["event"].is_string())
+    })
+    .await;
+    assert_eq!(event["event"], "tick", "{event}");
+    assert_eq!(
+        event["delivered"], false,
+        "announced, delivered in a result"
+    );
+    let result = server.call("TaskList", json!({})).await;
+    let ticks: Vec<String> = envelopes_about(&result, &id)
+        .into_iter()
+        .filter(|envelope| envelope.contains("<event>tick</event>"))
+        .collect();
+    assert_eq!(ticks.len(), 1, "{result:?}");
 }
 
 #[tokio::test]

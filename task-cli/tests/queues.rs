@@ -244,6 +244,79 @@ fn a_queued_task_killed_before_its_turn_never_runs_and_is_settled_once() {
 }
 
 #[test]
+fn a_queued_shell_is_its_record_and_kept_start_only_until_its_turn() {
+    let queues = Queues::new();
+    queues.set_parallel("one", 1);
+    let blocker = queues.blocker("one");
+    let ran = queues.file("ran");
+    let queued: Vec<String> = (1..=3)
+        .map(|n| queues.run(&["--group", "one"], &format!("echo {n} >> {ran}")))
+        .collect();
+    // The supervisor holds the running blocker only: each waiting task is its record
+    // (`pending`, queued) and its kept start, on disk, and no executor state.
+    let kept = |id: &str| queues.root.path(&format!("default/tasks/{id}.queued.json"));
+    let (pid, registered) = support::supervisor_memory(queues.root.root());
+    assert_eq!(registered, 1, "only the blocker is registered");
+    for (index, id) in queued.iter().enumerate() {
+        let task = queues.task(id);
+        assert_eq!(task["status"], "pending", "{task}");
+        assert_eq!(task["queuePosition"], index + 1, "{task}");
+        assert!(kept(id).exists(), "{id}: its start is kept");
+        assert_eq!(
+            queues.root.ok(&["output", id]),
+            "",
+            "its output reads empty"
+        );
+    }
+    queues.release(&blocker);
+    queues.wait(&queued);
+    for id in &queued {
+        let task = queues.task(id);
+        assert_eq!(task["status"], "completed", "{task}");
+        assert_eq!(task["queue"]["group"], "one", "{task}");
+        assert!(
+            !kept(id).exists(),
+            "{id}: its kept start is gone once it ran"
+        );
+    }
+    assert_eq!(queues.read("ran"), "1\n2\n3\n", "each once, in their order");
+    assert_eq!(
+        support::supervisor_memory(queues.root.root()).0,
+        pid,
+        "one supervisor throughout"
+    );
+}
+
+#[test]
+fn a_queued_shell_whose_directory_is_gone_at_its_turn_ends_failed_without_running() {
+    let queues = Queues::new();
+    queues.set_parallel("one", 1);
+    let blocker = queues.blocker("one");
+    let dir = queues.root.path("workdir");
+    std::fs::create_dir(&dir).unwrap();
+    let ran = queues.file("ran");
+    let mut run = queues
+        .root
+        .command(&["run", "--group", "one", "--", &format!("touch {ran}")]);
+    let out = run.current_dir(&dir).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let queued = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert_eq!(queues.task(&queued)["status"], "pending");
+    std::fs::remove_dir(&dir).unwrap();
+    queues.release(&blocker);
+    queues.wait(&[blocker, queued.clone()]);
+    let task = queues.task(&queued);
+    assert_eq!(task["status"], "failed", "{task}");
+    assert_eq!(task["endReason"]["reason"], "spawn_failed", "{task}");
+    assert!(!queues.root.path("ran").exists(), "it ran");
+    assert_eq!(
+        queues.delivered().get(&queued),
+        Some(&1),
+        "its end is notified once"
+    );
+}
+
+#[test]
 fn a_task_holds_its_end_slot_only_from_its_turn_to_its_end() {
     let queues = Queues::new();
     queues.set_parallel("one", 1);

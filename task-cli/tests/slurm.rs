@@ -1027,3 +1027,126 @@ fn an_agent_on_slurm_is_followed_again_after_its_supervisor_died_and_ends_once()
     assert_eq!(cluster.delivered(&id), 1);
     assert_eq!(Cluster::jobs_named(&id), [job], "exactly one job");
 }
+
+#[test]
+fn an_agent_whose_job_id_its_dead_supervisor_did_not_record_is_found_by_name_and_ends_once() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (id, job, gate) = cluster.agent_left_without_its_job_id(dir.path());
+    // A read starts the next supervisor, which finds the job by its name and follows it.
+    let task = cluster.until(&id, "followed again", |t| {
+        t["kind"]["agent"]["batch"]["jobId"] == job.as_str()
+    });
+    assert_eq!(task["status"], "running", "{task}");
+    std::fs::write(&gate, "").unwrap();
+    let task = cluster.ended(&id);
+    assert_eq!(task["status"], "completed", "{task}");
+    let notice = cluster.root.ok(&["notifications"]);
+    assert!(notice.contains("<result>done</result>"), "{notice}");
+    assert_eq!(cluster.delivered(&id), 1, "notified once");
+    assert_eq!(Cluster::jobs_named(&id), [job], "exactly one job");
+}
+
+#[test]
+fn an_agent_whose_job_cannot_be_found_again_ends_failed_saying_why_and_is_notified_once() {
+    let _node = node();
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (id, job, _gate) = cluster.agent_left_without_its_job_id(dir.path());
+    // The job no longer answers to the task's id: nothing can find it.
+    let renamed = Command::new("scontrol")
+        .args([
+            "update",
+            &format!("JobId={job}"),
+            "JobName=renamed-by-the-test",
+        ])
+        .status()
+        .unwrap();
+    let _cancel = CancelOnDrop(job.clone());
+    assert!(renamed.success(), "scontrol update JobName");
+
+    let task = cluster.ended(&id);
+    assert_eq!(task["status"], "failed", "{task}");
+    let reason = task["endReason"].to_string();
+    assert!(
+        reason.contains("cannot be followed again") && reason.contains("knows no job named"),
+        "{task}"
+    );
+    let notice = cluster.root.ok(&["notifications"]);
+    for part in [
+        format!("<task-id>{id}</task-id>"),
+        "<status>failed</status>".to_owned(),
+        "cannot be followed again".to_owned(),
+    ] {
+        assert!(notice.contains(&part), "{part} missing in {notice}");
+    }
+    assert_eq!(cluster.delivered(&id), 1, "notified once");
+}
+
+/// Cancels its job when dropped (one the `Cluster`, which cancels by task name, cannot find).
+struct CancelOnDrop(String);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("scancel").arg(&self.0).status();
+    }
+}
+
+impl Cluster {
+    /// An agent on Slurm whose supervisor was SIGKILLed while its job ran, and whose record
+    /// then lost the job's id (as when a supervisor dies between `sbatch` and its record):
+    /// its id, the job's id and the gate file the job waits for before its result `done`.
+    /// No `tasks` command has run since (the next supervisor has not started).
+    fn agent_left_without_its_job_id(&self, dir: &Path) -> (String, String, std::path::PathBuf) {
+        let (ran, gate) = (dir.join("ran"), dir.join("gate"));
+        let [spawn, wait] = where_it_runs(&ran);
+        let script = agent_script(
+            dir,
+            "script",
+            &[
+                serde_json::json!({"read_user": true}),
+                spawn,
+                wait,
+                serde_json::json!({"wait_file": gate}),
+                serde_json::json!({"result": "done"}),
+            ],
+        );
+        let id = self.fake(&["agent", "--on", "slurm", "--prompt", "go"], &script);
+        let job = ran_in(&ran);
+        self.until(&id, "running with its job recorded", |t| {
+            t["status"] == "running" && t["kind"]["agent"]["batch"]["jobId"] == job.as_str()
+        });
+        self.kill_the_supervisor();
+        let record = self.root.path(&format!("default/tasks/{id}.json"));
+        let text = std::fs::read_to_string(&record).unwrap();
+        let mut value: Value = serde_json::from_str(&text).unwrap();
+        assert!(forget_job_ids(&mut value), "no jobId in {text}");
+        std::fs::write(&record, serde_json::to_vec_pretty(&value).unwrap()).unwrap();
+        (id, job, gate)
+    }
+}
+
+/// Removes every `jobId` of a `batch` object in `value`; whether there was one.
+fn forget_job_ids(value: &mut Value) -> bool {
+    match value {
+        Value::Object(map) => {
+            let mut found = map
+                .get_mut("batch")
+                .and_then(Value::as_object_mut)
+                .is_some_and(|batch| batch.remove("jobId").is_some());
+            for child in map.values_mut() {
+                found |= forget_job_ids(child);
+            }
+            found
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |found, v| forget_job_ids(v) | found),
+        _ => false,
+    }
+}

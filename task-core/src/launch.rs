@@ -29,6 +29,30 @@ pub trait Launch: Send + Sync + 'static {
     /// [`LaunchError::Failed`] when registering failed.
     fn launch(&self, request: Self::Request, caller: Caller) -> Result<Launched, LaunchError>;
 
+    /// Checks `request` and describes the task it would start, registering nothing and
+    /// creating no file: its `pending` state, under [`Caller::task_id`] when given (else a new
+    /// id). A host that keeps a task waiting for its turn (a queue) records that state where
+    /// readers see it, keeps the request itself, and calls [`Launch::launch`] at the task's
+    /// turn with [`Caller::task_id`] set to that id, so that nothing of the task is held by its
+    /// executor while it waits. The state [`Launch::launch`] then registers is the same but
+    /// for its times.
+    ///
+    /// `Ok(None)`, the default: a task of this kind, or started by this request, is registered
+    /// by [`Launch::launch`] at once, even when it must wait (it holds something from its
+    /// start: a stdin pipe reserved for input sent before it runs, say), or its launcher
+    /// cannot start it under a given id.
+    ///
+    /// # Errors
+    /// [`LaunchError::Invalid`] for a request that can never start, as [`Launch::launch`].
+    fn prepare(
+        &self,
+        request: &Self::Request,
+        caller: &Caller,
+    ) -> Result<Option<TaskState>, LaunchError> {
+        let _ = (request, caller);
+        Ok(None)
+    }
+
     /// Registers again, under its id, the task `previous` (its last recorded state) from how
     /// it was started (`request`, and `caller`: the one it was started by, environment
     /// included, so that it runs where it ran), for the host to run it again: a stopped task

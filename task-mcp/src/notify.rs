@@ -6,8 +6,9 @@
 //!   appends each to the result as one more text block: the reference's framing, then the
 //!   `<task-notification>` envelope.
 //! * **Pushed** (clients that surface server messages): a watcher looks at the session as soon
-//!   as a task's record changes (an inotify watch on its records, task-session's
-//!   [`RecordChanges`]: then it reads only the records that changed), and at least every
+//!   as a task's record changes or an event is published (an inotify watch on its records and
+//!   on `events/pending/`, task-session's [`RecordChanges`]: then it reads only the records that
+//!   changed, and the pending events if they did), and at least every
 //!   [`WatchSettings::interval`] (a whole look, for what a watch cannot see), and sends each
 //!   new notification once as a standard
 //!   `notifications/message` (MCP logging, logger `tasks`), the one server-to-client message
@@ -48,7 +49,7 @@ use serde_json::json;
 use task_core::{TaskId, TaskStatus, TerminalStatus};
 
 use crate::error::McpError;
-use task_session::changes::{AsyncRecordChanges, RecordChanges};
+use task_session::changes::{AsyncRecordChanges, Changed, RecordChanges};
 use task_session::notice::{self, Leased, Notice};
 
 use crate::Deliverer;
@@ -221,8 +222,8 @@ pub(crate) async fn watch(
                 break;
             };
             match watch.wait(left).await {
-                Ok(changed) if changed.lost || changed.records.is_empty() => break,
-                Ok(changed) => only = Some(changed.records),
+                Ok(changed) if changed.lost || !changed.any() => break,
+                Ok(changed) => only = Some(changed),
                 Err(error) => {
                     tracing::debug!(%error, "record watch failed: looking every interval");
                     changes = None;
@@ -290,12 +291,12 @@ async fn send_in_session(
     }
 }
 
-/// One look at the session (at the tasks `only` names, when given): what to push now.
+/// One look at the session (at what `only` says changed, when given): what to push now.
 async fn look(
     context: &Arc<Context>,
     interest: &Arc<Interest>,
     notifications: bool,
-    only: Option<Vec<TaskId>>,
+    only: Option<Changed>,
     (pushed, known_tasks): (&mut HashSet<String>, &mut HashSet<TaskId>),
 ) -> Result<(Vec<Message>, Option<Leased>), McpError> {
     let (job_context, job_interest) = (Arc::clone(context), Arc::clone(interest));
@@ -345,36 +346,43 @@ struct Seen {
 
 impl Seen {
     /// What to push now; `notifications`: whether any are (else only resource changes);
-    /// `only`: the tasks to look at (whose records changed), else the whole session.
+    /// `only`: what changed (the records that did, and whether the pending events did), else
+    /// the whole session is looked at.
     fn collect(
         context: &Context,
         interest: &Interest,
         notifications: bool,
-        only: Option<Vec<TaskId>>,
+        only: Option<Changed>,
     ) -> Result<Self, McpError> {
         let session = &context.session;
-        let tasks = match &only {
-            Some(ids) => session.tasks_by_id(ids)?,
-            None => session.tasks()?.tasks,
+        let pushes =
+            notifications && matches!(context.delivery, Deliverer::Push | Deliverer::Channel);
+        // The tasks looked at, and (when the push is the delivery) what they make deliverable,
+        // claimed under one lease: a burst of ends is one claim and one record.
+        let (tasks, leased) = match (&only, pushes) {
+            (Some(changed), true) => {
+                let (tasks, leased) = session.lease_changed(changed)?;
+                (tasks, Some(leased))
+            }
+            (Some(changed), false) => (session.tasks_by_id(&changed.records)?, None),
+            (None, true) => {
+                let tasks = session.tasks()?.tasks;
+                let leased = session.lease_of(&tasks, true)?;
+                (tasks, Some(leased))
+            }
+            (None, false) => (session.tasks()?.tasks, None),
         };
-        let (notices, leased) = match context.delivery {
-            _ if !notifications => (Vec::new(), None),
-            Deliverer::Push | Deliverer::Channel => {
-                let mut leased = match only {
-                    Some(_) => {
-                        let mut leased = Leased::new(session.paths());
-                        for task in &tasks {
-                            leased.extend(session.lease_completion(task)?);
-                        }
-                        leased
-                    }
-                    None => session.lease_notifications()?,
-                };
+        let (notices, leased) = match leased {
+            Some(mut leased) => {
                 leased.record()?;
                 let notices = leased.notices().map(|n| (key_of(n), n.clone())).collect();
                 (notices, Some(leased))
             }
-            Deliverer::Result => (peek(context, &tasks, only.is_none())?, None),
+            None if notifications => {
+                let events = only.as_ref().is_none_or(|changed| changed.events);
+                (peek(context, &tasks, events)?, None)
+            }
+            None => (Vec::new(), None),
         };
         let subscribed: Vec<TaskId> = lock(&interest.subscribed).keys().copied().collect();
         let outputs = tasks

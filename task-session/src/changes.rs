@@ -9,11 +9,16 @@
 //! period stays the longest wait, so a change inotify misses (its queue overflowed, another
 //! host wrote the directory over NFS) is still found.
 //!
+//! The same instance watches `events/pending/` (`IN_MOVED_TO`: an event is published, or given
+//! back by a reader that died, by a rename into it), so an event that ends no task (a stall
+//! warning, a monitor's line) wakes the reader too ([`Changed::events`]).
+//!
 //! One inotify instance per waiting reader (a user may hold 128): readers are few, and one
 //! that cannot have an instance waits the poll period as before. A reader inside a tokio
-//! runtime (`tasks mcp`'s deliverer) waits with [`RecordChanges::changed`], without a thread
+//! runtime (`tasks mcp`'s deliverer) waits with [`AsyncRecordChanges::wait`], without a thread
 //! of its own.
 
+use std::collections::HashSet;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -28,14 +33,18 @@ use crate::paths::SessionPaths;
 /// Bytes of inotify events read at a time (each event is 16 bytes and its name).
 const EVENT_BUFFER_BYTES: usize = 8192;
 
-/// An inotify watch on a session's tasks directory.
+/// An inotify watch on a session's tasks directory and its pending events.
 #[derive(Debug)]
 pub struct RecordChanges {
     fd: OwnedFd,
+    /// The watch descriptor of `events/pending/`, when it could be watched.
+    events: Option<i32>,
 }
 
 impl RecordChanges {
-    /// Watches the tasks directory of `paths`.
+    /// Watches the tasks directory of `paths`, and its `events/pending/` where there is one
+    /// (a session made by an older supervisor may have none: its events are then found by the
+    /// poll).
     ///
     /// # Errors
     /// The error of `inotify_init1` (too many instances) or `inotify_add_watch` (no such
@@ -47,7 +56,13 @@ impl RecordChanges {
             paths.tasks_dir(),
             WatchFlags::MOVED_TO | WatchFlags::CLOSE_WRITE | WatchFlags::ONLYDIR,
         )?;
-        Ok(Self { fd })
+        let events = inotify::add_watch(
+            &fd,
+            paths.pending_events(),
+            WatchFlags::MOVED_TO | WatchFlags::ONLYDIR,
+        )
+        .ok();
+        Ok(Self { fd, events })
     }
 
     /// Waits until a record was written since the last call (returning at once if one was),
@@ -59,7 +74,7 @@ impl RecordChanges {
         let deadline = Instant::now() + patience;
         let mut changed = Changed::default();
         loop {
-            drain(self.fd.as_fd(), &mut changed)?;
+            drain(self.fd.as_fd(), self.events, &mut changed)?;
             let left = deadline.saturating_duration_since(Instant::now());
             if changed.any() || left.is_zero() {
                 return Ok(changed);
@@ -87,7 +102,10 @@ impl RecordChanges {
             tokio::io::unix::AsyncFd::register_with_interest(self.fd, tokio::io::Interest::READABLE)
         };
         let fd = fd.map_err(|error| error.into_parts().1)?;
-        Ok(AsyncRecordChanges { fd })
+        Ok(AsyncRecordChanges {
+            fd,
+            events: self.events,
+        })
     }
 }
 
@@ -95,6 +113,8 @@ impl RecordChanges {
 #[derive(Debug)]
 pub struct AsyncRecordChanges {
     fd: tokio::io::unix::AsyncFd<OwnedFd>,
+    /// The watch descriptor of `events/pending/`, when it could be watched.
+    events: Option<i32>,
 }
 
 impl AsyncRecordChanges {
@@ -108,7 +128,7 @@ impl AsyncRecordChanges {
         let deadline = tokio::time::Instant::now() + patience;
         let mut changed = Changed::default();
         loop {
-            drain(self.fd.get_ref().as_fd(), &mut changed)?;
+            drain(self.fd.get_ref().as_fd(), self.events, &mut changed)?;
             if changed.any() {
                 return Ok(changed);
             }
@@ -120,10 +140,13 @@ impl AsyncRecordChanges {
     }
 }
 
-/// Reads every event queued on the inotify instance `fd` into `changed`.
-fn drain(fd: BorrowedFd<'_>, changed: &mut Changed) -> std::io::Result<()> {
+/// Reads every event queued on the inotify instance `fd` into `changed`; `events` is the watch
+/// of `events/pending/`.
+fn drain(fd: BorrowedFd<'_>, events: Option<i32>, changed: &mut Changed) -> std::io::Result<()> {
     let mut buf = [MaybeUninit::<u8>::uninit(); EVENT_BUFFER_BYTES];
     let mut reader = inotify::Reader::new(fd, &mut buf);
+    // A burst names a thousand records: each is kept once, without a look through the list.
+    let mut seen: HashSet<TaskId> = changed.records.iter().copied().collect();
     loop {
         match reader.next() {
             Ok(event) => {
@@ -131,13 +154,17 @@ fn drain(fd: BorrowedFd<'_>, changed: &mut Changed) -> std::io::Result<()> {
                 if event.events().contains(inotify::ReadFlags::QUEUE_OVERFLOW) {
                     changed.lost = true;
                 }
+                if events == Some(event.wd()) {
+                    changed.events |= event.file_name().is_some();
+                    continue;
+                }
                 let record = event
                     .file_name()
                     .and_then(|name| name.to_str().ok())
                     .and_then(|name| name.strip_suffix(".json"))
                     .and_then(|id| id.parse::<TaskId>().ok());
                 if let Some(id) = record
-                    && !changed.records.contains(&id)
+                    && seen.insert(id)
                 {
                     changed.records.push(id);
                 }
@@ -154,6 +181,8 @@ fn drain(fd: BorrowedFd<'_>, changed: &mut Changed) -> std::io::Result<()> {
 pub struct Changed {
     /// The tasks whose record was written, in the order first seen.
     pub records: Vec<TaskId>,
+    /// An event was put into `events/pending/` (published, or given back).
+    pub events: bool,
     /// Events were lost (the kernel's queue overflowed): look at every record.
     pub lost: bool,
 }
@@ -161,7 +190,7 @@ pub struct Changed {
 impl Changed {
     /// Whether anything changed.
     pub fn any(&self) -> bool {
-        self.lost || !self.records.is_empty()
+        self.lost || self.events || !self.records.is_empty()
     }
 }
 
@@ -198,6 +227,29 @@ mod tests {
             nothing,
             "each change wakes once"
         );
+    }
+
+    #[test]
+    fn an_event_renamed_into_pending_wakes_the_waiter_without_naming_a_record() {
+        let root = tempfile::tempdir().unwrap();
+        let paths = SessionPaths::new(root.path(), "default").unwrap();
+        paths.create_dirs().unwrap();
+        let changes = RecordChanges::watch(&paths).unwrap();
+        // Written aside (as the supervisor stages one), then renamed in.
+        let staged = paths.dir().join("events").join(".1-event.json");
+        std::fs::write(&staged, b"{}").unwrap();
+        assert_eq!(changes.wait(Duration::ZERO).unwrap(), Changed::default());
+        std::fs::rename(&staged, paths.pending_events().join("1-event.json")).unwrap();
+        let changed = changes.wait(NEVER).unwrap();
+        assert!(changed.events, "{changed:?}");
+        assert!(changed.records.is_empty(), "{changed:?}");
+        // Claimed by a reader (renamed out): no wake.
+        std::fs::rename(
+            paths.pending_events().join("1-event.json"),
+            paths.leased_events().join("1-event.json"),
+        )
+        .unwrap();
+        assert_eq!(changes.wait(Duration::ZERO).unwrap(), Changed::default());
     }
 
     #[tokio::test]

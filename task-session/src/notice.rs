@@ -263,6 +263,22 @@ impl Leased {
         self.record()?;
         Ok(self.mark_delivered())
     }
+
+    /// Records them, hands them all to `write_out` at once (which prints them, flushed, or
+    /// sends them), then marks them delivered; if `write_out` fails they are given back and
+    /// its error is returned. Returns what was delivered.
+    pub fn deliver(
+        mut self,
+        write_out: impl FnOnce(&[&Notice]) -> std::io::Result<()>,
+    ) -> Result<Vec<Notice>> {
+        if self.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.record()?;
+        let notices: Vec<&Notice> = self.notices().collect();
+        write_out(&notices).map_err(|e| Error::io("write out", "the notifications", e))?;
+        Ok(self.mark_delivered())
+    }
 }
 
 impl Drop for Leased {

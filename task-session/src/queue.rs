@@ -15,19 +15,24 @@
 //! to that system as soon as it has a job: the waiting task queues for its group's turn, and
 //! its job is submitted to wait for the other's ([`task_core::BatchJob::after`]).
 //!
-//! The launcher of a task registers it (`pending`, its id handed out) and returns the work that
-//! starts it; the queue holds that work until the task's turn. A task that waits has its start,
-//! environment included, written to `{id}.queued.json` (a private file, like every file of the
-//! session) and its place in its record ([`Placement`]); the file is removed before the work
-//! runs, so a supervisor that dies leaves every waiting task to its successor, which registers
-//! each again under its id and queues them in the same order, and none twice.
+//! A task that waits has its start, environment included, written to `{id}.queued.json` (a
+//! private file, like every file of the session) and its place in its record ([`Placement`]).
+//! Most waiting tasks are kept that way only: their launcher described them without
+//! registering anything ([`task_core::Launch::prepare`]), their record says `pending` and
+//! queued, and the queue holds a few words of each (id, class, owner, place); at its turn the
+//! engine launches the task under its id from the kept start ([`Turns::launch_kept`]), so a
+//! waiting task holds no executor state, registry entry or record book. A task whose launcher
+//! must register it at once (a shell with a stdin pipe, an agent) is registered `pending` and
+//! the queue holds the work that starts it until its turn. Either way the kept start is removed
+//! before the task runs, so a supervisor that dies leaves every waiting task to its successor,
+//! which queues each again under its id in the same order, and none twice.
 //!
 //! Times come from the supervisor's clock plus `clock_offset_ms` of the configuration (0 but in
 //! tests, which move the clock forward without waiting). A timer sleeps until the earliest
 //! scheduled start; nothing polls.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -132,8 +137,23 @@ impl GroupLimits {
     }
 }
 
-/// Starts the work of a released task (the engine's, which then records it `running`).
-pub(crate) type Starter = Arc<dyn Fn(TaskId, Work) + Send + Sync>;
+/// What the queue asks of the engine when a task leaves it.
+pub(crate) trait Turns: Send + Sync {
+    /// Starts the work of a registered task released by the queue (the engine then records it
+    /// `running`).
+    fn start(&self, id: TaskId, work: Work);
+
+    /// Launches at its turn a task kept on disk only (its start in `{id}.queued.json`, which
+    /// this removes before the task runs; its placement in the queue's [`Placements`] by now)
+    /// and starts it, or ends it `failed` when it cannot be launched any more. False when it
+    /// could do neither (its record unreadable): nothing of it is registered, so its slot is
+    /// the caller's to free.
+    fn launch_kept(&self, id: TaskId, background: bool) -> bool;
+
+    /// Registers, from its record, a task kept on disk only, for the caller to end it without
+    /// running; whether it could (else it is left as its record says, for a successor).
+    fn register_kept(&self, id: TaskId, background: bool) -> bool;
+}
 
 /// The work that starts a registered task.
 pub(crate) type Work = Box<dyn FnOnce() + Send>;
@@ -143,7 +163,11 @@ struct Waiter {
     id: TaskId,
     admission: Admission,
     background: bool,
+    /// The work that starts a registered task; `None` for a task kept on disk only, launched
+    /// at its turn.
     work: Option<Work>,
+    /// The agent that owns a task kept on disk only (the registry knows the others' owners).
+    owner: Option<TaskId>,
 }
 
 /// Where a held task is.
@@ -171,7 +195,7 @@ pub(crate) struct Queue {
     /// Whether some registered type of task has a default limit: a start may have to wait.
     limited_by_default: bool,
     clock_offset_ms: u64,
-    starter: Starter,
+    turns: Arc<dyn Turns>,
     placements: Arc<Placements>,
     /// The readiness checks of the tasks not started yet: one that ends without ever running
     /// has its check dropped.
@@ -228,6 +252,8 @@ struct State {
     held: HashMap<TaskId, Waiter>,
     /// Where each waiting task is, and its placement.
     spots: HashMap<TaskId, (Spot, Placement)>,
+    /// The waiting tasks kept on disk only that an agent owns, by agent.
+    kept_owned: HashMap<TaskId, HashSet<TaskId>>,
     /// Set while a restarted supervisor queues its predecessor's tasks: nothing starts yet.
     paused: bool,
 }
@@ -243,13 +269,13 @@ enum Dependency {
 
 impl Queue {
     /// A queue with the session's limits (`groups.json`) and class defaults, starting released
-    /// tasks with `starter`. Call [`Queue::spawn_timer`] inside the runtime.
+    /// tasks through `turns`. Call [`Queue::spawn_timer`] inside the runtime.
     pub(crate) fn new(
         paths: SessionPaths,
         registry: Arc<Registry>,
         defaults: ClassLimits,
         clock_offset_ms: u64,
-        starter: Starter,
+        turns: Arc<dyn Turns>,
         placements: Arc<Placements>,
         readiness: Arc<Readiness>,
     ) -> Result<Arc<Self>> {
@@ -266,7 +292,7 @@ impl Queue {
             defaults,
             limited_by_default,
             clock_offset_ms,
-            starter,
+            turns,
             placements,
             readiness,
             state: Mutex::new(State {
@@ -338,6 +364,30 @@ impl Queue {
         }
     }
 
+    /// How a task of `task_type` is admitted: its executor's class.
+    fn admission(&self, task_type: TaskType) -> Admission {
+        self.registry
+            .executor(task_type)
+            .map_or(Admission::UNCLASSED, |executor| {
+                executor.admission(task_type)
+            })
+    }
+
+    /// Whether a task at `placement`, admitted as `admission`, may start now.
+    fn is_free(&self, state: &State, placement: &Placement, admission: Admission) -> bool {
+        !state.paused
+            && !state.limits.paused.contains(&placement.group)
+            && placement.after.is_empty()
+            && placement.not_before_ms.is_none_or(|t| t <= self.now_ms())
+            && self.has_room(state, &placement.group, admission)
+    }
+
+    /// Whether a task of `task_type` at `placement` would wait if admitted now.
+    pub(crate) fn would_wait(&self, task_type: TaskType, placement: &Placement) -> bool {
+        let admission = self.admission(task_type);
+        !self.is_free(&lock(&self.state), placement, admission)
+    }
+
     /// Takes a registered task with its `placement`: starts it now if nothing holds it back
     /// ([`Admitted::Now`], the caller runs the work), else keeps its work (and `start`, when
     /// given, in `{id}.queued.json` for a successor) and starts it on its turn.
@@ -350,19 +400,9 @@ impl Queue {
         work: Option<Work>,
         start: Option<&Start>,
     ) -> Admitted {
-        let admission = self
-            .registry
-            .executor(task_type)
-            .map_or(Admission::UNCLASSED, |executor| {
-                executor.admission(task_type)
-            });
+        let admission = self.admission(task_type);
         let mut state = lock(&self.state);
-        let free = !state.paused
-            && !state.limits.paused.contains(&placement.group)
-            && placement.after.is_empty()
-            && placement.not_before_ms.is_none_or(|t| t <= self.now_ms())
-            && self.has_room(&state, &placement.group, admission);
-        if free || work.is_none() {
+        if work.is_none() || self.is_free(&state, &placement, admission) {
             // A task its launcher started already (a monitor) takes a slot; it never waits.
             if !placement.is_plain() {
                 self.placements.set(id, placement.clone());
@@ -371,8 +411,10 @@ impl Queue {
             return Admitted::Now(work);
         }
         placement.waiting = true;
-        if let Some(start) = start {
-            keep_start(&self.paths, id, start, &placement);
+        if let Some(start) = start
+            && let Err(error) = keep_start(&self.paths, id, start, &placement, None)
+        {
+            tracing::warn!(task = %id, %error, "cannot keep its queued start: a successor cannot run it");
         }
         self.placements.set(id, placement.clone());
         let waiter = Waiter {
@@ -380,7 +422,54 @@ impl Queue {
             admission,
             background,
             work,
+            owner: None,
         };
+        self.hold(&mut state, waiter, placement);
+        Admitted::Queued
+    }
+
+    /// Takes a task kept on disk only (registered nowhere; its record written `pending` at
+    /// `placement`, waiting, and its start kept with [`keep_start`]): true if it waits (the
+    /// queue launches it at its turn through [`Turns::launch_kept`]); false if nothing holds it
+    /// back, its slot then taken for the caller to launch it now.
+    pub(crate) fn admit_kept(
+        &self,
+        id: TaskId,
+        background: bool,
+        owner: Option<TaskId>,
+        placement: Placement,
+    ) -> bool {
+        let admission = self.admission(id.task_type());
+        let mut state = lock(&self.state);
+        if self.is_free(&state, &placement, admission) {
+            self.placements.set(
+                id,
+                Placement {
+                    waiting: false,
+                    ..placement.clone()
+                },
+            );
+            self.occupy(&mut state, id, placement.group, admission.class);
+            return false;
+        }
+        if let Some(agent) = owner {
+            state.kept_owned.entry(agent).or_default().insert(id);
+        }
+        let waiter = Waiter {
+            id,
+            admission,
+            background,
+            work: None,
+            owner,
+        };
+        self.hold(&mut state, waiter, placement);
+        true
+    }
+
+    /// Puts `waiter` in its group's queue, or with the held tasks when it waits for
+    /// dependencies or a time.
+    fn hold(&self, state: &mut State, waiter: Waiter, placement: Placement) {
+        let id = waiter.id;
         let spot = if placement.after.is_empty() && placement.not_before_ms.is_none() {
             state
                 .ready
@@ -394,7 +483,6 @@ impl Queue {
             Spot::Held
         };
         state.spots.insert(id, (spot, placement));
-        Admitted::Queued
     }
 
     /// Whether `group` has room for one more task admitted as `admission`.
@@ -419,20 +507,60 @@ impl Queue {
     }
 
     /// Takes a waiting task out of the queue (to kill it): its work, which was never run, and
-    /// whether its end is notified. `None` if the queue does not hold it (it started already).
+    /// whether its end is notified. `None` if the queue does not hold it (it started already),
+    /// or held it kept on disk only and could not register it to end it.
     pub(crate) fn cancel(&self, id: &TaskId) -> Option<(Option<Work>, bool)> {
-        let waiter = {
+        let (waiter, placement) = {
             let mut state = lock(&self.state);
             take(&mut state, id)?
         };
-        self.placements.stop_waiting(id);
+        let registered = self.leave(&waiter, placement);
         forget_start(&self.paths, id);
-        Some((waiter.work, waiter.background))
+        registered.then_some((waiter.work, waiter.background))
+    }
+
+    /// Notes that `waiter` left the queue without running (its placement no longer waiting),
+    /// registering it first when it was kept on disk only; whether it is registered.
+    fn leave(&self, waiter: &Waiter, placement: Placement) -> bool {
+        if waiter.work.is_some() {
+            self.placements.stop_waiting(&waiter.id);
+            return true;
+        }
+        self.placements.set(
+            waiter.id,
+            Placement {
+                waiting: false,
+                ..placement
+            },
+        );
+        let registered = self.turns.register_kept(waiter.id, waiter.background);
+        if !registered {
+            self.placements.forget(&waiter.id);
+        }
+        registered
     }
 
     /// Every task waiting in the queue (to kill them all).
     pub(crate) fn waiting(&self) -> Vec<TaskId> {
         lock(&self.state).spots.keys().copied().collect()
+    }
+
+    /// How many tasks wait in the queue.
+    pub(crate) fn waiting_count(&self) -> usize {
+        lock(&self.state).spots.len()
+    }
+
+    /// Whether `id` waits in the queue.
+    pub(crate) fn holds(&self, id: &TaskId) -> bool {
+        lock(&self.state).spots.contains_key(id)
+    }
+
+    /// The tasks owned by `agent_id` that wait kept on disk only (registered nowhere).
+    pub(crate) fn kept_for(&self, agent_id: TaskId) -> Vec<TaskId> {
+        lock(&self.state)
+            .kept_owned
+            .get(&agent_id)
+            .map_or_else(Vec::new, |owned| owned.iter().copied().collect())
     }
 
     /// A task ended: its slot is free, and the tasks that wait for it may go (or fail).
@@ -447,7 +575,7 @@ impl Queue {
             }
         }
         // Ended while waiting (killed by its owner's end): nothing of it is left to start.
-        let gone = take(&mut state, id);
+        let gone = take(&mut state, id).map(|(waiter, _)| waiter);
         drop(state);
         if gone.is_some() {
             forget_start(&self.paths, id);
@@ -568,12 +696,11 @@ impl Queue {
                 }
             }
             for (id, dependency) in failed {
-                if let Some(waiter) = take(&mut state, &id) {
+                if let Some((waiter, placement)) = take(&mut state, &id) {
                     released.push(Release::DependencyFailed {
-                        id,
+                        waiter,
+                        placement,
                         dependency,
-                        background: waiter.background,
-                        work: waiter.work,
                     });
                 }
             }
@@ -587,17 +714,40 @@ impl Queue {
                 Release::Start(id, work) => {
                     forget_start(&self.paths, &id);
                     self.placements.stop_waiting(&id);
-                    (self.starter)(id, work);
+                    self.turns.start(id, work);
+                }
+                Release::Launch {
+                    id,
+                    background,
+                    placement,
+                } => {
+                    if let Some(placement) = placement {
+                        self.placements.set(
+                            id,
+                            Placement {
+                                waiting: false,
+                                ..placement
+                            },
+                        );
+                    }
+                    if !self.turns.launch_kept(id, background) {
+                        self.placements.forget(&id);
+                        self.ended(&id);
+                    }
                 }
                 Release::DependencyFailed {
-                    id,
+                    waiter,
+                    placement,
                     dependency,
-                    background,
-                    work,
                 } => {
+                    let id = waiter.id;
+                    let registered = self.leave(&waiter, placement);
                     forget_start(&self.paths, &id);
-                    self.placements.stop_waiting(&id);
-                    let delivery = if background {
+                    self.readiness.forget(&id);
+                    if !registered {
+                        continue;
+                    }
+                    let delivery = if waiter.background {
                         Delivery::Queue(Priority::Later)
                     } else {
                         Delivery::Silent
@@ -611,8 +761,7 @@ impl Queue {
                     );
                     // Dropped only once ended: a launcher may end a task whose work is dropped
                     // unrun (a shell's "never started").
-                    drop(work);
-                    self.readiness.forget(&id);
+                    drop(waiter.work);
                 }
             }
         }
@@ -646,11 +795,20 @@ impl Queue {
             if state.ready.get(group).is_some_and(BTreeMap::is_empty) {
                 state.ready.remove(group);
             }
-            state.spots.remove(&waiter.id);
+            disown(state, &waiter);
+            let placement = state
+                .spots
+                .remove(&waiter.id)
+                .map(|(_, placement)| placement);
             self.occupy(state, waiter.id, group.to_owned(), waiter.admission.class);
-            if let Some(work) = waiter.work.take() {
-                released.push(Release::Start(waiter.id, work));
-            }
+            released.push(match waiter.work.take() {
+                Some(work) => Release::Start(waiter.id, work),
+                None => Release::Launch {
+                    id: waiter.id,
+                    background: waiter.background,
+                    placement,
+                },
+            });
         }
     }
 
@@ -733,12 +891,19 @@ impl Queue {
 
 /// What the pump does once it let go of the lock.
 enum Release {
+    /// Start a registered task.
     Start(TaskId, Work),
-    DependencyFailed {
+    /// Launch a task kept on disk only (at its placement, for its records).
+    Launch {
         id: TaskId,
-        dependency: TaskId,
         background: bool,
-        work: Option<Work>,
+        placement: Option<Placement>,
+    },
+    /// End a task whose dependency failed.
+    DependencyFailed {
+        waiter: Waiter,
+        placement: Placement,
+        dependency: TaskId,
     },
 }
 
@@ -754,10 +919,10 @@ fn hand_over(registry: &Registry, id: &TaskId, jobs: Vec<BatchDependency>) {
     }
 }
 
-/// Takes `id` out of the queue, wherever it waits.
-fn take(state: &mut State, id: &TaskId) -> Option<Waiter> {
+/// Takes `id` out of the queue, wherever it waits, with its placement.
+fn take(state: &mut State, id: &TaskId) -> Option<(Waiter, Placement)> {
     let (spot, placement) = state.spots.remove(id)?;
-    match spot {
+    let waiter = match spot {
         Spot::Held => state.held.remove(id),
         Spot::Ready => {
             let queue = state.ready.get_mut(&placement.group)?;
@@ -766,6 +931,20 @@ fn take(state: &mut State, id: &TaskId) -> Option<Waiter> {
                 state.ready.remove(&placement.group);
             }
             waiter
+        }
+    }?;
+    disown(state, &waiter);
+    Some((waiter, placement))
+}
+
+/// Drops `waiter`, which left the queue, from its owner's kept tasks.
+fn disown(state: &mut State, waiter: &Waiter) {
+    if let Some(agent) = waiter.owner
+        && let Some(owned) = state.kept_owned.get_mut(&agent)
+    {
+        owned.remove(&waiter.id);
+        if owned.is_empty() {
+            state.kept_owned.remove(&agent);
         }
     }
 }
@@ -797,21 +976,32 @@ pub(crate) struct Kept {
     pub start: Start,
     /// Its place in the queue.
     pub placement: Placement,
+    /// When the task was made (its `startTime`), for a task kept on disk only: it keeps it
+    /// when it is registered at its turn. Absent from files of registered tasks and from
+    /// files written before tasks were kept on disk only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_ms: Option<u64>,
 }
 
-/// Writes the start of a waiting task for a successor. Failing to is logged: the task still
-/// waits its turn here; only a successor could not start it.
-fn keep_start(paths: &SessionPaths, id: TaskId, start: &Start, placement: &Placement) {
+/// Writes the start of a waiting task, for its turn (a task kept on disk only) and for a
+/// successor.
+///
+/// # Errors
+/// The file cannot be written.
+pub(crate) fn keep_start(
+    paths: &SessionPaths,
+    id: TaskId,
+    start: &Start,
+    placement: &Placement,
+    created_ms: Option<u64>,
+) -> Result<()> {
     let kept = Kept {
         start: start.clone(),
         placement: placement.clone(),
+        created_ms,
     };
-    let written = serde_json::to_vec(&kept)
-        .map_err(|e| Error::Invalid(e.to_string()))
-        .and_then(|body| record::replace(paths, &paths.queued_start(&id), &body));
-    if let Err(error) = written {
-        tracing::warn!(task = %id, %error, "cannot keep its queued start: a successor cannot run it");
-    }
+    let body = serde_json::to_vec(&kept).map_err(|e| Error::Invalid(e.to_string()))?;
+    record::replace(paths, &paths.queued_start(&id), &body)
 }
 
 /// Removes a task's kept start: it runs (or ended) now, so no successor may start it again.

@@ -346,13 +346,25 @@ mod tests {
             id
         };
         let (dependency, waiting) = (register(), register());
+        struct NothingStarts;
+        impl crate::queue::Turns for NothingStarts {
+            fn start(&self, _: TaskId, _: crate::queue::Work) {
+                panic!("nothing may start")
+            }
+            fn launch_kept(&self, _: TaskId, _: bool) -> bool {
+                panic!("nothing may start")
+            }
+            fn register_kept(&self, _: TaskId, _: bool) -> bool {
+                panic!("nothing here is kept on disk only")
+            }
+        }
         let readiness = Readiness::new(paths.clone(), Arc::clone(&registry), Duration::ZERO);
         let queue = Queue::new(
             paths.clone(),
             Arc::clone(&registry),
             ClassLimits::default(),
             0,
-            Arc::new(|_, _| panic!("nothing may start")),
+            Arc::new(NothingStarts),
             Arc::default(),
             Arc::clone(&readiness),
         )

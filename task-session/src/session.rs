@@ -28,6 +28,7 @@ use task_output::OutputError;
 use task_output::read::{self, Delta, TextDelta};
 use task_protocol::start::StartRequest;
 
+use crate::changes::Changed;
 use crate::client::{self, SupervisorCommand};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -497,13 +498,34 @@ impl Session {
     /// write them out, then [`Leased::commit`] them. Exactly one reader at a time holds each;
     /// one whose reader dies before the commit is deliverable again (see [`crate::lease`]).
     pub fn lease_notifications(&self) -> Result<Leased> {
+        self.lease_of(&self.tasks()?.tasks, true)
+    }
+
+    /// Claims, under one lease of this process, the due completions of the ended tasks among
+    /// `tasks` and, with `events`, every pending event: [`Session::lease_notifications`] for
+    /// the records a reader has just read.
+    pub fn lease_of(&self, tasks: &[TaskRecord], events: bool) -> Result<Leased> {
         let holder = self.holder();
-        let listing = self.tasks()?;
-        let mut leased = notice::claim_events(&self.paths, &holder)?;
-        for task in &listing.tasks {
+        let mut leased = if events {
+            notice::claim_events(&self.paths, &holder)?
+        } else {
+            Leased::new(&self.paths)
+        };
+        for task in tasks {
             leased.extend(self.lease_completion_as(task, &holder)?);
         }
         Ok(leased)
+    }
+
+    /// What a watch on the records woke a reader for ([`Changed`]): the records it names, read
+    /// as [`Session::tasks_by_id`] reads them, and the notifications they make deliverable
+    /// claimed under one lease ([`Session::lease_of`]: the completions among them, and every
+    /// pending event if `events/pending/` changed). A burst of ends costs one claim, one write
+    /// out and one commit, not one each.
+    pub fn lease_changed(&self, changed: &Changed) -> Result<(Vec<TaskRecord>, Leased)> {
+        let tasks = self.tasks_by_id(&changed.records)?;
+        let leased = self.lease_of(&tasks, changed.events)?;
+        Ok((tasks, leased))
     }
 
     /// Claims every deliverable notification, hands them to `write_out` (which prints them,
@@ -513,7 +535,7 @@ impl Session {
         &self,
         write_out: impl FnOnce(&[&Notice]) -> std::io::Result<()>,
     ) -> Result<Vec<Notice>> {
-        write_then_commit(self.lease_notifications()?, write_out)
+        self.lease_notifications()?.deliver(write_out)
     }
 
     /// Claims every deliverable notification and marks it delivered at once, for a caller
@@ -523,19 +545,15 @@ impl Session {
         self.lease_notifications()?.commit()
     }
 
-    /// The completion notification of one ended task, claimed under a lease, if it has one and
-    /// no live reader holds it.
-    pub fn lease_completion(&self, task: &TaskRecord) -> Result<Leased> {
-        self.lease_completion_as(task, &self.holder())
-    }
-
-    /// [`Session::deliver_notifications`] for the completion of one ended task.
+    /// [`Session::deliver_notifications`] for the completion of one ended task (if it has one
+    /// and no live reader holds it).
     pub fn deliver_completion(
         &self,
         task: &TaskRecord,
         write_out: impl FnOnce(&[&Notice]) -> std::io::Result<()>,
     ) -> Result<Option<Notice>> {
-        Ok(write_then_commit(self.lease_completion(task)?, write_out)?.pop())
+        let leased = self.lease_of(std::slice::from_ref(task), false)?;
+        Ok(leased.deliver(write_out)?.pop())
     }
 
     fn lease_completion_as(&self, task: &TaskRecord, holder: &Holder) -> Result<Leased> {
@@ -611,21 +629,6 @@ impl Session {
             }
         }
     }
-}
-
-/// Writes `leased` out with `write_out`, then commits it; gives it back if the write fails.
-fn write_then_commit(
-    leased: Leased,
-    write_out: impl FnOnce(&[&Notice]) -> std::io::Result<()>,
-) -> Result<Vec<Notice>> {
-    let mut leased = leased;
-    if leased.is_empty() {
-        return Ok(Vec::new());
-    }
-    leased.record()?;
-    let notices: Vec<&Notice> = leased.notices().collect();
-    write_out(&notices).map_err(|e| Error::io("write out", "the notifications", e))?;
-    Ok(leased.mark_delivered())
 }
 
 /// What a read of a missing output file from offset 0 returns.

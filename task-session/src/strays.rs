@@ -27,23 +27,39 @@ pub(crate) struct Found {
 }
 
 impl Found {
-    /// Looks for the strays of `id`, which just ended, and applies `policy` to them.
-    pub(crate) fn at_end(id: &TaskId, policy: StrayPolicy) -> Self {
-        if policy == StrayPolicy::Ignore {
-            return Self::default();
-        }
-        let marker = id.to_string();
-        let killed = policy == StrayPolicy::Kill;
-        let strays = if killed {
-            kill_strays_of(&marker)
-        } else {
-            strays_of(&marker)
+    /// Looks for the strays of each task of `ended` (each just ended) and applies its policy to
+    /// them: one look through `/proc` for every task reported, one per round of kills for
+    /// every task whose strays are killed, however many tasks ended together. In the order of
+    /// `ended`.
+    pub(crate) fn at_ends(ended: &[(TaskId, StrayPolicy)]) -> Vec<Self> {
+        let markers: Vec<String> = ended.iter().map(|(id, _)| id.to_string()).collect();
+        let under = |wanted: StrayPolicy| -> Vec<&str> {
+            ended
+                .iter()
+                .zip(&markers)
+                .filter(|((_, policy), _)| *policy == wanted)
+                .map(|(_, marker)| marker.as_str())
+                .collect()
         };
-        let killed = killed && !strays.is_empty();
-        if !strays.is_empty() {
-            tracing::info!(task = %id, count = strays.len(), killed, "it left processes running");
-        }
-        Self { strays, killed }
+        let mut killed_of = kill_strays_of(&under(StrayPolicy::Kill));
+        let mut left_by = strays_of(&under(StrayPolicy::Report));
+        ended
+            .iter()
+            .zip(&markers)
+            .map(|((id, policy), marker)| {
+                let (strays, killed) = match policy {
+                    StrayPolicy::Ignore => return Self::default(),
+                    StrayPolicy::Kill => (killed_of.remove(marker), true),
+                    StrayPolicy::Report => (left_by.remove(marker), false),
+                };
+                let strays = strays.unwrap_or_default();
+                let killed = killed && !strays.is_empty();
+                if !strays.is_empty() {
+                    tracing::info!(task = %id, count = strays.len(), killed, "it left processes running");
+                }
+                Self { strays, killed }
+            })
+            .collect()
     }
 
     /// The strays the record keeps: those left running.

@@ -17,6 +17,7 @@ use task_core::{
     AgentState, Caller, Delivery, EndReason, KillError, Launch, LaunchError, Launched,
     Notification, Priority, Registry, Task, TaskId, TaskKind, TaskState, TaskStatus, TaskType,
 };
+use task_session::changes::RecordChanges;
 use task_session::client::SupervisorCommand;
 use task_session::config::Config;
 use task_session::engine::{Host, Launchers};
@@ -40,6 +41,9 @@ struct ToyStart {
     /// `hold` exists: the moment between the task made `running` and the start noting its key.
     #[serde(default)]
     hold: Option<PathBuf>,
+    /// How often it looks for `release`, in ms (5 unless given).
+    #[serde(default)]
+    patience_ms: Option<u64>,
 }
 
 /// The agent type of a toy that survives its supervisor; its prompt is its release file.
@@ -105,7 +109,8 @@ impl Launch for Toy {
                 std::fs::rename(&part, &held).unwrap();
                 eventually("the test's hold file", || hold.exists().then_some(()));
             }
-            tokio::spawn(finish(registry, id, start.release, cancelled));
+            let patience = start.patience();
+            tokio::spawn(finish(registry, id, start.release, patience, cancelled));
             return Ok(Launched { id, start: None });
         }
         Ok(Launched {
@@ -127,20 +132,28 @@ async fn play(
     let text: String = start.lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&output, text).unwrap();
     registry.transition(&id, TaskStatus::Running).unwrap();
-    finish(registry, id, start.release, cancelled).await;
+    let patience = start.patience();
+    finish(registry, id, start.release, patience, cancelled).await;
 }
 
-/// Completes `id` once `release` exists.
+impl ToyStart {
+    fn patience(&self) -> Duration {
+        Duration::from_millis(self.patience_ms.unwrap_or(5))
+    }
+}
+
+/// Completes `id` once `release` exists, looked for every `patience`.
 async fn finish(
     registry: Arc<Registry>,
     id: TaskId,
     release: PathBuf,
+    patience: Duration,
     mut cancelled: oneshot::Receiver<()>,
 ) {
     while !release.exists() {
         tokio::select! {
             _ = &mut cancelled => return,
-            () = tokio::time::sleep(Duration::from_millis(5)) => {}
+            () = tokio::time::sleep(patience) => {}
         }
     }
     let done = registry.transition_with(&id, TaskStatus::Completed, |state| {
@@ -189,7 +202,14 @@ impl Toy {
             self.registry.transition(&id, TaskStatus::Running).unwrap();
             let (cancel, cancelled) = oneshot::channel();
             self.cancels.lock().unwrap().insert(id, cancel);
-            tokio::spawn(finish(Arc::clone(&self.registry), id, release, cancelled));
+            let patience = Duration::from_millis(5);
+            tokio::spawn(finish(
+                Arc::clone(&self.registry),
+                id,
+                release,
+                patience,
+                cancelled,
+            ));
         }
     }
 }
@@ -253,6 +273,7 @@ impl Harness {
             release: self.root.path().join(release),
             survivor,
             hold: None,
+            patience_ms: None,
         };
         self.session
             .start(start, Session::caller().unwrap())
@@ -427,6 +448,7 @@ fn a_start_sent_again_with_its_key_after_its_supervisor_died_makes_no_second_tas
         release: harness.root.path().join("never"),
         survivor: false,
         hold: None,
+        patience_ms: None,
     };
     let start = |key: &str, retry: bool| {
         let mut op = keyed_start(&toy, key);
@@ -481,6 +503,7 @@ fn a_start_killed_between_its_launch_and_its_key_leaves_no_keyless_record_and_ma
         release: root.join("never"),
         survivor: false,
         hold: Some(hold.clone()),
+        patience_ms: None,
     };
     let op = keyed_start(&toy, "held-start");
     let (paths, config) = (session.paths().clone(), session.config().clone());
@@ -570,6 +593,7 @@ fn a_start_no_supervisor_answers_until_its_deadline_answers_with_the_task_its_ke
         release: root.join("never"),
         survivor: false,
         hold: None,
+        patience_ms: None,
     };
     let supervisor = toy_supervisor();
     let made = match task_session::client::send(
@@ -632,6 +656,7 @@ fn a_start_whose_launcher_returns_after_its_client_gave_up_makes_no_task_of_its_
         release: root.join("never"),
         survivor: false,
         hold: Some(hold.clone()),
+        patience_ms: None,
     };
     let (paths, mut config) = (session.paths().clone(), session.config().clone());
     // Long enough for a supervisor to start and read the start under load.
@@ -675,4 +700,86 @@ fn a_start_whose_launcher_returns_after_its_client_gave_up_makes_no_task_of_its_
 /// The records on disk of the session.
 fn records(session: &Session) -> Vec<task_session::record::TaskRecord> {
     task_session::record::list(session.paths()).unwrap().tasks
+}
+
+/// How many tasks end together in the burst test.
+const BURST: usize = 1000;
+
+/// What a reader of `session` delivers until `delivered` holds `expected` notices (or a
+/// minute passes): as `tasks notifications --follow` does, woken by its watch on the records,
+/// it claims and delivers what each wake makes deliverable in one go, and looks at everything
+/// when the watch lost events or nothing changed for a while.
+fn follow(session: &Session, delivered: &Mutex<Vec<TaskId>>, expected: usize) {
+    let watch = RecordChanges::watch(session.paths()).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while delivered.lock().unwrap().len() < expected {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "delivered by the deadline: {} of {expected}",
+            delivered.lock().unwrap().len()
+        );
+        let changed = watch.wait(Duration::from_millis(200)).unwrap();
+        let woken = changed.any() && !changed.lost;
+        let leased = match woken.then(|| session.lease_changed(&changed)) {
+            Some(Ok((_, leased))) => leased,
+            // Nothing changed for a while, events were lost, or a record could not be read.
+            _ => session.lease_notifications().unwrap(),
+        };
+        leased
+            .deliver(|notices| {
+                let mut delivered = delivered.lock().unwrap();
+                delivered.extend(notices.iter().map(|notice| notice.task_id()));
+                Ok(())
+            })
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_thousand_ends_together_are_each_delivered_once_by_two_readers_woken_by_their_watches() {
+    let harness = Harness::new();
+    let session = &harness.session;
+    let release = harness.root.path().join("release");
+    let ids: Vec<TaskId> = (0..BURST)
+        .map(|n| {
+            let start = ToyStart {
+                lines: vec![format!("toy {n}")],
+                release: release.clone(),
+                survivor: false,
+                hold: None,
+                // A thousand toys looking every 5 ms would load the machine: every 50 ms.
+                patience_ms: Some(50),
+            };
+            session.start(start, Session::caller().unwrap()).unwrap()
+        })
+        .collect();
+    eventually("every task running", || {
+        let running = records(session)
+            .iter()
+            .filter(|record| record.status() == TaskStatus::Running)
+            .count();
+        (running == BURST).then_some(())
+    });
+    let delivered = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| follow(session, &delivered, BURST));
+        }
+        // Every toy sees its release within 50 ms of the others.
+        std::fs::write(&release, "").unwrap();
+    });
+
+    let mut counts: HashMap<TaskId, usize> = HashMap::new();
+    for id in delivered.into_inner().unwrap() {
+        *counts.entry(id).or_default() += 1;
+    }
+    let expected: HashMap<TaskId, usize> = ids.iter().map(|&id| (id, 1)).collect();
+    assert_eq!(counts, expected, "each end delivered exactly once");
+    assert!(session.drain_notifications().unwrap().is_empty());
+    let log = std::fs::read_to_string(session.paths().notifications_log()).unwrap();
+    assert_eq!(log.lines().count(), BURST, "each recorded once in the log");
+    for record in records(session) {
+        assert_eq!(record.status(), TaskStatus::Completed, "{record:?}");
+        assert!(record.is_settled(session.paths()), "{record:?}");
+    }
 }

@@ -14,13 +14,12 @@ use task_core::{
 use task_output::OutputError;
 use task_output::open::{create_output_file, open_append_creating, open_output_append};
 use task_protocol::start::Placement;
-use tokio::sync::watch;
 
 use crate::batch::run::BatchRun;
 use crate::batch::{BatchEngine, BatchSpec, Engines};
 use crate::book::{Book, mark_killed};
 use crate::config::ShellConfig;
-use crate::control::{Control, Controls};
+use crate::control::{Control, Controls, outcome_channel};
 use crate::error::ShellError;
 use crate::growth::Watches;
 use crate::handle::TaskHandle;
@@ -221,14 +220,14 @@ impl ShellExecutor {
             Delivery::Silent
         };
         let prepared = self
-            .prepare(
+            .prepare(self.pending_state(
                 id.filter(|id| id.task_type() == TaskType::LocalBash),
                 TaskType::LocalBash,
                 description,
                 tool_use_id,
                 agent_id,
                 shell,
-            )?
+            )?)?
             .failing_with(failure);
         let env = spec
             .environment_pairs()
@@ -288,7 +287,7 @@ impl ShellExecutor {
             self.controls.close(&id);
             return Err(error);
         }
-        let (outcome, _watcher) = watch::channel(None);
+        let (outcome, _watcher) = outcome_channel();
         let run = BatchRun {
             id,
             engine,
@@ -338,27 +337,20 @@ impl ShellExecutor {
             id,
         } = request;
         spec.validate()?;
-        let shell = ShellState {
-            command: spec.command().to_owned(),
-            is_backgrounded: background,
-            kind: ShellKind::Shell,
-            exit_code: None,
-            process: None,
-            batch: None,
-        };
+        let shell = local_shell(&spec, background);
         let failure = if announce_failure && background {
             Delivery::Queue(Priority::Later)
         } else {
             Delivery::Silent
         };
-        let prepared = self.prepare(
+        let prepared = self.prepare(self.pending_state(
             id.filter(|id| id.task_type() == TaskType::LocalBash),
             TaskType::LocalBash,
             description,
             tool_use_id,
             agent_id,
             shell,
-        )?;
+        )?)?;
         let prepared = prepared.failing_with(failure);
         Ok(PendingShell {
             executor: self.clone(),
@@ -396,14 +388,14 @@ impl ShellExecutor {
             process: None,
             batch: None,
         };
-        let mut prepared = self.prepare(
+        let mut prepared = self.prepare(self.pending_state(
             None,
             TaskType::MonitorMcp,
             description,
             tool_use_id,
             agent_id,
             shell,
-        )?;
+        )?)?;
         let output_file = open_output_append(&prepared.output)?;
         let (live, pid) = match source {
             MonitorSource::Command(spec) => {
@@ -424,7 +416,7 @@ impl ShellExecutor {
             }
         };
         let (id, output, control) = prepared.hand_over();
-        let (outcome, watcher) = watch::channel(None);
+        let (outcome, watcher) = outcome_channel();
         let run = MonitorRun {
             id,
             source: live,
@@ -484,9 +476,31 @@ impl ShellExecutor {
         self.inputs.reserve(id)
     }
 
-    /// Creates the output file, opens the control channel of its run and registers the task,
-    /// under `id` if given (else a new id of `task_type`).
-    fn prepare(
+    /// The `pending` state [`register`](Self::register) would record for `request`, checked
+    /// (an empty command, a missing working directory) but registered nowhere and its output
+    /// file not created: for a host that keeps a task waiting for its turn without registering
+    /// it, and registers it at its turn under this id ([`ShellRequest::id`]). The request's own
+    /// [`ShellRequest::id`] is used when it is a shell's.
+    ///
+    /// # Errors
+    /// As [`register`](Self::register) before anything is registered.
+    pub fn describe(&self, request: &ShellRequest) -> Result<TaskState, ShellError> {
+        request.spec.validate()?;
+        self.pending_state(
+            request
+                .id
+                .filter(|id| id.task_type() == TaskType::LocalBash),
+            TaskType::LocalBash,
+            request.description.clone(),
+            request.tool_use_id.clone(),
+            request.agent_id,
+            local_shell(&request.spec, request.background),
+        )
+    }
+
+    /// The `pending` state of a task of `task_type` under `id` if given (else a new id), its
+    /// output file in this executor's directory.
+    fn pending_state(
         &self,
         id: Option<TaskId>,
         task_type: TaskType,
@@ -494,17 +508,24 @@ impl ShellExecutor {
         tool_use_id: Option<String>,
         agent_id: Option<TaskId>,
         shell: ShellState,
-    ) -> Result<Prepared, ShellError> {
+    ) -> Result<TaskState, ShellError> {
         let id = match id {
             Some(id) => id,
             None => TaskId::generate(task_type)?,
         };
         let output = output_path(&self.output_dir, &id);
-        drop(create_output_file(&output)?);
         let mut state = TaskState::new(id, description, &output, TaskKind::Shell(shell))
             .map_err(|error| ShellError::Registry(error.into()))?
             .owned_by(agent_id);
         state.base.tool_use_id = tool_use_id;
+        Ok(state)
+    }
+
+    /// Creates the output file of `state` (a [`pending_state`](Self::pending_state)), opens the
+    /// control channel of its run and registers the task.
+    fn prepare(&self, state: TaskState) -> Result<Prepared, ShellError> {
+        let (id, output) = (state.id(), state.base.output_file.clone());
+        drop(create_output_file(&output)?);
         // The control channel exists before the task is visible, so a kill that arrives while
         // the process is being started waits for its run instead of being lost.
         let control = self.controls.open(id);
@@ -525,6 +546,18 @@ impl ShellExecutor {
                 error: None,
             },
         })
+    }
+}
+
+/// The state of a shell command run on this machine, not started yet.
+fn local_shell(spec: &CommandSpec, background: bool) -> ShellState {
+    ShellState {
+        command: spec.command().to_owned(),
+        is_backgrounded: background,
+        kind: ShellKind::Shell,
+        exit_code: None,
+        process: None,
+        batch: None,
     }
 }
 
@@ -575,7 +608,7 @@ impl PendingShell {
         let pid = child.id();
         let stdin = child.stdin.take();
         let (id, output, control) = prepared.hand_over();
-        let (outcome, watcher) = watch::channel(None);
+        let (outcome, watcher) = outcome_channel();
         let run = ShellRun {
             id,
             child,
@@ -630,7 +663,7 @@ impl PendingBatch {
             prepared,
         } = self;
         let (id, output, control) = prepared.hand_over();
-        let (outcome, watcher) = watch::channel(None);
+        let (outcome, watcher) = outcome_channel();
         let run = BatchRun {
             id,
             engine,
@@ -662,7 +695,7 @@ fn child_output(output: &Path) -> Result<OwnedFd, ShellError> {
 struct Prepared {
     id: TaskId,
     output: PathBuf,
-    control: tokio::sync::mpsc::Receiver<Control>,
+    control: crate::control::ControlReceiver,
     guard: PendingGuard,
 }
 
@@ -692,7 +725,7 @@ impl Prepared {
 
     /// Gives the id, output path and control channel to the task's run, which from now
     /// on records how the task ends.
-    fn hand_over(self) -> (TaskId, PathBuf, tokio::sync::mpsc::Receiver<Control>) {
+    fn hand_over(self) -> (TaskId, PathBuf, crate::control::ControlReceiver) {
         let Self {
             id,
             output,

@@ -4,12 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::control::{Outcome, OutcomeWait};
+use crate::error::ShellError;
 use task_core::TaskId;
 use task_core::process::ChildStdin;
-use tokio::sync::watch;
-
-use crate::control::Outcome;
-use crate::error::ShellError;
 
 /// A started shell or monitor task.
 #[derive(Debug)]
@@ -18,7 +16,7 @@ pub struct TaskHandle {
     pub(crate) output: PathBuf,
     pub(crate) pid: Option<u32>,
     pub(crate) stdin: Option<ChildStdin>,
-    pub(crate) outcome: watch::Receiver<Option<Outcome>>,
+    pub(crate) outcome: OutcomeWait,
 }
 
 impl TaskHandle {
@@ -48,9 +46,9 @@ impl TaskHandle {
     /// # Errors
     /// [`ShellError::RunGone`] if the runtime shut down before the task ended.
     pub async fn wait(&mut self) -> Result<Outcome, ShellError> {
-        match self.outcome.wait_for(Option::is_some).await {
-            Ok(outcome) => outcome.clone().ok_or(ShellError::RunGone(self.id)),
-            Err(_) => Err(ShellError::RunGone(self.id)),
-        }
+        self.outcome
+            .wait()
+            .await
+            .ok_or(ShellError::RunGone(self.id))
     }
 }

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use task_core::{Caller, Launch, LaunchError, Launched};
+use task_core::{Caller, Launch, LaunchError, Launched, TaskState};
 
 use crate::ShellExecutor;
 use crate::error::ShellError;
@@ -81,15 +81,9 @@ impl Launch for ShellExecutor {
     /// Registers the command (its id can be handed out before the fork); the returned start
     /// spawns it (see [`ShellExecutor::register`]).
     fn launch(&self, start: ShellStart, caller: Caller) -> Result<Launched, LaunchError> {
-        let spec = command_in(&start.command, &caller)
-            .map_err(launch_error)?
-            .stdin(start.stdin);
-        let mut request = ShellRequest::new(spec, start.description).background(caller.background);
-        request.timeout = start.timeout_ms.map(Duration::from_millis);
-        request.agent_id = caller.agent_id;
-        request.tool_use_id = caller.tool_use_id;
-        request.id = caller.task_id;
-        if let Some(placement) = self.placement(start.placement, start.stdin) {
+        let (stdin, placement) = (start.stdin, start.placement.clone());
+        let request = shell_request(start, &caller)?;
+        if let Some(placement) = self.placement(placement, stdin) {
             let pending = self
                 .register_batch(request, placement)
                 .map_err(launch_error)?;
@@ -102,7 +96,7 @@ impl Launch for ShellExecutor {
         let pending = self.register(request).map_err(launch_error)?;
         let id = pending.id();
         // Input sent before the process exists waits for its pipe.
-        let pipe = (start.stdin == StdinMode::Piped).then(|| self.reserve_stdin(id));
+        let pipe = (stdin == StdinMode::Piped).then(|| self.reserve_stdin(id));
         Ok(Launched {
             id,
             start: Some(Box::new(move || match pending.start() {
@@ -115,6 +109,39 @@ impl Launch for ShellExecutor {
             })),
         })
     }
+
+    /// A command run on this machine with stdin `/dev/null` is described
+    /// ([`ShellExecutor::describe`]) and registered at its turn; one with a pipe is registered
+    /// at once (input sent before it runs waits for its pipe), and so is one placed on a batch
+    /// system (the dependencies it waits for are handed to that system once registered).
+    fn prepare(
+        &self,
+        start: &ShellStart,
+        caller: &Caller,
+    ) -> Result<Option<TaskState>, LaunchError> {
+        if start.stdin == StdinMode::Piped
+            || self
+                .placement(start.placement.clone(), start.stdin)
+                .is_some()
+        {
+            return Ok(None);
+        }
+        let request = shell_request(start.clone(), caller)?;
+        self.describe(&request).map(Some).map_err(launch_error)
+    }
+}
+
+/// The shell request `start` makes for `caller` (under [`Caller::task_id`] when given).
+fn shell_request(start: ShellStart, caller: &Caller) -> Result<ShellRequest, LaunchError> {
+    let spec = command_in(&start.command, caller)
+        .map_err(launch_error)?
+        .stdin(start.stdin);
+    let mut request = ShellRequest::new(spec, start.description).background(caller.background);
+    request.timeout = start.timeout_ms.map(Duration::from_millis);
+    request.agent_id = caller.agent_id;
+    request.tool_use_id.clone_from(&caller.tool_use_id);
+    request.id = caller.task_id;
+    Ok(request)
 }
 
 /// The monitor side of a [`ShellExecutor`]: launches `"monitor"` requests.

@@ -57,6 +57,22 @@ impl BatchRunner {
         }
     }
 
+    /// The id of the job of the run `spec` describes, found by its name (the task's id): one
+    /// an earlier supervisor submitted without living to record its id.
+    async fn job_named(&self, spec: &AgentSpec) -> Result<String, AgentError> {
+        let name = spec.marker.as_deref().ok_or_else(|| {
+            batch_error("a batch job is named by its task's id, and this run has none")
+        })?;
+        let found = self.engine.find_by_name(name).await.map_err(batch_error)?;
+        let found = found.ok_or_else(|| {
+            batch_error(format!(
+                "{} knows no job named {name} (it was never submitted, or has been forgotten)",
+                self.engine.name()
+            ))
+        })?;
+        Ok(found.job_id)
+    }
+
     async fn launch(
         &self,
         spec: &AgentSpec,
@@ -87,6 +103,10 @@ impl AgentRunner for BatchRunner {
         Some(&self.cli)
     }
 
+    fn batch_engine(&self) -> Option<&'static str> {
+        Some(self.engine.name())
+    }
+
     async fn start(&self, spec: &AgentSpec) -> Result<Box<dyn AgentSession>, AgentError> {
         self.launch(spec, None).await
     }
@@ -105,7 +125,11 @@ impl AgentRunner for BatchRunner {
         spec: &AgentSpec,
         job: &task_core::BatchJob,
     ) -> Result<Box<dyn AgentSession>, AgentError> {
-        Ok(Box::new(BatchSession::taken_over(self, spec, job)?))
+        let mut job = job.clone();
+        if job.job_id.is_none() {
+            job.job_id = Some(self.job_named(spec).await?);
+        }
+        Ok(Box::new(BatchSession::taken_over(self, spec, &job)?))
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod agent_sandbox;
 pub mod claude_code;
 pub mod codex_cli;
+pub mod gate;
 pub mod gemini_cli;
 pub mod git;
 pub mod hooks;
@@ -15,6 +16,23 @@ pub mod tmux;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+/// The pid of the supervisor of `root`'s default session and how many tasks it holds in memory
+/// (registered), asked through the session layer (the tasks binary's own supervisor is started
+/// if none is running).
+pub fn supervisor_memory(root: &Path) -> (u32, usize) {
+    use task_session::client::SupervisorCommand;
+    use task_session::config::Config;
+    use task_session::paths::SessionPaths;
+    use task_session::session::Session;
+    let paths = SessionPaths::new(root.to_path_buf(), "default").unwrap();
+    let config = Config::load(&paths.config()).unwrap();
+    let session = Session::with_config(paths, config).with_supervisor(SupervisorCommand {
+        program: env!("CARGO_BIN_EXE_tasks").into(),
+        args: vec!["__supervise".into()],
+    });
+    session.ping().unwrap()
+}
 
 /// Says why a test skips; under `CI=true` (where `.ci/run` installs every tool a test needs and
 /// runs as root) a skip is a failure instead.

@@ -328,10 +328,11 @@ fn wait(session: &Session, args: &WaitArgs, printer: Printer) -> Result<u8> {
     };
     // The completions it reports are delivered, as `run --wait` delivers its task's: claimed,
     // printed, then marked (a `wait` killed before it printed leaves them deliverable).
-    let mut leased = Leased::new(session.paths());
-    for task in tasks.iter().filter(|_| !args.no_deliver) {
-        leased.extend(session.lease_completion(task)?);
-    }
+    let mut leased = if args.no_deliver {
+        Leased::new(session.paths())
+    } else {
+        session.lease_of(tasks, false)?
+    };
     leased.record()?;
     let delivered = |id: TaskId| leased.notices().find(|n| n.task_id() == id);
     let items: Vec<_> = tasks
@@ -415,10 +416,12 @@ fn notifications(session: &Session, args: &NotificationsArgs, printer: Printer) 
         let text: String = notices.iter().map(|n| notice_text(n, format)).collect();
         render::write_out(&text)
     };
-    // Following, a record renamed into place wakes this reader at once (the watch is made
-    // before each full look, so no rename in between is missed), and only the tasks whose
-    // records changed are read; every poll period (and where there is no watch: no task was
-    // started yet) it looks at every record, for events and anything a watch missed.
+    // Following, a record renamed into place or an event published wakes this reader at once
+    // (the watch is made before each full look, so no rename in between is missed), and only
+    // the tasks whose records changed are read, what they make deliverable claimed, written
+    // out and committed together (a burst of ends is one claim and one write); every poll
+    // period (and where there is no watch: no task was started yet) it looks at every record,
+    // for anything a watch missed.
     let mut changes = None;
     loop {
         if args.follow && changes.is_none() {
@@ -440,14 +443,12 @@ fn notifications(session: &Session, args: &NotificationsArgs, printer: Printer) 
             let left = until.saturating_duration_since(std::time::Instant::now());
             match watch.wait(left) {
                 Ok(changed) if changed.lost => break,
-                Ok(changed) if !changed.records.is_empty() => {
+                Ok(changed) if changed.any() => {
                     // A record that cannot be read now is left to the full look.
-                    let Ok(tasks) = session.tasks_by_id(&changed.records) else {
+                    let Ok((_, leased)) = session.lease_changed(&changed) else {
                         break;
                     };
-                    for task in tasks.iter().filter(|task| task.is_terminal()) {
-                        session.deliver_completion(task, write_out)?;
-                    }
+                    leased.deliver(write_out)?;
                 }
                 Ok(_) => break,
                 Err(error) => {

@@ -75,7 +75,7 @@ pub(crate) fn environ_value(pid: u32, key: &str) -> Option<String> {
 }
 
 /// The environment `pid` was started with (at most [`MAX_ENVIRON_BYTES`]).
-fn environ(pid: u32) -> Option<Vec<u8>> {
+pub(crate) fn environ(pid: u32) -> Option<Vec<u8>> {
     let file = fs::File::open(format!("/proc/{pid}/environ")).ok()?;
     let mut bytes = Vec::new();
     file.take(MAX_ENVIRON_BYTES).read_to_end(&mut bytes).ok()?;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use rustix::process::{PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
 use serde::{Deserialize, Serialize};
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::child::is_spawned_here;
 use super::contain::{marker_entry, started_here};
@@ -49,27 +49,57 @@ pub struct StrayUsage {
     pub rss_bytes: u64,
 }
 
-/// The live processes carrying the marker of task `marker` among those this process adopted,
-/// in pid order. Call it in the process that supervised the task, a subreaper
-/// ([`become_subreaper`](super::become_subreaper)), once the task's first process is reaped:
-/// whatever the task left running was re-parented to it when its parent died (or descends
-/// from such a process), so only those processes are looked at, not every process of the
-/// machine: a look costs the supervisor's children and the adopted ones, however many
-/// processes the machine runs. A look reads `/proc` for the adopted processes and for the
-/// children [`Spawn`](super::Spawn) did not start, not for every live task's first process.
-pub fn strays_of(marker: &str) -> Vec<Stray> {
-    strays_among(adopted(), marker)
+/// The live processes carrying the marker of each task of `markers` among those this process
+/// adopted, in pid order, by marker (a task that left none has no entry). Call it in the process
+/// that supervised the tasks, a subreaper ([`become_subreaper`](super::become_subreaper)), once
+/// each task's first process is reaped: whatever a task left running was re-parented to it when
+/// its parent died (or descends from such a process), so only those processes are looked at,
+/// not every process of the machine: a look costs the supervisor's children and the adopted
+/// ones, however many processes the machine runs. A look reads `/proc` for the adopted
+/// processes and for the children [`Spawn`](super::Spawn) did not start, not for every live
+/// task's first process; one look serves every task of `markers` (a burst of ends costs one
+/// look, each adopted process's environment read once).
+pub fn strays_of(markers: &[&str]) -> HashMap<String, Vec<Stray>> {
+    if markers.is_empty() {
+        return HashMap::new();
+    }
+    strays_among(adopted(), markers)
 }
 
-/// The live processes among `pids` carrying the marker of task `marker`, in pid order.
-fn strays_among(pids: Vec<u32>, marker: &str) -> Vec<Stray> {
-    let entry = marker_entry(marker);
-    let mut found: Vec<Stray> = pids
-        .into_iter()
-        .filter(|&pid| procfs::environ_has(pid, &entry))
-        .filter_map(describe)
-        .collect();
-    found.sort_by_key(|stray| stray.pid);
+/// The live processes among `pids` carrying the marker of a task of `markers`, in pid order, by
+/// marker.
+fn strays_among(pids: Vec<u32>, markers: &[&str]) -> HashMap<String, Vec<Stray>> {
+    let wanted: HashSet<&[u8]> = markers.iter().map(|marker| marker.as_bytes()).collect();
+    let prefix = marker_entry("");
+    let mut found: HashMap<String, Vec<Stray>> = HashMap::new();
+    for pid in pids {
+        let Some(environ) = procfs::environ(pid) else {
+            continue;
+        };
+        // Each marker it carries (a process may carry more than one entry of the variable).
+        let mut carried: Vec<&[u8]> = environ
+            .split(|&b| b == 0)
+            .filter_map(|item| item.strip_prefix(prefix.as_slice()))
+            .filter(|marker| wanted.contains(marker))
+            .collect();
+        carried.sort_unstable();
+        carried.dedup();
+        if carried.is_empty() {
+            continue;
+        }
+        let Some(stray) = describe(pid) else {
+            continue;
+        };
+        for marker in carried {
+            found
+                .entry(String::from_utf8_lossy(marker).into_owned())
+                .or_default()
+                .push(stray.clone());
+        }
+    }
+    for strays in found.values_mut() {
+        strays.sort_by_key(|stray| stray.pid);
+    }
     found
 }
 
@@ -133,30 +163,36 @@ fn describe(pid: u32) -> Option<Stray> {
     })
 }
 
-/// Kills every live process of this user carrying the marker of task `marker` (found again
-/// and again until none is left, so a child forked by one just before it was killed is
-/// killed too); returns those killed.
-pub fn kill_strays_of(marker: &str) -> Vec<Stray> {
+/// Kills every live process of this user carrying the marker of a task of `markers` (found
+/// again and again until none is left, so a child forked by one just before it was killed is
+/// killed too); returns those killed, by marker. One look a round serves every task.
+pub fn kill_strays_of(markers: &[&str]) -> HashMap<String, Vec<Stray>> {
     /// The most rounds of "find, kill" before giving up on processes that keep forking.
     const MAX_ROUNDS: usize = 50;
-    let mut killed = Vec::new();
+    let mut killed: HashMap<String, Vec<Stray>> = HashMap::new();
     for _ in 0..MAX_ROUNDS {
-        let found = strays_of(marker);
-        let before = killed.len();
-        for stray in found {
-            match stray.kill(marker) {
-                // Signalled in an earlier round and not dead yet (its command line may have
-                // changed since: an `exec`).
-                Ok(true) if killed.iter().any(|k: &Stray| k.is_same_process(&stray)) => {}
-                Ok(true) => killed.push(stray),
-                Ok(false) => {}
-                Err(error) => tracing::warn!(pid = stray.pid, %error, "cannot kill a stray"),
+        let mut more = false;
+        for (marker, found) in strays_of(markers) {
+            let killed = killed.entry(marker.clone()).or_default();
+            for stray in found {
+                match stray.kill(&marker) {
+                    // Signalled in an earlier round and not dead yet (its command line may
+                    // have changed since: an `exec`).
+                    Ok(true) if killed.iter().any(|k| k.is_same_process(&stray)) => {}
+                    Ok(true) => {
+                        killed.push(stray);
+                        more = true;
+                    }
+                    Ok(false) => {}
+                    Err(error) => tracing::warn!(pid = stray.pid, %error, "cannot kill a stray"),
+                }
             }
         }
-        if killed.len() == before {
+        if !more {
             break;
         }
     }
+    killed.retain(|_, killed| !killed.is_empty());
     killed
 }
 
@@ -234,7 +270,12 @@ mod tests {
             );
             std::thread::yield_now();
         }
-        let found = strays_among(vec![child.id(), std::process::id()], &marker);
+        let found = strays_among(
+            vec![child.id(), std::process::id()],
+            &[marker.as_str(), "another-task"],
+        );
+        assert_eq!(found.len(), 1, "only the marker carried: {found:?}");
+        let found = &found[&marker];
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(strays_of_any(|m| m == marker).len(), 1);
         let stray = &found[0];

@@ -86,9 +86,20 @@ pub enum Delivery {
 /// ends the task there, without ever running, instead of through its executor, whose kill of a
 /// task not started yet would wait for a start that may be far off. Set with
 /// [`Registry::hold_with`].
+///
+/// A holder may keep a task unregistered until its turn (the registry then does not know it):
+/// a kill of an id the registry does not hold asks the holder too, and an agent's end kills
+/// the tasks the holder keeps for it ([`Holder::held_for`]).
 pub trait Holder: Send + Sync {
     /// Ends `id` `killed` if this holds its start (its work is then never run); whether it did.
     fn kill_held(&self, id: &TaskId) -> bool;
+
+    /// The tasks owned by `agent_id` that this holds unregistered (an owner's end kills them
+    /// with the tasks the registry holds). The default: none.
+    fn held_for(&self, agent_id: TaskId) -> Vec<TaskId> {
+        let _ = agent_id;
+        Vec::new()
+    }
 }
 
 /// Every live task of a process. Share it as `Arc<Registry>`; every method takes `&self`.
@@ -383,12 +394,21 @@ impl Registry {
     /// Kills a task through the executor registered for its type. A task that already ended
     /// is left alone ([`KillOutcome::AlreadyFinished`]), also when it ended while the executor
     /// was killing it (the executor then returns `Ok(())` and the state tells).
+    ///
+    /// A task this registry does not hold may be held unregistered by the [`Holder`], which
+    /// then ends it.
     pub async fn kill(&self, id: &TaskId) -> Result<KillOutcome, KillError> {
-        let state = self.get(id).ok_or(KillError::NotFound(*id))?;
+        let holder = self.holder.get().and_then(Weak::upgrade);
+        let Some(state) = self.get(id) else {
+            return match holder {
+                Some(holder) if holder.kill_held(id) => Ok(KillOutcome::Killed),
+                _ => Err(KillError::NotFound(*id)),
+            };
+        };
         if state.status().is_terminal() {
             return Ok(KillOutcome::AlreadyFinished(state.status()));
         }
-        if let Some(holder) = self.holder.get().and_then(Weak::upgrade)
+        if let Some(holder) = holder
             && holder.kill_held(id)
         {
             return Ok(KillOutcome::Killed);
@@ -434,18 +454,28 @@ impl Registry {
             })
     }
 
-    /// Orphan cleanup (SPEC §5): kills every unfinished task whose owner is `agent_id`, then
-    /// drops that agent's queued notifications. Returns each kill's result.
-    pub async fn kill_tasks_for_agent(
-        &self,
-        agent_id: TaskId,
-    ) -> Vec<(TaskId, Result<KillOutcome, KillError>)> {
-        let owned: Vec<TaskId> = self
+    /// The unfinished tasks owned by `agent_id`: those this registry holds, and those the
+    /// [`Holder`] keeps unregistered until their turn.
+    pub fn live_tasks_of(&self, agent_id: TaskId) -> Vec<TaskId> {
+        let mut owned: Vec<TaskId> = self
             .snapshot()
             .into_iter()
             .filter(|s| !s.status().is_terminal() && s.owner_agent_id() == Some(agent_id))
             .map(|s| s.id())
             .collect();
+        if let Some(holder) = self.holder.get().and_then(Weak::upgrade) {
+            owned.extend(holder.held_for(agent_id));
+        }
+        owned
+    }
+
+    /// Orphan cleanup (SPEC §5): kills every unfinished task whose owner is `agent_id` (those
+    /// the [`Holder`] keeps unregistered too), then drops that agent's queued notifications. Returns each kill's result.
+    pub async fn kill_tasks_for_agent(
+        &self,
+        agent_id: TaskId,
+    ) -> Vec<(TaskId, Result<KillOutcome, KillError>)> {
+        let owned = self.live_tasks_of(agent_id);
         let results = join_all(
             owned
                 .into_iter()

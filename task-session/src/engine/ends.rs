@@ -57,34 +57,57 @@ impl EndActions {
     /// and not after a kill or a supervisor's death (whose reaping took every process of the
     /// task).
     pub(super) fn strays(&self, state: &TaskState) -> strays::Found {
-        let id = state.id();
-        let ended = state.base.end_time;
-        let policy = {
+        self.look_for_strays(&[state]).pop().unwrap_or_default()
+    }
+
+    /// What each of `ended` left running, as [`EndActions::strays`] says, in one look through
+    /// `/proc` for all the ends not looked for yet: a burst of ends written together costs one
+    /// look, not one each. What is found is noted for each end, so an end is looked for once.
+    pub(super) fn look_for_strays(&self, ended: &[&TaskState]) -> Vec<strays::Found> {
+        let mut found: Vec<Option<strays::Found>> = Vec::with_capacity(ended.len());
+        // The ends to look for: where in `ended`, the task and its policy.
+        let mut looks: Vec<(usize, TaskId, StrayPolicy)> = Vec::new();
+        {
             let book = lock(&self.book);
-            if let Some((at, found)) = book.found.get(&id)
-                && *at == ended
-            {
-                return found.clone();
+            for (at, state) in ended.iter().enumerate() {
+                let id = state.id();
+                if let Some((when, noted)) = book.found.get(&id)
+                    && *when == state.base.end_time
+                {
+                    found.push(Some(noted.clone()));
+                    continue;
+                }
+                found.push(None);
+                let reaped = matches!(
+                    state.base.end_reason,
+                    Some(EndReason::Killed | EndReason::SupervisorDied { .. })
+                );
+                let policy = if reaped {
+                    StrayPolicy::Ignore
+                } else {
+                    book.policies
+                        .get(&id)
+                        .copied()
+                        .unwrap_or(match self.strays {
+                            StrayPolicy::Report if state.kind.kills_strays() => StrayPolicy::Kill,
+                            session => session,
+                        })
+                };
+                looks.push((at, id, policy));
             }
-            book.policies
-                .get(&id)
-                .copied()
-                .unwrap_or(match self.strays {
-                    StrayPolicy::Report if state.kind.kills_strays() => StrayPolicy::Kill,
-                    session => session,
-                })
-        };
-        let reaped = matches!(
-            state.base.end_reason,
-            Some(EndReason::Killed | EndReason::SupervisorDied { .. })
-        );
-        // The look through `/proc`, with no lock held.
-        let found = if reaped {
-            strays::Found::default()
-        } else {
-            strays::Found::at_end(&id, policy)
-        };
-        lock(&self.book).found.insert(id, (ended, found.clone()));
-        found
+        }
+        if !looks.is_empty() {
+            // The look through `/proc`, with no lock held.
+            let ends: Vec<(TaskId, StrayPolicy)> =
+                looks.iter().map(|&(_, id, policy)| (id, policy)).collect();
+            let looked = strays::Found::at_ends(&ends);
+            let mut book = lock(&self.book);
+            for ((at, id, _), result) in looks.into_iter().zip(looked) {
+                book.found
+                    .insert(id, (ended[at].base.end_time, result.clone()));
+                found[at] = Some(result);
+            }
+        }
+        found.into_iter().map(Option::unwrap_or_default).collect()
     }
 }

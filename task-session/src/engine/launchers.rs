@@ -84,6 +84,13 @@ pub(super) trait LaunchAny: Send + Sync {
         caller: Caller,
     ) -> Result<Launched, LaunchError>;
 
+    /// [`Launch::prepare`] from a request still JSON.
+    fn prepare_json(
+        &self,
+        request: &serde_json::Value,
+        caller: &Caller,
+    ) -> Result<Option<TaskState>, LaunchError>;
+
     /// Whether a task of this kind can be resumed ([`StartRequest::RESUMABLE`]): its start is
     /// kept with its caller's environment.
     fn resumable(&self) -> bool;
@@ -109,6 +116,16 @@ impl<L: Launch> LaunchAny for L {
         self.launch(decode::<L>(request)?, caller)
     }
 
+    fn prepare_json(
+        &self,
+        request: &serde_json::Value,
+        caller: &Caller,
+    ) -> Result<Option<TaskState>, LaunchError> {
+        let request = <L::Request as serde::Deserialize>::deserialize(request)
+            .map_err(|e| bad_request::<L>(&e))?;
+        self.prepare(&request, caller)
+    }
+
     fn resumable(&self) -> bool {
         <L::Request as StartRequest>::RESUMABLE
     }
@@ -129,12 +146,15 @@ impl<L: Launch> LaunchAny for L {
 
 /// The request of `L`'s kind that `request` holds.
 fn decode<L: Launch>(request: serde_json::Value) -> Result<L::Request, LaunchError> {
-    serde_json::from_value::<L::Request>(request).map_err(|e| {
-        LaunchError::Invalid(format!(
-            "bad {} request: {e}",
-            <L::Request as StartRequest>::KIND
-        ))
-    })
+    serde_json::from_value::<L::Request>(request).map_err(|e| bad_request::<L>(&e))
+}
+
+/// A request of `L`'s kind that does not decode.
+fn bad_request<L: Launch>(error: &serde_json::Error) -> LaunchError {
+    LaunchError::Invalid(format!(
+        "bad {} request: {error}",
+        <L::Request as StartRequest>::KIND
+    ))
 }
 
 /// Registers the executors of every task type a supervisor runs and returns their launchers.

@@ -12,6 +12,7 @@ mod events;
 mod launchers;
 mod orphans;
 mod take_back;
+mod waiting;
 mod writer;
 
 use std::collections::HashSet;
@@ -36,6 +37,7 @@ use crate::record::{self};
 use ends::EndActions;
 use events::{pump_notifications, watch_events};
 pub use launchers::{Host, Launchers, Messenger, Wiring};
+use waiting::Turner;
 
 use writer::Mirror;
 
@@ -53,12 +55,13 @@ pub struct StartRefused {
 pub struct Engine {
     paths: SessionPaths,
     registry: Arc<Registry>,
-    launchers: Launchers,
+    launchers: Arc<Launchers>,
     mirror: Mirror,
     activity: Arc<Activity>,
     queue: Arc<Queue>,
     readiness: Arc<Readiness>,
     held: Arc<Held>,
+    turner: Arc<Turner>,
 }
 
 /// Kills of the tasks waiting in the queue: each ends `killed` there, without ever running.
@@ -73,6 +76,10 @@ struct Held {
 }
 
 impl Holder for Held {
+    fn held_for(&self, agent_id: TaskId) -> Vec<TaskId> {
+        self.queue.kept_for(agent_id)
+    }
+
     fn kill_held(&self, id: &TaskId) -> bool {
         let Some((work, _)) = self.queue.cancel(id) else {
             return false;
@@ -116,7 +123,7 @@ impl Engine {
         // (a resumed teammate's whole turn) are what gets their records rewritten under this
         // supervisor. Events sent before anyone listens are lost.
         let events = registry.subscribe();
-        let launchers = wiring(&host)?;
+        let launchers = Arc::new(wiring(&host)?);
         let placements = Arc::new(Placements::default());
         let hooks = Hooks::new(paths.clone(), config.on_end.clone(), config.on_end_timeout);
         let mirror = Mirror::spawn(
@@ -129,16 +136,19 @@ impl Engine {
         mirror.keep_what_records_carried(&registry);
         let activity = Arc::new(Activity::default());
         let readiness = Readiness::new(paths.clone(), Arc::clone(&registry), config.poll_interval);
-        let starter = {
-            let (mirror, readiness) = (mirror.clone(), Arc::clone(&readiness));
-            Arc::new(move |id, work| begin(&mirror, &readiness, id, work))
-        };
+        let turner = Arc::new(Turner {
+            paths: paths.clone(),
+            registry: Arc::clone(&registry),
+            launchers: Arc::clone(&launchers),
+            mirror: mirror.clone(),
+            readiness: Arc::clone(&readiness),
+        });
         let queue = Queue::new(
             paths.clone(),
             Arc::clone(&registry),
             config.parallel,
             config.clock_offset_ms,
-            starter,
+            turner.clone(),
             placements,
             Arc::clone(&readiness),
         )?;
@@ -174,14 +184,17 @@ impl Engine {
             queue,
             readiness,
             held,
+            turner,
         })
     }
 }
 
 impl Engine {
-    /// How many tasks are not terminal, from the events received so far: it may lag the
+    /// How many tasks are not terminal, from the events received so far (it may lag the
+    /// registry), with the tasks waiting in the queue (a task kept on disk until its turn
+    /// sends no event).
     pub fn tracked_live_tasks(&self) -> usize {
-        lock(&self.activity.live).len()
+        lock(&self.activity.live).len() + self.queue.waiting_count()
     }
 
     /// How many tasks are not terminal (a scan of the registry), plus the tasks whose latest
@@ -194,10 +207,11 @@ impl Engine {
             .iter()
             .filter(|state| !state.status().is_terminal())
             .count();
-        live + self.mirror.unwritten()
+        live + self.queue.waiting_count() + self.mirror.unwritten()
     }
 
-    /// How many tasks the registry holds (live, or ended and not yet evicted).
+    /// How many tasks the registry holds (live, or ended and not yet evicted): not the tasks
+    /// kept on disk until their turn in the queue.
     pub fn registered_tasks(&self) -> usize {
         self.registry.len()
     }
@@ -263,6 +277,11 @@ impl Engine {
             schedule: Some(Box::new(schedule.clone())),
             ..start.clone()
         });
+        if let Some(kept) = &kept
+            && let Some(id) = self.keep_until_turn(launcher, kept, &schedule, deadline_ms)?
+        {
+            return Ok(id);
+        }
         let background = start.caller.background;
         let key = start.key;
         let on_end = start.on_end;
@@ -271,29 +290,14 @@ impl Engine {
         let starting = self.mirror.starting();
         let launched = launcher
             .launch_json(start.request, start.caller)
-            .map_err(|error| StartRefused {
-                kind: match error {
-                    LaunchError::Invalid(_) => ErrorKind::BadRequest,
-                    _ => ErrorKind::Spawn,
-                },
-                message: error.to_string(),
-            })?;
+            .map_err(refusal)?;
         let Launched { id, start: work } = launched;
         if let Some(late_by) = deadline_ms.and_then(|d| task_core::now_ms().checked_sub(d))
             && late_by > 0
         {
             return Err(self.made_too_late(id, work, late_by));
         }
-        self.mirror.started_with(id, remembered);
-        if let Some(key) = key {
-            self.mirror.keyed(id, key);
-        }
-        if let Some(on_end) = on_end {
-            self.mirror.on_end(id, on_end);
-        }
-        if let Some(policy) = strays {
-            self.mirror.state.ends.set_stray_policy(id, policy);
-        }
+        note_start(&self.mirror, id, remembered, key, on_end, strays);
         let placement = self.queue.place(&schedule);
         if let Some(check) = schedule.ready.clone() {
             self.readiness.expect(id, check);
@@ -371,12 +375,7 @@ impl Engine {
             "left running (no runtime to kill it from)"
         };
         tracing::warn!(task = %id, late_by_ms = late_by, "a start launched after its deadline: {what}");
-        StartRefused {
-            kind: ErrorKind::Expired,
-            message: format!(
-                "the task was launched {late_by} ms after its client stopped waiting: {what}"
-            ),
-        }
+        expired(late_by, what)
     }
 
     /// The task an earlier attempt of `start` made, if it is a retry and one did; a key too long
@@ -457,6 +456,9 @@ impl Engine {
     /// record is on disk has ended: [`InputError::Finished`].
     pub async fn write_input(&self, id: &TaskId, input: Input<'_>) -> Result<(), InputError> {
         match self.registry.write_input(id, input).await {
+            // Kept on disk until its turn: its launcher registers at once what takes input
+            // before it runs (see `Launch::prepare`).
+            Err(InputError::NotFound(_)) if self.queue.holds(id) => Err(InputError::NotPiped(*id)),
             Err(InputError::NotFound(_)) => match record::read(&self.paths, id) {
                 Ok(found) => Err(InputError::Finished {
                     id: *id,
@@ -513,7 +515,7 @@ impl Engine {
         ids.iter()
             .filter(|id| {
                 self.mirror.state.settle(**id);
-                self.registry.get(id).is_none()
+                self.registry.get(id).is_none() && !self.queue.holds(id)
             })
             .copied()
             .collect()
@@ -561,6 +563,50 @@ impl Engine {
         });
         let killed = futures_util::future::join_all(kills).await;
         killed.into_iter().filter(|&k| k).count()
+    }
+}
+
+/// Notes for the records of `id` what its start carries: how it was started (`remembered`),
+/// its key, its end hook and what is done with the processes it leaves.
+fn note_start(
+    mirror: &Mirror,
+    id: TaskId,
+    remembered: crate::start_record::StartRecord,
+    key: Option<String>,
+    on_end: Option<String>,
+    strays: Option<crate::strays::StrayPolicy>,
+) {
+    mirror.started_with(id, remembered);
+    if let Some(key) = key {
+        mirror.keyed(id, key);
+    }
+    if let Some(on_end) = on_end {
+        mirror.on_end(id, on_end);
+    }
+    if let Some(policy) = strays {
+        mirror.state.ends.set_stray_policy(id, policy);
+    }
+}
+
+/// The refusal of a start whose launcher refused it.
+fn refusal(error: LaunchError) -> StartRefused {
+    StartRefused {
+        kind: match error {
+            LaunchError::Invalid(_) => ErrorKind::BadRequest,
+            _ => ErrorKind::Spawn,
+        },
+        message: error.to_string(),
+    }
+}
+
+/// The refusal of a start made `late_by` ms after its client stopped waiting; `what` says
+/// what became of its task.
+fn expired(late_by: u64, what: &str) -> StartRefused {
+    StartRefused {
+        kind: ErrorKind::Expired,
+        message: format!(
+            "the task was launched {late_by} ms after its client stopped waiting: {what}"
+        ),
     }
 }
 

@@ -31,7 +31,7 @@ impl Engine {
             if std::fs::metadata(&output).is_ok_and(|meta| meta.len() == 0) {
                 let _ = std::fs::remove_file(&output);
             }
-            let requeued = self.launch_queued(id, start, kept.placement);
+            let requeued = self.queue_again(id, start, kept.placement, kept.created_ms);
             if let Err(error) = requeued {
                 tracing::warn!(task = %id, %error, "cannot queue it again");
                 crate::queue::drop_kept(&self.paths, &id);
@@ -41,7 +41,7 @@ impl Engine {
     }
 
     /// Registers a task a predecessor left queued under its id and queues it at `placement`.
-    fn launch_queued(
+    pub(super) fn launch_queued(
         &self,
         id: TaskId,
         start: Start,
@@ -152,7 +152,8 @@ impl Engine {
         self.mirror.state.ends.hooks.run_due(&listing.tasks);
         // A task the wiring took over is in the registry: resumed (a remote agent followed
         // again from its sidecar), or ended by its executor with the reason it could not be.
-        let taken_over = |id: &TaskId| self.registry.get(id).is_some();
+        // A task kept waiting on disk only is the queue's (queued again above).
+        let taken_over = |id: &TaskId| self.registry.get(id).is_some() || self.queue.holds(id);
         let orphans = listing
             .tasks
             .into_iter()

@@ -205,6 +205,32 @@ impl Mirror {
 }
 
 impl Books {
+    /// The completion notice the end in `state` of `id` is written with on `occasion`:
+    /// `Some(Some(_))` its notice, `Some(None)` none due (a kill on request, a settlement
+    /// without one, a task run in the foreground), `None` while it is still awaited.
+    fn end_notice(
+        &self,
+        id: &TaskId,
+        state: &TaskState,
+        occasion: Occasion,
+    ) -> Option<Option<&Notice>> {
+        // A notice of an earlier end (an agent resumed since) is not this end's.
+        let notice = self
+            .completions
+            .get(id)
+            .filter(|notice| state.base.end_time.is_none_or(|end| notice.at_ms >= end));
+        let no_notice_due = match occasion {
+            Occasion::Killed => true,
+            Occasion::Silent { end } => end == state.base.end_time,
+            Occasion::Change | Occasion::Start => false,
+        } || self.silent.contains(id);
+        match notice {
+            Some(notice) => Some(Some(notice)),
+            None if no_notice_due => Some(None),
+            None => None,
+        }
+    }
+
     /// Drops everything about `id` (evicted, or never begun).
     pub(super) fn forget(&mut self, id: &TaskId) {
         self.written.remove(id);
@@ -293,7 +319,8 @@ pub(super) struct Books {
 /// task does not change (a live task costs no second copy of its state: 10 000 running tasks
 pub(super) struct Written {
     state: Arc<TaskState>,
-    notification: Option<Notice>,
+    /// Boxed: a live task has none, and an entry of every task held pays for its width.
+    notification: Option<Box<Notice>>,
     survives_supervisor: bool,
     /// Whether the task's end slot is reserved ([`record::reserve_end`]).
     end_reserved: bool,
@@ -303,7 +330,7 @@ impl Written {
     pub(super) fn of(state: Arc<TaskState>, record: &TaskRecord, end_reserved: bool) -> Self {
         Written {
             state,
-            notification: record.notification.clone(),
+            notification: record.notification.clone().map(Box::new),
             survives_supervisor: record.survives_supervisor,
             end_reserved,
         }
@@ -312,7 +339,7 @@ impl Written {
     /// Whether `record` holds nothing new (its start key and supervisor never change).
     pub(super) fn matches(&self, record: &TaskRecord) -> bool {
         self.survives_supervisor == record.survives_supervisor
-            && self.notification == record.notification
+            && self.notification.as_deref() == record.notification.as_ref()
             && *self.state == record.task
     }
 }
@@ -357,8 +384,10 @@ impl Drop for StartInFlight {
 
 impl Mirrored {
     /// Writes in batches (everything queued is taken at once and each task written once, from
-    /// its state at that moment: a burst of transitions costs one write), and sweeps between
-    /// batches: retries failed writes, evicts ended tasks whose final record is on disk.
+    /// its state at that moment: a burst of transitions costs one write; the ends of a batch
+    /// are looked at for strays in one look, and their end slots removed once every record of
+    /// the batch is on disk), and sweeps between batches: retries failed writes, evicts ended
+    /// tasks whose final record is on disk.
     fn write_loop(&self, requests: &mpsc::Receiver<WriteRequest>) {
         loop {
             let first = match requests.recv_timeout(self.sweep_interval) {
@@ -383,14 +412,49 @@ impl Mirrored {
                     WriteRequest::Flush(done) => flushed.push(done),
                 }
             }
+            self.look_for_strays(&writes);
+            let mut ended = Vec::new();
             for (id, occasion) in writes {
                 // A failure is logged, kept and retried by the sweep.
-                let _ = self.write(id, occasion);
+                if let Ok(true) = self.write_record(id, occasion) {
+                    ended.push(id);
+                }
+            }
+            // Once every record of the batch is on disk: no end waits behind another's slot.
+            for id in &ended {
+                record::release_end(&self.paths, id);
             }
             for done in flushed {
                 let _ = done.send(());
             }
             self.sweep();
+        }
+    }
+
+    /// Looks for what the ends among `writes` that are written now (with their notice, or with
+    /// none due) left running, all in one look ([`EndActions::look_for_strays`]): each of their
+    /// writes then finds it noted. A single end is looked for by its write, as before.
+    fn look_for_strays(&self, writes: &[(TaskId, Occasion)]) {
+        let ended: Vec<(Arc<TaskState>, Occasion)> = writes
+            .iter()
+            .filter_map(|&(id, occasion)| Some((self.registry.get(&id)?, occasion)))
+            .filter(|(state, _)| state.status().is_terminal())
+            .collect();
+        if ended.len() < 2 {
+            return;
+        }
+        let due: Vec<&TaskState> = {
+            let books = lock(&self.books);
+            ended
+                .iter()
+                .filter(|(state, occasion)| {
+                    books.end_notice(&state.id(), state, *occasion).is_some()
+                })
+                .map(|(state, _)| &**state)
+                .collect()
+        };
+        if due.len() > 1 {
+            self.ends.look_for_strays(&due);
         }
     }
 
@@ -404,21 +468,30 @@ impl Mirrored {
     /// end written first, a supervisor dying before the notice would lose it for good. A
     /// write that fails is logged and kept for the sweep to retry, and its error returned.
     fn write(&self, id: TaskId, occasion: Occasion) -> Result<()> {
+        if self.write_record(id, occasion)? {
+            record::release_end(&self.paths, &id);
+        }
+        Ok(())
+    }
+
+    /// [`Mirrored::write`], but the end slot of an end written is left to the caller to
+    /// release ([`record::release_end`]): returns whether an end was written.
+    fn write_record(&self, id: TaskId, occasion: Occasion) -> Result<bool> {
         if self.detached.load(Ordering::SeqCst) {
             // A start is refused (no reader could ever see it); anything else is dropped.
             return match occasion {
                 Occasion::Start => Err(Error::Supervisor(
                     "the session directory was deleted or replaced".into(),
                 )),
-                _ => Ok(()),
+                _ => Ok(false),
             };
         }
         let _writing = self.task_locks.of(&id);
         let Some(state) = self.registry.get(&id) else {
-            return Ok(());
+            return Ok(false);
         };
         let Some(Drafted { mut record, known }) = self.draft(id, &state, occasion) else {
-            return Ok(());
+            return Ok(false);
         };
         if state.status().is_terminal() {
             // Looked for only now: an agent is ended before its CLI has exited, and sends its
@@ -435,7 +508,7 @@ impl Mirrored {
             .get(&id)
             .is_some_and(|w| w.matches(&record))
         {
-            return Ok(());
+            return Ok(false);
         }
         // The file is written with no lock but this task's held: a start or an end of another
         // task never waits behind it.
@@ -458,7 +531,33 @@ impl Mirrored {
             return None;
         }
         books.deferred.remove(&id);
+        // An end is written with its completion notice; one still awaited is not drafted.
+        let notification = if state.status().is_terminal() {
+            match books.end_notice(&id, state, occasion) {
+                Some(notice) => notice.cloned(),
+                None => {
+                    let now = Instant::now();
+                    // As long as its executor may take to send it (an agent: once its CLI
+                    // exited).
+                    let delay = self
+                        .registry
+                        .executor(state.base.task_type)
+                        .map_or(Duration::ZERO, |executor| executor.notice_delay(state));
+                    let due = *books
+                        .awaiting_notice
+                        .entry(id)
+                        .or_insert(now + self.sweep_interval.max(delay));
+                    if now < due {
+                        return None; // written by `complete`, or by the sweep once due
+                    }
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let mut record = TaskRecord::new(state.clone());
+        record.notification = notification;
         record.start_key = books.start_keys.get(&id).cloned();
         record.queue = self.placements.get(&id);
         record.on_end = self.ends.hooks.command_for(books.on_end.get(&id));
@@ -476,41 +575,13 @@ impl Mirrored {
                 .as_ref()
                 .is_some_and(|placement| placement.waiting);
         record.survives_supervisor |= waiting;
-        if state.status().is_terminal() {
-            // A notice of an earlier end (an agent resumed since) is not this end's.
-            let notice = books
-                .completions
-                .get(&id)
-                .filter(|notice| state.base.end_time.is_none_or(|end| notice.at_ms >= end))
-                .cloned();
-            let no_notice_due = match occasion {
-                Occasion::Killed => true,
-                Occasion::Silent { end } => end == state.base.end_time,
-                Occasion::Change | Occasion::Start => false,
-            } || books.silent.contains(&id);
-            if notice.is_none() && !no_notice_due {
-                let now = Instant::now();
-                // As long as its executor may take to send it (an agent: once its CLI exited).
-                let delay = self
-                    .registry
-                    .executor(state.base.task_type)
-                    .map_or(Duration::ZERO, |executor| executor.notice_delay(state));
-                let due = *books
-                    .awaiting_notice
-                    .entry(id)
-                    .or_insert(now + self.sweep_interval.max(delay));
-                if now < due {
-                    return None; // written by `complete`, or by the sweep once due
-                }
-            }
-            record.notification = notice;
-        }
         books.awaiting_notice.remove(&id);
         Some(Drafted { record, known })
     }
 
     /// Notes in the books how the write of `record` (the state `state` of `id`) went, and does
-    /// what follows an end on disk: its hook, its end slot released, its settling.
+    /// what follows an end on disk: its hook, its settling. Returns whether an end was written
+    /// (its end slot is then to be released).
     fn wrote(
         &self,
         id: TaskId,
@@ -518,7 +589,7 @@ impl Mirrored {
         record: TaskRecord,
         known: bool,
         written: Result<()>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let terminal = record.is_terminal();
         match written {
             Ok(()) => {
@@ -538,7 +609,6 @@ impl Mirrored {
                 if terminal {
                     // After the end and its notice are on disk: a hook never holds them up.
                     self.ends.hooks.ended(&record);
-                    record::release_end(&self.paths, &id);
                 }
                 let mut books = lock(&self.books);
                 if !terminal && state.kind.changes_quietly() {
@@ -557,7 +627,7 @@ impl Mirrored {
                     let at = Instant::now() + self.sweep_interval;
                     books.settling.push_back((id, at));
                 }
-                Ok(())
+                Ok(terminal)
             }
             Err(error) => {
                 let kept_already = lock(&self.books).kept.get(&id) == Some(&record);
@@ -596,9 +666,16 @@ impl Mirrored {
     /// live agents up to date, and evicts ended tasks whose final record has been on disk for
     /// a sweep interval.
     fn sweep(&self) {
+        let now = Instant::now();
         let retry: Vec<TaskId> = {
             let books = lock(&self.books);
-            let waited = books.awaiting_notice.keys();
+            // Only the ends whose wait for their notice is over: one that comes is written by
+            // `complete`, so a burst of ends awaiting theirs costs no rewrite at every batch.
+            let waited = books
+                .awaiting_notice
+                .iter()
+                .filter(|&(_, due)| *due <= now)
+                .map(|(id, _)| id);
             // Agents change without an event (tokens and text between tool uses): their
             // records are compared with their states, and rewritten if they differ.
             books

@@ -5,12 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use task_core::{EndReason, TaskId, TaskStatus};
-use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::{BatchEngine, BatchPhase, BatchSpec};
 use crate::book::Book;
-use crate::control::{Control, Controls, Outcome};
+use crate::control::{Control, ControlReceiver, Controls, Outcome, OutcomePost};
 use crate::output::append_line;
 use crate::process::EXIT_KILLED;
 
@@ -44,8 +43,8 @@ pub(crate) struct BatchRun {
     /// The job, once known (recorded by a predecessor, found by name, or submitted).
     pub(crate) job_id: Option<String>,
     pub(crate) output: PathBuf,
-    pub(crate) control: mpsc::Receiver<Control>,
-    pub(crate) outcome: watch::Sender<Option<Outcome>>,
+    pub(crate) control: ControlReceiver,
+    pub(crate) outcome: OutcomePost,
 }
 
 impl BatchRun {
@@ -54,7 +53,7 @@ impl BatchRun {
         let end = self.run(&book).await;
         controls.close(&self.id);
         let outcome = self.settle(&book, end);
-        self.outcome.send_replace(Some(outcome));
+        self.outcome.post(outcome);
     }
 
     /// The task's job: recorded, else the newest of its name, else one submitted now.

@@ -9,10 +9,12 @@ use std::time::Duration;
 use task_core::process::{Child, ChildStdout};
 use task_core::{EndReason, TaskId, TaskStatus};
 use tokio::io::AsyncReadExt;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::oneshot;
 
 use crate::book::{Book, MonitorEnd};
-use crate::control::{Control, Controls, Outcome, deadline, kill_and_reap};
+use crate::control::{
+    Control, ControlReceiver, Controls, Outcome, OutcomePost, deadline, kill_and_reap,
+};
 use crate::lines::LineSplitter;
 use crate::monitor::ws::{WsTarget, stream_events};
 use crate::output::{append_bytes, append_line};
@@ -61,8 +63,8 @@ pub(crate) struct MonitorRun {
     pub(crate) output_file: File,
     pub(crate) timeout: Option<Duration>,
     pub(crate) max_line_bytes: usize,
-    pub(crate) control: mpsc::Receiver<Control>,
-    pub(crate) outcome: watch::Sender<Option<Outcome>>,
+    pub(crate) control: ControlReceiver,
+    pub(crate) outcome: OutcomePost,
 }
 
 /// Where events go: the output file (so the watch can be read back) and the notification queue.
@@ -122,7 +124,7 @@ impl MonitorRun {
         }
         controls.close(&id);
         let result = settle(&book, id, &output, end, timeout);
-        outcome.send_replace(Some(result));
+        outcome.post(result);
     }
 }
 
@@ -217,7 +219,7 @@ fn settle(book: &Book, id: TaskId, output: &Path, end: End, limit: Option<Durati
 /// Completes with the reply channel when a kill request arrives (background requests mean
 /// nothing to a monitor, which always runs in the background); never completes if the control
 /// channel closes.
-async fn wait_for_kill(control: &mut mpsc::Receiver<Control>) -> oneshot::Sender<()> {
+async fn wait_for_kill(control: &mut ControlReceiver) -> oneshot::Sender<()> {
     loop {
         match control.recv().await {
             Some(Control::Kill { done }) => return done,

@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use task_core::process::Child;
 use task_core::{EndReason, TaskId, TaskStatus};
-use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, Interval, MissedTickBehavior, interval_at};
 
 use crate::book::Book;
 use crate::config::ShellConfig;
-use crate::control::{Control, Controls, Outcome, deadline, freeze_group, kill_and_reap};
+use crate::control::{
+    Control, ControlReceiver, Controls, Outcome, OutcomePost, deadline, freeze_group, kill_and_reap,
+};
 use crate::growth::{Growth, Watches};
 use crate::output::{append_line, output_size, output_tail};
 use crate::process::{EXIT_KILLED, exit_code};
@@ -36,8 +37,8 @@ pub(crate) struct ShellRun {
     pub(crate) output: PathBuf,
     pub(crate) timeout: Option<Duration>,
     pub(crate) backgrounded: bool,
-    pub(crate) control: mpsc::Receiver<Control>,
-    pub(crate) outcome: watch::Sender<Option<Outcome>>,
+    pub(crate) control: ControlReceiver,
+    pub(crate) outcome: OutcomePost,
 }
 
 /// The stall and size watchdogs of one task, with their schedules.
@@ -70,17 +71,26 @@ impl Watchdogs {
 
 impl ShellRun {
     /// Supervises the task until it ends, records the end and tells the waiting caller.
-    pub(crate) async fn drive(
+    ///
+    /// A block, not an `async fn`: an `async fn` keeps its arguments twice in its state (as
+    /// captured and as moved into its body), which every live task paid for (some 250 bytes).
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn holds its arguments twice for the run's whole life"
+    )]
+    pub(crate) fn drive(
         mut self,
         book: Book,
         config: Arc<ShellConfig>,
         controls: Arc<Controls>,
         watches: Arc<Watches>,
-    ) {
-        let end = self.run(&book, &config, &watches).await;
-        controls.close(&self.id);
-        let outcome = self.settle(&book, end);
-        self.outcome.send_replace(Some(outcome));
+    ) -> impl Future<Output = ()> + Send {
+        async move {
+            let end = self.run(&book, &config, &watches).await;
+            controls.close(&self.id);
+            let outcome = self.settle(&book, end);
+            self.outcome.post(outcome);
+        }
     }
 
     async fn run(&mut self, book: &Book, config: &ShellConfig, watches: &Watches) -> End {
