@@ -18,6 +18,18 @@
 //! (shared memory, as glibc does: no pipe needed when the parent resumes only after `exec` or
 //! exit) and exits with 127; the parent then reaps it and returns that error.
 //!
+//! The child does not copy this process's descriptor table either. A `clone` without
+//! `CLONE_FILES` copies a reference to every open file of the parent, and the child's `execve`
+//! drops each again (close-on-exec): a supervisor holds a descriptor a live task (its pidfd),
+//! so that copy grew with the tasks held. Instead the descriptors the child is to get are put
+//! in a few low-numbered slots this process keeps for spawning ([`Slots`]), the child shares
+//! the table at the `clone`, and its first call, `close_range(above the slots, ~0,
+//! CLOSE_RANGE_UNSHARE)` (Linux ≥ 5.9; before, a whole `unshare`), gives it a table of its own
+//! holding only the numbers up to the slots; it lifts the slots' descriptors above every slot
+//! and target, then copies them into place. So it inherits no descriptor of this process
+//! beyond the lowest few, whether close-on-exec or not. A spawn that gives the child more
+//! descriptors than there are slots copies the table as before.
+//!
 //! The result is a [`Child`], which waits through a pidfd (made by the `clone` itself,
 //! `CLONE_PIDFD`) and reaps exactly its own process: the supervisor's sweep of adopted orphans
 //! ([`reap_adopted_orphans`](super::reap_adopted_orphans)) leaves a group leader it started
@@ -26,12 +38,14 @@
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString, c_char, c_int, c_void};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rustix::fs::{Access, Mode, OFlags};
+use rustix::io::DupFlags;
 use rustix::pipe::PipeFlags;
 
 use super::child::{Child, Ours};
@@ -47,6 +61,10 @@ const SETUP_FAILED: c_int = 127;
 
 /// The search path used when neither the child's environment nor this process's has a `PATH`.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// How many descriptors a child can get through [`Slots`] (stdin, stdout, stderr and a few
+/// more); a spawn that gives it more copies this process's whole descriptor table.
+const SLOT_COUNT: usize = 8;
 
 /// One of the child's standard descriptors.
 #[derive(Debug, Default)]
@@ -231,19 +249,27 @@ impl Spawn {
         let (moves, ours) = Descriptors::arrange(self.stdio, self.fds)?;
         let argv_ptrs = null_terminated(&argv);
         let envp_ptrs = null_terminated(&envp);
+        let mut slots = Slots::lock();
+        let staged = slots.as_mut().and_then(|slots| slots.stage(&moves));
         let plan = Plan {
             path: path.as_ptr(),
             argv: argv_ptrs.as_ptr(),
             envp: envp_ptrs.as_ptr(),
             cwd: cwd.as_ref().map_or(std::ptr::null(), |dir| dir.as_ptr()),
-            moves: moves.pairs.as_slice(),
+            moves: staged
+                .as_ref()
+                .map_or(moves.pairs.as_slice(), |staged| staged.pairs.as_slice()),
+            shared: staged.as_ref().map(|staged| staged.bounds),
             group: self.group,
             setup: self.setup,
             parent: rustix::process::getpid().as_raw_nonzero().get(),
             error: AtomicI32::new(0),
         };
-        let (pid, pidfd) = clone_and_exec(&plan)?;
-        // The child's copies are in place (or it failed): ours of its ends can close.
+        let cloned = clone_and_exec(&plan);
+        // The child has its own copies (or failed): the slots and ours of its ends can close.
+        drop(staged);
+        drop(slots);
+        let (pid, pidfd) = cloned?;
         drop(moves);
         match plan.error.load(Ordering::Acquire) {
             0 => Child::new(pid, pidfd, ours),
@@ -276,13 +302,20 @@ impl Spawn {
 /// The descriptors the child copies into place, kept open until the `clone` has returned.
 #[derive(Debug)]
 struct Descriptors {
-    /// Held only to keep the sources open.
-    _sources: Vec<(OwnedFd, RawFd)>,
+    /// The sources, each with its target, kept open until the child has its copies.
+    sources: Vec<(OwnedFd, RawFd)>,
     /// `(source, target)` pairs, as the child reads them.
     pairs: Vec<(RawFd, RawFd)>,
 }
 
 impl Descriptors {
+    /// Each source with its target.
+    fn sources(&self) -> impl Iterator<Item = (BorrowedFd<'_>, RawFd)> {
+        self.sources
+            .iter()
+            .map(|(fd, target)| (fd.as_fd(), *target))
+    }
+
     /// Opens what the standard descriptors need and numbers every source above every target,
     /// so that no `dup2` in the child overwrites a source it has yet to copy.
     fn arrange(stdio: [Stdio; 3], fds: Vec<(OwnedFd, RawFd)>) -> io::Result<(Self, Ours)> {
@@ -340,13 +373,111 @@ impl Descriptors {
             .iter()
             .map(|(fd, target)| (fd.as_raw_fd(), *target))
             .collect();
-        Ok((
-            Self {
-                _sources: sources,
-                pairs,
-            },
-            ours,
-        ))
+        Ok((Self { sources, pairs }, ours))
+    }
+}
+
+/// Low descriptor numbers this process keeps for spawning, each open on `/dev/null` between
+/// spawns (module docs): the child's descriptors are put in them for the `clone`, and the child
+/// keeps the numbers up to them alone. Opened at the first spawn, with the lowest numbers free
+/// then (at least 3); one spawn uses them at a time ([`Slots::lock`]).
+#[derive(Debug)]
+struct Slots {
+    /// The slots, in ascending order of number.
+    kept: Vec<OwnedFd>,
+    /// What each slot holds between spawns.
+    null: OwnedFd,
+}
+
+/// This process's [`Slots`], once opened.
+static SLOTS: Mutex<Option<Slots>> = Mutex::new(None);
+
+impl Slots {
+    /// The slots, held until the guard is dropped: opened now if they are not open yet (again
+    /// at each spawn after a failure, when the guard holds none).
+    fn lock() -> MutexGuard<'static, Option<Self>> {
+        let mut slots = SLOTS.lock().unwrap_or_else(PoisonError::into_inner);
+        if slots.is_none() {
+            match Self::open() {
+                Ok(opened) => *slots = Some(opened),
+                Err(error) => {
+                    tracing::debug!(%error, "no descriptor slots: a spawn copies the whole table");
+                }
+            }
+        }
+        slots
+    }
+
+    fn open() -> io::Result<Self> {
+        let null = rustix::fs::open("/dev/null", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())?;
+        // Each the lowest number free at its turn, so in ascending order.
+        let kept = (0..SLOT_COUNT)
+            .map(|_| rustix::io::fcntl_dupfd_cloexec(&null, 3))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self { kept, null })
+    }
+
+    /// Puts the sources of `moves` in the slots, for one `clone`; `None` (nothing staged) when
+    /// they do not fit or a copy fails: the child then copies the whole table.
+    fn stage(&mut self, moves: &Descriptors) -> Option<Staged<'_>> {
+        if moves.pairs.len() > self.kept.len() {
+            return None;
+        }
+        let mut staged = Staged {
+            pairs: Vec::with_capacity(moves.pairs.len()),
+            bounds: Bounds { keep: 0, lift: 0 },
+            slots: self,
+        };
+        for ((source, target), slot) in moves.sources().zip(&mut staged.slots.kept) {
+            if let Err(error) = rustix::io::dup3(source, slot, DupFlags::CLOEXEC) {
+                tracing::debug!(%error, "cannot stage a descriptor: the spawn copies the whole table");
+                return None; // the slots staged so far are cleared by the drop
+            }
+            staged.pairs.push((slot.as_raw_fd(), target));
+        }
+        let keep = staged
+            .slots
+            .kept
+            .last()
+            .map_or(3, |slot| slot.as_raw_fd() + 1);
+        let lift = staged
+            .pairs
+            .iter()
+            .map(|&(_, target)| target + 1)
+            .fold(keep, RawFd::max);
+        staged.bounds = Bounds { keep, lift };
+        Some(staged)
+    }
+}
+
+/// The slots holding one spawn's descriptors, put back on `/dev/null` when dropped (so this
+/// process keeps no end of the child's pipes).
+#[derive(Debug)]
+struct Staged<'a> {
+    /// `(slot, target)` pairs, as the child reads them.
+    pairs: Vec<(RawFd, RawFd)>,
+    bounds: Bounds,
+    slots: &'a mut Slots,
+}
+
+/// Where a child that shares the descriptor table at the `clone` keeps and lifts descriptors.
+#[derive(Debug, Clone, Copy)]
+struct Bounds {
+    /// It keeps the numbers below this one (every slot's).
+    keep: RawFd,
+    /// It lifts each slot's descriptor to a number at least this one (above every slot and
+    /// every target) before copying it into place.
+    lift: RawFd,
+}
+
+impl Drop for Staged<'_> {
+    fn drop(&mut self) {
+        let Slots { kept, null } = &mut *self.slots;
+        for slot in kept.iter_mut().take(self.pairs.len()) {
+            if let Err(error) = rustix::io::dup3(&*null, slot, DupFlags::CLOEXEC) {
+                tracing::warn!(%error, "cannot clear a descriptor slot");
+            }
+        }
     }
 }
 
@@ -360,6 +491,9 @@ struct Plan {
     /// Null for "stay where the parent is".
     cwd: *const c_char,
     moves: *const [(RawFd, RawFd)],
+    /// Set when the child shares this process's descriptor table at the `clone` (`CLONE_FILES`)
+    /// and `moves` come from [`Slots`].
+    shared: Option<Bounds>,
     group: Group,
     setup: ChildSetup,
     parent: libc::pid_t,
@@ -393,7 +527,10 @@ thread_local! {
 /// [`clone_and_exec`] on `stack`.
 fn clone_on(stack: &Stack, plan: &Plan) -> io::Result<(u32, OwnedFd)> {
     let mut pidfd: c_int = -1;
-    let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD;
+    let mut flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD;
+    if plan.shared.is_some() {
+        flags |= libc::CLONE_FILES;
+    }
     let blocked = BlockedSignals::all()?;
     // SAFETY: `child_main` gets `plan`, which outlives the call (this thread is suspended until
     // the child has exec'd or exited: CLONE_VFORK), and the top of a stack mapped for it alone.
@@ -459,9 +596,39 @@ unsafe fn prepare_and_exec(plan: &Plan) -> c_int {
                 libc::sigaction(signal, &raw const default, std::ptr::null_mut());
             }
         }
-        for &(source, target) in &*plan.moves {
-            if libc::dup2(source, target) < 0 {
-                return errno();
+        match plan.shared {
+            Some(bounds) => {
+                // A table of its own, with the numbers below the slots' end alone.
+                let unshared = libc::syscall(
+                    libc::SYS_close_range,
+                    bounds.keep as libc::c_uint,
+                    libc::c_uint::MAX,
+                    libc::CLOSE_RANGE_UNSHARE,
+                ) == 0
+                    || libc::unshare(libc::CLONE_FILES) == 0;
+                if !unshared {
+                    return errno();
+                }
+                // A target may be a slot not copied yet: every source is lifted first.
+                let mut lifted: [RawFd; SLOT_COUNT] = [-1; SLOT_COUNT];
+                for (&(source, _), high) in (*plan.moves).iter().zip(&mut lifted) {
+                    *high = libc::fcntl(source, libc::F_DUPFD_CLOEXEC, bounds.lift);
+                    if *high < 0 {
+                        return errno();
+                    }
+                }
+                for (&(_, target), &high) in (*plan.moves).iter().zip(&lifted) {
+                    if libc::dup2(high, target) < 0 {
+                        return errno();
+                    }
+                }
+            }
+            None => {
+                for &(source, target) in &*plan.moves {
+                    if libc::dup2(source, target) < 0 {
+                        return errno();
+                    }
+                }
             }
         }
         if !plan.cwd.is_null() && libc::chdir(plan.cwd) != 0 {

@@ -14,8 +14,9 @@ use std::io;
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 
+use super::child::is_spawned_here;
 use super::contain::{Victims, marked_processes, marker_entry};
-use super::procfs::{children_of, environ_has, read_stat, to_pid};
+use super::procfs::{adopted_children, children_of, environ_has, read_stat, to_pid};
 
 /// The most walks made while waiting for the tree to hold still before killing anyway.
 const MAX_FREEZE_ROUNDS: usize = 200;
@@ -40,8 +41,9 @@ pub enum Root {
 /// left the tree, such as a double-forked escapee: looked for when `root` is [`Root::Plain`],
 /// or when it has already exited (while a [`Root::Subreaper`] lives, the tree walk finds them
 /// without scanning every process). In a subreaper ([`become_subreaper`](super::become_subreaper),
-/// as a supervisor is) only its own children are looked at for the marker, since whatever left
-/// a tree below it was re-parented to it (the walk then takes their subtrees); elsewhere every
+/// as a supervisor is) only the children it adopted are looked at for the marker, since
+/// whatever left a tree below it was re-parented to it (the walk then takes their subtrees),
+/// not every live task's first process; elsewhere every
 /// process of this user is. Then reaps the signalled processes that come back to this
 /// process as zombies (all of them when it is a subreaper, see
 /// [`become_subreaper`](super::become_subreaper)), waiting a few seconds at most.
@@ -93,19 +95,23 @@ pub fn kill_tree(root: u32, marker: Option<&str>, kind: Root) -> io::Result<usiz
 }
 
 /// The live processes of this user carrying `entry` that can have left a task's tree. In a
-/// subreaper, its own children: a process orphaned anywhere below it was re-parented to it, so
-/// a look costs its children, not every process of the machine (seconds with thousands of
-/// them). Elsewhere an orphan went to init or to another subreaper: every process is looked at.
+/// subreaper, the children it adopted: a process orphaned anywhere below it was re-parented to
+/// it (to its main thread, [`adopted_children`]), so a look costs those, not every process of
+/// the machine (seconds with thousands of them) nor every live task's first process (a
+/// supervisor's own children, one a live task: reading them all made each kill cost the
+/// square of the live tasks). Elsewhere an orphan went to init or to another subreaper: every
+/// process is looked at.
 fn marked_escapees(entry: &[u8]) -> Vec<u32> {
-    let me = std::process::id();
-    let Some(me_pid) = is_subreaper().then(|| to_pid(me).ok()).flatten() else {
+    if !is_subreaper() {
         return marked_processes(entry);
-    };
-    children_of(me_pid)
+    }
+    adopted_children()
         .into_iter()
         .map(|pid| pid.as_raw_nonzero().get().unsigned_abs())
         .filter(|&pid| {
-            read_stat(pid).is_some_and(|stat| !stat.is_dead()) && environ_has(pid, entry)
+            !is_spawned_here(pid)
+                && read_stat(pid).is_some_and(|stat| !stat.is_dead())
+                && environ_has(pid, entry)
         })
         .collect()
 }

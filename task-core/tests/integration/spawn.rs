@@ -201,6 +201,49 @@ async fn a_source_numbered_like_an_earlier_target_is_not_overwritten() {
     );
 }
 
+#[tokio::test]
+async fn a_descriptor_not_given_to_the_child_is_not_inherited_even_without_close_on_exec() {
+    // Numbered far above the few low numbers a child keeps of this process's table.
+    let null = std::fs::File::open("/dev/null").unwrap();
+    let kept = rustix::io::fcntl_dupfd_cloexec(&null, 1000).unwrap();
+    rustix::io::fcntl_setfd(&kept, rustix::io::FdFlags::empty()).unwrap();
+    let number = std::os::fd::AsRawFd::as_raw_fd(&kept);
+    let script =
+        format!("if [ -e /proc/self/fd/{number} ]; then echo inherited; else echo not; fi");
+    let (out, code) = finish(sh(&script).spawn().unwrap()).await;
+    assert_eq!((out.as_str(), code), ("not\n", 0), "descriptor {number}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_spawns_each_get_their_own_descriptors() {
+    let spawns = (0..64).map(|i| {
+        tokio::spawn(async move {
+            let (read, write) = rustix::pipe::pipe().unwrap();
+            let mut write = std::fs::File::from(write);
+            write.write_all(format!("nine {i}").as_bytes()).unwrap();
+            drop(write);
+            let child = sh(&format!("echo out {i}; cat <&9"))
+                .fd(read, 9)
+                .spawn()
+                .unwrap();
+            (i, finish(child).await)
+        })
+    });
+    for spawned in join_in_order(spawns).await {
+        let (i, (out, code)) = spawned;
+        assert_eq!((out, code), (format!("out {i}\nnine {i}"), 0));
+    }
+}
+
+/// Every handle's result, in order.
+async fn join_in_order<T>(handles: impl Iterator<Item = tokio::task::JoinHandle<T>>) -> Vec<T> {
+    let mut results = Vec::new();
+    for handle in handles.collect::<Vec<_>>() {
+        results.push(handle.await.unwrap());
+    }
+    results
+}
+
 #[test]
 fn spawning_outside_a_runtime_is_refused_before_anything_starts() {
     let error = Spawn::new("true").spawn().unwrap_err();
