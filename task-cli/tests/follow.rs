@@ -105,9 +105,14 @@ fn a_follower_delivers_each_end_once_as_its_record_lands_without_waiting_for_its
         delivered.push(notice);
     }
     delivered.extend(follower.stop());
+    assert_each_delivered_once(&delivered, &ids);
+}
+
+/// Asserts that `delivered` holds one notification of each of `ids`, and no other.
+fn assert_each_delivered_once(delivered: &[Value], ids: &[String]) {
     let expected: BTreeMap<String, usize> = ids.iter().map(|id| (id.clone(), 1)).collect();
     assert_eq!(
-        counted(&delivered),
+        counted(delivered),
         expected,
         "each end delivered exactly once"
     );
@@ -142,12 +147,7 @@ fn a_burst_of_ends_is_delivered_once_each_between_two_followers_woken_by_their_w
     for follower in followers {
         delivered.extend(follower.stop());
     }
-    let expected: BTreeMap<String, usize> = ids.iter().map(|id| (id.clone(), 1)).collect();
-    assert_eq!(
-        counted(&delivered),
-        expected,
-        "each end delivered exactly once"
-    );
+    assert_each_delivered_once(&delivered, &ids);
 }
 
 #[test]
