@@ -26,17 +26,19 @@
 //! tasks directory. Once it ends, `{session}/hooks.log` gets what it printed (all of it, or,
 //! once spilled, its last lines and where the rest is), then one line saying how it ended.
 //!
-//! **Once per end, across supervisors.** Before it starts a hook, a supervisor creates the
-//! end's latch `{id}.{end}.hook` with `O_CREAT|O_EXCL`: the one creator runs it, every other
-//! attempt (a record written again, the next supervisor's look at the records it finds ended)
-//! does nothing. A supervisor starting looks at every ended record with a hook and no latch
-//! (its predecessor died between writing the end and running the hook, or ended no orphan)
-//! and runs those. A supervisor killed after creating a latch and before the `fork` that
-//! follows it at once loses that one hook: the window is a few microseconds, against a hook
-//! run twice had the latch come after the `fork`. The hook does not die with the supervisor
-//! (no parent-death signal): once started it finishes.
+//! **Once per end, across supervisors.** A hook's process claims the end's latch
+//! `{id}.{end}.hook` with `O_CREAT|O_EXCL` itself, between its `fork` and its `exec`: the
+//! one process that creates it runs the command, any other (a record written again, the next
+//! supervisor's look at the records it finds ended) exits before its `exec` and the supervisor
+//! that started it lets it be. A supervisor starting looks at every ended record with a hook
+//! and no latch (its predecessor died between writing the end and running the hook, or ended
+//! no orphan) and runs those. A supervisor killed at any point leaves either no latch (the
+//! next one runs the hook) or a hook process past its `fork`, which claims the latch and runs
+//! it: no end loses its hook and none runs it twice. The hook does not die with the
+//! supervisor (no parent-death signal): once started it finishes.
 
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -46,8 +48,6 @@ use bytes::Bytes;
 use task_core::TaskState;
 use task_output::{PipeConfig, PipeOutput};
 use tokio::io::{AsyncRead, AsyncReadExt};
-
-use task_output::open::NoFollow;
 
 use crate::paths::SessionPaths;
 use crate::record::TaskRecord;
@@ -87,19 +87,14 @@ impl Hooks {
         if !record.is_terminal() {
             return;
         }
-        let id = record.id();
-        let latch = self.paths.hook_ran(&id, ended);
-        match NoFollow::write().create_new().open(&latch) {
-            Ok(_) => {}
-            Err(task_output::OutputError::AlreadyExists { .. }) => return,
-            Err(error) => {
-                tracing::error!(task = %id, %error, "cannot claim its end hook: not run");
-                return;
-            }
+        let latch = self.paths.hook_ran(&record.id(), ended);
+        if latch.exists() {
+            return; // a cheap look first; the hook's own claim is what decides
         }
         let run = Run {
             log: self.paths.hooks_log(),
-            spill: self.paths.hook_output(&id, ended),
+            spill: self.paths.hook_output(&record.id(), ended),
+            latch,
             command: command.clone(),
             timeout: self.timeout,
         };
@@ -130,6 +125,8 @@ struct Run {
     log: PathBuf,
     /// Where its output goes past what pipe mode keeps in memory.
     spill: PathBuf,
+    /// The end's latch, which the hook's process claims before its `exec`.
+    latch: PathBuf,
     command: String,
     timeout: Duration,
 }
@@ -143,6 +140,11 @@ impl Run {
         let mut output = PipeOutput::new(&self.spill, PipeConfig::default());
         let outcome = match self.spawn(task) {
             Ok(child) => self.wait(child, &mut output).await,
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => return,
+            Err(error) if !self.latch.exists() => {
+                tracing::error!(task = %id, %error, "cannot claim its end hook: not run");
+                return;
+            }
             Err(error) => format!("could not start: {error}"),
         };
         if let Err(error) = output.flush().await {
@@ -163,8 +165,11 @@ impl Run {
     }
 
     /// Starts `sh -c COMMAND` in a process group of its own, the task in its environment,
-    /// its stdout and stderr pipes to this process.
+    /// its stdout and stderr pipes to this process, once its process claimed the latch (an
+    /// `AlreadyExists` error: another process has it).
     fn spawn(&self, task: &TaskState) -> std::io::Result<tokio::process::Child> {
+        let latch = std::ffi::CString::new(self.latch.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
         let base = &task.base;
         let reason = base
             .end_reason
@@ -185,6 +190,9 @@ impl Run {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        // SAFETY: `claim` makes one `open` and one `close` system call on memory made before
+        // the `fork`: async-signal-safe, as a hook between `fork` and `exec` must be.
+        unsafe { command.pre_exec(move || claim(&latch)) };
         tokio::process::Command::from(command).spawn()
     }
 
@@ -225,6 +233,16 @@ impl Run {
             None => ended,
         }
     }
+}
+
+/// Creates the latch at `path` (`O_CREAT|O_EXCL|O_NOFOLLOW`), in the hook's process before
+/// its `exec`: the one process that creates it runs the hook.
+fn claim(path: &std::ffi::CStr) -> std::io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    rustix::fs::open(path, flags, Mode::from_raw_mode(0o644))
+        .map(drop)
+        .map_err(Into::into)
 }
 
 /// Reads `stdout` and `stderr` to their ends into `output`, a chunk at a time; once spilled,
@@ -287,4 +305,92 @@ fn shown(output: &PipeOutput) -> String {
         text.push('\n');
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use task_core::{ShellState, TaskId, TaskKind, TaskStatus};
+
+    /// A record of a shell ended at `ENDED`, whose hook appends its id to `ran`.
+    fn ended_with_hook(paths: &SessionPaths, ran: &std::path::Path) -> TaskRecord {
+        let id = TaskId::parse("b12345678").unwrap();
+        let output = paths.tasks_dir().join("b12345678.output");
+        let kind = TaskKind::Shell(ShellState::default());
+        let mut record = TaskRecord::new(TaskState::new(id, "build", output, kind).unwrap());
+        record.task.base.status = TaskStatus::Completed;
+        record.task.base.end_time = Some(ENDED);
+        record.on_end = Some(format!("echo \"$TASKS_ID\" >> '{}'", ran.display()));
+        record
+    }
+
+    const ENDED: u64 = 1_700_000_000_000;
+
+    fn session() -> (tempfile::TempDir, SessionPaths) {
+        let root = tempfile::tempdir().unwrap();
+        let paths = SessionPaths::new(root.path(), "default").unwrap();
+        paths.create_dirs().unwrap();
+        (root, paths)
+    }
+
+    fn hooks(paths: &SessionPaths) -> Hooks {
+        Hooks::new(paths.clone(), None, Duration::from_secs(30))
+    }
+
+    /// The lines of `path`, once it has `count` of them (the hooks run on their own).
+    fn lines_once(path: &std::path::Path, count: usize) -> Vec<String> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            if text.lines().count() >= count || std::time::Instant::now() > deadline {
+                return text.lines().map(str::to_owned).collect();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_hook_its_supervisor_died_before_starting_is_run_by_the_next_supervisor() {
+        let (_root, paths) = session();
+        let ran = paths.root().join("ran");
+        let record = ended_with_hook(&paths, &ran);
+        // The dying supervisor: its runtime never gets to the hook's task.
+        let dying = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        dying.block_on(async { hooks(&paths).ended(&record) });
+        drop(dying);
+        let latch = paths.hook_ran(&record.id(), ENDED);
+        assert!(!latch.exists(), "no latch without a hook's process");
+
+        let next = tokio::runtime::Runtime::new().unwrap();
+        next.block_on(async { hooks(&paths).run_due([&record]) });
+        assert_eq!(lines_once(&ran, 1), ["b12345678"]);
+        assert!(latch.exists(), "claimed by the hook that ran");
+    }
+
+    #[test]
+    fn two_supervisors_claiming_one_end_at_once_run_its_hook_once_and_log_it_once() {
+        let (_root, paths) = session();
+        let ran = paths.root().join("ran");
+        let record = ended_with_hook(&paths, &ran);
+        let run = || Run {
+            log: paths.hooks_log(),
+            spill: paths.hook_output(&record.id(), ENDED),
+            latch: paths.hook_ran(&record.id(), ENDED),
+            command: record.on_end.clone().unwrap(),
+            timeout: Duration::from_secs(30),
+        };
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            tokio::join!(run().run(&record.task), run().run(&record.task));
+        });
+        let ran = std::fs::read_to_string(&ran).unwrap();
+        assert_eq!(ran, "b12345678\n");
+        let log = std::fs::read_to_string(paths.hooks_log()).unwrap();
+        assert_eq!(log.matches("on-end hook").count(), 1, "{log}");
+        assert!(log.contains("on-end hook exited 0"), "{log}");
+    }
 }
