@@ -7,7 +7,8 @@
 mod support;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,10 +27,12 @@ use task_session::protocol::{KillResult, Op, Response, Start};
 use task_session::session::{Session, WaitOutcome};
 
 use support::eventually;
-use tokio::sync::oneshot;
+use tokio::io::AsyncReadExt;
+use tokio::sync::{oneshot, watch};
 
-/// What a toy task does: write `lines`, then finish once `release` exists. A survivor
-/// outlives its supervisor: the next supervisor of the session resumes it from its record.
+/// What a toy task does: write `lines`, then finish once its gate `release` opens (a FIFO the
+/// test writes a byte to; see [`Gate`]). A survivor outlives its supervisor: the next
+/// supervisor of the session resumes it from its record.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct ToyStart {
     lines: Vec<String>,
@@ -41,12 +44,9 @@ struct ToyStart {
     /// `hold` exists: the moment between the task made `running` and the start noting its key.
     #[serde(default)]
     hold: Option<PathBuf>,
-    /// How often it looks for `release`, in ms (5 unless given).
-    #[serde(default)]
-    patience_ms: Option<u64>,
 }
 
-/// The agent type of a toy that survives its supervisor; its prompt is its release file.
+/// The agent type of a toy that survives its supervisor; its prompt is its gate's path.
 const SURVIVOR: &str = "survivor";
 
 #[derive(Clone)]
@@ -54,6 +54,9 @@ struct Toy {
     registry: Arc<Registry>,
     dir: PathBuf,
     cancels: Arc<Mutex<HashMap<TaskId, oneshot::Sender<()>>>>,
+    /// The gates its toys wait at, by path: one reader of each FIFO in this supervisor,
+    /// whose first byte opens the gate for every toy at it, then and later.
+    gates: Arc<Mutex<HashMap<PathBuf, watch::Receiver<bool>>>>,
 }
 
 impl task_protocol::start::StartRequest for ToyStart {
@@ -109,14 +112,15 @@ impl Launch for Toy {
                 std::fs::rename(&part, &held).unwrap();
                 eventually("the test's hold file", || hold.exists().then_some(()));
             }
-            let patience = start.patience();
-            tokio::spawn(finish(registry, id, start.release, patience, cancelled));
+            let gate = self.gate(&start.release);
+            tokio::spawn(finish(registry, id, gate, cancelled));
             return Ok(Launched { id, start: None });
         }
+        let gate = self.gate(&start.release);
         Ok(Launched {
             id,
             start: Some(Box::new(move || {
-                tokio::spawn(play(registry, id, output, start, cancelled));
+                tokio::spawn(play(registry, id, output, start.lines, gate, cancelled));
             })),
         })
     }
@@ -126,34 +130,29 @@ async fn play(
     registry: Arc<Registry>,
     id: TaskId,
     output: PathBuf,
-    start: ToyStart,
+    lines: Vec<String>,
+    gate: watch::Receiver<bool>,
     cancelled: oneshot::Receiver<()>,
 ) {
-    let text: String = start.lines.iter().map(|l| format!("{l}\n")).collect();
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&output, text).unwrap();
     registry.transition(&id, TaskStatus::Running).unwrap();
-    let patience = start.patience();
-    finish(registry, id, start.release, patience, cancelled).await;
+    finish(registry, id, gate, cancelled).await;
 }
 
-impl ToyStart {
-    fn patience(&self) -> Duration {
-        Duration::from_millis(self.patience_ms.unwrap_or(5))
-    }
-}
-
-/// Completes `id` once `release` exists, looked for every `patience`.
+/// Completes `id` once its `gate` opens.
 async fn finish(
     registry: Arc<Registry>,
     id: TaskId,
-    release: PathBuf,
-    patience: Duration,
+    mut gate: watch::Receiver<bool>,
     mut cancelled: oneshot::Receiver<()>,
 ) {
-    while !release.exists() {
-        tokio::select! {
-            _ = &mut cancelled => return,
-            () = tokio::time::sleep(patience) => {}
+    tokio::select! {
+        _ = &mut cancelled => return,
+        opened = gate.wait_for(|open| *open) => {
+            if opened.is_err() {
+                return; // its gate could not be read: it stays running until killed
+            }
         }
     }
     let done = registry.transition_with(&id, TaskStatus::Completed, |state| {
@@ -195,22 +194,76 @@ impl Toy {
                 continue;
             }
             let id = found.id();
-            let release = PathBuf::from(&agent.prompt);
+            let gate = self.gate(Path::new(&agent.prompt));
             let mut state = found.task.clone();
             state.base.status = TaskStatus::Pending;
             self.registry.register(state).unwrap();
             self.registry.transition(&id, TaskStatus::Running).unwrap();
             let (cancel, cancelled) = oneshot::channel();
             self.cancels.lock().unwrap().insert(id, cancel);
-            let patience = Duration::from_millis(5);
-            tokio::spawn(finish(
-                Arc::clone(&self.registry),
-                id,
-                release,
-                patience,
-                cancelled,
-            ));
+            tokio::spawn(finish(Arc::clone(&self.registry), id, gate, cancelled));
         }
+    }
+
+    /// The gate at `path`, opened once its FIFO (made here if the test did not yet) gives a
+    /// byte: its one reader in this supervisor is started by the first toy at it.
+    fn gate(&self, path: &Path) -> watch::Receiver<bool> {
+        let mut gates = self.gates.lock().unwrap();
+        let gate = gates.entry(path.to_owned()).or_insert_with(|| {
+            let (open, opened) = watch::channel(false);
+            let path = path.to_owned();
+            tokio::spawn(async move {
+                match pass(&path).await {
+                    Ok(()) => open.send_replace(true),
+                    Err(error) => panic!("cannot read the gate {}: {error}", path.display()),
+                };
+            });
+            opened
+        });
+        gate.clone()
+    }
+}
+
+/// Waits for one byte through the FIFO at `path`, made if missing and opened for reading and
+/// writing (the open never blocks; a byte written before the read waits in it).
+async fn pass(path: &Path) -> std::io::Result<()> {
+    make_fifo(path)?;
+    let mut receiver = tokio::net::unix::pipe::OpenOptions::new()
+        .read_write(true)
+        .open_receiver(path)?;
+    receiver.read_exact(&mut [0; 1]).await.map(drop)
+}
+
+/// Makes a FIFO at `path` unless one is there.
+fn make_fifo(path: &Path) -> std::io::Result<()> {
+    let mode = rustix::fs::Mode::from_raw_mode(0o600);
+    match rustix::fs::mkfifoat(rustix::fs::CWD, path, mode) {
+        Ok(()) | Err(rustix::io::Errno::EXIST) => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// A toy's gate, held open by the test (a byte written stays in it until a toy's supervisor
+/// reads it, across supervisors).
+struct Gate(std::fs::File);
+
+impl Gate {
+    /// The closed gate at `path`.
+    fn at(path: &Path) -> Self {
+        make_fifo(path).unwrap();
+        Self(
+            std::fs::File::options()
+                .read(true)
+                .write(true)
+                .open(path)
+                .unwrap(),
+        )
+    }
+
+    /// Opens the gate: every toy at it finishes. The byte waits in the FIFO, which this test
+    /// keeps open, for a supervisor that reads it, this one or the next.
+    fn open(&mut self) {
+        self.0.write_all(b"\n").unwrap();
     }
 }
 
@@ -219,6 +272,7 @@ fn wiring(host: &Host) -> task_session::Result<Launchers> {
         registry: Arc::clone(&host.registry),
         dir: host.paths.tasks_dir(),
         cancels: Arc::default(),
+        gates: Arc::default(),
     };
     host.registry
         .register_executor(TaskType::LocalAgent, Arc::new(toy.clone()));
@@ -273,11 +327,15 @@ impl Harness {
             release: self.root.path().join(release),
             survivor,
             hold: None,
-            patience_ms: None,
         };
         self.session
             .start(start, Session::caller().unwrap())
             .unwrap()
+    }
+
+    /// The gate `name` in the root, which toys started with it as their release wait at.
+    fn gate(&self, name: &str) -> Gate {
+        Gate::at(&self.root.path().join(name))
     }
 
     fn supervisor_pid(&self) -> Option<rustix::process::Pid> {
@@ -318,7 +376,8 @@ fn an_embedded_executor_runs_in_a_supervisor_process_and_notifies_once() {
     assert!(session.drain_notifications().unwrap().is_empty());
 
     // Released, it completes with the executor's end reason.
-    std::fs::write(harness.root.path().join("release"), "").unwrap();
+    let mut release = harness.gate("release");
+    release.open();
     let ended = match session.wait(&[id], Some(Duration::from_secs(30)), |_| {}) {
         Ok(WaitOutcome::Ended(tasks)) => tasks,
         other => panic!("wait: {other:?}"),
@@ -394,7 +453,8 @@ fn a_task_that_survives_its_supervisor_is_never_read_as_failed_and_the_next_read
 
     // The next read that can start the supervisor does: it resumes the task, which ends once,
     // with its true end and one notification.
-    std::fs::write(harness.root.path().join("release-survivor"), "").unwrap();
+    let mut release = harness.gate("release-survivor");
+    release.open();
     let ended = match session.wait(&[id], Some(Duration::from_secs(30)), |_| {}) {
         Ok(WaitOutcome::Ended(tasks)) => tasks,
         other => panic!("wait: {other:?}"),
@@ -448,7 +508,6 @@ fn a_start_sent_again_with_its_key_after_its_supervisor_died_makes_no_second_tas
         release: harness.root.path().join("never"),
         survivor: false,
         hold: None,
-        patience_ms: None,
     };
     let start = |key: &str, retry: bool| {
         let mut op = keyed_start(&toy, key);
@@ -503,7 +562,6 @@ fn a_start_killed_between_its_launch_and_its_key_leaves_no_keyless_record_and_ma
         release: root.join("never"),
         survivor: false,
         hold: Some(hold.clone()),
-        patience_ms: None,
     };
     let op = keyed_start(&toy, "held-start");
     let (paths, config) = (session.paths().clone(), session.config().clone());
@@ -518,7 +576,8 @@ fn a_start_killed_between_its_launch_and_its_key_leaves_no_keyless_record_and_ma
     // The writer hears of the other task's end after the held task's `running` (one event
     // stream, read in order, one writer handling its requests in order): once that end is
     // on disk, the writer has handled the held task too, and a sweep or more has run.
-    std::fs::write(root.join("release-other"), "").unwrap();
+    let mut release = Gate::at(&root.join("release-other"));
+    release.open();
     eventually("the other task's end on disk", || {
         session
             .task(&other)
@@ -593,7 +652,6 @@ fn a_start_no_supervisor_answers_until_its_deadline_answers_with_the_task_its_ke
         release: root.join("never"),
         survivor: false,
         hold: None,
-        patience_ms: None,
     };
     let supervisor = toy_supervisor();
     let made = match task_session::client::send(
@@ -656,7 +714,6 @@ fn a_start_whose_launcher_returns_after_its_client_gave_up_makes_no_task_of_its_
         release: root.join("never"),
         survivor: false,
         hold: Some(hold.clone()),
-        patience_ms: None,
     };
     let (paths, mut config) = (session.paths().clone(), session.config().clone());
     // Long enough for a supervisor to start and read the start under load.
@@ -739,6 +796,7 @@ fn follow(session: &Session, delivered: &Mutex<Vec<TaskId>>, expected: usize) {
 fn a_thousand_ends_together_are_each_delivered_once_by_two_readers_woken_by_their_watches() {
     let harness = Harness::new();
     let session = &harness.session;
+    let mut gate = harness.gate("release");
     let release = harness.root.path().join("release");
     let ids: Vec<TaskId> = (0..BURST)
         .map(|n| {
@@ -747,8 +805,6 @@ fn a_thousand_ends_together_are_each_delivered_once_by_two_readers_woken_by_thei
                 release: release.clone(),
                 survivor: false,
                 hold: None,
-                // A thousand toys looking every 5 ms would load the machine: every 50 ms.
-                patience_ms: Some(50),
             };
             session.start(start, Session::caller().unwrap()).unwrap()
         })
@@ -765,8 +821,7 @@ fn a_thousand_ends_together_are_each_delivered_once_by_two_readers_woken_by_thei
         for _ in 0..2 {
             scope.spawn(|| follow(session, &delivered, BURST));
         }
-        // Every toy sees its release within 50 ms of the others.
-        std::fs::write(&release, "").unwrap();
+        gate.open(); // every toy at once
     });
 
     let mut counts: HashMap<TaskId, usize> = HashMap::new();
