@@ -14,13 +14,16 @@ pub const DEFAULT_SIZE_CAP_BYTES: u64 = 5 * 1024 * 1024 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ShellConfig {
-    /// How often the stall watchdog stats the output file (SPEC: 5 000 ms).
+    /// How often the stall watchdog stats the output file where its writes are not watched
+    /// (SPEC: 5 000 ms); where they are, it looks once the output has been quiet for
+    /// [`stall_threshold`](Self::stall_threshold).
     pub stall_check_interval: Duration,
     /// How long the output must stay the same size before its tail is inspected (SPEC: 45 000 ms).
     pub stall_threshold: Duration,
     /// How many trailing bytes of output the stall watchdog inspects (SPEC: 1024).
     pub stall_tail_bytes: u64,
-    /// How often the size watchdog stats the output file (SPEC: 5 000 ms).
+    /// How often the size watchdog stats the output file where its writes are not watched
+    /// (SPEC: 5 000 ms); where they are, each write wakes it.
     pub size_check_interval: Duration,
     /// The output size past which a backgrounded command is killed (SPEC: 5 GiB).
     pub size_cap_bytes: u64,

@@ -1,5 +1,10 @@
 //! Wakes the size watchdog as soon as the output file is written to (Linux inotify `IN_MODIFY`),
-//! with the configured poll as a fallback (and the only source where inotify is unavailable).
+//! with the configured poll where inotify is unavailable (or its reader failed).
+//!
+//! A watched task is woken by its writes alone: a quiet one costs nothing until its stall
+//! watchdog is due (`ShellRun`'s loop), where a poll every 5 s cost each live task a wake, a
+//! `stat` and a timer re-armed, which at 10 000 live tasks was 2 000 wakes a second and most
+//! of the supervisor's CPU while they ran (BENCHMARKS.md).
 //!
 //! A poll every few seconds lets a fast writer run far past the cap (`yes` writes gigabytes a
 //! second to tmpfs); a check on every wake-up after a write bounds the overshoot by what the
@@ -18,6 +23,7 @@ use std::collections::hash_map::Entry;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
@@ -45,7 +51,7 @@ impl Watches {
     fn instance(&self) -> std::io::Result<Arc<Instance>> {
         let mut instance = self.instance.lock().unwrap_or_else(PoisonError::into_inner);
         match &*instance {
-            Some(open) if !open.reader.is_finished() => Ok(Arc::clone(open)),
+            Some(open) if open.is_reading() => Ok(Arc::clone(open)),
             _ => {
                 let open = Arc::new(Instance::open()?);
                 *instance = Some(Arc::clone(&open));
@@ -61,12 +67,24 @@ impl Watches {
 struct Instance {
     fd: Arc<OwnedFd>,
     woken: Arc<Woken>,
+    /// Whether its reader still reads its events; cleared before it wakes every task for the
+    /// last time, so a task woken then sees that it must poll.
+    reading: Arc<AtomicBool>,
     reader: AbortHandle,
 }
 
 /// Who is woken for each watch descriptor: the tasks whose output it watches (one, unless two
 /// watches name one file, which inotify reports under one descriptor).
-type Woken = Mutex<HashMap<i32, Vec<Arc<Notify>>>>;
+type Woken = Mutex<HashMap<i32, Vec<Arc<Wake>>>>;
+
+/// How one task is woken by its watch, and whether the kernel still has that watch.
+#[derive(Debug, Default)]
+struct Wake {
+    notify: Notify,
+    /// Set when the kernel removed the watch (`IN_IGNORED`: its file is gone), before the
+    /// task's last wake by it; the task then polls.
+    gone: AtomicBool,
+}
 
 impl Instance {
     fn open() -> std::io::Result<Self> {
@@ -78,21 +96,39 @@ impl Instance {
         let events = unsafe {
             AsyncFd::register_with_interest(Arc::clone(&fd), tokio::io::Interest::READABLE)
         }?;
-        let reader = tokio::spawn(read_events(events, Arc::clone(&woken))).abort_handle();
-        Ok(Self { fd, woken, reader })
+        let reading = Arc::new(AtomicBool::new(true));
+        let read = read_events(events, Arc::clone(&woken));
+        let (woken_at_end, reading_until_end) = (Arc::clone(&woken), Arc::clone(&reading));
+        let reader = tokio::spawn(async move {
+            read.await;
+            reading_until_end.store(false, Ordering::SeqCst);
+            wake_all(&woken_at_end);
+        })
+        .abort_handle();
+        Ok(Self {
+            fd,
+            woken,
+            reading,
+            reader,
+        })
     }
 
-    /// Watches `path` for writes, waking `notify` on each.
-    fn watch(self: &Arc<Self>, path: &Path, notify: &Arc<Notify>) -> std::io::Result<Watch> {
+    fn is_reading(&self) -> bool {
+        self.reading.load(Ordering::SeqCst) && !self.reader.is_finished()
+    }
+
+    /// Watches `path` for writes, waking its task on each.
+    fn watch(self: &Arc<Self>, path: &Path) -> std::io::Result<Watch> {
         let wd = inotify::add_watch(&*self.fd, path, WatchFlags::MODIFY)?;
+        let wake = Arc::new(Wake::default());
         lock(&self.woken)
             .entry(wd)
             .or_default()
-            .push(Arc::clone(notify));
+            .push(Arc::clone(&wake));
         Ok(Watch {
             instance: Arc::clone(self),
             wd,
-            notify: Arc::clone(notify),
+            wake,
         })
     }
 }
@@ -108,7 +144,7 @@ impl Drop for Instance {
 struct Watch {
     instance: Arc<Instance>,
     wd: i32,
-    notify: Arc<Notify>,
+    wake: Arc<Wake>,
 }
 
 impl Drop for Watch {
@@ -117,7 +153,7 @@ impl Drop for Watch {
         let Entry::Occupied(mut entry) = woken.entry(self.wd) else {
             return;
         };
-        entry.get_mut().retain(|n| !Arc::ptr_eq(n, &self.notify));
+        entry.get_mut().retain(|w| !Arc::ptr_eq(w, &self.wake));
         if entry.get().is_empty() {
             entry.remove();
             // Fails harmlessly if the kernel removed it already (its file was deleted).
@@ -128,7 +164,7 @@ impl Drop for Watch {
 
 /// Reads the instance's events for as long as it is open, waking the task of each watch that
 /// saw a write (every task when the kernel's event queue overflowed). Ends if the descriptor
-/// fails; every task then has its poll alone.
+/// fails; every task then polls.
 async fn read_events(events: AsyncFd<Arc<OwnedFd>>, woken: Arc<Woken>) {
     let mut buf = [MaybeUninit::<u8>::uninit(); EVENT_BUFFER_BYTES];
     loop {
@@ -139,11 +175,17 @@ async fn read_events(events: AsyncFd<Arc<OwnedFd>>, woken: Arc<Woken>) {
         loop {
             match reader.next() {
                 Ok(event) if event.events().contains(ReadFlags::QUEUE_OVERFLOW) => {
-                    lock(&woken).values().flatten().for_each(|n| n.notify_one());
+                    wake_all(&woken);
+                }
+                Ok(event) if event.events().contains(ReadFlags::IGNORED) => {
+                    for wake in lock(&woken).remove(&event.wd()).into_iter().flatten() {
+                        wake.gone.store(true, Ordering::SeqCst);
+                        wake.notify.notify_one();
+                    }
                 }
                 Ok(event) => {
                     if let Some(tasks) = lock(&woken).get(&event.wd()) {
-                        tasks.iter().for_each(|n| n.notify_one());
+                        tasks.iter().for_each(|w| w.notify.notify_one());
                     }
                 }
                 Err(Errno::AGAIN) => {
@@ -160,7 +202,15 @@ async fn read_events(events: AsyncFd<Arc<OwnedFd>>, woken: Arc<Woken>) {
     }
 }
 
-fn lock(woken: &Woken) -> std::sync::MutexGuard<'_, HashMap<i32, Vec<Arc<Notify>>>> {
+/// Wakes every watched task.
+fn wake_all(woken: &Woken) {
+    lock(woken)
+        .values()
+        .flatten()
+        .for_each(|w| w.notify.notify_one());
+}
+
+fn lock(woken: &Woken) -> std::sync::MutexGuard<'_, HashMap<i32, Vec<Arc<Wake>>>> {
     woken.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -168,16 +218,17 @@ fn lock(woken: &Woken) -> std::sync::MutexGuard<'_, HashMap<i32, Vec<Arc<Notify>
 #[derive(Debug)]
 pub(crate) struct Growth {
     watch: Option<Watch>,
+    /// Polled only while there is no watch.
     poll: Interval,
 }
 
 impl Growth {
-    /// Watches `path` for writes through `watches`' shared instance; `poll` fires regardless.
+    /// Watches `path` for writes through `watches`' shared instance; `poll` is the source where
+    /// there is none.
     pub(crate) fn new(watches: &Watches, path: &Path, poll: Interval) -> Self {
-        let notify = Arc::new(Notify::new());
         let watch = watches
             .instance()
-            .and_then(|instance| instance.watch(path, &notify))
+            .and_then(|instance| instance.watch(path))
             .inspect_err(|error| {
                 tracing::debug!(path = %path.display(), %error, "no inotify: polling only");
             })
@@ -185,15 +236,23 @@ impl Growth {
         Self { watch, poll }
     }
 
-    /// Waits until the file was written to or the poll period elapsed.
+    /// Whether writes wake it (else it polls).
+    pub(crate) fn is_watched(&self) -> bool {
+        self.watch.as_ref().is_some_and(|watch| {
+            !watch.wake.gone.load(Ordering::SeqCst) && watch.instance.is_reading()
+        })
+    }
+
+    /// Waits until the file was written to (watched) or the poll period elapsed (not).
     pub(crate) async fn next(&mut self) {
-        let Some(watch) = &self.watch else {
-            self.poll.tick().await;
-            return;
-        };
-        tokio::select! {
-            () = watch.notify.notified() => {}
-            _ = self.poll.tick() => {}
+        if !self.is_watched() {
+            self.watch = None;
+        }
+        match &self.watch {
+            Some(watch) => watch.wake.notify.notified().await,
+            None => {
+                self.poll.tick().await;
+            }
         }
     }
 }

@@ -50,9 +50,7 @@ impl StallWatchdog {
         if self.fired {
             return StallStep::Done;
         }
-        if self.last_size != Some(size) {
-            self.last_size = Some(size);
-            self.quiet_since = now;
+        if self.saw(size, now) {
             return StallStep::Wait;
         }
         if now.saturating_duration_since(self.quiet_since) >= self.threshold {
@@ -60,6 +58,23 @@ impl StallWatchdog {
         } else {
             StallStep::Wait
         }
+    }
+
+    /// Notes the output size seen at `now` without judging it: a growth restarts the quiet
+    /// clock. Returns whether it grew.
+    pub fn saw(&mut self, size: u64, now: Instant) -> bool {
+        let grew = self.last_size != Some(size);
+        if grew {
+            self.last_size = Some(size);
+            self.quiet_since = now;
+        }
+        grew
+    }
+
+    /// When the output will have been quiet for the threshold, if it does not grow before:
+    /// the earliest an observation can call for the tail. `None` once fired.
+    pub fn due(&self) -> Option<Instant> {
+        (!self.fired).then(|| self.quiet_since + self.threshold)
     }
 
     /// Judges the output tail read after [`StallStep::InspectTail`]; `true` means "notify now"
@@ -137,6 +152,20 @@ mod tests {
         assert_eq!(dog.observe(11, at(t0, 44)), StallStep::Wait);
         assert_eq!(dog.observe(11, at(t0, 80)), StallStep::Wait);
         assert_eq!(dog.observe(11, at(t0, 89)), StallStep::InspectTail);
+    }
+
+    #[test]
+    fn it_is_due_a_threshold_after_the_last_growth_seen_and_never_once_fired() {
+        let t0 = Instant::now();
+        let mut dog = StallWatchdog::new(THRESHOLD, t0);
+        assert!(dog.saw(10, t0));
+        assert_eq!(dog.due(), Some(at(t0, 45)));
+        assert!(!dog.saw(10, at(t0, 30)), "no growth, no new clock");
+        assert!(dog.saw(12, at(t0, 30)));
+        assert_eq!(dog.due(), Some(at(t0, 75)));
+        assert_eq!(dog.observe(12, at(t0, 75)), StallStep::InspectTail);
+        assert!(dog.judge("Continue? ", at(t0, 75)));
+        assert_eq!(dog.due(), None);
     }
 
     #[test]

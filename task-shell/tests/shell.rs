@@ -368,6 +368,27 @@ async fn a_prompt_after_progress_is_still_caught() {
 }
 
 #[tokio::test]
+async fn a_prompt_is_caught_when_its_quiet_time_is_up_with_no_periodic_check_in_an_hour() {
+    // Watched output: its writes keep the stall watchdog's clock and it looks when the output
+    // has been quiet for the threshold; the hour-long check intervals are never waited for.
+    let mut config = fast_config();
+    config.stall_check_interval = Duration::from_secs(3_600);
+    config.size_check_interval = Duration::from_secs(3_600);
+    let fx = Fixture::new(config);
+    let command =
+        "for i in 1 2 3; do echo step $i; sleep 0.2; done; printf 'Continue? '; sleep 300";
+    let task = fx.executor.spawn(bg(command, "quiet asker")).unwrap();
+    fx.wait_for_notification().await;
+    let notes = stall_notes(&fx, &task).await;
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let trailer = notes[0].trailer.as_deref().unwrap();
+    assert!(
+        trailer.starts_with("Last output:\nstep 1\nstep 2\nstep 3\nContinue?\n"),
+        "the prompt after the last step, not a look at the first quiet step: {trailer}"
+    );
+}
+
+#[tokio::test]
 async fn slow_output_without_a_prompt_produces_none() {
     let fx = Fixture::new(fast_config());
     // Quiet for longer than the threshold between lines (so the tail is inspected), but the

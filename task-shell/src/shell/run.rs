@@ -2,12 +2,13 @@
 //! obeys kill and background requests, enforces the timeout and runs the watchdogs.
 
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use task_core::process::Child;
 use task_core::{EndReason, TaskId, TaskStatus};
-use tokio::time::{Instant, Interval, MissedTickBehavior, interval_at};
+use tokio::time::{Instant, MissedTickBehavior, Sleep, interval_at};
 
 use crate::book::Book;
 use crate::config::ShellConfig;
@@ -42,10 +43,15 @@ pub(crate) struct ShellRun {
 }
 
 /// The stall and size watchdogs of one task, with their schedules.
+///
+/// Where its output is watched (inotify), a task is woken by its writes (each checked against
+/// the size cap and noted by the stall watchdog) and by its stall watchdog when due: a quiet
+/// task costs one wake per stall threshold. Elsewhere both poll, as the reference does.
 #[derive(Debug)]
 struct Watchdogs {
     stall: StallWatchdog,
-    stall_tick: Interval,
+    /// When the stall watchdog looks next; never again once it is done.
+    stall_check: Pin<Box<Sleep>>,
     stall_done: bool,
     size_cap: SizeCap,
     growth: Growth,
@@ -54,18 +60,31 @@ struct Watchdogs {
 impl Watchdogs {
     fn new(config: &ShellConfig, watches: &Watches, output: &Path) -> Self {
         let now = Instant::now();
-        let every = |period: Duration| {
-            let mut tick = interval_at(now + period, period);
-            tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-            tick
-        };
-        Self {
-            stall: StallWatchdog::new(config.stall_threshold, now.into_std()),
-            stall_tick: every(config.stall_check_interval),
+        let mut size_poll =
+            interval_at(now + config.size_check_interval, config.size_check_interval);
+        size_poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let growth = Growth::new(watches, output, size_poll);
+        let mut stall = StallWatchdog::new(config.stall_threshold, now.into_std());
+        stall.saw(output_size(output), now.into_std());
+        let mut dogs = Self {
+            stall,
+            stall_check: Box::pin(tokio::time::sleep_until(now)),
             stall_done: false,
             size_cap: SizeCap::new(config.size_cap_bytes),
-            growth: Growth::new(watches, output, every(config.size_check_interval)),
-        }
+            growth,
+        };
+        dogs.schedule_stall_check(config, now);
+        dogs
+    }
+
+    /// Sets when the stall watchdog looks next: when it is due where writes are watched (they
+    /// keep its quiet clock), one check interval on where they are polled.
+    fn schedule_stall_check(&mut self, config: &ShellConfig, now: Instant) {
+        let next = match self.stall.due() {
+            Some(due) if self.growth.is_watched() => Instant::from_std(due),
+            _ => now + config.stall_check_interval,
+        };
+        self.stall_check.as_mut().reset(next);
     }
 }
 
@@ -115,11 +134,14 @@ impl ShellRun {
                     kill_and_reap(&mut self.child, self.pid, &self.id).await;
                     return End::TimedOut(self.timeout.unwrap_or_default());
                 }
-                _ = dogs.stall_tick.tick(), if self.backgrounded && !dogs.stall_done => {
+                () = &mut dogs.stall_check, if self.backgrounded && !dogs.stall_done => {
                     dogs.stall_done = self.check_stall(book, config, &mut dogs.stall);
+                    dogs.schedule_stall_check(config, Instant::now());
                 }
                 () = dogs.growth.next(), if self.backgrounded => {
-                    if dogs.size_cap.is_exceeded(output_size(&self.output)) {
+                    let size = output_size(&self.output);
+                    dogs.stall.saw(size, std::time::Instant::now());
+                    if dogs.size_cap.is_exceeded(size) {
                         // Stop the writers at once; the tree walk and the kill follow.
                         freeze_group(self.pid);
                         kill_and_reap(&mut self.child, self.pid, &self.id).await;
