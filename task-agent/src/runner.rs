@@ -109,6 +109,17 @@ pub trait AgentRunner: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// Ends what a run of the task `spec` names that an earlier supervisor left may still be
+    /// doing, before that task's session is started or resumed again after its supervisor
+    /// died: two runs of one session never write into its transcript at once. A batch
+    /// system's runner cancels the task's live job (found by the task's name) and waits until
+    /// it has ended. Default: nothing (a run on this machine is stopped from the task's record
+    /// of its process group).
+    async fn end_earlier_runs(&self, spec: &AgentSpec) -> Result<(), AgentError> {
+        let _ = spec;
+        Ok(())
+    }
+
     /// Starts a new session with `spec.prompt` as its first turn.
     async fn start(&self, spec: &AgentSpec) -> Result<Box<dyn AgentSession>, AgentError>;
 

@@ -813,6 +813,96 @@ fn a_teammate_on_slurm_runs_its_turns_as_jobs_and_a_message_resumes_it_as_a_new_
     assert_eq!(task["status"], "running", "{task}");
 }
 
+/// A teammate on Slurm whose supervisor is SIGKILLed in the middle of a turn: the next
+/// supervisor takes it back as a local teammate's is (its CLI stopped, its session resumed,
+/// nothing lost: the turn's messages were never committed): the turn's job is cancelled
+/// before the resumed session's job is submitted, so two runs of one session never write into
+/// its transcript at once, and the resumed one answers in a second job.
+#[test]
+fn a_teammate_on_slurm_whose_supervisor_died_mid_turn_has_that_job_cancelled_before_it_resumes() {
+    let _node = node();
+    let Some(cluster) = Cluster::with_env(&[("FAKE_AGENT_ECHO_ENV", "SLURM_JOB_ID")]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (ran, gate) = (dir.path().join("ran"), dir.path().join("gate"));
+    let [spawn, wait] = where_it_runs(&ran);
+    let script = agent_script(
+        dir.path(),
+        "script",
+        &[
+            serde_json::json!({"read_user": true}),
+            spawn,
+            wait,
+            serde_json::json!({"wait_file": gate}),
+            serde_json::json!({"text": "joined late"}),
+            serde_json::json!({"result": "joined"}),
+        ],
+    );
+    let id = cluster.fake(
+        &[
+            "team",
+            "spawn",
+            "worker@crew",
+            "--on",
+            "slurm",
+            "--prompt",
+            "join",
+        ],
+        &script,
+    );
+    let first_job = ran_in(&ran);
+    assert!(first_job.parse::<u32>().is_ok(), "in a job: {first_job:?}");
+    // Its CLI's session on disk (a teammate's record follows its state at each sweep): what
+    // the next supervisor resumes.
+    let record = cluster.root.path(&format!("default/tasks/{id}.json"));
+    poll_until(DEADLINE, || {
+        let text = std::fs::read_to_string(&record).ok()?;
+        text.contains("\"sessionId\"").then_some(())
+    })
+    .expect("its session recorded");
+    cluster.kill_the_supervisor();
+
+    // A read starts the next supervisor, which takes the teammate back.
+    assert_ne!(cluster.task(&id)["status"], "failed");
+    let mut shown = String::new();
+    let answer = poll_until(DEADLINE, || {
+        shown = cluster.root.ok(&["output", &id]);
+        let (_, after) = shown.split_once(task_team::RESUMED_TURN)?;
+        after.contains("[SLURM_JOB_ID=").then(|| after.to_owned())
+    })
+    .unwrap_or_else(|| panic!("no answer of a resumed session in {shown}"));
+    let second_job = answer
+        .split("[SLURM_JOB_ID=")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .unwrap_or_else(|| panic!("no job id in {answer}"));
+    assert_ne!(second_job, first_job, "a new job: {answer}");
+    // Its gate still closed, the turn's job ends only if cancelled (and `squeue` forgets an
+    // ended job after `MinJobAge`).
+    let state = state_of_job(&first_job);
+    assert!(
+        matches!(state.as_deref(), None | Some("CANCELLED")),
+        "the turn's job was cancelled, not left running beside the resumed one: {state:?}"
+    );
+    // Were the first job still running, opening its gate would write its late answer.
+    std::fs::write(&gate, "").unwrap();
+    cluster.until(&id, "idle", |t| t["kind"]["teammate"]["isIdle"] == true);
+    let output = cluster.root.ok(&["output", &id]);
+    assert!(!output.contains("joined late"), "{output}");
+}
+
+/// The state `squeue` shows for job `job` (`RUNNING`, `CANCELLED`, …).
+fn state_of_job(job: &str) -> Option<String> {
+    let out = Command::new("squeue")
+        .args(["--noheader", "--states=all", "--format=%T"])
+        .arg(format!("--jobs={job}"))
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (!text.is_empty()).then_some(text)
+}
+
 /// `agent(…, {on: "slurm"})` in a workflow runs that agent's CLI in a Slurm job, and
 /// `{on: "local"}` runs it here.
 #[test]

@@ -60,9 +60,7 @@ impl BatchRunner {
     /// The id of the job of the run `spec` describes, found by its name (the task's id): one
     /// an earlier supervisor submitted without living to record its id.
     async fn job_named(&self, spec: &AgentSpec) -> Result<String, AgentError> {
-        let name = spec.marker.as_deref().ok_or_else(|| {
-            batch_error("a batch job is named by its task's id, and this run has none")
-        })?;
+        let name = job_name(spec)?;
         let found = self.engine.find_by_name(name).await.map_err(batch_error)?;
         let found = found.ok_or_else(|| {
             batch_error(format!(
@@ -105,6 +103,38 @@ impl AgentRunner for BatchRunner {
 
     fn batch_engine(&self) -> Option<&'static str> {
         Some(self.engine.name())
+    }
+
+    /// Cancels the task's newest job if it has not ended, and waits (a poll interval at a
+    /// time, up to the engine's submission timeout) until the batch system says it has.
+    async fn end_earlier_runs(&self, spec: &AgentSpec) -> Result<(), AgentError> {
+        let name = job_name(spec)?;
+        let Some(found) = self.engine.find_by_name(name).await.map_err(batch_error)? else {
+            return Ok(());
+        };
+        let live = |phase: &Option<BatchPhase>| {
+            matches!(
+                phase,
+                Some(BatchPhase::Pending { .. } | BatchPhase::Running)
+            )
+        };
+        if !live(&Some(found.phase)) {
+            return Ok(());
+        }
+        let job = found.job_id;
+        tracing::info!(%job, %name, "cancelling the job of a run its supervisor left");
+        self.engine.cancel(&job).await.map_err(batch_error)?;
+        let deadline = tokio::time::Instant::now() + self.engine.submit_timeout();
+        while live(&self.engine.status(&job).await.map_err(batch_error)?) {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(batch_error(format!(
+                    "job {job} of an earlier run of {name} has not ended {} after its cancel",
+                    task_core::human_duration(self.engine.submit_timeout())
+                )));
+            }
+            tokio::time::sleep(self.engine.poll_interval()).await;
+        }
+        Ok(())
     }
 
     async fn start(&self, spec: &AgentSpec) -> Result<Box<dyn AgentSession>, AgentError> {
@@ -185,9 +215,7 @@ impl BatchSession {
         spec: &AgentSpec,
     ) -> Result<Self, AgentError> {
         let engine = &runner.engine;
-        let name = spec.marker.clone().ok_or_else(|| {
-            batch_error("a batch job is named by its task's id, and this run has none")
-        })?;
+        let name = job_name(spec)?.to_owned();
         let workdir = match &spec.cwd {
             Some(dir) if !dir.is_dir() => {
                 return Err(AgentError::MissingWorkingDir { path: dir.clone() });
@@ -357,6 +385,13 @@ impl Drop for BatchSession {
             let _ = cancel.send(cancelled);
         }
     }
+}
+
+/// The name of the jobs of the task `spec` describes: the task's id.
+fn job_name(spec: &AgentSpec) -> Result<&str, AgentError> {
+    spec.marker
+        .as_deref()
+        .ok_or_else(|| batch_error("a batch job is named by its task's id, and this run has none"))
 }
 
 /// Follows job `job` every poll interval until it ends, then reports its exit code; cancels

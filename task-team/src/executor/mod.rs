@@ -687,6 +687,7 @@ impl PendingTeammate {
             return Err(AgentError::NoSuchAgent(id.to_string()));
         };
         let opening = std::mem::replace(&mut self.opening, Opening::Fresh);
+        let taken_back = !matches!(opening, Opening::Fresh);
         let fresh = |plan_mode| Start {
             delivered: HashSet::new(),
             uncommitted: None,
@@ -705,9 +706,16 @@ impl PendingTeammate {
                 start,
             } => (Some((session_id, turn)), start, shown),
         };
-        let started = match &resume {
-            Some((session_id, turn)) => self.runner.resume(&self.spec, session_id, turn),
-            None => self.runner.start(&self.spec),
+        let (runner, spec) = (&self.runner, &self.spec);
+        let started = async move {
+            if taken_back {
+                // Its run on a batch system may outlive its supervisor: that job ends first.
+                runner.end_earlier_runs(spec).await?;
+            }
+            match &resume {
+                Some((session_id, turn)) => runner.resume(spec, session_id, turn).await,
+                None => runner.start(spec).await,
+            }
         };
         let started = context::scope(self.context.clone(), started).await;
         let session = match started {
