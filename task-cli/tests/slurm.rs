@@ -752,33 +752,13 @@ fn a_teammate_on_slurm_runs_its_turns_as_jobs_and_a_message_resumes_it_as_a_new_
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let ran = dir.path().join("ran");
-    let [spawn, wait] = where_it_runs(&ran);
-    let script = agent_script(
+    let (id, first_job) = cluster.teammate_on_slurm(
         dir.path(),
-        "script",
         &[
-            serde_json::json!({"read_user": true}),
-            spawn,
-            wait,
             serde_json::json!({"text": "joined"}),
             serde_json::json!({"result": "joined"}),
         ],
     );
-    let id = cluster.fake(
-        &[
-            "team",
-            "spawn",
-            "worker@crew",
-            "--on",
-            "slurm",
-            "--prompt",
-            "join",
-        ],
-        &script,
-    );
-    let first_job = ran_in(&ran);
-    assert!(first_job.parse::<u32>().is_ok(), "in a job: {first_job:?}");
     // Its first job ends once it answered; the teammate is live and idle, with no job.
     poll_until(DEADLINE, || {
         job_state(&id)
@@ -792,21 +772,8 @@ fn a_teammate_on_slurm_runs_its_turns_as_jobs_and_a_message_resumes_it_as_a_new_
     assert_eq!(idle["status"], "running", "{idle}");
 
     cluster.root.ok(&["send", "worker@crew", "and now?"]);
-    // Its answer echoes the turn (the message in the team's wrapper) and its job's id.
-    let mut shown = String::new();
-    let answer = poll_until(DEADLINE, || {
-        shown = cluster.root.ok(&["output", &id]);
-        let (_, after) = shown.rsplit_once("and now?")?;
-        after.contains("[SLURM_JOB_ID=").then(|| after.to_owned())
-    })
-    .unwrap_or_else(|| panic!("no answer of its second job in {shown}"));
-    let second_job = answer
-        .split("[SLURM_JOB_ID=")
-        .nth(1)
-        .and_then(|rest| rest.split(']').next())
-        .unwrap_or_else(|| panic!("no job id in {answer}"));
-    assert!(second_job.parse::<u32>().is_ok(), "{answer}");
-    assert_ne!(second_job, first_job, "a new job: {answer}");
+    let second_job = cluster.job_answering(&id, "and now?");
+    assert_ne!(second_job, first_job, "a new job");
     let task = cluster.until(&id, "idle again", |t| {
         t["kind"]["teammate"]["isIdle"] == true
     });
@@ -825,34 +792,15 @@ fn a_teammate_on_slurm_whose_supervisor_died_mid_turn_has_that_job_cancelled_bef
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let (ran, gate) = (dir.path().join("ran"), dir.path().join("gate"));
-    let [spawn, wait] = where_it_runs(&ran);
-    let script = agent_script(
+    let gate = dir.path().join("gate");
+    let (id, first_job) = cluster.teammate_on_slurm(
         dir.path(),
-        "script",
         &[
-            serde_json::json!({"read_user": true}),
-            spawn,
-            wait,
             serde_json::json!({"wait_file": gate}),
             serde_json::json!({"text": "joined late"}),
             serde_json::json!({"result": "joined"}),
         ],
     );
-    let id = cluster.fake(
-        &[
-            "team",
-            "spawn",
-            "worker@crew",
-            "--on",
-            "slurm",
-            "--prompt",
-            "join",
-        ],
-        &script,
-    );
-    let first_job = ran_in(&ran);
-    assert!(first_job.parse::<u32>().is_ok(), "in a job: {first_job:?}");
     // Its CLI's session on disk (a teammate's record follows its state at each sweep): what
     // the next supervisor resumes.
     let record = cluster.root.path(&format!("default/tasks/{id}.json"));
@@ -865,19 +813,8 @@ fn a_teammate_on_slurm_whose_supervisor_died_mid_turn_has_that_job_cancelled_bef
 
     // A read starts the next supervisor, which takes the teammate back.
     assert_ne!(cluster.task(&id)["status"], "failed");
-    let mut shown = String::new();
-    let answer = poll_until(DEADLINE, || {
-        shown = cluster.root.ok(&["output", &id]);
-        let (_, after) = shown.split_once(task_team::RESUMED_TURN)?;
-        after.contains("[SLURM_JOB_ID=").then(|| after.to_owned())
-    })
-    .unwrap_or_else(|| panic!("no answer of a resumed session in {shown}"));
-    let second_job = answer
-        .split("[SLURM_JOB_ID=")
-        .nth(1)
-        .and_then(|rest| rest.split(']').next())
-        .unwrap_or_else(|| panic!("no job id in {answer}"));
-    assert_ne!(second_job, first_job, "a new job: {answer}");
+    let second_job = cluster.job_answering(&id, task_team::RESUMED_TURN);
+    assert_ne!(second_job, first_job, "a new job");
     // Its gate still closed, the turn's job ends only if cancelled (and `squeue` forgets an
     // ended job after `MinJobAge`).
     let state = state_of_job(&first_job);
@@ -890,6 +827,50 @@ fn a_teammate_on_slurm_whose_supervisor_died_mid_turn_has_that_job_cancelled_bef
     cluster.until(&id, "idle", |t| t["kind"]["teammate"]["isIdle"] == true);
     let output = cluster.root.ok(&["output", &id]);
     assert!(!output.contains("joined late"), "{output}");
+}
+
+impl Cluster {
+    /// Spawns teammate `worker@crew` on Slurm, its fake agent's script (in `dir`) reading its
+    /// prompt, saying where it runs, then taking `steps`; its id and its first job's.
+    fn teammate_on_slurm(&self, dir: &Path, steps: &[Value]) -> (String, String) {
+        let ran = dir.join("ran");
+        let [spawn, wait] = where_it_runs(&ran);
+        let mut script = vec![serde_json::json!({"read_user": true}), spawn, wait];
+        script.extend_from_slice(steps);
+        let script = agent_script(dir, "script", &script);
+        let spawn = [
+            "team",
+            "spawn",
+            "worker@crew",
+            "--on",
+            "slurm",
+            "--prompt",
+            "join",
+        ];
+        let id = self.fake(&spawn, &script);
+        let job = ran_in(&ran);
+        assert!(job.parse::<u32>().is_ok(), "in a job: {job:?}");
+        (id, job)
+    }
+
+    /// The job of the answer to `turn` in teammate `id`'s output: its fake agent echoes the
+    /// turn and its `SLURM_JOB_ID` (`FAKE_AGENT_ECHO_ENV`).
+    fn job_answering(&self, id: &str, turn: &str) -> String {
+        let mut shown = String::new();
+        let answer = poll_until(DEADLINE, || {
+            shown = self.root.ok(&["output", id]);
+            let (_, after) = shown.rsplit_once(turn)?;
+            after.contains("[SLURM_JOB_ID=").then(|| after.to_owned())
+        })
+        .unwrap_or_else(|| panic!("no answer to {turn:?} in {shown}"));
+        let job = answer
+            .split("[SLURM_JOB_ID=")
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+            .unwrap_or_else(|| panic!("no job id in {answer}"));
+        assert!(job.parse::<u32>().is_ok(), "{answer}");
+        job.to_owned()
+    }
 }
 
 /// The state `squeue` shows for job `job` (`RUNNING`, `CANCELLED`, …).
