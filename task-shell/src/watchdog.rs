@@ -31,6 +31,9 @@ pub struct StallWatchdog {
     threshold: Duration,
     last_size: Option<u64>,
     quiet_since: Instant,
+    /// The output size whose tail was judged not a prompt: until the output grows past it,
+    /// its tail is the same and there is nothing new to judge.
+    judged: Option<u64>,
     fired: bool,
 }
 
@@ -41,6 +44,7 @@ impl StallWatchdog {
             threshold,
             last_size: None,
             quiet_since: now,
+            judged: None,
             fired: false,
         }
     }
@@ -50,7 +54,7 @@ impl StallWatchdog {
         if self.fired {
             return StallStep::Done;
         }
-        if self.saw(size, now) {
+        if self.saw(size, now) || self.judged == Some(size) {
             return StallStep::Wait;
         }
         if now.saturating_duration_since(self.quiet_since) >= self.threshold {
@@ -72,9 +76,11 @@ impl StallWatchdog {
     }
 
     /// When the output will have been quiet for the threshold, if it does not grow before:
-    /// the earliest an observation can call for the tail. `None` once fired.
+    /// the earliest an observation can call for the tail. `None` once fired, and while the
+    /// tail last judged not a prompt is still the whole output (until it grows).
     pub fn due(&self) -> Option<Instant> {
-        (!self.fired).then(|| self.quiet_since + self.threshold)
+        let nothing_new = self.judged.is_some() && self.judged == self.last_size;
+        (!self.fired && !nothing_new).then(|| self.quiet_since + self.threshold)
     }
 
     /// Judges the output tail read after [`StallStep::InspectTail`]; `true` means "notify now"
@@ -87,6 +93,7 @@ impl StallWatchdog {
             self.fired = true;
         } else {
             self.quiet_since = now;
+            self.judged = self.last_size;
         }
         self.fired
     }
@@ -169,17 +176,22 @@ mod tests {
     }
 
     #[test]
-    fn no_match_restarts_the_clock_and_a_match_fires_once() {
+    fn no_match_restarts_the_clock_on_the_next_growth_and_a_match_fires_once() {
         let t0 = Instant::now();
         let mut dog = StallWatchdog::new(THRESHOLD, t0);
         dog.observe(10, t0);
         assert_eq!(dog.observe(10, at(t0, 45)), StallStep::InspectTail);
         assert!(!dog.judge("compiling...\n", at(t0, 45)));
+        // The same output has the same tail: nothing to judge again until it grows.
         assert_eq!(dog.observe(10, at(t0, 50)), StallStep::Wait);
-        assert_eq!(dog.observe(10, at(t0, 90)), StallStep::InspectTail);
-        assert!(dog.judge("Continue? [y/N] ", at(t0, 90)));
-        assert!(!dog.judge("Continue? [y/N] ", at(t0, 95)));
-        assert_eq!(dog.observe(10, at(t0, 200)), StallStep::Done);
+        assert_eq!(dog.observe(10, at(t0, 500)), StallStep::Wait);
+        assert_eq!(dog.due(), None);
+        assert_eq!(dog.observe(16, at(t0, 510)), StallStep::Wait);
+        assert_eq!(dog.due(), Some(at(t0, 555)));
+        assert_eq!(dog.observe(16, at(t0, 555)), StallStep::InspectTail);
+        assert!(dog.judge("Continue? [y/N] ", at(t0, 555)));
+        assert!(!dog.judge("Continue? [y/N] ", at(t0, 560)));
+        assert_eq!(dog.observe(16, at(t0, 700)), StallStep::Done);
     }
 
     #[test]

@@ -50,9 +50,11 @@ pub(crate) struct ShellRun {
 #[derive(Debug)]
 struct Watchdogs {
     stall: StallWatchdog,
-    /// When the stall watchdog looks next; never again once it is done.
+    /// When the stall watchdog looks next, while `stall_armed`.
     stall_check: Pin<Box<Sleep>>,
-    stall_done: bool,
+    /// Whether it has anything to look at: not once done, nor while watched output that it
+    /// judged not a prompt has not grown.
+    stall_armed: bool,
     size_cap: SizeCap,
     growth: Growth,
 }
@@ -69,7 +71,7 @@ impl Watchdogs {
         let mut dogs = Self {
             stall,
             stall_check: Box::pin(tokio::time::sleep_until(now)),
-            stall_done: false,
+            stall_armed: false,
             size_cap: SizeCap::new(config.size_cap_bytes),
             growth,
         };
@@ -78,13 +80,27 @@ impl Watchdogs {
     }
 
     /// Sets when the stall watchdog looks next: when it is due where writes are watched (they
-    /// keep its quiet clock), one check interval on where they are polled.
+    /// keep its quiet clock), one check interval on where they are polled; never while it has
+    /// nothing to judge (done, or the output unchanged since its tail was judged: a growth,
+    /// seen by the watch or the size poll, arms it again).
     fn schedule_stall_check(&mut self, config: &ShellConfig, now: Instant) {
         let next = match self.stall.due() {
-            Some(due) if self.growth.is_watched() => Instant::from_std(due),
-            _ => now + config.stall_check_interval,
+            None => None,
+            Some(due) if self.growth.is_watched() => Some(Instant::from_std(due)),
+            Some(_) => Some(now + config.stall_check_interval),
         };
-        self.stall_check.as_mut().reset(next);
+        self.stall_armed = next.is_some();
+        if let Some(next) = next {
+            self.stall_check.as_mut().reset(next);
+        }
+    }
+
+    /// Feeds the output size seen after a wake of the growth watch; arms the stall watchdog
+    /// again when that growth gives it something new to judge.
+    fn saw_output(&mut self, size: u64, config: &ShellConfig) {
+        if self.stall.saw(size, std::time::Instant::now()) && !self.stall_armed {
+            self.schedule_stall_check(config, Instant::now());
+        }
     }
 }
 
@@ -134,13 +150,13 @@ impl ShellRun {
                     kill_and_reap(&mut self.child, self.pid, &self.id).await;
                     return End::TimedOut(self.timeout.unwrap_or_default());
                 }
-                () = &mut dogs.stall_check, if self.backgrounded && !dogs.stall_done => {
-                    dogs.stall_done = self.check_stall(book, config, &mut dogs.stall);
+                () = &mut dogs.stall_check, if self.backgrounded && dogs.stall_armed => {
+                    self.check_stall(book, config, &mut dogs.stall);
                     dogs.schedule_stall_check(config, Instant::now());
                 }
                 () = dogs.growth.next(), if self.backgrounded => {
                     let size = output_size(&self.output);
-                    dogs.stall.saw(size, std::time::Instant::now());
+                    dogs.saw_output(size, config);
                     if dogs.size_cap.is_exceeded(size) {
                         // Stop the writers at once; the tree walk and the kill follow.
                         freeze_group(self.pid);
@@ -152,20 +168,15 @@ impl ShellRun {
         }
     }
 
-    /// One stall check; returns whether the watchdog is done.
-    fn check_stall(&self, book: &Book, config: &ShellConfig, stall: &mut StallWatchdog) -> bool {
+    /// One stall check: the tail judged once the output has been quiet for the threshold, and
+    /// the stall notified if it looks like a prompt.
+    fn check_stall(&self, book: &Book, config: &ShellConfig, stall: &mut StallWatchdog) {
         let size = output_size(&self.output);
         let now = std::time::Instant::now();
-        match stall.observe(size, now) {
-            StallStep::Wait => false,
-            StallStep::Done => true,
-            StallStep::InspectTail => {
-                let tail = output_tail(&self.output, size, config.stall_tail_bytes);
-                let fired = stall.judge(&tail, now);
-                if fired {
-                    book.notify_stall(&self.id, tail.trim());
-                }
-                fired
+        if stall.observe(size, now) == StallStep::InspectTail {
+            let tail = output_tail(&self.output, size, config.stall_tail_bytes);
+            if stall.judge(&tail, now) {
+                book.notify_stall(&self.id, tail.trim());
             }
         }
     }
