@@ -21,7 +21,8 @@
 //! 8. `start_cost_held`: the cost of a start while the supervisor holds many live tasks: the
 //!    200-run loop of 2. (wall time, and the supervisor's CPU per task) in a session holding
 //!    100 live `sleep` tasks and in one holding `TASKS_BENCH_HELD` (default 10 000), the two
-//!    interleaved (target: at most 1.2× the cost at 100).
+//!    interleaved (target: at most 1.2× the cost at 100); and first, what each supervisor
+//!    spends over 10 s holding its live tasks with nothing started.
 //!
 //! With `TASKS_BENCH_BASE_BIN=PATH` (another build's `tasks`, its `tasksd` beside it), 2. and 8.
 //! also measure that build, interleaved with the one under test in the same run: a before and
@@ -333,6 +334,17 @@ fn start_cost_held(bench: &Bench, held: usize, samples: usize) {
             .into_iter()
             .map(|count| (count, holding(bench, tasks, count)))
             .collect();
+        for (count, root) in &roots {
+            let supervisor = root.supervisor_pid().unwrap();
+            let before = cpu_time(supervisor);
+            std::thread::sleep(IDLE_WINDOW); // the window measured, not a wait for an event
+            let idle = cpu_time(supervisor).saturating_sub(before);
+            println!(
+                "start_cost_held {build:<6} {count:>6} live: idle supervisor CPU {:.0} ms in {} s",
+                idle.as_secs_f64() * 1e3,
+                IDLE_WINDOW.as_secs()
+            );
+        }
         let mut wall = vec![Vec::new(); roots.len()];
         let mut cpu = vec![Vec::new(); roots.len()];
         for _ in 0..samples {
@@ -366,6 +378,10 @@ fn start_cost_held(bench: &Bench, held: usize, samples: usize) {
         );
     }
 }
+
+/// How long `start_cost_held` watches each supervisor do nothing but hold its live tasks: what
+/// they cost it while no start happens (the watchdogs of every live task).
+const IDLE_WINDOW: Duration = Duration::from_secs(10);
 
 /// A root of the build `tasks` whose supervisor holds `count` live `sleep` tasks.
 fn holding(bench: &Bench, tasks: &std::path::Path, count: usize) -> Root {
