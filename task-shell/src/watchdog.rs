@@ -44,7 +44,8 @@ impl StallWatchdog {
             threshold,
             last_size: None,
             quiet_since: now,
-            judged: None,
+            // An empty output has no last line to judge: nothing to look at until it grows.
+            judged: Some(0),
             fired: false,
         }
     }
@@ -159,6 +160,17 @@ mod tests {
         assert_eq!(dog.observe(11, at(t0, 44)), StallStep::Wait);
         assert_eq!(dog.observe(11, at(t0, 80)), StallStep::Wait);
         assert_eq!(dog.observe(11, at(t0, 89)), StallStep::InspectTail);
+    }
+
+    #[test]
+    fn an_empty_output_is_never_inspected_until_it_grows() {
+        let t0 = Instant::now();
+        let mut dog = StallWatchdog::new(THRESHOLD, t0);
+        assert!(dog.saw(0, t0));
+        assert_eq!(dog.due(), None);
+        assert_eq!(dog.observe(0, at(t0, 3600)), StallStep::Wait);
+        assert!(dog.saw(7, at(t0, 3600)));
+        assert_eq!(dog.due(), Some(at(t0, 3645)));
     }
 
     #[test]
