@@ -29,10 +29,17 @@ struct Follower {
 }
 
 impl Follower {
+    /// One that never looks at every record after its first look: only its watch wakes it.
     fn start(root: &TasksRoot) -> Self {
+        Self::rescanning_every(root, NEVER_MS)
+    }
+
+    /// One woken by its watch that also looks at every record every `rescan_ms`.
+    fn rescanning_every(root: &TasksRoot, rescan_ms: &str) -> Self {
         let mut child = root
             .command(&["notifications", "--follow", "--format", "json"])
             .env("TASKS_POLL_MS", NEVER_MS)
+            .env("TASKS_RESCAN_MS", rescan_ms)
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
@@ -147,6 +154,61 @@ fn a_burst_of_ends_is_delivered_once_each_between_two_followers_woken_by_their_w
     for follower in followers {
         delivered.extend(follower.stop());
     }
+    assert_each_delivered_once(&delivered, &ids);
+}
+
+/// Ends a reader claimed and then died holding, before it wrote them out: no file changes when
+/// it dies, so a follower's watch has nothing to wake it for; its rescan finds them.
+#[test]
+fn what_a_reader_died_holding_is_delivered_by_a_follower_at_its_rescan() {
+    let root = TasksRoot::new();
+    let ids: Vec<String> = (0..20)
+        .map(|_| root.ok(&["run", "--", "true"]).trim().to_owned())
+        .collect();
+    let mut waited = vec!["wait", "--no-deliver"];
+    waited.extend(ids.iter().map(String::as_str));
+    root.ok(&waited);
+    // A reader whose output nobody reads: one page of pipe, which 20 notifications overflow,
+    // so it blocks writing them out, holding every claim.
+    let (unread, output) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+    rustix::pipe::fcntl_setpipe_size(&output, 4096).unwrap();
+    let mut stuck = root
+        .command(&["notifications", "--format", "json"])
+        .stdout(std::fs::File::from(output))
+        .spawn()
+        .unwrap();
+    let tasks_dir = root.path("default/tasks");
+    support::eventually("every end claimed by the stuck reader", || {
+        // A claim under a lease is `{id}.{end}.lease{N}` until it is committed.
+        let claims = std::fs::read_dir(&tasks_dir)
+            .unwrap()
+            .filter(|e| {
+                let path = e.as_ref().unwrap().path();
+                path.extension()
+                    .is_some_and(|x| x.to_string_lossy().starts_with("lease"))
+            })
+            .count();
+        (claims == ids.len()).then_some(())
+    });
+    // The follower starts while the claims are held: its first look finds nothing to deliver.
+    // A task ended after it started shows it is past that look, woken by its watch.
+    let follower = Follower::rescanning_every(&root, "200");
+    let marker = root.ok(&["run", "--", "true"]).trim().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let first = follower.next(deadline).expect("the marker delivered");
+    assert_eq!(task_of(&first), marker, "nothing held was delivered first");
+    stuck.kill().unwrap();
+    stuck.wait().unwrap();
+    drop(unread);
+
+    let mut delivered = Vec::new();
+    while delivered.len() < ids.len() {
+        let notice = follower
+            .next(deadline)
+            .unwrap_or_else(|| panic!("delivered by the deadline: {delivered:?} of {ids:?}"));
+        delivered.push(notice);
+    }
+    delivered.extend(follower.stop());
     assert_each_delivered_once(&delivered, &ids);
 }
 

@@ -6,6 +6,7 @@
 //! | `idle_exit_ms`              | `TASKS_IDLE_EXIT_MS`          | 30 000   |
 //! | `start_timeout_ms`          | `TASKS_START_TIMEOUT_MS`      | 5 000    |
 //! | `poll_interval_ms`          | `TASKS_POLL_MS`               | 100      |
+//! | `rescan_interval_ms`        | `TASKS_RESCAN_MS`             | 5 000    |
 //! | `sweep_interval_ms`         | `TASKS_SWEEP_MS`              | 1 000    |
 //! | `request_timeout`           | `TASKS_REQUEST_TIMEOUT`       | `10s`    |
 //! | `delivery_lease_ms`         | `TASKS_DELIVERY_LEASE_MS`     | 30 000   |
@@ -69,8 +70,13 @@ pub struct Config {
     pub idle_exit: Duration,
     /// How long a client waits for a supervisor it started to accept connections.
     pub start_timeout: Duration,
-    /// How often `wait`, `output --follow` and `--follow` readers look at the files.
+    /// How often `wait`, `output --follow` and `--follow` readers look at the files (where a
+    /// watch on them cannot be made).
     pub poll_interval: Duration,
+    /// How often a reader whose watch on the records works looks at every record anyway: for
+    /// what no file change announces (a claim whose reader died or whose lease ran out). Its
+    /// watch wakes it for everything else at once.
+    pub rescan_interval: Duration,
     /// How often the supervisor retries writes that failed and evicts ended tasks from memory.
     pub sweep_interval: Duration,
     /// How long a client waits for the supervisor's answer; a request answered later is not
@@ -109,6 +115,7 @@ impl Default for Config {
             idle_exit: Duration::from_millis(30_000),
             start_timeout: Duration::from_millis(5_000),
             poll_interval: Duration::from_millis(100),
+            rescan_interval: Duration::from_millis(5_000),
             sweep_interval: Duration::from_millis(1_000),
             request_timeout: Duration::from_secs(10),
             delivery_lease: Duration::from_secs(30),
@@ -212,6 +219,7 @@ struct ConfigFile {
     idle_exit_ms: Option<u64>,
     start_timeout_ms: Option<u64>,
     poll_interval_ms: Option<u64>,
+    rescan_interval_ms: Option<u64>,
     sweep_interval_ms: Option<u64>,
     request_timeout: Option<String>,
     delivery_lease_ms: Option<u64>,
@@ -274,6 +282,11 @@ impl Config {
             config.start_timeout,
         )?;
         config.poll_interval = ms("TASKS_POLL_MS", file.poll_interval_ms, config.poll_interval)?;
+        config.rescan_interval = ms(
+            "TASKS_RESCAN_MS",
+            file.rescan_interval_ms,
+            config.rescan_interval,
+        )?;
         config.sweep_interval = ms(
             "TASKS_SWEEP_MS",
             file.sweep_interval_ms,
@@ -433,13 +446,16 @@ mod tests {
     #[test]
     fn environment_overrides_the_file_which_overrides_the_defaults() {
         let file: ConfigFile = serde_json::from_str(
-            r#"{"idle_exit_ms": 10, "sweep_interval_ms": 20, "stall_threshold_ms": 20}"#,
+            r#"{"idle_exit_ms": 10, "sweep_interval_ms": 20, "stall_threshold_ms": 20,
+                "rescan_interval_ms": 700}"#,
         )
         .unwrap();
         let config = Config::from_sources(file, env("TASKS_SWEEP_MS", "30")).unwrap();
         assert_eq!(config.idle_exit, Duration::from_millis(10));
         assert_eq!(config.sweep_interval, Duration::from_millis(30));
         assert_eq!(config.poll_interval, Duration::from_millis(100));
+        assert_eq!(config.rescan_interval, Duration::from_millis(700));
+        assert_eq!(Config::default().rescan_interval, Duration::from_secs(5));
         let executors = &config.executors;
         let default = Duration::from_secs(5);
         let read = |var| {

@@ -419,9 +419,10 @@ fn notifications(session: &Session, args: &NotificationsArgs, printer: Printer) 
     // Following, a record renamed into place or an event published wakes this reader at once
     // (the watch is made before each full look, so no rename in between is missed), and only
     // the tasks whose records changed are read, what they make deliverable claimed, written
-    // out and committed together (a burst of ends is one claim and one write); every poll
-    // period (and where there is no watch: no task was started yet) it looks at every record,
-    // for anything a watch missed.
+    // out and committed together (a burst of ends is one claim and one write). It looks at
+    // every record once a rescan interval, for what no file change announces (a claim whose
+    // reader died), and every poll period where there is no watch (no task started yet): a
+    // whole look every poll period cost a follower of 1 000 live tasks a tenth of a core.
     let mut changes = None;
     loop {
         if args.follow && changes.is_none() {
@@ -433,12 +434,11 @@ fn notifications(session: &Session, args: &NotificationsArgs, printer: Printer) 
         if !args.follow {
             return Ok(exit::OK);
         }
-        let patience = session.config().poll_interval;
         let Some(watch) = &changes else {
-            std::thread::sleep(patience);
+            std::thread::sleep(session.config().poll_interval);
             continue;
         };
-        let until = std::time::Instant::now() + patience;
+        let until = std::time::Instant::now() + session.config().rescan_interval;
         loop {
             let left = until.saturating_duration_since(std::time::Instant::now());
             match watch.wait(left) {
