@@ -533,7 +533,8 @@ pub struct McpArgs {
     /// channel event, `notifications/claude/channel`, is the delivery).
     #[arg(long, value_enum, default_value_t = DeliverArg::Result)]
     pub deliver: DeliverArg,
-    /// How often to look for notifications and output changes to push, in milliseconds.
+    /// How often to look at subscribed outputs for changes to push (and at everything where
+    /// the records cannot be watched), in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 500)]
     pub watch_ms: u64,
 }

@@ -59,8 +59,8 @@ use crate::resources;
 /// The watcher's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WatchSettings {
-    /// How often the whole session is looked at (a changed record is looked at as soon as it
-    /// is written).
+    /// How often the subscribed outputs are looked at, and the whole session where no watch
+    /// on its records can be made (a changed record is looked at as soon as it is written).
     pub interval: Duration,
 }
 
@@ -90,6 +90,14 @@ impl Interest {
     /// Stops reporting changes of `id`'s output.
     pub fn unsubscribe(&self, id: &TaskId) {
         lock(&self.subscribed).remove(id);
+    }
+
+    /// The subscribed tasks as a change to look at: their outputs may have grown.
+    fn subscribed_records(&self) -> Changed {
+        Changed {
+            records: lock(&self.subscribed).keys().copied().collect(),
+            ..Changed::default()
+        }
     }
 
     /// Sets the lowest level pushed.
@@ -183,8 +191,12 @@ impl Outlet {
     }
 }
 
-/// Pushes notifications and resource changes to `outlet` until it closes: a whole look every
-/// [`WatchSettings::interval`], and in between a look at each record as soon as it changes.
+/// Pushes notifications and resource changes to `outlet` until it closes: a look at each record
+/// as soon as it changes, the subscribed outputs every [`WatchSettings::interval`] (no watch
+/// sees an output grow), and a whole look once a rescan interval (task-session's
+/// `rescan_interval`: for what no file change announces, a claim whose reader died), or every
+/// interval where there is no watch. A whole look every interval cost a server in a session of
+/// 1 000 tasks the parsing of every record twice a second.
 pub(crate) async fn watch(
     context: Arc<Context>,
     interest: Arc<Interest>,
@@ -200,8 +212,16 @@ pub(crate) async fn watch(
         if changes.is_none() {
             changes = watch_records(&context);
         }
+        let whole_look_in = match changes {
+            Some(_) => context
+                .session
+                .config()
+                .rescan_interval
+                .max(settings.interval),
+            None => settings.interval,
+        };
+        let whole_look_due = tokio::time::Instant::now() + whole_look_in;
         let mut only = None;
-        let until = tokio::time::Instant::now() + settings.interval;
         loop {
             let looked = look(
                 &context,
@@ -213,7 +233,7 @@ pub(crate) async fn watch(
             if !send(&outlet, looked.await).await {
                 return;
             }
-            let left = until.saturating_duration_since(tokio::time::Instant::now());
+            let left = whole_look_due.saturating_duration_since(tokio::time::Instant::now());
             if left.is_zero() {
                 break; // a whole look is due
             }
@@ -221,13 +241,14 @@ pub(crate) async fn watch(
                 tokio::time::sleep(left).await;
                 break;
             };
-            match watch.wait(left).await {
-                Ok(changed) if changed.lost || !changed.any() => break,
-                Ok(changed) => only = Some(changed),
+            match watch.wait(left.min(settings.interval)).await {
+                Ok(changed) if changed.lost => break,
+                Ok(changed) if changed.any() => only = Some(changed),
+                Ok(_) => only = Some(interest.subscribed_records()),
                 Err(error) => {
                     tracing::debug!(%error, "record watch failed: looking every interval");
                     changes = None;
-                    tokio::time::sleep(left).await;
+                    tokio::time::sleep(left.min(settings.interval)).await;
                     break;
                 }
             }
