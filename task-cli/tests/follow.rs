@@ -66,6 +66,23 @@ impl Follower {
         self.lines.recv_timeout(left).ok()
     }
 
+    /// Reads what it prints until each of `ids` was delivered (failing at `deadline`), stops
+    /// it, and asserts that it delivered each exactly once and nothing else.
+    fn delivers_each_once(self, ids: &[String], deadline: Instant) {
+        let mut delivered = Vec::new();
+        while !ids
+            .iter()
+            .all(|id| delivered.iter().any(|n| task_of(n) == *id))
+        {
+            let notice = self
+                .next(deadline)
+                .unwrap_or_else(|| panic!("delivered by the deadline: {delivered:?} of {ids:?}"));
+            delivered.push(notice);
+        }
+        delivered.extend(self.stop());
+        assert_each_delivered_once(&delivered, ids);
+    }
+
     /// Stops it (killed by its pid) and returns what it printed that was not read yet.
     fn stop(mut self) -> Vec<Value> {
         self.child.kill().unwrap();
@@ -100,19 +117,7 @@ fn a_follower_delivers_each_end_once_as_its_record_lands_without_waiting_for_its
     let mut ids = vec![first];
     ids.extend((0..3).map(|_| root.ok(&["run", "--", "true"]).trim().to_owned()));
 
-    let mut delivered = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !ids
-        .iter()
-        .all(|id| delivered.iter().any(|n| task_of(n) == *id))
-    {
-        let notice = follower
-            .next(deadline)
-            .unwrap_or_else(|| panic!("delivered by the deadline: {delivered:?} of {ids:?}"));
-        delivered.push(notice);
-    }
-    delivered.extend(follower.stop());
-    assert_each_delivered_once(&delivered, &ids);
+    follower.delivers_each_once(&ids, Instant::now() + Duration::from_secs(60));
 }
 
 /// Asserts that `delivered` holds one notification of each of `ids`, and no other.
@@ -201,15 +206,7 @@ fn what_a_reader_died_holding_is_delivered_by_a_follower_at_its_rescan() {
     stuck.wait().unwrap();
     drop(unread);
 
-    let mut delivered = Vec::new();
-    while delivered.len() < ids.len() {
-        let notice = follower
-            .next(deadline)
-            .unwrap_or_else(|| panic!("delivered by the deadline: {delivered:?} of {ids:?}"));
-        delivered.push(notice);
-    }
-    delivered.extend(follower.stop());
-    assert_each_delivered_once(&delivered, &ids);
+    follower.delivers_each_once(&ids, deadline);
 }
 
 #[test]
