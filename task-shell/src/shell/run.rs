@@ -45,8 +45,9 @@ pub(crate) struct ShellRun {
 /// The stall and size watchdogs of one task, with their schedules.
 ///
 /// Where its output is watched (inotify), a task is woken by its writes (each checked against
-/// the size cap and noted by the stall watchdog) and by its stall watchdog when due: a quiet
-/// task costs one wake per stall threshold. Elsewhere both poll, as the reference does.
+/// the size cap and noted by the stall watchdog) and by its stall watchdog when due: a task
+/// that stays quiet costs one look in all (none if it wrote nothing). Elsewhere both poll, as
+/// the reference does.
 #[derive(Debug)]
 struct Watchdogs {
     stall: StallWatchdog,
