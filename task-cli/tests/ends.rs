@@ -856,8 +856,9 @@ fn shells_that_end_together_are_each_told_only_the_daemons_they_left() {
             let file = sandbox.path(&format!("daemon{n}.pid"));
             let f = file.display();
             let command = format!(
-                "setsid sh -c 'echo $$ > {f}.new; mv {f}.new {f}; exec sleep 31{n}' & \
-                 until [ -s {f} ]; do sleep 0.01; done; {}",
+                "mkfifo {f}.ready; \
+                 setsid sh -c 'echo $$ > {f}.new; mv {f}.new {f}; echo > {f}.ready; exec sleep 31{n}' & \
+                 read -r _ < {f}.ready; {}",
                 gate.wait()
             );
             (sandbox.started(&["run", "--", &command]), file)

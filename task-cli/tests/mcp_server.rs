@@ -30,6 +30,7 @@ use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use tokio_tungstenite::tungstenite::http::header::SEC_WEBSOCKET_PROTOCOL;
 
 use support::DEADLINE;
+use support::gate::Gate;
 
 /// What the server pushed.
 #[derive(Debug, Default)]
@@ -765,11 +766,8 @@ async fn a_monitor_event_is_pushed_at_once_by_a_watcher_that_never_looks_at_the_
         server.pushes_about(&first).into_iter().next()
     })
     .await;
-    let gate = server.root.path().join("emit");
-    let command = format!(
-        "while [ ! -e '{}' ]; do sleep 0.02; done; echo tick; exec sleep 300",
-        gate.display()
-    );
+    let mut gate = Gate::new(server.root.path());
+    let command = format!("{}; echo tick; exec sleep 300", gate.wait());
     let started = server
         .call(
             "Monitor",
@@ -777,7 +775,7 @@ async fn a_monitor_event_is_pushed_at_once_by_a_watcher_that_never_looks_at_the_
         )
         .await;
     let id = structured(&started)["taskId"].as_str().unwrap().to_owned();
-    std::fs::write(&gate, "").unwrap();
+    gate.open(1);
     // No record changes with an event: only the watch on `events/pending/` finds it.
     let event = support::eventually_async("the event pushed", async || {
         let pushes = server.pushes_about(&id);
